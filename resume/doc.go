@@ -1,0 +1,49 @@
+// Package resume is the resumable-request engine: MCP-agnostic, with no I/O of its
+// own besides its Store and the Sinks it is handed.
+//
+// # Lifecycle
+//
+// A request is started with Engine.Start, which draws a 256-bit token, keeps only its
+// SHA-256 hash, and registers the request under that hash. The request runs on its own
+// context (Request.Context), which only Cancel, expiry and Engine.Close end: never a
+// connection. It is processing until Complete, then completed or failed; Cancel and
+// expiry end it early as cancelled or expired. A request that ends leaves a tombstone
+// (hash, id, final state) for Options.TombstoneTTL, so a late resume gets a precise
+// answer instead of "not found".
+//
+// # Attachment
+//
+// A request is attached to at most one Sink (a connection's writer). Attach replaces
+// the current sink (takeover: the old one gets nothing more); Detach, or a failed
+// write, leaves it detached. A processing request that is detached starts its maxWait
+// clock; Touch (requests/getStatus) and Attach (requests/resume) reset it. Expiry
+// cancels the request's context and frees it.
+//
+// # Sequence numbers and the outbox
+//
+// Every outgoing message of a request gets the next sequence number (1, 2, 3, ...),
+// which the caller's encode function writes into the message. Messages go to the
+// Store first and reach the sink from there, in order, through one delivery loop per
+// attachment (the "drain"), so replay after a resume and live delivery are the same
+// code. Each attachment has a cursor: the highest number written to it.
+//
+// # Retention
+//
+// Without acknowledgements, intermediate messages (progress, logs, other
+// notifications) written successfully to a sink count as delivered and are dropped.
+// The final response and unanswered server-to-client requests stay until
+// acknowledged, answered, or the retention window after completion ends, so a client
+// that comes back after the work finished still gets its result. A client that acks
+// (Attach or Touch with ack > 0, or an ack-mode request from the start) switches the
+// request to ack mode: nothing is dropped on write, everything up to the ack is
+// dropped on ack, and every message reaches the client exactly once across any
+// number of disconnects.
+//
+// # Bounded memory
+//
+// Each request has a byte budget (Options.QueueBytes). Over it, queued progress
+// messages are coalesced to the newest per progress token, then droppable
+// notifications are dropped oldest first and counted; responses and
+// server-to-client requests are never dropped. Options.MaxLive caps the number of
+// live requests; Start returns ErrLimit past it.
+package resume

@@ -1,0 +1,239 @@
+package resume
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Errors the engine returns. Callers map them to wire errors with errors.Is.
+var (
+	// ErrUnknown: no request with this token and id (a wrong token gives the same).
+	ErrUnknown = errors.New("resume: no such request")
+	// ErrExpired: the request expired, or its result's retention ended.
+	ErrExpired = errors.New("resume: request expired")
+	// ErrCancelled: the request was cancelled.
+	ErrCancelled = errors.New("resume: request cancelled")
+	// ErrLimit: Options.MaxLive requests are live; the new one is not resumable.
+	ErrLimit = errors.New("resume: too many live resumable requests")
+	// ErrEnded: the request has ended; the call had no effect.
+	ErrEnded = errors.New("resume: request has ended")
+	// ErrClosed: the engine is closed.
+	ErrClosed = errors.New("resume: engine closed")
+)
+
+// Options configure an Engine. The zero value of each field means its default.
+type Options struct {
+	// MaxWait is how long a detached, processing request lives without a client
+	// (reset by Touch and Attach). Default 10 minutes.
+	MaxWait time.Duration
+	// MinWait is the time a client should wait after a disconnect before it resumes;
+	// advertised only. Default 0.
+	MinWait time.Duration
+	// Retention is how long a final response is kept after completion, unacknowledged
+	// (reset by Touch and Attach). Default MaxWait.
+	Retention time.Duration
+	// TombstoneTTL is how long an ended request is remembered to answer "expired" or
+	// "cancelled" instead of "not found". Default 1 hour.
+	TombstoneTTL time.Duration
+	// MaxTombstones bounds the tombstones kept; the oldest go first. Default 100,000.
+	MaxTombstones int
+	// MaxLive caps the live requests (processing, or completed and retained).
+	// Default 10,000.
+	MaxLive int
+	// QueueBytes is each request's byte budget for queued messages. Default 1 MiB.
+	QueueBytes int
+	// Logger receives the engine's logs. Nil means none.
+	Logger *zerolog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	def := func(d *time.Duration, val time.Duration) {
+		if *d <= 0 {
+			*d = val
+		}
+	}
+	def(&v.MaxWait, 10*time.Minute)
+	def(&v.Retention, v.MaxWait)
+	def(&v.TombstoneTTL, time.Hour)
+	if v.MaxTombstones <= 0 {
+		v.MaxTombstones = 100_000
+	}
+	if v.MaxLive <= 0 {
+		v.MaxLive = 10_000
+	}
+	if v.QueueBytes <= 0 {
+		v.QueueBytes = 1 << 20
+	}
+	if v.Logger == nil {
+		nop := zerolog.Nop()
+		v.Logger = &nop
+	}
+	return v
+}
+
+// Engine is the registry of resumable requests. It is safe for concurrent use.
+type Engine struct {
+	opts  Options
+	store Store
+	log   *zerolog.Logger
+	ctx   context.Context // ends at Close; used for Store calls
+	stop  context.CancelFunc
+
+	mu     sync.Mutex // guards the fields below
+	live   map[TokenHash]*Request
+	tombs  map[TokenHash]tombstone
+	tombQ  []TokenHash // insertion order, for expiry and the count bound
+	closed bool
+}
+
+type tombstone struct {
+	id    []byte
+	state State
+	at    time.Time
+}
+
+// New returns an engine over store.
+func New(store Store, opts *Options) *Engine {
+	o := opts.withDefaults()
+	ctx, stop := context.WithCancel(context.Background())
+	return &Engine{
+		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
+		live:  make(map[TokenHash]*Request),
+		tombs: make(map[TokenHash]tombstone),
+	}
+}
+
+// Options returns the engine's options with defaults filled in.
+func (e *Engine) Options() Options { return e.opts }
+
+// StartOptions configure one request.
+type StartOptions struct {
+	// AckMode keeps every message until acknowledged (the client announced the ack
+	// extension).
+	AckMode bool
+	// Values supplies the values of the request's context (for example the MCP
+	// session); its cancellation and deadline are ignored. Nil means none.
+	Values context.Context
+}
+
+// Start registers a new resumable request with JSON-RPC id id. It returns the
+// request and its token, which the caller sends to the client once and forgets.
+func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
+	if so == nil {
+		so = &StartOptions{}
+	}
+	tok, h := newToken()
+	r := &Request{e: e, id: bytes.Clone(id), hash: h, state: StateProcessing, ackMode: so.AckMode}
+	base := context.Background()
+	if so.Values != nil {
+		base = context.WithoutCancel(so.Values)
+	}
+	r.ctx, r.cancel = context.WithCancelCause(base)
+
+	e.mu.Lock()
+	switch {
+	case e.closed:
+		e.mu.Unlock()
+		r.cancel(ErrClosed)
+		return nil, "", ErrClosed
+	case len(e.live) >= e.opts.MaxLive:
+		e.mu.Unlock()
+		r.cancel(ErrLimit)
+		return nil, "", ErrLimit
+	}
+	e.live[h] = r
+	e.mu.Unlock()
+
+	if err := e.store.Put(e.ctx, &Record{Hash: h, ID: r.id, State: StateProcessing, Created: time.Now()}); err != nil {
+		e.mu.Lock()
+		delete(e.live, h)
+		e.mu.Unlock()
+		r.cancel(err)
+		return nil, "", err
+	}
+	return r, tok, nil
+}
+
+// Lookup finds the request for token whose id is id. A wrong token, a wrong id and an
+// unknown request all give ErrUnknown; an ended request that the caller holds the
+// right token for gives ErrExpired or ErrCancelled while its tombstone lives.
+func (e *Engine) Lookup(token string, id []byte) (*Request, error) {
+	h := HashToken(token)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.live[h]; ok && r.hash.equal(h) && bytes.Equal(r.id, id) {
+		return r, nil
+	}
+	if t, ok := e.tombs[h]; ok && bytes.Equal(t.id, id) && time.Since(t.at) < e.opts.TombstoneTTL {
+		if t.state == StateCancelled {
+			return nil, ErrCancelled
+		}
+		return nil, ErrExpired
+	}
+	return nil, ErrUnknown
+}
+
+// Live returns the number of live requests.
+func (e *Engine) Live() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.live)
+}
+
+// Close cancels every live request's context and refuses new ones. Messages already
+// in the Store stay there (a durable store keeps them for the next process).
+func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	reqs := make([]*Request, 0, len(e.live))
+	for _, r := range e.live {
+		reqs = append(reqs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range reqs {
+		r.mu.Lock()
+		r.stopTimerLocked()
+		r.mu.Unlock()
+		r.cancel(ErrClosed)
+	}
+	e.stop()
+}
+
+// forget removes an ended request and leaves its tombstone.
+func (e *Engine) forget(r *Request, final State) {
+	now := time.Now()
+	e.mu.Lock()
+	if e.live[r.hash] == r {
+		delete(e.live, r.hash)
+	}
+	// Age out old tombstones first (they were inserted in time order), then bound
+	// the count.
+	for len(e.tombQ) > 0 {
+		h := e.tombQ[0]
+		t, ok := e.tombs[h]
+		if ok && now.Sub(t.at) < e.opts.TombstoneTTL && len(e.tombQ) < e.opts.MaxTombstones {
+			break
+		}
+		if ok {
+			delete(e.tombs, h)
+		}
+		e.tombQ[0] = TokenHash{}
+		e.tombQ = e.tombQ[1:]
+	}
+	e.tombs[r.hash] = tombstone{id: r.id, state: final, at: now}
+	e.tombQ = append(e.tombQ, r.hash)
+	e.mu.Unlock()
+	if err := e.store.Delete(e.ctx, r.hash); err != nil {
+		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("deleting an ended request from the store")
+	}
+}
+

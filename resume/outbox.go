@@ -1,0 +1,127 @@
+package resume
+
+import "slices"
+
+// outbox is the engine's index of a request's queued messages: numbers, kinds, keys
+// and sizes, not the bytes (those live in the Store). Entries are in ascending seq.
+// It is guarded by its Request's mutex.
+type outbox struct {
+	entries []entry
+	bytes   int
+	last    uint64 // last sequence number given out
+	dropped uint64 // messages dropped under the budget
+}
+
+type entry struct {
+	seq  uint64
+	size int32
+	kind Kind
+	key  string
+}
+
+func (q *outbox) next() uint64 { q.last++; return q.last }
+
+func (q *outbox) add(m Message) {
+	q.entries = append(q.entries, entry{seq: m.Seq, size: int32(len(m.Data)), kind: m.Kind, key: m.Key})
+	q.bytes += len(m.Data)
+}
+
+func (q *outbox) find(seq uint64) (int, bool) {
+	return slices.BinarySearchFunc(q.entries, seq, func(e entry, s uint64) int {
+		switch {
+		case e.seq < s:
+			return -1
+		case e.seq > s:
+			return 1
+		}
+		return 0
+	})
+}
+
+func (q *outbox) has(seq uint64) bool { _, ok := q.find(seq); return ok }
+
+func (q *outbox) hasAfter(seq uint64) bool {
+	return len(q.entries) > 0 && q.entries[len(q.entries)-1].seq > seq
+}
+
+func (q *outbox) count(k Kind) int {
+	n := 0
+	for _, e := range q.entries {
+		if e.kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// upTo returns the numbers of the entries with seq <= ack.
+func (q *outbox) upTo(ack uint64) []uint64 {
+	var out []uint64
+	for _, e := range q.entries {
+		if e.seq > ack {
+			break
+		}
+		out = append(out, e.seq)
+	}
+	return out
+}
+
+// remove drops the named entries.
+func (q *outbox) remove(seqs []uint64) {
+	if len(seqs) == 1 { // the common case: one delivered message
+		if i, ok := q.find(seqs[0]); ok {
+			q.bytes -= int(q.entries[i].size)
+			q.entries = slices.Delete(q.entries, i, i+1)
+		}
+	} else {
+		drop := make(map[uint64]bool, len(seqs))
+		for _, s := range seqs {
+			drop[s] = true
+		}
+		q.entries = slices.DeleteFunc(q.entries, func(e entry) bool {
+			if drop[e.seq] {
+				q.bytes -= int(e.size)
+				return true
+			}
+			return false
+		})
+	}
+	if len(q.entries) == 0 {
+		q.entries = nil // give the backing array back
+	}
+}
+
+// enforce applies the byte budget and returns the numbers of the entries to drop:
+// first every progress entry but the newest of its key, then droppable
+// notifications, oldest first. Responses and server-to-client requests never go.
+func (q *outbox) enforce(budget int) []uint64 {
+	if q.bytes <= budget {
+		return nil
+	}
+	var drop []uint64
+	size := q.bytes
+	seen := make(map[string]bool)
+	for i := len(q.entries) - 1; i >= 0; i-- {
+		e := q.entries[i]
+		if e.kind != KindProgress {
+			continue
+		}
+		if seen[e.key] {
+			drop = append(drop, e.seq)
+			size -= int(e.size)
+		} else {
+			seen[e.key] = true
+		}
+	}
+	for _, e := range q.entries {
+		if size <= budget {
+			break
+		}
+		if e.kind == KindNotification {
+			drop = append(drop, e.seq)
+			size -= int(e.size)
+			q.dropped++
+		}
+	}
+	return drop
+}

@@ -1,0 +1,345 @@
+package resume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Request is one resumable request. Its methods are safe for concurrent use.
+type Request struct {
+	e      *Engine
+	id     []byte
+	hash   TokenHash
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex // guards the fields below
+	state   State
+	ackMode bool
+	q       outbox
+	att     *attachment // nil when detached
+	timer   *time.Timer
+	freed   bool
+}
+
+// attachment is one period of a request being attached to a sink.
+type attachment struct {
+	sink     Sink
+	cursor   uint64 // highest seq written to sink (or acknowledged before attaching)
+	draining bool   // a goroutine is in drain for this attachment
+}
+
+// ID returns the request's JSON-RPC id, raw.
+func (r *Request) ID() []byte { return r.id }
+
+// Context returns the request's own context: cancelled by Cancel (cause
+// ErrCancelled), expiry (ErrExpired) or Engine.Close (ErrClosed), never by a
+// connection.
+func (r *Request) Context() context.Context { return r.ctx }
+
+// Status is a snapshot of a request for requests/getStatus.
+type Status struct {
+	State State
+	// HasPending: a resume now would deliver at least one message.
+	HasPending bool
+	// HasInput: a server-to-client request is unanswered.
+	HasInput bool
+	// Dropped counts messages dropped under the byte budget.
+	Dropped uint64
+	// QueuedBytes is the size of the queued messages.
+	QueuedBytes int
+}
+
+// Status returns a snapshot of the request.
+func (r *Request) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Status{
+		State:       r.state,
+		HasPending:  len(r.q.entries) > 0,
+		HasInput:    r.q.count(KindRequest) > 0,
+		Dropped:     r.q.dropped,
+		QueuedBytes: r.q.bytes,
+	}
+}
+
+// Attached reports whether sink is the request's current sink.
+func (r *Request) Attached(sink Sink) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.att != nil && r.att.sink == sink
+}
+
+// Append queues an outgoing message of kind k. encode receives the message's
+// sequence number and returns the encoded message carrying it. When the request is
+// attached, the message is written before Append returns, unless another
+// goroutine is already writing this request's messages (then that one writes it).
+func (r *Request) Append(k Kind, key string, encode func(seq uint64) []byte) (uint64, error) {
+	return r.append(k, key, encode, StateProcessing)
+}
+
+// Complete queues the final response and moves the request to completed (or failed,
+// when failed is true). The response stays queued until acknowledged or until the
+// retention window ends.
+func (r *Request) Complete(failed bool, encode func(seq uint64) []byte) (uint64, error) {
+	final := StateCompleted
+	if failed {
+		final = StateFailed
+	}
+	return r.append(KindResponse, "", encode, final)
+}
+
+func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, next State) (uint64, error) {
+	r.mu.Lock()
+	if r.state.Ended() {
+		st := r.state
+		r.mu.Unlock()
+		return 0, fmt.Errorf("appending to a %s request: %w", st, ErrEnded)
+	}
+	seq := r.q.next()
+	m := Message{Seq: seq, Kind: k, Key: key, Data: encode(seq)}
+	// The Store call stays under r.mu so that messages reach it in sequence order.
+	if err := r.e.store.Append(r.e.ctx, r.hash, m); err != nil {
+		r.mu.Unlock()
+		return 0, fmt.Errorf("queueing message %d: %w", seq, err)
+	}
+	r.q.add(m)
+	if drop := r.q.enforce(r.e.opts.QueueBytes); len(drop) > 0 {
+		r.discardLocked(drop)
+	}
+	if next != r.state {
+		r.setStateLocked(next)
+	}
+	r.mu.Unlock()
+	r.kick()
+	return seq, nil
+}
+
+// Attach makes sink the request's sink (taking it over from any other), drops
+// messages up to ack (when ack > 0, which also switches to ack mode), resets the
+// timers, and writes every queued message after ack. It returns ErrEnded for a
+// request that was cancelled or expired meanwhile.
+func (r *Request) Attach(sink Sink, ack uint64) error {
+	r.mu.Lock()
+	if r.freed {
+		r.mu.Unlock()
+		return ErrEnded
+	}
+	r.ackLocked(ack)
+	if r.freed { // the ack released a completed request
+		r.mu.Unlock()
+		return nil
+	}
+	r.att = &attachment{sink: sink, cursor: ack}
+	r.scheduleLocked()
+	r.mu.Unlock()
+	r.kick()
+	return nil
+}
+
+// Detach detaches the request from sink, if sink is its current sink, and starts
+// the maxWait clock of a processing request.
+func (r *Request) Detach(sink Sink) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.att != nil && r.att.sink == sink {
+		r.att = nil
+		r.scheduleLocked()
+	}
+}
+
+// Touch resets the request's timers (requests/getStatus) and applies ack when > 0.
+func (r *Request) Touch(ack uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.freed {
+		return ErrEnded
+	}
+	r.ackLocked(ack)
+	if !r.freed {
+		r.scheduleLocked()
+	}
+	return nil
+}
+
+// Resolve drops the server-to-client request with sequence number seq: the client
+// answered it.
+func (r *Request) Resolve(seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.freed && r.q.has(seq) {
+		r.discardLocked([]uint64{seq})
+	}
+}
+
+// Cancel ends the request as cancelled: its context is cancelled, its messages are
+// dropped (no response is sent) and it is freed. Cancelling an ended request that
+// still holds its result frees it as well.
+func (r *Request) Cancel() {
+	r.mu.Lock()
+	if r.freed {
+		r.mu.Unlock()
+		return
+	}
+	r.setStateLocked(StateCancelled)
+	r.mu.Unlock()
+	r.cancel(ErrCancelled)
+}
+
+// ackLocked applies a client's acknowledgement.
+func (r *Request) ackLocked(ack uint64) {
+	if ack == 0 {
+		return
+	}
+	r.ackMode = true
+	if drop := r.q.upTo(ack); len(drop) > 0 {
+		r.discardLocked(drop)
+	}
+	if r.state.Ended() && len(r.q.entries) == 0 {
+		r.freeLocked(r.state) // the client has the final response
+	}
+}
+
+// setStateLocked is the one place a request changes state.
+func (r *Request) setStateLocked(s State) {
+	r.state = s
+	switch s {
+	case StateCancelled, StateExpired:
+		r.freeLocked(s)
+	default:
+		r.scheduleLocked()
+	}
+}
+
+// scheduleLocked sets the one timer a request has, from its state and attachment:
+// a detached processing request expires after MaxWait; an ended one is dropped
+// after Retention; an attached processing request has no timer.
+func (r *Request) scheduleLocked() {
+	var d time.Duration
+	switch {
+	case r.freed:
+		return
+	case r.state == StateProcessing && r.att != nil:
+		r.stopTimerLocked()
+		return
+	case r.state == StateProcessing:
+		d = r.e.opts.MaxWait
+	default:
+		d = r.e.opts.Retention
+	}
+	if r.timer == nil {
+		r.timer = time.AfterFunc(d, r.onTimer)
+	} else {
+		r.timer.Reset(d)
+	}
+}
+
+func (r *Request) stopTimerLocked() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
+func (r *Request) onTimer() {
+	r.mu.Lock()
+	switch {
+	case r.freed:
+		r.mu.Unlock()
+		return
+	case r.state == StateProcessing && r.att != nil:
+		r.mu.Unlock() // attached meanwhile
+		return
+	case r.state == StateProcessing:
+		r.setStateLocked(StateExpired)
+		r.mu.Unlock()
+		r.cancel(ErrExpired)
+	default: // retention ended
+		r.freeLocked(StateExpired)
+		r.mu.Unlock()
+	}
+}
+
+// freeLocked drops everything the request holds and leaves its tombstone.
+func (r *Request) freeLocked(final State) {
+	if r.freed {
+		return
+	}
+	r.freed = true
+	r.att = nil
+	r.stopTimerLocked()
+	r.q = outbox{dropped: r.q.dropped}
+	r.e.forget(r, final)
+}
+
+func (r *Request) discardLocked(seqs []uint64) {
+	r.q.remove(seqs)
+	if err := r.e.store.Discard(r.e.ctx, r.hash, seqs...); err != nil {
+		r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("discarding delivered messages")
+	}
+}
+
+// kick starts writing to the current attachment unless a goroutine already is.
+func (r *Request) kick() {
+	r.mu.Lock()
+	a := r.att
+	if a == nil || a.draining {
+		r.mu.Unlock()
+		return
+	}
+	a.draining = true
+	r.mu.Unlock()
+	r.drain(a)
+}
+
+// drain writes a's queued messages in order until none is left or a is no longer
+// the request's attachment. Replay and live delivery both go through here.
+func (r *Request) drain(a *attachment) {
+	for {
+		r.mu.Lock()
+		if r.att != a || !r.q.hasAfter(a.cursor) {
+			a.draining = false
+			r.mu.Unlock()
+			return
+		}
+		after := a.cursor
+		r.mu.Unlock()
+
+		for m, err := range r.e.store.Replay(r.e.ctx, r.hash, after) {
+			if err != nil {
+				if !errors.Is(err, ErrNotFound) {
+					r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("replaying queued messages")
+				}
+				r.detachAfterFailure(a)
+				return
+			}
+			if err := a.sink.Write(r.e.ctx, m.Data); err != nil {
+				r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("write failed; detaching")
+				r.detachAfterFailure(a)
+				return
+			}
+			r.mu.Lock()
+			if r.att != a {
+				r.mu.Unlock()
+				return // taken over or ended; the new attachment has its own drain
+			}
+			a.cursor = m.Seq
+			if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
+				r.discardLocked([]uint64{m.Seq})
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *Request) detachAfterFailure(a *attachment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a.draining = false
+	if r.att == a {
+		r.att = nil
+		r.scheduleLocked()
+	}
+}

@@ -1,0 +1,106 @@
+package resume
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+)
+
+// Kind classifies a queued message for retention and the byte budget.
+type Kind uint8
+
+const (
+	// KindNotification is droppable under the byte budget (logs and other notifications).
+	KindNotification Kind = iota + 1
+	// KindProgress is coalesced under the byte budget: only the newest per Key stays.
+	KindProgress
+	// KindRequest is a server-to-client request: never dropped, kept until answered.
+	KindRequest
+	// KindResponse is the final response: never dropped, kept until acknowledged or
+	// until the retention window ends.
+	KindResponse
+)
+
+// retained reports whether a message of this kind stays queued after a successful
+// write to a sink when the client does not acknowledge.
+func (k Kind) retained() bool { return k == KindRequest || k == KindResponse }
+
+// Message is one queued outgoing message of a request.
+type Message struct {
+	Seq  uint64
+	Kind Kind
+	// Key groups progress messages for coalescing (the progress token's JSON text).
+	Key string
+	// Data is the complete encoded message. A Store keeps it as given (it may keep the
+	// slice itself); nobody modifies it after Append.
+	Data []byte
+}
+
+// State is where a request is in its lifecycle.
+type State uint8
+
+const (
+	StateProcessing State = iota + 1
+	StateCompleted
+	StateFailed
+	StateCancelled
+	StateExpired
+)
+
+var stateNames = [...]string{"", "processing", "completed", "failed", "cancelled", "expired"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Ended reports whether the request has a final response or was stopped.
+func (s State) Ended() bool { return s != StateProcessing }
+
+// Record is the durable description of a request.
+type Record struct {
+	Hash    TokenHash
+	ID      []byte // the JSON-RPC id, raw
+	State   State
+	Created time.Time
+}
+
+// ErrNotFound is returned by a Store for a request it does not hold (never created,
+// or deleted). It is never returned with partial data.
+var ErrNotFound = errors.New("resume: request not found")
+
+// Store holds requests' records and queued messages: in memory (memstore) or
+// durably. The engine owns every request it starts; a Store only keeps what the
+// engine writes and returns it.
+//
+// Contract (checked by package storetest, run against every implementation):
+//   - All methods are safe for concurrent use. Calls for one request come from the
+//     engine in a consistent order (Put before Append, nothing after Delete) but may
+//     overlap with calls for the same request from a reader (Replay, Get).
+//   - Put creates or replaces the record. Get returns a copy, or ErrNotFound.
+//   - Append adds a message whose Seq is greater than every Seq appended before for
+//     that request; Append for an unknown request returns ErrNotFound.
+//   - Discard removes the named messages; numbers not held are ignored.
+//   - Replay yields, in ascending Seq, the messages held with Seq > after at the time
+//     of the call, then stops. For an unknown request it yields one ErrNotFound.
+//     A message appended during the iteration may or may not be yielded.
+//   - Delete removes the record and every message; deleting twice is not an error.
+type Store interface {
+	Put(ctx context.Context, rec *Record) error
+	Get(ctx context.Context, h TokenHash) (*Record, error)
+	Append(ctx context.Context, h TokenHash, m Message) error
+	Discard(ctx context.Context, h TokenHash, seqs ...uint64) error
+	Replay(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
+	Delete(ctx context.Context, h TokenHash) error
+}
+
+// Sink is where a request's messages are written: a connection.
+// Write is called by one goroutine at a time per attachment, but different
+// requests write to the same Sink concurrently, so a Sink's Write must be safe for
+// concurrent use. A Write error detaches the request from the sink.
+type Sink interface {
+	Write(ctx context.Context, msg []byte) error
+}

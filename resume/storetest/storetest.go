@@ -1,0 +1,215 @@
+// Package storetest is the contract of resume.Store as a test suite. Every store runs
+// it: memstore in its own tests, and any other store the same way.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+// Run runs the contract against stores made by newStore, one fresh store per subtest.
+func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
+	ctx := context.Background()
+	hash := func(s string) resume.TokenHash { return resume.HashToken(s) }
+	msg := func(seq uint64) resume.Message {
+		return resume.Message{Seq: seq, Kind: resume.KindProgress, Key: "p", Data: fmt.Appendf(nil, `{"n":%d}`, seq)}
+	}
+	seqs := func(t *testing.T, s resume.Store, h resume.TokenHash, after uint64) []uint64 {
+		t.Helper()
+		var out []uint64
+		for m, err := range s.Replay(ctx, h, after) {
+			if err != nil {
+				t.Fatalf("Replay: %v", err)
+			}
+			if want := msg(m.Seq).Data; !bytes.Equal(m.Data, want) {
+				t.Fatalf("message %d: data %q, want %q", m.Seq, m.Data, want)
+			}
+			out = append(out, m.Seq)
+		}
+		return out
+	}
+	put := func(t *testing.T, s resume.Store, name string) resume.TokenHash {
+		t.Helper()
+		h := hash(name)
+		if err := s.Put(ctx, &resume.Record{Hash: h, ID: []byte(`"` + name + `"`), State: resume.StateProcessing, Created: time.Unix(1, 0)}); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		return h
+	}
+	equal := func(t *testing.T, got, want []uint64) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+
+	t.Run("PutGet", func(t *testing.T) {
+		s := newStore(t)
+		h := put(t, s, "a")
+		rec, err := s.Get(ctx, h)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if string(rec.ID) != `"a"` || rec.State != resume.StateProcessing || !rec.Created.Equal(time.Unix(1, 0)) {
+			t.Fatalf("Get = %+v", rec)
+		}
+		rec.ID[0] = 'X' // a copy: changing it changes nothing stored
+		rec2 := *rec
+		rec2.ID = []byte(`"a"`)
+		rec2.State = resume.StateCompleted
+		if err := s.Put(ctx, &rec2); err != nil {
+			t.Fatalf("Put (replace): %v", err)
+		}
+		if rec, _ = s.Get(ctx, h); rec.State != resume.StateCompleted || string(rec.ID) != `"a"` {
+			t.Fatalf("after replace, Get = %+v", rec)
+		}
+	})
+	t.Run("UnknownRequest", func(t *testing.T) {
+		s := newStore(t)
+		h := hash("nobody")
+		if _, err := s.Get(ctx, h); !errors.Is(err, resume.ErrNotFound) {
+			t.Fatalf("Get: %v, want ErrNotFound", err)
+		}
+		if err := s.Append(ctx, h, msg(1)); !errors.Is(err, resume.ErrNotFound) {
+			t.Fatalf("Append: %v, want ErrNotFound", err)
+		}
+		n := 0
+		for _, err := range s.Replay(ctx, h, 0) {
+			n++
+			if !errors.Is(err, resume.ErrNotFound) {
+				t.Fatalf("Replay: %v, want ErrNotFound", err)
+			}
+		}
+		if n != 1 {
+			t.Fatalf("Replay yielded %d values, want one ErrNotFound", n)
+		}
+		if err := s.Discard(ctx, h, 1); err != nil {
+			t.Fatalf("Discard: %v", err)
+		}
+		if err := s.Delete(ctx, h); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+	})
+	t.Run("ReplayOrderAndCursor", func(t *testing.T) {
+		s := newStore(t)
+		h := put(t, s, "a")
+		for i := uint64(1); i <= 5; i++ {
+			if err := s.Append(ctx, h, msg(i)); err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+		}
+		equal(t, seqs(t, s, h, 0), []uint64{1, 2, 3, 4, 5})
+		equal(t, seqs(t, s, h, 3), []uint64{4, 5})
+		equal(t, seqs(t, s, h, 5), nil)
+	})
+	t.Run("Discard", func(t *testing.T) {
+		s := newStore(t)
+		h := put(t, s, "a")
+		for i := uint64(1); i <= 6; i++ {
+			_ = s.Append(ctx, h, msg(i))
+		}
+		if err := s.Discard(ctx, h, 2, 4, 99); err != nil {
+			t.Fatalf("Discard: %v", err)
+		}
+		equal(t, seqs(t, s, h, 0), []uint64{1, 3, 5, 6})
+		_ = s.Discard(ctx, h, 1, 3, 5, 6)
+		equal(t, seqs(t, s, h, 0), nil)
+		_ = s.Append(ctx, h, msg(7)) // appending after everything was discarded
+		equal(t, seqs(t, s, h, 0), []uint64{7})
+	})
+	t.Run("StopEarly", func(t *testing.T) {
+		s := newStore(t)
+		h := put(t, s, "a")
+		for i := uint64(1); i <= 3; i++ {
+			_ = s.Append(ctx, h, msg(i))
+		}
+		n := 0
+		for range s.Replay(ctx, h, 0) {
+			n++
+			break
+		}
+		if n != 1 {
+			t.Fatalf("yielded %d after break", n)
+		}
+	})
+	t.Run("Isolation", func(t *testing.T) {
+		s := newStore(t)
+		a, b := put(t, s, "a"), put(t, s, "b")
+		_ = s.Append(ctx, a, msg(1))
+		_ = s.Append(ctx, b, msg(1))
+		_ = s.Append(ctx, b, msg(2))
+		equal(t, seqs(t, s, a, 0), []uint64{1})
+		equal(t, seqs(t, s, b, 0), []uint64{1, 2})
+		if err := s.Delete(ctx, b); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		equal(t, seqs(t, s, a, 0), []uint64{1})
+	})
+	t.Run("Delete", func(t *testing.T) {
+		s := newStore(t)
+		h := put(t, s, "a")
+		_ = s.Append(ctx, h, msg(1))
+		if err := s.Delete(ctx, h); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if _, err := s.Get(ctx, h); !errors.Is(err, resume.ErrNotFound) {
+			t.Fatalf("Get after Delete: %v", err)
+		}
+		for _, err := range s.Replay(ctx, h, 0) {
+			if !errors.Is(err, resume.ErrNotFound) {
+				t.Fatalf("Replay after Delete: %v", err)
+			}
+		}
+		if err := s.Delete(ctx, h); err != nil {
+			t.Fatalf("second Delete: %v", err)
+		}
+	})
+	t.Run("Concurrent", func(t *testing.T) {
+		s := newStore(t)
+		const reqs, per = 8, 200
+		var wg sync.WaitGroup
+		for r := range reqs {
+			h := put(t, s, fmt.Sprint("r", r))
+			wg.Add(2)
+			go func() { // writer
+				defer wg.Done()
+				for i := uint64(1); i <= per; i++ {
+					if err := s.Append(ctx, h, msg(i)); err != nil {
+						t.Errorf("Append: %v", err)
+						return
+					}
+					if i%2 == 0 {
+						_ = s.Discard(ctx, h, i-1)
+					}
+				}
+			}()
+			go func() { // reader: every replay is ascending
+				defer wg.Done()
+				for range 50 {
+					var last uint64
+					for m, err := range s.Replay(ctx, h, 0) {
+						if err != nil || m.Seq <= last {
+							t.Errorf("replay: seq %d after %d, err %v", m.Seq, last, err)
+							return
+						}
+						last = m.Seq
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for r := range reqs {
+			got := seqs(t, s, hash(fmt.Sprint("r", r)), 0)
+			if len(got) != per/2 || got[0] != 2 || got[len(got)-1] != per {
+				t.Fatalf("request %d: %d messages left (%v...)", r, len(got), got[:min(3, len(got))])
+			}
+		}
+	})
+}

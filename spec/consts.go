@@ -1,0 +1,86 @@
+package spec
+
+// Methods of SEP-975 and the MCP methods the resume layer looks at.
+const (
+	MethodResumePolicy = "notifications/requests/resumePolicy"
+	MethodGetStatus    = "requests/getStatus"
+	MethodResume       = "requests/resume"
+
+	MethodInitialize     = "initialize"
+	MethodToolsCall      = "tools/call"
+	MethodCancelled      = "notifications/cancelled"
+	MethodProgress       = "notifications/progress"
+	MethodLogMessage     = "notifications/message"
+	MethodServerDiscover = "server/discover"
+)
+
+// CapabilityName is the key of the capability, under `capabilities` (the SEP) or
+// under `capabilities.experimental` (for clients whose capability struct lacks the
+// field), and the key of the server's advertisement under `experimental`.
+const CapabilityName = "resumableRequests"
+
+// Keys this project adds to `_meta`. They are namespaced as MCP asks of extensions.
+const (
+	// MetaSeq carries a message's sequence number within its request (1, 2, 3, ...)
+	// in the `_meta` of its params, its result, or its error's data.
+	MetaSeq = "io.mcp-resume/seq"
+	// MetaAck, in the `_meta` of requests/resume or requests/getStatus params, says
+	// the client holds every message of the request up to and including this number.
+	MetaAck = "io.mcp-resume/ack"
+	// MetaDropped, in a getStatus result, counts messages dropped under the
+	// request's byte budget (log notifications) or coalesced (older progress).
+	MetaDropped = "io.mcp-resume/dropped"
+)
+
+// Extension names, listed by the server's advertisement and, for ExtensionAck, by a
+// client that wants acknowledgement semantics from its first request on.
+const (
+	ExtensionSeq = "io.mcp-resume/seq"
+	ExtensionAck = "io.mcp-resume/ack"
+)
+
+// JSON-RPC 2.0 error codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Status is the state of a request as requests/getStatus reports it.
+type Status string
+
+const (
+	StatusProcessing Status = "processing"
+	StatusCompleted  Status = "completed"
+	StatusFailed     Status = "failed"
+)
+
+// Reason is the stable, machine-readable `error.data.reason` of an error this
+// server sends. Clients may switch on it; its values never change meaning.
+type Reason string
+
+const (
+	// ReasonNotFound: no request with this token and id. A wrong token gives the same.
+	ReasonNotFound Reason = "not_found"
+	// ReasonExpired: the request was dropped after maxWait without a client, or its
+	// result's retention window ended.
+	ReasonExpired Reason = "expired"
+	// ReasonCancelled: the client cancelled the request.
+	ReasonCancelled Reason = "cancelled"
+	// ReasonServerRestarted: the request was running when its server stopped.
+	ReasonServerRestarted Reason = "server_restarted"
+	// ReasonOwnerLost: the instance running the request is gone.
+	ReasonOwnerLost Reason = "owner_lost"
+
+	ReasonParseError       Reason = "parse_error"
+	ReasonInvalidRequest   Reason = "invalid_request"
+	ReasonInvalidParams    Reason = "invalid_params"
+	ReasonDuplicateID      Reason = "duplicate_id"
+	ReasonMessageTooLarge  Reason = "message_too_large"
+	ReasonNotInitialized   Reason = "not_initialized"
+	ReasonNotResumable     Reason = "not_resumable"
+	ReasonShuttingDown     Reason = "shutting_down"
+	ReasonUnsupportedProto Reason = "unsupported_protocol"
+)

@@ -1,0 +1,66 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Error is a JSON-RPC error this server sends. Reason, when set, is written as
+// `error.data.reason`; Detail, when set, as `error.data.detail`.
+type Error struct {
+	Code    int
+	Message string
+	Reason  Reason
+	Detail  string
+	// ID is the id of the request the error answers, when it is known.
+	ID ID
+}
+
+// NewError returns an error with a code, a stable reason and a message.
+func NewError(code int, reason Reason, msg string) *Error {
+	return &Error{Code: code, Reason: reason, Message: msg}
+}
+
+func (e *Error) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("jsonrpc error %d (%s): %s", e.Code, e.Reason, e.Message)
+	}
+	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+}
+
+type errorData struct {
+	Reason Reason `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// MarshalJSON writes the JSON-RPC error object.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Code    int        `json:"code"`
+		Message string     `json:"message"`
+		Data    *errorData `json:"data,omitempty"`
+	}
+	w := wire{Code: e.Code, Message: e.Message}
+	if e.Reason != "" || e.Detail != "" {
+		w.Data = &errorData{Reason: e.Reason, Detail: e.Detail}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads a JSON-RPC error object, keeping data.reason when present.
+func (e *Error) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	e.Code, e.Message = w.Code, w.Message
+	var d errorData
+	if len(w.Data) > 0 && json.Unmarshal(w.Data, &d) == nil {
+		e.Reason, e.Detail = d.Reason, d.Detail
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// StampSeq returns obj, a JSON object, with `_meta["io.mcp-resume/seq"] = seq` set.
+// An existing `_meta` object keeps its other keys. A value that is not an object is
+// returned unchanged (there is nowhere to put the number).
+func StampSeq(obj json.RawMessage, seq uint64) json.RawMessage {
+	return stampMeta(obj, MetaSeq, strconv.AppendUint(nil, seq, 10))
+}
+
+func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
+	obj = bytes.TrimSpace(obj)
+	if len(obj) < 2 || obj[0] != '{' {
+		return obj
+	}
+	entry := append([]byte(`"`+key+`":`), val...)
+	// Fast path: no "_meta" text anywhere, so insert a fresh object first.
+	if !bytes.Contains(obj, []byte(`"_meta"`)) {
+		out := make([]byte, 0, len(obj)+len(entry)+12)
+		out = append(out, `{"_meta":{`...)
+		out = append(out, entry...)
+		out = append(out, '}')
+		if rest := bytes.TrimSpace(obj[1:]); len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, obj[1:]...)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &fields); err != nil {
+		return obj
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil || meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+	}
+	meta[key] = val
+	fields["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return obj
+	}
+	return out
+}
+
+// ReadSeq returns the sequence number stamped in obj's `_meta`, or 0.
+func ReadSeq(obj json.RawMessage) uint64 {
+	var v struct {
+		Meta struct {
+			Seq uint64 `json:"io.mcp-resume/seq"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(obj, &v) != nil {
+		return 0
+	}
+	return v.Meta.Seq
+}
