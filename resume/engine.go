@@ -160,6 +160,9 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		r.cancel(err)
 		return nil, "", err
 	}
+	r.mu.Lock()
+	r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
+	r.mu.Unlock()
 	return r, tok, nil
 }
 
@@ -236,4 +239,3 @@ func (e *Engine) forget(r *Request, final State) {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("deleting an ended request from the store")
 	}
 }
-

@@ -1,0 +1,51 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// ask sends a server-to-client request for the call and waits for the client's
+// answer or the call's end. When the call is resumable the request travels in its
+// outbox: it is sent again after a resume, and getStatus reports it as input
+// requested until it is answered.
+func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	s := cl.c.s
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	id := spec.ID(strconv.Quote(s.idPrefix + strconv.FormatUint(s.nextID.Add(1), 10)))
+	key := string(id)
+
+	cl.mu.Lock()
+	o := &outgoing{req: cl.req, answer: make(chan answer, 1)}
+	s.pending.Store(key, o)
+	defer s.pending.Delete(key)
+	if o.req == nil {
+		cl.c.write(spec.EncodeRequest(id, method, p))
+	}
+	cl.mu.Unlock()
+	if o.req != nil {
+		_, err := o.req.Append(resume.KindRequest, "", func(seq uint64) []byte {
+			o.seq.Store(seq)
+			return spec.EncodeRequest(id, method, spec.StampSeq(p, seq))
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case a := <-o.answer:
+		if a.err != nil {
+			return nil, a.err
+		}
+		return a.result, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}

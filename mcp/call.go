@@ -1,0 +1,220 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+var (
+	errConnectionLost = errors.New("mcp: connection lost before the request became resumable")
+	errClientCancel   = errors.New("mcp: cancelled by the client")
+)
+
+// call is one request being handled by mcp-go.
+type call struct {
+	c      *connState // the connection it arrived on
+	id     spec.ID
+	ctx    context.Context // the handler's own context; never the connection's
+	cancel context.CancelCauseFunc
+	sess   *callSession
+
+	mu   sync.Mutex      // guards the fields below; held while deciding where a message goes
+	req  *resume.Request // set once the request is resumable
+	done bool            // the handler returned
+	lost bool            // the connection went away before the request became resumable
+	stop chan struct{}   // closed to stop the notification pump
+	fin  chan struct{}   // closed when the pump has delivered everything
+}
+
+// startCall starts handling request m in its own goroutine.
+func (c *connState) startCall(m *spec.Message, raw []byte) {
+	key := string(m.ID)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
+	cl := &call{c: c, id: m.ID, ctx: ctx, cancel: cancel}
+	cl.sess = &callSession{base: c.sess, cl: cl}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cancel(errConnectionLost)
+		return
+	}
+	if _, dup := c.running[key]; dup {
+		c.mu.Unlock()
+		cancel(errClientCancel)
+		c.writeError(m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
+			"a request with id "+key+" is already in flight on this connection"))
+		return
+	}
+	c.running[key] = cl
+	c.mu.Unlock()
+
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		cl.run(m, raw)
+	}()
+}
+
+func (cl *call) run(m *spec.Message, raw []byte) {
+	s := cl.c.s
+	defer cl.cancel(nil)
+	if m.Method == spec.MethodToolsCall && cl.c.resumable.Load() {
+		switch pol := s.opts.policy(toolName(m.Params)); pol.Mode {
+		case Always:
+			cl.promote()
+		case After:
+			t := time.AfterFunc(pol.After, cl.promote)
+			defer t.Stop()
+		}
+	}
+
+	resp := s.srv.HandleMessage(s.srv.WithContext(cl.ctx, cl.sess), raw)
+
+	cl.mu.Lock()
+	cl.done = true
+	r := cl.req
+	cl.mu.Unlock()
+	cl.flush()
+	cl.c.mu.Lock()
+	if cl.c.running[string(cl.id)] == cl {
+		delete(cl.c.running, string(cl.id))
+	}
+	cl.c.mu.Unlock()
+
+	if cause := context.Cause(cl.ctx); cause != nil {
+		// Cancelled by the client, expired, shut down, or its connection is gone:
+		// no response (a cancelled request gets none, and nobody would read it).
+		cl.c.log.Debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
+		return
+	}
+	if r == nil {
+		cl.c.write(encodeReply(cl.id, resp, nil, 0))
+		return
+	}
+	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, seq) }); err != nil {
+		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("completing")
+	}
+}
+
+// promote makes the call resumable: registers it, writes the policy notification
+// (before any other message of the request), and attaches it to its connection.
+func (cl *call) promote() {
+	c, s := cl.c, cl.c.s
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.done || cl.lost || cl.req != nil {
+		return
+	}
+	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load()})
+	if err != nil {
+		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
+		return
+	}
+	p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait}
+	if s.caps.MinWait > 0 {
+		p.MinWait = &s.caps.MinWait
+	}
+	params, _ := json.Marshal(p)
+	if err := c.conn.Write(c.ctx, spec.EncodeRequest(nil, spec.MethodResumePolicy, params)); err != nil {
+		// The client never got the token, so nobody can resume: behave as if the
+		// connection was lost before the request became resumable.
+		r.Cancel()
+		cl.lost = true
+		cl.cancel(errConnectionLost)
+		return
+	}
+	cl.req = r
+	context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
+	if err := c.adopt(r, 0); err != nil {
+		c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("attaching a new request")
+	}
+}
+
+// connectionLost is called when the call's connection closes: a call that is not
+// resumable is cancelled; a resumable one carries on, detached.
+func (cl *call) connectionLost() {
+	cl.mu.Lock()
+	resumable := cl.req != nil
+	if !resumable {
+		cl.lost = true
+	}
+	cl.mu.Unlock()
+	if !resumable {
+		cl.cancel(errConnectionLost)
+	}
+}
+
+// startPump starts delivering the notifications the handler sends on ch.
+func (cl *call) startPump(ch chan mcp.JSONRPCNotification) {
+	cl.stop, cl.fin = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(cl.fin)
+		for {
+			select {
+			case n := <-ch:
+				cl.deliver(n)
+			case <-cl.stop:
+				for {
+					select {
+					case n := <-ch:
+						cl.deliver(n)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+}
+
+// flush runs after the handler returned: the notifications it sent are delivered
+// before its response. Notifications sent later (from goroutines the handler left
+// behind) are not delivered: the session's channel is sealed.
+func (cl *call) flush() {
+	cl.sess.once.Do(func() {}) // seal: a first NotificationChannel call from now on gets nil
+	if cl.stop != nil {
+		close(cl.stop)
+		<-cl.fin
+	}
+}
+
+// deliver sends one notification of the call: through the outbox when resumable,
+// straight to the connection otherwise.
+func (cl *call) deliver(n mcp.JSONRPCNotification) {
+	cl.mu.Lock()
+	r := cl.req
+	if r == nil {
+		cl.c.write(encodeNotification(n, 0))
+		cl.mu.Unlock()
+		return
+	}
+	cl.mu.Unlock()
+	kind, key := classify(n)
+	if _, err := r.Append(kind, key, func(seq uint64) []byte { return encodeNotification(n, seq) }); err != nil {
+		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("queueing a notification")
+	}
+}
+
+func classify(n mcp.JSONRPCNotification) (resume.Kind, string) {
+	if n.Method != spec.MethodProgress {
+		return resume.KindNotification, ""
+	}
+	tok, _ := json.Marshal(n.Params.AdditionalFields["progressToken"])
+	return resume.KindProgress, string(tok)
+}
+
+func toolName(params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name
+}

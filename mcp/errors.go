@@ -1,0 +1,31 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// wireError maps an engine error to the JSON-RPC error a client gets. It is the one
+// place this mapping happens. A wrong token and an unknown request map to the same
+// error, byte for byte.
+func wireError(err error) *spec.Error {
+	switch {
+	case errors.Is(err, resume.ErrUnknown):
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonNotFound, "no resumable request with this id and token")
+	case errors.Is(err, resume.ErrExpired), errors.Is(err, resume.ErrEnded):
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonExpired, "the request expired or its result is no longer kept")
+	case errors.Is(err, resume.ErrCancelled):
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the request was cancelled")
+	case errors.Is(err, resume.ErrClosed):
+		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return spec.NewError(spec.CodeInternalError, spec.ReasonCancelled, "the request was cancelled")
+	}
+	return spec.NewError(spec.CodeInternalError, "", "internal error")
+}
+
+// errTooLarge and friends are the errors for bad input that has no request id.
+func parseFailure(e *spec.Error) []byte { return spec.EncodeError(e.ID, e) }

@@ -1,0 +1,160 @@
+package mcp
+
+import (
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// adopt attaches r to this connection: it takes r over from any other connection
+// and writes r's pending messages here.
+func (c *connState) adopt(r *resume.Request, ack uint64) error {
+	if err := r.Attach(c, ack); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		r.Detach(c)
+		return nil
+	}
+	c.attached[string(r.ID())] = r
+	c.mu.Unlock()
+	return nil
+}
+
+func ackOf(m *spec.RequestMeta) uint64 {
+	if m == nil || m.Ack == nil {
+		return 0
+	}
+	return *m.Ack
+}
+
+// getStatus answers requests/getStatus. It resets the request's timers and never
+// delivers messages.
+func (c *connState) getStatus(m *spec.Message) {
+	p, perr := spec.DecodeGetStatusParams(m.Params)
+	if perr != nil {
+		c.writeError(m.ID, perr)
+		return
+	}
+	r, err := c.s.eng.Lookup(p.ResumeToken, p.RequestID)
+	if err == nil {
+		err = r.Touch(ackOf(p.Meta))
+	}
+	if err != nil {
+		c.writeError(m.ID, wireError(err))
+		return
+	}
+	st := r.Status()
+	res := spec.GetStatusResult{RequestID: p.RequestID, HasPendingMessage: st.HasPending, HasInputRequest: st.HasInput}
+	switch st.State {
+	case resume.StateProcessing:
+		res.Status = spec.StatusProcessing
+	case resume.StateCompleted:
+		res.Status = spec.StatusCompleted
+	case resume.StateFailed:
+		res.Status = spec.StatusFailed
+	case resume.StateCancelled:
+		c.writeError(m.ID, wireError(resume.ErrCancelled))
+		return
+	default:
+		c.writeError(m.ID, wireError(resume.ErrExpired))
+		return
+	}
+	if st.Dropped > 0 {
+		res.Meta = map[string]any{spec.MetaDropped: st.Dropped}
+	}
+	b, _ := json.Marshal(res)
+	c.write(spec.EncodeResponse(m.ID, b))
+}
+
+// resume answers requests/resume: the request named by the message's id and token is
+// attached here; its pending messages follow, then live ones, then its final
+// response under the same id.
+func (c *connState) resume(m *spec.Message) {
+	p, perr := spec.DecodeResumeParams(m.Params)
+	if perr != nil {
+		c.writeError(m.ID, perr)
+		return
+	}
+	r, err := c.s.eng.Lookup(p.ResumeToken, m.ID)
+	if err == nil {
+		err = c.adopt(r, ackOf(p.Meta))
+	}
+	if err != nil {
+		c.writeError(m.ID, wireError(err))
+		return
+	}
+	c.log.Debug().Str("request", string(m.ID)).Msg("resumed")
+}
+
+// cancelled handles notifications/cancelled. A request attached to this connection,
+// or one named with its resume token (our extension), is cancelled; anything else
+// is ignored, as JSON-RPC allows no answer to a notification.
+func (c *connState) cancelled(m *spec.Message) {
+	p, err := spec.DecodeCancelledParams(m.Params)
+	if err != nil {
+		c.log.Debug().Err(err).Msg("malformed notifications/cancelled; ignored")
+		return
+	}
+	key := string(p.RequestID)
+	c.mu.Lock()
+	cl, r := c.running[key], c.attached[key]
+	c.mu.Unlock()
+	if r == nil && cl != nil {
+		cl.mu.Lock()
+		r = cl.req
+		cl.mu.Unlock()
+		if r == nil {
+			cl.cancel(errClientCancel)
+			return
+		}
+	}
+	if r != nil && r.Attached(c) {
+		r.Cancel()
+		return
+	}
+	if p.ResumeToken != "" {
+		if r, err := c.s.eng.Lookup(p.ResumeToken, p.RequestID); err == nil {
+			r.Cancel()
+			return
+		}
+	}
+	c.log.Debug().Str("request", key).Msg("cancel for a request not attached here; ignored")
+}
+
+// outgoing is a server-to-client request waiting for its answer.
+type outgoing struct {
+	req    *resume.Request // nil when sent directly (not resumable)
+	seq    atomic.Uint64   // its number in req's outbox
+	answer chan answer     // buffered, one answer
+}
+
+type answer struct {
+	result json.RawMessage
+	err    *spec.Error
+}
+
+// routeResponse hands a client's response to the server-to-client request it
+// answers, whichever connection it arrived on.
+func (s *Server) routeResponse(c *connState, m *spec.Message) {
+	v, ok := s.pending.LoadAndDelete(string(m.ID))
+	if !ok {
+		c.log.Warn().Str("id", string(m.ID)).Msg("response to an unknown request id; dropped")
+		return
+	}
+	o := v.(*outgoing)
+	if o.req != nil {
+		o.req.Resolve(o.seq.Load())
+	}
+	if m.Error != nil {
+		e := &spec.Error{Code: spec.CodeInternalError, Message: "malformed error from the client"}
+		_ = json.Unmarshal(m.Error, e)
+		o.answer <- answer{err: e}
+		return
+	}
+	o.answer <- answer{result: m.Result}
+}

@@ -1,0 +1,127 @@
+package mcp
+
+import (
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// encodeReply re-encodes mcp-go's answer under the client's raw id, stamping seq
+// when it is not 0. patch, when not nil, may replace the result before encoding.
+func encodeReply(id spec.ID, resp mcp.JSONRPCMessage, patch func(any) any, seq uint64) []byte {
+	var result any
+	var errObj *mcp.JSONRPCErrorDetails
+	switch v := resp.(type) {
+	case mcp.JSONRPCResponse:
+		result = v.Result
+	case *mcp.JSONRPCResponse:
+		result = v.Result
+	case mcp.JSONRPCError:
+		errObj = &v.Error
+	case *mcp.JSONRPCError:
+		errObj = &v.Error
+	default:
+		return spec.EncodeError(id, spec.NewError(spec.CodeInternalError, "", "internal error: the handler gave no response"))
+	}
+	if errObj != nil {
+		b, err := json.Marshal(errObj)
+		if err != nil {
+			return spec.EncodeError(id, spec.NewError(spec.CodeInternalError, "", "internal error: encoding an error"))
+		}
+		if seq > 0 {
+			b = stampErrorSeq(b, seq)
+		}
+		return spec.EncodeErrorRaw(id, b)
+	}
+	if patch != nil {
+		result = patch(result)
+	}
+	b, err := json.Marshal(result)
+	if err != nil {
+		return spec.EncodeError(id, spec.NewError(spec.CodeInternalError, "", "internal error: encoding the result: "+err.Error()))
+	}
+	if seq > 0 {
+		b = spec.StampSeq(b, seq)
+	}
+	return spec.EncodeResponse(id, b)
+}
+
+// stampErrorSeq puts seq in the `_meta` of an error's data, when data is an object
+// or absent.
+func stampErrorSeq(errObj []byte, seq uint64) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(errObj, &m) != nil {
+		return errObj
+	}
+	data := m["data"]
+	if len(data) == 0 || string(data) == "null" {
+		data = json.RawMessage(`{}`)
+	}
+	if data[0] != '{' {
+		return errObj
+	}
+	m["data"] = spec.StampSeq(data, seq)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return errObj
+	}
+	return out
+}
+
+// failed reports whether a final response counts as failed for getStatus: a JSON-RPC
+// error, or a tool result with isError.
+func failed(resp mcp.JSONRPCMessage) bool {
+	var result any
+	switch v := resp.(type) {
+	case mcp.JSONRPCError, *mcp.JSONRPCError:
+		return true
+	case mcp.JSONRPCResponse:
+		result = v.Result
+	case *mcp.JSONRPCResponse:
+		result = v.Result
+	}
+	switch r := result.(type) {
+	case *mcp.CallToolResult:
+		return r.IsError
+	case mcp.CallToolResult:
+		return r.IsError
+	}
+	return false
+}
+
+// encodeNotification encodes a notification, stamping seq when it is not 0.
+func encodeNotification(n mcp.JSONRPCNotification, seq uint64) []byte {
+	params, err := json.Marshal(n.Params)
+	if err != nil {
+		params = []byte(`{}`)
+	}
+	if seq > 0 {
+		params = spec.StampSeq(params, seq)
+	}
+	return spec.EncodeRequest(nil, n.Method, params)
+}
+
+// advertise adds the server's resumableRequests advertisement to an initialize
+// result.
+func (s *Server) advertise(result any) any {
+	add := func(r *mcp.InitializeResult) {
+		exp := make(map[string]any, len(r.Capabilities.Experimental)+1)
+		for k, v := range r.Capabilities.Experimental {
+			exp[k] = v
+		}
+		exp[spec.CapabilityName] = s.caps
+		r.Capabilities.Experimental = exp
+	}
+	switch r := result.(type) {
+	case mcp.InitializeResult:
+		add(&r)
+		return r
+	case *mcp.InitializeResult:
+		cp := *r
+		add(&cp)
+		return &cp
+	}
+	return result
+}

@@ -1,0 +1,211 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/memstore"
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// Options configure a Server. Nil means defaults.
+type Options struct {
+	// Store holds queued messages and results. Default: memstore (in memory).
+	Store resume.Store
+	// Engine configures the resume engine (maxWait, retention, budgets, caps).
+	Engine *resume.Options
+	// DefaultPolicy applies to tools not named in Tools. The zero value is Always.
+	DefaultPolicy Policy
+	// Tools sets a Policy per tool name.
+	Tools map[string]Policy
+	// Logger receives the core's logs. Nil means none. Tokens are never logged.
+	Logger *zerolog.Logger
+}
+
+// Server serves an mcp-go MCPServer with resumable requests on any number of
+// connections. It is safe for concurrent use.
+type Server struct {
+	srv  *server.MCPServer
+	eng  *resume.Engine
+	opts Options
+	log  zerolog.Logger
+	caps spec.ServerCapability
+
+	idPrefix string        // for server-to-client request ids, unique per process
+	nextID   atomic.Uint64 // for server-to-client request ids
+	pending  sync.Map      // server-to-client request id (JSON text) -> *outgoing
+
+	wg     sync.WaitGroup // handler goroutines, which may outlive their connection
+	closed atomic.Bool
+}
+
+// New returns a Server around srv. srv's tools, resources and prompts are served
+// unchanged; their calls become resumable by Options.DefaultPolicy and Options.Tools.
+func New(srv *server.MCPServer, opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Store == nil {
+		o.Store = memstore.New()
+	}
+	log := zerolog.Nop()
+	if o.Logger != nil {
+		log = *o.Logger
+	}
+	eo := resume.Options{}
+	if o.Engine != nil {
+		eo = *o.Engine
+	}
+	eo.Logger = &log
+	eng := resume.New(o.Store, &eo)
+	var p [6]byte
+	_, _ = rand.Read(p[:])
+	eff := eng.Options()
+	return &Server{
+		srv: srv, eng: eng, opts: o, log: log,
+		caps: spec.ServerCapability{
+			MaxWait:    int64(eff.MaxWait / time.Second),
+			MinWait:    int64(eff.MinWait / time.Second),
+			Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck},
+		},
+		idPrefix: "mr-" + hex.EncodeToString(p[:]) + "-",
+	}
+}
+
+// Engine returns the resume engine, for inspection.
+func (s *Server) Engine() *resume.Engine { return s.eng }
+
+// Close stops the server: every running request's context is cancelled, and Close
+// waits for their handlers to return. Connections are closed by whoever owns them
+// (Serve returns when its connection closes).
+func (s *Server) Close() {
+	s.closed.Store(true)
+	s.eng.Close()
+	s.wg.Wait()
+}
+
+// Serve serves one connection until it closes or ctx ends, then closes it. Requests
+// made resumable on it stay alive, detached, for the engine's maxWait; the others
+// are cancelled.
+func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
+	c := newConnState(s, conn)
+	defer c.shutdown()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	for {
+		raw, err := conn.Read(ctx)
+		if err != nil {
+			var tl *transport.TooLargeError
+			if errors.As(err, &tl) {
+				c.log.Warn().Int("limit", tl.Limit).Msg("message too large; skipped")
+				c.write(spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error())))
+				continue
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrClosed) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		c.dispatch(raw)
+	}
+}
+
+// dispatch handles one message from the client. It never blocks on a handler.
+func (c *connState) dispatch(raw []byte) {
+	m, derr := spec.Decode(raw)
+	if derr != nil {
+		c.log.Debug().Str("error", derr.Message).Msg("bad message")
+		c.write(parseFailure(derr))
+		return
+	}
+	switch m.Kind {
+	case spec.KindResponse:
+		c.s.routeResponse(c, m)
+	case spec.KindNotification:
+		c.notification(m, raw)
+	case spec.KindRequest:
+		c.request(m, raw)
+	}
+}
+
+func (c *connState) notification(m *spec.Message, raw []byte) {
+	if m.Method == spec.MethodCancelled {
+		c.cancelled(m)
+		return
+	}
+	// notifications/initialized and the rest: mcp-go's handlers, on the connection's
+	// session. They are quick; ordering with later requests is kept.
+	c.s.srv.HandleMessage(c.s.srv.WithContext(c.ctx, c.sess), raw)
+}
+
+func (c *connState) request(m *spec.Message, raw []byte) {
+	if c.s.closed.Load() {
+		c.writeError(m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		return
+	}
+	switch m.Method {
+	case spec.MethodInitialize:
+		c.initialize(m, raw)
+	case spec.MethodServerDiscover:
+		// mcp-go answers server/discover (protocol 2026-07-28, no initialize). The
+		// resume layer rides on the initialize handshake and server-to-client
+		// requests, which that protocol removed, so we say "not found" and clients
+		// (mcp-go's among them) fall back to initialize.
+		c.writeError(m.ID, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+m.Method))
+	case spec.MethodGetStatus:
+		c.getStatus(m)
+	case spec.MethodResume:
+		c.s.wg.Add(1)
+		go func() {
+			defer c.s.wg.Done()
+			c.resume(m)
+		}()
+	default:
+		c.startCall(m, raw)
+	}
+}
+
+// initialize runs the handshake through mcp-go, notes the client's capability and
+// adds the server's advertisement.
+func (c *connState) initialize(m *spec.Message, raw []byte) {
+	var p struct {
+		Capabilities struct {
+			Resumable    json.RawMessage            `json:"resumableRequests"`
+			Experimental map[string]json.RawMessage `json:"experimental"`
+		} `json:"capabilities"`
+	}
+	_ = json.Unmarshal(m.Params, &p) // mcp-go reports malformed params itself
+	capRaw := p.Capabilities.Resumable
+	if len(capRaw) == 0 {
+		capRaw = p.Capabilities.Experimental[spec.CapabilityName]
+	}
+	var cc spec.ClientCapability
+	if len(capRaw) > 0 && capRaw[0] == '{' && json.Unmarshal(capRaw, &cc) == nil {
+		c.resumable.Store(true)
+		for _, x := range cc.Extensions {
+			if x == spec.ExtensionAck {
+				c.ackMode.Store(true)
+			}
+		}
+	}
+	resp := c.s.srv.HandleMessage(c.s.srv.WithContext(c.ctx, c.sess), raw)
+	c.log.Debug().Bool("resumable", c.resumable.Load()).Msg("initialized")
+	var patch func(any) any
+	if c.resumable.Load() { // a plain client sees plain MCP
+		patch = c.s.advertise
+	}
+	c.write(encodeReply(m.ID, resp, patch, 0))
+}

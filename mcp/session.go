@@ -1,0 +1,165 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// connSession is the mcp-go session of a connection: client info, capabilities, log
+// level, and the channel for notifications not tied to a request (list changes).
+type connSession struct {
+	c           *connState
+	id          string
+	initialized atomic.Bool
+	ch          chan mcp.JSONRPCNotification
+
+	mu       sync.Mutex // guards the fields below
+	level    mcp.LoggingLevel
+	info     mcp.Implementation
+	caps     mcp.ClientCapabilities
+	protocol string
+}
+
+func newConnSession(c *connState, id string) *connSession {
+	return &connSession{c: c, id: id, ch: make(chan mcp.JSONRPCNotification, 64), level: mcp.LoggingLevelInfo}
+}
+
+var (
+	_ server.ClientSession         = (*connSession)(nil)
+	_ server.SessionWithLogging    = (*connSession)(nil)
+	_ server.SessionWithClientInfo = (*connSession)(nil)
+)
+
+func (s *connSession) Initialize()                                         { s.initialized.Store(true) }
+func (s *connSession) Initialized() bool                                   { return s.initialized.Load() }
+func (s *connSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.ch }
+func (s *connSession) SessionID() string                                   { return s.id }
+
+func (s *connSession) SetLogLevel(l mcp.LoggingLevel) { s.mu.Lock(); s.level = l; s.mu.Unlock() }
+func (s *connSession) GetLogLevel() mcp.LoggingLevel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.level
+}
+func (s *connSession) GetClientInfo() mcp.Implementation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.info
+}
+func (s *connSession) SetClientInfo(i mcp.Implementation) { s.mu.Lock(); s.info = i; s.mu.Unlock() }
+func (s *connSession) GetClientCapabilities() mcp.ClientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+func (s *connSession) SetClientCapabilities(c mcp.ClientCapabilities) {
+	s.mu.Lock()
+	s.caps = c
+	s.mu.Unlock()
+}
+func (s *connSession) SetProtocolVersion(v string) { s.mu.Lock(); s.protocol = v; s.mu.Unlock() }
+
+// pump writes the session's own notifications until ctx ends.
+func (s *connSession) pump(ctx context.Context) {
+	for {
+		select {
+		case n := <-s.ch:
+			s.c.write(encodeNotification(n, 0))
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// callSession is the mcp-go session a single request runs with: everything is the
+// connection's, except the notification channel, which belongs to the request, and
+// server-to-client requests, which travel with the request. Every optional
+// interface is implemented explicitly (an embedded interface would hide them).
+type callSession struct {
+	base *connSession
+	cl   *call
+
+	once sync.Once
+	ch   chan mcp.JSONRPCNotification
+}
+
+var (
+	_ server.ClientSession          = (*callSession)(nil)
+	_ server.SessionWithLogging     = (*callSession)(nil)
+	_ server.SessionWithClientInfo  = (*callSession)(nil)
+	_ server.SessionWithSampling    = (*callSession)(nil)
+	_ server.SessionWithElicitation = (*callSession)(nil)
+	_ server.SessionWithRoots       = (*callSession)(nil)
+)
+
+func (s *callSession) Initialize()       { s.base.Initialize() }
+func (s *callSession) Initialized() bool { return s.base.Initialized() }
+func (s *callSession) SessionID() string { return s.base.SessionID() }
+
+// NotificationChannel starts the request's notification pump on first use, so a
+// request that never notifies costs no goroutine.
+func (s *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	s.once.Do(func() {
+		s.ch = make(chan mcp.JSONRPCNotification, 256)
+		s.cl.startPump(s.ch)
+	})
+	return s.ch
+}
+
+func (s *callSession) SetLogLevel(l mcp.LoggingLevel)     { s.base.SetLogLevel(l) }
+func (s *callSession) GetLogLevel() mcp.LoggingLevel      { return s.base.GetLogLevel() }
+func (s *callSession) GetClientInfo() mcp.Implementation  { return s.base.GetClientInfo() }
+func (s *callSession) SetClientInfo(i mcp.Implementation) { s.base.SetClientInfo(i) }
+func (s *callSession) GetClientCapabilities() mcp.ClientCapabilities {
+	return s.base.GetClientCapabilities()
+}
+func (s *callSession) SetClientCapabilities(c mcp.ClientCapabilities) {
+	s.base.SetClientCapabilities(c)
+}
+func (s *callSession) SetProtocolVersion(v string) { s.base.SetProtocolVersion(v) }
+
+func (s *callSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	raw, err := s.cl.ask(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CreateMessageResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed sampling result: " + err.Error()}
+	}
+	if res.Content, err = mcp.ParseSamplingContent(res.Content); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (s *callSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	raw, err := s.cl.ask(ctx, string(mcp.MethodElicitationCreate), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed elicitation result: " + err.Error()}
+	}
+	return &res, nil
+}
+
+func (s *callSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	raw, err := s.cl.ask(ctx, string(mcp.MethodListRoots), struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ListRootsResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed roots result: " + err.Error()}
+	}
+	return &res, nil
+}

@@ -1,0 +1,402 @@
+package resume_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+func TestStartAndLookup(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	id := []byte(`"req-1"`)
+	r, tok, err := e.Start(id, nil)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if len(tok) != 43 {
+		t.Fatalf("token %d chars, want 43", len(tok))
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(tok); err != nil || len(b) != 32 {
+		t.Fatalf("token is not 32 bytes of base64url: %d bytes, %v", len(b), err)
+	}
+	id[1] = 'X' // Start keeps its own copy of the id
+	if string(r.ID()) != `"req-1"` {
+		t.Fatalf("ID() = %s after the caller changed its slice", r.ID())
+	}
+	r2, tok2 := start(t, e, `"req-2"`, nil)
+	if tok2 == tok {
+		t.Fatal("two requests got the same token")
+	}
+
+	got, err := e.Lookup(tok, []byte(`"req-1"`))
+	if err != nil || got != r {
+		t.Fatalf("Lookup(right token, right id) = %p, %v; want %p", got, err, r)
+	}
+	if got, err := e.Lookup(tok2, []byte(`"req-2"`)); err != nil || got != r2 {
+		t.Fatalf("Lookup(second request) = %p, %v; want %p", got, err, r2)
+	}
+	wrongTok := []byte(tok)
+	wrongTok[0] ^= 1
+	for name, c := range map[string]struct {
+		tok string
+		id  string
+	}{
+		"wrong token":         {string(wrongTok), `"req-1"`},
+		"wrong id":            {tok, `"req-2"`},
+		"other request token": {tok2, `"req-1"`},
+		"id as number":        {tok, `1`},
+		"unknown token":       {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", `"req-1"`},
+		"empty token":         {"", `"req-1"`},
+	} {
+		if got, err := e.Lookup(c.tok, []byte(c.id)); !errors.Is(err, resume.ErrUnknown) || got != nil {
+			t.Errorf("%s: Lookup = %p, %v; want nil, ErrUnknown", name, got, err)
+		}
+	}
+	if n := e.Live(); n != 2 {
+		t.Fatalf("Live() = %d, want 2", n)
+	}
+}
+
+func TestStartValues(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	type key struct{}
+	vals, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "session-7"))
+	r, _ := start(t, e, `1`, &resume.StartOptions{Values: vals})
+	cancel() // a connection's context ending does not end the request
+	wantAlive(t, r.Context())
+	if v := r.Context().Value(key{}); v != "session-7" {
+		t.Fatalf("request context value = %v, want session-7", v)
+	}
+}
+
+func TestExpiryDetached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxWait = time.Minute
+		e, st := newEngine(t, &resume.Options{MaxWait: maxWait})
+		r, tok := start(t, e, `1`, nil)
+		s := newSink()
+		attach(t, r, s, 0)
+
+		time.Sleep(10 * maxWait) // attached: no clock
+		synctest.Wait()
+		wantAlive(t, r.Context())
+
+		r.Detach(s)
+		appendMsg(t, r, resume.KindNotification, "") // queued while detached
+		time.Sleep(maxWait - time.Nanosecond)
+		synctest.Wait()
+		wantAlive(t, r.Context())
+		if n := e.Live(); n != 1 {
+			t.Fatalf("Live() = %d just before MaxWait, want 1", n)
+		}
+
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		wantCause(t, r.Context(), resume.ErrExpired)
+		_, err := e.Lookup(tok, []byte(`1`))
+		wantErr(t, "Lookup after expiry", err, resume.ErrExpired)
+		_, err = e.Lookup(tok, []byte(`2`))
+		wantErr(t, "Lookup after expiry, wrong id", err, resume.ErrUnknown)
+		if n := e.Live(); n != 0 {
+			t.Fatalf("Live() = %d after expiry, want 0", n)
+		}
+		if got := r.Status(); got.State != resume.StateExpired || got.HasPending || got.QueuedBytes != 0 {
+			t.Fatalf("Status after expiry = %+v", got)
+		}
+		if _, err := st.Get(context.Background(), resume.HashToken(tok)); !errors.Is(err, resume.ErrNotFound) {
+			t.Fatalf("store Get after expiry: %v, want ErrNotFound", err)
+		}
+		_, err = r.Append(resume.KindNotification, "", encoder("notification", ""))
+		wantErr(t, "Append after expiry", err, resume.ErrEnded)
+		wantErr(t, "Attach after expiry", r.Attach(newSink(), 0), resume.ErrEnded)
+		wantErr(t, "Touch after expiry", r.Touch(0), resume.ErrEnded)
+	})
+}
+
+// A request that is started and never attached is detached from the start: its
+// MaxWait clock runs.
+func TestExpiryNeverAttached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute})
+		r, tok := start(t, e, `1`, nil)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		wantCause(t, r.Context(), resume.ErrExpired)
+		_, err := e.Lookup(tok, []byte(`1`))
+		wantErr(t, "Lookup", err, resume.ErrExpired)
+	})
+}
+
+func TestMaxWaitReset(t *testing.T) {
+	const maxWait = time.Minute
+	for name, reset := range map[string]func(t *testing.T, r *resume.Request){
+		"Touch": func(t *testing.T, r *resume.Request) {
+			if err := r.Touch(0); err != nil {
+				t.Fatalf("Touch: %v", err)
+			}
+		},
+		"AttachDetach": func(t *testing.T, r *resume.Request) {
+			s := newSink()
+			attach(t, r, s, 0)
+			r.Detach(s)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e, _ := newEngine(t, &resume.Options{MaxWait: maxWait})
+				r, _ := start(t, e, `1`, nil)
+				s := newSink()
+				attach(t, r, s, 0)
+				r.Detach(s)
+
+				time.Sleep(maxWait * 2 / 3)
+				reset(t, r)
+				time.Sleep(maxWait - time.Nanosecond) // past the first deadline
+				synctest.Wait()
+				wantAlive(t, r.Context())
+
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				wantCause(t, r.Context(), resume.ErrExpired)
+			})
+		})
+	}
+}
+
+// A failed write leaves the request detached, and so starts its clock.
+func TestWriteFailureDetaches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute})
+		r, _ := start(t, e, `1`, nil)
+		s := failingSink(1)
+		attach(t, r, s, 0)
+		appendMsg(t, r, resume.KindNotification, "")
+		appendMsg(t, r, resume.KindNotification, "") // write fails
+		if r.Attached(s) {
+			t.Fatal("still attached after a failed write")
+		}
+		if !r.Status().HasPending {
+			t.Fatal("the message whose write failed is not queued")
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		wantCause(t, r.Context(), resume.ErrExpired)
+		wantSeqs(t, "failing sink", s.seqs(t), 1)
+	})
+}
+
+func TestRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const retention = 5 * time.Minute
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute, Retention: retention})
+		r, tok := start(t, e, `1`, nil)
+		a := newSink()
+		attach(t, r, a, 0)
+		appendMsg(t, r, resume.KindNotification, "")
+		done := complete(t, r)
+		wantSeqs(t, "sink A", a.seqs(t), 1, done)
+		r.Detach(a)
+		if st := r.Status(); st.State != resume.StateCompleted || !st.HasPending {
+			t.Fatalf("Status after completion = %+v, want completed with the response pending", st)
+		}
+
+		// Past MaxWait (which no longer applies) but within retention: a client that
+		// comes back gets the response.
+		time.Sleep(retention - time.Minute)
+		synctest.Wait()
+		got, err := e.Lookup(tok, []byte(`1`))
+		if err != nil || got != r {
+			t.Fatalf("Lookup within retention = %p, %v", got, err)
+		}
+		b := newSink()
+		attach(t, r, b, 0)
+		wantSeqs(t, "sink B (resumed after completion)", b.seqs(t), done)
+		if m := b.received(t); m[0].kind != "response" {
+			t.Fatalf("resumed message is a %s, want the response", m[0].kind)
+		}
+		r.Detach(b)
+
+		// Attach reset the retention clock.
+		time.Sleep(retention - time.Nanosecond)
+		synctest.Wait()
+		if n := e.Live(); n != 1 {
+			t.Fatalf("Live() = %d before retention ended, want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n := e.Live(); n != 0 {
+			t.Fatalf("Live() = %d after retention, want 0", n)
+		}
+		_, err = e.Lookup(tok, []byte(`1`))
+		wantErr(t, "Lookup after retention", err, resume.ErrExpired)
+		wantErr(t, "Attach after retention", r.Attach(newSink(), 0), resume.ErrEnded)
+	})
+}
+
+// Retention runs from completion whether or not the request is attached.
+func TestRetentionWhileAttached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute, Retention: time.Hour})
+		r, _ := start(t, e, `1`, nil)
+		attach(t, r, newSink(), 0)
+		complete(t, r)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := e.Live(); n != 0 {
+			t.Fatalf("Live() = %d after retention, want 0", n)
+		}
+	})
+}
+
+func TestTombstoneTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = time.Hour
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute, TombstoneTTL: ttl})
+		expired, tokE := start(t, e, `1`, nil)
+		cancelled, tokC := start(t, e, `2`, nil)
+		s := newSink()
+		attach(t, cancelled, s, 0)
+		cancelled.Cancel()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		wantCause(t, expired.Context(), resume.ErrExpired)
+
+		time.Sleep(ttl - time.Minute - time.Nanosecond)
+		_, err := e.Lookup(tokE, []byte(`1`))
+		wantErr(t, "Lookup of expired before TTL", err, resume.ErrExpired)
+		_, err = e.Lookup(tokC, []byte(`2`))
+		wantErr(t, "Lookup of cancelled before TTL", err, resume.ErrCancelled)
+
+		time.Sleep(time.Nanosecond) // the cancelled tombstone's TTL ends
+		_, err = e.Lookup(tokC, []byte(`2`))
+		wantErr(t, "Lookup of cancelled after TTL", err, resume.ErrUnknown)
+		_, err = e.Lookup(tokE, []byte(`1`))
+		wantErr(t, "Lookup of expired 1m before its TTL", err, resume.ErrExpired)
+		time.Sleep(time.Minute)
+		_, err = e.Lookup(tokE, []byte(`1`))
+		wantErr(t, "Lookup of expired after TTL", err, resume.ErrUnknown)
+	})
+}
+
+func TestMaxTombstones(t *testing.T) {
+	e, _ := newEngine(t, &resume.Options{MaxTombstones: 2})
+	var toks []string
+	for _, id := range []string{`1`, `2`, `3`} {
+		r, tok := start(t, e, id, nil)
+		r.Cancel()
+		toks = append(toks, tok)
+	}
+	_, err := e.Lookup(toks[0], []byte(`1`))
+	wantErr(t, "oldest tombstone", err, resume.ErrUnknown)
+	for i, id := range []string{`2`, `3`} {
+		_, err := e.Lookup(toks[i+1], []byte(id))
+		wantErr(t, "newer tombstone "+id, err, resume.ErrCancelled)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, st := newEngine(t, &resume.Options{MaxWait: time.Minute})
+		r, tok := start(t, e, `1`, nil)
+		for range 3 {
+			appendMsg(t, r, resume.KindNotification, "")
+		}
+		appendMsg(t, r, resume.KindRequest, "")
+		if st := r.Status(); !st.HasPending || st.QueuedBytes == 0 {
+			t.Fatalf("Status before Cancel = %+v, want messages queued", st)
+		}
+		r.Cancel()
+		wantCause(t, r.Context(), resume.ErrCancelled)
+		_, err := e.Lookup(tok, []byte(`1`))
+		wantErr(t, "Lookup after Cancel", err, resume.ErrCancelled)
+		if got := r.Status(); got.State != resume.StateCancelled || got.HasPending || got.HasInput || got.QueuedBytes != 0 {
+			t.Fatalf("Status after Cancel = %+v, want cancelled and empty", got)
+		}
+		if _, err := st.Get(context.Background(), resume.HashToken(tok)); !errors.Is(err, resume.ErrNotFound) {
+			t.Fatalf("store Get after Cancel: %v, want ErrNotFound", err)
+		}
+		if n := e.Live(); n != 0 {
+			t.Fatalf("Live() = %d after Cancel, want 0", n)
+		}
+		_, err = r.Append(resume.KindNotification, "", encoder("notification", ""))
+		wantErr(t, "Append after Cancel", err, resume.ErrEnded)
+		_, err = r.Complete(false, encoder("response", ""))
+		wantErr(t, "Complete after Cancel", err, resume.ErrEnded)
+		s := newSink()
+		wantErr(t, "Attach after Cancel", r.Attach(s, 0), resume.ErrEnded)
+		if len(s.seqs(t)) != 0 {
+			t.Fatal("Attach after Cancel wrote messages")
+		}
+		r.Cancel() // twice: no effect
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		wantCause(t, r.Context(), resume.ErrCancelled)
+	})
+}
+
+// Cancelling a completed request that still holds its response frees it.
+func TestCancelCompleted(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, tok := start(t, e, `1`, nil)
+	complete(t, r)
+	r.Cancel()
+	if n := e.Live(); n != 0 {
+		t.Fatalf("Live() = %d, want 0", n)
+	}
+	_, err := e.Lookup(tok, []byte(`1`))
+	wantErr(t, "Lookup", err, resume.ErrCancelled)
+}
+
+func TestMaxLive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxLive: 2, MaxWait: time.Minute, Retention: time.Minute})
+		a, _ := start(t, e, `1`, nil)
+		b, _ := start(t, e, `2`, nil)
+		attach(t, a, newSink(), 0)
+		attach(t, b, newSink(), 0)
+		r, tok, err := e.Start([]byte(`3`), nil)
+		wantErr(t, "Start past MaxLive", err, resume.ErrLimit)
+		if r != nil || tok != "" {
+			t.Fatalf("Start past MaxLive returned a request (%p) or token", r)
+		}
+
+		a.Cancel()
+		c, _ := start(t, e, `3`, nil)
+		attach(t, c, newSink(), 0)
+		_, _, err = e.Start([]byte(`4`), nil)
+		wantErr(t, "Start past MaxLive again", err, resume.ErrLimit)
+
+		// A completed request counts until its retention ends.
+		complete(t, b)
+		_, _, err = e.Start([]byte(`4`), nil)
+		wantErr(t, "Start with a retained response", err, resume.ErrLimit)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		start(t, e, `4`, nil)
+	})
+}
+
+func TestClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute})
+		a, _ := start(t, e, `1`, nil)
+		b, _ := start(t, e, `2`, nil)
+		attach(t, b, newSink(), 0)
+		e.Close()
+		wantCause(t, a.Context(), resume.ErrClosed)
+		wantCause(t, b.Context(), resume.ErrClosed)
+		_, _, err := e.Start([]byte(`3`), nil)
+		wantErr(t, "Start after Close", err, resume.ErrClosed)
+		e.Close() // twice: no effect
+
+		// No timer of a closed engine fires into a request whose context has ended.
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		wantCause(t, a.Context(), resume.ErrClosed)
+	})
+}

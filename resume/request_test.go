@@ -1,0 +1,458 @@
+package resume_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+// Without acks, delivered notifications are dropped and the response is kept; a new
+// sink gets what is kept.
+func TestDeliveryNonAck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, nil)
+		r, _ := start(t, e, `1`, nil)
+		a := newSink()
+		attach(t, r, a, 0)
+
+		n1 := appendMsg(t, r, resume.KindNotification, "")
+		p2 := appendMsg(t, r, resume.KindProgress, `"p"`)
+		wantSeqs(t, "sink A, written by Append", a.seqs(t), 1, 2)
+		if n1 != 1 || p2 != 2 {
+			t.Fatalf("Append returned seqs %d, %d; want 1, 2", n1, p2)
+		}
+		if st := r.Status(); st.HasPending || st.QueuedBytes != 0 {
+			t.Fatalf("Status after delivered notifications = %+v, want nothing pending", st)
+		}
+		done := complete(t, r)
+		wantSeqs(t, "sink A", a.seqs(t), 1, 2, 3)
+		if done != 3 {
+			t.Fatalf("Complete returned seq %d, want 3", done)
+		}
+		if got := a.received(t); got[0].kind != "notification" || got[1].kind != "progress" || got[1].key != `"p"` || got[2].kind != "response" {
+			t.Fatalf("sink A got %+v", got)
+		}
+		if st := r.Status(); !st.HasPending || st.State != resume.StateCompleted {
+			t.Fatalf("Status after delivered response = %+v, want completed, pending", st)
+		}
+
+		b := newSink()
+		attach(t, r, b, 0)
+		wantSeqs(t, "sink B replay", b.seqs(t), 3)
+		wantSeqs(t, "sink A after takeover", a.seqs(t), 1, 2, 3)
+	})
+}
+
+func TestDetachOtherSink(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, nil)
+	a, b := newSink(), newSink()
+	attach(t, r, a, 0)
+	r.Detach(b) // not the current sink
+	if !r.Attached(a) || r.Attached(b) {
+		t.Fatal("Detach of another sink changed the attachment")
+	}
+	appendMsg(t, r, resume.KindNotification, "")
+	wantSeqs(t, "sink A", a.seqs(t), 1)
+	r.Detach(a)
+	if r.Attached(a) {
+		t.Fatal("still attached after Detach")
+	}
+	appendMsg(t, r, resume.KindNotification, "")
+	wantSeqs(t, "sink A after Detach", a.seqs(t), 1)
+}
+
+func TestTakeover(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, nil)
+	a, b := newSink(), newSink()
+	attach(t, r, a, 0)
+	appendMsg(t, r, resume.KindNotification, "")
+	attach(t, r, b, 0)
+	if r.Attached(a) || !r.Attached(b) {
+		t.Fatal("Attach(B) did not take over from A")
+	}
+	appendMsg(t, r, resume.KindProgress, "p")
+	appendMsg(t, r, resume.KindRequest, "")
+	complete(t, r)
+	wantSeqs(t, "sink A", a.seqs(t), 1)
+	wantSeqs(t, "sink B", b.seqs(t), 2, 3, 4)
+	r.Detach(a) // the old sink's connection closes: B stays attached
+	if !r.Attached(b) {
+		t.Fatal("Detach of the old sink detached the new one")
+	}
+}
+
+func TestAckReplay(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, &resume.StartOptions{AckMode: true})
+	for range 5 {
+		appendMsg(t, r, resume.KindNotification, "")
+	}
+	a := newSink()
+	attach(t, r, a, 3)
+	wantSeqs(t, "Attach(ack=3)", a.seqs(t), 4, 5)
+	// In ack mode nothing is dropped on write.
+	if st := r.Status(); !st.HasPending {
+		t.Fatalf("Status = %+v, want written but unacknowledged messages pending", st)
+	}
+	b := newSink()
+	attach(t, r, b, 4)
+	wantSeqs(t, "Attach(ack=4)", b.seqs(t), 5)
+	if err := r.Touch(5); err != nil {
+		t.Fatalf("Touch(5): %v", err)
+	}
+	if st := r.Status(); st.HasPending || st.QueuedBytes != 0 {
+		t.Fatalf("Status after acking everything = %+v, want nothing pending", st)
+	}
+	c := newSink()
+	attach(t, r, c, 5)
+	if got := c.seqs(t); len(got) != 0 {
+		t.Fatalf("Attach(ack=5) wrote %v", got)
+	}
+}
+
+// A client's first ack switches a request to ack mode.
+func TestFirstAckSwitchesMode(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, nil)
+	a := newSink()
+	attach(t, r, a, 0)
+	appendMsg(t, r, resume.KindNotification, "")
+	if r.Status().HasPending {
+		t.Fatal("non-ack mode kept a delivered notification")
+	}
+	if err := r.Touch(1); err != nil {
+		t.Fatalf("Touch(1): %v", err)
+	}
+	appendMsg(t, r, resume.KindNotification, "")
+	if !r.Status().HasPending {
+		t.Fatal("ack mode dropped a delivered, unacknowledged notification")
+	}
+	b := newSink()
+	attach(t, r, b, 1)
+	wantSeqs(t, "sink B", b.seqs(t), 2)
+}
+
+// Over several dropped connections, a client that resumes with the highest seq it
+// received gets every message exactly once, in order.
+func TestAckExactlyOnceAcrossDrops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			n     = 60
+			drops = 5
+		)
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute})
+		r, tok := start(t, e, `1`, &resume.StartOptions{AckMode: true})
+
+		var got []uint64 // what the client received, in order, over all connections
+		var sinks []*testSink
+		cur := failingSink(4)
+		attach(t, r, cur, 0)
+		sinks = append(sinks, cur)
+		detachedFor := 0
+		kinds := []resume.Kind{resume.KindNotification, resume.KindProgress, resume.KindNotification, resume.KindRequest}
+		for i := range n {
+			k := kinds[i%len(kinds)]
+			appendMsg(t, r, k, fmt.Sprintf("p%d", i))
+			if r.Attached(cur) {
+				continue
+			}
+			// Disconnected: a few messages queue, then the client resumes on a new
+			// connection with the highest seq it received.
+			if detachedFor++; detachedFor < 3 {
+				continue
+			}
+			detachedFor = 0
+			got = append(got, cur.seqs(t)...)
+			if len(sinks) < drops {
+				cur = failingSink(3 + 2*len(sinks))
+			} else {
+				cur = newSink()
+			}
+			sinks = append(sinks, cur)
+			ack := uint64(0)
+			if len(got) > 0 {
+				ack = got[len(got)-1]
+			}
+			resumed, err := e.Lookup(tok, []byte(`1`))
+			if err != nil || resumed != r {
+				t.Fatalf("Lookup on resume: %p, %v", resumed, err)
+			}
+			attach(t, r, cur, ack)
+		}
+		final := complete(t, r)
+		got = append(got, cur.seqs(t)...)
+
+		failures := 0
+		for _, s := range sinks {
+			if s.failures() > 0 {
+				failures++
+			}
+		}
+		if failures != drops {
+			t.Fatalf("%d connections dropped, want %d", failures, drops)
+		}
+		want := make([]uint64, final)
+		for i := range want {
+			want[i] = uint64(i + 1)
+		}
+		wantSeqs(t, "received over all connections", got, want...)
+
+		// Acking the final response frees the request.
+		if err := r.Touch(final); err != nil {
+			t.Fatalf("Touch(final): %v", err)
+		}
+		if n := e.Live(); n != 0 {
+			t.Fatalf("Live() = %d after the final ack, want 0", n)
+		}
+		_, err := e.Lookup(tok, []byte(`1`))
+		wantErr(t, "Lookup after the final ack", err, resume.ErrExpired)
+	})
+}
+
+// Acking the final response with Attach frees the request too.
+func TestAckFinalOnAttach(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, nil)
+	appendMsg(t, r, resume.KindNotification, "")
+	final := complete(t, r)
+	s := newSink()
+	attach(t, r, s, final)
+	if n := e.Live(); n != 0 {
+		t.Fatalf("Live() = %d after Attach acked the response, want 0", n)
+	}
+	if got := s.seqs(t); len(got) != 0 {
+		t.Fatalf("Attach(ack=final) wrote %v", got)
+	}
+}
+
+func TestServerRequest(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, nil)
+	a := newSink()
+	attach(t, r, a, 0)
+	req := appendMsg(t, r, resume.KindRequest, "")
+	appendMsg(t, r, resume.KindNotification, "")
+	if st := r.Status(); !st.HasInput || !st.HasPending {
+		t.Fatalf("Status with an unanswered request = %+v, want HasInput, HasPending", st)
+	}
+	r.Detach(a)
+
+	b := newSink()
+	attach(t, r, b, 0)
+	wantSeqs(t, "re-attached sink", b.seqs(t), req)
+	if got := b.received(t); got[0].kind != "request" {
+		t.Fatalf("re-sent a %s, want the request", got[0].kind)
+	}
+	r.Resolve(req + 100) // not a queued message: no effect
+	if !r.Status().HasInput {
+		t.Fatal("Resolve of an unknown seq answered the request")
+	}
+	r.Resolve(req)
+	if st := r.Status(); st.HasInput || st.HasPending {
+		t.Fatalf("Status after Resolve = %+v, want no input, nothing pending", st)
+	}
+	c := newSink()
+	attach(t, r, c, 0)
+	if got := c.seqs(t); len(got) != 0 {
+		t.Fatalf("after Resolve, Attach wrote %v", got)
+	}
+}
+
+// msgSize is the encoded size of a test message with an empty key.
+var msgSize = len(encoder("notification", "")(1))
+
+func TestBudgetCoalescesProgress(t *testing.T) {
+	e, _ := newEngine(t, &resume.Options{QueueBytes: msgSize * 3 / 2})
+	r, _ := start(t, e, `1`, nil)
+	var last uint64
+	for range 50 {
+		last = appendMsg(t, r, resume.KindProgress, "p")
+	}
+	other := appendMsg(t, r, resume.KindProgress, "q")
+	st := r.Status()
+	if st.Dropped != 0 {
+		t.Fatalf("Status = %+v: coalescing counted as dropping", st)
+	}
+	a := newSink()
+	attach(t, r, a, 0)
+	wantSeqs(t, "coalesced progress", a.seqs(t), last, other)
+}
+
+func TestBudgetDropsNotifications(t *testing.T) {
+	const budget = 2000
+	e, _ := newEngine(t, &resume.Options{QueueBytes: budget})
+	r, _ := start(t, e, `1`, nil)
+	req := appendMsg(t, r, resume.KindRequest, "")
+	const notes = 40
+	newest := map[string]uint64{}
+	for i := range notes {
+		appendMsg(t, r, resume.KindNotification, "")
+		key := fmt.Sprintf("p%d", i%2)
+		newest[key] = appendMsg(t, r, resume.KindProgress, key)
+	}
+	st := r.Status()
+	if st.Dropped == 0 {
+		t.Fatalf("Status = %+v, want dropped notifications", st)
+	}
+	if st.QueuedBytes > budget {
+		t.Fatalf("QueuedBytes = %d, over the budget %d with only droppable messages to drop", st.QueuedBytes, budget)
+	}
+	final := complete(t, r)
+	st = r.Status() // the response pushed out one more notification
+
+	a := newSink()
+	attach(t, r, a, 0)
+	got := a.received(t)
+	seqs := a.seqs(t)
+	if !slices.IsSorted(seqs) {
+		t.Fatalf("replay out of order: %v", seqs)
+	}
+	if seqs[0] != req || seqs[len(seqs)-1] != final {
+		t.Fatalf("replay %v lacks the request (%d) or the response (%d)", seqs, req, final)
+	}
+	delivered := 0
+	for _, m := range got {
+		if m.kind == "notification" {
+			delivered++
+		}
+	}
+	if uint64(notes-delivered) != st.Dropped {
+		t.Fatalf("%d of %d notifications delivered, Dropped = %d", delivered, notes, st.Dropped)
+	}
+	for key, seq := range newest {
+		if !slices.Contains(seqs, seq) {
+			t.Errorf("newest progress of %s (seq %d) missing from %v", key, seq, seqs)
+		}
+	}
+}
+
+func TestBudgetKeepsRequestsAndResponse(t *testing.T) {
+	e, _ := newEngine(t, &resume.Options{QueueBytes: msgSize})
+	r, _ := start(t, e, `1`, nil)
+	var want []uint64
+	size := 0
+	for range 20 {
+		seq := appendMsg(t, r, resume.KindRequest, "")
+		want = append(want, seq)
+		size += len(encoder("request", "")(seq))
+	}
+	seq := complete(t, r)
+	want = append(want, seq)
+	size += len(encoder("response", "")(seq))
+	if st := r.Status(); st.Dropped != 0 || st.QueuedBytes != size {
+		t.Fatalf("Status = %+v, want nothing dropped and %d bytes queued", st, size)
+	}
+	a := newSink()
+	attach(t, r, a, 0)
+	wantSeqs(t, "replay", a.seqs(t), want...)
+}
+
+// Many goroutines append while connections come and go. Run with -race. Each sink
+// gets strictly ascending seqs (so none twice), and a client resuming with the
+// highest seq it saw gets every message.
+func TestConcurrentAppendAttach(t *testing.T) {
+	const (
+		appenders = 8
+		perG      = 200
+		attaches  = 300
+	)
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, &resume.StartOptions{AckMode: true})
+
+	var (
+		mu    sync.Mutex // guards sinks
+		sinks []*testSink
+	)
+	highest := func() uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		var h uint64
+		for _, s := range sinks {
+			h = max(h, s.top(t))
+		}
+		return h
+	}
+	newAttachment := func(s *testSink) {
+		ack := highest()
+		mu.Lock()
+		sinks = append(sinks, s)
+		mu.Unlock()
+		if err := r.Attach(s, ack); err != nil {
+			t.Errorf("Attach: %v", err)
+		}
+	}
+
+	var appended atomic.Int64
+	var wg sync.WaitGroup
+	for range appenders {
+		wg.Go(func() {
+			for i := range perG {
+				k := resume.KindNotification
+				if i%3 == 0 {
+					k = resume.KindProgress
+				}
+				if _, err := r.Append(k, fmt.Sprint(i), encoder(kindNames[k], fmt.Sprint(i))); err != nil {
+					t.Errorf("Append: %v", err)
+					return
+				}
+				appended.Add(1)
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range attaches {
+			var s *testSink
+			if i%4 == 0 {
+				s = failingSink(i % 7)
+			} else {
+				s = newSink()
+			}
+			newAttachment(s)
+			switch i % 3 {
+			case 0:
+				r.Detach(s)
+			case 1:
+				if err := r.Touch(highest()); err != nil {
+					t.Errorf("Touch: %v", err)
+				}
+			}
+		}
+	})
+	wg.Wait()
+
+	final := newSink()
+	newAttachment(final)
+	last, err := r.Complete(false, encoder("response", ""))
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if want := uint64(appended.Load()) + 1; last != want {
+		t.Fatalf("final seq %d, want %d", last, want)
+	}
+
+	seen := make([]bool, last+1)
+	for i, s := range sinks {
+		got := s.seqs(t)
+		for j := 1; j < len(got); j++ {
+			if got[j] <= got[j-1] {
+				t.Fatalf("sink %d: seq %d after %d (%v)", i, got[j], got[j-1], got)
+			}
+		}
+		for _, seq := range got {
+			seen[seq] = true
+		}
+	}
+	for seq := uint64(1); seq <= last; seq++ {
+		if !seen[seq] {
+			t.Fatalf("seq %d reached no sink", seq)
+		}
+	}
+}

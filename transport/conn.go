@@ -1,0 +1,36 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Conn carries JSON-RPC messages, one per Read and Write.
+//
+//   - Read returns the next message. It is called by one goroutine at a time. It
+//     returns io.EOF after the peer closed cleanly and ErrClosed after Close; Close
+//     unblocks a blocked Read. A message over the connection's size limit gives a
+//     *TooLargeError, and the connection stays usable: the next Read returns the
+//     next message.
+//   - Write writes one message. It is safe for concurrent use; messages are never
+//     interleaved. Close unblocks a blocked Write, which then returns an error.
+//   - Close closes the connection. It is safe to call more than once.
+type Conn interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, msg []byte) error
+	Close() error
+}
+
+// ErrClosed is returned by Read and Write on a closed connection.
+var ErrClosed = errors.New("transport: connection closed")
+
+// TooLargeError reports a message over the size limit. The message was skipped.
+type TooLargeError struct{ Limit int }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("transport: message larger than %d bytes", e.Limit)
+}
+
+// DefaultMaxMessageBytes is the default size limit of one message: 4 MiB.
+const DefaultMaxMessageBytes = 4 << 20

@@ -1,0 +1,146 @@
+// Package stdio is the stdio transport: newline-delimited JSON-RPC messages on a
+// reader and a writer (a server's stdin and stdout, or a child process's pipes).
+// Messages must not contain raw newlines (JSON never needs one). Logs never go here:
+// they go to stderr.
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// Options configure a Conn. Nil means defaults.
+type Options struct {
+	// MaxMessageBytes bounds one message; longer lines are skipped and reported as
+	// *transport.TooLargeError. Default transport.DefaultMaxMessageBytes.
+	MaxMessageBytes int
+}
+
+// Conn is a transport.Conn over a reader and a writer.
+type Conn struct {
+	r     *bufio.Reader
+	max   int
+	close func() error
+
+	wmu sync.Mutex // guards w and serializes writes
+	w   *bufio.Writer
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+var _ transport.Conn = (*Conn)(nil)
+
+// New returns a Conn reading r and writing w. Close closes r and w when they are
+// io.Closers; that is what unblocks a Read in progress.
+func New(r io.Reader, w io.Writer, opts *Options) *Conn {
+	max := transport.DefaultMaxMessageBytes
+	if opts != nil && opts.MaxMessageBytes > 0 {
+		max = opts.MaxMessageBytes
+	}
+	c := &Conn{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), max: max, closed: make(chan struct{})}
+	c.close = func() error {
+		var errs []error
+		if rc, ok := r.(io.Closer); ok {
+			errs = append(errs, rc.Close())
+		}
+		if wc, ok := w.(io.Closer); ok && any(w) != any(r) {
+			errs = append(errs, wc.Close())
+		}
+		return errors.Join(errs...)
+	}
+	return c
+}
+
+// Read returns the next non-empty line.
+func (c *Conn) Read(ctx context.Context) ([]byte, error) {
+	for {
+		line, err := c.readLine()
+		if c.isClosed() {
+			return nil, transport.ErrClosed
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(line) > 0 {
+				return line, nil // a last message without its newline
+			}
+			return nil, err
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return line, nil
+		}
+	}
+}
+
+// readLine reads up to the next newline, keeping at most c.max bytes; a longer line
+// is consumed to its end and reported as too large.
+func (c *Conn) readLine() ([]byte, error) {
+	var buf []byte
+	tooLarge := false
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		if !tooLarge {
+			if len(buf)+len(chunk) > c.max+1 { // +1: the newline itself
+				tooLarge, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil:
+			if tooLarge {
+				return nil, &transport.TooLargeError{Limit: c.max}
+			}
+			return buf, err
+		case tooLarge:
+			return nil, &transport.TooLargeError{Limit: c.max}
+		default:
+			return buf, nil
+		}
+	}
+}
+
+// Write writes msg and a newline, and flushes.
+func (c *Conn) Write(_ context.Context, msg []byte) error {
+	if c.isClosed() {
+		return transport.ErrClosed
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.w.Write(msg); err != nil {
+		return err
+	}
+	if err := c.w.WriteByte('\n'); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// Close closes the underlying reader and writer.
+func (c *Conn) Close() error {
+	err := transport.ErrClosed
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		err = c.close()
+	})
+	if errors.Is(err, transport.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (c *Conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
