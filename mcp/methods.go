@@ -81,14 +81,21 @@ func (c *connState) resume(m *spec.Message) {
 		return
 	}
 	r, err := c.s.eng.Lookup(p.ResumeToken, m.ID)
-	if err == nil {
-		err = c.adopt(r, ackOf(p.Meta))
-	}
 	if err != nil {
 		c.writeError(m.ID, wireError(err))
 		return
 	}
-	c.log.Debug().Str("request", string(m.ID)).Msg("resumed")
+	// Validation and lookup answer in order with the connection's other messages;
+	// the replay, which may be long, runs on its own goroutine.
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		if err := c.adopt(r, ackOf(p.Meta)); err != nil {
+			c.writeError(m.ID, wireError(err))
+			return
+		}
+		c.log.Debug().Str("request", string(m.ID)).Msg("resumed")
+	}()
 }
 
 // cancelled handles notifications/cancelled. A request attached to this connection,

@@ -168,11 +168,7 @@ func (c *connState) request(m *spec.Message, raw []byte) {
 	case spec.MethodGetStatus:
 		c.getStatus(m)
 	case spec.MethodResume:
-		c.s.wg.Add(1)
-		go func() {
-			defer c.s.wg.Done()
-			c.resume(m)
-		}()
+		c.resume(m)
 	default:
 		c.startCall(m, raw)
 	}

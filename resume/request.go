@@ -22,6 +22,7 @@ type Request struct {
 	q       outbox
 	att     *attachment // nil when detached
 	timer   *time.Timer
+	timerN  uint64 // generation of timer; a callback of an older one does nothing
 	freed   bool
 }
 
@@ -35,7 +36,8 @@ type attachment struct {
 // ID returns the request's JSON-RPC id, raw.
 func (r *Request) ID() []byte { return r.id }
 
-// Context returns the request's own context: cancelled by Cancel (cause
+// Context returns the request's own context: cancelled when the request ends (cause
+// ErrEnded once its result is acknowledged or its retention ends), by Cancel (cause
 // ErrCancelled), expiry (ErrExpired) or Engine.Close (ErrClosed), never by a
 // connection.
 func (r *Request) Context() context.Context { return r.ctx }
@@ -146,8 +148,7 @@ func (r *Request) Detach(sink Sink) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.att != nil && r.att.sink == sink {
-		r.att = nil
-		r.scheduleLocked()
+		r.detachLocked()
 	}
 }
 
@@ -186,7 +187,6 @@ func (r *Request) Cancel() {
 	}
 	r.setStateLocked(StateCancelled)
 	r.mu.Unlock()
-	r.cancel(ErrCancelled)
 }
 
 // ackLocked applies a client's acknowledgement.
@@ -230,11 +230,12 @@ func (r *Request) scheduleLocked() {
 	default:
 		d = r.e.opts.Retention
 	}
-	if r.timer == nil {
-		r.timer = time.AfterFunc(d, r.onTimer)
-	} else {
-		r.timer.Reset(d)
-	}
+	// A new timer per schedule, tagged: a callback already running for the old one
+	// (Stop cannot stop it) sees a stale generation and does nothing.
+	r.stopTimerLocked()
+	r.timerN++
+	n := r.timerN
+	r.timer = time.AfterFunc(d, func() { r.onTimer(n) })
 }
 
 func (r *Request) stopTimerLocked() {
@@ -243,10 +244,10 @@ func (r *Request) stopTimerLocked() {
 	}
 }
 
-func (r *Request) onTimer() {
+func (r *Request) onTimer(n uint64) {
 	r.mu.Lock()
 	switch {
-	case r.freed:
+	case r.freed || n != r.timerN:
 		r.mu.Unlock()
 		return
 	case r.state == StateProcessing && r.att != nil:
@@ -255,7 +256,6 @@ func (r *Request) onTimer() {
 	case r.state == StateProcessing:
 		r.setStateLocked(StateExpired)
 		r.mu.Unlock()
-		r.cancel(ErrExpired)
 	default: // retention ended
 		r.freeLocked(StateExpired)
 		r.mu.Unlock()
@@ -270,6 +270,14 @@ func (r *Request) freeLocked(final State) {
 	r.freed = true
 	r.att = nil
 	r.stopTimerLocked()
+	switch final { // the context ends with the request, whatever ended it
+	case StateCancelled:
+		r.cancel(ErrCancelled)
+	case StateExpired:
+		r.cancel(ErrExpired)
+	default:
+		r.cancel(ErrEnded)
+	}
 	r.q = outbox{dropped: r.q.dropped}
 	r.e.forget(r, final)
 }
@@ -321,14 +329,16 @@ func (r *Request) drain(a *attachment) {
 				return
 			}
 			r.mu.Lock()
+			// Delivered, even if the attachment changed meanwhile: without acks an
+			// intermediate message written successfully is not sent again.
+			if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
+				r.discardLocked([]uint64{m.Seq})
+			}
 			if r.att != a {
 				r.mu.Unlock()
 				return // taken over or ended; the new attachment has its own drain
 			}
 			a.cursor = m.Seq
-			if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
-				r.discardLocked([]uint64{m.Seq})
-			}
 			r.mu.Unlock()
 		}
 	}
@@ -339,7 +349,15 @@ func (r *Request) detachAfterFailure(a *attachment) {
 	defer r.mu.Unlock()
 	a.draining = false
 	if r.att == a {
-		r.att = nil
+		r.detachLocked()
+	}
+}
+
+// detachLocked leaves the request without a sink. A processing request starts its
+// maxWait clock; an ended one keeps its retention clock as it runs.
+func (r *Request) detachLocked() {
+	r.att = nil
+	if r.state == StateProcessing {
 		r.scheduleLocked()
 	}
 }

@@ -2,6 +2,7 @@ package resume_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -360,9 +361,8 @@ func TestBudgetKeepsRequestsAndResponse(t *testing.T) {
 // highest seq it saw gets every message.
 func TestConcurrentAppendAttach(t *testing.T) {
 	const (
-		appenders = 8
-		perG      = 200
-		attaches  = 300
+		nAppenders = 8
+		perG       = 1000
 	)
 	e, _ := newEngine(t, nil)
 	r, _ := start(t, e, `1`, &resume.StartOptions{AckMode: true})
@@ -391,9 +391,9 @@ func TestConcurrentAppendAttach(t *testing.T) {
 	}
 
 	var appended atomic.Int64
-	var wg sync.WaitGroup
-	for range appenders {
-		wg.Go(func() {
+	var appenders sync.WaitGroup
+	for range nAppenders {
+		appenders.Go(func() {
 			for i := range perG {
 				k := resume.KindNotification
 				if i%3 == 0 {
@@ -404,11 +404,21 @@ func TestConcurrentAppendAttach(t *testing.T) {
 					return
 				}
 				appended.Add(1)
+				if i%16 == 0 {
+					runtime.Gosched()
+				}
 			}
 		})
 	}
-	wg.Go(func() {
-		for i := range attaches {
+	stop := make(chan struct{})
+	var controller sync.WaitGroup
+	controller.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			var s *testSink
 			if i%4 == 0 {
 				s = failingSink(i % 7)
@@ -416,17 +426,33 @@ func TestConcurrentAppendAttach(t *testing.T) {
 				s = newSink()
 			}
 			newAttachment(s)
-			switch i % 3 {
-			case 0:
-				r.Detach(s)
-			case 1:
-				if err := r.Touch(highest()); err != nil {
-					t.Errorf("Touch: %v", err)
-				}
-			}
+			runtime.Gosched()
 		}
 	})
-	wg.Wait()
+	controller.Go(func() { // connections drop and clients poll
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			var s *testSink
+			if len(sinks) > 0 {
+				s = sinks[len(sinks)-1]
+			}
+			mu.Unlock()
+			if i%2 == 0 && s != nil {
+				r.Detach(s)
+			} else if err := r.Touch(highest()); err != nil {
+				t.Errorf("Touch: %v", err)
+			}
+			runtime.Gosched()
+		}
+	})
+	appenders.Wait()
+	close(stop)
+	controller.Wait()
 
 	final := newSink()
 	newAttachment(final)
@@ -439,8 +465,11 @@ func TestConcurrentAppendAttach(t *testing.T) {
 	}
 
 	seen := make([]bool, last+1)
+	writes, failures := 0, 0
 	for i, s := range sinks {
 		got := s.seqs(t)
+		writes += len(got)
+		failures += s.failures()
 		for j := 1; j < len(got); j++ {
 			if got[j] <= got[j-1] {
 				t.Fatalf("sink %d: seq %d after %d (%v)", i, got[j], got[j-1], got)
@@ -455,4 +484,5 @@ func TestConcurrentAppendAttach(t *testing.T) {
 			t.Fatalf("seq %d reached no sink", seq)
 		}
 	}
+	t.Logf("%d messages, %d writes to %d sinks, %d failed writes", last, writes, len(sinks), failures)
 }

@@ -1,0 +1,43 @@
+package mcp_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// serve starts a core with the demo tools and returns a dialer of in-memory
+// connections to it. Everything is stopped and waited for at the end of the test.
+func serve(t testing.TB, opts *mcp.Options) (*mcp.Server, func(testing.TB) transport.Conn) {
+	core := mcp.New(demo.Server("test"), opts)
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		core.Close()
+		wg.Wait()
+	})
+	dial := func(t testing.TB) transport.Conn {
+		client, srv := transport.Pipe()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = core.Serve(context.Background(), srv)
+		}()
+		t.Cleanup(func() { _ = client.Close() })
+		return client
+	}
+	return core, dial
+}
+
+func TestEndToEndPipe(t *testing.T) {
+	_, dial := serve(t, nil)
+	e2etest.Run(t, e2etest.Harness{Dial: dial, Reconnect: true})
+}

@@ -1,0 +1,241 @@
+// Package e2etest is the end-to-end resume suite: one set of wire-level tests that
+// every transport runs unchanged (in-memory pipes, stdio subprocess, and later
+// Streamable HTTP and WebSocket). It speaks raw JSON-RPC through a small client so
+// that every byte the server sends is checked.
+package e2etest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// Msg is one message the client received, decoded enough to check.
+type Msg struct {
+	Raw    []byte
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *spec.Error     `json:"error"`
+}
+
+// Seq returns the message's io.mcp-resume/seq, or 0.
+func (m Msg) Seq() uint64 {
+	switch {
+	case m.Params != nil:
+		return spec.ReadSeq(m.Params)
+	case m.Result != nil:
+		return spec.ReadSeq(m.Result)
+	}
+	return 0
+}
+
+// IsResponse reports whether m answers request id.
+func (m Msg) IsResponse(id string) bool { return m.Method == "" && string(m.ID) == id }
+
+// Client is a raw JSON-RPC client on one connection. Everything it receives goes to
+// one ordered stream read with Next.
+type Client struct {
+	t    testing.TB
+	conn transport.Conn
+	in   chan Msg
+	done chan struct{}
+	once sync.Once
+}
+
+// timeout bounds every wait for a message in the suite; a correct server answers in
+// milliseconds, so hitting it means a lost message.
+const timeout = 20 * time.Second
+
+// NewClient starts reading conn.
+func NewClient(t testing.TB, conn transport.Conn) *Client {
+	c := &Client{t: t, conn: conn, in: make(chan Msg, 100000), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		defer close(c.in)
+		for {
+			raw, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var m Msg
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Errorf("server sent invalid JSON %q: %v", raw, err)
+				continue
+			}
+			m.Raw = raw
+			c.in <- m
+		}
+	}()
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Close drops the connection and waits for the reader.
+func (c *Client) Close() {
+	c.once.Do(func() { _ = c.conn.Close() })
+	<-c.done
+}
+
+// Send writes a raw message.
+func (c *Client) Send(format string, args ...any) {
+	c.t.Helper()
+	if err := c.conn.Write(context.Background(), fmt.Appendf(nil, format, args...)); err != nil {
+		c.t.Fatalf("send: %v", err)
+	}
+}
+
+// Next returns the next message received.
+func (c *Client) Next() Msg {
+	c.t.Helper()
+	select {
+	case m, ok := <-c.in:
+		if !ok {
+			c.t.Fatalf("connection closed while waiting for a message")
+		}
+		return m
+	case <-time.After(timeout):
+		c.t.Fatalf("no message within %v", timeout)
+	}
+	return Msg{}
+}
+
+// Until returns every message up to and including the first that matches.
+func (c *Client) Until(match func(Msg) bool) []Msg {
+	c.t.Helper()
+	var out []Msg
+	for {
+		m := c.Next()
+		out = append(out, m)
+		if match(m) {
+			return out
+		}
+	}
+}
+
+// Response waits for the response to id and returns it with the messages before it.
+func (c *Client) Response(id string) (Msg, []Msg) {
+	c.t.Helper()
+	ms := c.Until(func(m Msg) bool { return m.IsResponse(id) })
+	return ms[len(ms)-1], ms[:len(ms)-1]
+}
+
+// Quiet reports whether nothing arrives before a round trip of ping completes: the
+// server has nothing more queued for this connection.
+func (c *Client) Quiet(id string) []Msg {
+	c.t.Helper()
+	c.Send(`{"jsonrpc":"2.0","id":%s,"method":"ping"}`, id)
+	_, before := c.Response(id)
+	return before
+}
+
+// Initialize performs the handshake with the given capabilities JSON.
+func (c *Client) Initialize(caps string) Msg {
+	c.t.Helper()
+	c.Send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":%s,"clientInfo":{"name":"e2etest","version":"1"}}}`, caps)
+	m, _ := c.Response(`"init"`)
+	if m.Error != nil {
+		c.t.Fatalf("initialize: %v", m.Error)
+	}
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return m
+}
+
+// Policy is a received notifications/requests/resumePolicy.
+type Policy struct {
+	RequestID   json.RawMessage `json:"requestId"`
+	ResumeToken string          `json:"resumeToken"`
+	MaxWait     *int64          `json:"maxWait"`
+	MinWait     *int64          `json:"minWait"`
+}
+
+// PolicyOf decodes m as a resume policy notification, failing the test otherwise.
+func PolicyOf(t testing.TB, m Msg) Policy {
+	t.Helper()
+	if m.Method != spec.MethodResumePolicy {
+		t.Fatalf("want %s, got %s", spec.MethodResumePolicy, m.Raw)
+	}
+	var p Policy
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		t.Fatalf("policy params: %v", err)
+	}
+	return p
+}
+
+// Progress returns the progress number of a progress notification, or -1.
+func Progress(m Msg) int {
+	if m.Method != spec.MethodProgress {
+		return -1
+	}
+	var p struct {
+		Progress float64 `json:"progress"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return -1
+	}
+	return int(p.Progress)
+}
+
+// Text returns the first text content of a tools/call result.
+func Text(m Msg) string {
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(m.Result, &r) != nil || len(r.Content) == 0 {
+		return ""
+	}
+	return r.Content[0].Text
+}
+
+var errNoStatus = errors.New("no status")
+
+// Status is a requests/getStatus result.
+type Status struct {
+	Status            string `json:"status"`
+	HasPendingMessage bool   `json:"hasPendingMessage"`
+	HasInputRequest   bool   `json:"hasInputRequest"`
+}
+
+// GetStatus sends requests/getStatus and returns the result or the error.
+func (c *Client) GetStatus(id, reqID, token string) (Status, *spec.Error) {
+	c.t.Helper()
+	c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/getStatus","params":{"requestId":%s,"resumeToken":%q}}`, id, reqID, token)
+	m, _ := c.Response(id)
+	if m.Error != nil {
+		return Status{}, m.Error
+	}
+	var st Status
+	if err := json.Unmarshal(m.Result, &st); err != nil {
+		c.t.Fatalf("getStatus result %s: %v", m.Result, err)
+	}
+	return st, nil
+}
+
+// WaitStatus polls getStatus until cond holds (bounded by the suite's timeout).
+func (c *Client) WaitStatus(reqID, token string, cond func(Status) bool) Status {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for i := 0; ; i++ {
+		st, err := c.GetStatus(fmt.Sprintf(`"st-%d"`, i), reqID, token)
+		if err != nil {
+			c.t.Fatalf("getStatus: %v", err)
+		}
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("status never reached the condition; last %+v", st)
+		}
+		time.Sleep(2 * time.Millisecond) // polling a remote state: the server answers each poll
+	}
+}

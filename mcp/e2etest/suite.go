@@ -1,0 +1,423 @@
+package e2etest
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// Harness connects the suite to a server running the demo tools
+// (internal/demo) behind the resume core.
+type Harness struct {
+	// Dial opens a new client connection to the server under test.
+	Dial func(t testing.TB) transport.Conn
+	// Reconnect says a new connection reaches the same server after one is dropped
+	// (false for a stdio subprocess, whose one connection is its life).
+	Reconnect bool
+}
+
+const resumableCaps = `{"resumableRequests":{}}`
+
+func (h Harness) client(t testing.TB, caps string) *Client {
+	c := NewClient(t, h.Dial(t))
+	c.Initialize(caps)
+	return c
+}
+
+func (h Harness) needReconnect(t *testing.T) {
+	if !h.Reconnect {
+		t.Skip("this transport cannot reconnect to the same server")
+	}
+}
+
+// Run runs the suite.
+func Run(t *testing.T, h Harness) {
+	t.Run("PlainClient", func(t *testing.T) { plainClient(t, h) })
+	t.Run("PolicyFirst", func(t *testing.T) { policyFirst(t, h) })
+	t.Run("ExperimentalCapability", func(t *testing.T) { experimentalCapability(t, h) })
+	t.Run("DropAndResume", func(t *testing.T) { dropAndResume(t, h) })
+	t.Run("AckFiveDrops", func(t *testing.T) { ackFiveDrops(t, h) })
+	t.Run("ResumeAfterCompletion", func(t *testing.T) { resumeAfterCompletion(t, h) })
+	t.Run("ErrorReasons", func(t *testing.T) { errorReasons(t, h) })
+	t.Run("ElicitationWhileDetached", func(t *testing.T) { elicitationWhileDetached(t, h) })
+	t.Run("Sampling", func(t *testing.T) { sampling(t, h) })
+	t.Run("Takeover", func(t *testing.T) { takeover(t, h) })
+	t.Run("CancelAttached", func(t *testing.T) { cancelAttached(t, h) })
+	t.Run("BadInput", func(t *testing.T) { badInput(t, h) })
+}
+
+func callCountdown(c *Client, id string, seconds float64, steps int) {
+	c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%v,"steps":%d},"_meta":{"progressToken":"pt-%s"}}}`,
+		id, seconds, steps, strings.Trim(id, `"`))
+}
+
+func plainClient(t *testing.T, h Harness) {
+	c := NewClient(t, h.Dial(t))
+	init := c.Initialize(`{}`)
+	if strings.Contains(string(init.Raw), spec.CapabilityName) {
+		t.Errorf("a plain client sees the resume advertisement: %s", init.Raw)
+	}
+	callCountdown(c, "7", 0.05, 3)
+	resp, before := c.Response("7")
+	if len(before) != 3 {
+		t.Fatalf("want 3 progress notifications, got %d", len(before))
+	}
+	for i, m := range before {
+		if Progress(m) != i+1 || strings.Contains(string(m.Raw), "io.mcp-resume") {
+			t.Errorf("message %d is not plain progress %d: %s", i, i+1, m.Raw)
+		}
+	}
+	if strings.Contains(string(resp.Raw), "io.mcp-resume") || Text(resp) != "countdown done: 3 of 3 steps" {
+		t.Errorf("result is not plain: %s", resp.Raw)
+	}
+}
+
+func policyFirst(t *testing.T, h Harness) {
+	c := h.client(t, resumableCaps)
+	for _, id := range []string{`9007199254740993`, `"req-α"`, `3`} {
+		callCountdown(c, id, 0.05, 3)
+		resp, before := c.Response(id)
+		if len(before) != 4 {
+			t.Fatalf("id %s: want policy + 3 progress, got %d messages", id, len(before))
+		}
+		p := PolicyOf(t, before[0])
+		if string(p.RequestID) != id {
+			t.Errorf("policy requestId %s, want exactly %s", p.RequestID, id)
+		}
+		if len(p.ResumeToken) != 43 || p.MaxWait == nil || *p.MaxWait <= 0 {
+			t.Errorf("policy %+v: want a 43-character token and a positive maxWait", p)
+		}
+		for i, m := range before[1:] {
+			if Progress(m) != i+1 || m.Seq() != uint64(i+1) {
+				t.Errorf("id %s: message %d = %s, want progress %d with seq %d", id, i, m.Raw, i+1, i+1)
+			}
+		}
+		if string(resp.ID) != id || resp.Seq() != 4 || Text(resp) == "" {
+			t.Errorf("response %s: want id %s, seq 4 and a text result", resp.Raw, id)
+		}
+	}
+}
+
+func experimentalCapability(t *testing.T, h Harness) {
+	c := NewClient(t, h.Dial(t))
+	init := c.Initialize(`{"experimental":{"resumableRequests":{}}}`)
+	var r struct {
+		Capabilities struct {
+			Experimental map[string]spec.ServerCapability `json:"experimental"`
+		} `json:"capabilities"`
+	}
+	_ = json.Unmarshal(init.Result, &r)
+	if adv, ok := r.Capabilities.Experimental[spec.CapabilityName]; !ok || adv.MaxWait <= 0 || !slices.Contains(adv.Extensions, spec.ExtensionAck) {
+		t.Errorf("advertisement missing or incomplete: %s", init.Raw)
+	}
+	callCountdown(c, "1", 0, 1)
+	_, before := c.Response("1")
+	PolicyOf(t, before[0])
+}
+
+func dropAndResume(t *testing.T, h Harness) {
+	h.needReconnect(t)
+	a := h.client(t, resumableCaps)
+	callCountdown(a, "11", 1, 10)
+	pol := PolicyOf(t, a.Next())
+	got := map[int]bool{}
+	for _, m := range a.Until(func(m Msg) bool { return Progress(m) == 2 }) {
+		got[Progress(m)] = true
+	}
+	a.Close()
+
+	b := h.client(t, resumableCaps)
+	st := b.WaitStatus("11", pol.ResumeToken, func(s Status) bool { return s.HasPendingMessage })
+	if st.Status != "processing" {
+		t.Errorf("status %+v, want processing", st)
+	}
+	b.Send(`{"jsonrpc":"2.0","id":11,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	resp, before := b.Response("11")
+	last := 2
+	for _, m := range before {
+		p := Progress(m)
+		if p < 0 {
+			t.Fatalf("unexpected message before the result: %s", m.Raw)
+		}
+		if got[p] || p <= last {
+			t.Errorf("progress %d duplicated or out of order (after %d)", p, last)
+		}
+		got[p], last = true, p
+	}
+	if last != 10 || Text(resp) != "countdown done: 10 of 10 steps" {
+		t.Errorf("last progress %d, result %s", last, resp.Raw)
+	}
+}
+
+func ackFiveDrops(t *testing.T, h Harness) {
+	h.needReconnect(t)
+	caps := `{"resumableRequests":{"extensions":["io.mcp-resume/ack"]}}`
+	c := h.client(t, caps)
+	callCountdown(c, `"ack"`, 1, 30)
+	pol := PolicyOf(t, c.Next())
+	var seqs []uint64
+	var progress []int
+	var ack uint64
+	var result Msg
+	for drop := 0; ; drop++ {
+		// Read a few messages, then drop without a word (five times), then read to the end.
+		for n := 0; drop >= 5 || n < 3; n++ {
+			m := c.Next()
+			if m.Seq() <= ack {
+				t.Fatalf("seq %d delivered again after ack %d: %s", m.Seq(), ack, m.Raw)
+			}
+			ack = m.Seq()
+			seqs = append(seqs, m.Seq())
+			if m.IsResponse(`"ack"`) {
+				result = m
+				break
+			}
+			progress = append(progress, Progress(m))
+		}
+		if result.Raw != nil {
+			break
+		}
+		c.Close()
+		c = h.client(t, caps)
+		c.Send(`{"jsonrpc":"2.0","id":"ack","method":"requests/resume","params":{"resumeToken":%q,"_meta":{"io.mcp-resume/ack":%d}}}`, pol.ResumeToken, ack)
+	}
+	for i, s := range seqs {
+		if s != uint64(i+1) {
+			t.Fatalf("sequence numbers %v: want 1..%d without gaps", seqs, len(seqs))
+		}
+	}
+	for i, p := range progress {
+		if p != i+1 {
+			t.Fatalf("progress %v: want 1..30 exactly once, in order", progress)
+		}
+	}
+	if len(progress) != 30 || Text(result) != "countdown done: 30 of 30 steps" {
+		t.Fatalf("got %d progress, result %s", len(progress), result.Raw)
+	}
+	// Acknowledging the final response frees the request.
+	if _, e := c.GetStatus(`"st"`, `"ack"`, pol.ResumeToken); e != nil {
+		t.Fatalf("getStatus before the final ack: %v", e)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"st2","method":"requests/getStatus","params":{"requestId":"ack","resumeToken":%q,"_meta":{"io.mcp-resume/ack":%d}}}`, pol.ResumeToken, ack)
+	c.Response(`"st2"`)
+	if _, e := c.GetStatus(`"st3"`, `"ack"`, pol.ResumeToken); e == nil || e.Reason != spec.ReasonExpired {
+		t.Fatalf("after acknowledging the result: %v, want reason expired", e)
+	}
+}
+
+func resumeAfterCompletion(t *testing.T, h Harness) {
+	h.needReconnect(t)
+	for _, tc := range []struct {
+		steps  int
+		status string
+		text   string
+	}{{2, "completed", "countdown done: 2 of 2 steps"}, {0, "failed", "steps must be at least 1 and seconds not negative"}} {
+		a := h.client(t, resumableCaps)
+		callCountdown(a, "5", 0.02, tc.steps)
+		pol := PolicyOf(t, a.Next())
+		a.Close()
+		b := h.client(t, resumableCaps)
+		st := b.WaitStatus("5", pol.ResumeToken, func(s Status) bool { return s.Status != "processing" })
+		if st.Status != tc.status || !st.HasPendingMessage {
+			t.Errorf("status %+v, want %s with a pending message", st, tc.status)
+		}
+		b.Send(`{"jsonrpc":"2.0","id":5,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+		resp, _ := b.Response("5")
+		if Text(resp) != tc.text {
+			t.Errorf("resumed result %s, want %q", resp.Raw, tc.text)
+		}
+	}
+}
+
+func errorReasons(t *testing.T, h Harness) {
+	c := h.client(t, resumableCaps)
+	callCountdown(c, "21", 60, 60)
+	pol := PolicyOf(t, c.Next())
+	wrong := strings.Repeat("A", 43)
+
+	errOf := func(id, format string, args ...any) *spec.Error {
+		t.Helper()
+		c.Send(format, args...)
+		m, _ := c.Response(id)
+		if m.Error == nil {
+			t.Fatalf("want an error, got %s", m.Raw)
+		}
+		return m.Error
+	}
+	rawErr := func(id, format string, args ...any) string {
+		t.Helper()
+		c.Send(format, args...)
+		m, _ := c.Response(id)
+		var v struct {
+			Error json.RawMessage `json:"error"`
+		}
+		_ = json.Unmarshal(m.Raw, &v)
+		return string(v.Error)
+	}
+	wrongTok := rawErr("21", `{"jsonrpc":"2.0","id":21,"method":"requests/resume","params":{"resumeToken":%q}}`, wrong)
+	unknown := rawErr("22", `{"jsonrpc":"2.0","id":22,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	if wrongTok != unknown {
+		t.Errorf("wrong token and unknown request answer differently:\n%s\n%s", wrongTok, unknown)
+	}
+	if e := errOf("23", `{"jsonrpc":"2.0","id":23,"method":"requests/getStatus","params":{"requestId":21,"resumeToken":%q}}`, wrong); e.Code != spec.CodeInvalidParams || e.Reason != spec.ReasonNotFound {
+		t.Errorf("getStatus with a wrong token: %v", e)
+	}
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":21}}`)
+	c.WaitStatusErr(t, "21", pol.ResumeToken, spec.ReasonCancelled)
+	if e := errOf("21", `{"jsonrpc":"2.0","id":21,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken); e.Code != spec.CodeInvalidParams || e.Reason != spec.ReasonCancelled {
+		t.Errorf("resume of a cancelled request: %v", e)
+	}
+}
+
+// WaitStatusErr polls getStatus until it fails with reason.
+func (c *Client) WaitStatusErr(t *testing.T, reqID, token string, reason spec.Reason) {
+	t.Helper()
+	for i := 0; i < 10000; i++ {
+		_, e := c.GetStatus(fmt.Sprintf(`"se-%d"`, i), reqID, token)
+		if e != nil {
+			if e.Reason != reason || e.Code != spec.CodeInvalidParams {
+				t.Fatalf("getStatus error %v, want -32602 %s", e, reason)
+			}
+			return
+		}
+	}
+	t.Fatalf("getStatus never failed with %s", reason)
+}
+
+func elicitationWhileDetached(t *testing.T, h Harness) {
+	h.needReconnect(t)
+	a := h.client(t, `{"resumableRequests":{},"elicitation":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?"}}}`)
+	pol := PolicyOf(t, a.Next())
+	first := a.Next()
+	if first.Method != "elicitation/create" {
+		t.Fatalf("want elicitation/create, got %s", first.Raw)
+	}
+	a.Close()
+
+	b := h.client(t, resumableCaps)
+	st := b.WaitStatus(`"q"`, pol.ResumeToken, func(Status) bool { return true })
+	if st.Status != "processing" || !st.HasInputRequest || !st.HasPendingMessage {
+		t.Errorf("status %+v: want processing with an input request pending", st)
+	}
+	b.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	again := b.Next()
+	if again.Method != "elicitation/create" || string(again.ID) != string(first.ID) {
+		t.Fatalf("want the same elicitation/create (id %s) again, got %s", first.ID, again.Raw)
+	}
+	b.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, again.ID)
+	resp, _ := b.Response(`"q"`)
+	if Text(resp) != "answer: Ada" {
+		t.Errorf("result %s, want the answer", resp.Raw)
+	}
+}
+
+func sampling(t *testing.T, h Harness) {
+	c := h.client(t, `{"resumableRequests":{},"sampling":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"summarize","arguments":{"text":"a long story"}}}`)
+	PolicyOf(t, c.Next())
+	req := c.Next()
+	if req.Method != "sampling/createMessage" || req.Seq() != 1 {
+		t.Fatalf("want sampling/createMessage with seq 1, got %s", req.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"short"},"model":"m"}}`, req.ID)
+	resp, _ := c.Response(`"s"`)
+	if Text(resp) != "summary: short" {
+		t.Errorf("result %s", resp.Raw)
+	}
+}
+
+func takeover(t *testing.T, h Harness) {
+	h.needReconnect(t)
+	a := h.client(t, resumableCaps)
+	callCountdown(a, "31", 0.5, 10)
+	pol := PolicyOf(t, a.Next())
+	a.Until(func(m Msg) bool { return Progress(m) == 1 })
+
+	b := h.client(t, resumableCaps)
+	b.Send(`{"jsonrpc":"2.0","id":31,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	resp, _ := b.Response("31")
+	if Text(resp) != "countdown done: 10 of 10 steps" {
+		t.Fatalf("result on the new connection: %s", resp.Raw)
+	}
+	// The old connection got nothing after the takeover: at most the progress that
+	// was in flight before it, never the result.
+	for _, m := range a.Quiet(`"quiet"`) {
+		if m.IsResponse("31") {
+			t.Fatalf("the old connection got the result after the takeover")
+		}
+	}
+}
+
+func cancelAttached(t *testing.T, h Harness) {
+	c := h.client(t, resumableCaps)
+	callCountdown(c, "41", 60, 600)
+	pol := PolicyOf(t, c.Next())
+	c.Until(func(m Msg) bool { return Progress(m) == 1 })
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user"}}`)
+	c.WaitStatusErr(t, "41", pol.ResumeToken, spec.ReasonCancelled)
+	for _, m := range c.Quiet(`"quiet"`) {
+		if m.IsResponse("41") {
+			t.Fatalf("a cancelled request got a response: %s", m.Raw)
+		}
+	}
+}
+
+func badInput(t *testing.T, h Harness) {
+	c := h.client(t, resumableCaps)
+	callCountdown(c, `"long"`, 0.3, 3) // must finish, untouched by everything below
+	PolicyOf(t, c.Next())
+	cases := []struct {
+		name, msg string
+		id        string // the id of the error response; "" for none expected
+		code      int
+		reason    spec.Reason
+	}{
+		{"malformed JSON", `{"jsonrpc":"2.0","id":1,`, "null", spec.CodeParseError, spec.ReasonParseError},
+		{"not an object", `[1,2]`, "null", spec.CodeParseError, spec.ReasonParseError},
+		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":2,"method":"ping"}`, "2", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
+		{"missing jsonrpc", `{"id":3,"method":"ping"}`, "3", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
+		{"bad id type", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "null", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
+		{"null id request", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, "null", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
+		{"params not structured", `{"jsonrpc":"2.0","id":4,"method":"ping","params":7}`, "4", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
+		{"resume without params", `{"jsonrpc":"2.0","id":5,"method":"requests/resume"}`, "5", spec.CodeInvalidParams, spec.ReasonInvalidParams},
+		{"resume token mistyped", `{"jsonrpc":"2.0","id":6,"method":"requests/resume","params":{"resumeToken":42}}`, "6", spec.CodeInvalidParams, spec.ReasonInvalidParams},
+		{"resume token empty", `{"jsonrpc":"2.0","id":7,"method":"requests/resume","params":{"resumeToken":""}}`, "7", spec.CodeInvalidParams, spec.ReasonInvalidParams},
+		{"resume token huge", `{"jsonrpc":"2.0","id":8,"method":"requests/resume","params":{"resumeToken":"` + strings.Repeat("x", 300) + `"}}`, "8", spec.CodeInvalidParams, spec.ReasonInvalidParams},
+		{"getStatus without requestId", `{"jsonrpc":"2.0","id":9,"method":"requests/getStatus","params":{"resumeToken":"abc"}}`, "9", spec.CodeInvalidParams, spec.ReasonInvalidParams},
+		{"getStatus requestId mistyped", `{"jsonrpc":"2.0","id":10,"method":"requests/getStatus","params":{"requestId":true,"resumeToken":"abc"}}`, "10", spec.CodeInvalidParams, spec.ReasonInvalidParams},
+		{"getStatus params array", `{"jsonrpc":"2.0","id":11,"method":"requests/getStatus","params":[1]}`, "11", spec.CodeInvalidParams, spec.ReasonInvalidParams},
+		{"response to unknown id", `{"jsonrpc":"2.0","id":"nobody","result":{}}`, "", 0, ""},
+		{"cancel malformed", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[]}}`, "", 0, ""},
+		{"duplicate in-flight id", `{"jsonrpc":"2.0","id":"long","method":"ping"}`, `"long"`, spec.CodeInvalidRequest, spec.ReasonDuplicateID},
+	}
+	for i, tc := range cases {
+		c.Send("%s", tc.msg)
+		probe := fmt.Sprintf(`"probe-%d"`, i)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"ping"}`, probe)
+		var errs []Msg
+		for _, m := range c.Until(func(m Msg) bool { return m.IsResponse(probe) }) {
+			if m.Error != nil {
+				errs = append(errs, m)
+			}
+		}
+		if tc.id == "" {
+			if len(errs) != 0 {
+				t.Errorf("%s: want no answer, got %s", tc.name, errs[0].Raw)
+			}
+			continue
+		}
+		if len(errs) != 1 || string(errs[0].ID) != tc.id || errs[0].Error.Code != tc.code || errs[0].Error.Reason != tc.reason {
+			t.Errorf("%s: got %v, want one error id %s code %d reason %s", tc.name, errs, tc.id, tc.code, tc.reason)
+		}
+	}
+	resp, _ := c.Response(`"long"`)
+	if Text(resp) != "countdown done: 3 of 3 steps" {
+		t.Errorf("the call in flight did not survive the bad input: %s", resp.Raw)
+	}
+}
