@@ -1,0 +1,108 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/stdio"
+)
+
+// The test binary doubles as the mcp-resume binary: with MCP_RESUME_TEST_ARGS set it
+// runs the command instead of the tests, so the suite talks to a real subprocess.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("MCP_RESUME_TEST_ARGS"); args != "" {
+		main2(strings.Fields(args))
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func main2(args []string) {
+	if err := run(args, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// procConn is a connection to a server subprocess over its stdin and stdout.
+type procConn struct {
+	*stdio.Conn
+	cmd *exec.Cmd
+}
+
+func (p *procConn) Close() error {
+	err := p.Conn.Close()
+	_ = p.cmd.Wait()
+	return err
+}
+
+func spawn(t testing.TB, args string) transport.Conn {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "MCP_RESUME_TEST_ARGS="+args)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &procConn{Conn: stdio.New(stdout, stdin, nil), cmd: cmd}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestEndToEndStdioSubprocess(t *testing.T) {
+	e2etest.Run(t, e2etest.Harness{
+		Dial: func(t testing.TB) transport.Conn { return spawn(t, "serve --stdio --log-level debug") },
+	})
+}
+
+func TestOversizeMessageSubprocess(t *testing.T) {
+	c := e2etest.NewClient(t, spawn(t, "serve --max-message-bytes 512"))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, strings.Repeat("x", 600))
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"}}}`)
+	first := c.Next()
+	if first.Error == nil || first.Error.Reason != spec.ReasonMessageTooLarge || string(first.ID) != "null" {
+		t.Fatalf("oversize message: got %s, want an error with reason %s", first.Raw, spec.ReasonMessageTooLarge)
+	}
+	resp, _ := c.Response("2")
+	if e2etest.Text(resp) != "ok" {
+		t.Fatalf("the next message after an oversize one: %s", resp.Raw)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		ok   bool
+	}{
+		{"version", true},
+		{"serve --policy countdown=never,echo=after:2s --default-policy always", true},
+		{"serve --policy countdown", false},
+		{"serve --policy countdown=sometimes", false},
+		{"serve --default-policy after:-1s", false},
+		{"serve --log-level loud", false},
+		{"nonsense", false},
+	} {
+		var out strings.Builder
+		err := run(strings.Fields(tc.args), strings.NewReader(""), &out, &out)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: err %v, want ok=%v (output %q)", tc.args, err, tc.ok, out.String())
+		}
+	}
+}
