@@ -118,12 +118,8 @@ func (cl *call) promote() {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return
 	}
-	p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait}
-	if s.caps.MinWait > 0 {
-		p.MinWait = &s.caps.MinWait
-	}
-	params, _ := json.Marshal(p)
-	if err := c.conn.Write(c.ctx, spec.EncodeRequest(nil, spec.MethodResumePolicy, params)); err != nil {
+	p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
+	if err := c.conn.Write(c.ctx, spec.AppendResumePolicy(make([]byte, 0, 192), &p)); err != nil {
 		// The client never got the token, so nobody can resume: behave as if the
 		// connection was lost before the request became resumable.
 		r.Cancel()

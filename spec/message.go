@@ -87,51 +87,73 @@ func Decode(b []byte) (*Message, *Error) {
 	return m, nil
 }
 
-// Raw JSON builders for the messages the server writes. The id goes in as raw bytes.
+// Builders for the messages the server writes. They append bytes instead of calling
+// json.Marshal, which would re-validate and compact the raw parts on every message:
+// ids are raw bytes already checked by ParseID, and raw parts are produced by
+// json.Marshal in this module.
 
 // EncodeResponse returns a result response for id.
 func EncodeResponse(id ID, result json.RawMessage) []byte {
-	return encode(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      ID              `json:"id"`
-		Result  json.RawMessage `json:"result"`
-	}{"2.0", id, result})
+	b := make([]byte, 0, 32+len(id)+len(result))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = appendID(b, id)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
 }
 
 // EncodeError returns an error response for id (null when id is nil).
 func EncodeError(id ID, e *Error) []byte {
-	return encode(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      ID     `json:"id"`
-		Error   *Error `json:"error"`
-	}{"2.0", id, e})
+	obj, _ := e.MarshalJSON() // an Error always encodes
+	return EncodeErrorRaw(id, obj)
 }
 
 // EncodeErrorRaw returns an error response for id with an already encoded error object.
 func EncodeErrorRaw(id ID, errObj json.RawMessage) []byte {
-	return encode(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      ID              `json:"id"`
-		Error   json.RawMessage `json:"error"`
-	}{"2.0", id, errObj})
+	b := make([]byte, 0, 32+len(id)+len(errObj))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = appendID(b, id)
+	b = append(b, `,"error":`...)
+	b = append(b, errObj...)
+	return append(b, '}')
 }
 
-// EncodeRequest returns a request (a notification when id is nil).
+// EncodeRequest returns a request (a notification when id is nil). The method is
+// JSON-quoted; params may be nil.
 func EncodeRequest(id ID, method string, params json.RawMessage) []byte {
-	return encode(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      ID              `json:"id,omitempty"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", id, method, params})
+	b := make([]byte, 0, 48+len(id)+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if len(id) > 0 {
+		b = append(b, `"id":`...)
+		b = append(b, id...)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = appendString(b, method)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
 }
 
-func encode(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Only raw messages that are not valid JSON get here, and every one of them
-		// was produced by json.Marshal in this module: a programming error.
-		panic("spec: encoding a message: " + err.Error())
+// appendString appends s as a JSON string. (strconv.AppendQuote is Go syntax, not
+// JSON: it would write \x01 for a control byte.)
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
 	}
-	return b
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func appendID(b []byte, id ID) []byte {
+	if len(id) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, id...)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // ResumePolicyParams are the params of notifications/requests/resumePolicy.
@@ -12,6 +13,25 @@ type ResumePolicyParams struct {
 	ResumeToken string `json:"resumeToken"`
 	MinWait     *int64 `json:"minWait,omitempty"` // seconds
 	MaxWait     *int64 `json:"maxWait,omitempty"` // seconds
+}
+
+// AppendResumePolicy appends the encoded notifications/requests/resumePolicy for
+// p, without json.Marshal: it is written once per resumable request, on the hot
+// path. minWait is left out when zero.
+func AppendResumePolicy(b []byte, p *ResumePolicyParams) []byte {
+	b = append(b, `{"jsonrpc":"2.0","method":"`+MethodResumePolicy+`","params":{"requestId":`...)
+	b = append(b, p.RequestID...)
+	b = append(b, `,"resumeToken":`...)
+	b = appendString(b, p.ResumeToken)
+	if p.MinWait != nil && *p.MinWait > 0 {
+		b = append(b, `,"minWait":`...)
+		b = strconv.AppendInt(b, *p.MinWait, 10)
+	}
+	if p.MaxWait != nil {
+		b = append(b, `,"maxWait":`...)
+		b = strconv.AppendInt(b, *p.MaxWait, 10)
+	}
+	return append(b, "}}"...)
 }
 
 // RequestMeta is the part of a request's `_meta` this project reads.

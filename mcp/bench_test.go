@@ -1,0 +1,117 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// BenchmarkToolsCall measures a tools/call round trip (echo) through the core over
+// an in-memory pipe, with the resume layer on (the client advertises
+// resumableRequests: policy notification, engine, outbox, sequence numbers) and off
+// (the same server, a plain client). Compare the two lines of one run.
+func BenchmarkToolsCall(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		caps string
+	}{{"resume=off", `{}`}, {"resume=on", `{"resumableRequests":{}}`}} {
+		b.Run(mode.name, func(b *testing.B) {
+			// Retained results are freed after a second, so the live cap is never the
+			// limit of a long run.
+			core := mcp.New(demo.Server("bench"), &mcp.Options{Engine: &resume.Options{Retention: time.Second, MaxLive: 1 << 30}})
+			defer core.Close()
+			client, srv := transport.Pipe()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = core.Serve(context.Background(), srv)
+			}()
+			defer func() { _ = client.Close(); <-done }()
+			ctx := context.Background()
+			roundTrip := func(msg []byte, want int) {
+				if err := client.Write(ctx, msg); err != nil {
+					b.Fatal(err)
+				}
+				for range want {
+					if _, err := client.Read(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			roundTrip(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":%s,"clientInfo":{"name":"b","version":"1"}}}`, mode.caps), 1)
+			_ = client.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+			want := 1
+			if mode.name == "resume=on" {
+				want = 2 // the policy notification, then the response
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				roundTrip(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, i+1), want)
+			}
+		})
+	}
+}
+
+// benchConn is a transport that costs nothing: Read takes messages from a channel,
+// Write drops notifications and signals responses. Through it,
+// BenchmarkCoreToolsCall measures the core's own work per call (dispatch, mcp-go,
+// the resume engine), not goroutine wake-ups of a peer reading each message.
+type benchConn struct {
+	in     chan []byte
+	resp   chan struct{}
+	closed chan struct{}
+}
+
+func (c *benchConn) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.closed:
+		return nil, transport.ErrClosed
+	}
+}
+
+func (c *benchConn) Write(_ context.Context, msg []byte) error {
+	if bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","id":`)) {
+		c.resp <- struct{}{}
+	}
+	return nil
+}
+
+func (c *benchConn) Close() error { return nil }
+
+func BenchmarkCoreToolsCall(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		caps string
+	}{{"resume=off", `{}`}, {"resume=on", `{"resumableRequests":{}}`}} {
+		b.Run(mode.name, func(b *testing.B) {
+			core := mcp.New(demo.Server("bench"), &mcp.Options{Engine: &resume.Options{Retention: time.Second, MaxLive: 1 << 30}})
+			defer core.Close()
+			conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = core.Serve(context.Background(), conn)
+			}()
+			defer func() { close(conn.closed); <-done }()
+			conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":%s,"clientInfo":{"name":"b","version":"1"}}}`, mode.caps)
+			<-conn.resp
+			conn.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, i+1)
+				<-conn.resp
+			}
+		})
+	}
+}
