@@ -28,7 +28,7 @@ type connState struct {
 
 	mu       sync.Mutex                 // guards the fields below
 	running  map[string]*call           // calls started here whose handler runs, by id text
-	attached map[string]*resume.Request // resumable requests delivered here, by id text
+	attached map[string]attached // resumable requests delivered here, by id text
 	closed   bool
 
 	wg sync.WaitGroup // goroutines owned by this connection (the session's pump)
@@ -36,12 +36,19 @@ type connState struct {
 
 var _ resume.Sink = (*connState)(nil)
 
+// attached is a request delivered on a connection; stop cancels the removal of the
+// entry when the request ends.
+type attached struct {
+	r    *resume.Request
+	stop func() bool
+}
+
 func newConnState(s *Server, conn transport.Conn) *connState {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
 		s: s, conn: conn, ctx: ctx, cancel: cancel,
 		running:  make(map[string]*call),
-		attached: make(map[string]*resume.Request),
+		attached: make(map[string]attached),
 	}
 	c.sess = newConnSession(c, uuid.NewString())
 	c.log = s.log.With().Str("session", c.sess.id).Logger()
@@ -78,8 +85,9 @@ func (c *connState) shutdown() {
 	running, attached := c.running, c.attached
 	c.running, c.attached = nil, nil
 	c.mu.Unlock()
-	for _, r := range attached {
-		r.Detach(c)
+	for _, a := range attached {
+		a.stop()
+		a.r.Detach(c)
 	}
 	for _, cl := range running {
 		cl.connectionLost()

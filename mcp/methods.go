@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"sync/atomic"
 
@@ -20,7 +21,20 @@ func (c *connState) adopt(r *resume.Request, ack uint64) error {
 		r.Detach(c)
 		return nil
 	}
-	c.attached[string(r.ID())] = r
+	key := string(r.ID())
+	if old, ok := c.attached[key]; ok {
+		old.stop()
+	}
+	// The entry goes when the request ends (its context ends with it), so a
+	// long-lived connection does not collect every request it ever carried.
+	stop := context.AfterFunc(r.Context(), func() {
+		c.mu.Lock()
+		if a, ok := c.attached[key]; ok && a.r == r {
+			delete(c.attached, key)
+		}
+		c.mu.Unlock()
+	})
+	c.attached[key] = attached{r: r, stop: stop}
 	c.mu.Unlock()
 	return nil
 }
@@ -109,7 +123,7 @@ func (c *connState) cancelled(m *spec.Message) {
 	}
 	key := string(p.RequestID)
 	c.mu.Lock()
-	cl, r := c.running[key], c.attached[key]
+	cl, r := c.running[key], c.attached[key].r
 	c.mu.Unlock()
 	if r == nil && cl != nil {
 		cl.mu.Lock()
