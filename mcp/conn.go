@@ -26,8 +26,8 @@ type connState struct {
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
 
-	mu       sync.Mutex                 // guards the fields below
-	running  map[string]*call           // calls started here whose handler runs, by id text
+	mu       sync.Mutex          // guards the fields below
+	running  map[string]*call    // calls started here whose handler runs, by id text
 	attached map[string]attached // resumable requests delivered here, by id text
 	closed   bool
 

@@ -194,6 +194,8 @@ func FuzzStampSeq(f *testing.F) {
 		f.Add([]byte(s), uint64(7))
 	}
 	f.Add([]byte(`{"h":"<&>"}`), uint64(0))
+	// The known defect: skipped, not failed (see TestStampSeqEscapedMetaKey).
+	f.Add([]byte(`{"\u005fmeta":{"x":1}}`), uint64(5))
 	f.Add([]byte(`{"_meta":{}}`), uint64(1<<64-1))
 	f.Fuzz(func(t *testing.T, b []byte, seq uint64) {
 		out := spec.StampSeq(b, seq)
@@ -205,9 +207,6 @@ func FuzzStampSeq(f *testing.F) {
 				}
 			}
 			return
-		}
-		if knownStampSeqDefect(b) {
-			t.Skip("BUG: StampSeq adds a second _meta when the key is spelled with an escape or another case")
 		}
 		if !json.Valid(out) || bytes.TrimSpace(out)[0] != '{' {
 			t.Fatalf("StampSeq(%q) = %q, not a JSON object", b, out)
@@ -245,33 +244,6 @@ func FuzzStampSeq(f *testing.F) {
 			}
 		}
 	})
-}
-
-// knownStampSeqDefect reports inputs StampSeq mishandles today (see
-// TestStampSeqEscapedMetaKey): a top-level key that a JSON parser reads as "_meta"
-// (or, for encoding/json's case-insensitive ReadSeq, as any case of it) without the
-// bytes "_meta", and a seq key in another case.
-func knownStampSeqDefect(b []byte) bool {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(b, &top) != nil {
-		return false
-	}
-	for k, v := range top {
-		if strings.EqualFold(k, "_meta") && (k != "_meta" || !bytes.Contains(b, []byte(`"_meta"`))) {
-			return true
-		}
-		if k == "_meta" {
-			var meta map[string]json.RawMessage
-			if json.Unmarshal(v, &meta) == nil {
-				for mk := range meta {
-					if mk != spec.MetaSeq && strings.EqualFold(mk, spec.MetaSeq) {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
 }
 
 func members(t *testing.T, b []byte) map[string]json.RawMessage {

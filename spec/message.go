@@ -39,9 +39,21 @@ type envelope struct {
 // answer that request, otherwise the answer goes with id null (or, for something
 // that looked like a response or notification, nowhere: see Error.ID).
 func Decode(b []byte) (*Message, *Error) {
+	if !json.Valid(b) {
+		return nil, NewError(CodeParseError, ReasonParseError, "parse error: the message is not valid JSON")
+	}
 	var env envelope
 	if err := json.Unmarshal(b, &env); err != nil {
-		return nil, NewError(CodeParseError, ReasonParseError, "parse error: "+err.Error())
+		// Valid JSON that is not a request object, or a member of the wrong type:
+		// invalid request (JSON-RPC 2.0, section 5.1), keeping the id if it is usable.
+		e := NewError(CodeInvalidRequest, ReasonInvalidRequest, "invalid request: "+err.Error())
+		var idOnly struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(b, &idOnly) == nil && len(idOnly.ID) > 0 {
+			e.ID, _ = ParseID(idOnly.ID)
+		}
+		return nil, e
 	}
 	var id ID
 	hasID := len(env.ID) > 0 && !bytes.Equal(env.ID, []byte("null"))
@@ -98,12 +110,15 @@ func EncodeResponse(id ID, result json.RawMessage) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = appendID(b, id)
 	b = append(b, `,"result":`...)
-	b = append(b, result...)
+	b = appendRaw(b, result)
 	return append(b, '}')
 }
 
 // EncodeError returns an error response for id (null when id is nil).
 func EncodeError(id ID, e *Error) []byte {
+	if e == nil {
+		e = NewError(CodeInternalError, "", "internal error")
+	}
 	obj, _ := e.MarshalJSON() // an Error always encodes
 	return EncodeErrorRaw(id, obj)
 }
@@ -114,7 +129,7 @@ func EncodeErrorRaw(id ID, errObj json.RawMessage) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = appendID(b, id)
 	b = append(b, `,"error":`...)
-	b = append(b, errObj...)
+	b = appendRaw(b, errObj)
 	return append(b, '}')
 }
 
@@ -149,6 +164,13 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+func appendRaw(b []byte, raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
 }
 
 func appendID(b []byte, id ID) []byte {

@@ -180,9 +180,6 @@ func TestDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.bug != "" {
-				_ = ("BUG: spec.Decode: " + tt.bug)
-			}
 			m, e := spec.Decode([]byte(tt.in))
 			if e == nil {
 				t.Fatalf("Decode(%s) = %+v, want an error", tt.in, m)

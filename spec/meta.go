@@ -19,8 +19,9 @@ func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
 		return obj
 	}
 	entry := append([]byte(`"`+key+`":`), val...)
-	// Fast path: no "_meta" text anywhere, so insert a fresh object first.
-	if !bytes.Contains(obj, []byte(`"_meta"`)) {
+	// Fast path: no "_meta" text anywhere, in any case, and no escapes that could
+	// spell it, so insert a fresh object first.
+	if !bytes.Contains(bytes.ToLower(obj), []byte(`_meta"`)) && !bytes.Contains(obj, []byte(`\u`)) {
 		out := make([]byte, 0, len(obj)+len(entry)+12)
 		out = append(out, `{"_meta":{`...)
 		out = append(out, entry...)
@@ -50,14 +51,16 @@ func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
 }
 
 // ReadSeq returns the sequence number stamped in obj's `_meta`, or 0.
+// Keys match exactly, as JSON keys do (encoding/json's struct decoding would also
+// take "_META").
 func ReadSeq(obj json.RawMessage) uint64 {
-	var v struct {
-		Meta struct {
-			Seq uint64 `json:"io.mcp-resume/seq"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(obj, &v) != nil {
+	var fields, meta map[string]json.RawMessage
+	if json.Unmarshal(obj, &fields) != nil || json.Unmarshal(fields["_meta"], &meta) != nil {
 		return 0
 	}
-	return v.Meta.Seq
+	var seq uint64
+	if json.Unmarshal(meta[MetaSeq], &seq) != nil {
+		return 0
+	}
+	return seq
 }

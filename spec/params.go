@@ -150,5 +150,10 @@ func DecodeCancelledParams(raw json.RawMessage) (*CancelledParams, error) {
 	if len(p.RequestID) == 0 {
 		return nil, errors.New(`"requestId" is required`)
 	}
+	if p.ResumeToken != "" {
+		if err := checkToken(p.ResumeToken); err != nil {
+			return nil, err
+		}
+	}
 	return &p, nil
 }

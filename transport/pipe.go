@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // Pipe returns two connected in-memory Conns. A message written on one is read on
@@ -23,13 +24,17 @@ type pipeState struct {
 }
 
 type pipeConn struct {
-	in  <-chan []byte
-	out chan<- []byte
-	st  *pipeState
-	wmu sync.Mutex // serializes Write
+	closed atomic.Bool // this end was closed
+	in     <-chan []byte
+	out    chan<- []byte
+	st     *pipeState
+	wmu    sync.Mutex // serializes Write
 }
 
 func (p *pipeConn) Read(ctx context.Context) ([]byte, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
 	select {
 	case m := <-p.in:
 		return m, nil
@@ -43,6 +48,9 @@ func (p *pipeConn) Read(ctx context.Context) ([]byte, error) {
 		case m := <-p.in:
 			return m, nil
 		default:
+			if p.closed.Load() {
+				return nil, ErrClosed
+			}
 			return nil, io.EOF
 		}
 	case <-ctx.Done():
@@ -69,6 +77,7 @@ func (p *pipeConn) Write(ctx context.Context, msg []byte) error {
 }
 
 func (p *pipeConn) Close() error {
+	p.closed.Store(true)
 	p.st.once.Do(func() { close(p.st.done) })
 	return nil
 }

@@ -379,7 +379,8 @@ func badInput(t *testing.T, h Harness) {
 		reason    spec.Reason
 	}{
 		{"malformed JSON", `{"jsonrpc":"2.0","id":1,`, "null", spec.CodeParseError, spec.ReasonParseError},
-		{"not an object", `[1,2]`, "null", spec.CodeParseError, spec.ReasonParseError},
+		{"not an object", `[1,2]`, "null", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
+		{"mistyped method keeps the id", `{"jsonrpc":"2.0","id":12,"method":5}`, "12", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
 		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":2,"method":"ping"}`, "2", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
 		{"missing jsonrpc", `{"id":3,"method":"ping"}`, "3", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},
 		{"bad id type", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "null", spec.CodeInvalidRequest, spec.ReasonInvalidRequest},

@@ -65,13 +65,14 @@ func (c *Conn) Read(ctx context.Context) ([]byte, error) {
 		if c.isClosed() {
 			return nil, transport.ErrClosed
 		}
+		line = bytes.TrimSpace(line)
 		if err != nil {
 			if errors.Is(err, io.EOF) && len(line) > 0 {
 				return line, nil // a last message without its newline
 			}
 			return nil, err
 		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
+		if len(line) > 0 {
 			return line, nil
 		}
 	}
@@ -95,7 +96,8 @@ func (c *Conn) readLine() ([]byte, error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case err != nil:
-			if tooLarge {
+			// At EOF there is no newline to allow for.
+			if tooLarge || len(buf) > c.max {
 				return nil, &transport.TooLargeError{Limit: c.max}
 			}
 			return buf, err
