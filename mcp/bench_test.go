@@ -90,11 +90,16 @@ func (c *benchConn) Close() error { return nil }
 
 func BenchmarkCoreToolsCall(b *testing.B) {
 	for _, mode := range []struct {
-		name string
-		caps string
-	}{{"resume=off", `{}`}, {"resume=on", `{"resumableRequests":{}}`}} {
+		name      string
+		caps      string
+		retention time.Duration
+	}{
+		{"resume=off", `{}`, time.Second},
+		{"resume=on/retention=1s", `{"resumableRequests":{}}`, time.Second},
+		{"resume=on/retention=1ms", `{"resumableRequests":{}}`, time.Millisecond},
+	} {
 		b.Run(mode.name, func(b *testing.B) {
-			core := mcp.New(demo.Server("bench"), &mcp.Options{Engine: &resume.Options{Retention: time.Second, MaxLive: 1 << 30}})
+			core := mcp.New(demo.Server("bench"), &mcp.Options{Engine: &resume.Options{Retention: mode.retention, MaxLive: 1 << 30}})
 			defer core.Close()
 			conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
 			done := make(chan struct{})

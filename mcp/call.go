@@ -113,7 +113,7 @@ func (cl *call) promote() {
 	if cl.done || cl.lost || cl.req != nil {
 		return
 	}
-	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load()})
+	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load(), Sink: c})
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return
@@ -129,9 +129,7 @@ func (cl *call) promote() {
 	}
 	cl.req = r
 	context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
-	if err := c.adopt(r, 0); err != nil {
-		c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("attaching a new request")
-	}
+	c.track(r)
 }
 
 // connectionLost is called when the call's connection closes: a call that is not

@@ -15,11 +15,18 @@ func (c *connState) adopt(r *resume.Request, ack uint64) error {
 	if err := r.Attach(c, ack); err != nil {
 		return err
 	}
+	c.track(r)
+	return nil
+}
+
+// track records that r, attached to this connection, is delivered here: for its
+// detach when the connection closes, and for cancellation by id.
+func (c *connState) track(r *resume.Request) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		r.Detach(c)
-		return nil
+		return
 	}
 	key := string(r.ID())
 	if old, ok := c.attached[key]; ok {
@@ -36,7 +43,6 @@ func (c *connState) adopt(r *resume.Request, ack uint64) error {
 	})
 	c.attached[key] = attached{r: r, stop: stop}
 	c.mu.Unlock()
-	return nil
 }
 
 func ackOf(m *spec.RequestMeta) uint64 {

@@ -120,6 +120,8 @@ type StartOptions struct {
 	// AckMode keeps every message until acknowledged (the client announced the ack
 	// extension).
 	AckMode bool
+	// Sink, when set, attaches the request from the start (no maxWait clock runs).
+	Sink Sink
 	// Values supplies the values of the request's context (for example the MCP
 	// session); its cancellation and deadline are ignored. Nil means none.
 	Values context.Context
@@ -161,7 +163,11 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		return nil, "", err
 	}
 	r.mu.Lock()
-	r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
+	if so.Sink != nil {
+		r.att = &attachment{sink: so.Sink}
+	} else {
+		r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
+	}
 	r.mu.Unlock()
 	return r, tok, nil
 }

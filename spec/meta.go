@@ -21,7 +21,7 @@ func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
 	entry := append([]byte(`"`+key+`":`), val...)
 	// Fast path: no "_meta" text anywhere, in any case, and no escapes that could
 	// spell it, so insert a fresh object first.
-	if !bytes.Contains(bytes.ToLower(obj), []byte(`_meta"`)) && !bytes.Contains(obj, []byte(`\u`)) {
+	if !containsFold(obj, `_meta"`) && !bytes.Contains(obj, []byte(`\u`)) {
 		out := make([]byte, 0, len(obj)+len(entry)+12)
 		out = append(out, `{"_meta":{`...)
 		out = append(out, entry...)
@@ -63,4 +63,15 @@ func ReadSeq(obj json.RawMessage) uint64 {
 		return 0
 	}
 	return seq
+}
+
+// containsFold reports whether s contains the ASCII string sub in any case, without
+// allocating.
+func containsFold(s []byte, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if bytes.EqualFold(s[i:i+len(sub)], []byte(sub)) {
+			return true
+		}
+	}
+	return false
 }
