@@ -28,6 +28,7 @@ func Add(s *server.MCPServer) {
 	s.AddTool(mcp.NewTool("ask",
 		mcp.WithDescription("Asks the client a question (elicitation) and returns the answer."),
 		mcp.WithString("question", mcp.Description("the question (default: What is your name?)")),
+		mcp.WithNumber("delay", mcp.Description("seconds to wait before asking (default 0)")),
 	), ask)
 	s.AddTool(mcp.NewTool("summarize",
 		mcp.WithDescription("Asks the client's model to summarize `text` (sampling) and returns its reply."),
@@ -74,6 +75,15 @@ func countdown(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResul
 
 func ask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	q := req.GetString("question", "What is your name?")
+	if d := time.Duration(req.GetFloat("delay", 0) * float64(time.Second)); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 	srv := server.ServerFromContext(ctx)
 	res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 		Message: q,

@@ -292,28 +292,36 @@ func (c *Client) WaitStatusErr(t *testing.T, reqID, token string, reason spec.Re
 func elicitationWhileDetached(t *testing.T, h Harness) {
 	h.needReconnect(t)
 	a := h.client(t, `{"resumableRequests":{},"elicitation":{}}`)
-	a.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?"}}}`)
+	// The question is asked 50ms into the call, after the client is gone.
+	a.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?","delay":0.05}}}`)
 	pol := PolicyOf(t, a.Next())
-	first := a.Next()
-	if first.Method != "elicitation/create" {
-		t.Fatalf("want elicitation/create, got %s", first.Raw)
-	}
 	a.Close()
 
 	b := h.client(t, resumableCaps)
-	st := b.WaitStatus(`"q"`, pol.ResumeToken, func(Status) bool { return true })
-	if st.Status != "processing" || !st.HasInputRequest || !st.HasPendingMessage {
-		t.Errorf("status %+v: want processing with an input request pending", st)
+	st := b.WaitStatus(`"q"`, pol.ResumeToken, func(s Status) bool { return s.HasInputRequest })
+	if st.Status != "processing" || !st.HasPendingMessage {
+		t.Errorf("status %+v: want processing with the input request pending", st)
 	}
 	b.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
-	again := b.Next()
+	first := b.Next()
+	if first.Method != "elicitation/create" || first.Seq() != 1 {
+		t.Fatalf("want elicitation/create with seq 1, got %s", first.Raw)
+	}
+	// Drop again before answering: the same request (same id) comes again.
+	b.Close()
+	c := h.client(t, resumableCaps)
+	c.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	again := c.Next()
 	if again.Method != "elicitation/create" || string(again.ID) != string(first.ID) {
 		t.Fatalf("want the same elicitation/create (id %s) again, got %s", first.ID, again.Raw)
 	}
-	b.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, again.ID)
-	resp, _ := b.Response(`"q"`)
+	c.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, again.ID)
+	resp, _ := c.Response(`"q"`)
 	if Text(resp) != "answer: Ada" {
 		t.Errorf("result %s, want the answer", resp.Raw)
+	}
+	if st, e := c.GetStatus(`"st"`, `"q"`, pol.ResumeToken); e != nil || st.HasInputRequest || st.Status != "completed" {
+		t.Errorf("after the answer: %+v %v, want completed without an input request", st, e)
 	}
 }
 
