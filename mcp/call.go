@@ -66,17 +66,22 @@ func (c *connState) startCall(m *spec.Message, raw []byte) {
 func (cl *call) run(m *spec.Message, raw []byte) {
 	s := cl.c.s
 	defer cl.cancel(nil)
+	ctx := cl.ctx // the handler's context
 	if m.Method == spec.MethodToolsCall && cl.c.resumable.Load() {
 		switch pol := s.opts.policy(toolName(m.Params)); pol.Mode {
 		case Always:
-			cl.promote()
+			// Resumable before the handler starts: it runs on the request's own
+			// context, which ends exactly when the request does.
+			if cl.promote(false) {
+				ctx = cl.req.Context()
+			}
 		case After:
-			t := time.AfterFunc(pol.After, cl.promote)
+			t := time.AfterFunc(pol.After, func() { cl.promote(true) })
 			defer t.Stop()
 		}
 	}
 
-	resp := s.srv.HandleMessage(s.srv.WithContext(cl.ctx, cl.sess), raw)
+	resp := s.srv.HandleMessage(s.srv.WithContext(ctx, cl.sess), raw)
 
 	cl.mu.Lock()
 	cl.done = true
@@ -89,7 +94,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	}
 	cl.c.mu.Unlock()
 
-	if cause := context.Cause(cl.ctx); cause != nil {
+	if cause := context.Cause(ctx); cause != nil {
 		// Cancelled by the client, expired, shut down, or its connection is gone:
 		// no response (a cancelled request gets none, and nobody would read it).
 		cl.c.log.Debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
@@ -105,18 +110,20 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 }
 
 // promote makes the call resumable: registers it, writes the policy notification
-// (before any other message of the request), and attaches it to its connection.
-func (cl *call) promote() {
+// (before any other message of the request), and attaches it to its connection. It
+// reports whether the call is now resumable. running says the handler already runs
+// on the call's context, which must then end when the request does.
+func (cl *call) promote(running bool) bool {
 	c, s := cl.c, cl.c.s
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.done || cl.lost || cl.req != nil {
-		return
+		return false
 	}
 	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load(), Sink: c})
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
-		return
+		return false
 	}
 	p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
 	if err := c.conn.Write(c.ctx, spec.AppendResumePolicy(make([]byte, 0, 192), &p)); err != nil {
@@ -125,11 +132,14 @@ func (cl *call) promote() {
 		r.Cancel()
 		cl.lost = true
 		cl.cancel(errConnectionLost)
-		return
+		return false
 	}
 	cl.req = r
-	context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
+	if running {
+		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
+	}
 	c.track(r)
+	return true
 }
 
 // connectionLost is called when the call's connection closes: a call that is not

@@ -26,9 +26,10 @@ type connState struct {
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
 
-	mu       sync.Mutex          // guards the fields below
-	running  map[string]*call    // calls started here whose handler runs, by id text
-	attached map[string]attached // resumable requests delivered here, by id text
+	mu       sync.Mutex                 // guards the fields below
+	running  map[string]*call           // calls started here whose handler runs, by id text
+	attached map[string]*resume.Request // resumable requests delivered here, by id text
+	sweepAt  int                        // size of attached at which gone requests are swept out
 	closed   bool
 
 	wg sync.WaitGroup // goroutines owned by this connection (the session's pump)
@@ -36,19 +37,17 @@ type connState struct {
 
 var _ resume.Sink = (*connState)(nil)
 
-// attached is a request delivered on a connection; stop cancels the removal of the
-// entry when the request ends.
-type attached struct {
-	r    *resume.Request
-	stop func() bool
-}
+// minSweep is the smallest size of a connection's attached map at which requests
+// that are gone are swept out of it.
+const minSweep = 64
 
 func newConnState(s *Server, conn transport.Conn) *connState {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
 		s: s, conn: conn, ctx: ctx, cancel: cancel,
 		running:  make(map[string]*call),
-		attached: make(map[string]attached),
+		attached: make(map[string]*resume.Request),
+		sweepAt:  minSweep,
 	}
 	c.sess = newConnSession(c, uuid.NewString())
 	c.log = s.log.With().Str("session", c.sess.id).Logger()
@@ -85,9 +84,8 @@ func (c *connState) shutdown() {
 	running, attached := c.running, c.attached
 	c.running, c.attached = nil, nil
 	c.mu.Unlock()
-	for _, a := range attached {
-		a.stop()
-		a.r.Detach(c)
+	for _, r := range attached {
+		r.Detach(c)
 	}
 	for _, cl := range running {
 		cl.connectionLost()

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"sync/atomic"
 
@@ -28,20 +27,17 @@ func (c *connState) track(r *resume.Request) {
 		r.Detach(c)
 		return
 	}
-	key := string(r.ID())
-	if old, ok := c.attached[key]; ok {
-		old.stop()
-	}
-	// The entry goes when the request ends (its context ends with it), so a
-	// long-lived connection does not collect every request it ever carried.
-	stop := context.AfterFunc(r.Context(), func() {
-		c.mu.Lock()
-		if a, ok := c.attached[key]; ok && a.r == r {
-			delete(c.attached, key)
+	c.attached[string(r.ID())] = r
+	// Requests that are gone leave the map in amortized sweeps, so a long-lived
+	// connection does not keep every request it ever carried.
+	if len(c.attached) >= c.sweepAt {
+		for k, a := range c.attached {
+			if a.Gone() {
+				delete(c.attached, k)
+			}
 		}
-		c.mu.Unlock()
-	})
-	c.attached[key] = attached{r: r, stop: stop}
+		c.sweepAt = max(minSweep, 2*len(c.attached))
+	}
 	c.mu.Unlock()
 }
 
@@ -129,7 +125,7 @@ func (c *connState) cancelled(m *spec.Message) {
 	}
 	key := string(p.RequestID)
 	c.mu.Lock()
-	cl, r := c.running[key], c.attached[key].r
+	cl, r := c.running[key], c.attached[key]
 	c.mu.Unlock()
 	if r == nil && cl != nil {
 		cl.mu.Lock()

@@ -68,6 +68,14 @@ func (r *Request) Status() Status {
 	}
 }
 
+// Gone reports whether the request has left the engine: cancelled, expired, or its
+// result released (acknowledged or past retention).
+func (r *Request) Gone() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.freed
+}
+
 // Attached reports whether sink is the request's current sink.
 func (r *Request) Attached(sink Sink) bool {
 	r.mu.Lock()
@@ -255,6 +263,11 @@ func (r *Request) onTimer(n uint64) {
 		return
 	case r.state == StateProcessing:
 		r.setStateLocked(StateExpired)
+		r.mu.Unlock()
+	case r.att != nil && r.att.draining:
+		// Retention ended while the response is being written to an attached
+		// client: let the write finish (or fail) rather than lose it mid-way.
+		r.scheduleLocked()
 		r.mu.Unlock()
 	default: // retention ended
 		r.freeLocked(StateExpired)

@@ -1,6 +1,8 @@
 package resume_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -485,4 +487,54 @@ func TestConcurrentAppendAttach(t *testing.T) {
 		}
 	}
 	t.Logf("%d messages, %d writes to %d sinks, %d failed writes", last, writes, len(sinks), failures)
+}
+
+// gateSink blocks every Write until its gate is closed.
+type gateSink struct {
+	gate    chan struct{}
+	written chan []byte
+}
+
+func (s *gateSink) Write(ctx context.Context, msg []byte) error {
+	select {
+	case <-s.gate:
+		s.written <- msg
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Retention that ends while the final response is being written to an attached
+// client waits for the write: the response is not lost mid-way.
+func TestRetentionWaitsForWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{Retention: time.Second})
+		r, tok := start(t, e, `1`, nil)
+		s := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 1)}
+		attach(t, r, s, 0)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			complete(t, r) // writes synchronously: blocks in the sink
+		}()
+		time.Sleep(10 * time.Second) // long past retention, the write still blocked
+		synctest.Wait()
+		if r.Gone() {
+			t.Fatal("the request was released while its response was being written")
+		}
+		close(s.gate)
+		<-done
+		if got := decode(t, <-s.written); got.seq != 1 {
+			t.Fatalf("response seq %d, want 1", got.seq)
+		}
+		time.Sleep(2 * time.Second) // retention, counted again after the write
+		synctest.Wait()
+		if !r.Gone() {
+			t.Fatal("the request outlived its retention after the write")
+		}
+		if _, err := e.Lookup(tok, []byte(`1`)); !errors.Is(err, resume.ErrExpired) {
+			t.Fatalf("Lookup after retention: %v", err)
+		}
+	})
 }
