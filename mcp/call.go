@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -26,12 +27,13 @@ type call struct {
 	cancel context.CancelCauseFunc
 	sess   *callSession
 
-	mu   sync.Mutex      // guards the fields below; held while deciding where a message goes
-	req  *resume.Request // set once the request is resumable
-	done bool            // the handler returned
-	lost bool            // the connection went away before the request became resumable
-	stop chan struct{}   // closed to stop the notification pump
-	fin  chan struct{}   // closed when the pump has delivered everything
+	mu    sync.Mutex      // guards the fields below; held while deciding where a message goes
+	req   *resume.Request // set once the request is resumable
+	timer *time.Timer     // for Mode After: promotes the call when it fires
+	done  bool            // the handler returned
+	lost  bool            // the connection went away before the request became resumable
+	stop  chan struct{}   // closed to stop the notification pump
+	fin   chan struct{}   // closed when the pump has delivered everything
 }
 
 // startCall starts handling request m in its own goroutine.
@@ -66,25 +68,13 @@ func (c *connState) startCall(m *spec.Message, raw []byte) {
 func (cl *call) run(m *spec.Message, raw []byte) {
 	s := cl.c.s
 	defer cl.cancel(nil)
-	ctx := cl.ctx // the handler's context
-	if m.Method == spec.MethodToolsCall && cl.c.resumable.Load() {
-		switch pol := s.opts.policy(toolName(m.Params)); pol.Mode {
-		case Always:
-			// Resumable before the handler starts: it runs on the request's own
-			// context, which ends exactly when the request does.
-			if cl.promote(false) {
-				ctx = cl.req.Context()
-			}
-		case After:
-			t := time.AfterFunc(pol.After, func() { cl.promote(true) })
-			defer t.Stop()
-		}
-	}
-
-	resp := s.srv.HandleMessage(s.srv.WithContext(ctx, cl.sess), raw)
+	resp := s.srv.HandleMessage(s.srv.WithContext(cl.ctx, cl.sess), raw)
 
 	cl.mu.Lock()
 	cl.done = true
+	if cl.timer != nil {
+		cl.timer.Stop()
+	}
 	r := cl.req
 	cl.mu.Unlock()
 	cl.flush()
@@ -94,7 +84,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	}
 	cl.c.mu.Unlock()
 
-	if cause := context.Cause(ctx); cause != nil {
+	if cause := context.Cause(cl.ctx); cause != nil {
 		// Cancelled by the client, expired, shut down, or its connection is gone:
 		// no response (a cancelled request gets none, and nobody would read it).
 		cl.c.log.Debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
@@ -109,21 +99,48 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	}
 }
 
+// middleware is the tool middleware the core adds to the MCPServer: right before a
+// tool runs (mcp-go has found it and parsed its arguments), it applies the tool's
+// Policy to the call. A call to an unknown tool never becomes resumable.
+func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && cs.cl.c.resumable.Load() {
+			cs.cl.apply(s.opts.policy(req.Params.Name))
+		}
+		return next(ctx, req)
+	}
+}
+
+// apply makes the call resumable now (Always) or once it has run p.After (After).
+// It may run more than once for one call (mcp-go re-invokes a handler that asked
+// for input); only the first counts.
+func (cl *call) apply(p Policy) {
+	switch p.Mode {
+	case Always:
+		cl.promote()
+	case After:
+		cl.mu.Lock()
+		if cl.timer == nil && !cl.done {
+			cl.timer = time.AfterFunc(p.After, cl.promote)
+		}
+		cl.mu.Unlock()
+	}
+}
+
 // promote makes the call resumable: registers it, writes the policy notification
-// (before any other message of the request), and attaches it to its connection. It
-// reports whether the call is now resumable. running says the handler already runs
-// on the call's context, which must then end when the request does.
-func (cl *call) promote(running bool) bool {
+// (before any other message of the request), and attaches it to its connection.
+// From then on the handler's context also ends when the request does.
+func (cl *call) promote() {
 	c, s := cl.c, cl.c.s
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.done || cl.lost || cl.req != nil {
-		return false
+		return
 	}
 	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load(), Sink: c})
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
-		return false
+		return
 	}
 	p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
 	if err := c.conn.Write(c.ctx, spec.AppendResumePolicy(make([]byte, 0, 192), &p)); err != nil {
@@ -132,14 +149,11 @@ func (cl *call) promote(running bool) bool {
 		r.Cancel()
 		cl.lost = true
 		cl.cancel(errConnectionLost)
-		return false
+		return
 	}
 	cl.req = r
-	if running {
-		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
-	}
+	context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	c.track(r)
-	return true
 }
 
 // connectionLost is called when the call's connection closes: a call that is not
@@ -213,12 +227,4 @@ func classify(n mcp.JSONRPCNotification) (resume.Kind, string) {
 	}
 	tok, _ := json.Marshal(n.Params.AdditionalFields["progressToken"])
 	return resume.KindProgress, string(tok)
-}
-
-func toolName(params json.RawMessage) string {
-	var p struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(params, &p)
-	return p.Name
 }

@@ -52,7 +52,9 @@ type Server struct {
 }
 
 // New returns a Server around srv. srv's tools, resources and prompts are served
-// unchanged; their calls become resumable by Options.DefaultPolicy and Options.Tools.
+// unchanged; their calls become resumable by Options.DefaultPolicy and Options.Tools,
+// through a tool middleware New adds to srv (srv.Use). Serve srv only through one
+// Server.
 func New(srv *server.MCPServer, opts *Options) *Server {
 	var o Options
 	if opts != nil {
@@ -74,7 +76,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	var p [6]byte
 	_, _ = rand.Read(p[:])
 	eff := eng.Options()
-	return &Server{
+	s := &Server{
 		srv: srv, eng: eng, opts: o, log: log,
 		caps: spec.ServerCapability{
 			MaxWait:    int64(eff.MaxWait / time.Second),
@@ -83,6 +85,8 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		},
 		idPrefix: "mr-" + hex.EncodeToString(p[:]) + "-",
 	}
+	srv.Use(s.middleware)
+	return s
 }
 
 // Engine returns the resume engine, for inspection.
