@@ -366,7 +366,9 @@ func TestConcurrentAppendAttach(t *testing.T) {
 		nAppenders = 8
 		perG       = 1000
 	)
-	e, _ := newEngine(t, nil)
+	// A budget no queue reaches: this test is about delivery, and the budget would
+	// (rightly) coalesce and drop when delivery lags behind under -race.
+	e, _ := newEngine(t, &resume.Options{QueueBytes: 1 << 30})
 	r, _ := start(t, e, `1`, &resume.StartOptions{AckMode: true})
 
 	var (
