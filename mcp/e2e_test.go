@@ -19,12 +19,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // connections to it. Everything is stopped and waited for at the end of the test.
 func serve(t testing.TB, opts *mcp.Options) (*mcp.Server, func(testing.TB) transport.Conn) {
 	core := mcp.New(demo.Server("test"), opts)
+	return core, serveCore(t, core)
+}
+
+// serveCore serves core on in-memory connections made by the returned dialer.
+func serveCore(t testing.TB, core *mcp.Server) func(testing.TB) transport.Conn {
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		core.Close()
 		wg.Wait()
 	})
-	dial := func(t testing.TB) transport.Conn {
+	return func(t testing.TB) transport.Conn {
 		client, srv := transport.Pipe()
 		wg.Add(1)
 		go func() {
@@ -34,7 +39,6 @@ func serve(t testing.TB, opts *mcp.Options) (*mcp.Server, func(testing.TB) trans
 		t.Cleanup(func() { _ = client.Close() })
 		return client
 	}
-	return core, dial
 }
 
 func TestEndToEndPipe(t *testing.T) {

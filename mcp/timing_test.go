@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // blockServer is the demo server plus a tool that waits for its context to end and
@@ -31,24 +29,6 @@ func blockServer(causes chan<- error) *server.MCPServer {
 	return s
 }
 
-func serveCore(t *testing.T, core *mcp.Server) func() transport.Conn {
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		core.Close()
-		wg.Wait()
-	})
-	return func() transport.Conn {
-		client, srv := transport.Pipe()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = core.Serve(context.Background(), srv)
-		}()
-		t.Cleanup(func() { _ = client.Close() })
-		return client
-	}
-}
-
 // A detached request expires after maxWait of virtual time: its handler's context
 // is cancelled with resume.ErrExpired, the request is freed, and getStatus and
 // resume say expired. getStatus before that resets the clock.
@@ -58,7 +38,7 @@ func TestMaxWaitExpiry(t *testing.T) {
 		core := mcp.New(blockServer(causes), &mcp.Options{Engine: &resume.Options{MaxWait: 30 * time.Second}})
 		dial := serveCore(t, core)
 
-		a := e2etest.NewClient(t, dial())
+		a := e2etest.NewClient(t, dial(t))
 		a.Initialize(`{"resumableRequests":{}}`)
 		a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block"}}`)
 		pol := e2etest.PolicyOf(t, a.Next())
@@ -67,7 +47,7 @@ func TestMaxWaitExpiry(t *testing.T) {
 		}
 		a.Close()
 
-		b := e2etest.NewClient(t, dial())
+		b := e2etest.NewClient(t, dial(t))
 		b.Initialize(`{"resumableRequests":{}}`)
 		time.Sleep(20 * time.Second)
 		if st, e := b.GetStatus("2", "1", pol.ResumeToken); e != nil || st.Status != "processing" {
@@ -104,7 +84,7 @@ func TestPolicyAfterThreshold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.After, After: 4500 * time.Millisecond}}})
 		dial := serveCore(t, core)
-		c := e2etest.NewClient(t, dial())
+		c := e2etest.NewClient(t, dial(t))
 		c.Initialize(`{"resumableRequests":{}}`)
 
 		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":2}}}`)
@@ -136,7 +116,7 @@ func TestPolicyAfterThreshold(t *testing.T) {
 func TestPolicyNever(t *testing.T) {
 	core := mcp.New(demo.Server("test"), &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.Never}})
 	dial := serveCore(t, core)
-	c := e2etest.NewClient(t, dial())
+	c := e2etest.NewClient(t, dial(t))
 	c.Initialize(`{"resumableRequests":{}}`)
 	for id, msg := range map[string]string{
 		"1": `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
@@ -154,7 +134,7 @@ func TestMaxLive(t *testing.T) {
 	causes := make(chan error, 2)
 	core := mcp.New(blockServer(causes), &mcp.Options{Engine: &resume.Options{MaxLive: 1}})
 	dial := serveCore(t, core)
-	c := e2etest.NewClient(t, dial())
+	c := e2etest.NewClient(t, dial(t))
 	c.Initialize(`{"resumableRequests":{}}`)
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block"}}`)
 	e2etest.PolicyOf(t, c.Next())
