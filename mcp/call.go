@@ -84,7 +84,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	}
 	cl.c.mu.Unlock()
 
-	if cause := context.Cause(cl.ctx); cause != nil {
+	cause := context.Cause(cl.ctx)
+	if r != nil && cause == nil {
+		cause = context.Cause(r.Context())
+	}
+	if cause != nil {
 		// Cancelled by the client, expired, shut down, or its connection is gone:
 		// no response (a cancelled request gets none, and nobody would read it).
 		cl.c.log.Debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
@@ -105,42 +109,64 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && cs.cl.c.resumable.Load() {
-			cs.cl.apply(s.opts.policy(req.Params.Name))
+			ctx = cs.cl.apply(ctx, s.opts.policy(req.Params.Name))
 		}
 		return next(ctx, req)
 	}
 }
 
-// apply makes the call resumable now (Always) or once it has run p.After (After).
-// It may run more than once for one call (mcp-go re-invokes a handler that asked
-// for input); only the first counts.
-func (cl *call) apply(p Policy) {
+// apply makes the call resumable now (Always) or once it has run p.After (After),
+// and returns the context the tool runs on. It may run more than once for one call
+// (mcp-go re-invokes a handler that asked for input); only the first counts.
+func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 	switch p.Mode {
 	case Always:
-		cl.promote()
+		if r := cl.promote(false); r != nil {
+			// The tool runs on the request's own context, which ends exactly when
+			// the request does, with mcp-go's values (session, server, request).
+			return requestCtx{Context: r.Context(), values: ctx}
+		}
 	case After:
 		cl.mu.Lock()
 		if cl.timer == nil && !cl.done {
-			cl.timer = time.AfterFunc(p.After, cl.promote)
+			cl.timer = time.AfterFunc(p.After, func() { cl.promote(true) })
 		}
 		cl.mu.Unlock()
 	}
+	return ctx
+}
+
+// requestCtx is a request's context carrying the values of another context (the one
+// mcp-go made for the call). Value looks in the request's context first: it holds
+// no values of its own but the context package's, so contexts a tool derives from
+// this one are children of the request's context, with no watcher goroutine.
+type requestCtx struct {
+	context.Context
+	values context.Context
+}
+
+func (c requestCtx) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.values.Value(key)
 }
 
 // promote makes the call resumable: registers it, writes the policy notification
 // (before any other message of the request), and attaches it to its connection.
-// From then on the handler's context also ends when the request does.
-func (cl *call) promote() {
+// running says the tool already runs on the call's context, which must then end
+// when the request does. It returns the request, or nil when the call stays plain.
+func (cl *call) promote(running bool) *resume.Request {
 	c, s := cl.c, cl.c.s
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.done || cl.lost || cl.req != nil {
-		return
+		return nil
 	}
 	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load(), Sink: c})
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
-		return
+		return nil
 	}
 	p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
 	if err := c.conn.Write(c.ctx, spec.AppendResumePolicy(make([]byte, 0, 192), &p)); err != nil {
@@ -149,11 +175,14 @@ func (cl *call) promote() {
 		r.Cancel()
 		cl.lost = true
 		cl.cancel(errConnectionLost)
-		return
+		return nil
 	}
 	cl.req = r
-	context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
+	if running {
+		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
+	}
 	c.track(r)
+	return r
 }
 
 // connectionLost is called when the call's connection closes: a call that is not

@@ -124,7 +124,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		r.setStateLocked(next)
 	}
 	r.mu.Unlock()
-	r.kick()
+	r.kick(&m)
 	return seq, nil
 }
 
@@ -146,7 +146,7 @@ func (r *Request) Attach(sink Sink, ack uint64) error {
 	r.att = &attachment{sink: sink, cursor: ack}
 	r.scheduleLocked()
 	r.mu.Unlock()
-	r.kick()
+	r.kick(nil)
 	return nil
 }
 
@@ -303,7 +303,8 @@ func (r *Request) discardLocked(seqs []uint64) {
 }
 
 // kick starts writing to the current attachment unless a goroutine already is.
-func (r *Request) kick() {
+// last, when not nil, is the message the caller just appended.
+func (r *Request) kick(last *Message) {
 	r.mu.Lock()
 	a := r.att
 	if a == nil || a.draining {
@@ -312,12 +313,15 @@ func (r *Request) kick() {
 	}
 	a.draining = true
 	r.mu.Unlock()
-	r.drain(a)
+	r.drain(a, last)
 }
 
 // drain writes a's queued messages in order until none is left or a is no longer
-// the request's attachment. Replay and live delivery both go through here.
-func (r *Request) drain(a *attachment) {
+// the request's attachment. Replay and live delivery both go through here: the
+// messages come from the Store, except that a just-appended message that is the
+// attachment's very next one is written as it is (the common case of a live
+// client: it is what the Store would return).
+func (r *Request) drain(a *attachment, next *Message) {
 	for {
 		r.mu.Lock()
 		if r.att != a || !r.q.hasAfter(a.cursor) {
@@ -328,7 +332,13 @@ func (r *Request) drain(a *attachment) {
 		after := a.cursor
 		r.mu.Unlock()
 
-		for m, err := range r.e.store.Replay(r.e.ctx, r.hash, after) {
+		msgs := r.e.store.Replay(r.e.ctx, r.hash, after)
+		if next != nil && next.Seq == after+1 {
+			first := *next
+			msgs = func(yield func(Message, error) bool) { yield(first, nil) }
+		}
+		next = nil
+		for m, err := range msgs {
 			if err != nil {
 				if !errors.Is(err, ErrNotFound) {
 					r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("replaying queued messages")

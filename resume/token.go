@@ -19,8 +19,9 @@ func HashToken(token string) TokenHash { return sha256.Sum256([]byte(token)) }
 func newToken() (string, TokenHash) {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+); it panics instead.
-	tok := base64.RawURLEncoding.EncodeToString(b[:])
-	return tok, HashToken(tok)
+	var enc [43]byte       // base64.RawURLEncoding.EncodedLen(32)
+	base64.RawURLEncoding.Encode(enc[:], b[:])
+	return string(enc[:]), sha256.Sum256(enc[:])
 }
 
 // equal compares two hashes in constant time.
