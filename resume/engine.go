@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,8 +19,8 @@ var (
 	ErrExpired = errors.New("resume: request expired")
 	// ErrCancelled: the request was cancelled.
 	ErrCancelled = errors.New("resume: request cancelled")
-	// ErrLimit: Options.MaxLive requests are live; the new one is not resumable.
-	ErrLimit = errors.New("resume: too many live resumable requests")
+	// ErrLimit: Options.MaxLive requests are running; the new one is not resumable.
+	ErrLimit = errors.New("resume: too many running resumable requests")
 	// ErrEnded: the request has ended; the call had no effect.
 	ErrEnded = errors.New("resume: request has ended")
 	// ErrClosed: the engine is closed.
@@ -34,17 +35,25 @@ type Options struct {
 	// MinWait is the time a client should wait after a disconnect before it resumes;
 	// advertised only. Default 0.
 	MinWait time.Duration
-	// Retention is how long a final response is kept after completion, unacknowledged
-	// (reset by Touch and Attach). Default MaxWait.
+	// Retention is how long a final response that no client has received is kept
+	// after completion (reset by Touch and Attach). Default MaxWait.
 	Retention time.Duration
+	// DeliveredRetention is how long a final response is kept once it has been
+	// written to an attached client, unacknowledged: long enough for a client whose
+	// connection died with the response in its buffers to resume. Default one
+	// minute, and never longer than Retention.
+	DeliveredRetention time.Duration
 	// TombstoneTTL is how long an ended request is remembered to answer "expired" or
 	// "cancelled" instead of "not found". Default 1 hour.
 	TombstoneTTL time.Duration
 	// MaxTombstones bounds the tombstones kept; the oldest go first. Default 100,000.
 	MaxTombstones int
-	// MaxLive caps the live requests (processing, or completed and retained).
-	// Default 10,000.
+	// MaxLive caps the running (processing) resumable requests; Start returns
+	// ErrLimit past it. Default 10,000.
 	MaxLive int
+	// MaxRetained caps the ended requests whose results are kept; past it the
+	// oldest is released early (it answers expired). Default 100,000.
+	MaxRetained int
 	// QueueBytes is each request's byte budget for queued messages. Default 1 MiB.
 	QueueBytes int
 	// Logger receives the engine's logs. Nil means none.
@@ -63,12 +72,17 @@ func (o *Options) withDefaults() Options {
 	}
 	def(&v.MaxWait, 10*time.Minute)
 	def(&v.Retention, v.MaxWait)
+	def(&v.DeliveredRetention, time.Minute)
+	v.DeliveredRetention = min(v.DeliveredRetention, v.Retention)
 	def(&v.TombstoneTTL, time.Hour)
 	if v.MaxTombstones <= 0 {
 		v.MaxTombstones = 100_000
 	}
 	if v.MaxLive <= 0 {
 		v.MaxLive = 10_000
+	}
+	if v.MaxRetained <= 0 {
+		v.MaxRetained = 100_000
 	}
 	if v.QueueBytes <= 0 {
 		v.QueueBytes = 1 << 20
@@ -88,11 +102,14 @@ type Engine struct {
 	ctx   context.Context // ends at Close; used for Store calls
 	stop  context.CancelFunc
 
-	mu     sync.Mutex // guards the fields below
-	live   map[TokenHash]*Request
-	tombs  map[TokenHash]tombstone
-	tombQ  []TokenHash // insertion order, for expiry and the count bound
-	closed bool
+	mu       sync.Mutex // guards the fields below
+	live     map[TokenHash]*Request
+	running  int        // live requests still processing (bounded by MaxLive)
+	retained int        // live requests that ended and keep their result (MaxRetained)
+	retainQ  []*Request // ended requests in the order they ended; may hold gone ones
+	tombs    map[TokenHash]tombstone
+	tombQ    []TokenHash // insertion order, for expiry and the count bound
+	closed   bool
 }
 
 type tombstone struct {
@@ -147,17 +164,19 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		e.mu.Unlock()
 		r.cancel(ErrClosed)
 		return nil, "", ErrClosed
-	case len(e.live) >= e.opts.MaxLive:
+	case e.running >= e.opts.MaxLive:
 		e.mu.Unlock()
 		r.cancel(ErrLimit)
 		return nil, "", ErrLimit
 	}
 	e.live[h] = r
+	e.running++
 	e.mu.Unlock()
 
 	if err := e.store.Put(e.ctx, &Record{Hash: h, ID: r.id, State: StateProcessing, Created: time.Now()}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
+		e.running--
 		e.mu.Unlock()
 		r.cancel(err)
 		return nil, "", err
@@ -217,12 +236,53 @@ func (e *Engine) Close() {
 	e.stop()
 }
 
-// forget removes an ended request and leaves its tombstone.
+// leftProcessing records that r stopped processing: it ended with a result to
+// keep (kept) or is being freed. Called with r.mu held.
+func (e *Engine) leftProcessing(r *Request, kept bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running--
+	if !kept {
+		return
+	}
+	r.inRetainQ = true
+	e.retained++
+	e.retainQ = append(e.retainQ, r)
+	if len(e.retainQ) > 2*e.retained+64 { // drop the gone ones, amortized
+		e.retainQ = slices.DeleteFunc(e.retainQ, func(q *Request) bool { return q.gone.Load() })
+	}
+}
+
+// trim releases the oldest kept results while more than MaxRetained are kept.
+// It takes no request's lock while holding e.mu.
+func (e *Engine) trim() {
+	e.mu.Lock()
+	var victims []*Request
+	for e.retained-len(victims) > e.opts.MaxRetained && len(e.retainQ) > 0 {
+		v := e.retainQ[0]
+		e.retainQ[0] = nil
+		e.retainQ = e.retainQ[1:]
+		if !v.gone.Load() {
+			victims = append(victims, v)
+		}
+	}
+	e.mu.Unlock()
+	for _, v := range victims {
+		v.mu.Lock()
+		v.freeLocked(StateExpired)
+		v.mu.Unlock()
+	}
+}
+
+// forget removes an ended request and leaves its tombstone. Called with r.mu held.
 func (e *Engine) forget(r *Request, final State) {
 	now := time.Now()
 	e.mu.Lock()
 	if e.live[r.hash] == r {
 		delete(e.live, r.hash)
+	}
+	if r.inRetainQ {
+		e.retained--
 	}
 	// Age out old tombstones first (they were inserted in time order), then bound
 	// the count.

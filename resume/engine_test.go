@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -193,7 +194,9 @@ func TestWriteFailureDetaches(t *testing.T) {
 func TestRetention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const retention = 5 * time.Minute
-		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute, Retention: retention})
+		// The response reaches sink A, so DeliveredRetention applies; it is set to the
+		// full window here (TestDeliveredRetention covers the shorter one).
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute, Retention: retention, DeliveredRetention: retention})
 		r, tok := start(t, e, `1`, nil)
 		a := newSink()
 		attach(t, r, a, 0)
@@ -371,13 +374,63 @@ func TestMaxLive(t *testing.T) {
 		_, _, err = e.Start([]byte(`4`), nil)
 		wantErr(t, "Start past MaxLive again", err, resume.ErrLimit)
 
-		// A completed request counts until its retention ends.
+		// A completed request no longer runs: it counts against MaxRetained, not
+		// MaxLive.
 		complete(t, b)
-		_, _, err = e.Start([]byte(`4`), nil)
-		wantErr(t, "Start with a retained response", err, resume.ErrLimit)
-		time.Sleep(time.Minute)
-		synctest.Wait()
 		start(t, e, `4`, nil)
+		_, _, err = e.Start([]byte(`5`), nil)
+		wantErr(t, "Start past MaxLive after a completion", err, resume.ErrLimit)
+	})
+}
+
+// Past MaxRetained kept results, the oldest is released early and answers expired.
+func TestMaxRetained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxRetained: 2})
+		var toks []string
+		for i := range 3 {
+			r, tok := start(t, e, fmt.Sprint(i), nil)
+			complete(t, r)
+			toks = append(toks, tok)
+		}
+		if _, err := e.Lookup(toks[0], []byte(`0`)); !errors.Is(err, resume.ErrExpired) {
+			t.Fatalf("oldest result past MaxRetained: %v, want ErrExpired", err)
+		}
+		for i := 1; i < 3; i++ {
+			if _, err := e.Lookup(toks[i], []byte(fmt.Sprint(i))); err != nil {
+				t.Fatalf("result %d: %v", i, err)
+			}
+		}
+		if n := e.Live(); n != 2 {
+			t.Fatalf("Live() = %d, want 2", n)
+		}
+	})
+}
+
+// A response written to an attached client is kept for DeliveredRetention only; one
+// nobody received is kept for Retention.
+func TestDeliveredRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{Retention: time.Hour, DeliveredRetention: time.Minute})
+		delivered, tokD := start(t, e, `1`, nil)
+		attach(t, delivered, newSink(), 0)
+		complete(t, delivered)
+		undelivered, tokU := start(t, e, `2`, nil)
+		complete(t, undelivered)
+
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		if _, err := e.Lookup(tokD, []byte(`1`)); !errors.Is(err, resume.ErrExpired) {
+			t.Fatalf("delivered result after DeliveredRetention: %v, want ErrExpired", err)
+		}
+		if _, err := e.Lookup(tokU, []byte(`2`)); err != nil {
+			t.Fatalf("undelivered result within Retention: %v", err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if _, err := e.Lookup(tokU, []byte(`2`)); !errors.Is(err, resume.ErrExpired) {
+			t.Fatalf("undelivered result after Retention: %v, want ErrExpired", err)
+		}
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +25,11 @@ type Request struct {
 	timer   *time.Timer
 	timerN  uint64 // generation of timer; a callback of an older one does nothing
 	freed   bool
+	// delivered: the final response was written to an attached client, so the
+	// shorter DeliveredRetention applies.
+	delivered bool
+	inRetainQ bool        // counted in the engine's retained results (guarded by r.mu)
+	gone      atomic.Bool // freed; readable without r.mu (the engine's retain queue)
 }
 
 // attachment is one period of a request being attached to a sink.
@@ -124,6 +130,9 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		r.setStateLocked(next)
 	}
 	r.mu.Unlock()
+	if k == KindResponse {
+		r.e.trim()
+	}
 	r.kick(&m)
 	return seq, nil
 }
@@ -213,7 +222,11 @@ func (r *Request) ackLocked(ack uint64) {
 
 // setStateLocked is the one place a request changes state.
 func (r *Request) setStateLocked(s State) {
+	prev := r.state
 	r.state = s
+	if prev == StateProcessing {
+		r.e.leftProcessing(r, s == StateCompleted || s == StateFailed)
+	}
 	switch s {
 	case StateCancelled, StateExpired:
 		r.freeLocked(s)
@@ -235,6 +248,8 @@ func (r *Request) scheduleLocked() {
 		return
 	case r.state == StateProcessing:
 		d = r.e.opts.MaxWait
+	case r.delivered:
+		d = r.e.opts.DeliveredRetention
 	default:
 		d = r.e.opts.Retention
 	}
@@ -281,6 +296,7 @@ func (r *Request) freeLocked(final State) {
 		return
 	}
 	r.freed = true
+	r.gone.Store(true)
 	r.att = nil
 	r.stopTimerLocked()
 	switch final { // the context ends with the request, whatever ended it
@@ -356,6 +372,10 @@ func (r *Request) drain(a *attachment, next *Message) {
 			// intermediate message written successfully is not sent again.
 			if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
 				r.discardLocked([]uint64{m.Seq})
+			}
+			if m.Kind == KindResponse && !r.delivered && !r.freed {
+				r.delivered = true
+				r.scheduleLocked() // the shorter window from now on
 			}
 			if r.att != a {
 				r.mu.Unlock()

@@ -68,8 +68,10 @@ type serveFlags struct {
 	maxWait       time.Duration
 	minWait       time.Duration
 	retention     time.Duration
+	delivered     time.Duration
 	tombstoneTTL  time.Duration
 	maxLive       int
+	maxRetained   int
 	queueBytes    int
 	maxMessage    int
 	policies      string
@@ -84,9 +86,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.stdio, "stdio", true, "serve MCP on stdin/stdout (newline-delimited JSON); logs go to stderr")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")
-	fs.DurationVar(&f.retention, "retention", 0, "how long a finished request's result is kept unacknowledged (0: same as --max-wait)")
+	fs.DurationVar(&f.retention, "retention", 0, "how long a result no client has received is kept (0: same as --max-wait)")
+	fs.DurationVar(&f.delivered, "delivered-retention", time.Minute, "how long a result written to a live client is kept unacknowledged, for a resume after a drop")
 	fs.DurationVar(&f.tombstoneTTL, "tombstone-ttl", time.Hour, "how long an ended request answers expired/cancelled instead of not_found")
-	fs.IntVar(&f.maxLive, "max-live", 10000, "maximum live resumable requests; past it new calls run without a resume policy")
+	fs.IntVar(&f.maxLive, "max-live", 10000, "maximum running resumable requests; past it new calls run without a resume policy")
+	fs.IntVar(&f.maxRetained, "max-retained", 100000, "maximum finished requests whose results are kept; past it the oldest is released")
 	fs.IntVar(&f.queueBytes, "queue-bytes", 1<<20, "byte budget of each request's queued messages")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", transport.DefaultMaxMessageBytes, "largest message accepted from a client")
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
@@ -114,8 +118,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 	core := mcp.New(demo.Server(version), &mcp.Options{
 		Engine: &resume.Options{
-			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention,
-			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, QueueBytes: f.queueBytes,
+			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
+			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
 		},
 		DefaultPolicy: def,
 		Tools:         tools,
