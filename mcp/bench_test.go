@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
-	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -23,9 +21,7 @@ func BenchmarkToolsCall(b *testing.B) {
 		caps string
 	}{{"resume=off", `{}`}, {"resume=on", `{"resumableRequests":{}}`}} {
 		b.Run(mode.name, func(b *testing.B) {
-			// Retained results are freed after a second, so the live cap is never the
-			// limit of a long run.
-			core := mcp.New(demo.Server("bench"), &mcp.Options{Engine: &resume.Options{Retention: time.Second, MaxLive: 1 << 30}})
+			core := mcp.New(demo.Server("bench"), nil) // default options
 			defer core.Close()
 			client, srv := transport.Pipe()
 			done := make(chan struct{})
@@ -90,16 +86,11 @@ func (c *benchConn) Close() error { return nil }
 
 func BenchmarkCoreToolsCall(b *testing.B) {
 	for _, mode := range []struct {
-		name      string
-		caps      string
-		retention time.Duration
-	}{
-		{"resume=off", `{}`, time.Second},
-		{"resume=on/retention=1s", `{"resumableRequests":{}}`, time.Second},
-		{"resume=on/retention=1h", `{"resumableRequests":{}}`, time.Hour},
-	} {
+		name string
+		caps string
+	}{{"resume=off", `{}`}, {"resume=on", `{"resumableRequests":{}}`}} {
 		b.Run(mode.name, func(b *testing.B) {
-			core := mcp.New(demo.Server("bench"), &mcp.Options{Engine: &resume.Options{Retention: mode.retention, MaxLive: 1 << 30}})
+			core := mcp.New(demo.Server("bench"), nil) // default options
 			defer core.Close()
 			conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
 			done := make(chan struct{})

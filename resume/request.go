@@ -22,8 +22,8 @@ type Request struct {
 	ackMode bool
 	q       outbox
 	att     *attachment // nil when detached
-	timer   *time.Timer
-	timerN  uint64 // generation of timer; a callback of an older one does nothing
+	timer   *time.Timer // created once, re-armed by scheduleLocked
+	due     time.Time   // when the timer's action is due; zero when none is
 	freed   bool
 	// delivered: the final response was written to an attached client, so the
 	// shorter DeliveredRetention applies.
@@ -253,24 +253,32 @@ func (r *Request) scheduleLocked() {
 	default:
 		d = r.e.opts.Retention
 	}
-	// A new timer per schedule, tagged: a callback already running for the old one
-	// (Stop cannot stop it) sees a stale generation and does nothing.
-	r.stopTimerLocked()
-	r.timerN++
-	n := r.timerN
-	r.timer = time.AfterFunc(d, func() { r.onTimer(n) })
+	// One timer per request, re-armed. A callback already running for an earlier
+	// arming (Stop and Reset cannot stop it) finds the new due time and re-arms.
+	r.due = time.Now().Add(d)
+	if r.timer == nil {
+		r.timer = time.AfterFunc(d, r.onTimer)
+	} else {
+		r.timer.Reset(d)
+	}
 }
 
 func (r *Request) stopTimerLocked() {
+	r.due = time.Time{}
 	if r.timer != nil {
 		r.timer.Stop()
 	}
 }
 
-func (r *Request) onTimer(n uint64) {
+func (r *Request) onTimer() {
 	r.mu.Lock()
+	if early := time.Until(r.due); !r.freed && !r.due.IsZero() && early > 0 {
+		r.timer.Reset(early) // a stale firing
+		r.mu.Unlock()
+		return
+	}
 	switch {
-	case r.freed || n != r.timerN:
+	case r.freed || r.due.IsZero():
 		r.mu.Unlock()
 		return
 	case r.state == StateProcessing && r.att != nil:
