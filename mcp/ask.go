@@ -33,7 +33,7 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 	if o.req != nil {
 		_, err := o.req.Append(resume.KindRequest, "", func(seq uint64) []byte {
 			o.seq.Store(seq)
-			return spec.EncodeRequest(id, method, spec.StampSeq(p, seq))
+			return spec.EncodeRequestSeq(id, method, p, seq)
 		})
 		if err != nil {
 			return nil, err

@@ -42,10 +42,7 @@ func encodeReply(id spec.ID, resp mcp.JSONRPCMessage, patch func(any) any, seq u
 	if err != nil {
 		return spec.EncodeError(id, spec.NewError(spec.CodeInternalError, "", "internal error: encoding the result: "+err.Error()))
 	}
-	if seq > 0 {
-		b = spec.StampSeq(b, seq)
-	}
-	return spec.EncodeResponse(id, b)
+	return spec.EncodeResponseSeq(id, b, seq)
 }
 
 // stampErrorSeq puts seq in the `_meta` of an error's data, when data is an object
@@ -97,10 +94,7 @@ func encodeNotification(n mcp.JSONRPCNotification, seq uint64) []byte {
 	if err != nil {
 		params = []byte(`{}`)
 	}
-	if seq > 0 {
-		params = spec.StampSeq(params, seq)
-	}
-	return spec.EncodeRequest(nil, n.Method, params)
+	return spec.EncodeRequestSeq(nil, n.Method, params, seq)
 }
 
 // advertise adds the server's resumableRequests advertisement to an initialize

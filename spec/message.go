@@ -105,12 +105,16 @@ func Decode(b []byte) (*Message, *Error) {
 // json.Marshal in this module.
 
 // EncodeResponse returns a result response for id.
-func EncodeResponse(id ID, result json.RawMessage) []byte {
-	b := make([]byte, 0, 32+len(id)+len(result))
+func EncodeResponse(id ID, result json.RawMessage) []byte { return EncodeResponseSeq(id, result, 0) }
+
+// EncodeResponseSeq returns a result response for id whose result carries sequence
+// number seq (none when seq is 0).
+func EncodeResponseSeq(id ID, result json.RawMessage, seq uint64) []byte {
+	b := make([]byte, 0, 64+len(id)+len(result))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = appendID(b, id)
 	b = append(b, `,"result":`...)
-	b = appendRaw(b, result)
+	b = appendWithSeq(b, result, seq)
 	return append(b, '}')
 }
 
@@ -136,7 +140,13 @@ func EncodeErrorRaw(id ID, errObj json.RawMessage) []byte {
 // EncodeRequest returns a request (a notification when id is nil). The method is
 // JSON-quoted; params may be nil.
 func EncodeRequest(id ID, method string, params json.RawMessage) []byte {
-	b := make([]byte, 0, 48+len(id)+len(method)+len(params))
+	return EncodeRequestSeq(id, method, params, 0)
+}
+
+// EncodeRequestSeq is EncodeRequest with sequence number seq stamped in the params
+// (none when seq is 0).
+func EncodeRequestSeq(id ID, method string, params json.RawMessage, seq uint64) []byte {
+	b := make([]byte, 0, 80+len(id)+len(method)+len(params))
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if len(id) > 0 {
 		b = append(b, `"id":`...)
@@ -147,7 +157,7 @@ func EncodeRequest(id ID, method string, params json.RawMessage) []byte {
 	b = appendString(b, method)
 	if len(params) > 0 {
 		b = append(b, `,"params":`...)
-		b = append(b, params...)
+		b = appendWithSeq(b, params, seq)
 	}
 	return append(b, '}')
 }

@@ -18,18 +18,8 @@ func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
 	if len(obj) < 2 || obj[0] != '{' {
 		return obj
 	}
-	entry := append([]byte(`"`+key+`":`), val...)
-	// Fast path: no "_meta" text anywhere, in any case, and no escapes that could
-	// spell it, so insert a fresh object first.
-	if !containsFold(obj, `_meta"`) && !bytes.Contains(obj, []byte(`\u`)) {
-		out := make([]byte, 0, len(obj)+len(entry)+12)
-		out = append(out, `{"_meta":{`...)
-		out = append(out, entry...)
-		out = append(out, '}')
-		if rest := bytes.TrimSpace(obj[1:]); len(rest) > 0 && rest[0] != '}' {
-			out = append(out, ',')
-		}
-		return append(out, obj[1:]...)
+	if canPrepend(obj) {
+		return appendStamped(make([]byte, 0, len(obj)+len(key)+len(val)+16), obj, key, val)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(obj, &fields); err != nil {
@@ -48,6 +38,39 @@ func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
 		return obj
 	}
 	return out
+}
+
+// canPrepend reports whether obj (a JSON object) has no "_meta" text anywhere, in
+// any case, and no escape that could spell it: then a fresh `_meta` can go first.
+func canPrepend(obj []byte) bool {
+	return !containsFold(obj, `_meta"`) && !bytes.Contains(obj, []byte(`\u`))
+}
+
+// appendStamped appends obj with `"_meta":{key:val}` inserted first; obj must pass
+// canPrepend.
+func appendStamped(b, obj []byte, key string, val []byte) []byte {
+	b = append(b, `{"_meta":{"`...)
+	b = append(b, key...)
+	b = append(b, `":`...)
+	b = append(b, val...)
+	b = append(b, '}')
+	if rest := bytes.TrimSpace(obj[1:]); len(rest) > 0 && rest[0] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, obj[1:]...)
+}
+
+// appendWithSeq appends obj with its sequence number stamped, without an
+// intermediate copy when it can.
+func appendWithSeq(b []byte, obj json.RawMessage, seq uint64) []byte {
+	if seq == 0 {
+		return appendRaw(b, obj)
+	}
+	if t := bytes.TrimSpace(obj); len(t) >= 2 && t[0] == '{' && canPrepend(t) {
+		var num [20]byte
+		return appendStamped(b, t, MetaSeq, strconv.AppendUint(num[:0], seq, 10))
+	}
+	return appendRaw(b, StampSeq(obj, seq))
 }
 
 // ReadSeq returns the sequence number stamped in obj's `_meta`, or 0.

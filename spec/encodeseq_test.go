@@ -1,0 +1,37 @@
+package spec_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// The fused encoders give the same bytes as stamping first and encoding after, on
+// the fast path (no _meta) and the slow ones (an existing _meta, an escape, a
+// non-object).
+func TestEncodeSeqMatchesStamp(t *testing.T) {
+	id := spec.ID(`9007199254740993`)
+	for _, obj := range []string{
+		`{}`, ` { } `, `{"a":1}`, `{"_meta":{"x":true},"a":1}`, `{"\u005fmeta":{"x":1}}`,
+		`{"_META":1}`, `[1,2]`, `"s"`, `null`,
+	} {
+		for _, seq := range []uint64{0, 1, 18446744073709551615} {
+			raw := json.RawMessage(obj)
+			stamped := raw
+			if seq > 0 {
+				stamped = spec.StampSeq(raw, seq)
+			}
+			if got, want := spec.EncodeResponseSeq(id, raw, seq), spec.EncodeResponse(id, stamped); !bytes.Equal(got, want) {
+				t.Errorf("EncodeResponseSeq(%s, %d) = %s, want %s", obj, seq, got, want)
+			}
+			if got, want := spec.EncodeRequestSeq(nil, "m", raw, seq), spec.EncodeRequest(nil, "m", stamped); !bytes.Equal(got, want) {
+				t.Errorf("EncodeRequestSeq(%s, %d) = %s, want %s", obj, seq, got, want)
+			}
+			if msg := spec.EncodeResponseSeq(id, raw, seq); !json.Valid(msg) {
+				t.Errorf("EncodeResponseSeq(%s, %d) is not JSON: %s", obj, seq, msg)
+			}
+		}
+	}
+}
