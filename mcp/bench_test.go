@@ -11,15 +11,19 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
+// benchModes are the two sides of each comparison: the same server with default
+// options, a plain client and a client that advertises resumableRequests.
+var benchModes = []struct{ name, caps string }{
+	{"resume=off", `{}`},
+	{"resume=on", `{"resumableRequests":{}}`},
+}
+
 // BenchmarkToolsCall measures a tools/call round trip (echo) through the core over
 // an in-memory pipe, with the resume layer on (the client advertises
 // resumableRequests: policy notification, engine, outbox, sequence numbers) and off
 // (the same server, a plain client). Compare the two lines of one run.
 func BenchmarkToolsCall(b *testing.B) {
-	for _, mode := range []struct {
-		name string
-		caps string
-	}{{"resume=off", `{}`}, {"resume=on", `{"resumableRequests":{}}`}} {
+	for _, mode := range benchModes {
 		b.Run(mode.name, func(b *testing.B) {
 			core := mcp.New(demo.Server("bench"), nil) // default options
 			defer core.Close()
@@ -85,10 +89,7 @@ func (c *benchConn) Write(_ context.Context, msg []byte) error {
 func (c *benchConn) Close() error { return nil }
 
 func BenchmarkCoreToolsCall(b *testing.B) {
-	for _, mode := range []struct {
-		name string
-		caps string
-	}{{"resume=off", `{}`}, {"resume=on", `{"resumableRequests":{}}`}} {
+	for _, mode := range benchModes {
 		b.Run(mode.name, func(b *testing.B) {
 			core := mcp.New(demo.Server("bench"), nil) // default options
 			defer core.Close()
