@@ -15,7 +15,8 @@
 //
 // A request is attached to at most one Sink (a connection's writer). Attach replaces
 // the current sink (takeover: the old one gets nothing more); Detach, or a failed
-// write, leaves it detached. A processing request that is detached starts its maxWait
+// write, leaves it detached. (A re-Attach to the same sink while a write to it is in
+// flight may deliver that one message twice; its sequence number tells the client.) A processing request that is detached starts its maxWait
 // clock; Touch (requests/getStatus) and Attach (requests/resume) reset it. Expiry
 // cancels the request's context and frees it.
 //
