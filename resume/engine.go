@@ -173,7 +173,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.running++
 	e.mu.Unlock()
 
-	if err := e.store.Put(e.ctx, &Record{Hash: h, ID: r.id, State: StateProcessing, Created: time.Now()}); err != nil {
+	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: time.Now()}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
 		e.running--

@@ -133,7 +133,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	if k == KindResponse {
 		r.e.trim()
 	}
-	r.kick(&m)
+	r.kick(m)
 	return seq, nil
 }
 
@@ -155,7 +155,7 @@ func (r *Request) Attach(sink Sink, ack uint64) error {
 	r.att = &attachment{sink: sink, cursor: ack}
 	r.scheduleLocked()
 	r.mu.Unlock()
-	r.kick(nil)
+	r.kick(Message{})
 	return nil
 }
 
@@ -327,8 +327,8 @@ func (r *Request) discardLocked(seqs []uint64) {
 }
 
 // kick starts writing to the current attachment unless a goroutine already is.
-// last, when not nil, is the message the caller just appended.
-func (r *Request) kick(last *Message) {
+// last, when its Seq is not 0, is the message the caller just appended.
+func (r *Request) kick(last Message) {
 	r.mu.Lock()
 	a := r.att
 	if a == nil || a.draining {
@@ -345,7 +345,7 @@ func (r *Request) kick(last *Message) {
 // messages come from the Store, except that a just-appended message that is the
 // attachment's very next one is written as it is (the common case of a live
 // client: it is what the Store would return).
-func (r *Request) drain(a *attachment, next *Message) {
+func (r *Request) drain(a *attachment, next Message) {
 	for {
 		r.mu.Lock()
 		if r.att != a || !r.q.hasAfter(a.cursor) {
@@ -356,13 +356,15 @@ func (r *Request) drain(a *attachment, next *Message) {
 		after := a.cursor
 		r.mu.Unlock()
 
-		msgs := r.e.store.Replay(r.e.ctx, r.hash, after)
-		if next != nil && next.Seq == after+1 {
-			first := *next
-			msgs = func(yield func(Message, error) bool) { yield(first, nil) }
+		if next.Seq != 0 && next.Seq == after+1 {
+			if !r.deliver(a, next) {
+				return
+			}
+			next = Message{}
+			continue
 		}
-		next = nil
-		for m, err := range msgs {
+		next = Message{}
+		for m, err := range r.e.store.Replay(r.e.ctx, r.hash, after) {
 			if err != nil {
 				if !errors.Is(err, ErrNotFound) {
 					r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("replaying queued messages")
@@ -370,29 +372,37 @@ func (r *Request) drain(a *attachment, next *Message) {
 				r.detachAfterFailure(a)
 				return
 			}
-			if err := a.sink.Write(r.e.ctx, m.Data); err != nil {
-				r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("write failed; detaching")
-				r.detachAfterFailure(a)
+			if !r.deliver(a, m) {
 				return
 			}
-			r.mu.Lock()
-			// Delivered, even if the attachment changed meanwhile: without acks an
-			// intermediate message written successfully is not sent again.
-			if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
-				r.discardLocked([]uint64{m.Seq})
-			}
-			if m.Kind == KindResponse && !r.delivered && !r.freed {
-				r.delivered = true
-				r.scheduleLocked() // the shorter window from now on
-			}
-			if r.att != a {
-				r.mu.Unlock()
-				return // taken over or ended; the new attachment has its own drain
-			}
-			a.cursor = m.Seq
-			r.mu.Unlock()
 		}
 	}
+}
+
+// deliver writes one message to a and records it. It reports whether the drain
+// goes on: false when the write failed or a is no longer the request's attachment.
+func (r *Request) deliver(a *attachment, m Message) bool {
+	if err := a.sink.Write(r.e.ctx, m.Data); err != nil {
+		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("write failed; detaching")
+		r.detachAfterFailure(a)
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Delivered, even if the attachment changed meanwhile: without acks an
+	// intermediate message written successfully is not sent again.
+	if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
+		r.discardLocked([]uint64{m.Seq})
+	}
+	if m.Kind == KindResponse && !r.delivered && !r.freed {
+		r.delivered = true
+		r.scheduleLocked() // the shorter window from now on
+	}
+	if r.att != a {
+		return false // taken over or ended; the new attachment has its own drain
+	}
+	a.cursor = m.Seq
+	return true
 }
 
 func (r *Request) detachAfterFailure(a *attachment) {

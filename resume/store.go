@@ -80,7 +80,8 @@ var ErrNotFound = errors.New("resume: request not found")
 //   - All methods are safe for concurrent use. Calls for one request come from the
 //     engine in a consistent order (Put before Append, nothing after Delete) but may
 //     overlap with calls for the same request from a reader (Replay, Get).
-//   - Put creates or replaces the record. Get returns a copy, or ErrNotFound.
+//   - Put creates or replaces the record; it may keep rec.ID's bytes (nobody
+//     modifies them after). Get returns a copy, or ErrNotFound.
 //   - Append adds a message whose Seq is greater than every Seq appended before for
 //     that request; Append for an unknown request returns ErrNotFound.
 //   - Discard removes the named messages; numbers not held are ignored.
@@ -89,7 +90,7 @@ var ErrNotFound = errors.New("resume: request not found")
 //     A message appended during the iteration may or may not be yielded.
 //   - Delete removes the record and every message; deleting twice is not an error.
 type Store interface {
-	Put(ctx context.Context, rec *Record) error
+	Put(ctx context.Context, rec Record) error
 	Get(ctx context.Context, h TokenHash) (*Record, error)
 	Append(ctx context.Context, h TokenHash, m Message) error
 	Discard(ctx context.Context, h TokenHash, seqs ...uint64) error

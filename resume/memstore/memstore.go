@@ -28,14 +28,14 @@ var _ resume.Store = (*Store)(nil)
 func New() *Store { return &Store{reqs: make(map[resume.TokenHash]*request)} }
 
 // Put creates or replaces a record.
-func (s *Store) Put(_ context.Context, rec *resume.Record) error {
+func (s *Store) Put(_ context.Context, rec resume.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.reqs[rec.Hash]; ok {
-		r.rec = *rec
+		r.rec = rec
 		return nil
 	}
-	s.reqs[rec.Hash] = &request{rec: *rec}
+	s.reqs[rec.Hash] = &request{rec: rec}
 	return nil
 }
 

@@ -38,7 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 	put := func(t *testing.T, s resume.Store, name string) resume.TokenHash {
 		t.Helper()
 		h := hash(name)
-		if err := s.Put(ctx, &resume.Record{Hash: h, ID: []byte(`"` + name + `"`), State: resume.StateProcessing, Created: time.Unix(1, 0)}); err != nil {
+		if err := s.Put(ctx, resume.Record{Hash: h, ID: []byte(`"` + name + `"`), State: resume.StateProcessing, Created: time.Unix(1, 0)}); err != nil {
 			t.Fatalf("Put: %v", err)
 		}
 		return h
@@ -64,7 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 		rec2 := *rec
 		rec2.ID = []byte(`"a"`)
 		rec2.State = resume.StateCompleted
-		if err := s.Put(ctx, &rec2); err != nil {
+		if err := s.Put(ctx, rec2); err != nil {
 			t.Fatalf("Put (replace): %v", err)
 		}
 		if rec, _ = s.Get(ctx, h); rec.State != resume.StateCompleted || string(rec.ID) != `"a"` {
