@@ -10,7 +10,6 @@ const (
 	MethodToolsCall      = "tools/call"
 	MethodCancelled      = "notifications/cancelled"
 	MethodProgress       = "notifications/progress"
-	MethodLogMessage     = "notifications/message"
 	MethodServerDiscover = "server/discover"
 )
 
@@ -74,13 +73,11 @@ const (
 	// ReasonOwnerLost: the instance running the request is gone.
 	ReasonOwnerLost Reason = "owner_lost"
 
-	ReasonParseError       Reason = "parse_error"
-	ReasonInvalidRequest   Reason = "invalid_request"
-	ReasonInvalidParams    Reason = "invalid_params"
-	ReasonDuplicateID      Reason = "duplicate_id"
-	ReasonMessageTooLarge  Reason = "message_too_large"
-	ReasonNotInitialized   Reason = "not_initialized"
-	ReasonNotResumable     Reason = "not_resumable"
-	ReasonShuttingDown     Reason = "shutting_down"
-	ReasonUnsupportedProto Reason = "unsupported_protocol"
+	ReasonParseError      Reason = "parse_error"
+	ReasonInvalidRequest  Reason = "invalid_request"
+	ReasonInvalidParams   Reason = "invalid_params"
+	ReasonDuplicateID     Reason = "duplicate_id"
+	ReasonMessageTooLarge Reason = "message_too_large"
+	ReasonNotResumable    Reason = "not_resumable"
+	ReasonShuttingDown    Reason = "shutting_down"
 )
