@@ -78,6 +78,5 @@ const (
 	ReasonInvalidParams   Reason = "invalid_params"
 	ReasonDuplicateID     Reason = "duplicate_id"
 	ReasonMessageTooLarge Reason = "message_too_large"
-	ReasonNotResumable    Reason = "not_resumable"
 	ReasonShuttingDown    Reason = "shutting_down"
 )
