@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"errors"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -21,11 +20,6 @@ func wireError(err error) *spec.Error {
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the request was cancelled")
 	case errors.Is(err, resume.ErrClosed):
 		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return spec.NewError(spec.CodeInternalError, spec.ReasonCancelled, "the request was cancelled")
 	}
 	return spec.NewError(spec.CodeInternalError, "", "internal error")
 }
-
-// errTooLarge and friends are the errors for bad input that has no request id.
-func parseFailure(e *spec.Error) []byte { return spec.EncodeError(e.ID, e) }

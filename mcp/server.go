@@ -115,7 +115,7 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 			var tl *transport.TooLargeError
 			if errors.As(err, &tl) {
 				c.log.Warn().Int("limit", tl.Limit).Msg("message too large; skipped")
-				c.write(spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error())))
+				c.writeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error()))
 				continue
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrClosed) || ctx.Err() != nil {
@@ -132,7 +132,7 @@ func (c *connState) dispatch(raw []byte) {
 	m, derr := spec.Decode(raw)
 	if derr != nil {
 		c.log.Debug().Str("error", derr.Message).Msg("bad message")
-		c.write(parseFailure(derr))
+		c.writeError(derr.ID, derr)
 		return
 	}
 	switch m.Kind {

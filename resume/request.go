@@ -24,12 +24,11 @@ type Request struct {
 	att     *attachment // nil when detached
 	timer   *time.Timer // created once, re-armed by scheduleLocked
 	due     time.Time   // when the timer's action is due; zero when none is
-	freed   bool
 	// delivered: the final response was written to an attached client, so the
 	// shorter DeliveredRetention applies.
 	delivered bool
 	inRetainQ bool        // counted in the engine's retained results (guarded by r.mu)
-	gone      atomic.Bool // freed; readable without r.mu (the engine's retain queue)
+	gone      atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 }
 
 // attachment is one period of a request being attached to a sink.
@@ -76,11 +75,7 @@ func (r *Request) Status() Status {
 
 // Gone reports whether the request has left the engine: cancelled, expired, or its
 // result released (acknowledged or past retention).
-func (r *Request) Gone() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.freed
-}
+func (r *Request) Gone() bool { return r.gone.Load() }
 
 // Attached reports whether sink is the request's current sink.
 func (r *Request) Attached(sink Sink) bool {
@@ -143,12 +138,12 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 // request that was cancelled or expired meanwhile.
 func (r *Request) Attach(sink Sink, ack uint64) error {
 	r.mu.Lock()
-	if r.freed {
+	if r.gone.Load() {
 		r.mu.Unlock()
 		return ErrEnded
 	}
 	r.ackLocked(ack)
-	if r.freed { // the ack released a completed request
+	if r.gone.Load() { // the ack released a completed request
 		r.mu.Unlock()
 		return nil
 	}
@@ -173,11 +168,11 @@ func (r *Request) Detach(sink Sink) {
 func (r *Request) Touch(ack uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.freed {
+	if r.gone.Load() {
 		return ErrEnded
 	}
 	r.ackLocked(ack)
-	if !r.freed {
+	if !r.gone.Load() {
 		r.scheduleLocked()
 	}
 	return nil
@@ -188,7 +183,7 @@ func (r *Request) Touch(ack uint64) error {
 func (r *Request) Resolve(seq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.freed && r.q.has(seq) {
+	if !r.gone.Load() && r.q.has(seq) {
 		r.discardLocked([]uint64{seq})
 	}
 }
@@ -198,7 +193,7 @@ func (r *Request) Resolve(seq uint64) {
 // still holds its result frees it as well.
 func (r *Request) Cancel() {
 	r.mu.Lock()
-	if r.freed {
+	if r.gone.Load() {
 		r.mu.Unlock()
 		return
 	}
@@ -241,7 +236,7 @@ func (r *Request) setStateLocked(s State) {
 func (r *Request) scheduleLocked() {
 	var d time.Duration
 	switch {
-	case r.freed:
+	case r.gone.Load():
 		return
 	case r.state == StateProcessing && r.att != nil:
 		r.stopTimerLocked()
@@ -272,13 +267,13 @@ func (r *Request) stopTimerLocked() {
 
 func (r *Request) onTimer() {
 	r.mu.Lock()
-	if early := time.Until(r.due); !r.freed && !r.due.IsZero() && early > 0 {
+	if early := time.Until(r.due); !r.gone.Load() && !r.due.IsZero() && early > 0 {
 		r.timer.Reset(early) // a stale firing
 		r.mu.Unlock()
 		return
 	}
 	switch {
-	case r.freed || r.due.IsZero():
+	case r.gone.Load() || r.due.IsZero():
 		r.mu.Unlock()
 		return
 	case r.state == StateProcessing && r.att != nil:
@@ -300,10 +295,9 @@ func (r *Request) onTimer() {
 
 // freeLocked drops everything the request holds and leaves its tombstone.
 func (r *Request) freeLocked(final State) {
-	if r.freed {
+	if r.gone.Load() {
 		return
 	}
-	r.freed = true
 	r.gone.Store(true)
 	r.att = nil
 	r.stopTimerLocked()
@@ -394,7 +388,7 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 	if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
 		r.discardLocked([]uint64{m.Seq})
 	}
-	if m.Kind == KindResponse && !r.delivered && !r.freed {
+	if m.Kind == KindResponse && !r.delivered && !r.gone.Load() {
 		r.delivered = true
 		r.scheduleLocked() // the shorter window from now on
 	}

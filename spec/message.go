@@ -39,11 +39,13 @@ type envelope struct {
 // answer that request, otherwise the answer goes with id null (or, for something
 // that looked like a response or notification, nowhere: see Error.ID).
 func Decode(b []byte) (*Message, *Error) {
-	if !json.Valid(b) {
-		return nil, NewError(CodeParseError, ReasonParseError, "parse error: the message is not valid JSON")
-	}
 	var env envelope
 	if err := json.Unmarshal(b, &env); err != nil {
+		// Only now tell not-JSON from JSON of the wrong shape: one scan on the
+		// common path.
+		if !json.Valid(b) {
+			return nil, NewError(CodeParseError, ReasonParseError, "parse error: the message is not valid JSON")
+		}
 		// Valid JSON that is not a request object, or a member of the wrong type:
 		// invalid request (JSON-RPC 2.0, section 5.1), keeping the id if it is usable.
 		e := NewError(CodeInvalidRequest, ReasonInvalidRequest, "invalid request: "+err.Error())

@@ -41,34 +41,23 @@ func Run(t *testing.T, pair func(t *testing.T) (client, server transport.Conn)) 
 		t.Run("ClientToServer", func(t *testing.T) { testOrder(t, client, server) })
 		t.Run("ServerToClient", func(t *testing.T) { testOrder(t, server, client) })
 	})
-	t.Run("ConcurrentWrite", func(t *testing.T) {
-		client, server := newPair(t)
-		testConcurrentWrite(t, client, server)
-	})
-	t.Run("CloseUnblocksRead", func(t *testing.T) {
-		client, server := newPair(t)
-		testCloseUnblocksRead(t, client, server)
-	})
-	t.Run("PeerCloseUnblocksRead", func(t *testing.T) {
-		client, server := newPair(t)
-		testPeerCloseUnblocksRead(t, client, server)
-	})
-	t.Run("ReadAfterPeerClose", func(t *testing.T) {
-		client, server := newPair(t)
-		testReadAfterPeerClose(t, client, server)
-	})
-	t.Run("CloseTwice", func(t *testing.T) {
-		client, server := newPair(t)
-		testCloseTwice(t, client, server)
-	})
-	t.Run("AfterClose", func(t *testing.T) {
-		client, server := newPair(t)
-		testAfterClose(t, client, server)
-	})
-	t.Run("CloseUnblocksWrite", func(t *testing.T) {
-		client, server := newPair(t)
-		testCloseUnblocksWrite(t, client, server)
-	})
+	for _, tc := range []struct {
+		name string
+		test func(t *testing.T, client, server transport.Conn)
+	}{
+		{"ConcurrentWrite", testConcurrentWrite},
+		{"CloseUnblocksRead", testCloseUnblocksRead},
+		{"PeerCloseUnblocksRead", testPeerCloseUnblocksRead},
+		{"ReadAfterPeerClose", testReadAfterPeerClose},
+		{"CloseTwice", testCloseTwice},
+		{"AfterClose", testAfterClose},
+		{"CloseUnblocksWrite", testCloseUnblocksWrite},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := newPair(t)
+			tc.test(t, client, server)
+		})
+	}
 }
 
 // message returns a JSON object of about size bytes that names n; its padding varies
