@@ -27,13 +27,13 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 	s.pending.Store(key, o)
 	defer s.pending.Delete(key)
 	if o.req == nil {
-		cl.c.write(spec.EncodeRequest(id, method, p))
+		cl.c.send(cl.st, resume.KindRequest, spec.EncodeRequest(id, method, p))
 	}
 	cl.mu.Unlock()
 	if o.req != nil {
 		_, err := o.req.Append(resume.KindRequest, "", func(seq uint64) []byte {
 			o.seq.Store(seq)
-			return spec.EncodeRequestSeq(id, method, p, seq)
+			return spec.EncodeRequestSeq(id, method, p, cl.stamp(seq))
 		})
 		if err != nil {
 			return nil, err

@@ -21,7 +21,8 @@ var (
 
 // call is one request being handled by mcp-go.
 type call struct {
-	c      *connState // the connection it arrived on
+	c      *connState // the session it arrived on
+	st     Stream     // the stream its messages go to until it is resumable
 	id     spec.ID
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
@@ -29,6 +30,9 @@ type call struct {
 
 	mu    sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req   *resume.Request // set once the request is resumable
+	// hidden: resumable only by the session's stream reconnects (see
+	// connState.replay); its messages carry no sequence numbers.
+	hidden bool
 	timer *time.Timer     // for Mode After: promotes the call when it fires
 	done  bool            // the handler returned
 	lost  bool            // the connection went away before the request became resumable
@@ -37,10 +41,10 @@ type call struct {
 }
 
 // startCall starts handling request m in its own goroutine.
-func (c *connState) startCall(m *spec.Message, raw []byte) {
+func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 	key := string(m.ID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
-	cl := &call{c: c, id: m.ID, ctx: ctx, cancel: cancel}
+	cl := &call{c: c, st: st, id: m.ID, ctx: ctx, cancel: cancel}
 	cl.sess = &callSession{base: c.sess, cl: cl}
 	c.mu.Lock()
 	if c.closed {
@@ -51,7 +55,7 @@ func (c *connState) startCall(m *spec.Message, raw []byte) {
 	if _, dup := c.running[key]; dup {
 		c.mu.Unlock()
 		cancel(errClientCancel)
-		c.writeError(m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
 			"a request with id "+key+" is already in flight on this connection"))
 		return
 	}
@@ -95,10 +99,10 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		return
 	}
 	if r == nil {
-		cl.c.write(encodeReply(cl.id, resp, nil, 0))
+		cl.c.reply(cl.st, encodeReply(cl.id, resp, nil, 0))
 		return
 	}
-	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, seq) }); err != nil {
+	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
 		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("completing")
 	}
 }
@@ -108,7 +112,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 // Policy to the call. A call to an unknown tool never becomes resumable.
 func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && cs.cl.c.resumable.Load() {
+		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && (cs.cl.c.resumable.Load() || cs.cl.c.replay) {
 			ctx = cs.cl.apply(ctx, s.opts.policy(req.Params.Name))
 		}
 		return next(ctx, req)
@@ -163,25 +167,29 @@ func (cl *call) promote(running bool) *resume.Request {
 	if cl.done || cl.lost || cl.req != nil {
 		return nil
 	}
-	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load(), Sink: c})
+	hidden := !c.resumable.Load()
+	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load() && !hidden, Sink: cl.st})
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil
 	}
-	p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
-	if err := c.conn.Write(c.ctx, spec.AppendResumePolicy(make([]byte, 0, 192), &p)); err != nil {
-		// The client never got the token, so nobody can resume: behave as if the
-		// connection was lost before the request became resumable.
-		r.Cancel()
-		cl.lost = true
-		cl.cancel(errConnectionLost)
-		return nil
+	if !hidden {
+		p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
+		msg := resume.Message{Kind: resume.KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}
+		if err := cl.st.Write(c.ctx, msg); err != nil {
+			// The client never got the token, so nobody can resume: behave as if
+			// the connection was lost before the request became resumable.
+			r.Cancel()
+			cl.lost = true
+			cl.cancel(errConnectionLost)
+			return nil
+		}
 	}
-	cl.req = r
+	cl.req, cl.hidden = r, hidden
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	}
-	c.track(r)
+	c.track(r, hidden)
 	return r
 }
 
@@ -239,15 +247,25 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	cl.mu.Lock()
 	r := cl.req
 	if r == nil {
-		cl.c.write(encodeNotification(n, 0))
+		cl.c.send(cl.st, resume.KindNotification, encodeNotification(n, 0))
 		cl.mu.Unlock()
 		return
 	}
 	cl.mu.Unlock()
 	kind, key := classify(n)
-	if _, err := r.Append(kind, key, func(seq uint64) []byte { return encodeNotification(n, seq) }); err != nil {
+	if _, err := r.Append(kind, key, func(seq uint64) []byte { return encodeNotification(n, cl.stamp(seq)) }); err != nil {
 		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("queueing a notification")
 	}
+}
+
+// stamp returns the sequence number a message of the call carries in its _meta: 0
+// (none) for a hidden request, whose client knows nothing of sequence numbers.
+// cl.hidden is set before any message of the request is queued.
+func (cl *call) stamp(seq uint64) uint64 {
+	if cl.hidden {
+		return 0
+	}
+	return seq
 }
 
 func classify(n mcp.JSONRPCNotification) (resume.Kind, string) {

@@ -10,43 +10,59 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport"
 )
 
-// connState is one connection being served. It is the resume.Sink its attached
-// requests write to.
+// Stream is where the core writes messages for the client. On stdio and WebSocket
+// one Stream is the whole connection; on Streamable HTTP each POST's response (JSON
+// or SSE) and each GET's event stream is one. A Stream is a resume.Sink: the
+// Message it gets says what it carries (Kind), and its number in its request's
+// outbox (Seq, 0 outside any outbox). A Stream's Write is safe for concurrent use.
+type Stream = resume.Sink
+
+// connState is one session being served: a connection on stdio and WebSocket, an
+// Mcp-Session-Id on Streamable HTTP.
 type connState struct {
 	s      *Server
-	conn   transport.Conn
-	ctx    context.Context // values only (mcp-go session); ends when the connection closes
+	ctx    context.Context // values only (mcp-go session); ends when the session does
 	cancel context.CancelFunc
 	sess   *connSession
 	log    zerolog.Logger
+	// replay: the transport reconnects streams by event id (Streamable HTTP), so
+	// every call gets an outbox, even for a client that did not ask for
+	// resumability (it never sees a policy, a token or a sequence number; only its
+	// own session can reconnect to the call's stream).
+	replay bool
 
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
 
-	mu       sync.Mutex                 // guards the fields below
-	running  map[string]*call           // calls started here whose handler runs, by id text
-	attached map[string]*resume.Request // resumable requests delivered here, by id text
-	sweepAt  int                        // size of attached at which gone requests are swept out
+	mu       sync.Mutex           // guards the fields below
+	def      Stream               // for messages of no request (list changes); may be nil
+	running  map[string]*call     // calls started here whose handler runs, by id text
+	attached map[string]tracked   // requests delivered here, by id text
+	sweepAt  int                  // size of attached at which gone requests are swept out
 	closed   bool
 
-	wg sync.WaitGroup // goroutines owned by this connection (the session's pump)
+	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump)
 }
 
-var _ resume.Sink = (*connState)(nil)
+// tracked is a request delivered by a session. hidden: made resumable only for
+// this session's stream reconnects; the client holds no token.
+type tracked struct {
+	r      *resume.Request
+	hidden bool
+}
 
-// minSweep is the smallest size of a connection's attached map at which requests
-// that are gone are swept out of it.
+// minSweep is the smallest size of a session's attached map at which requests that
+// are gone are swept out of it.
 const minSweep = 64
 
-func newConnState(s *Server, conn transport.Conn) *connState {
+func newConnState(s *Server, def Stream, replay bool) *connState {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
-		s: s, conn: conn, ctx: ctx, cancel: cancel,
+		s: s, ctx: ctx, cancel: cancel, def: def, replay: replay,
 		running:  make(map[string]*call),
-		attached: make(map[string]*resume.Request),
+		attached: make(map[string]tracked),
 		sweepAt:  minSweep,
 	}
 	c.sess = newConnSession(c, uuid.NewString())
@@ -62,35 +78,81 @@ func newConnState(s *Server, conn transport.Conn) *connState {
 	return c
 }
 
-// Write writes a message to the connection (resume.Sink).
-func (c *connState) Write(ctx context.Context, msg []byte) error { return c.conn.Write(ctx, msg) }
-
-// write writes a message the core produced; a failure means the connection is going
-// away, and the reader will see it.
-func (c *connState) write(msg []byte) {
-	if err := c.conn.Write(c.ctx, msg); err != nil {
+// send writes a message the core produced (outside any outbox) to st. A failure
+// means the stream is going away; its transport notices.
+func (c *connState) send(st Stream, k resume.Kind, msg []byte) {
+	if st == nil {
+		c.log.Debug().Msg("no stream for a message; dropped")
+		return
+	}
+	if err := st.Write(c.ctx, resume.Message{Kind: k, Data: msg}); err != nil {
 		c.log.Debug().Err(err).Msg("write failed")
 	}
 }
 
-func (c *connState) writeError(id spec.ID, e *spec.Error) { c.write(spec.EncodeError(id, e)) }
+func (c *connState) reply(st Stream, msg []byte) { c.send(st, resume.KindResponse, msg) }
 
-// shutdown runs when the connection ends: requests made resumable here are detached
-// (they live on for maxWait), the other calls are cancelled.
-func (c *connState) shutdown() {
-	_ = c.conn.Close()
+func (c *connState) replyError(st Stream, id spec.ID, e *spec.Error) {
+	c.reply(st, spec.EncodeError(id, e))
+}
+
+// defaultStream returns the stream for messages of no request.
+func (c *connState) defaultStream() Stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.def
+}
+
+// shutdown ends the session. Requests the client can resume (it holds their token)
+// are detached and live on for maxWait, unless cancel is set (the client ended the
+// session explicitly); every other call is cancelled.
+func (c *connState) shutdown(cancel bool) {
 	c.mu.Lock()
 	c.closed = true
-	running, attached := c.running, c.attached
+	running, attached, def := c.running, c.attached, c.def
 	c.running, c.attached = nil, nil
 	c.mu.Unlock()
-	for _, r := range attached {
-		r.Detach(c)
+	for _, t := range attached {
+		if cancel || t.hidden {
+			t.r.Cancel()
+			continue
+		}
+		// A transport with one stream per session (stdio, WebSocket) has it as the
+		// default stream; one with more reports each closed stream (streamClosed).
+		t.r.Detach(def)
 	}
 	for _, cl := range running {
+		if cancel {
+			cl.cancel(errClientCancel)
+			continue
+		}
 		cl.connectionLost()
 	}
 	c.s.srv.UnregisterSession(c.ctx, c.sess.id)
 	c.cancel()
 	c.wg.Wait()
+}
+
+// streamClosed runs when the transport closed st (the client went away, or the
+// server closed an idle stream): requests attached to it are detached, calls on it
+// that cannot be reconnected to are cancelled.
+func (c *connState) streamClosed(st Stream) {
+	c.mu.Lock()
+	var calls []*call
+	for _, cl := range c.running {
+		if cl.st == st {
+			calls = append(calls, cl)
+		}
+	}
+	var reqs []*resume.Request
+	for _, t := range c.attached {
+		reqs = append(reqs, t.r)
+	}
+	c.mu.Unlock()
+	for _, r := range reqs {
+		r.Detach(st)
+	}
+	for _, cl := range calls {
+		cl.connectionLost()
+	}
 }

@@ -8,31 +8,33 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// adopt attaches r to this connection: it takes r over from any other connection
-// and writes r's pending messages here.
-func (c *connState) adopt(r *resume.Request, ack uint64) error {
-	if err := r.Attach(c, ack); err != nil {
+// adopt attaches r to st, one of this session's streams: it takes r over from any
+// other stream and writes r's pending messages there.
+func (c *connState) adopt(r *resume.Request, st Stream, ack uint64) error {
+	if err := r.Attach(st, ack); err != nil {
 		return err
 	}
-	c.track(r)
+	c.track(r, false)
 	return nil
 }
 
-// track records that r, attached to this connection, is delivered here: for its
-// detach when the connection closes, and for cancellation by id.
-func (c *connState) track(r *resume.Request) {
+// track records that r is delivered by this session: for its detach or cancel when
+// the session ends, for cancellation by id, and for stream reconnects.
+func (c *connState) track(r *resume.Request, hidden bool) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		r.Detach(c)
+		if hidden {
+			r.Cancel()
+		}
 		return
 	}
-	c.attached[string(r.ID())] = r
+	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden}
 	// Requests that are gone leave the map in amortized sweeps, so a long-lived
-	// connection does not keep every request it ever carried.
+	// session does not keep every request it ever carried.
 	if len(c.attached) >= c.sweepAt {
 		for k, a := range c.attached {
-			if a.Gone() {
+			if a.r.Gone() {
 				delete(c.attached, k)
 			}
 		}
@@ -50,10 +52,10 @@ func ackOf(m *spec.RequestMeta) uint64 {
 
 // getStatus answers requests/getStatus. It resets the request's timers and never
 // delivers messages.
-func (c *connState) getStatus(m *spec.Message) {
+func (c *connState) getStatus(m *spec.Message, st Stream) {
 	p, perr := spec.DecodeGetStatusParams(m.Params)
 	if perr != nil {
-		c.writeError(m.ID, perr)
+		c.replyError(st, m.ID, perr)
 		return
 	}
 	r, err := c.s.eng.Lookup(p.ResumeToken, p.RequestID)
@@ -61,12 +63,12 @@ func (c *connState) getStatus(m *spec.Message) {
 		err = r.Touch(ackOf(p.Meta))
 	}
 	if err != nil {
-		c.writeError(m.ID, wireError(err))
+		c.replyError(st, m.ID, wireError(err))
 		return
 	}
-	st := r.Status()
-	res := spec.GetStatusResult{RequestID: p.RequestID, HasPendingMessage: st.HasPending, HasInputRequest: st.HasInput}
-	switch st.State {
+	rs := r.Status()
+	res := spec.GetStatusResult{RequestID: p.RequestID, HasPendingMessage: rs.HasPending, HasInputRequest: rs.HasInput}
+	switch rs.State {
 	case resume.StateProcessing:
 		res.Status = spec.StatusProcessing
 	case resume.StateCompleted:
@@ -74,31 +76,31 @@ func (c *connState) getStatus(m *spec.Message) {
 	case resume.StateFailed:
 		res.Status = spec.StatusFailed
 	case resume.StateCancelled:
-		c.writeError(m.ID, wireError(resume.ErrCancelled))
+		c.replyError(st, m.ID, wireError(resume.ErrCancelled))
 		return
 	default:
-		c.writeError(m.ID, wireError(resume.ErrExpired))
+		c.replyError(st, m.ID, wireError(resume.ErrExpired))
 		return
 	}
-	if st.Dropped > 0 {
-		res.Meta = map[string]any{spec.MetaDropped: st.Dropped}
+	if rs.Dropped > 0 {
+		res.Meta = map[string]any{spec.MetaDropped: rs.Dropped}
 	}
 	b, _ := json.Marshal(res)
-	c.write(spec.EncodeResponse(m.ID, b))
+	c.reply(st, spec.EncodeResponse(m.ID, b))
 }
 
 // resume answers requests/resume: the request named by the message's id and token is
-// attached here; its pending messages follow, then live ones, then its final
+// attached to st; its pending messages follow, then live ones, then its final
 // response under the same id.
-func (c *connState) resume(m *spec.Message) {
+func (c *connState) resume(m *spec.Message, st Stream) {
 	p, perr := spec.DecodeResumeParams(m.Params)
 	if perr != nil {
-		c.writeError(m.ID, perr)
+		c.replyError(st, m.ID, perr)
 		return
 	}
 	r, err := c.s.eng.Lookup(p.ResumeToken, m.ID)
 	if err != nil {
-		c.writeError(m.ID, wireError(err))
+		c.replyError(st, m.ID, wireError(err))
 		return
 	}
 	// Validation and lookup answer in order with the connection's other messages;
@@ -106,8 +108,8 @@ func (c *connState) resume(m *spec.Message) {
 	c.s.wg.Add(1)
 	go func() {
 		defer c.s.wg.Done()
-		if err := c.adopt(r, ackOf(p.Meta)); err != nil {
-			c.writeError(m.ID, wireError(err))
+		if err := c.adopt(r, st, ackOf(p.Meta)); err != nil {
+			c.replyError(st, m.ID, wireError(err))
 			return
 		}
 		c.log.Debug().Str("request", string(m.ID)).Msg("resumed")
@@ -125,7 +127,7 @@ func (c *connState) cancelled(m *spec.Message) {
 	}
 	key := string(p.RequestID)
 	c.mu.Lock()
-	cl, r := c.running[key], c.attached[key]
+	cl, r := c.running[key], c.attached[key].r
 	c.mu.Unlock()
 	if r == nil && cl != nil {
 		cl.mu.Lock()
@@ -136,7 +138,9 @@ func (c *connState) cancelled(m *spec.Message) {
 			return
 		}
 	}
-	if r != nil && r.Attached(c) {
+	if r != nil {
+		// Delivered by this session. (A request another session took over since
+		// may still be named here; its client is the one that held the token.)
 		r.Cancel()
 		return
 	}

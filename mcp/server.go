@@ -105,8 +105,12 @@ func (s *Server) Close() {
 // made resumable on it stay alive, detached, for the engine's maxWait; the others
 // are cancelled.
 func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
-	c := newConnState(s, conn)
-	defer c.shutdown()
+	st := &connStream{conn: conn}
+	c := newConnState(s, st, false)
+	defer func() {
+		_ = conn.Close()
+		c.shutdown(false)
+	}()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	for {
@@ -115,7 +119,7 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 			var tl *transport.TooLargeError
 			if errors.As(err, &tl) {
 				c.log.Warn().Int("limit", tl.Limit).Msg("message too large; skipped")
-				c.writeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error()))
+				c.replyError(st, nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error()))
 				continue
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrClosed) || ctx.Err() != nil {
@@ -123,25 +127,33 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 			}
 			return err
 		}
-		c.dispatch(raw)
+		m, derr := spec.Decode(raw)
+		if derr != nil {
+			c.log.Debug().Str("error", derr.Message).Msg("bad message")
+			c.replyError(st, derr.ID, derr)
+			continue
+		}
+		c.dispatch(m, raw, st)
 	}
 }
 
-// dispatch handles one message from the client. It never blocks on a handler.
-func (c *connState) dispatch(raw []byte) {
-	m, derr := spec.Decode(raw)
-	if derr != nil {
-		c.log.Debug().Str("error", derr.Message).Msg("bad message")
-		c.writeError(derr.ID, derr)
-		return
-	}
+// connStream is a whole connection as one Stream (stdio, WebSocket).
+type connStream struct{ conn transport.Conn }
+
+func (s *connStream) Write(ctx context.Context, m resume.Message) error {
+	return s.conn.Write(ctx, m.Data)
+}
+
+// dispatch handles one decoded message from the client; what answers it goes to st.
+// It never blocks on a handler.
+func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	switch m.Kind {
 	case spec.KindResponse:
 		c.s.routeResponse(c, m)
 	case spec.KindNotification:
 		c.notification(m, raw)
 	case spec.KindRequest:
-		c.request(m, raw)
+		c.request(m, raw, st)
 	}
 }
 
@@ -155,32 +167,32 @@ func (c *connState) notification(m *spec.Message, raw []byte) {
 	c.s.srv.HandleMessage(c.s.srv.WithContext(c.ctx, c.sess), raw)
 }
 
-func (c *connState) request(m *spec.Message, raw []byte) {
+func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 	if c.s.closed.Load() {
-		c.writeError(m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
 		return
 	}
 	switch m.Method {
 	case spec.MethodInitialize:
-		c.initialize(m, raw)
+		c.initialize(m, raw, st)
 	case spec.MethodServerDiscover:
 		// mcp-go answers server/discover (protocol 2026-07-28, no initialize). The
 		// resume layer rides on the initialize handshake and server-to-client
 		// requests, which that protocol removed, so we say "not found" and clients
 		// (mcp-go's among them) fall back to initialize.
-		c.writeError(m.ID, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+m.Method))
+		c.replyError(st, m.ID, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+m.Method))
 	case spec.MethodGetStatus:
-		c.getStatus(m)
+		c.getStatus(m, st)
 	case spec.MethodResume:
-		c.resume(m)
+		c.resume(m, st)
 	default:
-		c.startCall(m, raw)
+		c.startCall(m, raw, st)
 	}
 }
 
 // initialize runs the handshake through mcp-go, notes the client's capability and
 // adds the server's advertisement.
-func (c *connState) initialize(m *spec.Message, raw []byte) {
+func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
 	var p struct {
 		Capabilities struct {
 			Resumable    json.RawMessage            `json:"resumableRequests"`
@@ -207,5 +219,5 @@ func (c *connState) initialize(m *spec.Message, raw []byte) {
 	if c.resumable.Load() { // a plain client sees plain MCP
 		patch = c.s.advertise
 	}
-	c.write(encodeReply(m.ID, resp, patch, 0))
+	c.reply(st, encodeReply(m.ID, resp, patch, 0))
 }

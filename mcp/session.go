@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -71,7 +72,7 @@ func (s *connSession) pump(ctx context.Context) {
 	for {
 		select {
 		case n := <-s.ch:
-			s.c.write(encodeNotification(n, 0))
+			s.c.send(s.c.defaultStream(), resume.KindNotification, encodeNotification(n, 0))
 		case <-ctx.Done():
 			return
 		}

@@ -4,7 +4,75 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
+
+// Session is one MCP session of a transport that carries it on several streams
+// (Streamable HTTP: every POST's response and every GET's event stream is a
+// Stream). The transport decodes each message and hands it to Handle with the
+// stream its answers go to; the core keeps everything else: calls, resumable
+// requests, their outboxes and routing. Serve does the same for transports with one
+// stream per connection.
+//
+// Every call of a Session gets an outbox, also for a client that did not advertise
+// resumableRequests, so that the transport can reconnect a dropped stream by event
+// id (Reconnect); such a client still sees plain MCP, and its calls end with its
+// session.
+type Session struct{ c *connState }
+
+// NewSession starts a session.
+func (s *Server) NewSession() *Session { return &Session{c: newConnState(s, nil, true)} }
+
+// Handle handles one message from the client: its answer, and for a call every
+// message of the call, go to st. A response or notification needs no stream (nil).
+func (ss *Session) Handle(m *spec.Message, raw []byte, st Stream) { ss.c.dispatch(m, raw, st) }
+
+// SetDefaultStream sets the stream for messages of no request (the GET stream); nil
+// means there is none and such messages are dropped.
+func (ss *Session) SetDefaultStream(st Stream) {
+	ss.c.mu.Lock()
+	ss.c.def = st
+	ss.c.mu.Unlock()
+}
+
+// StreamClosed tells the core that st is gone: requests attached to it are detached
+// (they run on, reconnectable), calls on it that nobody could reconnect to are
+// cancelled, and it stops being the default stream. Call it for every stream that
+// closes, after its last Write returned.
+func (ss *Session) StreamClosed(st Stream) {
+	ss.c.mu.Lock()
+	if ss.c.def == st {
+		ss.c.def = nil
+	}
+	ss.c.mu.Unlock()
+	ss.c.streamClosed(st)
+}
+
+// Reconnect attaches the request with id, delivered by this session, to st: every
+// message after sequence number after follows (the client has the ones up to it),
+// then live ones, ending with the request's response. It returns the JSON-RPC error
+// to give when there is no such request here, or it has ended and let go of its
+// messages.
+func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
+	ss.c.mu.Lock()
+	t, ok := ss.c.attached[string(id)]
+	ss.c.mu.Unlock()
+	if !ok {
+		return wireError(resume.ErrUnknown)
+	}
+	if err := t.r.Attach(st, after); err != nil {
+		return wireError(err)
+	}
+	return nil
+}
+
+// Close ends the session. With cancel (the client ended it), every request it
+// started or resumed is cancelled; without (it expired, or the server is shutting
+// down), requests whose client holds their token stay resumable for maxWait from
+// any session, and the rest are cancelled.
+func (ss *Session) Close(cancel bool) { ss.c.shutdown(cancel) }
 
 // CloseStream asks the transport to close the stream the calling tool's messages
 // travel on (an SSE response on Streamable HTTP), as a server may do with a
@@ -19,5 +87,20 @@ func CloseStream(ctx context.Context) bool {
 	return cs.cl.closeStream()
 }
 
-// closeStream closes the call's stream when its transport has closable streams.
-func (cl *call) closeStream() bool { return false }
+// ClosableStream is a Stream the server may close on its own (CloseStream).
+type ClosableStream interface {
+	Stream
+	// CloseStream ends the stream as if the client had gone away; the transport
+	// then reports it with Session.StreamClosed. It reports whether it was open.
+	CloseStream() bool
+}
+
+// closeStream closes the stream the call's messages currently go to, when its
+// transport can.
+func (cl *call) closeStream() bool {
+	cs, ok := cl.st.(ClosableStream)
+	if !ok {
+		return false
+	}
+	return cs.CloseStream()
+}

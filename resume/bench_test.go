@@ -15,7 +15,7 @@ import (
 // discardSink accepts every write and keeps nothing.
 type discardSink struct{}
 
-func (discardSink) Write(context.Context, []byte) error { return nil }
+func (discardSink) Write(context.Context, resume.Message) error { return nil }
 
 // progressMsg is a realistic progress notification (about 150 bytes).
 func progressMsg(tok string, seq uint64) []byte {

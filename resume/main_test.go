@@ -38,7 +38,8 @@ func newSink() *testSink { return &testSink{limit: -1} }
 // failingSink accepts n writes, then fails.
 func failingSink(n int) *testSink { return &testSink{limit: n} }
 
-func (s *testSink) Write(_ context.Context, msg []byte) error {
+func (s *testSink) Write(_ context.Context, m resume.Message) error {
+	msg := m.Data
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.limit >= 0 && len(s.msgs) >= s.limit {

@@ -376,7 +376,7 @@ func (r *Request) drain(a *attachment, next Message) {
 // deliver writes one message to a and records it. It reports whether the drain
 // goes on: false when the write failed or a is no longer the request's attachment.
 func (r *Request) deliver(a *attachment, m Message) bool {
-	if err := a.sink.Write(r.e.ctx, m.Data); err != nil {
+	if err := a.sink.Write(r.e.ctx, m); err != nil {
 		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("write failed; detaching")
 		r.detachAfterFailure(a)
 		return false

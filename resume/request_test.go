@@ -497,10 +497,10 @@ type gateSink struct {
 	written chan []byte
 }
 
-func (s *gateSink) Write(ctx context.Context, msg []byte) error {
+func (s *gateSink) Write(ctx context.Context, m resume.Message) error {
 	select {
 	case <-s.gate:
-		s.written <- msg
+		s.written <- m.Data
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -98,10 +98,15 @@ type Store interface {
 	Delete(ctx context.Context, h TokenHash) error
 }
 
-// Sink is where a request's messages are written: a connection.
+// Sink is where a request's messages are written: a connection, or one stream of a
+// connection (an SSE response on Streamable HTTP). Write gets the whole Message:
+// its Data to send, its Seq (for transports that number their events, such as SSE
+// event ids) and its Kind (a KindResponse ends a request's stream). Messages
+// written outside any outbox have Seq 0.
 // Write is called by one goroutine at a time per attachment, but different
 // requests write to the same Sink concurrently, so a Sink's Write must be safe for
-// concurrent use. A Write error detaches the request from the sink.
+// concurrent use. It must not modify m.Data. A Write error detaches
+// the request from the sink.
 type Sink interface {
-	Write(ctx context.Context, msg []byte) error
+	Write(ctx context.Context, m Message) error
 }

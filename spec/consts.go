@@ -79,4 +79,28 @@ const (
 	ReasonDuplicateID     Reason = "duplicate_id"
 	ReasonMessageTooLarge Reason = "message_too_large"
 	ReasonShuttingDown    Reason = "shutting_down"
+
+	// Streamable HTTP (transport/http): each goes with the HTTP status named.
+
+	// ReasonSessionRequired (400): a message other than initialize without an
+	// Mcp-Session-Id header.
+	ReasonSessionRequired Reason = "session_required"
+	// ReasonUnknownSession (404): the Mcp-Session-Id names no live session (never
+	// issued, ended by DELETE, or expired); initialize again.
+	ReasonUnknownSession Reason = "unknown_session"
+	// ReasonForbidden (403): the Host or Origin header is not allowed (DNS
+	// rebinding protection).
+	ReasonForbidden Reason = "forbidden"
+	// ReasonUnsupportedMediaType (415): a POST body that is not application/json.
+	ReasonUnsupportedMediaType Reason = "unsupported_media_type"
+	// ReasonNotAcceptable (406): the Accept header rules out what the method answers
+	// with (POST needs application/json and text/event-stream, GET the latter).
+	ReasonNotAcceptable Reason = "not_acceptable"
+	// ReasonUnsupportedVersion (400): an MCP-Protocol-Version this server does not
+	// speak.
+	ReasonUnsupportedVersion Reason = "unsupported_protocol_version"
+	// ReasonInvalidEventID (400): a Last-Event-ID this server never issues.
+	ReasonInvalidEventID Reason = "invalid_event_id"
+	// ReasonStreamConflict (409): a second standalone GET stream for a session.
+	ReasonStreamConflict Reason = "stream_conflict"
 )

@@ -1,6 +1,6 @@
 // Command mcp-resume serves MCP tools with resumable requests (SEP-975).
 //
-//	mcp-resume serve [--stdio] [flags]
+//	mcp-resume serve [--http ADDR | --stdio] [flags]
 //
 // Run `mcp-resume serve -h` for the flags.
 package main
@@ -11,18 +11,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/transport"
+	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 )
 
@@ -40,7 +45,8 @@ func main() {
 const usage = `usage: mcp-resume <command> [flags]
 
 commands:
-  serve     serve the demo tools with resumable requests (stdio)
+  serve     serve the demo tools with resumable requests (Streamable HTTP on
+            127.0.0.1:8080/mcp by default; --stdio for stdin/stdout)
   version   print the version
 `
 
@@ -65,6 +71,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 type serveFlags struct {
 	stdio         bool
+	httpAddr      string
+	path          string
+	hosts         string
+	origins       string
+	sessionIdle   time.Duration
+	streamIdle    time.Duration
+	keepAlive     time.Duration
+	conformance   bool
 	maxWait       time.Duration
 	minWait       time.Duration
 	retention     time.Duration
@@ -83,7 +97,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&f.stdio, "stdio", true, "serve MCP on stdin/stdout (newline-delimited JSON); logs go to stderr")
+	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP on stdin/stdout (newline-delimited JSON) instead of HTTP; logs go to stderr")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve Streamable HTTP on this address (port 0: any free port)")
+	fs.StringVar(&f.path, "path", "/mcp", "URL path of the Streamable HTTP endpoint")
+	fs.StringVar(&f.hosts, "allowed-hosts", "", "Host header values accepted, comma-separated, * for any (default: loopback names, plus the --http host when it is a name or a non-wildcard address)")
+	fs.StringVar(&f.origins, "allowed-origins", "", "Origin header values accepted, comma-separated, * for any (default: http(s) origins on loopback names)")
+	fs.DurationVar(&f.sessionIdle, "session-idle", 10*time.Minute, "end an HTTP session with no open stream after this long (its resumable requests live on)")
+	fs.DurationVar(&f.streamIdle, "stream-idle", 0, "close a request's event stream after this long without an event; the client reconnects with Last-Event-ID (0: never)")
+	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "interval of SSE keepalive comments")
+	fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")
 	fs.DurationVar(&f.retention, "retention", 0, "how long a result no client has received is kept (0: same as --max-wait)")
@@ -99,9 +121,6 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !f.stdio {
-		return errors.New("only --stdio is available in this version")
-	}
 	lvl, err := zerolog.ParseLevel(f.logLevel)
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -116,7 +135,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--policy: %w", err)
 	}
 
-	core := mcp.New(demo.Server(version), &mcp.Options{
+	core := mcp.New(toolServer(f.conformance), &mcp.Options{
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
@@ -127,14 +146,82 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	log.Info().Str("version", version).Str("transport", "stdio").Dur("maxWait", f.maxWait).Msg("mcp-resume serving")
-	conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
-	err = core.Serve(ctx, conn)
-	// On stdio the connection is the whole session: when it ends there is no one to
-	// resume on, so the process ends and its requests with it.
+	if f.stdio {
+		log.Info().Str("version", version).Str("transport", "stdio").Dur("maxWait", f.maxWait).Msg("mcp-resume serving")
+		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
+		err = core.Serve(ctx, conn)
+		// On stdio the connection is the whole session: when it ends there is no
+		// one to resume on, so the process ends and its requests with it.
+		core.Close()
+		log.Info().Msg("mcp-resume stopped")
+		return err
+	}
+	return serveHTTP(ctx, &f, core, log)
+}
+
+// serveHTTP serves Streamable HTTP until ctx ends (SIGINT, SIGTERM), then shuts
+// down: new requests get 503, open streams close, running requests end.
+func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, log zerolog.Logger) error {
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return err
+	}
+	h := mcphttp.NewHandler(core, &mcphttp.Options{
+		AllowedHosts:    allowedHosts(f.hosts, f.httpAddr),
+		AllowedOrigins:  splitList(f.origins),
+		MaxMessageBytes: f.maxMessage,
+		SessionIdle:     f.sessionIdle,
+		StreamIdle:      f.streamIdle,
+		KeepAlive:       f.keepAlive,
+		Logger:          &log,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(f.path, h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.New(log, "", 0)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info().Str("version", version).Str("transport", "http").Str("url", "http://"+ln.Addr().String()+f.path).
+		Dur("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		log.Info().Msg("shutting down")
+		h.Close() // streams first: Shutdown waits for open requests
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+	}
 	core.Close()
 	log.Info().Msg("mcp-resume stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
 	return err
+}
+
+// allowedHosts is --allowed-hosts, or by default the loopback names plus the
+// listening host when it names one host (not a wildcard address).
+func allowedHosts(flagVal, addr string) []string {
+	if l := splitList(flagVal); len(l) > 0 {
+		return l
+	}
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func parsePolicies(s string) (map[string]mcp.Policy, error) {
@@ -170,4 +257,13 @@ func parsePolicy(s string) (mcp.Policy, error) {
 		return mcp.Policy{Mode: mcp.After, After: d}, nil
 	}
 	return mcp.Policy{}, fmt.Errorf("%q: want always, never or after:DURATION", s)
+}
+
+// toolServer returns the MCP server whose tools are served: the demo tools, or the
+// conformance suite's fixture set.
+func toolServer(conformance bool) *server.MCPServer {
+	if conformance {
+		return conformanceServer(version)
+	}
+	return demo.Server(version)
 }

@@ -72,7 +72,7 @@ func TestEndToEndStdioSubprocess(t *testing.T) {
 }
 
 func TestOversizeMessageSubprocess(t *testing.T) {
-	c := e2etest.NewClient(t, spawn(t, "serve --max-message-bytes 512"))
+	c := e2etest.NewClient(t, spawn(t, "serve --stdio --max-message-bytes 512"))
 	c.Initialize(`{"resumableRequests":{}}`)
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, strings.Repeat("x", 600))
 	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"}}}`)
@@ -92,7 +92,7 @@ func TestFlags(t *testing.T) {
 		ok   bool
 	}{
 		{"version", true},
-		{"serve --policy countdown=never,echo=after:2s --default-policy always", true},
+		{"serve --stdio --policy countdown=never,echo=after:2s --default-policy always", true},
 		{"serve --policy countdown", false},
 		{"serve --policy countdown=sometimes", false},
 		{"serve --default-policy after:-1s", false},

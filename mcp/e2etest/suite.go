@@ -145,7 +145,7 @@ func dropAndResume(t *testing.T, h Harness) {
 			t.Fatalf("unexpected message before the result: %s", m.Raw)
 		}
 		if got[p] || p <= last {
-			t.Errorf("progress %d duplicated or out of order (after %d)", p, last)
+			t.Errorf("progress %d duplicated or out of order (after %d): %s", p, last, m.Raw)
 		}
 		got[p], last = true, p
 	}

@@ -1,0 +1,231 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// ClientConn is the client side of Streamable HTTP as a transport.Conn: each Write
+// is one POST (with the session id once initialize has issued one) and Read returns
+// what comes back, in order per stream: JSON bodies, the events of SSE responses,
+// and the JSON-RPC errors of rejected POSTs. Close drops every open request without
+// ending the session (a connection loss, not a DELETE), so the session's resumable
+// requests can be resumed from another ClientConn.
+//
+// A POST's JSON answer or error is read before Write returns, so answers to
+// requests sent one after the other arrive in that order. Event streams are read
+// in the background. ClientConn does not reconnect dropped streams itself.
+type ClientConn struct {
+	url    string
+	client *http.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	in     chan []byte
+
+	mu        sync.Mutex // guards the fields below
+	session   string
+	protocol  string
+	readers   sync.WaitGroup
+	closeOnce sync.Once
+}
+
+var _ transport.Conn = (*ClientConn)(nil)
+
+// ClientOptions configure a ClientConn. Nil means defaults.
+type ClientOptions struct {
+	// Client makes the HTTP requests. Default http.DefaultClient.
+	Client *http.Client
+	// Protocol is sent as MCP-Protocol-Version after initialize. Default
+	// 2025-06-18.
+	Protocol string
+}
+
+// Dial returns a ClientConn for the endpoint url. No request is made before the
+// first Write.
+func Dial(url string, opts *ClientOptions) *ClientConn {
+	var o ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Client == nil {
+		o.Client = http.DefaultClient
+	}
+	if o.Protocol == "" {
+		o.Protocol = "2025-06-18"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan []byte, 1024), protocol: o.Protocol}
+}
+
+// SessionID returns the session id the server issued, or "".
+func (c *ClientConn) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// Read returns the next message from the server.
+func (c *ClientConn) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.ctx.Done():
+		return nil, transport.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write sends one message in its own POST.
+func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(msg))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	c.mu.Lock()
+	if c.session != "" {
+		req.Header.Set(HeaderSessionID, c.session)
+		req.Header.Set(HeaderProtocolVersion, c.protocol)
+	}
+	c.mu.Unlock()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return transport.ErrClosed
+		}
+		return err
+	}
+	if sid := resp.Header.Get(HeaderSessionID); sid != "" {
+		c.mu.Lock()
+		c.session = sid
+		c.mu.Unlock()
+	}
+	return c.take(resp)
+}
+
+// Get opens a GET event stream of the session; with lastEventID, the reconnect of
+// a request's stream. Its events arrive through Read. It returns the HTTP status
+// and, for a status other than 200, the JSON-RPC error the server gave.
+func (c *ClientConn) Get(lastEventID string) (int, error) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	c.mu.Lock()
+	req.Header.Set(HeaderSessionID, c.session)
+	req.Header.Set(HeaderProtocolVersion, c.protocol)
+	c.mu.Unlock()
+	if lastEventID != "" {
+		req.Header.Set(HeaderLastEventID, lastEventID)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, fmt.Errorf("GET: %s: %s", resp.Status, b)
+	}
+	return resp.StatusCode, c.take(resp)
+}
+
+// take delivers what a response carries.
+func (c *ClientConn) take(resp *http.Response) error {
+	ct := resp.Header.Get("Content-Type")
+	if resp.StatusCode == http.StatusOK && strings.HasPrefix(ct, "text/event-stream") {
+		c.readers.Add(1)
+		go func() {
+			defer c.readers.Done()
+			defer resp.Body.Close()
+			c.events(resp.Body)
+		}()
+		return nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return c.closedOr(err)
+	}
+	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
+		c.deliver(b)
+	}
+	return nil
+}
+
+// events reads an SSE body and delivers each event's data; priming events (empty
+// data) and comments are skipped.
+func (c *ClientConn) events(body io.Reader) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), transport.DefaultMaxMessageBytes+1024)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if len(data) > 0 {
+				c.deliver(data)
+			}
+			data = nil
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+		}
+	}
+}
+
+func (c *ClientConn) deliver(m []byte) {
+	select {
+	case c.in <- bytes.Clone(m):
+	case <-c.ctx.Done():
+	}
+}
+
+func (c *ClientConn) closedOr(err error) error {
+	if c.ctx.Err() != nil {
+		return transport.ErrClosed
+	}
+	return err
+}
+
+// Close drops every open request and stream; the session stays on the server.
+func (c *ClientConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.readers.Wait()
+	})
+	return nil
+}
+
+// Delete ends the session on the server (DELETE), which cancels its requests.
+func (c *ClientConn) Delete(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(HeaderSessionID, c.SessionID())
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New("DELETE: " + resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+// Package http serves MCP over Streamable HTTP (protocol versions 2025-03-26,
+// 2025-06-18 and 2025-11-25) with resumable requests, on the core of package mcp.
+//
+// One endpoint (mounted by the caller, /mcp by convention) takes:
+//
+//   - POST: one JSON-RPC message. A request is answered on its own stream: an
+//     application/json body when its response is the only message (and the client
+//     accepts JSON), otherwise a text/event-stream that carries every message of the
+//     request (policy, progress, logs, sampling and elicitation requests) and ends
+//     with its response. tools/call and requests/resume always stream, starting
+//     with a priming event (an event id and a retry field, SEP-1699). A
+//     notification or a response gets 202 Accepted.
+//   - GET: with Last-Event-ID, reconnects to the request stream that event belongs
+//     to and replays what follows it; without, opens the session's stream for
+//     messages of no request (one per session).
+//   - DELETE: ends the session and cancels its requests.
+//
+// Sessions: initialize gets an Mcp-Session-Id; every other message must carry it
+// (missing: 400, unknown or ended: 404). A session with no open stream ends after
+// Options.SessionIdle. Its resumable requests outlive it: the client resumes them
+// with requests/resume from a new session, until maxWait.
+//
+// Event ids are "<request>.<seq>": the base64url of the request's raw JSON-RPC id
+// and the message's sequence number in the request's outbox (0 for the priming
+// event). A Last-Event-ID names a request of the same session and acknowledges
+// everything up to its seq; only that request's stream is replayed. Every call of a
+// session has an outbox, even for a client that did not ask for resumability, so a
+// dropped stream can always be reconnected this way while the session lives.
+//
+// Every request is checked for DNS rebinding: its Host must be an allowed host and
+// its Origin, when present, an allowed origin (by default loopback names only).
+package http

@@ -1,0 +1,388 @@
+package http
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// Header names of Streamable HTTP.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	HeaderLastEventID     = "Last-Event-Id"
+)
+
+// Versions are the protocol versions served. A request without an
+// MCP-Protocol-Version header is taken as 2025-03-26, as the specification says.
+var Versions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// Options configure a Handler. The zero value of each field means its default.
+type Options struct {
+	// AllowedHosts lists the accepted Host header values: a host name or IP,
+	// matched on any port, or "*" for any. Default: localhost, 127.0.0.1 and ::1.
+	AllowedHosts []string
+	// AllowedOrigins lists the accepted Origin header values ("https://app.example")
+	// or "*" for any. A request without Origin (not from a browser) passes. Default:
+	// http and https origins whose host is allowed by AllowedHosts' default (the
+	// loopback names), on any port.
+	AllowedOrigins []string
+	// MaxMessageBytes bounds a POST body. Default transport.DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// SessionIdle ends a session that has had no open stream for this long. Its
+	// resumable requests stay resumable from another session. Default 10 minutes.
+	SessionIdle time.Duration
+	// KeepAlive is the interval of SSE comments on an open stream, which keep
+	// proxies from cutting a quiet stream and notice a dead client. Default 20s.
+	KeepAlive time.Duration
+	// StreamIdle, when set, closes a request's event stream after that long without
+	// an event; the client reconnects with Last-Event-ID (SEP-1699 polling). Default
+	// 0: streams stay open.
+	StreamIdle time.Duration
+	// Retry is the reconnection delay advertised in priming events. Default 1s.
+	Retry time.Duration
+	// WriteTimeout bounds one write to a client; a client that does not read for
+	// that long loses its stream (its requests are detached). Default 30s.
+	WriteTimeout time.Duration
+	// Logger receives the transport's logs. Nil means none.
+	Logger *zerolog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if len(v.AllowedHosts) == 0 {
+		v.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	if v.MaxMessageBytes <= 0 {
+		v.MaxMessageBytes = transport.DefaultMaxMessageBytes
+	}
+	def := func(d *time.Duration, val time.Duration) {
+		if *d <= 0 {
+			*d = val
+		}
+	}
+	def(&v.SessionIdle, 10*time.Minute)
+	def(&v.KeepAlive, 20*time.Second)
+	def(&v.Retry, time.Second)
+	def(&v.WriteTimeout, 30*time.Second)
+	if v.Logger == nil {
+		nop := zerolog.Nop()
+		v.Logger = &nop
+	}
+	return v
+}
+
+// Handler serves the Streamable HTTP endpoint of a Server. Mount it at one path
+// (conventionally /mcp). It is safe for concurrent use.
+type Handler struct {
+	core *mcp.Server
+	opts Options
+	log  zerolog.Logger
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[string]*session
+	closed   bool
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns a Handler serving core.
+func NewHandler(core *mcp.Server, opts *Options) *Handler {
+	o := opts.withDefaults()
+	return &Handler{core: core, opts: o, log: *o.Logger, sessions: make(map[string]*session)}
+}
+
+// Close ends every session as a server shutdown does: their streams close, their
+// resumable requests stay resumable (by the next process, with a durable store),
+// the rest are cancelled. Requests arriving later get 503. Call it before
+// http.Server.Shutdown, which waits for open streams.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	h.closed = true
+	all := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.sessions = map[string]*session{}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.end(false)
+	}
+}
+
+// Sessions returns the number of live sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.allowed(r) {
+		h.log.Warn().Str("host", r.Host).Str("origin", r.Header.Get("Origin")).Msg("forbidden host or origin")
+		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
+		return
+	}
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(Versions, v) {
+		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnsupportedVersion,
+			"unsupported MCP-Protocol-Version "+v+"; supported: "+strings.Join(Versions, ", ")))
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r)
+	case http.MethodGet:
+		h.get(w, r)
+	case http.MethodDelete:
+		h.delete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		fail(w, http.StatusMethodNotAllowed, spec.NewError(spec.CodeInvalidRequest, "", "method "+r.Method+" not allowed"))
+	}
+}
+
+// post handles one JSON-RPC message.
+func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		fail(w, http.StatusUnsupportedMediaType, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnsupportedMediaType,
+			"Content-Type must be application/json"))
+		return
+	}
+	acceptJSON, acceptSSE := accepts(r, "application/json"), accepts(r, "text/event-stream")
+	if !acceptJSON || !acceptSSE {
+		fail(w, http.StatusNotAcceptable, spec.NewError(spec.CodeInvalidRequest, spec.ReasonNotAcceptable,
+			"Accept must include application/json and text/event-stream"))
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			fail(w, http.StatusRequestEntityTooLarge, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge,
+				(&transport.TooLargeError{Limit: h.opts.MaxMessageBytes}).Error()))
+			return
+		}
+		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeParseError, spec.ReasonParseError, "reading the body: "+err.Error()))
+		return
+	}
+	if t := strings.TrimLeft(string(raw[:min(len(raw), 64)]), " \t\r\n"); strings.HasPrefix(t, "[") {
+		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidRequest,
+			"JSON-RPC batches are not supported; send one message per POST"))
+		return
+	}
+	m, derr := spec.Decode(raw)
+	if derr != nil {
+		failID(w, http.StatusBadRequest, derr.ID, derr)
+		return
+	}
+
+	var s *session
+	if m.Kind == spec.KindRequest && m.Method == spec.MethodInitialize && r.Header.Get(HeaderSessionID) == "" {
+		if s = h.newSession(); s == nil {
+			failID(w, http.StatusServiceUnavailable, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+			return
+		}
+		w.Header().Set(HeaderSessionID, s.id)
+	} else if s = h.session(w, r, m.ID); s == nil {
+		return
+	}
+
+	if m.Kind != spec.KindRequest {
+		s.core.Handle(m, raw, nil)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	st := s.newStream(w, idKey(m.ID))
+	if st == nil {
+		failID(w, http.StatusNotFound, m.ID, errUnknownSession)
+		return
+	}
+	// A call streams from the start: the priming event gives the client an event id
+	// to reconnect with before anything else happens. A resume streams once it is
+	// accepted (its errors come as a JSON body, in order with other answers).
+	if m.Method == "tools/call" {
+		st.startSSE()
+	}
+	s.core.Handle(m, raw, st)
+	if m.Method == spec.MethodResume {
+		st.startSSE()
+	}
+	st.serve(r)
+}
+
+// get opens the session's standalone stream, or reconnects a request's stream.
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "text/event-stream") {
+		fail(w, http.StatusNotAcceptable, spec.NewError(spec.CodeInvalidRequest, spec.ReasonNotAcceptable,
+			"Accept must include text/event-stream"))
+		return
+	}
+	s := h.session(w, r, nil)
+	if s == nil {
+		return
+	}
+	last := r.Header.Get(HeaderLastEventID)
+	if last == "" {
+		st := s.openDefault(w)
+		if st == nil {
+			fail(w, http.StatusConflict, spec.NewError(spec.CodeInvalidRequest, spec.ReasonStreamConflict,
+				"this session already has a GET stream"))
+			return
+		}
+		st.startSSE()
+		st.serve(r)
+		return
+	}
+	id, seq, ok := parseEventID(last)
+	if !ok {
+		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidEventID,
+			"Last-Event-ID is not an event id of this server"))
+		return
+	}
+	st := s.newStream(w, idKey(id))
+	if st == nil {
+		fail(w, http.StatusNotFound, errUnknownSession)
+		return
+	}
+	st.json, st.prime = false, seq
+	// Reconnect writes what is queued before it returns; on an error nothing was
+	// written and the request gets the error instead.
+	if e := s.core.Reconnect(id, seq, st); e != nil {
+		s.streamDone(st)
+		fail(w, http.StatusGone, e)
+		return
+	}
+	st.startSSE()
+	st.serve(r)
+}
+
+// delete ends a session at the client's request: its requests are cancelled.
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+	s := h.session(w, r, nil)
+	if s == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+	s.end(true)
+	w.WriteHeader(http.StatusOK)
+}
+
+var errUnknownSession = spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnknownSession,
+	"unknown or ended session; initialize a new one")
+
+// session returns the session named by the request's header, or answers the
+// request with the error and returns nil.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID) *session {
+	sid := r.Header.Get(HeaderSessionID)
+	if sid == "" {
+		failID(w, http.StatusBadRequest, id, spec.NewError(spec.CodeInvalidRequest, spec.ReasonSessionRequired,
+			"missing Mcp-Session-Id header; initialize first"))
+		return nil
+	}
+	h.mu.Lock()
+	s := h.sessions[sid]
+	h.mu.Unlock()
+	if s == nil {
+		failID(w, http.StatusNotFound, id, errUnknownSession)
+	}
+	return s
+}
+
+func (h *Handler) newSession() *session {
+	s := &session{h: h, id: uuid.NewString(), streams: make(map[*stream]struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	s.core = h.core.NewSession()
+	s.log = h.log.With().Str("session", s.id).Logger()
+	h.sessions[s.id] = s
+	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
+	return s
+}
+
+// allowed checks Host and Origin against DNS rebinding.
+func (h *Handler) allowed(r *http.Request) bool {
+	host := r.Host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		host = hh
+	}
+	host = strings.Trim(host, "[]")
+	if !matchHost(h.opts.AllowedHosts, host) {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if len(h.opts.AllowedOrigins) > 0 {
+		return slices.Contains(h.opts.AllowedOrigins, "*") || slices.Contains(h.opts.AllowedOrigins, origin)
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return matchHost([]string{"localhost", "127.0.0.1", "::1"}, u.Hostname())
+}
+
+func matchHost(allowed []string, host string) bool {
+	for _, a := range allowed {
+		if a == "*" || strings.EqualFold(strings.Trim(a, "[]"), host) {
+			return true
+		}
+	}
+	return false
+}
+
+// accepts reports whether the request's Accept header admits media type mt. No
+// Accept header admits everything.
+func accepts(r *http.Request, mt string) bool {
+	vals := r.Header.Values("Accept")
+	if len(vals) == 0 {
+		return true
+	}
+	major := mt[:strings.IndexByte(mt, '/')]
+	for _, v := range vals {
+		for part := range strings.SplitSeq(v, ",") {
+			t, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if t == mt || t == "*/*" || t == major+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fail answers an HTTP request with status and a JSON-RPC error without an id.
+func fail(w http.ResponseWriter, status int, e *spec.Error) { failID(w, status, nil, e) }
+
+func failID(w http.ResponseWriter, status int, id spec.ID, e *spec.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(spec.EncodeError(id, e))
+}

@@ -1,0 +1,112 @@
+package http
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/mcp"
+)
+
+// session is one Mcp-Session-Id: the core's session and the streams open on it.
+type session struct {
+	h    *Handler
+	id   string
+	core *mcp.Session
+	log  zerolog.Logger
+
+	mu      sync.Mutex // guards the fields below
+	streams map[*stream]struct{}
+	def     *stream     // the standalone GET stream, if open
+	idle    *time.Timer // ends the session after SessionIdle with no stream
+	ended   bool
+}
+
+// newStream opens a stream on the session for the request with key (see idKey);
+// nil when the session has ended.
+func (s *session) newStream(w http.ResponseWriter, key string) *stream {
+	st := newStream(s, w, key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return nil
+	}
+	s.streams[st] = struct{}{}
+	s.idle.Stop()
+	return st
+}
+
+// openDefault opens the session's standalone GET stream; nil when it already has
+// one, or has ended.
+func (s *session) openDefault(w http.ResponseWriter) *stream {
+	st := newStream(s, w, "")
+	st.json = false
+	s.mu.Lock()
+	if s.ended || s.def != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.def = st
+	s.streams[st] = struct{}{}
+	s.idle.Stop()
+	s.mu.Unlock()
+	s.core.SetDefaultStream(st)
+	return st
+}
+
+// streamDone runs when a stream's HTTP request is over: the core detaches what was
+// attached to it, and a session left without streams starts its idle clock.
+func (s *session) streamDone(st *stream) {
+	st.end()
+	s.core.StreamClosed(st)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.streams, st)
+	if s.def == st {
+		s.def = nil
+	}
+	if len(s.streams) == 0 && !s.ended {
+		s.idle.Reset(s.h.opts.SessionIdle)
+	}
+}
+
+// expire ends a session that has had no stream for SessionIdle.
+func (s *session) expire() {
+	s.mu.Lock()
+	busy := s.ended || len(s.streams) > 0
+	s.mu.Unlock()
+	if busy {
+		return
+	}
+	s.h.mu.Lock()
+	if s.h.sessions[s.id] == s {
+		delete(s.h.sessions, s.id)
+	}
+	s.h.mu.Unlock()
+	s.log.Debug().Msg("session expired")
+	s.end(false)
+}
+
+// end ends the session: its streams close, then the core session (cancel: the
+// client asked, so its requests are cancelled).
+func (s *session) end(cancel bool) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.ended = true
+	s.idle.Stop()
+	streams := make([]*stream, 0, len(s.streams))
+	for st := range s.streams {
+		streams = append(streams, st)
+	}
+	s.mu.Unlock()
+	for _, st := range streams {
+		st.end()
+		s.core.StreamClosed(st) // now, not when its goroutine gets to it
+	}
+	s.core.Close(cancel)
+}

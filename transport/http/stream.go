@@ -1,0 +1,193 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+var errStreamClosed = errors.New("http: stream closed")
+
+// stream is the response to one HTTP request of a session: a POST's answer (a JSON
+// body or an event stream), or a GET's event stream. The core writes to it from
+// any goroutine until it is closed; the request's own goroutine waits in serve.
+type stream struct {
+	s     *session
+	key   string // the request's id as in event ids; "" for the standalone GET stream
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	json  bool   // the answer may be a JSON body (a POST whose client accepts JSON)
+	prime uint64 // the seq the priming event names (the client has up to it)
+
+	mu     sync.Mutex // guards the fields below and writes to w
+	sse    bool       // the event stream has started
+	closed bool
+	last   time.Time     // when the last event was written
+	done   chan struct{} // closed with closed
+	buf    []byte
+}
+
+var _ mcp.ClosableStream = (*stream)(nil)
+
+func newStream(s *session, w http.ResponseWriter, key string) *stream {
+	return &stream{s: s, key: key, w: w, rc: http.NewResponseController(w), json: true, done: make(chan struct{})}
+}
+
+// Write writes one message (mcp.Stream). A response ends a request's stream.
+func (st *stream) Write(_ context.Context, m resume.Message) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return errStreamClosed
+	}
+	if !st.sse && st.json && m.Kind == resume.KindResponse {
+		st.w.Header().Set("Content-Type", "application/json")
+		st.w.WriteHeader(http.StatusOK)
+		_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.h.opts.WriteTimeout))
+		_, err := st.w.Write(m.Data)
+		st.endLocked()
+		return err
+	}
+	st.startSSELocked()
+	b := st.buf[:0]
+	if st.key != "" && m.Seq > 0 {
+		b = append(b, "id: "...)
+		b = appendEventID(b, st.key, m.Seq)
+		b = append(b, '\n')
+	}
+	b = appendData(b, m.Data)
+	st.buf = b
+	if err := st.flushLocked(b); err != nil {
+		return err
+	}
+	if m.Kind == resume.KindResponse && st.key != "" {
+		st.endLocked()
+	}
+	return nil
+}
+
+// appendData appends an SSE data field (one line per line of data) and the blank
+// line that ends the event.
+func appendData(b, data []byte) []byte {
+	for {
+		line, rest, more := bytes.Cut(data, []byte{'\n'})
+		b = append(b, "data: "...)
+		b = append(b, line...)
+		b = append(b, '\n')
+		if !more {
+			return append(b, '\n')
+		}
+		data = rest
+	}
+}
+
+// startSSE starts the event stream now, with its priming event.
+func (st *stream) startSSE() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.closed {
+		st.startSSELocked()
+	}
+}
+
+// startSSELocked starts the event stream unless it has started: the headers, then
+// for a request's stream the priming event (an id to reconnect with, and the
+// retry delay; SEP-1699).
+func (st *stream) startSSELocked() {
+	if st.sse {
+		return
+	}
+	st.sse = true
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	st.w.WriteHeader(http.StatusOK)
+	b := st.buf[:0]
+	if st.key != "" {
+		b = append(b, "id: "...)
+		b = appendEventID(b, st.key, st.prime)
+		b = append(b, "\nretry: "...)
+		b = strconv.AppendInt(b, st.s.h.opts.Retry.Milliseconds(), 10)
+		b = append(b, "\ndata: \n\n"...)
+	}
+	st.buf = b
+	_ = st.flushLocked(b)
+}
+
+// flushLocked writes b to the client now. A failure closes the stream.
+func (st *stream) flushLocked(b []byte) error {
+	_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.h.opts.WriteTimeout))
+	if len(b) > 0 {
+		if _, err := st.w.Write(b); err != nil {
+			st.endLocked()
+			return err
+		}
+	}
+	if err := st.rc.Flush(); err != nil {
+		st.endLocked()
+		return err
+	}
+	st.last = time.Now()
+	return nil
+}
+
+// CloseStream ends the stream from the server's side (mcp.ClosableStream): the
+// client reconnects with Last-Event-ID.
+func (st *stream) CloseStream() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return false
+	}
+	st.endLocked()
+	return true
+}
+
+func (st *stream) end() {
+	st.mu.Lock()
+	st.endLocked()
+	st.mu.Unlock()
+}
+
+func (st *stream) endLocked() {
+	if !st.closed {
+		st.closed = true
+		close(st.done)
+	}
+}
+
+// serve holds the HTTP request open until the stream ends: its response was
+// written, the client went away, or the server closed it. Meanwhile it keeps an
+// event stream alive with comments, and closes it when idle past StreamIdle.
+func (st *stream) serve(r *http.Request) {
+	defer st.s.streamDone(st)
+	opts := &st.s.h.opts
+	tick := time.NewTicker(opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-st.done:
+			return
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			st.mu.Lock()
+			switch {
+			case st.closed || !st.sse:
+			case opts.StreamIdle > 0 && st.key != "" && time.Since(st.last) >= opts.StreamIdle:
+				st.endLocked()
+			default:
+				_ = st.flushLocked([]byte(": keepalive\n\n"))
+			}
+			st.mu.Unlock()
+		}
+	}
+}
