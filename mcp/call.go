@@ -28,16 +28,16 @@ type call struct {
 	cancel context.CancelCauseFunc
 	sess   *callSession
 
-	mu    sync.Mutex      // guards the fields below; held while deciding where a message goes
-	req   *resume.Request // set once the request is resumable
+	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
+	req *resume.Request // set once the request is resumable
 	// hidden: resumable only by the session's stream reconnects (see
 	// connState.replay); its messages carry no sequence numbers.
 	hidden bool
-	timer *time.Timer     // for Mode After: promotes the call when it fires
-	done  bool            // the handler returned
-	lost  bool            // the connection went away before the request became resumable
-	stop  chan struct{}   // closed to stop the notification pump
-	fin   chan struct{}   // closed when the pump has delivered everything
+	timer  *time.Timer   // for Mode After: promotes the call when it fires
+	done   bool          // the handler returned
+	lost   bool          // the connection went away before the request became resumable
+	stop   chan struct{} // closed to stop the notification pump
+	fin    chan struct{} // closed when the pump has delivered everything
 }
 
 // startCall starts handling request m in its own goroutine.

@@ -36,11 +36,11 @@ type connState struct {
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
 
-	mu       sync.Mutex           // guards the fields below
-	def      Stream               // for messages of no request (list changes); may be nil
-	running  map[string]*call     // calls started here whose handler runs, by id text
-	attached map[string]tracked   // requests delivered here, by id text
-	sweepAt  int                  // size of attached at which gone requests are swept out
+	mu       sync.Mutex         // guards the fields below
+	def      Stream             // for messages of no request (list changes); may be nil
+	running  map[string]*call   // calls started here whose handler runs, by id text
+	attached map[string]tracked // requests delivered here, by id text
+	sweepAt  int                // size of attached at which gone requests are swept out
 	closed   bool
 
 	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump)
