@@ -1,0 +1,165 @@
+package http_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+)
+
+// raw is a bare Streamable HTTP client for tests that look at HTTP itself:
+// statuses, headers, event ids.
+type raw struct {
+	t       testing.TB
+	url     string
+	client  *http.Client
+	session string
+}
+
+func (s *server) raw(t testing.TB) *raw { return &raw{t: t, url: s.url, client: s.srv.Client()} }
+
+// do sends an HTTP request; hdr is "Name: value" pairs. The caller closes the body.
+func (c *raw) do(ctx context.Context, method, body string, hdr ...string) *http.Response {
+	c.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	} else if method == http.MethodGet {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if c.session != "" {
+		req.Header.Set(mcphttp.HeaderSessionID, c.session)
+	}
+	for _, h := range hdr {
+		k, v, _ := strings.Cut(h, ": ")
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp
+}
+
+// post sends a message and returns the response with its body read.
+func (c *raw) post(body string, hdr ...string) (*http.Response, string) {
+	c.t.Helper()
+	resp := c.do(context.Background(), http.MethodPost, body, hdr...)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// initialize opens a session.
+func (c *raw) initialize(caps string) {
+	c.t.Helper()
+	resp, body := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("initialize: %s %s", resp.Status, body)
+	}
+	c.session = resp.Header.Get(mcphttp.HeaderSessionID)
+	if c.session == "" {
+		c.t.Fatal("initialize: no Mcp-Session-Id")
+	}
+	if resp, body := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		c.t.Fatalf("initialized: %s %s", resp.Status, body)
+	}
+}
+
+// event is one SSE event.
+type event struct {
+	id, data string
+	retry    bool
+}
+
+// msg decodes the event's data.
+func (e event) msg() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(e.data), &m)
+	return m
+}
+
+// events reads an SSE body into a channel, closed at the end of the body.
+func events(body io.ReadCloser) <-chan event {
+	ch := make(chan event, 1024)
+	go func() {
+		defer close(ch)
+		defer body.Close()
+		sc := bufio.NewScanner(body)
+		var e event
+		var data []string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if e.id != "" || data != nil {
+					e.data = strings.Join(data, "\n")
+					ch <- e
+				}
+				e, data = event{}, nil
+			case strings.HasPrefix(line, "id: "):
+				e.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "retry: "):
+				e.retry = true
+			case strings.HasPrefix(line, "data:"):
+				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+			}
+		}
+	}()
+	return ch
+}
+
+// next returns the next event, failing the test at the end of the stream or after
+// a long timeout.
+func next(t testing.TB, ch <-chan event) event {
+	t.Helper()
+	select {
+	case e, ok := <-ch:
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		return e
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event within 20s")
+	}
+	return event{}
+}
+
+// progressOf returns a progress notification's progress value, or -1.
+func progressOf(e event) int {
+	m := e.msg()
+	if m["method"] != "notifications/progress" {
+		return -1
+	}
+	p, _ := m["params"].(map[string]any)
+	v, _ := p["progress"].(float64)
+	return int(v)
+}
+
+func countdown(id string, seconds float64, steps int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%v,"steps":%d},"_meta":{"progressToken":%s}}}`,
+		id, seconds, steps, id)
+}

@@ -1,0 +1,302 @@
+package http_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+)
+
+func eventKey(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+// A plain client's call stream is dropped mid-call; GET with Last-Event-ID gets the
+// rest of that stream only, ending with the response, and nothing it had before.
+func TestLastEventIDReconnect(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+
+	// Another call on the same session, whose messages must not show up below.
+	other := c.do(context.Background(), http.MethodPost, countdown("6", 0.4, 4))
+	otherEvents := events(other.Body)
+
+	ctx, drop := context.WithCancel(context.Background())
+	resp := c.do(ctx, http.MethodPost, countdown("5", 0.5, 5))
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("tools/call answered as %q", ct)
+	}
+	ch := events(resp.Body)
+	prime := next(t, ch)
+	if prime.id != eventKey("5")+".0" || !prime.retry || prime.data != "" {
+		t.Fatalf("priming event %+v, want id %s.0, a retry field and empty data", prime, eventKey("5"))
+	}
+	var last event
+	for last = next(t, ch); progressOf(last) != 2; last = next(t, ch) {
+	}
+	if strings.Contains(last.data, "io.mcp-resume") {
+		t.Errorf("a plain client got our _meta: %s", last.data)
+	}
+	drop()
+
+	get := c.do(context.Background(), http.MethodGet, "", mcphttp.HeaderLastEventID+": "+last.id)
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET with Last-Event-ID: %s", get.Status)
+	}
+	want := 3
+	for e := range events(get.Body) {
+		if e.data == "" { // the priming event of the reconnected stream
+			if e.id != last.id {
+				t.Errorf("reconnect priming id %q, want %q", e.id, last.id)
+			}
+			continue
+		}
+		m := e.msg()
+		if p := progressOf(e); p >= 0 {
+			if p != want {
+				t.Errorf("progress %d after reconnect, want %d", p, want)
+			}
+			want++
+			continue
+		}
+		if string(mustJSON(m["id"])) != "5" || m["result"] == nil {
+			t.Fatalf("unexpected event on the reconnected stream: %s", e.data)
+		}
+		if !strings.HasPrefix(e.id, eventKey("5")+".") {
+			t.Errorf("response event id %q does not name request 5", e.id)
+		}
+		want = -1 // the response: the stream must end here
+	}
+	if want != -1 {
+		t.Fatalf("the reconnected stream ended without the response (next progress %d)", want)
+	}
+	for e := range otherEvents {
+		if m := e.msg(); m["id"] != nil && string(mustJSON(m["id"])) != "6" {
+			t.Errorf("call 6's stream carried a message of another request: %s", e.data)
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Bad input over HTTP: each gets a precise status and a JSON-RPC error with a
+// reason, and a call in flight on the session is undisturbed.
+func TestBadInputHTTP(t *testing.T) {
+	s := newServer(t, nil, &mcphttp.Options{MaxMessageBytes: 4096})
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{}}`)
+	inflight := c.do(context.Background(), http.MethodPost, countdown(`"long"`, 0.3, 3))
+	long := events(inflight.Body)
+
+	sid := mcphttp.HeaderSessionID + ": " + c.session
+	unknown := mcphttp.HeaderLastEventID + ": " + eventKey("404") + ".1"
+	cases := []struct {
+		name   string
+		method string
+		body   string
+		hdr    []string
+		status int
+		reason spec.Reason
+	}{
+		{"malformed JSON", "POST", `{"jsonrpc":"2.0","id":1,`, nil, 400, spec.ReasonParseError},
+		{"batch", "POST", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, nil, 400, spec.ReasonInvalidRequest},
+		{"wrong content type", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Content-Type: text/plain"}, 415, spec.ReasonUnsupportedMediaType},
+		{"accepts only JSON", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Accept: application/json"}, 406, spec.ReasonNotAcceptable},
+		{"missing session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": "}, 400, spec.ReasonSessionRequired},
+		{"unknown session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": nope"}, 404, spec.ReasonUnknownSession},
+		{"unsupported protocol version", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderProtocolVersion + ": 1999-01-01"}, 400, spec.ReasonUnsupportedVersion},
+		{"oversize body", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 5000) + `"}}`, nil, 413, spec.ReasonMessageTooLarge},
+		{"forbidden origin", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Origin: http://evil.example.com"}, 403, spec.ReasonForbidden},
+		{"forbidden host", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Host: evil.example.com"}, 403, spec.ReasonForbidden},
+		{"bad Last-Event-ID", "GET", "", []string{mcphttp.HeaderLastEventID + ": not-ours"}, 400, spec.ReasonInvalidEventID},
+		{"unknown Last-Event-ID", "GET", "", []string{unknown}, 410, spec.ReasonNotFound},
+		{"GET without SSE", "GET", "", []string{"Accept: application/json"}, 406, spec.ReasonNotAcceptable},
+		{"GET unknown session", "GET", "", []string{mcphttp.HeaderSessionID + ": nope"}, 404, spec.ReasonUnknownSession},
+		{"DELETE without session", "DELETE", "", []string{mcphttp.HeaderSessionID + ": "}, 400, spec.ReasonSessionRequired},
+		{"PUT", "PUT", "", nil, 405, ""},
+	}
+	for _, tc := range cases {
+		resp := c.do(context.Background(), tc.method, tc.body, append([]string{sid}, tc.hdr...)...)
+		var e struct {
+			Error *spec.Error `json:"error"`
+		}
+		err := json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || err != nil || e.Error == nil || e.Error.Reason != tc.reason {
+			t.Errorf("%s: got %s %+v (%v), want %d with reason %q", tc.name, resp.Status, e.Error, err, tc.status, tc.reason)
+		}
+	}
+	// The session and its call carry on.
+	if resp, body := c.post(`{"jsonrpc":"2.0","id":"p","method":"ping"}`); resp.StatusCode != 200 || !strings.Contains(body, `"result"`) {
+		t.Errorf("ping after bad input: %s %s", resp.Status, body)
+	}
+	var result string
+	for e := range long {
+		if m := e.msg(); m["result"] != nil {
+			result = e.data
+		}
+	}
+	if !strings.Contains(result, "countdown done: 3 of 3 steps") {
+		t.Errorf("the call in flight did not finish: %q", result)
+	}
+}
+
+// A second standalone GET stream on a session is refused; DELETE ends the session
+// and cancels its requests, which then answer "cancelled" to their token from
+// another session.
+func TestGetStreamAndDelete(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{}}`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	get := c.do(ctx, http.MethodGet, "")
+	if get.StatusCode != 200 || get.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET stream: %s %s", get.Status, get.Header.Get("Content-Type"))
+	}
+	getEvents := events(get.Body)
+	if again := c.do(context.Background(), http.MethodGet, ""); again.StatusCode != http.StatusConflict {
+		t.Errorf("second GET stream: %s, want 409", again.Status)
+	} else {
+		again.Body.Close()
+	}
+
+	call := c.do(context.Background(), http.MethodPost, countdown("9", 10, 10))
+	ch := events(call.Body)
+	next(t, ch) // priming
+	pol := next(t, ch).msg()
+	token, _ := pol["params"].(map[string]any)["resumeToken"].(string)
+	if token == "" {
+		t.Fatalf("no policy: %v", pol)
+	}
+	resp := c.do(context.Background(), http.MethodDelete, "")
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("DELETE: %s", resp.Status)
+	}
+	for range ch { // the call's stream ends
+	}
+	for range getEvents { // and so does the GET stream
+	}
+	if resp, _ := c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the deleted session answered %s, want 404", resp.Status)
+	}
+	d := s.raw(t)
+	d.initialize(`{"resumableRequests":{}}`)
+	_, body := d.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"requests/getStatus","params":{"requestId":9,"resumeToken":%q}}`, token))
+	if !strings.Contains(body, `"reason":"cancelled"`) {
+		t.Errorf("getStatus after DELETE: %s, want reason cancelled", body)
+	}
+}
+
+// A session that expires leaves its resumable requests resumable from a new
+// session: requests/resume by POST streams the rest and the response under the
+// original id.
+func TestSessionExpiryKeepsRequests(t *testing.T) {
+	s := newServer(t, nil, &mcphttp.Options{SessionIdle: 50 * time.Millisecond})
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{}}`)
+	ctx, drop := context.WithCancel(context.Background())
+	call := c.do(ctx, http.MethodPost, countdown("3", 0.6, 6))
+	ch := events(call.Body)
+	next(t, ch)
+	token, _ := next(t, ch).msg()["params"].(map[string]any)["resumeToken"].(string)
+	for e := next(t, ch); progressOf(e) != 1; e = next(t, ch) {
+	}
+	drop()
+	waitFor(t, "the session to expire", func() bool { return s.h.Sessions() == 0 })
+	if resp, _ := c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the expired session answered %s, want 404", resp.Status)
+	}
+
+	d := s.raw(t)
+	d.initialize(`{"resumableRequests":{}}`)
+	resp := d.do(context.Background(), http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"requests/resume","params":{"resumeToken":%q}}`, token))
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("resume answered as %s", resp.Header.Get("Content-Type"))
+	}
+	var result string
+	for e := range events(resp.Body) {
+		if m := e.msg(); m["result"] != nil && string(mustJSON(m["id"])) == "3" {
+			result = e.data
+		}
+	}
+	if !strings.Contains(result, "countdown done: 6 of 6 steps") {
+		t.Fatalf("no result after resuming from a new session: %q", result)
+	}
+}
+
+// Concurrent calls on one session each get only their own messages, and a
+// server-to-client request travels on its call's stream; the answer, POSTed
+// separately, reaches the tool.
+func TestCallStreamsIsolated(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	var wg sync.WaitGroup
+	for _, id := range []string{"1", "2", "3"} {
+		wg.Go(func() {
+			resp := c.do(context.Background(), http.MethodPost, countdown(id, 0.2, 5))
+			n := 0
+			for e := range events(resp.Body) {
+				m := e.msg()
+				if m == nil {
+					continue
+				}
+				if p, ok := m["params"].(map[string]any); ok && m["method"] == "notifications/progress" {
+					n++
+					if tok := string(mustJSON(p["progressToken"])); tok != id {
+						t.Errorf("call %s's stream carried progress of %s", id, tok)
+					}
+				}
+			}
+			if n != 5 {
+				t.Errorf("call %s: %d progress notifications, want 5", id, n)
+			}
+		})
+	}
+	wg.Wait()
+
+	resp := c.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?"}}}`)
+	ch := events(resp.Body)
+	var ask map[string]any
+	for ask = next(t, ch).msg(); ask == nil || ask["method"] != "elicitation/create"; ask = next(t, ch).msg() {
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, mustJSON(ask["id"]))
+	if r, body := c.post(answer); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("posting the answer: %s %s", r.Status, body)
+	}
+	for {
+		e := next(t, ch)
+		if m := e.msg(); m["result"] != nil {
+			if !strings.Contains(e.data, "Ada") {
+				t.Errorf("the tool did not get the answer: %s", e.data)
+			}
+			break
+		}
+	}
+}
+
+// waitFor polls cond until it holds; the condition is driven by real timers of the
+// server under test (net/http cannot run in a synctest bubble).
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
