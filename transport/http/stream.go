@@ -67,6 +67,7 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	if err := st.flushLocked(b); err != nil {
 		return err
 	}
+	st.last = time.Now() // keepalive comments do not count: they are not events
 	if m.Kind == resume.KindResponse && st.key != "" {
 		st.endLocked()
 	}
@@ -120,6 +121,7 @@ func (st *stream) startSSELocked() {
 	}
 	st.buf = b
 	_ = st.flushLocked(b)
+	st.last = time.Now()
 }
 
 // flushLocked writes b to the client now. A failure closes the stream.
@@ -135,7 +137,6 @@ func (st *stream) flushLocked(b []byte) error {
 		st.endLocked()
 		return err
 	}
-	st.last = time.Now()
 	return nil
 }
 

@@ -300,3 +300,41 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// With StreamIdle, the server closes a quiet call stream; the client polls back
+// with Last-Event-ID, as often as it takes, and gets every message once and the
+// response (SEP-1699 polling).
+func TestStreamIdlePolling(t *testing.T) {
+	s := newServer(t, nil, &mcphttp.Options{StreamIdle: 30 * time.Millisecond, KeepAlive: 10 * time.Millisecond})
+	c := s.raw(t)
+	c.initialize(`{}`)
+	resp := c.do(context.Background(), http.MethodPost, countdown("8", 0.6, 3))
+	var progress []int
+	var result string
+	last, polls := "", 0
+	for result == "" {
+		for e := range events(resp.Body) {
+			if e.id != "" {
+				last = e.id
+			}
+			if p := progressOf(e); p >= 0 {
+				progress = append(progress, p)
+			} else if m := e.msg(); m["result"] != nil {
+				result = e.data
+			}
+		}
+		if result != "" {
+			break
+		}
+		if polls++; polls > 100 {
+			t.Fatal("no result after 100 polls")
+		}
+		resp = c.do(context.Background(), http.MethodGet, "", mcphttp.HeaderLastEventID+": "+last)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("poll %d: %s", polls, resp.Status)
+		}
+	}
+	if polls < 2 || fmt.Sprint(progress) != "[1 2 3]" || !strings.Contains(result, "3 of 3 steps") {
+		t.Errorf("%d polls, progress %v, result %s; want at least 2 polls, [1 2 3] once each, the result", polls, progress, result)
+	}
+}
