@@ -170,6 +170,14 @@ func (st *stream) endLocked() {
 // event stream alive with comments, and closes it when idle past StreamIdle.
 func (st *stream) serve(r *http.Request) {
 	defer st.s.streamDone(st)
+	defer func() {
+		st.mu.Lock()
+		st.endLocked()
+		// net/http finishes the response after serve returns (the chunked
+		// terminator): not under a deadline the last event set long ago.
+		_ = st.rc.SetWriteDeadline(time.Time{})
+		st.mu.Unlock()
+	}()
 	opts := &st.s.h.opts
 	tick := time.NewTicker(opts.KeepAlive)
 	defer tick.Stop()
