@@ -1,0 +1,443 @@
+package http_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpgoserver "github.com/mark3labs/mcp-go/server"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-resume/mcp-resume/mcp"
+	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+)
+
+// The HTTP benchmarks run one client, written here on plain net/http, against
+// three Streamable HTTP servers on loopback, each serving the same two tools:
+//
+//   - ours: an mcp-go MCPServer behind mcp.New and mcphttp.NewHandler, with a
+//     client that advertises resumableRequests (ours-resume: policy notification,
+//     resume engine, sequence numbers) and with a plain client (ours-plain);
+//   - mcp-go: the same kind of MCPServer behind mcp-go's own
+//     mcpgoserver.NewStreamableHTTPServer, default options;
+//   - go-sdk: the official Go SDK's mcp.NewStreamableHTTPHandler, default options.
+//
+// Tools: echo returns its text argument; burst sends count progress
+// notifications with the call's progress token, as fast as it can, then returns.
+// Compare the sub-benchmarks of one run: benchstat -col /server.
+
+// benchProtocol is the protocol version the client asks for.
+const benchProtocol = "2025-06-18"
+
+// burstCount is the number of progress notifications of one burst call.
+const burstCount = 1000
+
+// benchTarget is one server under test.
+type benchTarget struct {
+	name string
+	caps string // the client's capabilities at initialize
+	// lossy: the server may drop a notification it has taken from the tool, so
+	// BenchmarkHTTPProgress counts what arrives instead of failing. mcp-go's POST
+	// forwarder takes a notification off the session's channel, then gives it up
+	// when it sees the response path has closed done.
+	lossy bool
+	// start serves the tools on a loopback listener; stop ends everything it
+	// started and waits for it.
+	start func() (url string, stop func())
+}
+
+var benchTargets = []benchTarget{
+	{name: "ours-resume", caps: `{"resumableRequests":{}}`, start: startOurs},
+	{name: "ours-plain", caps: `{}`, start: startOurs},
+	{name: "mcp-go", caps: `{}`, start: startMCPGo, lossy: true},
+	{name: "go-sdk", caps: `{}`, start: startGoSDK},
+}
+
+func startOurs() (string, func()) {
+	core := mcp.New(mcpgoToolServer(), nil)
+	h := mcphttp.NewHandler(core, nil)
+	srv := httptest.NewServer(h)
+	return srv.URL + "/mcp", func() {
+		h.Close()
+		srv.Close()
+		core.Close()
+	}
+}
+
+func startMCPGo() (string, func()) {
+	s := mcpgoserver.NewStreamableHTTPServer(mcpgoToolServer())
+	srv := httptest.NewServer(s)
+	return srv.URL + "/mcp", func() {
+		s.CloseSessions(context.Background())
+		srv.Close()
+	}
+}
+
+func startGoSDK() (string, func()) {
+	s := goSDKToolServer()
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	srv := httptest.NewServer(h)
+	return srv.URL + "/mcp", srv.Close
+}
+
+// mcpgoToolServer is an MCPServer with echo and burst, a new one for each
+// server under test (mcp.New adds a middleware to the one it wraps).
+func mcpgoToolServer() *mcpgoserver.MCPServer {
+	s := mcpgoserver.NewMCPServer("bench", "1", mcpgoserver.WithToolCapabilities(false))
+	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text", mcpgo.Required())),
+		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			text, err := req.RequireString("text")
+			if err != nil {
+				return mcpgo.NewToolResultError(err.Error()), nil
+			}
+			return mcpgo.NewToolResultText(text), nil
+		})
+	s.AddTool(mcpgo.NewTool("burst", mcpgo.WithNumber("count", mcpgo.Required())),
+		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			n := req.GetInt("count", 0)
+			var token mcpgo.ProgressToken
+			if req.Params.Meta != nil {
+				token = req.Params.Meta.ProgressToken
+			}
+			srv := mcpgoserver.ServerFromContext(ctx)
+			for i := 1; i <= n; i++ {
+				params := map[string]any{"progressToken": token, "progress": i, "total": n}
+				// mcp-go's notification channel is bounded and refuses when full:
+				// wait a little for room (a queue that full keeps the transport
+				// busy meanwhile), so that every notification is delivered.
+				for {
+					err := srv.SendNotificationToClient(ctx, "notifications/progress", params)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, mcpgoserver.ErrNotificationChannelBlocked) || ctx.Err() != nil {
+						return nil, fmt.Errorf("progress %d: %w", i, err)
+					}
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+			return mcpgo.NewToolResultText("done"), nil
+		})
+	return s
+}
+
+// goSDKToolServer is the go-sdk server with echo and burst. Its tools take raw
+// arguments, as mcp-go's do: no schema validation on either side.
+func goSDKToolServer() *sdk.Server {
+	s := sdk.NewServer(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
+	s.AddTool(&sdk.Tool{Name: "echo", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []string{"text"},
+	}}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var args struct {
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Text == nil {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "required argument \"text\" not found"}}}, nil
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: *args.Text}}}, nil
+	})
+	s.AddTool(&sdk.Tool{Name: "burst", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"count": map[string]any{"type": "number"}}, "required": []string{"count"},
+	}}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var args struct {
+			Count int `json:"count"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		token := req.Params.GetProgressToken()
+		for i := 1; i <= args.Count; i++ {
+			p := &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(args.Count)}
+			if err := req.Session.NotifyProgress(ctx, p); err != nil {
+				return nil, fmt.Errorf("progress %d: %w", i, err)
+			}
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil
+	})
+	return s
+}
+
+// BenchmarkHTTPToolsCall measures the round trip of one tools/call (echo) at a
+// time on one initialized session: POST, the tool, and the answer read up to its
+// response.
+func BenchmarkHTTPToolsCall(b *testing.B) {
+	for _, tg := range benchTargets {
+		b.Run("server="+tg.name, func(b *testing.B) {
+			c := newBenchClient(b, tg)
+			c.call(b, 1, `{"name":"echo","arguments":{"text":"hello"}}`, nil, checkEcho)
+			id := 1
+			b.ReportAllocs()
+			for b.Loop() {
+				id++
+				c.call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, nil)
+			}
+		})
+	}
+}
+
+// BenchmarkHTTPProgress measures the delivery of progress notifications on one
+// SSE stream: one tools/call of burst (burstCount notifications) per op; notes/s
+// and ns/note are the throughput seen by the client (notifications that arrived),
+// lost/op the notifications that did not.
+func BenchmarkHTTPProgress(b *testing.B) {
+	for _, tg := range benchTargets {
+		b.Run("server="+tg.name, func(b *testing.B) {
+			c := newBenchClient(b, tg)
+			params := fmt.Sprintf(`{"name":"burst","arguments":{"count":%d},"_meta":{"progressToken":"p"}}`, burstCount)
+			token := []byte(`"p"`)
+			var notes int
+			count := func(m *benchMsg) {
+				if m.Method == "notifications/progress" {
+					if !bytes.Equal(m.Params.ProgressToken, token) {
+						b.Fatalf("progress token %s, want %s", m.Params.ProgressToken, token)
+					}
+					notes++
+				}
+			}
+			c.call(b, 1, params, count, nil)
+			if notes != burstCount && !tg.lossy {
+				b.Fatalf("got %d progress notifications, want %d", notes, burstCount)
+			}
+			id, calls := 1, 0
+			notes = 0
+			b.ReportAllocs()
+			for b.Loop() {
+				id++
+				calls++
+				c.call(b, id, params, count, nil)
+			}
+			lost := calls*burstCount - notes
+			if lost != 0 && !tg.lossy {
+				b.Fatalf("got %d progress notifications in %d calls, want %d each", notes, calls, burstCount)
+			}
+			b.ReportMetric(float64(notes)/b.Elapsed().Seconds(), "notes/s")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(notes), "ns/note")
+			b.ReportMetric(float64(lost)/float64(calls), "lost/op")
+		})
+	}
+}
+
+func checkEcho(b *testing.B, resp *benchMsg) {
+	var r struct {
+		Content []struct{ Type, Text string } `json:"content"`
+		IsError bool                          `json:"isError"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil || r.IsError || len(r.Content) != 1 || r.Content[0].Text != "hello" {
+		b.Fatalf("echo result %s (%v)", resp.Result, err)
+	}
+}
+
+// benchClient is the one client of every server: raw net/http, one keep-alive
+// connection, the Streamable HTTP client rules and nothing else.
+type benchClient struct {
+	hc      *http.Client
+	url     string
+	session string // Mcp-Session-Id, once initialized
+	proto   string // MCP-Protocol-Version, once initialized
+	br      *bufio.Reader
+	line    []byte // the current SSE line, when longer than br's buffer
+	data    []byte // the current SSE event's data
+}
+
+// benchMsg is what the client reads of a message from the server.
+type benchMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+	} `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// newBenchClient starts tg and initializes a session on it (caps are the client
+// capabilities). Everything is stopped at the end of the benchmark: the session
+// is deleted, idle connections closed, the server stopped.
+func newBenchClient(b *testing.B, tg benchTarget) *benchClient {
+	url, stop := tg.start()
+	tr := &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true}
+	c := &benchClient{hc: &http.Client{Transport: tr, Timeout: time.Minute}, url: url, br: bufio.NewReaderSize(nil, 16<<10)}
+	b.Cleanup(func() {
+		if c.session != "" {
+			req, _ := http.NewRequest(http.MethodDelete, c.url, nil)
+			req.Header.Set("Mcp-Session-Id", c.session)
+			req.Header.Set("MCP-Protocol-Version", c.proto)
+			if resp, err := c.hc.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		}
+		tr.CloseIdleConnections()
+		stop()
+	})
+
+	init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":%s,"clientInfo":{"name":"bench","version":"1"}}}`,
+		benchProtocol, tg.caps)
+	resp, hdr := c.post(b, init, []byte("0"), nil)
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil || r.ProtocolVersion == "" {
+		b.Fatalf("initialize result %s (%v)", resp.Result, err)
+	}
+	c.session, c.proto = hdr.Get("Mcp-Session-Id"), r.ProtocolVersion
+	if c.session == "" {
+		b.Fatal("initialize: no Mcp-Session-Id")
+	}
+	c.post(b, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil, nil)
+	return c
+}
+
+// call makes tools/call id with params and reads its answer to the response;
+// onMsg sees every other message, check the response.
+func (c *benchClient) call(b *testing.B, id int, params string, onMsg func(*benchMsg), check func(*testing.B, *benchMsg)) {
+	sid := strconv.Itoa(id)
+	msg := make([]byte, 0, 64+len(params))
+	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
+	msg = append(msg, sid...)
+	msg = append(msg, `,"method":"tools/call","params":`...)
+	msg = append(msg, params...)
+	msg = append(msg, '}')
+	resp, _ := c.post(b, msg, []byte(sid), onMsg)
+	if check != nil {
+		check(b, resp)
+	}
+}
+
+// post sends msg. For a request (id not nil) it reads the answer, a JSON body or
+// an event stream, up to the response with id, which it returns with the
+// response's headers; onMsg sees the other messages. For a notification it
+// expects 202 Accepted. The body is always read to its end, so the connection
+// is reused.
+func (c *benchClient) post(b *testing.B, msg, id []byte, onMsg func(*benchMsg)) (*benchMsg, http.Header) {
+	req, err := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(msg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("MCP-Protocol-Version", c.proto)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}()
+	if id == nil {
+		if resp.StatusCode != http.StatusAccepted {
+			b.Fatalf("notification: %s", resp.Status)
+		}
+		return nil, resp.Header
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		b.Fatalf("request %s: %s: %s", id, resp.Status, body)
+	}
+	ct := resp.Header.Get("Content-Type")
+	var m *benchMsg
+	switch {
+	case len(ct) >= 16 && ct[:16] == "application/json":
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m = c.decode(b, body)
+	case len(ct) >= 17 && ct[:17] == "text/event-stream":
+		m = c.events(b, resp.Body, onMsg, id)
+	default:
+		b.Fatalf("request %s: Content-Type %q", id, ct)
+	}
+	if m == nil || !bytes.Equal(m.ID, id) || m.Method != "" {
+		b.Fatalf("request %s: no response", id)
+	}
+	if m.Error != nil {
+		b.Fatalf("request %s: error %s", id, m.Error)
+	}
+	return m, resp.Header
+}
+
+// events reads an event stream up to the response with id, giving every other
+// message to onMsg.
+func (c *benchClient) events(b *testing.B, body io.Reader, onMsg func(*benchMsg), id []byte) *benchMsg {
+	c.br.Reset(body)
+	c.data = c.data[:0]
+	inEvent := false
+	for {
+		line, err := c.readLine()
+		if err != nil {
+			b.Fatalf("request %s: event stream ended before the response: %v", id, err)
+		}
+		switch {
+		case len(line) == 0: // the end of an event
+			if inEvent && len(c.data) > 0 {
+				m := c.decode(b, c.data)
+				if m.Method == "" && m.ID != nil {
+					if !bytes.Equal(m.ID, id) {
+						b.Fatalf("request %s: response to %s on its stream", id, m.ID)
+					}
+					return m
+				}
+				if onMsg != nil {
+					onMsg(m)
+				}
+			}
+			c.data, inEvent = c.data[:0], false
+		case line[0] == ':': // a comment
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := line[5:]
+			if len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			if inEvent {
+				c.data = append(c.data, '\n')
+			}
+			c.data = append(c.data, v...)
+			inEvent = true
+		}
+	}
+}
+
+// readLine returns the next line of the stream without its line ending. It is
+// valid until the next call.
+func (c *benchClient) readLine() ([]byte, error) {
+	line, err := c.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		c.line = append(c.line[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = c.br.ReadSlice('\n')
+			c.line = append(c.line, line...)
+		}
+		line = c.line
+	}
+	if err != nil {
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+func (c *benchClient) decode(b *testing.B, data []byte) *benchMsg {
+	m := new(benchMsg)
+	if err := json.Unmarshal(data, m); err != nil {
+		b.Fatalf("a message from the server: %v: %s", err, data)
+	}
+	return m
+}
