@@ -110,6 +110,10 @@ type Engine struct {
 	tombs    map[TokenHash]tombstone
 	tombQ    []TokenHash // insertion order, for expiry and the count bound
 	closed   bool
+
+	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
+	tmu       sync.Mutex               // guards tm; taken with a request's mu held, never the reverse
+	tm        timers
 }
 
 type tombstone struct {
@@ -124,8 +128,10 @@ func New(store Store, opts *Options) *Engine {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Engine{
 		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
-		live:  make(map[TokenHash]*Request),
-		tombs: make(map[TokenHash]tombstone),
+		live:      make(map[TokenHash]*Request),
+		tombs:     make(map[TokenHash]tombstone),
+		durations: [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
+		tm:        timers{epoch: time.Now()},
 	}
 }
 
@@ -227,10 +233,8 @@ func (e *Engine) Close() {
 		reqs = append(reqs, r)
 	}
 	e.mu.Unlock()
+	e.stopTimers()
 	for _, r := range reqs {
-		r.mu.Lock()
-		r.stopTimerLocked()
-		r.mu.Unlock()
 		r.cancel(ErrClosed)
 	}
 	e.stop()
