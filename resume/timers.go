@@ -37,7 +37,6 @@ type timers struct {
 	timer   *time.Timer           // created on first use; fires Engine.fire
 	at      time.Duration         // when timer is armed for (since epoch); 0 when it is not
 	sweepAt int                   // queued entries at which stale ones are swept out
-	closed  bool
 }
 
 // arm queues a deadline for r, whose tgen is gen, on clock c. Called with r.mu held.
@@ -45,9 +44,6 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 	e.tmu.Lock()
 	defer e.tmu.Unlock()
 	t := &e.tm
-	if t.closed {
-		return
-	}
 	now := time.Since(t.epoch) // read under tmu, so that each queue stays in order
 	due := now + e.durations[c]
 	t.q[c] = append(t.q[c], deadline{r: r, gen: gen, due: due})
@@ -78,10 +74,6 @@ func (t *timers) sweepLocked() int {
 func (e *Engine) fire() {
 	e.tmu.Lock()
 	t := &e.tm
-	if t.closed {
-		e.tmu.Unlock()
-		return
-	}
 	now := time.Since(t.epoch)
 	var due []deadline
 	var next time.Duration // 0: none
@@ -114,12 +106,12 @@ func (e *Engine) fire() {
 	}
 }
 
-// stopTimers stops the engine's timer for good (Engine.Close).
+// stopTimers drops every queued deadline and stops the engine's timer
+// (Engine.Close). A request re-armed later arms it again.
 func (e *Engine) stopTimers() {
 	e.tmu.Lock()
 	defer e.tmu.Unlock()
 	t := &e.tm
-	t.closed = true
 	if t.timer != nil {
 		t.timer.Stop()
 	}
