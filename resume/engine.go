@@ -189,7 +189,8 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	r.mu.Lock()
 	if so.Sink != nil {
-		r.att = &attachment{sink: so.Sink}
+		r.att0 = attachment{sink: so.Sink}
+		r.att = &r.att0
 	} else {
 		r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
 	}
