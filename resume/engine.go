@@ -252,7 +252,7 @@ func (e *Engine) leftProcessing(r *Request, kept bool) {
 	}
 	r.inRetainQ = true
 	e.retained++
-	e.retainQ = append(e.retainQ, r)
+	e.retainQ = push(e.retainQ, r)
 	if len(e.retainQ) > 2*e.retained+64 { // drop the gone ones, amortized
 		e.retainQ = slices.DeleteFunc(e.retainQ, func(q *Request) bool { return q.gone.Load() })
 	}

@@ -46,7 +46,15 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 	t := &e.tm
 	now := time.Since(t.epoch) // read under tmu, so that each queue stays in order
 	due := now + e.durations[c]
-	t.q[c] = append(t.q[c], deadline{r: r, gen: gen, due: due})
+	for k, q := range t.q {
+		// The deadline this one replaces is often the newest of its queue (a
+		// response written right after completion): drop it now, not when due.
+		if n := len(q); n > 0 && q[n-1].r == r {
+			q[n-1] = deadline{}
+			t.q[k] = q[:n-1]
+		}
+	}
+	t.q[c] = push(t.q[c], deadline{r: r, gen: gen, due: due})
 	if n := len(t.q[0]) + len(t.q[1]) + len(t.q[2]); n >= max(t.sweepAt, 64) {
 		t.sweepAt = 2 * t.sweepLocked()
 	}
@@ -117,4 +125,14 @@ func (e *Engine) stopTimers() {
 	}
 	t.q = [numClocks][]deadline{}
 	t.at = 0
+}
+
+// push appends v to the FIFO q, doubling its array when full: append grows a large
+// slice by a quarter, which for a queue that only grows (results retained for a
+// minute, under load) allocates five times its final size instead of twice.
+func push[T any](q []T, v T) []T {
+	if len(q) == cap(q) {
+		q = append(make([]T, 0, 2*len(q)+16), q...)
+	}
+	return append(q, v)
 }
