@@ -93,3 +93,25 @@ func BenchmarkDetachedRequestMemory(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(b.N)/requests, "B/req")
 }
+
+// BenchmarkStartComplete measures the engine's own cost of one resumable request
+// as the core makes it for a short tools/call: Start attached to a sink, Complete
+// with a prebuilt response, which is written to the sink and then retained for
+// DeliveredRetention (default options, so results pile up as in a busy server).
+func BenchmarkStartComplete(b *testing.B) {
+	e := resume.New(memstore.New(), nil)
+	defer e.Close()
+	resp := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"_meta":{"io.mcp-resume/seq":1},"content":[{"type":"text","text":"hello"}]}}`)
+	encode := func(uint64) []byte { return resp }
+	id := []byte(`12345`)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, _, err := e.Start(id, &resume.StartOptions{Sink: discardSink{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Complete(false, encode); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -110,6 +110,10 @@ type Engine struct {
 	tombs    map[TokenHash]tombstone
 	tombQ    []TokenHash // insertion order, for expiry and the count bound
 	closed   bool
+
+	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
+	tmu       sync.Mutex               // guards tm; taken with a request's mu held, never the reverse
+	tm        timers
 }
 
 type tombstone struct {
@@ -124,8 +128,10 @@ func New(store Store, opts *Options) *Engine {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Engine{
 		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
-		live:  make(map[TokenHash]*Request),
-		tombs: make(map[TokenHash]tombstone),
+		live:      make(map[TokenHash]*Request),
+		tombs:     make(map[TokenHash]tombstone),
+		durations: [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
+		tm:        timers{epoch: time.Now()},
 	}
 }
 
@@ -183,7 +189,8 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	r.mu.Lock()
 	if so.Sink != nil {
-		r.att = &attachment{sink: so.Sink}
+		r.att0 = attachment{sink: so.Sink}
+		r.att = &r.att0
 	} else {
 		r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
 	}
@@ -227,10 +234,8 @@ func (e *Engine) Close() {
 		reqs = append(reqs, r)
 	}
 	e.mu.Unlock()
+	e.stopTimers()
 	for _, r := range reqs {
-		r.mu.Lock()
-		r.stopTimerLocked()
-		r.mu.Unlock()
 		r.cancel(ErrClosed)
 	}
 	e.stop()
@@ -247,7 +252,7 @@ func (e *Engine) leftProcessing(r *Request, kept bool) {
 	}
 	r.inRetainQ = true
 	e.retained++
-	e.retainQ = append(e.retainQ, r)
+	e.retainQ = push(e.retainQ, r)
 	if len(e.retainQ) > 2*e.retained+64 { // drop the gone ones, amortized
 		e.retainQ = slices.DeleteFunc(e.retainQ, func(q *Request) bool { return q.gone.Load() })
 	}

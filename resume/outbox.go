@@ -7,6 +7,7 @@ import "slices"
 // It is guarded by its Request's mutex.
 type outbox struct {
 	entries []entry
+	first   [1]entry // entries' array while it holds at most one (saves an allocation)
 	bytes   int
 	last    uint64 // last sequence number given out
 	dropped uint64 // messages dropped under the budget
@@ -22,6 +23,9 @@ type entry struct {
 func (q *outbox) next() uint64 { q.last++; return q.last }
 
 func (q *outbox) add(m Message) {
+	if q.entries == nil {
+		q.entries = q.first[:0]
+	}
 	q.entries = append(q.entries, entry{seq: m.Seq, size: int32(len(m.Data)), kind: m.Kind, key: m.Key})
 	q.bytes += len(m.Data)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Request is one resumable request. Its methods are safe for concurrent use.
@@ -22,13 +21,15 @@ type Request struct {
 	ackMode bool
 	q       outbox
 	att     *attachment // nil when detached
-	timer   *time.Timer // created once, re-armed by scheduleLocked
-	due     time.Time   // when the timer's action is due; zero when none is
+	att0    attachment  // the attachment made by Start (saves an allocation)
 	// delivered: the final response was written to an attached client, so the
 	// shorter DeliveredRetention applies.
 	delivered bool
 	inRetainQ bool        // counted in the engine's retained results (guarded by r.mu)
 	gone      atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	// tgen is the generation of the request's deadline in the engine's timers:
+	// bumped under r.mu each time the deadline is set or stopped, read anywhere.
+	tgen atomic.Uint64
 }
 
 // attachment is one period of a request being attached to a sink.
@@ -230,11 +231,12 @@ func (r *Request) setStateLocked(s State) {
 	}
 }
 
-// scheduleLocked sets the one timer a request has, from its state and attachment:
-// a detached processing request expires after MaxWait; an ended one is dropped
-// after Retention; an attached processing request has no timer.
+// scheduleLocked sets the one deadline a request has, from its state and
+// attachment: a detached processing request expires after MaxWait; an ended one is
+// dropped after Retention (DeliveredRetention once its response was written); an
+// attached processing request has none.
 func (r *Request) scheduleLocked() {
-	var d time.Duration
+	var c clock
 	switch {
 	case r.gone.Load():
 		return
@@ -242,43 +244,25 @@ func (r *Request) scheduleLocked() {
 		r.stopTimerLocked()
 		return
 	case r.state == StateProcessing:
-		d = r.e.opts.MaxWait
+		c = clockMaxWait
 	case r.delivered:
-		d = r.e.opts.DeliveredRetention
+		c = clockDelivered
 	default:
-		d = r.e.opts.Retention
+		c = clockRetention
 	}
-	// One timer per request, re-armed. A callback already running for an earlier
-	// arming (Stop and Reset cannot stop it) finds the new due time and re-arms.
-	r.due = time.Now().Add(d)
-	if r.timer == nil {
-		r.timer = time.AfterFunc(d, r.onTimer)
-	} else {
-		r.timer.Reset(d)
-	}
+	r.e.arm(r, r.tgen.Add(1), c) // the deadline queued before, if any, is now stale
 }
 
-func (r *Request) stopTimerLocked() {
-	r.due = time.Time{}
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-}
+func (r *Request) stopTimerLocked() { r.tgen.Add(1) }
 
-func (r *Request) onTimer() {
+// onTimer runs when the deadline of generation gen comes due.
+func (r *Request) onTimer(gen uint64) {
 	r.mu.Lock()
-	if early := time.Until(r.due); !r.gone.Load() && !r.due.IsZero() && early > 0 {
-		r.timer.Reset(early) // a stale firing
-		r.mu.Unlock()
-		return
-	}
 	switch {
-	case r.gone.Load() || r.due.IsZero():
+	case r.gone.Load() || r.tgen.Load() != gen: // freed, re-armed or stopped meanwhile
 		r.mu.Unlock()
-		return
 	case r.state == StateProcessing && r.att != nil:
 		r.mu.Unlock() // attached meanwhile
-		return
 	case r.state == StateProcessing:
 		r.setStateLocked(StateExpired)
 		r.mu.Unlock()

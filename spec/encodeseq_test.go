@@ -35,3 +35,17 @@ func TestEncodeSeqMatchesStamp(t *testing.T) {
 		}
 	}
 }
+
+// Stamping a sequence number on the fast path costs no allocation beyond the
+// message itself, whatever the number's width.
+func TestEncodeSeqAllocatesOnce(t *testing.T) {
+	result := json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)
+	for _, seq := range []uint64{0, 1, 18446744073709551615} {
+		if n := testing.AllocsPerRun(100, func() { _ = spec.EncodeResponseSeq(spec.ID(`12345`), result, seq) }); n != 1 {
+			t.Errorf("EncodeResponseSeq(seq %d): %v allocations, want 1", seq, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = spec.EncodeRequestSeq(nil, "notifications/progress", result, seq) }); n != 1 {
+			t.Errorf("EncodeRequestSeq(seq %d): %v allocations, want 1", seq, n)
+		}
+	}
+}

@@ -112,7 +112,7 @@ func EncodeResponse(id ID, result json.RawMessage) []byte { return EncodeRespons
 // EncodeResponseSeq returns a result response for id whose result carries sequence
 // number seq (none when seq is 0).
 func EncodeResponseSeq(id ID, result json.RawMessage, seq uint64) []byte {
-	b := make([]byte, 0, 64+len(id)+len(result))
+	b := make([]byte, 0, 64+len(id)+len(result)+seqRoom(seq))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = appendID(b, id)
 	b = append(b, `,"result":`...)
@@ -148,7 +148,7 @@ func EncodeRequest(id ID, method string, params json.RawMessage) []byte {
 // EncodeRequestSeq is EncodeRequest with sequence number seq stamped in the params
 // (none when seq is 0).
 func EncodeRequestSeq(id ID, method string, params json.RawMessage, seq uint64) []byte {
-	b := make([]byte, 0, 80+len(id)+len(method)+len(params))
+	b := make([]byte, 0, 80+len(id)+len(method)+len(params)+seqRoom(seq))
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if len(id) > 0 {
 		b = append(b, `"id":`...)

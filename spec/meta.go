@@ -60,6 +60,15 @@ func appendStamped(b, obj []byte, key string, val []byte) []byte {
 	return append(b, obj[1:]...)
 }
 
+// seqRoom is the most appendWithSeq adds to an object for seq, so that builders
+// allocate once: `"_meta":{"<MetaSeq>":<up to 20 digits>},`.
+func seqRoom(seq uint64) int {
+	if seq == 0 {
+		return 0
+	}
+	return len(`"_meta":{"":},`) + len(MetaSeq) + 20
+}
+
 // appendWithSeq appends obj with its sequence number stamped, without an
 // intermediate copy when it can.
 func appendWithSeq(b []byte, obj json.RawMessage, seq uint64) []byte {

@@ -18,8 +18,9 @@ type Store struct {
 }
 
 type request struct {
-	rec  resume.Record
-	msgs []resume.Message // ascending Seq
+	rec   resume.Record
+	msgs  []resume.Message  // ascending Seq
+	first [1]resume.Message // msgs' array while it holds at most one (saves an allocation)
 }
 
 var _ resume.Store = (*Store)(nil)
@@ -59,6 +60,9 @@ func (s *Store) Append(_ context.Context, h resume.TokenHash, m resume.Message) 
 	r, ok := s.reqs[h]
 	if !ok {
 		return resume.ErrNotFound
+	}
+	if r.msgs == nil {
+		r.msgs = r.first[:0]
 	}
 	r.msgs = append(r.msgs, m)
 	return nil

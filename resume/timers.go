@@ -1,0 +1,138 @@
+package resume
+
+import (
+	"slices"
+	"time"
+)
+
+// The engine keeps every request's deadline (maxWait, Retention or
+// DeliveredRetention) with one timer of its own instead of one per request. A
+// deadline is now plus one of those three durations, so each kind of deadline is
+// queued in a FIFO that stays sorted; the timer fires at the earliest head. A
+// request re-armed or stopped bumps its generation; the entries of older
+// generations are skipped when they come due, and swept out when they outnumber
+// the current ones.
+
+// clock names a request's deadline: which duration runs.
+type clock uint8
+
+const (
+	clockMaxWait clock = iota
+	clockRetention
+	clockDelivered
+	numClocks
+)
+
+// deadline is a queued request deadline, current while gen is the request's tgen.
+type deadline struct {
+	r   *Request
+	gen uint64
+	due time.Duration // since timers.epoch, on the monotonic clock
+}
+
+// timers is the engine's deadline queues. Its fields are guarded by Engine.tmu.
+type timers struct {
+	q       [numClocks][]deadline // each in ascending due
+	epoch   time.Time             // when the engine was made
+	timer   *time.Timer           // created on first use; fires Engine.fire
+	at      time.Duration         // when timer is armed for (since epoch); 0 when it is not
+	sweepAt int                   // queued entries at which stale ones are swept out
+}
+
+// arm queues a deadline for r, whose tgen is gen, on clock c. Called with r.mu held.
+func (e *Engine) arm(r *Request, gen uint64, c clock) {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	t := &e.tm
+	now := time.Since(t.epoch) // read under tmu, so that each queue stays in order
+	due := now + e.durations[c]
+	for k, q := range t.q {
+		// The deadline this one replaces is often the newest of its queue (a
+		// response written right after completion): drop it now, not when due.
+		if n := len(q); n > 0 && q[n-1].r == r {
+			q[n-1] = deadline{}
+			t.q[k] = q[:n-1]
+		}
+	}
+	t.q[c] = push(t.q[c], deadline{r: r, gen: gen, due: due})
+	if n := len(t.q[0]) + len(t.q[1]) + len(t.q[2]); n >= max(t.sweepAt, 64) {
+		t.sweepAt = 2 * t.sweepLocked()
+	}
+	if t.at == 0 || due < t.at {
+		t.at = due
+		if t.timer == nil {
+			t.timer = time.AfterFunc(due-now, e.fire)
+		} else {
+			t.timer.Reset(due - now)
+		}
+	}
+}
+
+// sweepLocked drops the stale entries and returns how many are left.
+func (t *timers) sweepLocked() int {
+	n := 0
+	for c := range t.q {
+		t.q[c] = slices.DeleteFunc(t.q[c], func(d deadline) bool { return d.gen != d.r.tgen.Load() })
+		n += len(t.q[c])
+	}
+	return n
+}
+
+// fire runs the deadlines that are due and re-arms the timer for the next one.
+func (e *Engine) fire() {
+	e.tmu.Lock()
+	t := &e.tm
+	now := time.Since(t.epoch)
+	var due []deadline
+	var next time.Duration // 0: none
+	for c := range t.q {
+		q := t.q[c]
+		i := 0
+		for ; i < len(q) && q[i].due <= now; i++ {
+			if q[i].gen == q[i].r.tgen.Load() {
+				due = append(due, q[i])
+			}
+			q[i] = deadline{}
+		}
+		if i == len(q) {
+			q = q[:0] // reuse the array
+		} else {
+			q = q[i:]
+		}
+		t.q[c] = q
+		if len(q) > 0 && (next == 0 || q[0].due < next) {
+			next = q[0].due
+		}
+	}
+	t.at = next
+	if next != 0 {
+		t.timer.Reset(next - now)
+	}
+	e.tmu.Unlock()
+	for _, d := range due {
+		d.r.onTimer(d.gen)
+	}
+}
+
+// stopTimers drops every queued deadline and stops the engine's timer
+// (Engine.Close). A request re-armed later arms it again.
+func (e *Engine) stopTimers() {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	t := &e.tm
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	t.q = [numClocks][]deadline{}
+	t.at = 0
+}
+
+// push appends v to the FIFO q, doubling its array when full: append grows a large
+// slice by a quarter, which for a queue that only grows (results retained for a
+// minute, under load) allocates five times its final size instead of twice.
+func push[T any](q []T, v T) []T {
+	if len(q) == cap(q) {
+		q = append(make([]T, 0, 2*len(q)+16), q...)
+	}
+	return append(q, v)
+}
