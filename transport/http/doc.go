@@ -7,9 +7,10 @@
 //     application/json body when its response is the only message (and the client
 //     accepts JSON), otherwise a text/event-stream that carries every message of the
 //     request (policy, progress, logs, sampling and elicitation requests) and ends
-//     with its response. tools/call and requests/resume always stream, starting
-//     with a priming event (an event id and a retry field, SEP-1699). A
-//     notification or a response gets 202 Accepted.
+//     with its response. tools/call always streams, and an accepted
+//     requests/resume too (its lookup errors come as a JSON body), starting with a
+//     priming event (an event id and a retry field, SEP-1699). A notification or a
+//     response gets 202 Accepted.
 //   - GET: with Last-Event-ID, reconnects to the request stream that event belongs
 //     to and replays what follows it; without, opens the session's stream for
 //     messages of no request (one per session).
