@@ -5,99 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/spec"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 )
-
-// cutProxy forwards TCP connections to target and cuts each one (both directions)
-// after a random number of bytes from the server: mid-header, mid-event, between
-// events, wherever the budget runs out.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	lo, hi int // byte budget range per connection
-
-	mu   sync.Mutex // guards rng and open
-	rng  *rand.Rand
-	open map[net.Conn]struct{}
-
-	cuts atomic.Int64
-	wg   sync.WaitGroup
-}
-
-func newCutProxy(t testing.TB, target string, lo, hi int) *cutProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target, lo: lo, hi: hi, rng: rand.New(rand.NewPCG(1, 2)), open: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *cutProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.forward(c)
-		}()
-	}
-}
-
-func (p *cutProxy) forward(c net.Conn) {
-	s, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	budget := p.lo + p.rng.IntN(p.hi-p.lo)
-	p.open[c], p.open[s] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	closeBoth := func() {
-		c.Close()
-		s.Close()
-		p.mu.Lock()
-		delete(p.open, c)
-		delete(p.open, s)
-		p.mu.Unlock()
-	}
-	defer closeBoth()
-	go func() {
-		_, _ = io.Copy(s, c)
-		closeBoth()
-	}()
-	n, _ := io.CopyN(c, s, int64(budget))
-	if n == int64(budget) {
-		p.cuts.Add(1)
-	}
-}
-
-func (p *cutProxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for c := range p.open {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
 
 // Fault test: 200 concurrent long calls through a proxy that cuts every connection
 // at a random point, several times per call. Each client resumes from a new
@@ -108,8 +25,8 @@ func TestFaultProxy(t *testing.T) {
 		t.Skip("slow")
 	}
 	s := newServer(t, nil, nil)
-	p := newCutProxy(t, s.srv.Listener.Addr().String(), 300, 1500)
-	url := "http://" + p.ln.Addr().String() + "/mcp"
+	p := faultproxy.New(t, s.srv.Listener.Addr().String(), 300, 1500)
+	url := "http://" + p.Addr() + "/mcp"
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -125,7 +42,7 @@ func TestFaultProxy(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("%d calls, %d connections cut, %d reconnects", calls, p.cuts.Load(), reconnects.Load())
+	t.Logf("%d calls, %d connections cut, %d reconnects", calls, p.Cuts(), reconnects.Load())
 	if reconnects.Load() < 2*calls {
 		t.Errorf("only %d reconnects for %d calls: the proxy did not cut enough to test anything", reconnects.Load(), calls)
 	}
