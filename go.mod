@@ -3,6 +3,7 @@ module github.com/mcp-resume/mcp-resume
 go 1.26.8
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/google/uuid v1.6.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -103,4 +103,13 @@ const (
 	ReasonInvalidEventID Reason = "invalid_event_id"
 	// ReasonStreamConflict (409): a second standalone GET stream for a session.
 	ReasonStreamConflict Reason = "stream_conflict"
+
+	// WebSocket (transport/ws).
+
+	// ReasonSubprotocolRequired (HTTP 400, before the upgrade): the client did not
+	// offer the WebSocket subprotocol "mcp".
+	ReasonSubprotocolRequired Reason = "subprotocol_required"
+	// ReasonBinaryFrame (-32600, id null): a binary WebSocket message; messages are
+	// text. The message is skipped and the connection stays open.
+	ReasonBinaryFrame Reason = "binary_frame"
 )

@@ -1,0 +1,281 @@
+package ws
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// Subprotocol is the WebSocket subprotocol both ends must agree on.
+const Subprotocol = "mcp"
+
+// ErrPeerUnresponsive is the Read error of a connection dropped because the peer
+// did not answer a ping in time.
+var ErrPeerUnresponsive = errors.New("ws: peer did not answer a ping")
+
+// Options configure a Conn, on either end. The zero value of each field means its
+// default.
+type Options struct {
+	// MaxMessageBytes bounds one message read. A longer text message is skipped
+	// and reported as *transport.TooLargeError. Default
+	// transport.DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// PingInterval is the time between keepalive pings. Default 20s; negative
+	// disables the keepalive.
+	PingInterval time.Duration
+	// PingTimeout is how long a ping waits for its pong before the peer is taken
+	// for dead and the connection dropped. Default 10s.
+	PingTimeout time.Duration
+	// WriteTimeout bounds one Write; a peer that does not read for that long loses
+	// its connection. Default 30s.
+	WriteTimeout time.Duration
+	// CloseTimeout bounds the close handshake of Close; past it the connection is
+	// dropped. Default 1s.
+	CloseTimeout time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.MaxMessageBytes <= 0 {
+		v.MaxMessageBytes = transport.DefaultMaxMessageBytes
+	}
+	def := func(d *time.Duration, val time.Duration) {
+		if *d == 0 {
+			*d = val
+		}
+	}
+	def(&v.PingInterval, 20*time.Second)
+	def(&v.PingTimeout, 10*time.Second)
+	def(&v.WriteTimeout, 30*time.Second)
+	def(&v.CloseTimeout, time.Second)
+	return v
+}
+
+// Conn is a transport.Conn over one WebSocket connection: one JSON-RPC message per
+// text message. It is safe for the concurrency transport.Conn allows: one reader,
+// any number of writers, Close from anywhere.
+type Conn struct {
+	ws   *websocket.Conn
+	raw  *rawConn // under ws; closing it ends every operation at once
+	opts Options
+
+	life   context.Context // ends when the connection is closed or dropped
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the keepalive goroutine
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by Close
+
+	mu   sync.Mutex // guards fail
+	fail error      // why we dropped the connection (keepalive), for Read
+
+	eof bool // the peer's close frame was read; owned by the reader
+}
+
+var _ transport.Conn = (*Conn)(nil)
+
+func newConn(c *websocket.Conn, raw *rawConn, o Options) *Conn {
+	c.SetReadLimit(-1) // Read enforces the limit itself, without closing
+	ctx, cancel := context.WithCancel(context.Background())
+	conn := &Conn{ws: c, raw: raw, opts: o, life: ctx, cancel: cancel, closed: make(chan struct{})}
+	if o.PingInterval > 0 {
+		conn.wg.Add(1)
+		go conn.keepalive()
+	}
+	return conn
+}
+
+// Read returns the next text message. A binary message is answered with a
+// JSON-RPC error and skipped. After the peer's close frame Read returns io.EOF,
+// after Close transport.ErrClosed, after a keepalive failure an error wrapping
+// ErrPeerUnresponsive.
+func (c *Conn) Read(ctx context.Context) ([]byte, error) {
+	for {
+		if c.isClosed() {
+			return nil, transport.ErrClosed
+		}
+		if c.eof {
+			return nil, io.EOF
+		}
+		typ, r, err := c.ws.Reader(ctx)
+		if err != nil {
+			return nil, c.readErr(err)
+		}
+		msg, tooLarge, err := readLimited(r, c.opts.MaxMessageBytes)
+		if err == nil && c.raw.readFailed.Load() {
+			err = io.ErrUnexpectedEOF // cut right before a frame's payload
+		}
+		if err != nil {
+			return nil, c.readErr(err)
+		}
+		if typ == websocket.MessageBinary {
+			_ = c.Write(ctx, errBinary)
+			continue
+		}
+		if tooLarge {
+			return nil, &transport.TooLargeError{Limit: c.opts.MaxMessageBytes}
+		}
+		return msg, nil
+	}
+}
+
+var errBinary = spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonBinaryFrame,
+	"binary WebSocket messages are not accepted; send each JSON-RPC message as one text message"))
+
+// readLimited reads one message of at most limit bytes. A longer one is read to its
+// end and dropped: tooLarge.
+func readLimited(r io.Reader, limit int) (msg []byte, tooLarge bool, err error) {
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if n <= int64(limit) {
+		return buf.Bytes(), false, nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, false, err
+	}
+	return nil, true, nil
+}
+
+// readErr turns a read error of the library into the Conn's.
+func (c *Conn) readErr(err error) error {
+	if c.isClosed() {
+		return transport.ErrClosed
+	}
+	c.mu.Lock()
+	fail := c.fail
+	c.mu.Unlock()
+	if fail != nil {
+		return fail
+	}
+	if websocket.CloseStatus(err) != -1 {
+		c.eof = true // the peer closed: every later Read says so too
+		return io.EOF
+	}
+	return fmt.Errorf("ws: read: %w", err)
+}
+
+// Write sends msg as one text message.
+func (c *Conn) Write(ctx context.Context, msg []byte) error {
+	if c.isClosed() {
+		return transport.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.WriteTimeout)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, msg); err != nil {
+		if c.isClosed() {
+			return transport.ErrClosed
+		}
+		return fmt.Errorf("ws: write: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection with status 1000 (normal closure).
+func (c *Conn) Close() error {
+	c.closeWith(websocket.StatusNormalClosure, "")
+	return nil
+}
+
+// closeWith sends a close frame with code and reason, waits for the peer's up to
+// CloseTimeout, and drops the connection. Only the first call does anything.
+func (c *Conn) closeWith(code websocket.StatusCode, reason string) {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = c.ws.Close(code, reason)
+		}()
+		t := time.NewTimer(c.opts.CloseTimeout)
+		select {
+		case <-done:
+		case <-t.C:
+			_ = c.raw.Close()
+			<-done
+		}
+		t.Stop()
+		_ = c.raw.Close()
+		c.cancel()
+		c.wg.Wait()
+	})
+}
+
+// drop ends the connection at once, without a close handshake: Read returns err.
+func (c *Conn) drop(err error) {
+	c.mu.Lock()
+	if c.fail == nil {
+		c.fail = err
+	}
+	c.mu.Unlock()
+	_ = c.raw.Close()
+	c.cancel()
+}
+
+func (c *Conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// rawConn is the TCP connection under a WebSocket. It remembers a failed read:
+// the library takes a connection that ends right after a frame header for the end
+// of the message (its payload reader turns the io.EOF of an empty read into the
+// message's end), so Read checks after each message whether the connection failed
+// under it. The library reads only the bytes it needs, so a complete message never
+// sets the flag.
+type rawConn struct {
+	net.Conn
+	readFailed atomic.Bool
+}
+
+func (c *rawConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.readFailed.Store(true)
+	}
+	return n, err
+}
+
+// keepalive pings the peer every PingInterval and drops the connection when a
+// pong does not come within PingTimeout.
+func (c *Conn) keepalive() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.life.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(c.life, c.opts.PingTimeout)
+		err := c.ws.Ping(ctx)
+		cancel()
+		if err != nil {
+			if c.life.Err() == nil && !c.isClosed() {
+				c.drop(fmt.Errorf("%w within %v", ErrPeerUnresponsive, c.opts.PingTimeout))
+			}
+			return
+		}
+	}
+}

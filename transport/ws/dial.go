@@ -1,0 +1,77 @@
+package ws
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// DialOptions configure Dial. Nil means defaults.
+type DialOptions struct {
+	Options
+	// Header is sent with the handshake (Origin, Authorization, ...).
+	Header http.Header
+	// TLS configures wss:// connections. Default: the system's roots.
+	TLS *tls.Config
+	// NetDial opens the TCP connection. Default: a net.Dialer.
+	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Dial opens a WebSocket connection to url (ws:// or wss://) with subprotocol
+// "mcp". A refused handshake gives an error with the HTTP status and the start of
+// the server's answer (a JSON-RPC error from a Handler).
+func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
+	var o DialOptions
+	if opts != nil {
+		o = *opts
+	}
+	netDial := o.NetDial
+	if netDial == nil {
+		netDial = (&net.Dialer{}).DialContext
+	}
+	var (
+		mu  sync.Mutex // guards raw
+		raw *rawConn
+	)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := netDial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			raw = &rawConn{Conn: c}
+			return raw, nil
+		},
+		TLSClientConfig:   o.TLS,
+		ForceAttemptHTTP2: false,
+	}
+	defer tr.CloseIdleConnections()
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		HTTPClient:      &http.Client{Transport: tr},
+		HTTPHeader:      o.Header,
+		Subprotocols:    []string{Subprotocol},
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			b, _ := io.ReadAll(resp.Body)
+			return nil, fmt.Errorf("ws: dial %s: %s: %s", url, resp.Status, b)
+		}
+		return nil, fmt.Errorf("ws: dial %s: %w", url, err)
+	}
+	if c.Subprotocol() != Subprotocol {
+		_ = c.CloseNow()
+		return nil, fmt.Errorf("ws: dial %s: the server did not agree to subprotocol %q", url, Subprotocol)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return newConn(c, raw, o.Options.withDefaults()), nil
+}
