@@ -1,6 +1,6 @@
 // Command mcp-resume serves MCP tools with resumable requests (SEP-975).
 //
-//	mcp-resume serve [--http ADDR | --stdio] [flags]
+//	mcp-resume serve [--http ADDR] [--ws ADDR] [--stdio] [flags]
 //
 // Run `mcp-resume serve -h` for the flags.
 package main
@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -29,6 +30,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
+	"github.com/mcp-resume/mcp-resume/web"
 )
 
 var version = "dev"
@@ -46,7 +49,8 @@ const usage = `usage: mcp-resume <command> [flags]
 
 commands:
   serve     serve the demo tools with resumable requests (Streamable HTTP on
-            127.0.0.1:8080/mcp by default; --stdio for stdin/stdout)
+            127.0.0.1:8080/mcp, WebSocket on /ws and the demo page on / by
+            default; --stdio for stdin/stdout)
   version   print the version
 `
 
@@ -72,6 +76,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 type serveFlags struct {
 	stdio         bool
 	httpAddr      string
+	wsAddr        string
+	wsPing        time.Duration
+	wsPingTimeout time.Duration
 	path          string
 	hosts         string
 	origins       string
@@ -98,8 +105,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP on stdin/stdout (newline-delimited JSON) instead of HTTP; logs go to stderr")
-	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve Streamable HTTP on this address (port 0: any free port)")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve Streamable HTTP (--path), WebSocket (/ws) and the demo page (/) on this address (port 0: any free port; empty: no such listener, with --ws)")
 	fs.StringVar(&f.path, "path", "/mcp", "URL path of the Streamable HTTP endpoint")
+	fs.StringVar(&f.wsAddr, "ws", "", "also serve WebSocket (/ws) and the demo page (/) on a listener of their own at this address (they are on the --http listener too)")
+	fs.DurationVar(&f.wsPing, "ws-ping", 20*time.Second, "interval of WebSocket keepalive pings (negative: none)")
+	fs.DurationVar(&f.wsPingTimeout, "ws-ping-timeout", 10*time.Second, "a WebSocket peer whose pong is this late is taken for dead: its connection is dropped and its requests detached")
 	fs.StringVar(&f.hosts, "allowed-hosts", "", "Host header values accepted, comma-separated, * for any (default: loopback names, plus the --http host when it is a name or a non-wildcard address)")
 	fs.StringVar(&f.origins, "allowed-origins", "", "Origin header values accepted, comma-separated, * for any (default: http(s) origins on loopback names)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", 10*time.Minute, "end an HTTP session with no open stream after this long (its resumable requests live on)")
@@ -120,6 +130,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if f.stdio && f.wsAddr != "" {
+		return errors.New("--ws serves the network transports; it cannot be combined with --stdio")
+	}
+	if !f.stdio && f.httpAddr == "" && f.wsAddr == "" {
+		return errors.New("nothing to serve: --http is empty and --ws is not set")
 	}
 	lvl, err := zerolog.ParseLevel(f.logLevel)
 	if err != nil {
@@ -159,13 +175,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return serveHTTP(ctx, &f, core, log)
 }
 
-// serveHTTP serves Streamable HTTP until ctx ends (SIGINT, SIGTERM), then shuts
-// down: new requests get 503, open streams close, running requests end.
+// serveHTTP serves the network transports until ctx ends (SIGINT, SIGTERM), then
+// shuts down: new requests get 503, open streams and WebSocket connections close,
+// running requests end. The --http listener has Streamable HTTP (--path),
+// WebSocket (/ws) and the demo page (/); a --ws listener the last two.
 func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, log zerolog.Logger) error {
-	ln, err := net.Listen("tcp", f.httpAddr)
-	if err != nil {
-		return err
-	}
 	h := mcphttp.NewHandler(core, &mcphttp.Options{
 		AllowedHosts:    allowedHosts(f.hosts, f.httpAddr),
 		AllowedOrigins:  splitList(f.origins),
@@ -175,20 +189,84 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, log zerolog
 		KeepAlive:       f.keepAlive,
 		Logger:          &log,
 	})
-	mux := http.NewServeMux()
-	mux.Handle(f.path, h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.New(log, "", 0)}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info().Str("version", version).Str("transport", "http").Str("url", "http://"+ln.Addr().String()+f.path).
-		Dur("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
+	wsh := ws.NewHandler(core, &ws.AcceptOptions{
+		Options: ws.Options{
+			MaxMessageBytes: f.maxMessage,
+			PingInterval:    f.wsPing,
+			PingTimeout:     f.wsPingTimeout,
+		},
+		AllowedHosts:   slices.Concat(allowedHosts(f.hosts, f.httpAddr), allowedHosts(f.hosts, f.wsAddr)),
+		AllowedOrigins: splitList(f.origins),
+		Logger:         &log,
+	})
+	page := web.Handler()
+
+	type listener struct {
+		ln  net.Listener
+		srv *http.Server
+	}
+	var lns []listener
+	listen := func(addr string, mux *http.ServeMux) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		lns = append(lns, listener{ln, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.New(log, "", 0)}})
+		return nil
+	}
+	closeAll := func() {
+		for _, l := range lns {
+			_ = l.ln.Close()
+		}
+	}
+	if f.httpAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle(f.path, h)
+		mux.Handle("/ws", wsh)
+		mux.Handle("/", page)
+		if err := listen(f.httpAddr, mux); err != nil {
+			return err
+		}
+	}
+	if f.wsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/ws", wsh)
+		mux.Handle("/", page)
+		if err := listen(f.wsAddr, mux); err != nil {
+			closeAll()
+			return err
+		}
+	}
+	errc := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { errc <- l.srv.Serve(l.ln) }()
+	}
+	for i, l := range lns {
+		addr := l.ln.Addr().String()
+		ev := log.Info().Str("version", version)
+		if i == 0 && f.httpAddr != "" {
+			ev = ev.Str("transport", "http").Str("url", "http://"+addr+f.path)
+		} else {
+			ev = ev.Str("transport", "ws")
+		}
+		ev.Str("ws", "ws://"+addr+"/ws").Str("page", "http://"+addr+"/").
+			Dur("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
+	}
+	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
 		log.Info().Msg("shutting down")
-		h.Close() // streams first: Shutdown waits for open requests
+	}
+	// Streams and WebSocket connections first: Shutdown waits for open requests,
+	// and does not know hijacked connections.
+	h.Close()
+	wsh.Close()
+	for _, l := range lns {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = srv.Shutdown(sctx)
+		if serr := l.srv.Shutdown(sctx); err == nil {
+			err = serr
+		}
 		cancel()
 	}
 	core.Close()

@@ -97,6 +97,7 @@ func TestFlags(t *testing.T) {
 		{"serve --policy countdown=sometimes", false},
 		{"serve --default-policy after:-1s", false},
 		{"serve --log-level loud", false},
+		{"serve --stdio --ws 127.0.0.1:0", false},
 		{"nonsense", false},
 	} {
 		var out strings.Builder

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
+)
+
+// startLine is what the start-up log says of one listener.
+type startLine struct {
+	URL  string `json:"url"`
+	WS   string `json:"ws"`
+	Page string `json:"page"`
+}
+
+// spawnNet starts `mcp-resume serve ARGS` as a subprocess and returns the start-up
+// lines of its listeners (want of them). The process gets SIGTERM at the end of the
+// test and must exit 0.
+func spawnNet(t *testing.T, args string, want int) []startLine {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "MCP_RESUME_TEST_ARGS="+args)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan startLine, want)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var l struct {
+				startLine
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Message == "mcp-resume serving" {
+				lines <- l.startLine
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-drained
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("serve after SIGTERM: %v, want exit status 0", err)
+		}
+	})
+	var out []startLine
+	for range want {
+		select {
+		case l := <-lines:
+			out = append(out, l)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("serve %s: %d start-up lines, want %d", args, len(out), want)
+		}
+	}
+	return out
+}
+
+// The binary serves WebSocket and the page on the --http listener and on a --ws
+// listener of their own; the end-to-end suite runs over the latter.
+func TestServeWebSocket(t *testing.T) {
+	ls := spawnNet(t, "serve --http 127.0.0.1:0 --ws 127.0.0.1:0 --ws-ping 1s --ws-ping-timeout 1s", 2)
+	if !strings.HasSuffix(ls[0].URL, "/mcp") || ls[1].URL != "" || ls[0].WS == ls[1].WS {
+		t.Fatalf("start-up lines %+v: want the HTTP endpoint on the first listener, /ws on both", ls)
+	}
+	for _, l := range ls {
+		resp, err := http.Get(l.Page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "app.js") {
+			t.Fatalf("GET %s: %s %.80q", l.Page, resp.Status, b)
+		}
+		c, err := ws.Dial(t.Context(), l.WS, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := e2etest.NewClient(t, c)
+		cl.Initialize(`{"resumableRequests":{}}`)
+		cl.Close()
+	}
+	e2etest.Run(t, e2etest.Harness{
+		Dial: func(t testing.TB) transport.Conn {
+			c, err := ws.Dial(t.Context(), ls[1].WS, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		},
+		Reconnect: true,
+	})
+}
