@@ -10,7 +10,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,10 +179,12 @@ func BenchmarkHTTPToolsCall(b *testing.B) {
 			c.call(b, 1, `{"name":"echo","arguments":{"text":"hello"}}`, nil, checkEcho)
 			id := 1
 			b.ReportAllocs()
+			cpu := startCPU()
 			for b.Loop() {
 				id++
 				c.call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, nil)
 			}
+			cpu.report(b, id-1, "cpu-ns/op")
 		})
 	}
 }
@@ -211,11 +215,13 @@ func BenchmarkHTTPProgress(b *testing.B) {
 			id, calls := 1, 0
 			notes = 0
 			b.ReportAllocs()
+			cpu := startCPU()
 			for b.Loop() {
 				id++
 				calls++
 				c.call(b, id, params, count, nil)
 			}
+			cpu.report(b, notes, "cpu-ns/note")
 			lost := calls*burstCount - notes
 			if lost != 0 && !tg.lossy {
 				b.Fatalf("got %d progress notifications in %d calls, want %d each", notes, calls, burstCount)
@@ -225,6 +231,51 @@ func BenchmarkHTTPProgress(b *testing.B) {
 			b.ReportMetric(float64(lost)/float64(calls), "lost/op")
 		})
 	}
+}
+
+// cpuClock measures the CPU time (user and system, all threads) the process uses:
+// server and client together. On a machine shared with other work it is steadier
+// than wall time; the client's share is the same for every server.
+type cpuClock struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPU() cpuClock {
+	t, ok := processCPU()
+	return cpuClock{t, ok}
+}
+
+// report reports the CPU time used since start per one of n, as unit; nothing
+// where the process's CPU time cannot be read.
+func (c cpuClock) report(b *testing.B, n int, unit string) {
+	t, ok := processCPU()
+	if c.ok && ok && n > 0 {
+		b.ReportMetric(float64(t-c.start)/float64(n), unit)
+	}
+}
+
+// processCPU returns the CPU time the process has used, from /proc/self/stat
+// (utime and stime, in ticks of 10ms: USER_HZ is 100 on Linux); false elsewhere.
+func processCPU() (time.Duration, bool) {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(stat, ')') // the command name may hold spaces
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
 }
 
 func checkEcho(b *testing.B, resp *benchMsg) {
