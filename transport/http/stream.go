@@ -32,15 +32,24 @@ type stream struct {
 	last   time.Time     // when the last event was written
 	done   chan struct{} // closed with closed
 	buf    []byte
+	// unflushed: events were written to w since the last flush. Events other
+	// than a response are flushed behind, by serve, so that events written in a
+	// burst share a write to the client.
+	unflushed bool
+	kick      chan struct{} // capacity 1: tells serve there are events to flush
 }
 
 var _ mcp.ClosableStream = (*stream)(nil)
 
 func newStream(s *session, w http.ResponseWriter, key string) *stream {
-	return &stream{s: s, key: key, w: w, rc: http.NewResponseController(w), json: true, done: make(chan struct{})}
+	return &stream{s: s, key: key, w: w, rc: http.NewResponseController(w), json: true, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
-// Write writes one message (mcp.Stream). A response ends a request's stream.
+// Write writes one message (mcp.Stream). A response ends a request's stream and
+// is flushed at once, with whatever precedes it; other events are flushed behind
+// by serve, which lets a burst of them share writes to the client. Either way, a
+// successful Write means the event is in the response's buffers, not that the
+// client has it: only an acknowledgement says that.
 func (st *stream) Write(_ context.Context, m resume.Message) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -64,12 +73,22 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	}
 	b = appendData(b, m.Data)
 	st.buf = b
-	if err := st.flushLocked(b); err != nil {
-		return err
-	}
 	st.last = time.Now() // keepalive comments do not count: they are not events
 	if m.Kind == resume.KindResponse && st.key != "" {
+		// The response ends the stream: it goes out now, with what precedes it.
+		err := st.flushLocked(b)
 		st.endLocked()
+		return err
+	}
+	if err := st.writeLocked(b); err != nil {
+		return err
+	}
+	if !st.unflushed {
+		st.unflushed = true
+		select {
+		case st.kick <- struct{}{}:
+		default: // serve has been told already
+		}
 	}
 	return nil
 }
@@ -124,8 +143,9 @@ func (st *stream) startSSELocked() {
 	st.last = time.Now()
 }
 
-// flushLocked writes b to the client now. A failure closes the stream.
-func (st *stream) flushLocked(b []byte) error {
+// writeLocked writes b to the response under the write deadline: into net/http's
+// buffer, and what does not fit to the client. A failure closes the stream.
+func (st *stream) writeLocked(b []byte) error {
 	_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.h.opts.WriteTimeout))
 	if len(b) > 0 {
 		if _, err := st.w.Write(b); err != nil {
@@ -133,6 +153,16 @@ func (st *stream) flushLocked(b []byte) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// flushLocked writes b, and all that was written before, to the client now. A
+// failure closes the stream.
+func (st *stream) flushLocked(b []byte) error {
+	if err := st.writeLocked(b); err != nil {
+		return err
+	}
+	st.unflushed = false
 	if err := st.rc.Flush(); err != nil {
 		st.endLocked()
 		return err
@@ -166,8 +196,10 @@ func (st *stream) endLocked() {
 }
 
 // serve holds the HTTP request open until the stream ends: its response was
-// written, the client went away, or the server closed it. Meanwhile it keeps an
-// event stream alive with comments, and closes it when idle past StreamIdle.
+// written, the client went away, or the server closed it. Meanwhile it flushes
+// the events Write leaves unflushed, keeps an event stream alive with comments,
+// and closes it when idle past StreamIdle. Events still unflushed when it returns
+// go out as net/http finishes the response.
 func (st *stream) serve(r *http.Request) {
 	defer st.s.streamDone(st)
 	defer func() {
@@ -187,6 +219,12 @@ func (st *stream) serve(r *http.Request) {
 			return
 		case <-r.Context().Done():
 			return
+		case <-st.kick:
+			st.mu.Lock()
+			if st.unflushed && !st.closed {
+				_ = st.flushLocked(nil)
+			}
+			st.mu.Unlock()
 		case <-tick.C:
 			st.mu.Lock()
 			switch {
