@@ -189,7 +189,7 @@ func (cl *call) promote(running bool) *resume.Request {
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	}
-	c.track(r, hidden)
+	c.track(r, hidden, cl.st)
 	return r
 }
 

@@ -40,7 +40,11 @@ type connState struct {
 	def      Stream             // for messages of no request (list changes); may be nil
 	running  map[string]*call   // calls started here whose handler runs, by id text
 	attached map[string]tracked // requests delivered here, by id text
-	sweepAt  int                // size of attached at which gone requests are swept out
+	// onStream (replay mode only) lists the requests attached to each open
+	// stream, so that a closing stream detaches its own requests without a scan
+	// of every request the session carried.
+	onStream map[Stream][]*resume.Request
+	sweepAt  int // size of attached at which gone requests are swept out
 	closed   bool
 
 	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump)
@@ -64,6 +68,9 @@ func newConnState(s *Server, def Stream, replay bool) *connState {
 		running:  make(map[string]*call),
 		attached: make(map[string]tracked),
 		sweepAt:  minSweep,
+	}
+	if replay {
+		c.onStream = make(map[Stream][]*resume.Request)
 	}
 	c.sess = newConnSession(c, uuid.NewString())
 	c.log = s.log.With().Str("session", c.sess.id).Logger()
@@ -144,10 +151,8 @@ func (c *connState) streamClosed(st Stream) {
 			calls = append(calls, cl)
 		}
 	}
-	var reqs []*resume.Request
-	for _, t := range c.attached {
-		reqs = append(reqs, t.r)
-	}
+	reqs := c.onStream[st]
+	delete(c.onStream, st)
 	c.mu.Unlock()
 	for _, r := range reqs {
 		r.Detach(st)

@@ -14,22 +14,28 @@ func (c *connState) adopt(r *resume.Request, st Stream, ack uint64) error {
 	if err := r.Attach(st, ack); err != nil {
 		return err
 	}
-	c.track(r, false)
+	c.track(r, false, st)
 	return nil
 }
 
-// track records that r is delivered by this session: for its detach or cancel when
-// the session ends, for cancellation by id, and for stream reconnects.
-func (c *connState) track(r *resume.Request, hidden bool) {
+// track records that r, attached to st, is delivered by this session: for its
+// detach or cancel when the session (or st) ends, for cancellation by id, and for
+// stream reconnects.
+func (c *connState) track(r *resume.Request, hidden bool, st Stream) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		if hidden {
 			r.Cancel()
+		} else {
+			r.Detach(st)
 		}
 		return
 	}
 	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden}
+	if c.onStream != nil {
+		c.onStream[st] = append(c.onStream[st], r)
+	}
 	// Requests that are gone leave the map in amortized sweeps, so a long-lived
 	// session does not keep every request it ever carried.
 	if len(c.attached) >= c.sweepAt {

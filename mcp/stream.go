@@ -65,6 +65,7 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 	if err := t.r.Attach(st, after); err != nil {
 		return wireError(err)
 	}
+	ss.c.track(t.r, t.hidden, st)
 	return nil
 }
 

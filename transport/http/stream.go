@@ -74,15 +74,22 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	b = appendData(b, m.Data)
 	st.buf = b
 	st.last = time.Now() // keepalive comments do not count: they are not events
-	if m.Kind == resume.KindResponse && st.key != "" {
-		// The response ends the stream: it goes out now, with what precedes it.
-		err := st.flushLocked(b)
-		st.endLocked()
-		return err
-	}
 	if err := st.writeLocked(b); err != nil {
 		return err
 	}
+	if m.Kind == resume.KindResponse && st.key != "" {
+		// The response ends the stream: net/http sends it, with what precedes it
+		// and the end of the body, in one write as serve returns.
+		st.endLocked()
+		return nil
+	}
+	st.markUnflushedLocked()
+	return nil
+}
+
+// markUnflushedLocked notes that events wait in the response's buffer and tells
+// serve to flush them.
+func (st *stream) markUnflushedLocked() {
 	if !st.unflushed {
 		st.unflushed = true
 		select {
@@ -90,7 +97,6 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 		default: // serve has been told already
 		}
 	}
-	return nil
 }
 
 // appendData appends an SSE data field (one line per line of data) and the blank
@@ -139,7 +145,11 @@ func (st *stream) startSSELocked() {
 		b = append(b, "\ndata: \n\n"...)
 	}
 	st.buf = b
-	_ = st.flushLocked(b)
+	// Flushed behind, like other events: at once by serve, or together with the
+	// response when that comes first (a quick call costs one write, not two).
+	if st.writeLocked(b) == nil {
+		st.markUnflushedLocked()
+	}
 	st.last = time.Now()
 }
 
