@@ -55,6 +55,12 @@ type Options struct {
 	StreamIdle time.Duration
 	// Retry is the reconnection delay advertised in priming events. Default 1s.
 	Retry time.Duration
+	// Coalesce is how long an event waits in the response's buffer for others
+	// before it is flushed to the client, so that a burst of events, or a quick
+	// call's priming event, policy and response, share one write. A response is
+	// never held: it goes out with everything before it. Default 200µs; negative
+	// flushes every event at once.
+	Coalesce time.Duration
 	// WriteTimeout bounds one write to a client; a client that does not read for
 	// that long loses its stream (its requests are detached). Default 30s.
 	WriteTimeout time.Duration
@@ -82,6 +88,9 @@ func (o *Options) withDefaults() Options {
 	def(&v.KeepAlive, 20*time.Second)
 	def(&v.Retry, time.Second)
 	def(&v.WriteTimeout, 30*time.Second)
+	if v.Coalesce == 0 {
+		v.Coalesce = 200 * time.Microsecond
+	}
 	if v.Logger == nil {
 		nop := zerolog.Nop()
 		v.Logger = &nop

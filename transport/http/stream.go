@@ -223,6 +223,20 @@ func (st *stream) serve(r *http.Request) {
 	opts := &st.s.h.opts
 	tick := time.NewTicker(opts.KeepAlive)
 	defer tick.Stop()
+	// Events wait up to opts.Coalesce for company before they are flushed: events
+	// written in a burst, and a quick call's priming event, policy and response,
+	// share one write to the client.
+	coalesce := time.NewTimer(time.Hour)
+	coalesce.Stop()
+	defer coalesce.Stop()
+	var flushDue <-chan time.Time
+	flush := func() {
+		st.mu.Lock()
+		if st.unflushed && !st.closed {
+			_ = st.flushLocked(nil)
+		}
+		st.mu.Unlock()
+	}
 	for {
 		select {
 		case <-st.done:
@@ -230,11 +244,15 @@ func (st *stream) serve(r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-st.kick:
-			st.mu.Lock()
-			if st.unflushed && !st.closed {
-				_ = st.flushLocked(nil)
+			if opts.Coalesce <= 0 {
+				flush()
+			} else if flushDue == nil {
+				coalesce.Reset(opts.Coalesce)
+				flushDue = coalesce.C
 			}
-			st.mu.Unlock()
+		case <-flushDue:
+			flushDue = nil
+			flush()
 		case <-tick.C:
 			st.mu.Lock()
 			switch {
