@@ -63,10 +63,10 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 	c.mu.Unlock()
 
 	c.s.wg.Add(1)
-	go func() {
+	c.s.pool.run(func() {
 		defer c.s.wg.Done()
 		cl.run(m, raw)
-	}()
+	})
 }
 
 func (cl *call) run(m *spec.Message, raw []byte) {

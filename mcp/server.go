@@ -48,6 +48,7 @@ type Server struct {
 	pending  sync.Map      // server-to-client request id (JSON text) -> *outgoing
 
 	wg     sync.WaitGroup // handler goroutines, which may outlive their connection
+	pool   *workers       // the goroutines calls run on
 	closed atomic.Bool
 }
 
@@ -84,6 +85,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 			Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck},
 		},
 		idPrefix: "mr-" + hex.EncodeToString(p[:]) + "-",
+		pool:     newWorkers(),
 	}
 	srv.Use(s.middleware)
 	return s
@@ -99,6 +101,7 @@ func (s *Server) Close() {
 	s.closed.Store(true)
 	s.eng.Close()
 	s.wg.Wait()
+	s.pool.stop()
 }
 
 // Serve serves one connection until it closes or ctx ends, then closes it. Requests
