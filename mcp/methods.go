@@ -98,7 +98,9 @@ func (c *connState) getStatus(m *spec.Message, st Stream) {
 // resume answers requests/resume: the request named by the message's id and token is
 // attached to st; its pending messages follow, then live ones, then its final
 // response under the same id.
-func (c *connState) resume(m *spec.Message, st Stream) {
+// after, when not 0, is what the transport knows the client has (Last-Event-ID
+// on HTTP); the larger of it and the params' ack applies.
+func (c *connState) resume(m *spec.Message, st Stream, after uint64) {
 	p, perr := spec.DecodeResumeParams(m.Params)
 	if perr != nil {
 		c.replyError(st, m.ID, perr)
@@ -114,7 +116,7 @@ func (c *connState) resume(m *spec.Message, st Stream) {
 	c.s.wg.Add(1)
 	go func() {
 		defer c.s.wg.Done()
-		if err := c.adopt(r, st, ackOf(p.Meta)); err != nil {
+		if err := c.adopt(r, st, max(ackOf(p.Meta), after)); err != nil {
 			c.replyError(st, m.ID, wireError(err))
 			return
 		}

@@ -187,7 +187,7 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 	case spec.MethodGetStatus:
 		c.getStatus(m, st)
 	case spec.MethodResume:
-		c.resume(m, st)
+		c.resume(m, st, 0)
 	default:
 		c.startCall(m, raw, st)
 	}

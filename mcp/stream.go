@@ -29,6 +29,17 @@ func (s *Server) NewSession() *Session { return &Session{c: newConnState(s, nil,
 // message of the call, go to st. A response or notification needs no stream (nil).
 func (ss *Session) Handle(m *spec.Message, raw []byte, st Stream) { ss.c.dispatch(m, raw, st) }
 
+// HandleResume handles a requests/resume message m whose client also says it has
+// every message of the request up to sequence number after (Last-Event-ID on its
+// POST): like the ack extension, the replay starts after it.
+func (ss *Session) HandleResume(m *spec.Message, st Stream, after uint64) {
+	if ss.c.s.closed.Load() || m.Kind != spec.KindRequest || m.Method != spec.MethodResume {
+		ss.c.dispatch(m, nil, st)
+		return
+	}
+	ss.c.resume(m, st, after)
+}
+
 // SetDefaultStream sets the stream for messages of no request (the GET stream); nil
 // means there is none and such messages are dropped.
 func (ss *Session) SetDefaultStream(st Stream) {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -229,7 +230,19 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if m.Method == "tools/call" {
 		st.startSSE()
 	}
-	s.core.Handle(m, raw, st)
+	if m.Method == spec.MethodResume && r.Header.Get(HeaderLastEventID) != "" {
+		// Last-Event-ID on a resume: the client has that request's stream up to it.
+		id, seq, ok := parseEventID(r.Header.Get(HeaderLastEventID))
+		if !ok || !bytes.Equal(id, m.ID) {
+			s.streamDone(st)
+			failID(w, http.StatusBadRequest, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidEventID,
+				"Last-Event-ID does not name an event of the request being resumed"))
+			return
+		}
+		s.core.HandleResume(m, st, seq)
+	} else {
+		s.core.Handle(m, raw, st)
+	}
 	if m.Method == spec.MethodResume {
 		st.startSSE()
 	}

@@ -338,3 +338,42 @@ func TestStreamIdlePolling(t *testing.T) {
 		t.Errorf("%d polls, progress %v, result %s; want at least 2 polls, [1 2 3] once each, the result", polls, progress, result)
 	}
 }
+
+// Last-Event-ID on a requests/resume POST acknowledges what the client has, like the
+// ack extension: an ack-mode client that kept messages 1 and 2 gets only the rest.
+// A Last-Event-ID of another request is refused.
+func TestResumeWithLastEventID(t *testing.T) {
+	s := newServer(t, nil, nil)
+	caps := `{"resumableRequests":{"extensions":["` + spec.ExtensionAck + `"]}}`
+	c := s.raw(t)
+	c.initialize(caps)
+	ctx, drop := context.WithCancel(context.Background())
+	call := c.do(ctx, http.MethodPost, countdown("4", 0.4, 4))
+	ch := events(call.Body)
+	next(t, ch)
+	token, _ := next(t, ch).msg()["params"].(map[string]any)["resumeToken"].(string)
+	var last event
+	for last = next(t, ch); progressOf(last) != 2; last = next(t, ch) {
+	}
+	drop()
+
+	d := s.raw(t)
+	d.initialize(caps)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"requests/resume","params":{"resumeToken":%q}}`, token)
+	if resp, got := d.post(body, mcphttp.HeaderLastEventID+": "+eventKey("5")+".2"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(got, string(spec.ReasonInvalidEventID)) {
+		t.Errorf("resume with another request's Last-Event-ID: %s %s", resp.Status, got)
+	}
+	resp := d.do(context.Background(), http.MethodPost, body, mcphttp.HeaderLastEventID+": "+last.id)
+	var progress []int
+	var result string
+	for e := range events(resp.Body) {
+		if p := progressOf(e); p >= 0 {
+			progress = append(progress, p)
+		} else if m := e.msg(); m["result"] != nil {
+			result = e.data
+		}
+	}
+	if fmt.Sprint(progress) != "[3 4]" || !strings.Contains(result, "4 of 4 steps") {
+		t.Errorf("after Last-Event-ID %s: progress %v, result %q; want [3 4] and the result", last.id, progress, result)
+	}
+}
