@@ -1,7 +1,7 @@
 // Package e2etest is the end-to-end resume suite: one set of wire-level tests that
-// every transport runs unchanged (in-memory pipes, stdio subprocess, and later
-// Streamable HTTP and WebSocket). It speaks raw JSON-RPC through a small client so
-// that every byte the server sends is checked.
+// every transport runs unchanged (in-memory pipes, a stdio subprocess, Streamable
+// HTTP, WebSocket in process and as a subprocess). It speaks raw JSON-RPC through
+// a small client so that every byte the server sends is checked.
 package e2etest
 
 import (
