@@ -189,8 +189,21 @@ func (cl *call) promote(running bool) *resume.Request {
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	}
-	c.track(r, hidden, cl.st)
+	if c.replay {
+		// On a one-stream transport the running call stands for its request
+		// (cancel by id, detach at the end); once it has ended, a result kept for
+		// retention needs nothing from this connection. Only stream reconnects
+		// (replay) look requests up by id after their call.
+		c.track(r, hidden, cl.st)
+	}
 	return r
+}
+
+// request returns the call's request once it is resumable, or nil.
+func (cl *call) request() *resume.Request {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.req
 }
 
 // connectionLost is called when the call's connection closes: a call that is not

@@ -133,6 +133,11 @@ func (c *connState) shutdown(cancel bool) {
 			cl.cancel(errClientCancel)
 			continue
 		}
+		// A call made resumable here is not in attached on a one-stream
+		// transport (see track); its request is detached here.
+		if r := cl.request(); r != nil {
+			r.Detach(def)
+		}
 		cl.connectionLost()
 	}
 	c.s.srv.UnregisterSession(c.ctx, c.sess.id)
