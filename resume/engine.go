@@ -56,6 +56,11 @@ type Options struct {
 	MaxRetained int
 	// QueueBytes is each request's byte budget for queued messages. Default 1 MiB.
 	QueueBytes int
+	// Restarted encodes the final response given, when the engine starts, to a
+	// request that the store holds as processing: it was running when an earlier
+	// process stopped (see recover.go). seq is the response's sequence number.
+	// Default: a JSON-RPC error -32602 with data.reason "server_restarted".
+	Restarted func(id []byte, seq uint64) []byte
 	// Logger receives the engine's logs. Nil means none.
 	Logger *zerolog.Logger
 }
@@ -86,6 +91,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.QueueBytes <= 0 {
 		v.QueueBytes = 1 << 20
+	}
+	if v.Restarted == nil {
+		v.Restarted = restartedResponse
 	}
 	if v.Logger == nil {
 		nop := zerolog.Nop()
@@ -122,17 +130,20 @@ type tombstone struct {
 	at    time.Time
 }
 
-// New returns an engine over store.
+// New returns an engine over store. Requests the store already holds (a durable
+// store, after a restart) are recovered first: see recover.go.
 func New(store Store, opts *Options) *Engine {
 	o := opts.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
-	return &Engine{
+	e := &Engine{
 		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
 		live:      make(map[TokenHash]*Request),
 		tombs:     make(map[TokenHash]tombstone),
 		durations: [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
 		tm:        timers{epoch: time.Now()},
 	}
+	e.recoverStored()
+	return e
 }
 
 // Options returns the engine's options with defaults filled in.
@@ -157,7 +168,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		so = &StartOptions{}
 	}
 	tok, h := newToken()
-	r := &Request{e: e, id: bytes.Clone(id), hash: h, state: StateProcessing, ackMode: so.AckMode}
+	r := &Request{e: e, id: bytes.Clone(id), hash: h, created: time.Now(), state: StateProcessing, ackMode: so.AckMode}
 	base := context.Background()
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
@@ -179,7 +190,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.running++
 	e.mu.Unlock()
 
-	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: time.Now()}); err != nil {
+	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
 		e.running--

@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Request is one resumable request. Its methods are safe for concurrent use.
 type Request struct {
-	e      *Engine
-	id     []byte
-	hash   TokenHash
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	e       *Engine
+	id      []byte
+	hash    TokenHash
+	created time.Time // as in its Record
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -123,6 +125,14 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		r.discardLocked(drop)
 	}
 	if next != r.state {
+		if next.Ended() {
+			// The final response is stored, and now so is the final state: a
+			// durable store gives both to the next process (see recover.go).
+			rec := Record{Hash: r.hash, ID: r.id, State: next, Created: r.created}
+			if err := r.e.store.Put(r.e.ctx, rec); err != nil {
+				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final state")
+			}
+		}
 		r.setStateLocked(next)
 	}
 	r.mu.Unlock()

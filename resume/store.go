@@ -81,7 +81,9 @@ var ErrNotFound = errors.New("resume: request not found")
 //     engine in a consistent order (Put before Append, nothing after Delete) but may
 //     overlap with calls for the same request from a reader (Replay, Get).
 //   - Put creates or replaces the record; it may keep rec.ID's bytes (nobody
-//     modifies them after). Get returns a copy, or ErrNotFound.
+//     modifies them after). Get returns a copy, or ErrNotFound. The engine puts a
+//     request's record when it starts (processing) and again when it completes or
+//     fails, right after appending its final response.
 //   - Append adds a message whose Seq is greater than every Seq appended before for
 //     that request; Append for an unknown request returns ErrNotFound.
 //   - Discard removes the named messages; numbers not held are ignored.
@@ -89,6 +91,11 @@ var ErrNotFound = errors.New("resume: request not found")
 //     of the call, then stops. For an unknown request it yields one ErrNotFound.
 //     A message appended during the iteration may or may not be yielded.
 //   - Delete removes the record and every message; deleting twice is not an error.
+//   - Records yields every record held, in no particular order, then stops; a
+//     record put or deleted during the iteration may or may not be yielded. An
+//     error ends the iteration. The engine calls it once, in New, to recover the
+//     requests a durable store kept from an earlier process (see Engine); a store
+//     is used by one engine at a time.
 type Store interface {
 	Put(ctx context.Context, rec Record) error
 	Get(ctx context.Context, h TokenHash) (*Record, error)
@@ -96,6 +103,7 @@ type Store interface {
 	Discard(ctx context.Context, h TokenHash, seqs ...uint64) error
 	Replay(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
 	Delete(ctx context.Context, h TokenHash) error
+	Records(ctx context.Context) iter.Seq2[Record, error]
 }
 
 // Sink is where a request's messages are written: a connection, or one stream of a

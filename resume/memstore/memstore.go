@@ -118,6 +118,25 @@ func (s *Store) Delete(_ context.Context, h resume.TokenHash) error {
 	return nil
 }
 
+// Records yields a snapshot of the records, taken at the call.
+func (s *Store) Records(_ context.Context) iter.Seq2[resume.Record, error] {
+	return func(yield func(resume.Record, error) bool) {
+		s.mu.Lock()
+		recs := make([]resume.Record, 0, len(s.reqs))
+		for _, r := range s.reqs {
+			rec := r.rec
+			rec.ID = slices.Clone(rec.ID)
+			recs = append(recs, rec)
+		}
+		s.mu.Unlock()
+		for _, rec := range recs {
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
 func (r *request) find(seq uint64) (int, bool) {
 	return slices.BinarySearchFunc(r.msgs, seq, func(m resume.Message, s uint64) int {
 		switch {

@@ -171,6 +171,80 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			t.Fatalf("second Delete: %v", err)
 		}
 	})
+	t.Run("Records", func(t *testing.T) {
+		s := newStore(t)
+		for r, err := range s.Records(ctx) {
+			t.Fatalf("empty store yielded %+v, %v", r, err)
+		}
+		a, b, c := put(t, s, "a"), put(t, s, "b"), put(t, s, "c")
+		done := resume.Record{Hash: b, ID: []byte(`"b"`), State: resume.StateFailed, Created: time.Unix(2, 0)}
+		if err := s.Put(ctx, done); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		_ = s.Append(ctx, a, msg(1))
+		if err := s.Delete(ctx, c); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		got := map[resume.TokenHash]resume.Record{}
+		for r, err := range s.Records(ctx) {
+			if err != nil {
+				t.Fatalf("Records: %v", err)
+			}
+			if _, dup := got[r.Hash]; dup {
+				t.Fatalf("Records yielded %x twice", r.Hash[:4])
+			}
+			got[r.Hash] = r
+		}
+		if len(got) != 2 {
+			t.Fatalf("Records yielded %d records, want 2 (a and b)", len(got))
+		}
+		if r := got[a]; string(r.ID) != `"a"` || r.State != resume.StateProcessing || !r.Created.Equal(time.Unix(1, 0)) {
+			t.Fatalf("record a = %+v", r)
+		}
+		if r := got[b]; string(r.ID) != `"b"` || r.State != resume.StateFailed || !r.Created.Equal(time.Unix(2, 0)) {
+			t.Fatalf("record b = %+v", r)
+		}
+		n := 0
+		for range s.Records(ctx) {
+			n++
+			break
+		}
+		if n != 1 {
+			t.Fatalf("Records yielded %d after break", n)
+		}
+	})
+	t.Run("MessageFields", func(t *testing.T) {
+		s := newStore(t)
+		h := put(t, s, "a")
+		want := []resume.Message{
+			{Seq: 1, Kind: resume.KindNotification, Data: []byte(`{"log":1}`)},
+			{Seq: 2, Kind: resume.KindProgress, Key: `"tok-7"`, Data: []byte(`{"p":2}`)},
+			{Seq: 3, Kind: resume.KindRequest, Data: []byte(`{"ask":3}`)},
+			{Seq: 1 << 40, Kind: resume.KindResponse, Data: []byte(`{"result":{}}`)},
+		}
+		for _, m := range want {
+			if err := s.Append(ctx, h, m); err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+		}
+		i := 0
+		for m, err := range s.Replay(ctx, h, 0) {
+			if err != nil {
+				t.Fatalf("Replay: %v", err)
+			}
+			if i >= len(want) {
+				t.Fatalf("Replay yielded more than %d messages", len(want))
+			}
+			w := want[i]
+			if m.Seq != w.Seq || m.Kind != w.Kind || m.Key != w.Key || !bytes.Equal(m.Data, w.Data) {
+				t.Fatalf("message %d = %+v (data %q), want %+v (data %q)", i, m, m.Data, w, w.Data)
+			}
+			i++
+		}
+		if i != len(want) {
+			t.Fatalf("Replay yielded %d messages, want %d", i, len(want))
+		}
+	})
 	t.Run("Concurrent", func(t *testing.T) {
 		s := newStore(t)
 		const reqs, per = 8, 200

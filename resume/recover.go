@@ -1,0 +1,174 @@
+package resume
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Recovery. A durable store outlives the process: when an engine starts (New), every
+// record its store holds belongs to a request of an earlier process. Each one is
+// brought back as a live request that has ended, under its old token hash and id,
+// with its queued messages (rebuilt from Store.Replay) and a fresh Retention clock:
+//
+//   - completed or failed (its final response is stored): resumable as it was; a
+//     requests/resume replays what is queued, the final response last.
+//   - processing: its handler died with the old process, so it ends now as failed.
+//     Its unanswered server-to-client requests are dropped (nobody waits for the
+//     answers), and Options.Restarted's response (by default a JSON-RPC error with
+//     data.reason "server_restarted") is queued as its final response. getStatus
+//     answers status "failed"; requests/resume delivers what is queued, then that
+//     error under the request's id.
+//   - anything else (its response already acknowledged, a state never stored):
+//     deleted.
+//
+// Tombstones are not stored, so a request that ended cancelled or expired in the
+// earlier process answers "not found" after a restart. The ack mode of a request is
+// not stored either: a recovered request starts without it, and a client's first ack
+// switches it on again.
+
+// recoverStored recovers the requests the store holds. Called once, by New.
+func (e *Engine) recoverStored() {
+	start := time.Now()
+	var recs []Record
+	for rec, err := range e.store.Records(e.ctx) {
+		if err != nil {
+			e.log.Error().Err(err).Int("listed", len(recs)).Msg("listing the stored requests; recovering those listed")
+			break
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return
+	}
+	var resumable, restarted, dropped int
+	for _, rec := range recs {
+		switch e.recoverOne(rec) {
+		case recoveredResumable:
+			resumable++
+		case recoveredRestarted:
+			restarted++
+		default:
+			dropped++
+		}
+	}
+	e.trim()
+	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("dropped", dropped).
+		Dur("took", time.Since(start)).Msg("recovered the requests of an earlier process")
+}
+
+type recovered uint8
+
+const (
+	recoveredDropped recovered = iota
+	recoveredResumable
+	recoveredRestarted
+)
+
+// recoverOne brings back one stored request, or deletes it.
+func (e *Engine) recoverOne(rec Record) recovered {
+	var q outbox
+	var inputs []uint64 // unanswered server-to-client requests
+	hasResponse := false
+	for m, err := range e.store.Replay(e.ctx, rec.Hash, 0) {
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("replaying a stored request; dropped")
+			}
+			e.dropStored(rec)
+			return recoveredDropped
+		}
+		q.add(m)
+		q.last = m.Seq
+		switch m.Kind {
+		case KindResponse:
+			hasResponse = true
+		case KindRequest:
+			inputs = append(inputs, m.Seq)
+		}
+	}
+	state, how := rec.State, recoveredResumable
+	switch {
+	case state == StateProcessing && hasResponse:
+		// The process stopped between storing the final response and the final
+		// state: the response is what counts.
+		state = StateCompleted
+	case state == StateProcessing:
+		if len(inputs) > 0 {
+			q.remove(inputs)
+			if err := e.store.Discard(e.ctx, rec.Hash, inputs...); err != nil {
+				e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("discarding the inputs of a restarted request")
+			}
+		}
+		m := Message{Seq: q.next(), Kind: KindResponse}
+		m.Data = e.opts.Restarted(rec.ID, m.Seq)
+		if err := e.store.Append(e.ctx, rec.Hash, m); err != nil {
+			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("queueing the response of a restarted request; dropped")
+			e.dropStored(rec)
+			return recoveredDropped
+		}
+		q.add(m)
+		state, how = StateFailed, recoveredRestarted
+		rec.State = state
+		if err := e.store.Put(e.ctx, rec); err != nil {
+			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("storing the state of a restarted request")
+		}
+	case state != StateCompleted && state != StateFailed, !hasResponse:
+		// A state the engine never stores, or a response already acknowledged
+		// (the process stopped before deleting the request): nothing to resume.
+		e.dropStored(rec)
+		return recoveredDropped
+	}
+
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, created: rec.Created, state: state, q: q}
+	if len(r.q.entries) <= 1 { // point entries at r's own array, not q's
+		r.q.entries = append(r.q.first[:0], r.q.entries...)
+	}
+	// No handler runs for it: its context ends when it is freed, like any other.
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	e.mu.Lock()
+	if _, dup := e.live[rec.Hash]; dup || e.closed {
+		e.mu.Unlock()
+		r.cancel(ErrClosed)
+		return recoveredDropped
+	}
+	e.live[rec.Hash] = r
+	r.inRetainQ = true
+	e.retained++
+	e.retainQ = push(e.retainQ, r)
+	e.mu.Unlock()
+	r.mu.Lock()
+	r.scheduleLocked() // ended: the Retention clock runs from now
+	r.mu.Unlock()
+	return how
+}
+
+func (e *Engine) dropStored(rec Record) {
+	if err := e.store.Delete(e.ctx, rec.Hash); err != nil {
+		e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("deleting a stored request")
+	}
+}
+
+// restartedResponse is the default Options.Restarted: the JSON-RPC error
+// {code: -32602, data: {reason: "server_restarted"}}, with the sequence number in
+// data._meta like every other message of a resumable request.
+func restartedResponse(id []byte, seq uint64) []byte {
+	type data struct {
+		Reason spec.Reason       `json:"reason"`
+		Meta   map[string]uint64 `json:"_meta"`
+	}
+	obj := struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    data   `json:"data"`
+	}{
+		Code:    spec.CodeInvalidParams,
+		Message: "the server restarted while the request was running",
+		Data:    data{Reason: spec.ReasonServerRestarted, Meta: map[string]uint64{spec.MetaSeq: seq}},
+	}
+	b, _ := json.Marshal(obj) // cannot fail: fixed types
+	return spec.EncodeErrorRaw(spec.ID(id), b)
+}

@@ -1,0 +1,132 @@
+package resume_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/memstore"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// restarted is the default final response of a request that was running when its
+// process stopped, as a client reads it.
+type restarted struct {
+	ID    json.RawMessage `json:"id"`
+	Error struct {
+		Code int `json:"code"`
+		Data struct {
+			Reason string            `json:"reason"`
+			Meta   map[string]uint64 `json:"_meta"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+func (s *testSink) raw(i int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i >= len(s.msgs) {
+		return nil
+	}
+	return s.msgs[i]
+}
+
+// TestRecover: an engine started on a store that holds the requests of an engine
+// that stopped recovers them: a completed one resumes as it was, a running one ends
+// failed with the server_restarted error as its response, an acknowledged one is
+// gone.
+func TestRecover(t *testing.T) {
+	st := memstore.New()
+	e1 := resume.New(st, nil)
+	done, tokDone := start(t, e1, `"done"`, nil)
+	appendMsg(t, done, resume.KindProgress, "p")
+	complete(t, done)
+	running, tokRunning := start(t, e1, `7`, nil)
+	appendMsg(t, running, resume.KindProgress, "p")
+	appendMsg(t, running, resume.KindRequest, "") // an elicitation nobody will answer now
+	acked, tokAcked := start(t, e1, `"acked"`, nil)
+	attach(t, acked, newSink(), complete(t, acked))
+	e1.Close()
+	wantCause(t, running.Context(), resume.ErrClosed)
+
+	e2 := resume.New(st, nil)
+	defer e2.Close()
+	if n := e2.Live(); n != 2 {
+		t.Fatalf("recovered %d requests, want 2", n)
+	}
+	if _, err := e2.Lookup(tokAcked, []byte(`"acked"`)); err == nil {
+		t.Fatal("an acknowledged request came back")
+	}
+
+	r, err := e2.Lookup(tokDone, []byte(`"done"`))
+	if err != nil {
+		t.Fatalf("Lookup(done): %v", err)
+	}
+	if s := r.Status(); s.State != resume.StateCompleted || !s.HasPending || s.HasInput {
+		t.Fatalf("done: status %+v", s)
+	}
+	sink := newSink()
+	attach(t, r, sink, 0)
+	wantSeqs(t, "done, replayed", sink.seqs(t), 1, 2)
+	if got := sink.received(t)[1].kind; got != "response" {
+		t.Fatalf("done: last message %s, want the response", got)
+	}
+
+	if _, err := e2.Lookup(tokRunning, []byte(`"7"`)); err == nil {
+		t.Fatal("found with the wrong id")
+	}
+	r, err = e2.Lookup(tokRunning, []byte(`7`))
+	if err != nil {
+		t.Fatalf("Lookup(running): %v", err)
+	}
+	if s := r.Status(); s.State != resume.StateFailed || !s.HasPending || s.HasInput {
+		t.Fatalf("running: status %+v, want failed, pending, no input", s)
+	}
+	sink = newSink()
+	attach(t, r, sink, 0)
+	if m := decode(t, sink.raw(0)); m.seq != 1 || m.kind != "progress" {
+		t.Fatalf("running: first message %+v, want the progress", m)
+	}
+	var resp restarted
+	if err := json.Unmarshal(sink.raw(1), &resp); err != nil {
+		t.Fatalf("running: response %q: %v", sink.raw(1), err)
+	}
+	if string(resp.ID) != `7` || resp.Error.Code != spec.CodeInvalidParams ||
+		resp.Error.Data.Reason != string(spec.ReasonServerRestarted) || resp.Error.Data.Meta[spec.MetaSeq] != 3 {
+		t.Fatalf("running: response %s", sink.raw(1))
+	}
+	if sink.raw(2) != nil {
+		t.Fatalf("running: more than two messages: %q", sink.raw(2))
+	}
+
+	// Acknowledged, both are gone from the engine and the store.
+	for _, c := range []struct {
+		tok, id string
+		ack     uint64
+	}{{tokDone, `"done"`, 2}, {tokRunning, `7`, 3}} {
+		r, err := e2.Lookup(c.tok, []byte(c.id))
+		if err != nil {
+			t.Fatalf("Lookup(%s): %v", c.id, err)
+		}
+		if err := r.Touch(c.ack); err != nil {
+			t.Fatalf("Touch(%s): %v", c.id, err)
+		}
+		if !r.Gone() {
+			t.Fatalf("%s: not gone after the ack of its response", c.id)
+		}
+	}
+	n := 0
+	for range st.Records(t.Context()) {
+		n++
+	}
+	if n != 0 {
+		t.Fatalf("%d records left in the store", n)
+	}
+
+	// A third engine finds nothing to recover.
+	e3 := resume.New(st, nil)
+	defer e3.Close()
+	if n := e3.Live(); n != 0 {
+		t.Fatalf("third engine recovered %d requests", n)
+	}
+}
