@@ -1,0 +1,33 @@
+// Package jsstore is a resume.Store on NATS JetStream: queued messages and records
+// survive the process (with a file-backed server) and live in one place that every
+// instance connected to the same NATS can read.
+//
+// # Layout
+//
+// One stream (Options.Stream, default MCP_RESUME) holds every queued message, on a
+// subject of its request: <Options.Subject>.<SHA-256 of the token, hex>. A message
+// is stored as its kind, sequence number, coalescing key and data. One KV bucket
+// (Options.Bucket, default mcp-resume, history 1) holds the records, keyed by the
+// same hex hash.
+//
+// # Hygiene
+//
+// Nothing grows with the number of requests ever made: Discard deletes delivered
+// messages (a run at the head of a queue in one subject purge), Delete purges the
+// request's subject from the stream and its key's subject from the bucket's stream,
+// so no KV delete marker is left behind. Per-message TTLs are not used. As a safety
+// net for what no process deletes (an instance that never comes back), the stream
+// and the bucket age entries out after Options.MaxAge. Publishes carry a message id
+// (hash and sequence number) so that the one retry of a publish whose
+// acknowledgement was lost is deduplicated; the deduplication window
+// (Options.Duplicates) is short because JetStream keeps every id for that long.
+//
+// # What this process keeps
+//
+// For each request it has put or read, the store keeps the stream sequence of each
+// queued message (numbers only, not the data): Discard deletes by stream sequence,
+// and Replay starts at the first message wanted. A request of an earlier process is
+// indexed on first use by reading its subject. One store instance per engine: two
+// processes must not share a stream and a bucket (multi-instance forwarding and
+// owner leases are not built yet).
+package jsstore

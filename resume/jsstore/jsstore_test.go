@@ -1,0 +1,112 @@
+package jsstore_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/resume/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startServer starts an embedded NATS server on dir (a fresh one when dir is "")
+// and returns a JetStream client on it; both stop when the test ends, or earlier
+// through the returned function.
+func startServer(t testing.TB, dir string, syncAlways bool) (jetstream.JetStream, func()) {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	srv, err := embedded.Start(&embedded.Options{Dir: dir, SyncAlways: syncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Shutdown()
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stopped atomic.Bool
+	stop := func() {
+		if stopped.CompareAndSwap(false, true) {
+			nc.Close()
+			srv.Shutdown()
+		}
+	}
+	t.Cleanup(stop)
+	return js, stop
+}
+
+var storeN atomic.Int64
+
+// TestContract runs the Store contract against a real server, file storage, each
+// subtest on a stream and bucket of its own.
+func TestContract(t *testing.T) {
+	js, _ := startServer(t, "", false)
+	storetest.Run(t, func(t *testing.T) resume.Store {
+		n := storeN.Add(1)
+		s, err := jsstore.New(context.Background(), js, &jsstore.Options{
+			Stream: fmt.Sprint("T", n), Subject: fmt.Sprint("t", n), Bucket: fmt.Sprint("t", n),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// TestContractFresh runs the contract through a second Store on the same stream
+// and bucket as the one that wrote: every read goes to the server, none to what
+// the writing process remembers.
+func TestContractFresh(t *testing.T) {
+	js, _ := startServer(t, "", false)
+	storetest.Run(t, func(t *testing.T) resume.Store {
+		n := storeN.Add(1)
+		if strings.HasSuffix(t.Name(), "/Concurrent") {
+			t.Skip("a fresh store per read makes this one slow; TestContract runs it")
+		}
+		o := &jsstore.Options{Stream: fmt.Sprint("F", n), Subject: fmt.Sprint("f", n), Bucket: fmt.Sprint("f", n)}
+		w, err := jsstore.New(context.Background(), js, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &coldReads{Store: w, js: js, o: o}
+	})
+}
+
+// coldReads writes through one Store and reads through a new one each time.
+type coldReads struct {
+	*jsstore.Store
+	js jetstream.JetStream
+	o  *jsstore.Options
+}
+
+func (c *coldReads) fresh() *jsstore.Store {
+	s, err := jsstore.New(context.Background(), c.js, c.o)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func (c *coldReads) Get(ctx context.Context, h resume.TokenHash) (*resume.Record, error) {
+	return c.fresh().Get(ctx, h)
+}
+
+func (c *coldReads) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
+	return c.fresh().Replay(ctx, h, after)
+}
