@@ -98,6 +98,9 @@ type serveFlags struct {
 	policies      string
 	defaultPolicy string
 	logLevel      string
+	dataDir       string
+	natsURL       string
+	sync          string
 }
 
 func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -128,6 +131,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
 	fs.StringVar(&f.defaultPolicy, "default-policy", "always", "resume policy of tools not named in --policy")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.dataDir, "data-dir", "", "keep queued messages and results in this directory (an embedded NATS JetStream server, in-process, no port): they survive a restart")
+	fs.StringVar(&f.natsURL, "nats-url", "", "keep queued messages and results in an existing NATS JetStream (one instance per stream for now)")
+	fs.StringVar(&f.sync, "sync", "periodic", "--data-dir disk flushes: periodic (fast; a machine crash can lose what was acknowledged since the last flush) or always (fsync before each acknowledgement; slower)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -151,7 +157,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--policy: %w", err)
 	}
 
+	store, closeStore, err := openStore(context.Background(), &f, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	core := mcp.New(toolServer(f.conformance), &mcp.Options{
+		Store: store,
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,

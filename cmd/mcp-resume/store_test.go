@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// TestRestartSubprocess: a server on --data-dir is killed (SIGKILL) with calls in
+// flight and results delivered but not acknowledged; a new server on the same
+// directory gives every result back on requests/resume, and answers for every call
+// that was in flight with a failed status and the server_restarted error.
+func TestRestartSubprocess(t *testing.T) {
+	n := 100
+	if testing.Short() {
+		n = 20
+	}
+	dir := t.TempDir()
+	args := "serve --stdio --data-dir " + dir
+	conn := spawn(t, args)
+	c := e2etest.NewClient(t, conn)
+	c.Initialize(`{"resumableRequests":{}}`)
+	for i := range n {
+		c.Send(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":600,"steps":1}}}`, i)
+		c.Send(`{"jsonrpc":"2.0","id":"done-%d","method":"tools/call","params":{"name":"echo","arguments":{"text":"result %d"}}}`, i, i)
+	}
+	tokens := map[string]string{} // request id -> resume token
+	results := 0
+	c.Until(func(m e2etest.Msg) bool {
+		switch {
+		case m.Method == spec.MethodResumePolicy:
+			p := e2etest.PolicyOf(t, m)
+			tokens[string(p.RequestID)] = p.ResumeToken
+		case m.Method == "" && strings.HasPrefix(string(m.ID), `"done-`):
+			results++
+		}
+		return len(tokens) == 2*n && results == n
+	})
+	if err := conn.(*procConn).cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+
+	c = e2etest.NewClient(t, spawn(t, args))
+	c.Initialize(`{"resumableRequests":{}}`)
+	for i := range n {
+		id := fmt.Sprintf(`"done-%d"`, i)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q}}`, id, tokens[id])
+		resp, _ := c.Response(id)
+		if got, want := e2etest.Text(resp), fmt.Sprint("result ", i); got != want {
+			t.Fatalf("resumed %s after the restart: %s, want %q", id, resp.Raw, want)
+		}
+
+		id = fmt.Sprint(i)
+		st, err := c.GetStatus(`"st"`, id, tokens[id])
+		if err != nil || st.Status != "failed" || !st.HasPendingMessage {
+			t.Fatalf("getStatus of %s, in flight at the kill: %+v, %v; want failed with a pending message", id, st, err)
+		}
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q}}`, id, tokens[id])
+		resp, _ = c.Response(id)
+		if resp.Error == nil || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonServerRestarted {
+			t.Fatalf("resumed %s, in flight at the kill: %s, want a -32602 error with reason %s", id, resp.Raw, spec.ReasonServerRestarted)
+		}
+	}
+}
+
+func TestStoreFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		ok   bool
+	}{
+		{"serve --stdio --data-dir " + t.TempDir() + " --sync always", true},
+		{"serve --stdio --sync sometimes", false},
+		{"serve --stdio --data-dir " + t.TempDir() + " --nats-url nats://127.0.0.1:1", false},
+		{"serve --stdio --nats-url nats://127.0.0.1:1 --sync always", false},
+	} {
+		var out strings.Builder
+		err := run(strings.Fields(tc.args), strings.NewReader(""), &out, &out)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: err %v, want ok=%v (output %q)", tc.args, err, tc.ok, out.String())
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package jsstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// sink collects what is written to it.
+type sink struct {
+	mu   sync.Mutex // guards msgs
+	msgs []resume.Message
+}
+
+func (s *sink) Write(_ context.Context, m resume.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.Data = append([]byte(nil), m.Data...)
+	s.msgs = append(s.msgs, m)
+	return nil
+}
+
+func (s *sink) got() []resume.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]resume.Message(nil), s.msgs...)
+}
+
+func encodeAs(id, what string) func(seq uint64) []byte {
+	return func(seq uint64) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"what":%q,"_meta":{"io.mcp-resume/seq":%d}}}`, id, what, seq)
+	}
+}
+
+type started struct {
+	id, tok string
+	r       *resume.Request
+}
+
+// TestRestart: an engine on a file-backed JetStream store, with completed and
+// running requests, stops with its server; a new server, store and engine on the
+// same directory give every completed result back on resume, and answer for every
+// running request with a failed status and the server_restarted error.
+func TestRestart(t *testing.T) {
+	const n = 50
+	dir := t.TempDir()
+	ctx := context.Background()
+	js, stop := startServer(t, dir, false)
+	st, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1 := resume.New(st, nil)
+	var done, running []started
+	for i := range n {
+		id := fmt.Sprint(i)
+		r, tok, err := e1.Start([]byte(id), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Append(resume.KindProgress, "p", encodeAs(id, "progress")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Complete(false, encodeAs(id, "result")); err != nil {
+			t.Fatal(err)
+		}
+		done = append(done, started{id, tok, r})
+
+		id = fmt.Sprintf(`"run-%d"`, i)
+		r, tok, err = e1.Start([]byte(id), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Append(resume.KindRequest, "", encodeAs(id, "elicit")); err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, started{id, tok, r})
+	}
+	e1.Close()
+	stop() // the server stops with the process's engine: nothing is deleted
+
+	js, _ = startServer(t, dir, false)
+	st, err = jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := resume.New(st, nil)
+	defer e2.Close()
+	if got := e2.Live(); got != 2*n {
+		t.Fatalf("recovered %d requests, want %d", got, 2*n)
+	}
+	for _, c := range done {
+		r, err := e2.Lookup(c.tok, []byte(c.id))
+		if err != nil {
+			t.Fatalf("Lookup(%s): %v", c.id, err)
+		}
+		if s := r.Status(); s.State != resume.StateCompleted || !s.HasPending {
+			t.Fatalf("%s: status %+v", c.id, s)
+		}
+		var out sink
+		if err := r.Attach(&out, 0); err != nil {
+			t.Fatal(err)
+		}
+		got := out.got()
+		if len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 2 || got[1].Kind != resume.KindResponse ||
+			string(got[1].Data) != string(encodeAs(c.id, "result")(2)) {
+			t.Fatalf("%s: replayed %+v", c.id, got)
+		}
+		if err := r.Touch(2); err != nil || !r.Gone() {
+			t.Fatalf("%s: ack: %v, gone %v", c.id, err, r.Gone())
+		}
+	}
+	for _, c := range running {
+		r, err := e2.Lookup(c.tok, []byte(c.id))
+		if err != nil {
+			t.Fatalf("Lookup(%s): %v", c.id, err)
+		}
+		if s := r.Status(); s.State != resume.StateFailed || !s.HasPending || s.HasInput {
+			t.Fatalf("%s: status %+v, want failed with the response pending and no input", c.id, s)
+		}
+		var out sink
+		if err := r.Attach(&out, 0); err != nil {
+			t.Fatal(err)
+		}
+		got := out.got()
+		if len(got) != 1 || got[0].Seq != 2 || got[0].Kind != resume.KindResponse {
+			t.Fatalf("%s: replayed %+v", c.id, got)
+		}
+		var resp struct {
+			ID    json.RawMessage `json:"id"`
+			Error spec.Error      `json:"error"`
+		}
+		if err := json.Unmarshal(got[0].Data, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if string(resp.ID) != c.id || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonServerRestarted {
+			t.Fatalf("%s: response %s", c.id, got[0].Data)
+		}
+		if err := r.Touch(2); err != nil || !r.Gone() {
+			t.Fatalf("%s: ack: %v, gone %v", c.id, err, r.Gone())
+		}
+	}
+	msgs, keys := usage(t, js, jsstore.Options{})
+	if msgs != 0 || keys != 0 {
+		t.Fatalf("after every result was acknowledged: %d stream messages, %d bucket messages left", msgs, keys)
+	}
+}
+
+// usage returns how many messages the store's stream and its bucket's stream hold.
+func usage(t testing.TB, js jetstream.JetStream, o jsstore.Options) (msgs, keys uint64) {
+	t.Helper()
+	ctx := context.Background()
+	if o.Stream == "" {
+		o.Stream = "MCP_RESUME"
+	}
+	if o.Bucket == "" {
+		o.Bucket = "mcp-resume"
+	}
+	for i, name := range []string{o.Stream, "KV_" + o.Bucket} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			msgs = info.State.Msgs
+		} else {
+			keys = info.State.Msgs
+		}
+	}
+	return msgs, keys
+}
+
+// TestScale: many requests started, given a progress message and a result, and
+// acknowledged, leave nothing behind in the stream or the bucket. MR_SCALE sets
+// the count (default 2,000; the numbers in the README are from 10,000 and
+// 100,000).
+func TestScale(t *testing.T) {
+	n := envInt("MR_SCALE", 2000)
+	if testing.Short() {
+		n = min(n, 500)
+	}
+	ctx := context.Background()
+	js, _ := startServer(t, "", false)
+	st, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := resume.New(st, &resume.Options{MaxLive: n, MaxRetained: n})
+	defer e.Close()
+	heap0 := heapInuse()
+	begin := time.Now()
+	const workers = 16
+	var wg sync.WaitGroup
+	var peakMsgs, peakKeys uint64
+	var once sync.Once
+	for w := range workers {
+		wg.Go(func() {
+			var rs []*resume.Request
+			var last []uint64
+			for i := w; i < n; i += workers {
+				id := fmt.Sprint(i)
+				var out sink
+				r, _, err := e.Start([]byte(id), &resume.StartOptions{Sink: &out})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := r.Append(resume.KindProgress, "p", encodeAs(id, "progress")); err != nil {
+					t.Error(err)
+					return
+				}
+				seq, err := r.Complete(false, encodeAs(id, "result"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				rs, last = append(rs, r), append(last, seq)
+			}
+			once.Do(func() { peakMsgs, peakKeys = usage(t, js, jsstore.Options{}) })
+			for i, r := range rs { // the clients acknowledge their results
+				if err := r.Touch(last[i]); err != nil || !r.Gone() {
+					t.Errorf("ack: %v, gone %v", err, r.Gone())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(begin)
+	msgs, keys := usage(t, js, jsstore.Options{})
+	t.Logf("%d requests in %s (%.0f/s): stream %d messages and bucket %d at one point, %d and %d at the end; heap in use %d KiB before, %d KiB after",
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), peakMsgs, peakKeys, msgs, keys, heap0>>10, heapInuse()>>10)
+	if msgs != 0 || keys != 0 {
+		t.Fatalf("%d stream messages and %d bucket messages left after %d requests ended", msgs, keys, n)
+	}
+	if e.Live() != 0 {
+		t.Fatalf("%d requests still live", e.Live())
+	}
+}
+
+func heapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
