@@ -51,6 +51,9 @@ commands:
   serve     serve the demo tools with resumable requests (Streamable HTTP on
             127.0.0.1:8080/mcp, WebSocket on /ws and the demo page on / by
             default; --stdio for stdin/stdout)
+  call      call a tool with automatic resume: mcp-resume call [--url URL |
+            --ws URL | --stdio CMD] TOOL key=value ... (-h for the flags)
+  status    ask for a request's status by id and resume token
   version   print the version
 `
 
@@ -62,6 +65,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdin, stdout, stderr)
+	case "call":
+		return call(args[1:], stdin, stdout, stderr)
+	case "status":
+		return status(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil

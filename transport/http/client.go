@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,15 +24,19 @@ import (
 //
 // A POST's JSON answer or error is read before Write returns, so answers to
 // requests sent one after the other arrive in that order. Event streams are read
-// in the background. ClientConn does not reconnect dropped streams itself.
+// in the background. ClientConn does not reconnect dropped streams itself; with
+// ClientOptions.FailOnStreamLoss it reports them (see ErrStreamLost).
 type ClientConn struct {
-	url    string
-	client *http.Client
-	ctx    context.Context
-	cancel context.CancelFunc
-	in     chan []byte
+	url        string
+	client     *http.Client
+	ctx        context.Context
+	cancel     context.CancelFunc
+	in         chan []byte
+	failOnLoss bool
 
 	mu        sync.Mutex // guards the fields below
+	err       error      // why the connection ended, when not by Close (ErrStreamLost)
+	closing   bool       // Close began: no new stream readers
 	session   string
 	protocol  string
 	readers   sync.WaitGroup
@@ -47,7 +52,18 @@ type ClientOptions struct {
 	// Protocol is sent as MCP-Protocol-Version after initialize. Default
 	// 2025-06-18.
 	Protocol string
+	// FailOnStreamLoss makes a request's event stream that ends before the
+	// request's response (a cut connection, a server that went away) the end of
+	// the ClientConn: every open stream is dropped and Read returns ErrStreamLost
+	// once the messages received before are read. A client that resumes its
+	// requests on a new connection (requests/resume) wants this; without it a lost
+	// stream goes unnoticed and its request's answer never comes.
+	FailOnStreamLoss bool
 }
+
+// ErrStreamLost is returned by Read of a ClientConn with FailOnStreamLoss after a
+// request's event stream ended before its response.
+var ErrStreamLost = errors.New("transport/http: a request's event stream ended before its response")
 
 // Dial returns a ClientConn for the endpoint url. No request is made before the
 // first Write.
@@ -63,7 +79,7 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 		o.Protocol = "2025-06-18"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan []byte, 1024), protocol: o.Protocol}
+	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan []byte, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss}
 }
 
 // SessionID returns the session id the server issued, or "".
@@ -73,16 +89,43 @@ func (c *ClientConn) SessionID() string {
 	return c.session
 }
 
-// Read returns the next message from the server.
+// Read returns the next message from the server. After a stream loss (with
+// FailOnStreamLoss) it returns the messages already received, then ErrStreamLost.
 func (c *ClientConn) Read(ctx context.Context) ([]byte, error) {
 	select {
 	case m := <-c.in:
 		return m, nil
 	case <-c.ctx.Done():
+		select {
+		case m := <-c.in:
+			if c.lostErr() != nil {
+				return m, nil
+			}
+		default:
+		}
+		if err := c.lostErr(); err != nil {
+			return nil, err
+		}
 		return nil, transport.ErrClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+func (c *ClientConn) lostErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// lose ends the connection after a stream loss, unless it is closed already.
+func (c *ClientConn) lose() {
+	c.mu.Lock()
+	if c.ctx.Err() == nil && c.err == nil {
+		c.err = ErrStreamLost
+	}
+	c.mu.Unlock()
+	c.cancel()
 }
 
 // Write sends one message in its own POST.
@@ -111,7 +154,32 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 		c.session = sid
 		c.mu.Unlock()
 	}
-	return c.take(resp)
+	var id []byte
+	if c.failOnLoss {
+		id = requestID(msg)
+	}
+	return c.take(resp, id)
+}
+
+// requestID returns the id of msg when it is a request, else nil.
+func requestID(msg []byte) []byte {
+	var env struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &env) != nil || env.Method == "" || len(env.ID) == 0 || string(env.ID) == "null" {
+		return nil
+	}
+	return env.ID
+}
+
+// answers reports whether msg is a response to id.
+func answers(msg, id []byte) bool {
+	var env struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	return json.Unmarshal(msg, &env) == nil && env.Method == nil && bytes.Equal(bytes.TrimSpace(env.ID), bytes.TrimSpace(id))
 }
 
 // Get opens a GET event stream of the session; with lastEventID, the reconnect of
@@ -139,18 +207,28 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return resp.StatusCode, fmt.Errorf("GET: %s: %s", resp.Status, b)
 	}
-	return resp.StatusCode, c.take(resp)
+	return resp.StatusCode, c.take(resp, nil)
 }
 
-// take delivers what a response carries.
-func (c *ClientConn) take(resp *http.Response) error {
+// take delivers what a response carries. id is the request the POST carried when
+// a stream that ends without its response is a loss (FailOnStreamLoss).
+func (c *ClientConn) take(resp *http.Response, id []byte) error {
 	ct := resp.Header.Get("Content-Type")
 	if resp.StatusCode == http.StatusOK && strings.HasPrefix(ct, "text/event-stream") {
+		c.mu.Lock()
+		if c.closing { // Close is waiting for the readers: start no new one
+			c.mu.Unlock()
+			resp.Body.Close()
+			return transport.ErrClosed
+		}
 		c.readers.Add(1)
+		c.mu.Unlock()
 		go func() {
 			defer c.readers.Done()
 			defer resp.Body.Close()
-			c.events(resp.Body)
+			if !c.events(resp.Body, id) && id != nil {
+				c.lose()
+			}
 		}()
 		return nil
 	}
@@ -161,13 +239,19 @@ func (c *ClientConn) take(resp *http.Response) error {
 	}
 	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
 		c.deliver(b)
+		return nil
+	}
+	if id != nil {
+		// A request that got neither a stream nor an answer will never be answered.
+		return fmt.Errorf("transport/http: POST %s: %s without an answer", c.url, resp.Status)
 	}
 	return nil
 }
 
 // events reads an SSE body and delivers each event's data; priming events (empty
-// data) and comments are skipped.
-func (c *ClientConn) events(body io.Reader) {
+// data) and comments are skipped. It reports whether a response to id came (for
+// a nil id, always false).
+func (c *ClientConn) events(body io.Reader, id []byte) (answered bool) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), transport.DefaultMaxMessageBytes+1024)
 	var data []byte
@@ -176,7 +260,14 @@ func (c *ClientConn) events(body io.Reader) {
 		switch {
 		case len(line) == 0:
 			if len(data) > 0 {
-				c.deliver(data)
+				if !c.deliver(data) {
+					// Closed: stop here, so that what a stream delivered is always a
+					// prefix of it (a resuming client acknowledges by the last one).
+					return answered
+				}
+				if id != nil && !answered && answers(data, id) {
+					answered = true
+				}
 			}
 			data = nil
 		case bytes.HasPrefix(line, []byte("data:")):
@@ -187,12 +278,20 @@ func (c *ClientConn) events(body io.Reader) {
 			data = append(data, v...)
 		}
 	}
+	return answered
 }
 
-func (c *ClientConn) deliver(m []byte) {
+// deliver queues m for Read; it reports false, without queueing, once the
+// connection is closed.
+func (c *ClientConn) deliver(m []byte) bool {
+	if c.ctx.Err() != nil {
+		return false
+	}
 	select {
 	case c.in <- bytes.Clone(m):
+		return true
 	case <-c.ctx.Done():
+		return false
 	}
 }
 
@@ -206,6 +305,9 @@ func (c *ClientConn) closedOr(err error) error {
 // Close drops every open request and stream; the session stays on the server.
 func (c *ClientConn) Close() error {
 	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
 		c.cancel()
 		c.readers.Wait()
 	})

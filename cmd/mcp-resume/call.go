@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/transport"
+	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/stdio"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
+)
+
+// errCancelled is returned by call after Ctrl-C cancelled the remote request.
+var errCancelled = errors.New("cancelled")
+
+// target is where call and status connect: one of --url, --ws, --stdio.
+type target struct {
+	url, ws, stdio string
+}
+
+func (t *target) flags(fs *flag.FlagSet) {
+	fs.StringVar(&t.url, "url", "", "Streamable HTTP endpoint (default http://127.0.0.1:8080/mcp)")
+	fs.StringVar(&t.ws, "ws", "", "WebSocket endpoint (ws://host:port/ws)")
+	fs.StringVar(&t.stdio, "stdio", "", "start this command and speak MCP on its stdin and stdout (split on spaces)")
+}
+
+// dialer returns the Dialer of the chosen transport; a child's stderr goes to
+// stderr.
+func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
+	n := 0
+	for _, v := range []string{t.url, t.ws, t.stdio} {
+		if v != "" {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return nil, errors.New("give one of --url, --ws, --stdio")
+	case t.ws != "":
+		return func(ctx context.Context) (transport.Conn, error) { return ws.Dial(ctx, t.ws, nil) }, nil
+	case t.stdio != "":
+		argv := strings.Fields(t.stdio)
+		if len(argv) == 0 {
+			return nil, errors.New("--stdio needs a command")
+		}
+		return func(ctx context.Context) (transport.Conn, error) {
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Stderr = stderr
+			return stdio.Command(cmd, nil)
+		}, nil
+	}
+	url := t.url
+	if url == "" {
+		url = "http://127.0.0.1:8080/mcp"
+	}
+	return func(context.Context) (transport.Conn, error) {
+		return mcphttp.Dial(url, &mcphttp.ClientOptions{FailOnStreamLoss: true}), nil
+	}, nil
+}
+
+const callUsage = `usage: mcp-resume call [--url URL | --ws URL | --stdio CMD] [--json] [-v] TOOL [key=value ...]
+
+Calls TOOL and prints its result. Values are JSON when they parse as JSON
+(5, true, {"a":1}, "quoted"), strings otherwise. The call survives connection
+loss and server restarts within the server's maxWait: it is resumed on a new
+connection. Progress shows as a bar on a terminal, as lines otherwise (stderr).
+Ctrl-C cancels the request on the server and exits.
+
+flags:
+`
+
+// call is `mcp-resume call`.
+func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var (
+		tg      target
+		asJSON  bool
+		verbose bool
+	)
+	stderr = syncWriter(stderr) // shared by the progress view and a --stdio child
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, callUsage); fs.PrintDefaults() }
+	tg.flags(fs)
+	fs.BoolVar(&asJSON, "json", false, "print the whole result as JSON")
+	fs.BoolVar(&verbose, "v", false, "print the request's id and resume token (for `mcp-resume status`) and each resume, on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return errors.New("call: no tool named")
+	}
+	tool := fs.Arg(0)
+	arguments, err := parseArgs(fs.Args()[1:])
+	if err != nil {
+		return err
+	}
+	dial, err := tg.dialer(stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	bar := newProgressView(stderr)
+	c, err := client.Connect(ctx, dial, &client.Options{
+		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume call", Version: version},
+		Elicitation: elicitFrom(stdin, stderr, bar),
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res, err := c.CallTool(ctx, tool, arguments, &client.CallOptions{
+		Progress: bar.progress,
+		Policy: func(p client.Policy) {
+			if verbose {
+				bar.line(fmt.Sprintf("request %s is resumable (maxWait %v); resume token %s", p.RequestID, p.MaxWait, p.Token))
+			}
+		},
+		Resumed: func() { bar.line("connection lost; resumed on a new connection") },
+	})
+	bar.done()
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "cancelled: the request was cancelled on the server")
+			return errCancelled
+		}
+		return fmt.Errorf("call %s: %w", tool, err)
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		for _, ct := range res.Content {
+			if tc, ok := ct.(mcpgo.TextContent); ok {
+				fmt.Fprintln(stdout, tc.Text)
+			} else {
+				b, _ := json.Marshal(ct)
+				fmt.Fprintln(stdout, string(b))
+			}
+		}
+	}
+	if res.IsError {
+		return fmt.Errorf("call %s: the tool reported an error", tool)
+	}
+	return nil
+}
+
+// parseArgs turns key=value pairs into tool arguments.
+func parseArgs(pairs []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("argument %q: want key=value", kv)
+		}
+		var j any
+		if json.Unmarshal([]byte(v), &j) == nil {
+			out[k] = j
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// elicitFrom answers elicitation requests from lines of stdin: a single-field
+// form takes the line as that field, any other form a JSON object. An empty line
+// or the end of stdin declines.
+func elicitFrom(stdin io.Reader, stderr io.Writer, view *progressView) func(context.Context, mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	if stdin == nil {
+		return nil
+	}
+	lines := bufio.NewScanner(stdin)
+	return func(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+		var fields []string
+		if schema, ok := req.Params.RequestedSchema.(map[string]any); ok {
+			if props, ok := schema["properties"].(map[string]any); ok {
+				for k := range props {
+					fields = append(fields, k)
+				}
+			}
+		}
+		view.line(fmt.Sprintf("the server asks: %s (fields: %s; empty line declines)", req.Params.Message, strings.Join(fields, ", ")))
+		decline := &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionDecline}}
+		if !lines.Scan() || strings.TrimSpace(lines.Text()) == "" {
+			return decline, nil
+		}
+		text := strings.TrimSpace(lines.Text())
+		content := map[string]any{}
+		if len(fields) == 1 {
+			content[fields[0]] = text
+		} else if err := json.Unmarshal([]byte(text), &content); err != nil {
+			return nil, fmt.Errorf("answer is not a JSON object: %w", err)
+		}
+		return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept, Content: content}}, nil
+	}
+}
+
+const statusUsage = `usage: mcp-resume status [--url URL | --ws URL | --stdio CMD] [--json] ID TOKEN
+
+Asks the server for the state of a request (requests/getStatus) by its JSON-RPC
+id (as sent: "c-...-1" with its quotes, or a number) and its resume token, as
+printed by "mcp-resume call -v".
+
+flags:
+`
+
+// status is `mcp-resume status`.
+func status(args []string, stdout, stderr io.Writer) error {
+	var (
+		tg     target
+		asJSON bool
+	)
+	stderr = syncWriter(stderr)
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, statusUsage); fs.PrintDefaults() }
+	tg.flags(fs)
+	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		fs.Usage()
+		return errors.New("status: want ID and TOKEN")
+	}
+	id := parseID(fs.Arg(0))
+	dial, err := tg.dialer(stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := client.Connect(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx, id, fs.Arg(1))
+	if err != nil {
+		return fmt.Errorf("status %s: %w", id, err)
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	fmt.Fprintf(stdout, "request:           %s\nstatus:            %s\npending message:   %v\ninput requested:   %v\n",
+		id, st.Status, st.HasPendingMessage, st.HasInputRequest)
+	return nil
+}
+
+// lockedWriter serializes writes to a writer that is not safe for concurrent use.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// syncWriter returns w made safe for concurrent writes (a file already is).
+func syncWriter(w io.Writer) io.Writer {
+	if _, ok := w.(*os.File); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// progressView shows a call's progress on stderr: a bar redrawn in place on a
+// terminal, one line per notification otherwise.
+type progressView struct {
+	w   io.Writer
+	tty bool
+
+	mu    sync.Mutex // guards shown
+	shown bool       // a bar is on the current line
+}
+
+func newProgressView(w io.Writer) *progressView {
+	return &progressView{w: w, tty: isTerminal(w)}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+const barWidth = 30
+
+func (v *progressView) progress(p client.Progress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.tty {
+		if p.Total > 0 {
+			fmt.Fprintf(v.w, "progress %g/%g %s\n", p.Progress, p.Total, p.Message)
+		} else {
+			fmt.Fprintf(v.w, "progress %g %s\n", p.Progress, p.Message)
+		}
+		return
+	}
+	bar := strings.Repeat("·", barWidth)
+	count := fmt.Sprintf("%g", p.Progress)
+	if p.Total > 0 {
+		n := int(float64(barWidth) * min(p.Progress/p.Total, 1))
+		bar = strings.Repeat("█", n) + strings.Repeat("·", barWidth-n)
+		count = fmt.Sprintf("%g/%g", p.Progress, p.Total)
+	}
+	fmt.Fprintf(v.w, "\r\033[K%s %s %s", bar, count, p.Message)
+	v.shown = true
+}
+
+// line prints a message on a line of its own, keeping the bar below it.
+func (v *progressView) line(s string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.shown {
+		fmt.Fprint(v.w, "\r\033[K")
+		v.shown = false
+	}
+	fmt.Fprintln(v.w, s)
+}
+
+// done ends the bar's line.
+func (v *progressView) done() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.shown {
+		fmt.Fprintln(v.w)
+		v.shown = false
+	}
+}
+
+// parseID reads a request id as typed: a JSON string or number as is, anything
+// else as a string.
+func parseID(s string) spec.ID {
+	if id, err := spec.ParseID([]byte(s)); err == nil {
+		return id
+	}
+	b, _ := json.Marshal(s)
+	return spec.ID(b)
+}

@@ -1,0 +1,273 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// CallOptions configure one call. Nil means none.
+type CallOptions struct {
+	// Progress receives the call's progress notifications, each exactly once and in
+	// order across any number of resumes. It runs on the connection's reader
+	// goroutine: it must not block for long.
+	Progress func(Progress)
+	// Policy is called when the server makes the call resumable (and again if a
+	// later policy replaces the token).
+	Policy func(Policy)
+	// Resumed is called each time the call is resumed on a new connection, before
+	// what the server kept for it arrives.
+	Resumed func()
+	// Idempotent says the call may run twice on the server: when its connection is
+	// lost before the server made it resumable, it is sent again (same id) on the
+	// next connection instead of failing with ErrNotResumable. For read-only tools.
+	// A plain server's progress then starts again from the beginning.
+	Idempotent bool
+}
+
+// Progress is one notifications/progress of a call.
+type Progress struct {
+	Progress float64
+	Total    float64 // 0 when the server gave none
+	Message  string
+	Seq      uint64 // io.mcp-resume/seq, 0 from a plain server
+}
+
+// Policy is what notifications/requests/resumePolicy said about a call.
+type Policy struct {
+	RequestID spec.ID
+	Token     string // a secret: whoever holds it can resume or cancel the request
+	MinWait   time.Duration
+	MaxWait   time.Duration // 0 when the server named none
+}
+
+// call is one request of this client in flight.
+type call struct {
+	id       spec.ID
+	key      string // string(id)
+	method   string
+	opts     CallOptions
+	internal bool // initialize: belongs to one link, not resumed
+
+	done   chan struct{} // closed by finishLocked
+	resend chan struct{} // an Idempotent call lost before its policy (capacity 1)
+	result json.RawMessage
+	err    error
+
+	// Guarded by Client.mu.
+	finished bool
+	sent     bool      // written on some link
+	link     *link     // the link it was last sent or resumed on; nil while waiting to resume
+	resuming bool      // its current link carries requests/resume, not the original
+	policy   *Policy   // nil until the server makes it resumable
+	lastSeq  uint64    // highest sequence number received
+	heard    time.Time // when the server last showed this request alive, for maxWait
+}
+
+func (c *Client) newCall(method string, opts *CallOptions) *call {
+	id := spec.ID(strconv.Quote(c.prefix + strconv.FormatUint(c.nextID.Add(1), 10)))
+	cl := &call{id: id, key: string(id), method: method, done: make(chan struct{}), resend: make(chan struct{}, 1)}
+	if opts != nil {
+		cl.opts = *opts
+	}
+	return cl
+}
+
+// finishLocked ends cl once with a result or an error.
+func (c *Client) finishLocked(cl *call, result json.RawMessage, err error) {
+	if cl.finished {
+		return
+	}
+	cl.finished = true
+	cl.result, cl.err = result, err
+	close(cl.done)
+}
+
+// forget removes cl from the calls in flight.
+func (c *Client) forget(cl *call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finishLocked(cl, nil, ErrClosed)
+	delete(c.calls, cl.key)
+}
+
+// CallTool calls a tool and returns its result, whatever happens to the
+// connection in between: a call the server made resumable is resumed on a new
+// connection after every loss until it ends or its maxWait passes. A tool that
+// fails returns a result with IsError set, not an error. Cancelling ctx sends
+// notifications/cancelled (with the resume token, which reaches the request even
+// while it is detached) and returns ctx's error.
+func (c *Client) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcpgo.CallToolResult, error) {
+	params := map[string]any{"name": name}
+	if args != nil {
+		params["arguments"] = args
+	}
+	raw, err := c.Call(ctx, spec.MethodToolsCall, params, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := mcpgo.ParseCallToolResult(&raw)
+	if err != nil {
+		return nil, &ProtocolError{Problem: "tools/call result: " + err.Error(), Raw: raw}
+	}
+	return res, nil
+}
+
+// Call sends a request and returns its result (raw JSON) or its error (a
+// *spec.Error for a JSON-RPC error, a *ResumeError when a resume was refused, or
+// one matching ErrNotResumable, ErrGaveUp, ErrClosed). params must encode as a
+// JSON object or be nil. A tools/call, and any call with CallOptions.Progress,
+// carries a progress token of its own.
+func (c *Client) Call(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
+	cl := c.newCall(method, opts)
+	p, err := encodeParams(params, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s params: %w", method, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c.calls[cl.key] = cl
+	c.mu.Unlock()
+	defer c.forget(cl)
+	msg := spec.EncodeRequest(cl.id, method, p)
+	for {
+		if err := c.send(ctx, cl, msg); err != nil {
+			return nil, err
+		}
+		select {
+		case <-cl.done:
+			return cl.result, cl.err
+		case <-cl.resend:
+		case <-ctx.Done():
+			c.cancelCall(cl, context.Cause(ctx))
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// send writes a call's request on the current link, waiting for one if needed.
+// A failed write drops the link, whose loss settles the call: the server may have
+// it, so it is not sent again unless the call is Idempotent.
+func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
+	for {
+		l, err := c.current(ctx)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if cl.finished {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.link != l {
+			c.mu.Unlock()
+			continue // lost meanwhile
+		}
+		cl.sent, cl.link = true, l
+		c.mu.Unlock()
+		c.write(l, msg)
+		return nil
+	}
+}
+
+// encodeParams encodes params, adding _meta.progressToken (the call's id) when
+// progress is wanted.
+func encodeParams(params any, cl *call, progress bool) (json.RawMessage, error) {
+	if params == nil && !progress {
+		return nil, nil
+	}
+	fields := map[string]json.RawMessage{}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		if string(b) != "null" {
+			if err := json.Unmarshal(b, &fields); err != nil {
+				return nil, fmt.Errorf("must be a JSON object: %w", err)
+			}
+		}
+	}
+	if progress {
+		meta := map[string]json.RawMessage{}
+		if m, ok := fields["_meta"]; ok {
+			if err := json.Unmarshal(m, &meta); err != nil {
+				return nil, fmt.Errorf("_meta must be an object: %w", err)
+			}
+		}
+		meta["progressToken"] = json.RawMessage(cl.id)
+		fields["_meta"], _ = json.Marshal(meta)
+	}
+	return json.Marshal(fields)
+}
+
+// cancelCall tells the server a call is abandoned, best effort: with its resume
+// token when it has one, so that it reaches the request wherever it is attached.
+func (c *Client) cancelCall(cl *call, cause error) {
+	c.mu.Lock()
+	sent, l := cl.sent, c.link
+	var token string
+	if cl.policy != nil {
+		token = cl.policy.Token
+	}
+	c.mu.Unlock()
+	if !sent {
+		return
+	}
+	if l == nil {
+		if token == "" {
+			return // nobody can reach it: its connection is gone and it was not resumable
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, 2*time.Second)
+		defer cancel()
+		var err error
+		if l, err = c.current(ctx); err != nil {
+			return
+		}
+	}
+	reason := "cancelled by the client"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	b, _ := json.Marshal(spec.CancelledParams{RequestID: cl.id, Reason: reason, ResumeToken: token})
+	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, b))
+}
+
+// Status asks the server for the state of a request by its id and resume token
+// (requests/getStatus). The request may be another client's, or one left behind
+// by an earlier process.
+func (c *Client) Status(ctx context.Context, id spec.ID, token string) (*spec.GetStatusResult, error) {
+	raw, err := c.Call(ctx, spec.MethodGetStatus, spec.GetStatusParams{RequestID: id, ResumeToken: token}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var res spec.GetStatusResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &ProtocolError{Problem: "getStatus result: " + err.Error(), Raw: raw}
+	}
+	return &res, nil
+}
+
+// Cancel cancels a request by its id and resume token (notifications/cancelled
+// with the token, this project's extension), wherever it is attached: for
+// example one a crashed process left running.
+func (c *Client) Cancel(ctx context.Context, id spec.ID, token, reason string) error {
+	l, err := c.current(ctx)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(spec.CancelledParams{RequestID: id, Reason: reason, ResumeToken: token})
+	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, spec.MethodCancelled, b)); err != nil {
+		return fmt.Errorf("client: cancel %s: %w", id, err)
+	}
+	return nil
+}

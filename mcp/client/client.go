@@ -1,0 +1,516 @@
+package client
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// Dialer opens a new connection to the server. The Client calls it once in
+// Connect and again after every connection loss; each connection is a fresh MCP
+// session (initialize again), so a Dialer for stdio starts the command again.
+type Dialer func(ctx context.Context) (transport.Conn, error)
+
+// Options configure a Client. Nil means defaults.
+type Options struct {
+	// ClientInfo is sent in initialize. Default {Name: "mcp-resume", Version: "dev"}.
+	ClientInfo mcpgo.Implementation
+	// ProtocolVersion is asked for in initialize. Default 2025-06-18.
+	ProtocolVersion string
+
+	// Sampling answers sampling/createMessage; nil declines the capability (such
+	// requests get -32601). Elicitation answers elicitation/create likewise. Each
+	// server request id is answered once: a request sent again after a resume gets
+	// the same answer without a second call of the handler. Handlers run on their
+	// own goroutines with a context that Close ends.
+	Sampling    func(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error)
+	Elicitation func(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error)
+
+	// OnLog receives notifications/message. A log message that belongs to a
+	// resumable request and is sent again after a resume is delivered once.
+	OnLog func(mcpgo.LoggingMessageNotificationParams)
+	// OnNotification receives every other notification the client does not handle
+	// itself (progress of no call of this client, list changes, ...).
+	OnNotification func(method string, params json.RawMessage)
+
+	// MinBackoff and MaxBackoff bound the wait between reconnection attempts (with
+	// jitter, doubling from MinBackoff). A resumable request's minWait is waited at
+	// least. Defaults 100ms and 5s.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxWait is how long a resumable request is tried when its policy named no
+	// maxWait. Default 10 minutes.
+	MaxWait time.Duration
+	// ReconnectTimeout is how long a call waits for a connection when it has none to
+	// be sent on, and bounds each dial and initialize. Default 30s.
+	ReconnectTimeout time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.ClientInfo.Name == "" {
+		r.ClientInfo = mcpgo.Implementation{Name: "mcp-resume", Version: "dev"}
+	}
+	if r.ProtocolVersion == "" {
+		r.ProtocolVersion = "2025-06-18"
+	}
+	if r.MinBackoff <= 0 {
+		r.MinBackoff = 100 * time.Millisecond
+	}
+	if r.MaxBackoff < r.MinBackoff {
+		r.MaxBackoff = max(5*time.Second, r.MinBackoff)
+	}
+	if r.MaxWait <= 0 {
+		r.MaxWait = 10 * time.Minute
+	}
+	if r.ReconnectTimeout <= 0 {
+		r.ReconnectTimeout = 30 * time.Second
+	}
+	return r
+}
+
+// Client is an MCP client whose calls survive connection loss. It is safe for
+// concurrent use.
+type Client struct {
+	dial   Dialer
+	opts   Options
+	prefix string        // of every id this client sends, unique per Client
+	nextID atomic.Uint64 // for ids
+
+	ctx    context.Context // ended by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the loop, link readers, server request handlers
+
+	reconnects atomic.Int64
+
+	mu      sync.Mutex    // guards the fields below
+	closed  bool          //
+	link    *link         // the current connection, nil while there is none
+	ready   chan struct{} // closed while link is set; replaced when it is lost
+	demand  chan struct{} // a call waits for a connection (capacity 1)
+	calls   map[string]*call
+	served  *answers // server-to-client requests seen, by id
+	logs    *recent  // sequenced log messages delivered
+	init    *mcpgo.InitializeResult
+	caps    *spec.ServerCapability
+	lastErr error // why the last connection attempt failed
+}
+
+// link is one connection with its reader.
+type link struct {
+	conn transport.Conn
+	done chan struct{} // closed when the reader returned
+	err  error         // why the reader returned; read after done
+
+	since time.Time // when it was installed; guarded by Client.mu
+}
+
+// liveLink is how long a link must have lived for its end to count as the start
+// of its requests' maxWait: the server held their streams, and detached them
+// only now. A link that dies sooner (a server that drops every resume) does not
+// extend the wait.
+const liveLink = time.Second
+
+// Connect dials, initializes and returns a Client. The first connection is not
+// retried: an error here is the dialer's or the server's answer to initialize.
+func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
+	var p [6]byte
+	_, _ = crand.Read(p[:])
+	c := &Client{
+		dial: dial, opts: opts.withDefaults(),
+		prefix: "c-" + hex.EncodeToString(p[:]) + "-",
+		ready:  make(chan struct{}), demand: make(chan struct{}, 1),
+		calls: map[string]*call{}, served: newAnswers(4096), logs: newRecent(4096),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	l, err := c.connect(ctx)
+	if err != nil {
+		c.cancel()
+		return nil, err
+	}
+	c.install(l)
+	c.wg.Add(1)
+	go c.loop(l)
+	return c, nil
+}
+
+// InitializeResult returns the server's answer to the latest initialize.
+func (c *Client) InitializeResult() *mcpgo.InitializeResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.init
+}
+
+// Resumable returns the server's resumableRequests advertisement (maxWait,
+// minWait, extensions), or nil when the server did not advertise one. A server may
+// make requests resumable without advertising: the client resumes whatever got a
+// policy.
+func (c *Client) Resumable() *spec.ServerCapability {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.caps
+}
+
+// Reconnects returns how many connections the client opened after the first.
+func (c *Client) Reconnects() int64 { return c.reconnects.Load() }
+
+// Close fails every call in flight with ErrClosed, drops the connection without
+// cancelling resumable requests on the server (they stay resumable until their
+// maxWait), and waits for the client's goroutines, including running sampling and
+// elicitation handlers (their context is cancelled).
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	for _, cl := range c.calls {
+		c.finishLocked(cl, nil, ErrClosed)
+	}
+	l := c.link
+	c.mu.Unlock()
+	c.cancel()
+	if l != nil {
+		_ = l.conn.Close()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// connect dials and initializes a new link; the link's reader runs already.
+func (c *Client) connect(ctx context.Context) (*link, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ReconnectTimeout)
+	defer cancel()
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("client: dial: %w", err)
+	}
+	l := &link{conn: conn, done: make(chan struct{})}
+	c.wg.Add(1)
+	go c.read(l)
+	res, err := c.initialize(ctx, l)
+	if err != nil {
+		_ = conn.Close()
+		<-l.done
+		return nil, err
+	}
+	c.mu.Lock()
+	c.init = res
+	c.caps = advertisement(res)
+	c.mu.Unlock()
+	return l, nil
+}
+
+// initialize performs the handshake on l.
+func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResult, error) {
+	caps := map[string]any{
+		spec.CapabilityName: spec.ClientCapability{Extensions: []string{spec.ExtensionAck}},
+	}
+	if c.opts.Sampling != nil {
+		caps["sampling"] = map[string]any{}
+	}
+	if c.opts.Elicitation != nil {
+		caps["elicitation"] = map[string]any{}
+	}
+	params, _ := json.Marshal(map[string]any{
+		"protocolVersion": c.opts.ProtocolVersion,
+		"capabilities":    caps,
+		"clientInfo":      c.opts.ClientInfo,
+	})
+	cl := c.newCall(spec.MethodInitialize, nil)
+	cl.internal = true
+	c.mu.Lock()
+	c.calls[cl.key] = cl
+	cl.sent, cl.link = true, l
+	c.mu.Unlock()
+	defer c.forget(cl)
+	if err := l.conn.Write(ctx, spec.EncodeRequest(cl.id, spec.MethodInitialize, params)); err != nil {
+		return nil, fmt.Errorf("client: initialize: %w", err)
+	}
+	var raw json.RawMessage
+	select {
+	case <-cl.done:
+		if cl.err != nil {
+			return nil, fmt.Errorf("client: initialize: %w", cl.err)
+		}
+		raw = cl.result
+	case <-l.done:
+		return nil, fmt.Errorf("client: initialize: connection lost: %w", l.err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: initialize: %w", context.Cause(ctx))
+	}
+	var res mcpgo.InitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &ProtocolError{Problem: "initialize result: " + err.Error(), Raw: raw}
+	}
+	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, "notifications/initialized", nil)); err != nil {
+		return nil, fmt.Errorf("client: initialized: %w", err)
+	}
+	return &res, nil
+}
+
+// advertisement reads the server's experimental.resumableRequests.
+func advertisement(res *mcpgo.InitializeResult) *spec.ServerCapability {
+	v, ok := res.Capabilities.Experimental[spec.CapabilityName]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var sc spec.ServerCapability
+	if json.Unmarshal(b, &sc) != nil {
+		return nil
+	}
+	return &sc
+}
+
+// install makes l the current link and resumes every resumable call waiting for
+// one, with its original id, its token and the last sequence number it holds.
+func (c *Client) install(l *link) {
+	c.mu.Lock()
+	c.link = l
+	l.since = time.Now()
+	close(c.ready)
+	select {
+	case <-c.demand:
+	default:
+	}
+	var msgs [][]byte
+	var resumed []func()
+	for _, cl := range c.calls {
+		if cl.finished || !cl.sent || cl.link != nil || cl.policy == nil {
+			continue
+		}
+		cl.link, cl.resuming = l, true
+		p := spec.ResumeParams{ResumeToken: cl.policy.Token}
+		ack := cl.lastSeq
+		p.Meta = &spec.RequestMeta{Ack: &ack}
+		b, _ := json.Marshal(p)
+		msgs = append(msgs, spec.EncodeRequest(cl.id, spec.MethodResume, b))
+		if cl.opts.Resumed != nil {
+			resumed = append(resumed, cl.opts.Resumed)
+		}
+	}
+	msgs = append(msgs, c.served.unsentLocked()...)
+	c.mu.Unlock()
+	// Before the resumes go out, so before anything the server kept for them.
+	for _, f := range resumed {
+		f()
+	}
+	for _, m := range msgs {
+		if !c.write(l, m) {
+			return
+		}
+	}
+}
+
+// write writes m on l; a failed write drops l (its reader then ends, and the loop
+// reconnects). It reports whether the write succeeded.
+func (c *Client) write(l *link, m []byte) bool {
+	if err := l.conn.Write(c.ctx, m); err != nil {
+		_ = l.conn.Close()
+		return false
+	}
+	return true
+}
+
+// current returns the link to send on, waiting up to ReconnectTimeout for one.
+func (c *Client) current(ctx context.Context) (*link, error) {
+	deadline := time.NewTimer(c.opts.ReconnectTimeout)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		l, ready := c.link, c.ready
+		if l == nil {
+			select {
+			case c.demand <- struct{}{}:
+			default:
+			}
+		}
+		lastErr := c.lastErr
+		c.mu.Unlock()
+		if l != nil {
+			return l, nil
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done():
+			return nil, ErrClosed
+		case <-deadline.C:
+			return nil, fmt.Errorf("%w: no connection within %v: %v", ErrGaveUp, c.opts.ReconnectTimeout, lastErr)
+		}
+	}
+}
+
+// loop owns the connections: it waits for the current one to end, settles the
+// calls it carried, and reconnects.
+func (c *Client) loop(l *link) {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-l.done:
+		case <-c.ctx.Done():
+			return
+		}
+		minWait := c.lost(l)
+		if l = c.reconnect(minWait); l == nil {
+			return
+		}
+		c.reconnects.Add(1)
+	}
+}
+
+// lost settles the calls of a link that ended: a call without a policy fails
+// (ErrNotResumable), a resumable one waits for the next link. A protocol error
+// fails every call of the link. It returns the longest minWait of the calls to
+// resume.
+func (c *Client) lost(l *link) time.Duration {
+	_ = l.conn.Close()
+	var perr *ProtocolError
+	errors.As(l.err, &perr)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.link == l {
+		c.link = nil
+		c.ready = make(chan struct{})
+	}
+	var minWait time.Duration
+	for _, cl := range c.calls {
+		if cl.finished || cl.link != l {
+			continue
+		}
+		switch {
+		case perr != nil:
+			c.finishLocked(cl, nil, perr)
+		case cl.policy == nil && cl.opts.Idempotent && !cl.internal:
+			cl.sent, cl.link, cl.lastSeq = false, nil, 0
+			select {
+			case cl.resend <- struct{}{}:
+			default:
+			}
+		case cl.policy == nil:
+			c.finishLocked(cl, nil, fmt.Errorf("%w: request %s (%s): %v", ErrNotResumable, cl.id, cl.method, l.err))
+		default:
+			if time.Since(l.since) >= liveLink {
+				cl.heard = time.Now()
+			}
+			cl.link, cl.resuming = nil, false
+			minWait = max(minWait, cl.policy.MinWait)
+		}
+	}
+	return minWait
+}
+
+// reconnect dials until a link is up, waiting minWait first and backing off
+// between attempts; while no call needs a connection it waits for one that does.
+// It fails calls whose maxWait passed. It returns nil when the client closes.
+func (c *Client) reconnect(minWait time.Duration) *link {
+	since := time.Now()
+	for attempt := 0; ; attempt++ {
+		wait := c.backoff(attempt)
+		if d := time.Until(since.Add(minWait)); d > wait {
+			wait = d
+		}
+		if !sleep(c.ctx, wait) {
+			return nil
+		}
+		if !c.wanted() {
+			select {
+			case <-c.demand:
+				attempt = -1
+				continue
+			case <-c.ctx.Done():
+				return nil
+			}
+		}
+		l, err := c.connect(c.ctx)
+		if err != nil {
+			c.mu.Lock()
+			c.lastErr = err
+			c.mu.Unlock()
+			continue
+		}
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			_ = l.conn.Close()
+			<-l.done
+			return nil
+		}
+		c.install(l)
+		return l
+	}
+}
+
+// wanted expires resumable calls past their maxWait and reports whether any call
+// still needs a connection.
+func (c *Client) wanted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	want := len(c.demand) > 0
+	for _, cl := range c.calls {
+		if cl.finished || cl.link != nil {
+			continue
+		}
+		if !cl.sent {
+			want = true
+			continue
+		}
+		maxWait := cl.policy.MaxWait
+		if maxWait <= 0 {
+			maxWait = c.opts.MaxWait
+		}
+		if now.After(cl.heard.Add(maxWait)) {
+			c.finishLocked(cl, nil, fmt.Errorf("%w: request %s not resumed within its maxWait %v: %v", ErrGaveUp, cl.id, maxWait, c.lastErr))
+			continue
+		}
+		want = true
+	}
+	return want
+}
+
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.opts.MinBackoff
+	for i := 0; i < attempt && d < c.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.opts.MaxBackoff)
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,39 @@
+// Package client is an MCP client whose requests survive disconnects: the client
+// half of SEP-975 (resumable requests) as mcp-resume implements it (spec/README.md).
+//
+// A Client connects through a Dialer, any function that returns a new
+// transport.Conn: transport/stdio.Command for a server started as a child process,
+// transport/http.Dial (with ClientOptions.FailOnStreamLoss) for Streamable HTTP,
+// transport/ws.Dial for WebSocket. It advertises resumableRequests with the ack
+// extension in initialize and records the resume policy the server sends for each
+// request.
+//
+// When the connection is lost, the Client:
+//
+//   - fails each request in flight that the server had not made resumable, with
+//     an error matching ErrNotResumable (its outcome is unknown; a tool call is
+//     not sent twice);
+//   - dials again, waiting at least the requests' minWait and backing off between
+//     failed attempts, and gives a request up (ErrGaveUp) once its maxWait passed
+//     without a connection;
+//   - initializes the new connection and sends requests/resume for each
+//     resumable request: the original id, its token, and `_meta["io.mcp-resume/ack"]`
+//     = the last sequence number received, so that the server sends only what the
+//     client does not have.
+//
+// CallTool therefore returns the tool's result however many disconnects happen.
+// Progress callbacks run exactly once per notification and in order: each call
+// carries a progress token of its own (its id), and a notification whose sequence
+// number was seen already is dropped. Sampling and elicitation requests go to
+// handlers the caller supplies (Options.Sampling, Options.Elicitation); one that
+// the server sends again after a resume gets the same answer, the handler runs
+// once per server request id.
+//
+// Request ids are strings with a random prefix per Client ("c-<12 hex>-<n>"), so
+// they never collide with ids a server still keeps resumable from an earlier
+// connection or another client.
+//
+// Against a server that does not offer resumability (any plain MCP server) the
+// Client works as a plain MCP client: no policy arrives, nothing is resumed, and a
+// disconnect fails the calls in flight with ErrNotResumable.
+package client

@@ -1,0 +1,172 @@
+package client
+
+import (
+	"encoding/json"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Server-to-client requests (sampling, elicitation, roots, ping). A resumable
+// request's server requests are sent again after a resume while unanswered, with
+// the same id; each id is answered by one call of its handler, and the answer is
+// written again whenever the request comes again.
+
+// answer is the client's answer to one server request.
+type answer struct {
+	msg  []byte // nil while the handler runs
+	sent bool   // written on a link without error
+}
+
+// answers remembers the server requests seen, the newest max of them (server ids
+// are never reused, so an old one will not come again).
+type answers struct {
+	max   int
+	byID  map[string]*answer
+	order []string // ring of keys, oldest at next
+	next  int
+}
+
+func newAnswers(max int) *answers {
+	return &answers{max: max, byID: map[string]*answer{}}
+}
+
+// getOrAdd returns the answer for key and whether it existed.
+func (a *answers) getOrAdd(key string) (*answer, bool) {
+	if v, ok := a.byID[key]; ok {
+		return v, true
+	}
+	v := &answer{}
+	if len(a.order) < a.max {
+		a.order = append(a.order, key)
+	} else {
+		delete(a.byID, a.order[a.next])
+		a.order[a.next] = key
+		a.next = (a.next + 1) % a.max
+	}
+	a.byID[key] = v
+	return v, false
+}
+
+// unsentLocked returns the answers that were never written, marking them sent:
+// a resumed request that still waits for one asks again, and gets it again.
+func (a *answers) unsentLocked() [][]byte {
+	var out [][]byte
+	for _, v := range a.byID {
+		if v.msg != nil && !v.sent {
+			v.sent = true
+			out = append(out, v.msg)
+		}
+	}
+	return out
+}
+
+// recent is a bounded set of strings, the newest max of them.
+type recent struct {
+	max   int
+	set   map[string]struct{}
+	order []string
+	next  int
+}
+
+func newRecent(max int) *recent { return &recent{max: max, set: map[string]struct{}{}} }
+
+// add adds s and reports whether it was new.
+func (r *recent) add(s string) bool {
+	if _, ok := r.set[s]; ok {
+		return false
+	}
+	if len(r.order) < r.max {
+		r.order = append(r.order, s)
+	} else {
+		delete(r.set, r.order[r.next])
+		r.order[r.next] = s
+		r.next = (r.next + 1) % r.max
+	}
+	r.set[s] = struct{}{}
+	return true
+}
+
+func (c *Client) serverRequest(l *link, m *spec.Message) {
+	if m.Method == "ping" {
+		c.write(l, spec.EncodeResponse(m.ID, json.RawMessage(`{}`)))
+		return
+	}
+	c.mu.Lock()
+	a, seen := c.served.getOrAdd(string(m.ID))
+	msg := a.msg
+	c.mu.Unlock()
+	if seen {
+		if msg != nil && c.write(l, msg) { // asked again after a resume
+			c.mu.Lock()
+			a.sent = true
+			c.mu.Unlock()
+		}
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		msg := c.answer(m)
+		c.mu.Lock()
+		a.msg = msg
+		l := c.link
+		c.mu.Unlock()
+		if l != nil && c.write(l, msg) {
+			c.mu.Lock()
+			a.sent = true
+			c.mu.Unlock()
+		}
+	}()
+}
+
+// answer runs the handler for a server request and returns the response.
+func (c *Client) answer(m *spec.Message) []byte {
+	var (
+		res any
+		err error
+	)
+	switch m.Method {
+	case "sampling/createMessage":
+		if c.opts.Sampling == nil {
+			return notSupported(m)
+		}
+		var req mcpgo.CreateMessageRequest
+		req.Method = m.Method
+		if err := json.Unmarshal(m.Params, &req.CreateMessageParams); err != nil {
+			return invalid(m, err)
+		}
+		res, err = c.opts.Sampling(c.ctx, req)
+	case "elicitation/create":
+		if c.opts.Elicitation == nil {
+			return notSupported(m)
+		}
+		var req mcpgo.ElicitationRequest
+		req.Method = m.Method
+		if err := json.Unmarshal(m.Params, &req.Params); err != nil {
+			return invalid(m, err)
+		}
+		res, err = c.opts.Elicitation(c.ctx, req)
+	case "roots/list":
+		res = mcpgo.ListRootsResult{Roots: []mcpgo.Root{}}
+	default:
+		return notSupported(m)
+	}
+	if err != nil {
+		return spec.EncodeError(m.ID, spec.NewError(spec.CodeInternalError, "", m.Method+": "+err.Error()))
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return spec.EncodeError(m.ID, spec.NewError(spec.CodeInternalError, "", m.Method+": "+err.Error()))
+	}
+	return spec.EncodeResponse(m.ID, b)
+}
+
+func notSupported(m *spec.Message) []byte {
+	return spec.EncodeError(m.ID, spec.NewError(spec.CodeMethodNotFound, "", "method not supported by this client: "+m.Method))
+}
+
+func invalid(m *spec.Message, err error) []byte {
+	return spec.EncodeError(m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, m.Method+": "+err.Error()))
+}
