@@ -199,7 +199,8 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := resume.New(st, &resume.Options{MaxLive: n, MaxRetained: n})
+	// Results stay until acknowledged (no retention window ends during a long run).
+	e := resume.New(st, &resume.Options{MaxLive: n, MaxRetained: n, Retention: time.Hour, DeliveredRetention: time.Hour})
 	defer e.Close()
 	heap0 := heapInuse()
 	begin := time.Now()
