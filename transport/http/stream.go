@@ -56,7 +56,10 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	if st.closed {
 		return errStreamClosed
 	}
-	if !st.sse && st.json && m.Kind == resume.KindResponse {
+	// A response is the whole answer as a JSON body when nothing came before it and
+	// it is not from an outbox (Seq 0): one from an outbox (a resume's replay
+	// racing the stream's start) gets an event id the client can ack.
+	if !st.sse && st.json && m.Kind == resume.KindResponse && m.Seq == 0 {
 		st.w.Header().Set("Content-Type", "application/json")
 		st.w.WriteHeader(http.StatusOK)
 		_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.h.opts.WriteTimeout))
