@@ -20,7 +20,7 @@ func TestChaosHTTP(t *testing.T) {
 		t.Skip("slow")
 	}
 	s := newNetServer(t, nil)
-	p := faultproxy.New(t, s.addr(), 500, 3000) // each stream is a TCP connection of its own
+	p := faultproxy.New(t, s.addr(), 400, 1800) // each stream is a TCP connection of its own
 	chaos(t, p, httpDialer(t, "http://"+p.Addr()+"/mcp"))
 }
 
@@ -29,7 +29,7 @@ func TestChaosWebSocket(t *testing.T) {
 		t.Skip("slow")
 	}
 	s := newNetServer(t, nil)
-	p := faultproxy.New(t, s.addr(), 700, 3500) // every call of a client shares one
+	p := faultproxy.New(t, s.addr(), 400, 2000) // every call of a client shares one
 	chaos(t, p, wsDialer("ws://"+p.Addr()+"/ws"))
 }
 
