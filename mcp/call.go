@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ type call struct {
 	c      *connState // the session it arrived on
 	st     Stream     // the stream its messages go to until it is resumable
 	id     spec.ID
+	raw    []byte // the request as received
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
 	sess   *callSession
@@ -44,7 +46,7 @@ type call struct {
 func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 	key := string(m.ID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
-	cl := &call{c: c, st: st, id: m.ID, ctx: ctx, cancel: cancel}
+	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel}
 	cl.sess = &callSession{base: c.sess, cl: cl}
 	c.mu.Lock()
 	if c.closed {
@@ -125,7 +127,7 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 	switch p.Mode {
 	case Always:
-		if r := cl.promote(false); r != nil {
+		if r := cl.promote(false, p.Restartable); r != nil {
 			// The tool runs on the request's own context, which ends exactly when
 			// the request does, with mcp-go's values (session, server, request).
 			return requestCtx{Context: r.Context(), values: ctx}
@@ -133,7 +135,7 @@ func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 	case After:
 		cl.mu.Lock()
 		if cl.timer == nil && !cl.done {
-			cl.timer = time.AfterFunc(p.After, func() { cl.promote(true) })
+			cl.timer = time.AfterFunc(p.After, func() { cl.promote(true, p.Restartable) })
 		}
 		cl.mu.Unlock()
 	}
@@ -160,7 +162,7 @@ func (c requestCtx) Value(key any) any {
 // (before any other message of the request), and attaches it to its connection.
 // running says the tool already runs on the call's context, which must then end
 // when the request does. It returns the request, or nil when the call stays plain.
-func (cl *call) promote(running bool) *resume.Request {
+func (cl *call) promote(running, restartable bool) *resume.Request {
 	c, s := cl.c, cl.c.s
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
@@ -168,7 +170,11 @@ func (cl *call) promote(running bool) *resume.Request {
 		return nil
 	}
 	hidden := !c.resumable.Load()
-	r, tok, err := s.eng.Start(cl.id, &resume.StartOptions{AckMode: c.ackMode.Load() && !hidden, Sink: cl.st})
+	so := resume.StartOptions{AckMode: c.ackMode.Load() && !hidden, Sink: cl.st}
+	if restartable && !hidden {
+		so.Payload = bytes.Clone(cl.raw)
+	}
+	r, tok, err := s.eng.Start(cl.id, &so)
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil
@@ -287,4 +293,39 @@ func classify(n mcp.JSONRPCNotification) (resume.Kind, string) {
 	}
 	tok, _ := json.Marshal(n.Params.AdditionalFields["progressToken"])
 	return resume.KindProgress, string(tok)
+}
+
+// rerun runs a restartable request again, recovered from a durable store after a
+// restart (resume.Engine.Restartable): a call with no connection, on the request's
+// own context, whose messages go to its outbox until a client resumes it.
+func (s *Server) rerun(r *resume.Request) {
+	m, derr := spec.Decode(r.Payload())
+	if derr != nil || m.Kind != spec.KindRequest {
+		s.log.Warn().Str("request", string(r.ID())).Msg("a restartable request's stored payload is not a request; cancelled")
+		r.Cancel()
+		return
+	}
+	c := s.restartSession()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel, req: r}
+	cl.sess = &callSession{base: c.sess, cl: cl}
+	c.mu.Lock()
+	c.running[string(cl.id)] = cl
+	c.mu.Unlock()
+	s.log.Info().Str("request", string(r.ID())).Msg("running a restartable request again")
+	s.wg.Add(1)
+	s.pool.run(func() {
+		defer s.wg.Done()
+		cl.run(m, r.Payload())
+	})
+}
+
+// restartSession returns the session that requests run again after a restart
+// belong to (they have no client until one resumes them).
+func (s *Server) restartSession() *connState {
+	s.restartOnce.Do(func() {
+		s.restarted = newConnState(s, nil, false)
+		s.restarted.sess.Initialize()
+	})
+	return s.restarted
 }

@@ -19,6 +19,11 @@ const (
 type Policy struct {
 	Mode  Mode
 	After time.Duration // for Mode After
+	// Restartable: with a durable store, a call of this tool that was running when
+	// its server stopped is run again by the next server (from the stored request)
+	// instead of failing with server_restarted; its client resumes it as usual.
+	// Only for tools that are safe to run twice.
+	Restartable bool
 }
 
 func (o *Options) policy(tool string) Policy {

@@ -49,6 +49,9 @@ type Server struct {
 
 	wg     sync.WaitGroup // handler goroutines, which may outlive their connection
 	pool   *workers       // the goroutines calls run on
+
+	restartOnce sync.Once
+	restarted   *connState // the session of requests run again after a restart
 	closed atomic.Bool
 }
 
@@ -88,6 +91,9 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		pool:     newWorkers(),
 	}
 	srv.Use(s.middleware)
+	for _, r := range eng.Restartable() {
+		s.rerun(r)
+	}
 	return s
 }
 
@@ -101,6 +107,9 @@ func (s *Server) Close() {
 	s.closed.Store(true)
 	s.eng.Close()
 	s.wg.Wait()
+	if s.restarted != nil {
+		s.restarted.shutdown(false)
+	}
 	s.pool.stop()
 }
 

@@ -117,6 +117,8 @@ type Engine struct {
 	retainQ  []*Request // ended requests in the order they ended; may hold gone ones
 	tombs    map[TokenHash]tombstone
 	tombQ    []TokenHash // insertion order, for expiry and the count bound
+	// restartable: recovered requests to run again (see Restartable).
+	restartable []*Request
 	closed   bool
 
 	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
@@ -159,6 +161,10 @@ type StartOptions struct {
 	// Values supplies the values of the request's context (for example the MCP
 	// session); its cancellation and deadline are ignored. Nil means none.
 	Values context.Context
+	// Payload, when set, makes the request restartable: it is stored with the
+	// request, and an engine that recovers the request while it was processing
+	// hands it back (Engine.Restartable) to be run again instead of failing it.
+	Payload []byte
 }
 
 // Start registers a new resumable request with JSON-RPC id id. It returns the
@@ -190,7 +196,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.running++
 	e.mu.Unlock()
 
-	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created}); err != nil {
+	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
 		e.running--
@@ -207,6 +213,19 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	r.mu.Unlock()
 	return r, tok, nil
+}
+
+// Restartable returns, once, the requests recovered from the store that were
+// processing when an earlier process stopped and are restartable (started with a
+// Payload): each is processing again, detached (its maxWait clock runs), with its
+// queued messages, for the caller to run again with Request.Payload. Until the
+// caller completes them they are like any running request.
+func (e *Engine) Restartable() []*Request {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rs := e.restartable
+	e.restartable = nil
+	return rs
 }
 
 // Lookup finds the request for token whose id is id. A wrong token, a wrong id and an

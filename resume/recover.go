@@ -16,6 +16,11 @@ import (
 //
 //   - completed or failed (its final response is stored): resumable as it was; a
 //     requests/resume replays what is queued, the final response last.
+//   - processing and restartable (started with StartOptions.Payload): it processes
+//     again, detached, with what it had queued (but its unanswered server-to-client
+//     requests), and Engine.Restartable hands it to the caller to run again; the
+//     client resumes it with its old token and gets the new run's messages and
+//     result.
 //   - processing: its handler died with the old process, so it ends now as failed.
 //     Its unanswered server-to-client requests are dropped (nobody waits for the
 //     answers), and Options.Restarted's response (by default a JSON-RPC error with
@@ -44,19 +49,21 @@ func (e *Engine) recoverStored() {
 	if len(recs) == 0 {
 		return
 	}
-	var resumable, restarted, dropped int
+	var resumable, restarted, rerun, dropped int
 	for _, rec := range recs {
 		switch e.recoverOne(rec) {
 		case recoveredResumable:
 			resumable++
 		case recoveredRestarted:
 			restarted++
+		case recoveredRerun:
+			rerun++
 		default:
 			dropped++
 		}
 	}
 	e.trim()
-	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("dropped", dropped).
+	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("rerun", rerun).Int("dropped", dropped).
 		Dur("took", time.Since(start)).Msg("recovered the requests of an earlier process")
 }
 
@@ -66,6 +73,7 @@ const (
 	recoveredDropped recovered = iota
 	recoveredResumable
 	recoveredRestarted
+	recoveredRerun
 )
 
 // recoverOne brings back one stored request, or deletes it.
@@ -96,6 +104,8 @@ func (e *Engine) recoverOne(rec Record) recovered {
 		// The process stopped between storing the final response and the final
 		// state: the response is what counts.
 		state = StateCompleted
+	case state == StateProcessing && rec.Payload != nil:
+		return e.recoverRestartable(rec, q, inputs)
 	case state == StateProcessing:
 		if len(inputs) > 0 {
 			q.remove(inputs)
@@ -144,6 +154,41 @@ func (e *Engine) recoverOne(rec Record) recovered {
 	r.scheduleLocked() // ended: the Retention clock runs from now
 	r.mu.Unlock()
 	return how
+}
+
+// recoverRestartable brings back a restartable request that was processing: it
+// processes again, detached, keeping what it had queued except its unanswered
+// server-to-client requests (the new run asks again), for the caller to run it
+// again (Restartable). Past MaxLive it is failed like any other restarted request.
+func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64) recovered {
+	e.mu.Lock()
+	_, dup := e.live[rec.Hash]
+	full := dup || e.closed || e.running >= e.opts.MaxLive
+	e.mu.Unlock()
+	if full {
+		rec.Payload = nil
+		return e.recoverOne(rec) // fails it as restarted
+	}
+	if len(inputs) > 0 {
+		q.remove(inputs)
+		if err := e.store.Discard(e.ctx, rec.Hash, inputs...); err != nil {
+			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("discarding the inputs of a restartable request")
+		}
+	}
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload}
+	if len(r.q.entries) <= 1 {
+		r.q.entries = append(r.q.first[:0], r.q.entries...)
+	}
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	e.mu.Lock()
+	e.live[rec.Hash] = r
+	e.running++
+	e.restartable = append(e.restartable, r)
+	e.mu.Unlock()
+	r.mu.Lock()
+	r.scheduleLocked() // detached: the maxWait clock runs from now
+	r.mu.Unlock()
+	return recoveredRerun
 }
 
 func (e *Engine) dropStored(rec Record) {

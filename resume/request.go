@@ -17,6 +17,7 @@ type Request struct {
 	created time.Time // as in its Record
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+	payload []byte // set on a restartable request recovered to run again
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -43,6 +44,10 @@ type attachment struct {
 
 // ID returns the request's JSON-RPC id, raw.
 func (r *Request) ID() []byte { return r.id }
+
+// Payload returns what the request was started with to make it restartable (see
+// StartOptions.Payload), for a request recovered to run again; nil otherwise.
+func (r *Request) Payload() []byte { return r.payload }
 
 // Context returns the request's own context: cancelled when the request ends (cause
 // ErrEnded once its result is acknowledged or its retention ends), by Cancel (cause

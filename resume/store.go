@@ -66,6 +66,9 @@ type Record struct {
 	ID      []byte // the JSON-RPC id, raw
 	State   State
 	Created time.Time
+	// Payload, for a restartable request, is what its owner needs to run it again
+	// after a restart (the raw JSON-RPC request); nil for the others.
+	Payload []byte
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

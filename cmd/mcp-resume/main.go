@@ -104,6 +104,7 @@ type serveFlags struct {
 	maxMessage    int
 	policies      string
 	defaultPolicy string
+	restartable   string
 	logLevel      string
 	dataDir       string
 	natsURL       string
@@ -137,6 +138,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.maxMessage, "max-message-bytes", transport.DefaultMaxMessageBytes, "largest message accepted from a client")
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
 	fs.StringVar(&f.defaultPolicy, "default-policy", "always", "resume policy of tools not named in --policy")
+	fs.StringVar(&f.restartable, "restartable", "", "tools safe to run twice, comma-separated: with --data-dir or --nats-url, their calls running when the server stopped run again after a restart instead of failing with server_restarted")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep queued messages and results in this directory (an embedded NATS JetStream server, in-process, no port): they survive a restart")
 	fs.StringVar(&f.natsURL, "nats-url", "", "keep queued messages and results in an existing NATS JetStream (one instance per stream for now)")
@@ -160,6 +162,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--default-policy: %w", err)
 	}
 	tools, err := parsePolicies(f.policies)
+	if err == nil {
+		for _, name := range splitList(f.restartable) {
+			p, ok := tools[name]
+			if !ok {
+				p = def
+			}
+			p.Restartable = true
+			tools[name] = p
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("--policy: %w", err)
 	}

@@ -85,3 +85,38 @@ func TestStoreFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartableSubprocess: a call of a tool marked --restartable that is running
+// when its server is killed runs again in the next server on the same --data-dir,
+// and its client resumes it with its old token and gets the result.
+func TestRestartableSubprocess(t *testing.T) {
+	dir := t.TempDir()
+	args := "serve --stdio --data-dir " + dir + " --restartable countdown"
+	conn := spawn(t, args)
+	c := e2etest.NewClient(t, conn)
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":4},"_meta":{"progressToken":"p"}}}`)
+	pol := e2etest.PolicyOf(t, c.Next())
+	if p := e2etest.Progress(c.Next()); p != 1 {
+		t.Fatalf("first message after the policy: progress %d", p)
+	}
+	if err := conn.(*procConn).cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+
+	c = e2etest.NewClient(t, spawn(t, args))
+	c.Initialize(`{"resumableRequests":{}}`)
+	st, err := c.GetStatus(`"st"`, `"r"`, pol.ResumeToken)
+	if err != nil || st.Status != "processing" {
+		t.Fatalf("getStatus after the restart: %+v, %v; want processing (running again)", st, err)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	resp, before := c.Response(`"r"`)
+	if got := e2etest.Text(resp); got != "countdown done: 4 of 4 steps" {
+		t.Fatalf("result after the restart: %s", resp.Raw)
+	}
+	if len(before) == 0 || e2etest.Progress(before[len(before)-1]) != 4 {
+		t.Errorf("the run after the restart sent no progress up to 4: %d messages before the result", len(before))
+	}
+}

@@ -48,15 +48,27 @@ func decodeMessage(b []byte) (resume.Message, error) {
 	return m, nil
 }
 
+// A record is its version, state, creation time, then the id alone (version 1,
+// as written before restartable requests) or the id's length, the id and the
+// payload (version 2, written when there is a payload).
+const recordWithPayload = 2
+
 func encodeRecord(rec resume.Record) []byte {
-	b := make([]byte, 0, 2+binary.MaxVarintLen64+len(rec.ID))
-	b = append(b, codecVersion, byte(rec.State))
+	b := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(rec.ID)+len(rec.Payload))
+	if rec.Payload == nil {
+		b = append(b, codecVersion, byte(rec.State))
+		b = binary.AppendVarint(b, rec.Created.UnixNano())
+		return append(b, rec.ID...)
+	}
+	b = append(b, recordWithPayload, byte(rec.State))
 	b = binary.AppendVarint(b, rec.Created.UnixNano())
-	return append(b, rec.ID...)
+	b = binary.AppendUvarint(b, uint64(len(rec.ID)))
+	b = append(b, rec.ID...)
+	return append(b, rec.Payload...)
 }
 
 func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
-	if len(b) < 2 || b[0] != codecVersion {
+	if len(b) < 2 || (b[0] != codecVersion && b[0] != recordWithPayload) {
 		return nil, errCodec
 	}
 	rec := &resume.Record{Hash: h, State: resume.State(b[1])}
@@ -65,6 +77,17 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 		return nil, errCodec
 	}
 	rec.Created = time.Unix(0, ns)
-	rec.ID = append([]byte(nil), b[2+n:]...)
+	rest := b[2+n:]
+	if b[0] == codecVersion {
+		rec.ID = append([]byte(nil), rest...)
+		return rec, nil
+	}
+	idLen, n := binary.Uvarint(rest)
+	if n <= 0 || idLen > uint64(len(rest)-n) {
+		return nil, errCodec
+	}
+	rest = rest[n:]
+	rec.ID = append([]byte(nil), rest[:idLen]...)
+	rec.Payload = append([]byte{}, rest[idLen:]...)
 	return rec, nil
 }

@@ -177,7 +177,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			t.Fatalf("empty store yielded %+v, %v", r, err)
 		}
 		a, b, c := put(t, s, "a"), put(t, s, "b"), put(t, s, "c")
-		done := resume.Record{Hash: b, ID: []byte(`"b"`), State: resume.StateFailed, Created: time.Unix(2, 0)}
+		done := resume.Record{Hash: b, ID: []byte(`"b"`), State: resume.StateFailed, Created: time.Unix(2, 0), Payload: []byte(`{"p":1}`)}
 		if err := s.Put(ctx, done); err != nil {
 			t.Fatalf("Put: %v", err)
 		}
@@ -198,10 +198,10 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 		if len(got) != 2 {
 			t.Fatalf("Records yielded %d records, want 2 (a and b)", len(got))
 		}
-		if r := got[a]; string(r.ID) != `"a"` || r.State != resume.StateProcessing || !r.Created.Equal(time.Unix(1, 0)) {
+		if r := got[a]; string(r.ID) != `"a"` || r.State != resume.StateProcessing || !r.Created.Equal(time.Unix(1, 0)) || r.Payload != nil {
 			t.Fatalf("record a = %+v", r)
 		}
-		if r := got[b]; string(r.ID) != `"b"` || r.State != resume.StateFailed || !r.Created.Equal(time.Unix(2, 0)) {
+		if r := got[b]; string(r.ID) != `"b"` || r.State != resume.StateFailed || !r.Created.Equal(time.Unix(2, 0)) || string(r.Payload) != `{"p":1}` {
 			t.Fatalf("record b = %+v", r)
 		}
 		n := 0
