@@ -25,7 +25,7 @@ type call struct {
 	c      *connState // the session it arrived on
 	st     Stream     // the stream its messages go to until it is resumable
 	id     spec.ID
-	raw    []byte // the request as received
+	raw    []byte          // the request as received
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
 	sess   *callSession

@@ -47,12 +47,12 @@ type Server struct {
 	nextID   atomic.Uint64 // for server-to-client request ids
 	pending  sync.Map      // server-to-client request id (JSON text) -> *outgoing
 
-	wg     sync.WaitGroup // handler goroutines, which may outlive their connection
-	pool   *workers       // the goroutines calls run on
+	wg   sync.WaitGroup // handler goroutines, which may outlive their connection
+	pool *workers       // the goroutines calls run on
 
 	restartOnce sync.Once
 	restarted   *connState // the session of requests run again after a restart
-	closed atomic.Bool
+	closed      atomic.Bool
 }
 
 // New returns a Server around srv. srv's tools, resources and prompts are served

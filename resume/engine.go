@@ -119,7 +119,7 @@ type Engine struct {
 	tombQ    []TokenHash // insertion order, for expiry and the count bound
 	// restartable: recovered requests to run again (see Restartable).
 	restartable []*Request
-	closed   bool
+	closed      bool
 
 	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
 	tmu       sync.Mutex               // guards tm; taken with a request's mu held, never the reverse
