@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/transport"
+	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+)
+
+// spawnHTTP starts the binary serving args on addr and waits until it accepts
+// connections. The returned function kills it (SIGKILL) and waits for it.
+func spawnHTTP(t *testing.T, addr, args string) (kill func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "MCP_RESUME_TEST_ARGS=serve --http "+addr+" "+args)
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	kill = func() {
+		if !done {
+			done = true
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(kill)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return kill
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server on %s did not start", addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A server restart within maxWait, with a durable store: the Go client's call
+// still completes. The server is killed (SIGKILL) mid-call and started again on
+// the same --data-dir and address; the tool is restartable, so the new server runs
+// the call again, and the client reconnects, resumes with its token and gets the
+// result from CallTool as if nothing had happened.
+func TestClientSurvivesServerRestart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := "--data-dir " + t.TempDir() + " --restartable countdown"
+	kill := spawnHTTP(t, addr, args)
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	dial := func(context.Context) (transport.Conn, error) {
+		return mcphttp.Dial("http://"+addr+"/mcp", &mcphttp.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+	}
+	c, err := client.Connect(t.Context(), dial, &client.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	first := make(chan struct{})
+	type outcome struct {
+		res *mcpgo.CallToolResult
+		err error
+	}
+	out := make(chan outcome, 1)
+	go func() {
+		n := 0
+		res, err := c.CallTool(t.Context(), "countdown", map[string]any{"seconds": 1.5, "steps": 5}, &client.CallOptions{
+			Progress: func(client.Progress) {
+				if n++; n == 1 {
+					close(first)
+				}
+			},
+		})
+		out <- outcome{res, err}
+	}()
+	select {
+	case <-first:
+	case o := <-out:
+		t.Fatalf("the call ended before any progress: %v", o.err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no progress")
+	}
+	kill()
+	spawnHTTP(t, addr, args)
+
+	select {
+	case o := <-out:
+		if o.err != nil {
+			t.Fatalf("CallTool across a server restart: %v", o.err)
+		}
+		if got := fmt.Sprint(o.res.Content); len(o.res.Content) != 1 || o.res.IsError {
+			t.Fatalf("result %s", got)
+		}
+		if tc, ok := o.res.Content[0].(mcpgo.TextContent); !ok || tc.Text != "countdown done: 5 of 5 steps" {
+			t.Fatalf("result %#v", o.res.Content[0])
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no result after the restart")
+	}
+	if c.Reconnects() < 1 {
+		t.Errorf("the client never reconnected")
+	}
+}
