@@ -8,8 +8,9 @@
 //     advertised resumableRequests and adds the server's own advertisement;
 //   - requests/getStatus, requests/resume, notifications/cancelled and every client
 //     response are handled here (mcp-go has no hook for them);
-//   - every other request runs in its own goroutine through MCPServer.HandleMessage,
-//     on a context of its own that only cancellation, expiry or shutdown ends;
+//   - every other request runs on a worker goroutine (kept between calls, so a
+//     call does not grow a fresh stack) through MCPServer.HandleMessage, on a
+//     context of its own that only cancellation, expiry or shutdown ends;
 //   - a tools/call from a client that advertised the capability becomes resumable
 //     by its tool's Policy: the core registers it with the resume engine, writes
 //     notifications/requests/resumePolicy first, and from then on every outgoing
@@ -22,4 +23,20 @@
 // request's outbox, and the client's answer, on whichever connection, is routed
 // back to the waiting handler. Response ids are written from the raw bytes the
 // client sent, never from mcp-go's float64 decoding.
+//
+// Streams. Everything the core writes goes to a Stream (a resume.Sink): the
+// stream of the request it belongs to, or the session's default stream for
+// messages of no request. Serve gives every message of a connection the
+// connection itself as its stream (stdio, WebSocket). A transport with several
+// streams per session (Streamable HTTP) uses a Session instead: it hands each
+// message to Session.Handle with the stream its answers go to, reconnects a
+// request's stream by event id (Session.Reconnect), and reports closed streams
+// (Session.StreamClosed). In such a session every call gets an outbox, also for a
+// client that did not ask for resumability, so that any dropped stream can be
+// reconnected while the session lives; that client never sees a policy, a token
+// or a sequence number.
+//
+// Restarts. With a durable store, a tool whose Policy is Restartable stores its
+// call's request; a Server whose engine recovers such a call that was running
+// runs it again on a session of its own (no client until one resumes it).
 package mcp
