@@ -107,12 +107,7 @@ func (e *Engine) recoverOne(rec Record) recovered {
 	case state == StateProcessing && rec.Payload != nil:
 		return e.recoverRestartable(rec, q, inputs)
 	case state == StateProcessing:
-		if len(inputs) > 0 {
-			q.remove(inputs)
-			if err := e.store.Discard(e.ctx, rec.Hash, inputs...); err != nil {
-				e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("discarding the inputs of a restarted request")
-			}
-		}
+		e.discardInputs(rec, &q, inputs)
 		m := Message{Seq: q.next(), Kind: KindResponse}
 		m.Data = e.opts.Restarted(rec.ID, m.Seq)
 		if err := e.store.Append(e.ctx, rec.Hash, m); err != nil {
@@ -133,27 +128,52 @@ func (e *Engine) recoverOne(rec Record) recovered {
 		return recoveredDropped
 	}
 
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, created: rec.Created, state: state, q: q}
-	if len(r.q.entries) <= 1 { // point entries at r's own array, not q's
-		r.q.entries = append(r.q.first[:0], r.q.entries...)
-	}
 	// No handler runs for it: its context ends when it is freed, like any other.
-	r.ctx, r.cancel = context.WithCancelCause(context.Background())
-	e.mu.Lock()
-	if _, dup := e.live[rec.Hash]; dup || e.closed {
-		e.mu.Unlock()
-		r.cancel(ErrClosed)
+	// Its Retention clock runs from now.
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, created: rec.Created, state: state, q: q}
+	if !e.revive(r, func() {
+		r.inRetainQ = true
+		e.retained++
+		e.retainQ = push(e.retainQ, r)
+	}) {
 		return recoveredDropped
 	}
-	e.live[rec.Hash] = r
-	r.inRetainQ = true
-	e.retained++
-	e.retainQ = push(e.retainQ, r)
+	return how
+}
+
+// revive makes a recovered request live: its own context, its entry in the
+// registry (with register's bookkeeping, under e.mu), and its clock. It reports
+// false, and r is dropped, when the engine is closed or already holds the request.
+func (e *Engine) revive(r *Request, register func()) bool {
+	if len(r.q.entries) <= 1 { // point entries at r's own array, not the copy's
+		r.q.entries = append(r.q.first[:0], r.q.entries...)
+	}
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	e.mu.Lock()
+	if _, dup := e.live[r.hash]; dup || e.closed {
+		e.mu.Unlock()
+		r.cancel(ErrClosed)
+		return false
+	}
+	e.live[r.hash] = r
+	register()
 	e.mu.Unlock()
 	r.mu.Lock()
-	r.scheduleLocked() // ended: the Retention clock runs from now
+	r.scheduleLocked()
 	r.mu.Unlock()
-	return how
+	return true
+}
+
+// discardInputs drops a recovered request's unanswered server-to-client requests:
+// no handler waits for their answers any more.
+func (e *Engine) discardInputs(rec Record, q *outbox, inputs []uint64) {
+	if len(inputs) == 0 {
+		return
+	}
+	q.remove(inputs)
+	if err := e.store.Discard(e.ctx, rec.Hash, inputs...); err != nil {
+		e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("discarding the inputs of a recovered request")
+	}
 }
 
 // recoverRestartable brings back a restartable request that was processing: it
@@ -169,25 +189,15 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64) recov
 		rec.Payload = nil
 		return e.recoverOne(rec) // fails it as restarted
 	}
-	if len(inputs) > 0 {
-		q.remove(inputs)
-		if err := e.store.Discard(e.ctx, rec.Hash, inputs...); err != nil {
-			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("discarding the inputs of a restartable request")
-		}
-	}
+	e.discardInputs(rec, &q, inputs)
+	// Processing and detached: its maxWait clock runs from now.
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload}
-	if len(r.q.entries) <= 1 {
-		r.q.entries = append(r.q.first[:0], r.q.entries...)
+	if !e.revive(r, func() {
+		e.running++
+		e.restartable = append(e.restartable, r)
+	}) {
+		return recoveredDropped
 	}
-	r.ctx, r.cancel = context.WithCancelCause(context.Background())
-	e.mu.Lock()
-	e.live[rec.Hash] = r
-	e.running++
-	e.restartable = append(e.restartable, r)
-	e.mu.Unlock()
-	r.mu.Lock()
-	r.scheduleLocked() // detached: the maxWait clock runs from now
-	r.mu.Unlock()
 	return recoveredRerun
 }
 
