@@ -2,7 +2,6 @@ package http_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/spec"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
@@ -49,19 +47,12 @@ func TestFaultProxy(t *testing.T) {
 }
 
 // faultCall makes one countdown call and drives it to its result through any
-// number of cuts.
+// number of cuts, each attempt on a new session.
 func faultCall(client *http.Client, url string, n int, reconnects *atomic.Int64) error {
-	const steps = 10
-	var (
-		id       string // the call's id; a new one until the policy arrives
-		token    string
-		ack      uint64
-		progress []int
-		results  int
-	)
-	for attempt := 0; results == 0; attempt++ {
+	call := &faultproxy.Call{N: n, Steps: 10}
+	for attempt := 0; !call.Done(); attempt++ {
 		if attempt > 100 {
-			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, progress)
+			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, call.Progress())
 		}
 		if attempt > 0 {
 			reconnects.Add(1)
@@ -70,13 +61,7 @@ func faultCall(client *http.Client, url string, n int, reconnects *atomic.Int64)
 		if err != nil {
 			continue
 		}
-		var body string
-		if token == "" {
-			id = fmt.Sprintf(`"c%d-%d"`, n, attempt)
-			body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":%d},"_meta":{"progressToken":%s}}}`, id, steps, id)
-		} else {
-			body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q,"_meta":{%q:%d}}}`, id, token, spec.MetaAck, ack)
-		}
+		body := call.Request(attempt)
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -97,59 +82,12 @@ func faultCall(client *http.Client, url string, n int, reconnects *atomic.Int64)
 			if e.data == "" {
 				continue
 			}
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params json.RawMessage `json:"params"`
-				Result json.RawMessage `json:"result"`
-				Error  json.RawMessage `json:"error"`
+			if _, err := call.Take([]byte(e.data)); err != nil {
+				return err
 			}
-			if err := json.Unmarshal([]byte(e.data), &m); err != nil {
-				return fmt.Errorf("bad event %q", e.data)
-			}
-			switch {
-			case m.Method == spec.MethodResumePolicy:
-				var p struct {
-					ResumeToken string `json:"resumeToken"`
-				}
-				_ = json.Unmarshal(m.Params, &p)
-				token = p.ResumeToken
-				continue
-			case m.Error != nil:
-				return fmt.Errorf("error: %s", e.data)
-			}
-			obj := m.Params
-			if m.Result != nil {
-				obj = m.Result
-			}
-			seq := spec.ReadSeq(obj)
-			if seq <= ack {
-				return fmt.Errorf("seq %d delivered again after ack %d: %s", seq, ack, e.data)
-			}
-			ack = seq
-			if m.Result != nil {
-				results++
-				if !strings.Contains(string(m.Result), fmt.Sprintf("countdown done: %d of %d steps", steps, steps)) {
-					return fmt.Errorf("result %s", m.Result)
-				}
-				continue
-			}
-			var p struct {
-				Progress int `json:"progress"`
-			}
-			_ = json.Unmarshal(m.Params, &p)
-			progress = append(progress, p.Progress)
 		}
 	}
-	for i, v := range progress {
-		if v != i+1 {
-			return fmt.Errorf("progress %v, want 1..%d each once in order", progress, steps)
-		}
-	}
-	if len(progress) != steps || results != 1 {
-		return fmt.Errorf("progress %v, %d results", progress, results)
-	}
-	return nil
+	return call.Check()
 }
 
 // faultInit opens a session with the ack extension; any failure is a cut.
@@ -169,7 +107,7 @@ func faultInit(client *http.Client, url string) (string, error) {
 		resp.Body.Close()
 		return resp, err
 	}
-	resp, err := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"resumableRequests":{"extensions":["`+spec.ExtensionAck+`"]}},"clientInfo":{"name":"fault","version":"1"}}}`)
+	resp, err := post("", faultproxy.InitializeAck)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("initialize: %v", err)
 	}
