@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -75,7 +73,7 @@ func (o *Options) withDefaults() Options {
 		v = *o
 	}
 	if len(v.AllowedHosts) == 0 {
-		v.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+		v.AllowedHosts = transport.LoopbackHosts
 	}
 	if v.MaxMessageBytes <= 0 {
 		v.MaxMessageBytes = transport.DefaultMaxMessageBytes
@@ -145,7 +143,7 @@ func (h *Handler) Sessions() int {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.allowed(r) {
+	if !transport.AllowedRequest(r, h.opts.AllowedHosts, h.opts.AllowedOrigins) {
 		h.log.Warn().Str("host", r.Host).Str("origin", r.Header.Get("Origin")).Msg("forbidden host or origin")
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
 		return
@@ -343,39 +341,6 @@ func (h *Handler) newSession() *session {
 	h.sessions[s.id] = s
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
 	return s
-}
-
-// allowed checks Host and Origin against DNS rebinding.
-func (h *Handler) allowed(r *http.Request) bool {
-	host := r.Host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		host = hh
-	}
-	host = strings.Trim(host, "[]")
-	if !matchHost(h.opts.AllowedHosts, host) {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	if len(h.opts.AllowedOrigins) > 0 {
-		return slices.Contains(h.opts.AllowedOrigins, "*") || slices.Contains(h.opts.AllowedOrigins, origin)
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return matchHost([]string{"localhost", "127.0.0.1", "::1"}, u.Hostname())
-}
-
-func matchHost(allowed []string, host string) bool {
-	for _, a := range allowed {
-		if a == "*" || strings.EqualFold(strings.Trim(a, "[]"), host) {
-			return true
-		}
-	}
-	return false
 }
 
 // accepts reports whether the request's Accept header admits media type mt. No

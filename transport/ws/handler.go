@@ -6,8 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // AcceptOptions configure Accept and a Handler. The zero value of each field means
@@ -42,7 +41,7 @@ func (o *AcceptOptions) withDefaults() AcceptOptions {
 	}
 	v.Options = v.Options.withDefaults()
 	if len(v.AllowedHosts) == 0 {
-		v.AllowedHosts = loopback
+		v.AllowedHosts = transport.LoopbackHosts
 	}
 	if v.Logger == nil {
 		nop := zerolog.Nop()
@@ -50,8 +49,6 @@ func (o *AcceptOptions) withDefaults() AcceptOptions {
 	}
 	return v
 }
-
-var loopback = []string{"localhost", "127.0.0.1", "::1"}
 
 // Accept checks a WebSocket handshake and upgrades it. A handshake that is not
 // allowed is answered over HTTP with a JSON-RPC error, and Accept returns an
@@ -63,7 +60,7 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*Conn,
 }
 
 func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, error) {
-	if !allowed(r, o.AllowedHosts, o.AllowedOrigins) {
+	if !transport.AllowedRequest(r, o.AllowedHosts, o.AllowedOrigins) {
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
 		return nil, errors.New("ws: host or origin not allowed")
 	}
@@ -198,39 +195,6 @@ func (h *Handler) Close() {
 	wg.Wait()
 	h.stop()
 	h.wg.Wait()
-}
-
-// allowed checks Host and Origin against DNS rebinding, with the policy of the
-// Streamable HTTP transport.
-func allowed(r *http.Request, hosts, origins []string) bool {
-	host := r.Host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		host = hh
-	}
-	if !matchHost(hosts, strings.Trim(host, "[]")) {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	if len(origins) > 0 {
-		return slices.Contains(origins, "*") || slices.Contains(origins, origin)
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return matchHost(loopback, u.Hostname())
-}
-
-func matchHost(allowed []string, host string) bool {
-	for _, a := range allowed {
-		if a == "*" || strings.EqualFold(strings.Trim(a, "[]"), host) {
-			return true
-		}
-	}
-	return false
 }
 
 // headerHas reports whether a comma-separated header lists token (case-insensitive).
