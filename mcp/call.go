@@ -170,7 +170,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		return nil
 	}
 	hidden := !c.resumable.Load()
-	so := resume.StartOptions{AckMode: c.ackMode.Load() && !hidden, Sink: cl.st}
+	so := resume.StartOptions{AckMode: c.ackMode.Load() && !hidden, Sink: cl.st, Principal: c.principal}
 	if restartable && !hidden {
 		so.Payload = bytes.Clone(cl.raw)
 	}
@@ -324,7 +324,7 @@ func (s *Server) rerun(r *resume.Request) {
 // belong to (they have no client until one resumes them).
 func (s *Server) restartSession() *connState {
 	s.restartOnce.Do(func() {
-		s.restarted = newConnState(s, nil, false)
+		s.restarted = newConnState(s, nil, false, nil)
 		s.restarted.sess.Initialize()
 	})
 	return s.restarted

@@ -32,6 +32,9 @@ type connState struct {
 	// resumability (it never sees a policy, a token or a sequence number; only its
 	// own session can reconnect to the call's stream).
 	replay bool
+	// principal is who the client authenticated as ("" without authentication):
+	// the requests started here are bound to it, and only it finds them by token.
+	principal string
 
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
@@ -61,7 +64,7 @@ type tracked struct {
 // are gone are swept out of it.
 const minSweep = 64
 
-func newConnState(s *Server, def Stream, replay bool) *connState {
+func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *connState {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
 		s: s, ctx: ctx, cancel: cancel, def: def, replay: replay,
@@ -71,6 +74,9 @@ func newConnState(s *Server, def Stream, replay bool) *connState {
 	}
 	if replay {
 		c.onStream = make(map[Stream][]*resume.Request)
+	}
+	if opts != nil {
+		c.principal = opts.Principal
 	}
 	c.sess = newConnSession(c, uuid.NewString())
 	c.log = s.log.With().Str("session", c.sess.id).Logger()

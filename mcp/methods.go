@@ -64,7 +64,7 @@ func (c *connState) getStatus(m *spec.Message, st Stream) {
 		c.replyError(st, m.ID, perr)
 		return
 	}
-	r, err := c.s.eng.Lookup(p.ResumeToken, p.RequestID)
+	r, err := c.s.eng.LookupAs(p.ResumeToken, p.RequestID, c.principal)
 	if err == nil {
 		err = r.Touch(ackOf(p.Meta))
 	}
@@ -106,7 +106,7 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64) {
 		c.replyError(st, m.ID, perr)
 		return
 	}
-	r, err := c.s.eng.Lookup(p.ResumeToken, m.ID)
+	r, err := c.s.eng.LookupAs(p.ResumeToken, m.ID, c.principal)
 	if err != nil {
 		c.replyError(st, m.ID, wireError(err))
 		return
@@ -153,7 +153,7 @@ func (c *connState) cancelled(m *spec.Message) {
 		return
 	}
 	if p.ResumeToken != "" {
-		if r, err := c.s.eng.Lookup(p.ResumeToken, p.RequestID); err == nil {
+		if r, err := c.s.eng.LookupAs(p.ResumeToken, p.RequestID, c.principal); err == nil {
 			r.Cancel()
 			return
 		}

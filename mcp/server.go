@@ -113,12 +113,27 @@ func (s *Server) Close() {
 	s.pool.stop()
 }
 
+// SessionOptions configure one session (a connection served by ServeWith, or a
+// NewSession). Nil means defaults.
+type SessionOptions struct {
+	// Principal is who the session's client authenticated as; "" when the
+	// transport has no authentication. Every resumable request the session starts
+	// is bound to it: getStatus, resume and cancel by token from a session of
+	// another principal get exactly the answer an unknown request gets.
+	Principal string
+}
+
 // Serve serves one connection until it closes or ctx ends, then closes it. Requests
 // made resumable on it stay alive, detached, for the engine's maxWait; the others
 // are cancelled.
 func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
+	return s.ServeWith(ctx, conn, nil)
+}
+
+// ServeWith is Serve for a session with options (its principal).
+func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *SessionOptions) error {
 	st := &connStream{conn: conn}
-	c := newConnState(s, st, false)
+	c := newConnState(s, st, false, opts)
 	defer func() {
 		_ = conn.Close()
 		c.shutdown(false)

@@ -22,8 +22,13 @@ import (
 // session.
 type Session struct{ c *connState }
 
-// NewSession starts a session.
-func (s *Server) NewSession() *Session { return &Session{c: newConnState(s, nil, true)} }
+// NewSession starts a session. opts may be nil.
+func (s *Server) NewSession(opts *SessionOptions) *Session {
+	return &Session{c: newConnState(s, nil, true, opts)}
+}
+
+// Principal returns the principal the session was started for.
+func (ss *Session) Principal() string { return ss.c.principal }
 
 // Handle handles one message from the client: its answer, and for a call every
 // message of the call, go to st. A response or notification needs no stream (nil).

@@ -127,9 +127,10 @@ type Engine struct {
 }
 
 type tombstone struct {
-	id    []byte
-	state State
-	at    time.Time
+	id        []byte
+	principal string
+	state     State
+	at        time.Time
 }
 
 // New returns an engine over store. Requests the store already holds (a durable
@@ -165,6 +166,11 @@ type StartOptions struct {
 	// request, and an engine that recovers the request while it was processing
 	// hands it back (Engine.Restartable) to be run again instead of failing it.
 	Payload []byte
+	// Principal is who started the request (an authenticated client's name; "" when
+	// the server has no authentication). Only LookupAs with the same principal finds
+	// the request. It is kept in memory only: a request recovered from a durable
+	// store after a restart has principal "".
+	Principal string
 }
 
 // Start registers a new resumable request with JSON-RPC id id. It returns the
@@ -174,7 +180,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		so = &StartOptions{}
 	}
 	tok, h := newToken()
-	r := &Request{e: e, id: bytes.Clone(id), hash: h, created: time.Now(), state: StateProcessing, ackMode: so.AckMode}
+	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode}
 	base := context.Background()
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
@@ -228,17 +234,25 @@ func (e *Engine) Restartable() []*Request {
 	return rs
 }
 
-// Lookup finds the request for token whose id is id. A wrong token, a wrong id and an
-// unknown request all give ErrUnknown; an ended request that the caller holds the
-// right token for gives ErrExpired or ErrCancelled while its tombstone lives.
+// Lookup finds the request for token whose id is id, started without a principal
+// (see LookupAs).
 func (e *Engine) Lookup(token string, id []byte) (*Request, error) {
+	return e.LookupAs(token, id, "")
+}
+
+// LookupAs finds the request for token whose id is id, started by principal
+// (StartOptions.Principal). A wrong token, a wrong id, another principal's request
+// and an unknown request all give ErrUnknown, along the same path; an ended
+// request that the caller holds the right token for, as its principal, gives
+// ErrExpired or ErrCancelled while its tombstone lives.
+func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, error) {
 	h := HashToken(token)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r, ok := e.live[h]; ok && r.hash.equal(h) && bytes.Equal(r.id, id) {
+	if r, ok := e.live[h]; ok && r.hash.equal(h) && bytes.Equal(r.id, id) && r.principal == principal {
 		return r, nil
 	}
-	if t, ok := e.tombs[h]; ok && bytes.Equal(t.id, id) && time.Since(t.at) < e.opts.TombstoneTTL {
+	if t, ok := e.tombs[h]; ok && bytes.Equal(t.id, id) && t.principal == principal && time.Since(t.at) < e.opts.TombstoneTTL {
 		if t.state == StateCancelled {
 			return nil, ErrCancelled
 		}
@@ -333,7 +347,7 @@ func (e *Engine) forget(r *Request, final State) {
 		e.tombQ[0] = TokenHash{}
 		e.tombQ = e.tombQ[1:]
 	}
-	e.tombs[r.hash] = tombstone{id: r.id, state: final, at: now}
+	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, at: now}
 	e.tombQ = append(e.tombQ, r.hash)
 	e.mu.Unlock()
 	if err := e.store.Delete(e.ctx, r.hash); err != nil {

@@ -453,3 +453,28 @@ func TestClose(t *testing.T) {
 		wantCause(t, a.Context(), resume.ErrClosed)
 	})
 }
+
+// A request is found only by its own principal; another principal's lookup is
+// answered as an unknown request, before and after the request ends.
+func TestLookupAsPrincipal(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, tok := start(t, e, `1`, &resume.StartOptions{Principal: "alice"})
+	if got, err := e.LookupAs(tok, []byte(`1`), "alice"); err != nil || got != r {
+		t.Fatalf("LookupAs(alice) = %p, %v; want %p", got, err, r)
+	}
+	for _, p := range []string{"bob", "", "Alice"} {
+		if got, err := e.LookupAs(tok, []byte(`1`), p); !errors.Is(err, resume.ErrUnknown) || got != nil {
+			t.Errorf("LookupAs(%q) = %p, %v; want nil, ErrUnknown", p, got, err)
+		}
+	}
+	if got, err := e.Lookup(tok, []byte(`1`)); !errors.Is(err, resume.ErrUnknown) || got != nil {
+		t.Errorf("Lookup (no principal) = %p, %v; want nil, ErrUnknown", got, err)
+	}
+	r.Cancel()
+	if _, err := e.LookupAs(tok, []byte(`1`), "alice"); !errors.Is(err, resume.ErrCancelled) {
+		t.Errorf("LookupAs(alice) after Cancel: %v; want ErrCancelled", err)
+	}
+	if _, err := e.LookupAs(tok, []byte(`1`), "bob"); !errors.Is(err, resume.ErrUnknown) {
+		t.Errorf("LookupAs(bob) after Cancel: %v; want ErrUnknown", err)
+	}
+}

@@ -11,13 +11,16 @@ import (
 
 // Request is one resumable request. Its methods are safe for concurrent use.
 type Request struct {
-	e       *Engine
-	id      []byte
-	hash    TokenHash
-	created time.Time // as in its Record
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	payload []byte // set on a restartable request recovered to run again
+	e    *Engine
+	id   []byte
+	hash TokenHash
+	// principal started the request (StartOptions.Principal); "" without
+	// authentication.
+	principal string
+	created   time.Time // as in its Record
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	payload   []byte // set on a restartable request recovered to run again
 
 	mu      sync.Mutex // guards the fields below
 	state   State

@@ -91,6 +91,10 @@ const (
 	// ReasonForbidden (403): the Host or Origin header is not allowed (DNS
 	// rebinding protection).
 	ReasonForbidden Reason = "forbidden"
+	// ReasonUnauthorized (401, with WWW-Authenticate: Bearer): authentication is
+	// configured and the request carries no API key, or one the server does not
+	// know.
+	ReasonUnauthorized Reason = "unauthorized"
 	// ReasonUnsupportedMediaType (415): a POST body that is not application/json.
 	ReasonUnsupportedMediaType Reason = "unsupported_media_type"
 	// ReasonNotAcceptable (406): the Accept header rules out what the method answers

@@ -51,7 +51,10 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 	case n > 1:
 		return nil, errors.New("give one of --url, --ws, --stdio")
 	case t.ws != "":
-		return func(ctx context.Context) (transport.Conn, error) { return ws.Dial(ctx, t.ws, nil) }, nil
+		hdr, _ := clientKey()
+		return func(ctx context.Context) (transport.Conn, error) {
+			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr})
+		}, nil
 	case t.stdio != "":
 		argv := strings.Fields(t.stdio)
 		if len(argv) == 0 {
@@ -67,8 +70,9 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 	if url == "" {
 		url = "http://127.0.0.1:8080/mcp"
 	}
+	_, hc := clientKey()
 	return func(context.Context) (transport.Conn, error) {
-		return mcphttp.Dial(url, &mcphttp.ClientOptions{FailOnStreamLoss: true}), nil
+		return mcphttp.Dial(url, &mcphttp.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}, nil
 }
 

@@ -81,34 +81,36 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 }
 
 type serveFlags struct {
-	stdio         bool
-	httpAddr      string
-	wsAddr        string
-	wsPing        time.Duration
-	wsPingTimeout time.Duration
-	path          string
-	hosts         string
-	origins       string
-	sessionIdle   time.Duration
-	streamIdle    time.Duration
-	keepAlive     time.Duration
-	conformance   bool
-	maxWait       time.Duration
-	minWait       time.Duration
-	retention     time.Duration
-	delivered     time.Duration
-	tombstoneTTL  time.Duration
-	maxLive       int
-	maxRetained   int
-	queueBytes    int
-	maxMessage    int
-	policies      string
-	defaultPolicy string
-	restartable   string
-	logLevel      string
-	dataDir       string
-	natsURL       string
-	sync          string
+	stdio          bool
+	httpAddr       string
+	wsAddr         string
+	wsPing         time.Duration
+	wsPingTimeout  time.Duration
+	path           string
+	hosts          string
+	origins        string
+	sessionIdle    time.Duration
+	streamIdle     time.Duration
+	keepAlive      time.Duration
+	conformance    bool
+	maxWait        time.Duration
+	minWait        time.Duration
+	retention      time.Duration
+	delivered      time.Duration
+	tombstoneTTL   time.Duration
+	maxLive        int
+	maxRetained    int
+	queueBytes     int
+	maxMessage     int
+	policies       string
+	defaultPolicy  string
+	restartable    string
+	logLevel       string
+	dataDir        string
+	natsURL        string
+	sync           string
+	apiKeys        string
+	insecureNoAuth bool
 }
 
 func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -143,6 +145,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep queued messages and results in this directory (an embedded NATS JetStream server, in-process, no port): they survive a restart")
 	fs.StringVar(&f.natsURL, "nats-url", "", "keep queued messages and results in an existing NATS JetStream (one instance per stream for now)")
 	fs.StringVar(&f.sync, "sync", "periodic", "--data-dir disk flushes: periodic (fast; a machine crash can lose what was acknowledged since the last flush) or always (fsync before each acknowledgement; slower)")
+	fs.StringVar(&f.apiKeys, "api-keys", "", "require a bearer API key on HTTP and WebSocket: a file of principal:key lines (# comments); "+envServerKeys+" adds keys in the same format (comma- or newline-separated). Each resumable request is bound to its key's principal")
+	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -157,6 +161,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := zerolog.New(stderr).Level(lvl).With().Timestamp().Logger()
+	keys, err := loadKeys(f.apiKeys)
+	if err != nil {
+		return err
+	}
+	if err := checkExposure(&f, keys); err != nil {
+		return err
+	}
 	def, err := parsePolicy(f.defaultPolicy)
 	if err != nil {
 		return fmt.Errorf("--default-policy: %w", err)
@@ -203,15 +214,21 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		log.Info().Msg("mcp-resume stopped")
 		return err
 	}
-	return serveHTTP(ctx, &f, core, log)
+	return serveHTTP(ctx, &f, core, keys, log)
 }
 
 // serveHTTP serves the network transports until ctx ends (SIGINT, SIGTERM), then
 // shuts down: new requests get 503, open streams and WebSocket connections close,
 // running requests end. The --http listener has Streamable HTTP (--path),
 // WebSocket (/ws) and the demo page (/); a --ws listener the last two.
-func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, log zerolog.Logger) error {
+func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger) error {
+	if keys != nil {
+		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key")
+	} else {
+		log.Warn().Bool("auth", false).Msg("authentication off: anyone who can reach the listeners can call tools (give --api-keys)")
+	}
 	h := mcphttp.NewHandler(core, &mcphttp.Options{
+		Keys:            keys,
 		AllowedHosts:    allowedHosts(f.hosts, f.httpAddr),
 		AllowedOrigins:  splitList(f.origins),
 		MaxMessageBytes: f.maxMessage,
@@ -227,6 +244,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, log zerolog
 			PingTimeout:     f.wsPingTimeout,
 		},
 		AllowedHosts:   slices.Concat(allowedHosts(f.hosts, f.httpAddr), allowedHosts(f.hosts, f.wsAddr)),
+		Keys:           keys,
 		AllowedOrigins: splitList(f.origins),
 		Logger:         &log,
 	})
@@ -280,7 +298,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, log zerolog
 		} else {
 			ev = ev.Str("transport", "ws")
 		}
-		ev.Str("ws", "ws://"+addr+"/ws").Str("page", "http://"+addr+"/").
+		ev.Str("ws", "ws://"+addr+"/ws").Str("page", "http://"+addr+"/").Bool("auth", keys != nil).
 			Dur("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
 	}
 	var err error

@@ -237,6 +237,11 @@ func (c *ClientConn) take(resp *http.Response, id []byte) error {
 	if err != nil {
 		return c.closedOr(err)
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		// The server wants an API key (ClientOptions.Client presents it): no
+		// message will ever be answered; its error has no id to route by.
+		return fmt.Errorf("transport/http: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+	}
 	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
 		c.deliver(b)
 		return nil

@@ -40,6 +40,11 @@ type Options struct {
 	// http and https origins whose host is allowed by AllowedHosts' default (the
 	// loopback names), on any port.
 	AllowedOrigins []string
+	// Keys, when set, requires every request to carry one of its API keys
+	// ("Authorization: Bearer <key>"); others get 401 unauthorized. A session
+	// belongs to the principal that opened it, and its resumable requests are
+	// bound to that principal. Nil: no authentication.
+	Keys *transport.KeySet
 	// MaxMessageBytes bounds a POST body. Default transport.DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// SessionIdle ends a session that has had no open stream for this long. Its
@@ -148,6 +153,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
 		return
 	}
+	principal, ok := h.authenticate(w, r)
+	if !ok {
+		return
+	}
 	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(Versions, v) {
 		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnsupportedVersion,
 			"unsupported MCP-Protocol-Version "+v+"; supported: "+strings.Join(Versions, ", ")))
@@ -155,11 +164,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.post(w, r)
+		h.post(w, r, principal)
 	case http.MethodGet:
-		h.get(w, r)
+		h.get(w, r, principal)
 	case http.MethodDelete:
-		h.delete(w, r)
+		h.delete(w, r, principal)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		fail(w, http.StatusMethodNotAllowed, spec.NewError(spec.CodeInvalidRequest, "", "method "+r.Method+" not allowed"))
@@ -167,7 +176,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // post handles one JSON-RPC message.
-func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		fail(w, http.StatusUnsupportedMediaType, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnsupportedMediaType,
 			"Content-Type must be application/json"))
@@ -203,12 +212,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 
 	var s *session
 	if m.Kind == spec.KindRequest && m.Method == spec.MethodInitialize && r.Header.Get(HeaderSessionID) == "" {
-		if s = h.newSession(); s == nil {
+		if s = h.newSession(principal); s == nil {
 			failID(w, http.StatusServiceUnavailable, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
 			return
 		}
 		w.Header().Set(HeaderSessionID, s.id)
-	} else if s = h.session(w, r, m.ID); s == nil {
+	} else if s = h.session(w, r, m.ID, principal); s == nil {
 		return
 	}
 
@@ -248,13 +257,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 }
 
 // get opens the session's standalone stream, or reconnects a request's stream.
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) {
 	if !accepts(r, "text/event-stream") {
 		fail(w, http.StatusNotAcceptable, spec.NewError(spec.CodeInvalidRequest, spec.ReasonNotAcceptable,
 			"Accept must include text/event-stream"))
 		return
 	}
-	s := h.session(w, r, nil)
+	s := h.session(w, r, nil, principal)
 	if s == nil {
 		return
 	}
@@ -294,8 +303,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 }
 
 // delete ends a session at the client's request: its requests are cancelled.
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
-	s := h.session(w, r, nil)
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, principal string) {
+	s := h.session(w, r, nil, principal)
 	if s == nil {
 		return
 	}
@@ -311,9 +320,29 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 var errUnknownSession = spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnknownSession,
 	"unknown or ended session; initialize a new one")
 
+// authenticate returns the principal of the request's API key, or "" when the
+// handler has no keys. A request without a known key is answered with 401 and
+// false.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if h.opts.Keys == nil {
+		return "", true
+	}
+	p, ok := h.opts.Keys.Principal(r)
+	if !ok {
+		h.log.Warn().Str("remote", r.RemoteAddr).Bool("authorization", r.Header.Get("Authorization") != "").Msg("unauthorized request")
+		transport.Unauthorized(w)
+		fail(w, http.StatusUnauthorized, errUnauthorized)
+	}
+	return p, ok
+}
+
+var errUnauthorized = spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnauthorized,
+	"missing or unknown API key; send Authorization: Bearer <key>")
+
 // session returns the session named by the request's header, or answers the
-// request with the error and returns nil.
-func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID) *session {
+// request with the error and returns nil. A session of another principal is
+// answered as an unknown one.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, principal string) *session {
 	sid := r.Header.Get(HeaderSessionID)
 	if sid == "" {
 		failID(w, http.StatusBadRequest, id, spec.NewError(spec.CodeInvalidRequest, spec.ReasonSessionRequired,
@@ -323,20 +352,21 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID) *s
 	h.mu.Lock()
 	s := h.sessions[sid]
 	h.mu.Unlock()
-	if s == nil {
+	if s == nil || s.core.Principal() != principal {
 		failID(w, http.StatusNotFound, id, errUnknownSession)
+		return nil
 	}
 	return s
 }
 
-func (h *Handler) newSession() *session {
+func (h *Handler) newSession(principal string) *session {
 	s := &session{h: h, id: uuid.NewString(), streams: make(map[*stream]struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil
 	}
-	s.core = h.core.NewSession()
+	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal})
 	s.log = h.log.With().Str("session", s.id).Logger()
 	h.sessions[s.id] = s
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)

@@ -72,6 +72,9 @@ type Conn struct {
 	ws   *websocket.Conn
 	raw  *rawConn // under ws; closing it ends every operation at once
 	opts Options
+	// principal is who the handshake's API key belongs to (AcceptOptions.Keys);
+	// "" without authentication. Set before the Conn is returned.
+	principal string
 
 	life   context.Context // ends when the connection is closed or dropped
 	cancel context.CancelFunc
@@ -186,6 +189,10 @@ func (c *Conn) Write(ctx context.Context, msg []byte) error {
 	}
 	return nil
 }
+
+// Principal returns who the handshake authenticated as (AcceptOptions.Keys), or
+// "" without authentication.
+func (c *Conn) Principal() string { return c.principal }
 
 // Close closes the connection with status 1000 (normal closure).
 func (c *Conn) Close() error {

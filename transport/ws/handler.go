@@ -30,6 +30,11 @@ type AcceptOptions struct {
 	// a browser) passes. Default: http and https origins on loopback names, on any
 	// port.
 	AllowedOrigins []string
+	// Keys, when set, requires the handshake to carry one of its API keys
+	// ("Authorization: Bearer <key>"); others get 401 unauthorized. The
+	// connection's resumable requests are bound to the key's principal
+	// (Conn.Principal). Nil: no authentication.
+	Keys *transport.KeySet
 	// Logger receives the transport's logs. Nil means none.
 	Logger *zerolog.Logger
 }
@@ -52,7 +57,8 @@ func (o *AcceptOptions) withDefaults() AcceptOptions {
 
 // Accept checks a WebSocket handshake and upgrades it. A handshake that is not
 // allowed is answered over HTTP with a JSON-RPC error, and Accept returns an
-// error: 403 forbidden (Host or Origin), 400 subprotocol_required (no "mcp" among
+// error: 403 forbidden (Host or Origin), 401 unauthorized (no known API key, with
+// Keys set), 400 subprotocol_required (no "mcp" among
 // the offered subprotocols), 426 invalid_request (not a WebSocket handshake).
 func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*Conn, error) {
 	o := opts.withDefaults()
@@ -63,6 +69,17 @@ func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, er
 	if !transport.AllowedRequest(r, o.AllowedHosts, o.AllowedOrigins) {
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
 		return nil, errors.New("ws: host or origin not allowed")
+	}
+	var principal string
+	if o.Keys != nil {
+		p, ok := o.Keys.Principal(r)
+		if !ok {
+			transport.Unauthorized(w)
+			fail(w, http.StatusUnauthorized, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnauthorized,
+				"missing or unknown API key; send Authorization: Bearer <key>"))
+			return nil, errors.New("ws: missing or unknown API key")
+		}
+		principal = p
 	}
 	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", "websocket") {
 		w.Header().Set("Upgrade", "websocket")
@@ -88,7 +105,9 @@ func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, er
 	}
 	// Deadlines the HTTP server set for the handshake must not cut the connection.
 	_ = hw.conn.SetDeadline(time.Time{})
-	return newConn(c, hw.conn, o.Options), nil
+	conn := newConn(c, hw.conn, o.Options)
+	conn.principal = principal
+	return conn, nil
 }
 
 // hijackWriter keeps the connection the library hijacks, so that Close can drop
@@ -158,7 +177,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.mu.Unlock()
 	h.log.Debug().Str("remote", r.RemoteAddr).Msg("WebSocket connected")
-	err = h.core.Serve(h.ctx, c)
+	err = h.core.ServeWith(h.ctx, c, &mcp.SessionOptions{Principal: c.principal})
 	h.mu.Lock()
 	delete(h.conns, c)
 	h.mu.Unlock()

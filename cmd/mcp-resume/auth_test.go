@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "127.1.2.3:0": true, "[::1]:8080": true, "localhost:80": true, "LOCALHOST:1": true,
+		":8080": false, "0.0.0.0:8080": false, "[::]:8080": false, "10.0.0.1:80": false, "example.com:80": false,
+	} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// serve refuses a listener other machines can reach without API keys, unless
+// --insecure-no-auth; bad key files are refused at start-up.
+func TestServeExposure(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.WriteFile(bad, []byte("no-colon-here\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"serve --http 0.0.0.0:0", "not a loopback address"},
+		{"serve --http :0", "not a loopback address"},
+		{"serve --http 127.0.0.1:0 --ws [::]:0", "--ws [::]:0 is not a loopback address"},
+		{"serve --api-keys " + filepath.Join(t.TempDir(), "missing"), "--api-keys"},
+		{"serve --api-keys " + bad, "want principal:key"},
+	} {
+		var out strings.Builder
+		err := run(strings.Fields(tc.args), strings.NewReader(""), &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want an error with %q", tc.args, err, tc.want)
+		}
+	}
+	t.Setenv(envServerKeys, "alice")
+	if err := run([]string{"serve", "--http", "127.0.0.1:0"}, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), envServerKeys) {
+		t.Errorf("malformed %s: %v; want an error naming it", envServerKeys, err)
+	}
+}
+
+// --insecure-no-auth serves a non-loopback address without keys, and says so.
+func TestServeInsecureNoAuth(t *testing.T) {
+	spawnNet(t, "serve --http 0.0.0.0:0 --insecure-no-auth", 1)
+}
+
+// With --api-keys (and keys from the environment) the binary wants a key on HTTP
+// and WebSocket; call and status present MCP_RESUME_API_KEY; a request is bound
+// to its principal.
+func TestServeAuth(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte("# test keys\nalice:k-alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envServerKeys, "bob:k-bob")
+	ls := spawnNet(t, "serve --http 127.0.0.1:0 --api-keys "+file, 1)
+	httpURL, wsURL := ls[0].URL, ls[0].WS
+
+	resp, err := http.Post(httpURL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "unauthorized") {
+		t.Fatalf("POST without a key: %s %s", resp.Status, b)
+	}
+
+	t.Setenv(envClientKey, "k-alice")
+	for _, flags := range [][]string{{"--url", httpURL}, {"--ws", wsURL}} {
+		var out, errw bytes.Buffer
+		args := append(append([]string{"call"}, flags...), "countdown", "seconds=0.05", "steps=2")
+		if err := run(args, nil, &out, &errw); err != nil || out.String() != "countdown done: 2 of 2 steps\n" {
+			t.Fatalf("%v as alice: %v, %q\n%s", args, err, out.String(), errw.String())
+		}
+	}
+	var out, errw bytes.Buffer
+	if err := run([]string{"call", "--url", httpURL, "-v", "echo", "text=hi"}, nil, &out, &errw); err != nil {
+		t.Fatalf("echo as alice: %v\n%s", err, errw.String())
+	}
+	m := regexp.MustCompile(`request (\S+) is resumable .*; resume token (\S+)`).FindStringSubmatch(errw.String())
+	if m == nil {
+		t.Fatalf("no id and token in %q", errw.String())
+	}
+	out.Reset()
+	if err := run([]string{"status", "--url", httpURL, m[1], m[2]}, nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), "completed") {
+		t.Fatalf("status as alice: %v, %q", err, out.String())
+	}
+	t.Setenv(envClientKey, "k-bob") // from the environment, not the file
+	if err := run([]string{"status", "--url", httpURL, m[1], m[2]}, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Fatalf("status of alice's request as bob: %v; want not_found", err)
+	}
+	t.Setenv(envClientKey, "k-mallory")
+	for _, flags := range [][]string{{"--url", httpURL}, {"--ws", wsURL}} {
+		args := append(append([]string{"call"}, flags...), "echo", "text=hi")
+		if err := run(args, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("%v with an unknown key: %v; want a 401 error", args, err)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package transport
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// KeySet is a set of bearer API keys, each mapped to a principal (who holds it).
+// It keeps only the SHA-256 of each key, and checks a presented key against every
+// one of them in constant time. It is immutable, so safe for concurrent use.
+type KeySet struct {
+	keys []keyEntry
+}
+
+type keyEntry struct {
+	sum       [sha256.Size]byte
+	principal string
+}
+
+// ParseKeys reads API keys from text: one "principal:key" per entry, entries
+// separated by newlines or commas, blank entries and lines starting with '#'
+// ignored. A principal or key that is empty, or a key given twice, is an error
+// (which never quotes the key).
+func ParseKeys(text string) (*KeySet, error) {
+	ks := &KeySet{}
+	seen := map[[sha256.Size]byte]bool{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		for entry := range strings.SplitSeq(l, ",") {
+			if entry = strings.TrimSpace(entry); entry == "" {
+				continue
+			}
+			p, k, ok := strings.Cut(entry, ":")
+			p, k = strings.TrimSpace(p), strings.TrimSpace(k)
+			if !ok || p == "" || k == "" {
+				return nil, fmt.Errorf("api keys, line %d: want principal:key", line)
+			}
+			sum := sha256.Sum256([]byte(k))
+			if seen[sum] {
+				return nil, fmt.Errorf("api keys, line %d: principal %q: a key given twice", line, p)
+			}
+			seen[sum] = true
+			ks.keys = append(ks.keys, keyEntry{sum: sum, principal: p})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("api keys: %w", err)
+	}
+	if len(ks.keys) == 0 {
+		return nil, errors.New("api keys: no keys")
+	}
+	return ks, nil
+}
+
+// Len returns the number of keys.
+func (ks *KeySet) Len() int { return len(ks.keys) }
+
+// Principal returns the principal of the key r presents in its Authorization
+// header ("Bearer <key>"), or false when there is none or the key is unknown.
+func (ks *KeySet) Principal(r *http.Request) (string, bool) {
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return ks.Lookup(strings.TrimSpace(key))
+}
+
+// Lookup returns the principal of key. Every stored key is compared, whether or
+// not an earlier one matched, so the time taken does not depend on which key
+// matched or how much of it.
+func (ks *KeySet) Lookup(key string) (string, bool) {
+	if key == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(key))
+	found := -1
+	for i := range ks.keys {
+		if subtle.ConstantTimeCompare(sum[:], ks.keys[i].sum[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return ks.keys[found].principal, true
+}
+
+// Unauthorized sets the header a 401 answer carries.
+func Unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-resume"`)
+}
