@@ -249,6 +249,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		Logger:         &log,
 	})
 	page := web.Handler()
+	var pr probes
 
 	type listener struct {
 		ln  net.Listener
@@ -273,6 +274,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		mux.Handle(f.path, h)
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
+		pr.register(mux)
 		if err := listen(f.httpAddr, mux); err != nil {
 			return err
 		}
@@ -307,6 +309,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 	case <-ctx.Done():
 		log.Info().Msg("shutting down")
 	}
+	pr.shutdown()
 	// Streams and WebSocket connections first: Shutdown waits for open requests,
 	// and does not know hijacked connections.
 	h.Close()

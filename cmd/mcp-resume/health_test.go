@@ -1,0 +1,65 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// /healthz is 200 throughout; /readyz turns 503 when shutdown begins.
+func TestProbes(t *testing.T) {
+	var p probes
+	mux := http.NewServeMux()
+	p.register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	check := func(path string, status int, body string) {
+		t.Helper()
+		if code, got := get(t, srv.URL+path); code != status || got != body {
+			t.Errorf("GET %s: %d %q; want %d %q", path, code, got, status, body)
+		}
+	}
+	check("/healthz", 200, "ok\n")
+	check("/readyz", 200, "ready\n")
+	p.shutdown()
+	check("/healthz", 200, "ok\n")
+	check("/readyz", 503, "shutting down\n")
+}
+
+// The --http listener serves the probes, without an API key and whatever the
+// Host (an orchestrator probes the pod's address).
+func TestServeProbes(t *testing.T) {
+	t.Setenv(envServerKeys, "alice:k-alice")
+	ls := spawnNet(t, "serve --http 127.0.0.1:0", 1)
+	base := strings.TrimSuffix(ls[0].URL, "/mcp")
+	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		req.Host = "10.1.2.3:8080"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != want {
+			t.Errorf("GET %s: %s %q; want 200 %q", path, resp.Status, b, want)
+		}
+	}
+	// The MCP endpoint still wants its key.
+	if code, _ := get(t, ls[0].URL); code != http.StatusUnauthorized {
+		t.Errorf("GET %s without a key: %d; want 401", ls[0].URL, code)
+	}
+}
