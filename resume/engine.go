@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -124,6 +125,11 @@ type Engine struct {
 	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
 	tmu       sync.Mutex               // guards tm; taken with a request's mu held, never the reverse
 	tm        timers
+
+	// Counters since New, for Stats.
+	attaches      atomic.Uint64 // successful Request.Attach calls (resumes, reconnects)
+	expired       atomic.Uint64 // requests that ended expired (maxWait, retention, MaxRetained)
+	tokenFailures atomic.Uint64 // lookups answered ErrUnknown
 }
 
 type tombstone struct {
@@ -258,6 +264,7 @@ func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, 
 		}
 		return nil, ErrExpired
 	}
+	e.tokenFailures.Add(1)
 	return nil, ErrUnknown
 }
 
@@ -348,6 +355,9 @@ func (e *Engine) forget(r *Request, final State) {
 		e.tombQ = e.tombQ[1:]
 	}
 	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, at: now}
+	if final == StateExpired {
+		e.expired.Add(1)
+	}
 	e.tombQ = append(e.tombQ, r.hash)
 	e.mu.Unlock()
 	if err := e.store.Delete(e.ctx, r.hash); err != nil {

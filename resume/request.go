@@ -167,6 +167,7 @@ func (r *Request) Attach(sink Sink, ack uint64) error {
 		return nil
 	}
 	r.att = &attachment{sink: sink, cursor: ack}
+	r.e.attaches.Add(1)
 	r.scheduleLocked()
 	r.mu.Unlock()
 	r.kick(Message{})

@@ -3,6 +3,9 @@ package main
 import (
 	"net/http"
 	"sync/atomic"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // probes answers the liveness and readiness checks of the --http listener:
@@ -37,4 +40,24 @@ func (p *probes) readyz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ready\n"))
+}
+
+// requireKey serves next only to requests with one of keys' API keys (all of them
+// when keys is nil), as the MCP endpoints do: /metrics tells how busy the server
+// is and how many token checks fail.
+func requireKey(keys *transport.KeySet, next http.Handler) http.Handler {
+	if keys == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := keys.Principal(r); !ok {
+			transport.Unauthorized(w)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write(spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnauthorized,
+				"missing or unknown API key; send Authorization: Bearer <key>")))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -63,3 +63,39 @@ func TestServeProbes(t *testing.T) {
 		t.Errorf("GET %s without a key: %d; want 401", ls[0].URL, code)
 	}
 }
+
+// /metrics on the --http listener wants an API key when keys are configured, and
+// its counters move as calls are made.
+func TestServeMetrics(t *testing.T) {
+	t.Setenv(envServerKeys, "alice:k-alice")
+	ls := spawnNet(t, "serve --http 127.0.0.1:0", 1)
+	metricsURL := strings.TrimSuffix(ls[0].URL, "/mcp") + "/metrics"
+	if code, _ := get(t, metricsURL); code != http.StatusUnauthorized {
+		t.Fatalf("GET /metrics without a key: %d; want 401", code)
+	}
+	scrape := func() string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, metricsURL, nil)
+		req.Header.Set("Authorization", "Bearer k-alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics: %s %s", resp.Status, b)
+		}
+		return string(b)
+	}
+	if m := scrape(); !strings.Contains(m, "\nmcp_resume_token_failures_total 0\n") {
+		t.Fatalf("before any call:\n%s", m)
+	}
+	t.Setenv(envClientKey, "k-alice")
+	if err := run([]string{"status", "--url", ls[0].URL, "1", "wrong-token"}, nil, io.Discard, io.Discard); err == nil {
+		t.Fatal("status with a wrong token succeeded")
+	}
+	if m := scrape(); !strings.Contains(m, "\nmcp_resume_token_failures_total 1\n") {
+		t.Errorf("after a wrong token: token failures not 1:\n%s", m)
+	}
+}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/metrics"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/transport"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
@@ -275,6 +276,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
 		pr.register(mux)
+		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine())))
 		if err := listen(f.httpAddr, mux); err != nil {
 			return err
 		}

@@ -1,0 +1,76 @@
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+// Collector is a prometheus.Collector of one engine's Stats. It is safe for
+// concurrent use.
+type Collector struct {
+	eng *resume.Engine
+
+	requests, attached, detached, queued, tombstones *prometheus.Desc
+	resumes, expired, tokenFailures                  *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// NewCollector returns a Collector of eng.
+func NewCollector(eng *resume.Engine) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("mcp_resume_"+name, help, labels, nil)
+	}
+	return &Collector{
+		eng:           eng,
+		requests:      d("requests", "Live resumable requests, by state.", "state"),
+		attached:      d("requests_attached", "Live resumable requests whose messages go to a client's stream now."),
+		detached:      d("requests_detached", "Live resumable requests with no client (their maxWait or retention clock runs)."),
+		queued:        d("queued_bytes", "Size of the queued messages of every live request."),
+		tombstones:    d("tombstones", "Ended requests still answered expired or cancelled."),
+		resumes:       d("resumes_total", "Requests attached to a stream again: requests/resume, and Last-Event-ID reconnects on Streamable HTTP."),
+		expired:       d("expired_total", "Requests that ended expired: no client within maxWait, a result unacknowledged past its retention, or released past max-retained."),
+		tokenFailures: d("token_failures_total", "Lookups by token answered not_found: a wrong token or id, another principal's token, or a request long gone."),
+	}
+}
+
+// Describe sends the descriptors of every metric.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.requests, c.attached, c.detached, c.queued, c.tombstones, c.resumes, c.expired, c.tokenFailures} {
+		ch <- d
+	}
+}
+
+// Collect sends the engine's current values.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.eng.Stats()
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gauge(c.requests, st.Processing, "processing")
+	gauge(c.requests, st.Completed, "completed")
+	gauge(c.requests, st.Failed, "failed")
+	gauge(c.attached, st.Attached)
+	gauge(c.detached, st.Detached)
+	gauge(c.queued, st.QueuedBytes)
+	gauge(c.tombstones, st.Tombstones)
+	counter(c.resumes, st.Attaches)
+	counter(c.expired, st.Expired)
+	counter(c.tokenFailures, st.TokenFailures)
+}
+
+// Handler serves /metrics: eng's Collector, with the Go runtime's and the
+// process's metrics, on a registry of its own.
+func Handler(eng *resume.Engine) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}

@@ -1,0 +1,64 @@
+package resume
+
+// Stats is a snapshot of an engine for monitoring: live requests by state and
+// attachment, and counters since the engine started.
+type Stats struct {
+	// Live requests by state (ended requests leave the engine at once).
+	Processing, Completed, Failed int
+	// Attached and Detached split the live requests by whether a client's stream
+	// receives their messages now.
+	Attached, Detached int
+	// QueuedBytes is the size of every live request's queued messages.
+	QueuedBytes int
+	// Tombstones is the number of ended requests still answered expired or
+	// cancelled.
+	Tombstones int
+	// Attaches counts successful Request.Attach calls: resumes, and stream
+	// reconnects on transports that have them.
+	Attaches uint64
+	// Expired counts requests that ended expired: no client within maxWait, a
+	// result unacknowledged past its retention, or released past MaxRetained.
+	Expired uint64
+	// TokenFailures counts lookups answered ErrUnknown: a wrong token, a wrong id,
+	// another principal's token, or a request long gone.
+	TokenFailures uint64
+}
+
+// Stats returns a snapshot of the engine. It visits every live request, one lock
+// at a time (never the engine's and a request's together), so the counts of
+// different requests may be from slightly different moments.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	live := make([]*Request, 0, len(e.live))
+	for _, r := range e.live {
+		live = append(live, r)
+	}
+	st := Stats{Tombstones: len(e.tombs)}
+	e.mu.Unlock()
+	for _, r := range live {
+		r.mu.Lock()
+		if r.gone.Load() {
+			r.mu.Unlock()
+			continue
+		}
+		switch r.state {
+		case StateProcessing:
+			st.Processing++
+		case StateCompleted:
+			st.Completed++
+		case StateFailed:
+			st.Failed++
+		}
+		if r.att != nil {
+			st.Attached++
+		} else {
+			st.Detached++
+		}
+		st.QueuedBytes += r.q.bytes
+		r.mu.Unlock()
+	}
+	st.Attaches = e.attaches.Load()
+	st.Expired = e.expired.Load()
+	st.TokenFailures = e.tokenFailures.Load()
+	return st
+}
