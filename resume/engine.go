@@ -174,8 +174,8 @@ type StartOptions struct {
 	Payload []byte
 	// Principal is who started the request (an authenticated client's name; "" when
 	// the server has no authentication). Only LookupAs with the same principal finds
-	// the request. It is kept in memory only: a request recovered from a durable
-	// store after a restart has principal "".
+	// the request. It is stored in the request's Record, so a request recovered
+	// after a restart keeps it.
 	Principal string
 }
 
@@ -208,7 +208,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.running++
 	e.mu.Unlock()
 
-	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload}); err != nil {
+	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload, Principal: so.Principal}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
 		e.running--

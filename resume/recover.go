@@ -130,7 +130,7 @@ func (e *Engine) recoverOne(rec Record) recovered {
 
 	// No handler runs for it: its context ends when it is freed, like any other.
 	// Its Retention clock runs from now.
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, created: rec.Created, state: state, q: q}
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: state, q: q}
 	if !e.revive(r, func() {
 		r.inRetainQ = true
 		e.retained++
@@ -191,7 +191,7 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64) recov
 	}
 	e.discardInputs(rec, &q, inputs)
 	// Processing and detached: its maxWait clock runs from now.
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload}
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload}
 	if !e.revive(r, func() {
 		e.running++
 		e.restartable = append(e.restartable, r)

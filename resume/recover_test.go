@@ -130,3 +130,29 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("third engine recovered %d requests", n)
 	}
 }
+
+// A recovered request stays bound to its principal: found by it, and answered
+// as unknown to anyone else, the running one (failed as restarted) and the
+// completed one alike.
+func TestRecoverPrincipal(t *testing.T) {
+	st := memstore.New()
+	e1 := resume.New(st, nil)
+	done, tokDone := start(t, e1, `1`, &resume.StartOptions{Principal: "alice"})
+	complete(t, done)
+	_, tokRunning := start(t, e1, `2`, &resume.StartOptions{Principal: "alice"})
+	e1.Close()
+
+	e2 := resume.New(st, nil)
+	defer e2.Close()
+	for _, c := range []struct {
+		tok, id string
+	}{{tokDone, `1`}, {tokRunning, `2`}} {
+		if _, err := e2.LookupAs(c.tok, []byte(c.id), "alice"); err != nil {
+			t.Errorf("request %s as alice after the restart: %v", c.id, err)
+		}
+		for _, p := range []string{"", "bob"} {
+			_, err := e2.LookupAs(c.tok, []byte(c.id), p)
+			wantErr(t, "request "+c.id+" as "+p+" after the restart", err, resume.ErrUnknown)
+		}
+	}
+}

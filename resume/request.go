@@ -136,7 +136,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		if next.Ended() {
 			// The final response is stored, and now so is the final state: a
 			// durable store gives both to the next process (see recover.go).
-			rec := Record{Hash: r.hash, ID: r.id, State: next, Created: r.created}
+			rec := Record{Hash: r.hash, ID: r.id, State: next, Created: r.created, Principal: r.principal}
 			if err := r.e.store.Put(r.e.ctx, rec); err != nil {
 				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final state")
 			}

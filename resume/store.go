@@ -69,6 +69,9 @@ type Record struct {
 	// Payload, for a restartable request, is what its owner needs to run it again
 	// after a restart (the raw JSON-RPC request); nil for the others.
 	Payload []byte
+	// Principal is who started the request (StartOptions.Principal), "" for none:
+	// a recovered request stays bound to it.
+	Principal string
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

@@ -50,11 +50,29 @@ func decodeMessage(b []byte) (resume.Message, error) {
 
 // A record is its version, state, creation time, then the id alone (version 1,
 // as written before restartable requests) or the id's length, the id and the
-// payload (version 2, written when there is a payload).
-const recordWithPayload = 2
+// payload (version 2, written when there is a payload), or the id's length, the
+// id, the principal's length, the principal, a byte 1 when a payload follows (0
+// otherwise) and the payload (version 3, written when there is a principal).
+const (
+	recordWithPayload   = 2
+	recordWithPrincipal = 3
+)
 
 func encodeRecord(rec resume.Record) []byte {
-	b := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(rec.ID)+len(rec.Payload))
+	b := make([]byte, 0, 3+3*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Payload))
+	if rec.Principal != "" {
+		b = append(b, recordWithPrincipal, byte(rec.State))
+		b = binary.AppendVarint(b, rec.Created.UnixNano())
+		b = binary.AppendUvarint(b, uint64(len(rec.ID)))
+		b = append(b, rec.ID...)
+		b = binary.AppendUvarint(b, uint64(len(rec.Principal)))
+		b = append(b, rec.Principal...)
+		if rec.Payload == nil {
+			return append(b, 0)
+		}
+		b = append(b, 1)
+		return append(b, rec.Payload...)
+	}
 	if rec.Payload == nil {
 		b = append(b, codecVersion, byte(rec.State))
 		b = binary.AppendVarint(b, rec.Created.UnixNano())
@@ -68,7 +86,7 @@ func encodeRecord(rec resume.Record) []byte {
 }
 
 func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
-	if len(b) < 2 || (b[0] != codecVersion && b[0] != recordWithPayload) {
+	if len(b) < 2 || (b[0] != codecVersion && b[0] != recordWithPayload && b[0] != recordWithPrincipal) {
 		return nil, errCodec
 	}
 	rec := &resume.Record{Hash: h, State: resume.State(b[1])}
@@ -88,6 +106,26 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 	}
 	rest = rest[n:]
 	rec.ID = append([]byte(nil), rest[:idLen]...)
-	rec.Payload = append([]byte{}, rest[idLen:]...)
+	rest = rest[idLen:]
+	if b[0] == recordWithPayload {
+		rec.Payload = append([]byte{}, rest...)
+		return rec, nil
+	}
+	pLen, n := binary.Uvarint(rest)
+	if n <= 0 || pLen >= uint64(len(rest)-n) { // the payload flag follows
+		return nil, errCodec
+	}
+	rest = rest[n:]
+	rec.Principal = string(rest[:pLen])
+	switch rest = rest[pLen:]; rest[0] {
+	case 0:
+		if len(rest) != 1 {
+			return nil, errCodec
+		}
+	case 1:
+		rec.Payload = append([]byte{}, rest[1:]...)
+	default:
+		return nil, errCodec
+	}
 	return rec, nil
 }

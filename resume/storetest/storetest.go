@@ -177,8 +177,13 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			t.Fatalf("empty store yielded %+v, %v", r, err)
 		}
 		a, b, c := put(t, s, "a"), put(t, s, "b"), put(t, s, "c")
-		done := resume.Record{Hash: b, ID: []byte(`"b"`), State: resume.StateFailed, Created: time.Unix(2, 0), Payload: []byte(`{"p":1}`)}
+		done := resume.Record{Hash: b, ID: []byte(`"b"`), State: resume.StateFailed, Created: time.Unix(2, 0), Payload: []byte(`{"p":1}`), Principal: "bob"}
 		if err := s.Put(ctx, done); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		d := put(t, s, "d")
+		owned := resume.Record{Hash: d, ID: []byte(`"d"`), State: resume.StateCompleted, Created: time.Unix(3, 0), Principal: "alice"}
+		if err := s.Put(ctx, owned); err != nil {
 			t.Fatalf("Put: %v", err)
 		}
 		_ = s.Append(ctx, a, msg(1))
@@ -195,14 +200,17 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			}
 			got[r.Hash] = r
 		}
-		if len(got) != 2 {
-			t.Fatalf("Records yielded %d records, want 2 (a and b)", len(got))
+		if len(got) != 3 {
+			t.Fatalf("Records yielded %d records, want 3 (a, b and d)", len(got))
 		}
-		if r := got[a]; string(r.ID) != `"a"` || r.State != resume.StateProcessing || !r.Created.Equal(time.Unix(1, 0)) || r.Payload != nil {
+		if r := got[a]; string(r.ID) != `"a"` || r.State != resume.StateProcessing || !r.Created.Equal(time.Unix(1, 0)) || r.Payload != nil || r.Principal != "" {
 			t.Fatalf("record a = %+v", r)
 		}
-		if r := got[b]; string(r.ID) != `"b"` || r.State != resume.StateFailed || !r.Created.Equal(time.Unix(2, 0)) || string(r.Payload) != `{"p":1}` {
+		if r := got[b]; string(r.ID) != `"b"` || r.State != resume.StateFailed || !r.Created.Equal(time.Unix(2, 0)) || string(r.Payload) != `{"p":1}` || r.Principal != "bob" {
 			t.Fatalf("record b = %+v", r)
+		}
+		if r := got[d]; string(r.ID) != `"d"` || r.State != resume.StateCompleted || !r.Created.Equal(time.Unix(3, 0)) || r.Payload != nil || r.Principal != "alice" {
+			t.Fatalf("record d = %+v", r)
 		}
 		n := 0
 		for range s.Records(ctx) {
