@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // KeySet is a set of bearer API keys, each mapped to a principal (who holds it).
 // It keeps only the SHA-256 of each key, and checks a presented key against every
-// one of them in constant time. It is immutable, so safe for concurrent use.
+// one of them in constant time. It is safe for concurrent use; Replace swaps its
+// keys at once (a reload), without disturbing checks in progress.
 type KeySet struct {
-	keys []keyEntry
+	keys atomic.Pointer[[]keyEntry]
 }
 
 type keyEntry struct {
@@ -27,7 +29,7 @@ type keyEntry struct {
 // ignored. A principal or key that is empty, or a key given twice, is an error
 // (which never quotes the key).
 func ParseKeys(text string) (*KeySet, error) {
-	ks := &KeySet{}
+	var keys []keyEntry
 	seen := map[[sha256.Size]byte]bool{}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
@@ -52,20 +54,26 @@ func ParseKeys(text string) (*KeySet, error) {
 				return nil, fmt.Errorf("api keys, line %d: principal %q: a key given twice", line, p)
 			}
 			seen[sum] = true
-			ks.keys = append(ks.keys, keyEntry{sum: sum, principal: p})
+			keys = append(keys, keyEntry{sum: sum, principal: p})
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("api keys: %w", err)
 	}
-	if len(ks.keys) == 0 {
+	if len(keys) == 0 {
 		return nil, errors.New("api keys: no keys")
 	}
+	ks := &KeySet{}
+	ks.keys.Store(&keys)
 	return ks, nil
 }
 
 // Len returns the number of keys.
-func (ks *KeySet) Len() int { return len(ks.keys) }
+func (ks *KeySet) Len() int { return len(*ks.keys.Load()) }
+
+// Replace makes ks hold the keys of from from now on: a check that starts after
+// Replace returns sees only them.
+func (ks *KeySet) Replace(from *KeySet) { ks.keys.Store(from.keys.Load()) }
 
 // Principal returns the principal of the key r presents in its Authorization
 // header ("Bearer <key>"), or false when there is none or the key is unknown.
@@ -85,16 +93,17 @@ func (ks *KeySet) Lookup(key string) (string, bool) {
 		return "", false
 	}
 	sum := sha256.Sum256([]byte(key))
+	keys := *ks.keys.Load()
 	found := -1
-	for i := range ks.keys {
-		if subtle.ConstantTimeCompare(sum[:], ks.keys[i].sum[:]) == 1 {
+	for i := range keys {
+		if subtle.ConstantTimeCompare(sum[:], keys[i].sum[:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
 		return "", false
 	}
-	return ks.keys[found].principal, true
+	return keys[found].principal, true
 }
 
 // Unauthorized sets the header a 401 answer carries.

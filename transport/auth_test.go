@@ -63,3 +63,25 @@ func TestKeySetPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// Replace swaps the keys: the new ones work, the old ones no longer do.
+func TestKeySetReplace(t *testing.T) {
+	ks, err := transport.ParseKeys("alice:old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := transport.ParseKeys("alice:new,bob:k-bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks.Replace(next)
+	if _, ok := ks.Lookup("old"); ok {
+		t.Error("the replaced key still works")
+	}
+	if p, ok := ks.Lookup("new"); !ok || p != "alice" {
+		t.Errorf("Lookup(new) = %q, %v; want alice", p, ok)
+	}
+	if ks.Len() != 2 {
+		t.Errorf("Len = %d after Replace; want 2", ks.Len())
+	}
+}

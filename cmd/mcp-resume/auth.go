@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -92,4 +98,38 @@ func clientKey() (http.Header, *http.Client) {
 		return nil, nil
 	}
 	return http.Header{"Authorization": {"Bearer " + key}}, &http.Client{Transport: bearer{key, http.DefaultTransport}}
+}
+
+// reloadOnHUP re-reads the API keys (--api-keys FILE and MCP_RESUME_API_KEYS) on
+// each SIGHUP until ctx ends, and puts them in keys. Keys that do not load (a bad
+// file) leave the old ones in place. The returned function stops it and waits.
+func reloadOnHUP(ctx context.Context, file string, keys *transport.KeySet, log zerolog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-hup:
+				next, err := loadKeys(file)
+				switch {
+				case err != nil:
+					log.Error().Err(err).Msg("reloading API keys failed; the old keys stay")
+				case next == nil:
+					log.Error().Msg("reloading API keys: none left; the old keys stay")
+				default:
+					keys.Replace(next)
+					log.Info().Int("keys", keys.Len()).Msg("API keys reloaded")
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		wg.Wait()
+	}
 }

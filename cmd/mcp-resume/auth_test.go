@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestIsLoopback(t *testing.T) {
@@ -105,5 +109,117 @@ func TestServeAuth(t *testing.T) {
 		if err := run(args, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "401") {
 			t.Errorf("%v with an unknown key: %v; want a 401 error", args, err)
 		}
+	}
+}
+
+// SIGHUP reloads the key file: a new key works, a removed one gets 401; a bad
+// file leaves the keys as they were.
+func TestServeReloadKeys(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alice:k-old\n")
+	ls := spawnNet(t, "serve --http 127.0.0.1:0 --api-keys "+file, 1)
+	metricsURL := strings.TrimSuffix(ls[0].URL, "/mcp") + "/metrics"
+	status := func(key string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, metricsURL, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// until polls for a state the server reaches after the signal is handled.
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if status("k-old") != http.StatusOK || status("k-new") != http.StatusUnauthorized {
+		t.Fatal("before the reload: want k-old accepted and k-new refused")
+	}
+	write("alice:k-new\n")
+	if err := syscall.Kill(ls[0].PID, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	until("k-new accepted after SIGHUP", func() bool { return status("k-new") == http.StatusOK })
+	if got := status("k-old"); got != http.StatusUnauthorized {
+		t.Errorf("removed key after the reload: %d; want 401", got)
+	}
+}
+
+// logLines is a zerolog writer that hands each line to a channel.
+type logLines chan string
+
+func (l logLines) Write(p []byte) (int, error) { l <- string(p); return len(p), nil }
+
+// next returns the next log line with msg in it.
+func (l logLines) next(t *testing.T, msg string) string {
+	t.Helper()
+	for {
+		select {
+		case line := <-l:
+			if strings.Contains(line, msg) {
+				return line
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no log line with %q", msg)
+		}
+	}
+}
+
+// A reload whose file does not parse keeps the old keys and says so; the next
+// good one replaces them.
+func TestReloadOnHUP(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alice:k-old\n")
+	keys, err := loadKeys(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(logLines, 16)
+	stop := reloadOnHUP(t.Context(), file, keys, zerolog.New(lines))
+	defer stop()
+	hup := func() {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("garbage-that-is-no-key\n")
+	hup()
+	if line := lines.next(t, "reloading API keys failed"); strings.Contains(line, "garbage-that-is-no-key") {
+		t.Errorf("the log quotes the file's content: %s", line)
+	}
+	if p, ok := keys.Lookup("k-old"); !ok || p != "alice" {
+		t.Fatalf("after a bad reload: k-old = %q, %v; want alice", p, ok)
+	}
+	write("alice:k-new\nbob:k-bob\n")
+	hup()
+	lines.next(t, "API keys reloaded")
+	if _, ok := keys.Lookup("k-old"); ok {
+		t.Error("k-old still works after the reload")
+	}
+	if p, ok := keys.Lookup("k-bob"); !ok || p != "bob" {
+		t.Errorf("k-bob = %q, %v after the reload; want bob", p, ok)
 	}
 }

@@ -224,7 +224,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 // WebSocket (/ws) and the demo page (/); a --ws listener the last two.
 func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger) error {
 	if keys != nil {
-		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key")
+		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key (SIGHUP reloads the keys)")
+		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
 	} else {
 		log.Warn().Bool("auth", false).Msg("authentication off: anyone who can reach the listeners can call tools (give --api-keys)")
 	}
@@ -296,7 +297,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 	}
 	for i, l := range lns {
 		addr := l.ln.Addr().String()
-		ev := log.Info().Str("version", version)
+		ev := log.Info().Str("version", version).Int("pid", os.Getpid())
 		if i == 0 && f.httpAddr != "" {
 			ev = ev.Str("transport", "http").Str("url", "http://"+addr+f.path)
 		} else {

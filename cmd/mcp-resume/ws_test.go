@@ -22,6 +22,7 @@ type startLine struct {
 	URL  string `json:"url"`
 	WS   string `json:"ws"`
 	Page string `json:"page"`
+	PID  int    `json:"pid"`
 }
 
 // spawnNet starts `mcp-resume serve ARGS` as a subprocess and returns the start-up
