@@ -67,10 +67,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.tokenFailures, st.TokenFailures)
 }
 
-// Handler serves /metrics: eng's Collector, with the Go runtime's and the
-// process's metrics, on a registry of its own.
-func Handler(eng *resume.Engine) http.Handler {
+// Handler serves /metrics: eng's Collector, extra collectors (a StoreTimer), and
+// the Go runtime's and the process's metrics, on a registry of its own.
+func Handler(eng *resume.Engine, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }

@@ -98,4 +98,10 @@ func TestServeMetrics(t *testing.T) {
 	if m := scrape(); !strings.Contains(m, "\nmcp_resume_token_failures_total 1\n") {
 		t.Errorf("after a wrong token: token failures not 1:\n%s", m)
 	}
+	if err := run([]string{"call", "--url", ls[0].URL, "echo", "text=hi"}, nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if m := scrape(); !strings.Contains(m, `mcp_resume_store_seconds_count{op="put"}`) || strings.Contains(m, `mcp_resume_store_seconds_count{op="put"} 0`+"\n") {
+		t.Errorf("after a call: no store put timed:\n%s", m)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/metrics"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/memstore"
 	"github.com/mcp-resume/mcp-resume/transport"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
@@ -193,8 +194,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeStore()
+	if store == nil { // no --data-dir or --nats-url
+		store = memstore.New()
+	}
+	timer := metrics.NewStoreTimer() // for /metrics
 	core := mcp.New(toolServer(f.conformance), &mcp.Options{
-		Store: store,
+		Store: timer.Wrap(store),
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
@@ -215,14 +220,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		log.Info().Msg("mcp-resume stopped")
 		return err
 	}
-	return serveHTTP(ctx, &f, core, keys, log)
+	return serveHTTP(ctx, &f, core, keys, timer, log)
 }
 
 // serveHTTP serves the network transports until ctx ends (SIGINT, SIGTERM), then
 // shuts down: new requests get 503, open streams and WebSocket connections close,
 // running requests end. The --http listener has Streamable HTTP (--path),
 // WebSocket (/ws) and the demo page (/); a --ws listener the last two.
-func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger) error {
+func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *transport.KeySet, timer *metrics.StoreTimer, log zerolog.Logger) error {
 	if keys != nil {
 		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key (SIGHUP reloads the keys)")
 		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
@@ -277,7 +282,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
 		pr.register(mux)
-		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine())))
+		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), timer)))
 		if err := listen(f.httpAddr, mux); err != nil {
 			return err
 		}
