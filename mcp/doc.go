@@ -39,4 +39,10 @@
 // Restarts. With a durable store, a tool whose Policy is Restartable stores its
 // call's request; a Server whose engine recovers such a call that was running
 // runs it again on a session of its own (no client until one resumes it).
+//
+// Principals. A transport that authenticates its clients gives each session the
+// principal it authenticated (SessionOptions: ServeWith, NewSession). Every
+// resumable request the session starts is bound to it (resume.StartOptions), and
+// getStatus, resume and cancel by token from a session of another principal get
+// exactly the answer of an unknown request (resume.Engine.LookupAs).
 package mcp

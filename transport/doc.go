@@ -3,4 +3,9 @@
 // it for stdio (transport/stdio), Streamable HTTP (transport/http) and WebSocket
 // (transport/ws); Pipe is an in-memory pair for tests and in-process use. Contract
 // tests for every Conn live in package conntest.
+//
+// The checks both network handlers make on an HTTP request live here too:
+// AllowedRequest (Host and Origin, against DNS rebinding) and KeySet (bearer API
+// keys, each mapped to a principal, stored as SHA-256 and compared in constant
+// time).
 package transport
