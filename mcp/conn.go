@@ -35,6 +35,9 @@ type connState struct {
 	// principal is who the client authenticated as ("" without authentication):
 	// the requests started here are bound to it, and only it finds them by token.
 	principal string
+	// limitKey names the failed token check bucket this session spends from:
+	// its principal's, or without authentication its remote address's.
+	limitKey string
 
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
@@ -75,8 +78,17 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	if replay {
 		c.onStream = make(map[Stream][]*resume.Request)
 	}
+	remote := ""
 	if opts != nil {
-		c.principal = opts.Principal
+		c.principal, remote = opts.Principal, opts.Remote
+	}
+	switch {
+	case c.principal != "":
+		c.limitKey = "principal:" + c.principal
+	case remote != "":
+		c.limitKey = "remote:" + remote
+	default:
+		c.limitKey = "local"
 	}
 	c.sess = newConnSession(c, uuid.NewString())
 	c.log = s.log.With().Str("session", c.sess.id).Logger()

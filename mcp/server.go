@@ -32,6 +32,20 @@ type Options struct {
 	Tools map[string]Policy
 	// Logger receives the core's logs. Nil means none. Tokens are never logged.
 	Logger *zerolog.Logger
+	// TokenFailureBurst and TokenFailureRefill limit failed token checks
+	// (brute-force protection): a getStatus, resume or cancel by token answered
+	// not_found spends one failure from the bucket of the session's principal, or,
+	// for a session without one (no authentication), from the bucket of its
+	// remote address (SessionOptions.Remote). Authenticated sessions are not
+	// limited by address, so that one principal's failures never hold back
+	// another's behind the same address. A bucket holds TokenFailureBurst failures
+	// and regains one every TokenFailureRefill. While its bucket is empty, token
+	// checks from the session are not made: getStatus and resume are answered
+	// rate_limited (retryable, with error.data.retryAfter in seconds) and cancels
+	// by token are ignored. 0 means the defaults (DefaultTokenFailureBurst,
+	// DefaultTokenFailureRefill); a negative value turns the limit off.
+	TokenFailureBurst  int
+	TokenFailureRefill time.Duration
 }
 
 // Server serves an mcp-go MCPServer with resumable requests on any number of
@@ -49,6 +63,7 @@ type Server struct {
 
 	wg   sync.WaitGroup // handler goroutines, which may outlive their connection
 	pool *workers       // the goroutines calls run on
+	fail *failLimiter   // failed token checks; nil: no limit
 
 	restartOnce sync.Once
 	restarted   *connState // the session of requests run again after a restart
@@ -89,6 +104,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		},
 		idPrefix: "mr-" + hex.EncodeToString(p[:]) + "-",
 		pool:     newWorkers(),
+		fail:     newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
 	}
 	srv.Use(s.middleware)
 	for _, r := range eng.Restartable() {
@@ -121,6 +137,11 @@ type SessionOptions struct {
 	// is bound to it: getStatus, resume and cancel by token from a session of
 	// another principal get exactly the answer an unknown request gets.
 	Principal string
+	// Remote is where the session's client connects from, for the limit on
+	// failed token checks of sessions without a principal: the remote IP address
+	// on HTTP and WebSocket. Empty means this process's own client (stdio,
+	// in-process): all such sessions share one bucket.
+	Remote string
 }
 
 // Serve serves one connection until it closes or ctx ends, then closes it. Requests

@@ -79,6 +79,11 @@ const (
 	ReasonDuplicateID     Reason = "duplicate_id"
 	ReasonMessageTooLarge Reason = "message_too_large"
 	ReasonShuttingDown    Reason = "shutting_down"
+	// ReasonRateLimited (-32600): too many failed token checks (getStatus, resume
+	// or cancel by token answered not_found) from this principal or remote
+	// address; the check was not made. error.data.retryAfter says in how many
+	// seconds one is allowed again. Retryable.
+	ReasonRateLimited Reason = "rate_limited"
 
 	// Streamable HTTP (transport/http): each goes with the HTTP status named.
 

@@ -12,6 +12,9 @@ type Error struct {
 	Message string
 	Reason  Reason
 	Detail  string
+	// RetryAfter, when not 0, is written as `error.data.retryAfter`: whole seconds
+	// after which the request may succeed (ReasonRateLimited).
+	RetryAfter int64
 	// ID is the id of the request the error answers, when it is known.
 	ID ID
 }
@@ -31,6 +34,8 @@ func (e *Error) Error() string {
 type errorData struct {
 	Reason Reason `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// RetryAfter: seconds; see Error.RetryAfter.
+	RetryAfter int64 `json:"retryAfter,omitempty"`
 }
 
 // MarshalJSON writes the JSON-RPC error object.
@@ -41,8 +46,8 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 		Data    *errorData `json:"data,omitempty"`
 	}
 	w := wire{Code: e.Code, Message: e.Message}
-	if e.Reason != "" || e.Detail != "" {
-		w.Data = &errorData{Reason: e.Reason, Detail: e.Detail}
+	if e.Reason != "" || e.Detail != "" || e.RetryAfter != 0 {
+		w.Data = &errorData{Reason: e.Reason, Detail: e.Detail, RetryAfter: e.RetryAfter}
 	}
 	return json.Marshal(w)
 }
@@ -60,7 +65,7 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	e.Code, e.Message = w.Code, w.Message
 	var d errorData
 	if len(w.Data) > 0 && json.Unmarshal(w.Data, &d) == nil {
-		e.Reason, e.Detail = d.Reason, d.Detail
+		e.Reason, e.Detail, e.RetryAfter = d.Reason, d.Detail, d.RetryAfter
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ func TestErrorJSONRoundTrip(t *testing.T) {
 			`{"code":-32603,"message":"m","data":{"reason":"owner_lost","detail":"instance b gone"}}`},
 		{"detail only", &spec.Error{Code: 1, Message: "m", Detail: "d"},
 			`{"code":1,"message":"m","data":{"detail":"d"}}`},
+		{"rate limited", &spec.Error{Code: spec.CodeInvalidRequest, Message: "m", Reason: spec.ReasonRateLimited, RetryAfter: 3},
+			`{"code":-32600,"message":"m","data":{"reason":"rate_limited","retryAfter":3}}`},
 		{"empty message", &spec.Error{Code: -1},
 			`{"code":-1,"message":""}`},
 		{"unicode and html", &spec.Error{Code: 2, Message: "<é> & ✓", Reason: spec.ReasonNotFound},

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -109,4 +110,14 @@ func (ks *KeySet) Lookup(key string) (string, bool) {
 // Unauthorized sets the header a 401 answer carries.
 func Unauthorized(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-resume"`)
+}
+
+// RemoteIP returns the IP address r came from (its RemoteAddr without the port),
+// the key of the limit on failed token checks per remote address
+// (mcp.SessionOptions.Remote). Forwarding headers are not trusted.
+func RemoteIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }

@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -83,5 +84,13 @@ func TestKeySetReplace(t *testing.T) {
 	}
 	if ks.Len() != 2 {
 		t.Errorf("Len = %d after Replace; want 2", ks.Len())
+	}
+}
+
+func TestRemoteIP(t *testing.T) {
+	for addr, want := range map[string]string{"192.0.2.1:1234": "192.0.2.1", "[2001:db8::1]:80": "2001:db8::1", "pipe": "pipe"} {
+		if got := transport.RemoteIP(&http.Request{RemoteAddr: addr}); got != want {
+			t.Errorf("RemoteIP(%q) = %q, want %q", addr, got, want)
+		}
 	}
 }

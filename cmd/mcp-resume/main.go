@@ -113,6 +113,8 @@ type serveFlags struct {
 	sync           string
 	apiKeys        string
 	insecureNoAuth bool
+	failBurst      int
+	failRefill     time.Duration
 }
 
 func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -149,6 +151,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.sync, "sync", "periodic", "--data-dir disk flushes: periodic (fast; a machine crash can lose what was acknowledged since the last flush) or always (fsync before each acknowledgement; slower)")
 	fs.StringVar(&f.apiKeys, "api-keys", "", "require a bearer API key on HTTP and WebSocket: a file of principal:key lines (# comments); "+envServerKeys+" adds keys in the same format (comma- or newline-separated). Each resumable request is bound to its key's principal")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys")
+	fs.IntVar(&f.failBurst, "token-failure-burst", mcp.DefaultTokenFailureBurst, "failed token checks (getStatus, resume, cancel by token answered not_found) allowed in a burst per principal and per remote IP; past it they are answered rate_limited (negative: no limit)")
+	fs.DurationVar(&f.failRefill, "token-failure-refill", mcp.DefaultTokenFailureRefill, "one failed token check is allowed again per this interval, up to --token-failure-burst")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -207,6 +211,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		DefaultPolicy: def,
 		Tools:         tools,
 		Logger:        &log,
+
+		TokenFailureBurst:  f.failBurst,
+		TokenFailureRefill: f.failRefill,
 	})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -212,7 +212,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 
 	var s *session
 	if m.Kind == spec.KindRequest && m.Method == spec.MethodInitialize && r.Header.Get(HeaderSessionID) == "" {
-		if s = h.newSession(principal); s == nil {
+		if s = h.newSession(principal, transport.RemoteIP(r)); s == nil {
 			failID(w, http.StatusServiceUnavailable, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
 			return
 		}
@@ -359,14 +359,16 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 	return s
 }
 
-func (h *Handler) newSession(principal string) *session {
+// newSession starts a session for principal; remote is the address of the client
+// that initialized it (its requests' limit on failed token checks).
+func (h *Handler) newSession(principal, remote string) *session {
 	s := &session{h: h, id: uuid.NewString(), streams: make(map[*stream]struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil
 	}
-	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal})
+	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote})
 	s.log = h.log.With().Str("session", s.id).Logger()
 	h.sessions[s.id] = s
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
