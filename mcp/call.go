@@ -29,6 +29,8 @@ type call struct {
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
 	sess   *callSession
+	// admitted: counted in the Server's in-flight requests of its principal.
+	admitted bool
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req *resume.Request // set once the request is resumable
@@ -61,6 +63,15 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 			"a request with id "+key+" is already in flight on this connection"))
 		return
 	}
+	if !c.s.admit(c.principal) {
+		c.mu.Unlock()
+		cancel(errClientCancel)
+		c.log.Debug().Str("request", key).Str("principal", c.principal).Msg("request refused: too many in flight")
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
+			"too many requests of this principal in flight; retry when one has finished"))
+		return
+	}
+	cl.admitted = true
 	c.running[key] = cl
 	c.mu.Unlock()
 
@@ -69,6 +80,33 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 		defer c.s.wg.Done()
 		cl.run(m, raw)
 	})
+}
+
+// admit counts a new request of principal in flight, or returns false when
+// principal already has MaxConcurrentPerPrincipal.
+func (s *Server) admit(principal string) bool {
+	if principal == "" || s.opts.MaxConcurrentPerPrincipal < 0 {
+		return true
+	}
+	s.inflightMu.Lock()
+	defer s.inflightMu.Unlock()
+	if s.inflight[principal] >= s.opts.MaxConcurrentPerPrincipal {
+		return false
+	}
+	s.inflight[principal]++
+	return true
+}
+
+// release uncounts a request admit counted.
+func (s *Server) release(principal string) {
+	if principal == "" || s.opts.MaxConcurrentPerPrincipal < 0 {
+		return
+	}
+	s.inflightMu.Lock()
+	defer s.inflightMu.Unlock()
+	if s.inflight[principal]--; s.inflight[principal] <= 0 {
+		delete(s.inflight, principal)
+	}
 }
 
 func (cl *call) run(m *spec.Message, raw []byte) {
@@ -89,6 +127,9 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		delete(cl.c.running, string(cl.id))
 	}
 	cl.c.mu.Unlock()
+	if cl.admitted {
+		s.release(cl.c.principal)
+	}
 
 	cause := context.Cause(cl.ctx)
 	if r != nil && cause == nil {

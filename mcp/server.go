@@ -46,7 +46,19 @@ type Options struct {
 	// DefaultTokenFailureRefill); a negative value turns the limit off.
 	TokenFailureBurst  int
 	TokenFailureRefill time.Duration
+	// MaxConcurrentPerPrincipal caps the requests of each principal in flight
+	// (received and not yet answered by their handler, resumable or not, attached
+	// or detached), across all its sessions. Past it a request is answered at
+	// once with -32600 too_many_requests (retryable) and not run. Sessions
+	// without a principal are not counted. 0 means
+	// DefaultMaxConcurrentPerPrincipal; negative: no cap. (Options.Engine's
+	// MaxLivePerPrincipal caps the resumable ones among them.)
+	MaxConcurrentPerPrincipal int
 }
+
+// DefaultMaxConcurrentPerPrincipal is the default of
+// Options.MaxConcurrentPerPrincipal.
+const DefaultMaxConcurrentPerPrincipal = 1000
 
 // Server serves an mcp-go MCPServer with resumable requests on any number of
 // connections. It is safe for concurrent use.
@@ -64,6 +76,9 @@ type Server struct {
 	wg   sync.WaitGroup // handler goroutines, which may outlive their connection
 	pool *workers       // the goroutines calls run on
 	fail *failLimiter   // failed token checks; nil: no limit
+
+	inflightMu sync.Mutex
+	inflight   map[string]int // requests in flight by principal (none: not in it)
 
 	restartOnce sync.Once
 	restarted   *connState // the session of requests run again after a restart
@@ -105,6 +120,10 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		idPrefix: "mr-" + hex.EncodeToString(p[:]) + "-",
 		pool:     newWorkers(),
 		fail:     newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
+		inflight: make(map[string]int),
+	}
+	if s.opts.MaxConcurrentPerPrincipal == 0 {
+		s.opts.MaxConcurrentPerPrincipal = DefaultMaxConcurrentPerPrincipal
 	}
 	srv.Use(s.middleware)
 	for _, r := range eng.Restartable() {

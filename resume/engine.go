@@ -20,7 +20,8 @@ var (
 	ErrExpired = errors.New("resume: request expired")
 	// ErrCancelled: the request was cancelled.
 	ErrCancelled = errors.New("resume: request cancelled")
-	// ErrLimit: Options.MaxLive requests are running; the new one is not resumable.
+	// ErrLimit: Options.MaxLive requests (or Options.MaxLivePerPrincipal of the
+	// principal's) are running; the new one is not resumable.
 	ErrLimit = errors.New("resume: too many running resumable requests")
 	// ErrEnded: the request has ended; the call had no effect.
 	ErrEnded = errors.New("resume: request has ended")
@@ -52,6 +53,10 @@ type Options struct {
 	// MaxLive caps the running (processing) resumable requests; Start returns
 	// ErrLimit past it. Default 10,000.
 	MaxLive int
+	// MaxLivePerPrincipal caps the running resumable requests of each principal
+	// (StartOptions.Principal; requests without a principal are bounded by MaxLive
+	// only); Start returns ErrLimit past it. Default 500; negative: no cap.
+	MaxLivePerPrincipal int
 	// MaxRetained caps the ended requests whose results are kept; past it the
 	// oldest is released early (it answers expired). Default 100,000.
 	MaxRetained int
@@ -87,6 +92,9 @@ func (o *Options) withDefaults() Options {
 	if v.MaxLive <= 0 {
 		v.MaxLive = 10_000
 	}
+	if v.MaxLivePerPrincipal == 0 {
+		v.MaxLivePerPrincipal = 500
+	}
 	if v.MaxRetained <= 0 {
 		v.MaxRetained = 100_000
 	}
@@ -111,13 +119,16 @@ type Engine struct {
 	ctx   context.Context // ends at Close; used for Store calls
 	stop  context.CancelFunc
 
-	mu       sync.Mutex // guards the fields below
-	live     map[TokenHash]*Request
-	running  int        // live requests still processing (bounded by MaxLive)
-	retained int        // live requests that ended and keep their result (MaxRetained)
-	retainQ  []*Request // ended requests in the order they ended; may hold gone ones
-	tombs    map[TokenHash]tombstone
-	tombQ    []TokenHash // insertion order, for expiry and the count bound
+	mu      sync.Mutex // guards the fields below
+	live    map[TokenHash]*Request
+	running int // live requests still processing (bounded by MaxLive)
+	// runningBy counts running by principal (MaxLivePerPrincipal); principals
+	// with none are not in it, nor is "".
+	runningBy map[string]int
+	retained  int        // live requests that ended and keep their result (MaxRetained)
+	retainQ   []*Request // ended requests in the order they ended; may hold gone ones
+	tombs     map[TokenHash]tombstone
+	tombQ     []TokenHash // insertion order, for expiry and the count bound
 	// restartable: recovered requests to run again (see Restartable).
 	restartable []*Request
 	closed      bool
@@ -147,6 +158,7 @@ func New(store Store, opts *Options) *Engine {
 	e := &Engine{
 		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
 		live:      make(map[TokenHash]*Request),
+		runningBy: make(map[string]int),
 		tombs:     make(map[TokenHash]tombstone),
 		durations: [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
 		tm:        timers{epoch: time.Now()},
@@ -199,19 +211,19 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		e.mu.Unlock()
 		r.cancel(ErrClosed)
 		return nil, "", ErrClosed
-	case e.running >= e.opts.MaxLive:
+	case e.fullLocked(so.Principal):
 		e.mu.Unlock()
 		r.cancel(ErrLimit)
 		return nil, "", ErrLimit
 	}
 	e.live[h] = r
-	e.running++
+	e.addRunningLocked(so.Principal, 1)
 	e.mu.Unlock()
 
 	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload, Principal: so.Principal}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
-		e.running--
+		e.addRunningLocked(so.Principal, -1)
 		e.mu.Unlock()
 		r.cancel(err)
 		return nil, "", err
@@ -292,12 +304,34 @@ func (e *Engine) Close() {
 	e.stop()
 }
 
+// fullLocked says whether a new running request of principal would pass MaxLive
+// or MaxLivePerPrincipal. Called with e.mu held.
+func (e *Engine) fullLocked(principal string) bool {
+	if e.running >= e.opts.MaxLive {
+		return true
+	}
+	return principal != "" && e.opts.MaxLivePerPrincipal > 0 && e.runningBy[principal] >= e.opts.MaxLivePerPrincipal
+}
+
+// addRunningLocked adds d to the running counts. Called with e.mu held.
+func (e *Engine) addRunningLocked(principal string, d int) {
+	e.running += d
+	if principal == "" {
+		return
+	}
+	if n := e.runningBy[principal] + d; n > 0 {
+		e.runningBy[principal] = n
+	} else {
+		delete(e.runningBy, principal)
+	}
+}
+
 // leftProcessing records that r stopped processing: it ended with a result to
 // keep (kept) or is being freed. Called with r.mu held.
 func (e *Engine) leftProcessing(r *Request, kept bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.running--
+	e.addRunningLocked(r.principal, -1)
 	if !kept {
 		return
 	}

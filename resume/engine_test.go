@@ -383,6 +383,40 @@ func TestMaxLive(t *testing.T) {
 	})
 }
 
+// MaxLivePerPrincipal caps each principal's running requests; other principals,
+// and requests without a principal, are unaffected; a request that completes or
+// is cancelled frees its place.
+func TestMaxLivePerPrincipal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxLivePerPrincipal: 2, MaxWait: time.Minute, Retention: time.Minute})
+		alice := &resume.StartOptions{Principal: "alice"}
+		a1, _ := start(t, e, `1`, alice)
+		a2, _ := start(t, e, `2`, alice)
+		_, _, err := e.Start([]byte(`3`), alice)
+		wantErr(t, "alice's third", err, resume.ErrLimit)
+		bob := &resume.StartOptions{Principal: "bob"}
+		start(t, e, `10`, bob)
+		start(t, e, `11`, bob)
+		for i := range 3 { // no principal: MaxLive only
+			start(t, e, fmt.Sprint(20+i), nil)
+		}
+		_, _, err = e.Start([]byte(`12`), bob)
+		wantErr(t, "bob's third", err, resume.ErrLimit)
+
+		a1.Cancel()
+		start(t, e, `3`, alice)
+		_, _, err = e.Start([]byte(`4`), alice)
+		wantErr(t, "alice's third after a cancel", err, resume.ErrLimit)
+		complete(t, a2)
+		start(t, e, `4`, alice)
+
+		e2, _ := newEngine(t, &resume.Options{MaxLivePerPrincipal: -1})
+		for i := range 1500 {
+			start(t, e2, fmt.Sprint(i), alice)
+		}
+	})
+}
+
 // Past MaxRetained kept results, the oldest is released early and answers expired.
 func TestMaxRetained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -179,11 +179,11 @@ func (e *Engine) discardInputs(rec Record, q *outbox, inputs []uint64) {
 // recoverRestartable brings back a restartable request that was processing: it
 // processes again, detached, keeping what it had queued except its unanswered
 // server-to-client requests (the new run asks again), for the caller to run it
-// again (Restartable). Past MaxLive it is failed like any other restarted request.
+// again (Restartable). Past MaxLive (or MaxLivePerPrincipal) it is failed like any other restarted request.
 func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64) recovered {
 	e.mu.Lock()
 	_, dup := e.live[rec.Hash]
-	full := dup || e.closed || e.running >= e.opts.MaxLive
+	full := dup || e.closed || e.fullLocked(rec.Principal)
 	e.mu.Unlock()
 	if full {
 		rec.Payload = nil
@@ -193,7 +193,7 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64) recov
 	// Processing and detached: its maxWait clock runs from now.
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload}
 	if !e.revive(r, func() {
-		e.running++
+		e.addRunningLocked(r.principal, 1)
 		e.restartable = append(e.restartable, r)
 	}) {
 		return recoveredDropped

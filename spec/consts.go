@@ -84,6 +84,9 @@ const (
 	// address; the check was not made. error.data.retryAfter says in how many
 	// seconds one is allowed again. Retryable.
 	ReasonRateLimited Reason = "rate_limited"
+	// ReasonTooManyRequests (-32600): the client's principal has the maximum of
+	// requests in flight; this one was not run. Retryable once one has finished.
+	ReasonTooManyRequests Reason = "too_many_requests"
 
 	// Streamable HTTP (transport/http): each goes with the HTTP status named.
 

@@ -115,6 +115,8 @@ type serveFlags struct {
 	insecureNoAuth bool
 	failBurst      int
 	failRefill     time.Duration
+	maxConcurrentP int
+	maxLiveP       int
 }
 
 func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -153,6 +155,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys")
 	fs.IntVar(&f.failBurst, "token-failure-burst", mcp.DefaultTokenFailureBurst, "failed token checks (getStatus, resume, cancel by token answered not_found) allowed in a burst per principal and per remote IP; past it they are answered rate_limited (negative: no limit)")
 	fs.DurationVar(&f.failRefill, "token-failure-refill", mcp.DefaultTokenFailureRefill, "one failed token check is allowed again per this interval, up to --token-failure-burst")
+	fs.IntVar(&f.maxConcurrentP, "max-concurrent-per-principal", mcp.DefaultMaxConcurrentPerPrincipal, "requests of one principal (--api-keys) in flight at once; past it a request is answered too_many_requests (negative: no cap)")
+	fs.IntVar(&f.maxLiveP, "max-live-per-principal", 500, "running resumable requests of one principal (--api-keys); past it the principal's new calls run without a resume policy (negative: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -207,13 +211,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
+			MaxLivePerPrincipal: f.maxLiveP,
 		},
 		DefaultPolicy: def,
 		Tools:         tools,
 		Logger:        &log,
 
-		TokenFailureBurst:  f.failBurst,
-		TokenFailureRefill: f.failRefill,
+		TokenFailureBurst:         f.failBurst,
+		TokenFailureRefill:        f.failRefill,
+		MaxConcurrentPerPrincipal: f.maxConcurrentP,
 	})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
