@@ -66,7 +66,7 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 	if !c.s.admit(c.principal) {
 		c.mu.Unlock()
 		cancel(errClientCancel)
-		c.log.Debug().Str("request", key).Str("principal", c.principal).Msg("request refused: too many in flight")
+		c.log.Debug().Str("request", key).Msg("request refused: too many in flight")
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
 			"too many requests of this principal in flight; retry when one has finished"))
 		return

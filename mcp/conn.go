@@ -91,7 +91,11 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		c.limitKey = "local"
 	}
 	c.sess = newConnSession(c, uuid.NewString())
-	c.log = s.log.With().Str("session", c.sess.id).Logger()
+	lc := s.log.With().Str("session", c.sess.id)
+	if c.principal != "" {
+		lc = lc.Str("principal", c.principal)
+	}
+	c.log = lc.Logger()
 	if err := s.srv.RegisterSession(ctx, c.sess); err != nil {
 		c.log.Warn().Err(err).Msg("registering the session with mcp-go")
 	}

@@ -147,7 +147,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
 	fs.StringVar(&f.defaultPolicy, "default-policy", "always", "resume policy of tools not named in --policy")
 	fs.StringVar(&f.restartable, "restartable", "", "tools safe to run twice, comma-separated: with --data-dir or --nats-url, their calls running when the server stopped run again after a restart instead of failing with server_restarted")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error (on stderr: human-readable when it is a terminal, JSON lines otherwise)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep queued messages and results in this directory (an embedded NATS JetStream server, in-process, no port): they survive a restart")
 	fs.StringVar(&f.natsURL, "nats-url", "", "keep queued messages and results in an existing NATS JetStream (one instance per stream for now)")
 	fs.StringVar(&f.sync, "sync", "periodic", "--data-dir disk flushes: periodic (fast; a machine crash can lose what was acknowledged since the last flush) or always (fsync before each acknowledgement; slower)")
@@ -170,7 +170,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := zerolog.New(stderr).Level(lvl).With().Timestamp().Logger()
+	log := zerolog.New(logOutput(stderr)).Level(lvl).With().Timestamp().Logger()
 	keys, err := loadKeys(f.apiKeys)
 	if err != nil {
 		return err
@@ -417,4 +417,15 @@ func toolServer(conformance bool) *server.MCPServer {
 		return conformanceServer(version)
 	}
 	return demo.Server(version)
+}
+
+// logOutput is where the logs go: zerolog's human-readable console format when w
+// is a terminal (a character device), JSON lines otherwise.
+func logOutput(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		}
+	}
+	return w
 }
