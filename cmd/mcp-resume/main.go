@@ -226,9 +226,19 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if f.stdio {
 		log.Info().Str("version", version).Str("transport", "stdio").Dur("maxWait", f.maxWait).Msg("mcp-resume serving")
 		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
-		err = core.Serve(ctx, conn)
+		served := make(chan error, 1)
+		go func() { served <- core.Serve(ctx, conn) }()
+		select {
+		case err = <-served:
+		case <-ctx.Done():
+			// SIGINT or SIGTERM: stop now. Serve may still sit in a Read of stdin
+			// that nothing interrupts (a blocking pipe the client keeps open); the
+			// process ends with it.
+			log.Info().Msg("shutting down")
+		}
 		// On stdio the connection is the whole session: when it ends there is no
-		// one to resume on, so the process ends and its requests with it.
+		// one to resume on here, so the process ends and its requests with it
+		// (with a durable store the next process recovers them).
 		core.Close()
 		log.Info().Msg("mcp-resume stopped")
 		return err

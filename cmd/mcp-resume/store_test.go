@@ -120,3 +120,49 @@ func TestRestartableSubprocess(t *testing.T) {
 		t.Errorf("the run after the restart sent no progress up to 4: %d messages before the result", len(before))
 	}
 }
+
+// TestGracefulShutdownKeepsRequests: SIGTERM, unlike a crash, lets the server stop
+// cleanly (exit status 0), and with a durable store its running requests stay for
+// the next process: a restartable one runs again and completes, the other answers
+// failed with server_restarted.
+func TestGracefulShutdownKeepsRequests(t *testing.T) {
+	dir := t.TempDir()
+	args := "serve --stdio --data-dir " + dir + " --restartable countdown"
+	conn := spawn(t, args)
+	c := e2etest.NewClient(t, conn)
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":4},"_meta":{"progressToken":"p"}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"ask","arguments":{"question":"later?","delay":60}}}`)
+	tokens := map[string]string{}
+	c.Until(func(m e2etest.Msg) bool {
+		if m.Method == spec.MethodResumePolicy {
+			p := e2etest.PolicyOf(t, m)
+			tokens[string(p.RequestID)] = p.ResumeToken
+		}
+		return len(tokens) == 2
+	})
+	proc := conn.(*procConn).cmd
+	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v, want exit status 0", err)
+	}
+
+	c = e2etest.NewClient(t, spawn(t, args))
+	c.Initialize(`{"resumableRequests":{}}`)
+	if st, err := c.GetStatus(`"s1"`, `"r"`, tokens[`"r"`]); err != nil || st.Status != "processing" {
+		t.Fatalf("getStatus of the restartable call: %+v, %v; want processing", st, err)
+	}
+	if st, err := c.GetStatus(`"s2"`, `"a"`, tokens[`"a"`]); err != nil || st.Status != "failed" {
+		t.Fatalf("getStatus of the other call: %+v, %v; want failed", st, err)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"requests/resume","params":{"resumeToken":%q}}`, tokens[`"r"`])
+	if resp, _ := c.Response(`"r"`); e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
+		t.Fatalf("the restartable call after SIGTERM and restart: %s", resp.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"a","method":"requests/resume","params":{"resumeToken":%q}}`, tokens[`"a"`])
+	if resp, _ := c.Response(`"a"`); resp.Error == nil || resp.Error.Reason != spec.ReasonServerRestarted {
+		t.Fatalf("the other call after SIGTERM and restart: %s, want reason %s", resp.Raw, spec.ReasonServerRestarted)
+	}
+}
