@@ -115,3 +115,33 @@ func BenchmarkStartComplete(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLookupRefused compares the two refusals a caller without the right to a
+// request can get, which must be one answer in one timing class: a token nobody
+// issued, and a live request's token presented by another principal. Compare the
+// two lines' ns/op (the SHA-256 of the token dominates both).
+func BenchmarkLookupRefused(b *testing.B) {
+	eng := resume.New(memstore.New(), nil)
+	defer eng.Close()
+	id := []byte(`7`)
+	_, tok, err := eng.Start(id, &resume.StartOptions{Principal: "alice"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	other := "x" + tok[1:]
+	if other == tok {
+		other = "y" + tok[1:]
+	}
+	for _, bc := range []struct{ name, token, principal string }{
+		{"unknown-token", other, "alice"},
+		{"other-principal", tok, "bob"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := eng.LookupAs(bc.token, id, bc.principal); err == nil {
+					b.Fatal("found")
+				}
+			}
+		})
+	}
+}
