@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // KeySet is a set of bearer API keys, each mapped to a principal (who holds it).
@@ -107,9 +109,35 @@ func (ks *KeySet) Lookup(key string) (string, bool) {
 	return keys[found].principal, true
 }
 
-// Unauthorized sets the header a 401 answer carries.
+// Unauthorized answers an HTTP request (a Streamable HTTP message, a WebSocket
+// handshake, /metrics) that carries no known API key: 401, WWW-Authenticate, and
+// a JSON-RPC error with reason unauthorized.
 func Unauthorized(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-resume"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = w.Write(spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnauthorized,
+		"missing or unknown API key; send Authorization: Bearer <key>")))
+}
+
+// BearerTransport returns an http.RoundTripper that sends key as a bearer API key
+// with every request, through next (http.DefaultTransport when nil).
+func BearerTransport(key string, next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return bearer{key: key, next: next}
+}
+
+type bearer struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.next.RoundTrip(r)
 }
 
 // RemoteIP returns the IP address r came from (its RemoteAddr without the port),

@@ -78,18 +78,6 @@ func checkExposure(f *serveFlags, keys *transport.KeySet) error {
 	return nil
 }
 
-// bearer adds an API key to every request it carries.
-type bearer struct {
-	key  string
-	next http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return b.next.RoundTrip(r)
-}
-
 // clientKey returns the API key `call` and `status` present, and the header and
 // HTTP client that carry it (nil and the default without one).
 func clientKey() (http.Header, *http.Client) {
@@ -97,7 +85,7 @@ func clientKey() (http.Header, *http.Client) {
 	if key == "" {
 		return nil, nil
 	}
-	return http.Header{"Authorization": {"Bearer " + key}}, &http.Client{Transport: bearer{key, http.DefaultTransport}}
+	return http.Header{"Authorization": {"Bearer " + key}}, &http.Client{Transport: transport.BearerTransport(key, nil)}
 }
 
 // reloadOnHUP re-reads the API keys (--api-keys FILE and MCP_RESUME_API_KEYS) on

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -52,10 +51,6 @@ func requireKey(keys *transport.KeySet, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := keys.Principal(r); !ok {
 			transport.Unauthorized(w)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write(spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnauthorized,
-				"missing or unknown API key; send Authorization: Bearer <key>")))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -25,25 +25,13 @@ func keys(t testing.TB) *transport.KeySet {
 	return ks
 }
 
-// bearer adds an API key to every request of an http.Client.
-type bearer struct {
-	key  string
-	next http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return b.next.RoundTrip(r)
-}
-
 // Without a known key every method gets 401, with WWW-Authenticate: Bearer and a
 // JSON-RPC error whose reason is unauthorized; the key is checked before the
 // session, so a valid session id does not help.
 func TestAuthRequired(t *testing.T) {
 	s := newServer(t, nil, &mcphttp.Options{Keys: keys(t)})
 	alice := s.raw(t)
-	alice.client = &http.Client{Transport: bearer{"key-alice", s.srv.Client().Transport}}
+	alice.client = &http.Client{Transport: transport.BearerTransport("key-alice", s.srv.Client().Transport)}
 	alice.initialize(`{}`)
 	for _, auth := range []string{"", "Bearer wrong", "Bearer key-alice2", "Basic key-alice", "key-alice"} {
 		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
@@ -83,8 +71,8 @@ func TestAuthPrincipalIsolation(t *testing.T) {
 	s := newServer(t, nil, &mcphttp.Options{Keys: keys(t)})
 	tr := s.srv.Client().Transport
 	alice, bob := s.raw(t), s.raw(t)
-	alice.client = &http.Client{Transport: bearer{"key-alice", tr}}
-	bob.client = &http.Client{Transport: bearer{"key-bob", tr}}
+	alice.client = &http.Client{Transport: transport.BearerTransport("key-alice", tr)}
+	bob.client = &http.Client{Transport: transport.BearerTransport("key-bob", tr)}
 	caps := `{"resumableRequests":{}}`
 	alice.initialize(caps)
 	bob.initialize(caps)
@@ -132,7 +120,7 @@ func TestAuthPrincipalIsolation(t *testing.T) {
 // its key.
 func TestEndToEndHTTPAuth(t *testing.T) {
 	s := newServer(t, nil, &mcphttp.Options{Keys: keys(t)})
-	client := &http.Client{Transport: bearer{"key-bob", s.srv.Client().Transport}}
+	client := &http.Client{Transport: transport.BearerTransport("key-bob", s.srv.Client().Transport)}
 	e2etest.Run(t, e2etest.Harness{
 		Dial: func(t testing.TB) transport.Conn {
 			c := mcphttp.Dial(s.url, &mcphttp.ClientOptions{Client: client})

@@ -331,13 +331,9 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, 
 	if !ok {
 		h.log.Warn().Str("remote", r.RemoteAddr).Bool("authorization", r.Header.Get("Authorization") != "").Msg("unauthorized request")
 		transport.Unauthorized(w)
-		fail(w, http.StatusUnauthorized, errUnauthorized)
 	}
 	return p, ok
 }
-
-var errUnauthorized = spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnauthorized,
-	"missing or unknown API key; send Authorization: Bearer <key>")
 
 // session returns the session named by the request's header, or answers the
 // request with the error and returns nil. A session of another principal is

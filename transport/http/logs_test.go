@@ -70,7 +70,7 @@ func TestLogsCarryNoTokens(t *testing.T) {
 	var logs lockedBuffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
 	s := newServer(t, &mcp.Options{Logger: &log}, &mcphttp.Options{Keys: keys(t), Logger: &log})
-	client := &http.Client{Transport: bearer{"key-bob", s.srv.Client().Transport}}
+	client := &http.Client{Transport: transport.BearerTransport("key-bob", s.srv.Client().Transport)}
 	var mu sync.Mutex
 	tokens := map[string]bool{}
 	e2etest.Run(t, e2etest.Harness{

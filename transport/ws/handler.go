@@ -75,8 +75,6 @@ func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, er
 		p, ok := o.Keys.Principal(r)
 		if !ok {
 			transport.Unauthorized(w)
-			fail(w, http.StatusUnauthorized, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnauthorized,
-				"missing or unknown API key; send Authorization: Bearer <key>"))
 			return nil, errors.New("ws: missing or unknown API key")
 		}
 		principal = p
