@@ -202,6 +202,19 @@ func testConcurrentWrite(t *testing.T, client, server transport.Conn) {
 	}
 }
 
+// readTwice reads two messages from c on a goroutine of its own, each result on
+// its channel.
+func readTwice(ctx context.Context, c transport.Conn) (first, second <-chan result) {
+	f, sec := make(chan result, 1), make(chan result, 1)
+	go func() {
+		m, err := c.Read(ctx)
+		f <- result{m, err}
+		m, err = c.Read(ctx)
+		sec <- result{m, err}
+	}()
+	return f, sec
+}
+
 func testCloseUnblocksRead(t *testing.T, client, server transport.Conn) {
 	ctx := t.Context()
 	if err := client.Write(ctx, []byte(`{"first":true}`)); err != nil {
@@ -209,14 +222,7 @@ func testCloseUnblocksRead(t *testing.T, client, server transport.Conn) {
 	}
 	// The reader gets one message, then blocks in the next Read (or, if Close wins the
 	// race, starts it on a closed Conn: it must fail either way).
-	first := make(chan result, 1)
-	second := make(chan result, 1)
-	go func() {
-		m, err := server.Read(ctx)
-		first <- result{m, err}
-		m, err = server.Read(ctx)
-		second <- result{m, err}
-	}()
+	first, second := readTwice(ctx, server)
 	if r := await(t, first, "first Read"); r.err != nil || string(r.msg) != `{"first":true}` {
 		t.Fatalf("first Read = %q, %v", r.msg, r.err)
 	}
@@ -233,14 +239,7 @@ func testPeerCloseUnblocksRead(t *testing.T, client, server transport.Conn) {
 	if err := client.Write(ctx, []byte(`{"first":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	first := make(chan result, 1)
-	second := make(chan result, 1)
-	go func() {
-		m, err := server.Read(ctx)
-		first <- result{m, err}
-		m, err = server.Read(ctx)
-		second <- result{m, err}
-	}()
+	first, second := readTwice(ctx, server)
 	if r := await(t, first, "first Read"); r.err != nil {
 		t.Fatalf("first Read: %v", r.err)
 	}
