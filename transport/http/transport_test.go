@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 )
@@ -375,5 +376,29 @@ func TestResumeWithLastEventID(t *testing.T) {
 	}
 	if fmt.Sprint(progress) != "[3 4]" || !strings.Contains(result, "4 of 4 steps") {
 		t.Errorf("after Last-Event-ID %s: progress %v, result %q; want [3 4] and the result", last.id, progress, result)
+	}
+}
+
+// ClientConn's Get and Delete: a GET with an event id of an unknown request gets
+// the server's 410, a GET without one opens the session's stream, and Delete ends
+// the session (the next message gets 404 unknown_session).
+func TestClientConnGetDelete(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.dial(t)
+	cl := e2etest.NewClient(t, c)
+	cl.Initialize(`{}`)
+	if status, err := c.Get(eventKey("404") + ".1"); status != http.StatusGone || err == nil || !strings.Contains(err.Error(), string(spec.ReasonNotFound)) {
+		t.Errorf("Get with an unknown event id: %d, %v; want 410 not_found", status, err)
+	}
+	if status, err := c.Get(""); status != http.StatusOK || err != nil {
+		t.Errorf("Get of the session stream: %d, %v", status, err)
+	}
+	if err := c.Delete(context.Background()); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	r := s.raw(t)
+	r.session = c.SessionID()
+	if resp, body := r.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, string(spec.ReasonUnknownSession)) {
+		t.Errorf("after Delete: %s %s, want 404 unknown_session", resp.Status, body)
 	}
 }
