@@ -364,9 +364,11 @@ func (s *Server) rerun(r *resume.Request) {
 // restartSession returns the session that requests run again after a restart
 // belong to (they have no client until one resumes them).
 func (s *Server) restartSession() *connState {
-	s.restartOnce.Do(func() {
+	s.restartMu.Lock()
+	defer s.restartMu.Unlock()
+	if s.restarted == nil {
 		s.restarted = newConnState(s, nil, false, nil)
 		s.restarted.sess.Initialize()
-	})
+	}
 	return s.restarted
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -214,6 +215,10 @@ type answer struct {
 func (s *Server) routeResponse(c *connState, m *spec.Message) {
 	v, ok := s.pending.LoadAndDelete(string(m.ID))
 	if !ok {
+		if inst := s.askedBy(m.ID); inst != "" {
+			s.forwardAnswer(c, inst, m)
+			return
+		}
 		c.log.Warn().Str("id", string(m.ID)).Msg("response to an unknown request id; dropped")
 		return
 	}
@@ -228,4 +233,53 @@ func (s *Server) routeResponse(c *connState, m *spec.Message) {
 		return
 	}
 	o.answer <- answer{result: m.Result}
+}
+
+// askedBy names the instance of the cluster that sent the server-to-client request
+// id answers, when it is another one: its ids are "mr-<instance>-<n>".
+func (s *Server) askedBy(id spec.ID) string {
+	if s.peers == nil {
+		return ""
+	}
+	var str string
+	if json.Unmarshal(id, &str) != nil {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(str, "mr-")
+	i := strings.LastIndexByte(rest, '-')
+	if !ok || i <= 0 || rest[:i] == s.peers.Self() {
+		return ""
+	}
+	return rest[:i]
+}
+
+// forwardAnswer sends a client's response to the instance that asked.
+func (s *Server) forwardAnswer(c *connState, inst string, m *spec.Message) {
+	raw := spec.EncodeResponse(m.ID, m.Result)
+	if m.Error != nil {
+		raw = spec.EncodeErrorRaw(m.ID, m.Error)
+	}
+	rep, err := s.peers.Call(c.ctx, inst, resume.PeerCall{Op: resume.PeerAnswer, Data: raw})
+	if err == nil {
+		err = rep.Error()
+	}
+	if err != nil {
+		c.log.Warn().Err(err).Str("id", string(m.ID)).Str("instance", inst).Msg("forwarding a response to the instance that asked; dropped")
+		return
+	}
+	c.log.Debug().Str("id", string(m.ID)).Str("instance", inst).Msg("response forwarded to the instance that asked")
+}
+
+// peerAnswer takes a client's response that another instance forwarded
+// (resume.Options.Answer).
+func (s *Server) peerAnswer(data []byte) error {
+	m, derr := spec.Decode(data)
+	if derr != nil || m.Kind != spec.KindResponse {
+		return errors.New("mcp: a forwarded answer is not a response")
+	}
+	if _, ok := s.pending.Load(string(m.ID)); !ok {
+		return resume.ErrUnknown
+	}
+	s.routeResponse(s.restartSession(), m)
+	return nil
 }

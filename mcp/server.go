@@ -70,6 +70,7 @@ type Server struct {
 	caps spec.ServerCapability
 
 	idPrefix string        // for server-to-client request ids, unique per process
+	peers    resume.Peers  // the other instances (Options.Engine.Peers); nil for none
 	nextID   atomic.Uint64 // for server-to-client request ids
 	pending  sync.Map      // server-to-client request id (JSON text) -> *outgoing
 
@@ -80,9 +81,11 @@ type Server struct {
 	inflightMu sync.Mutex
 	inflight   map[string]int // requests in flight by principal (none: not in it)
 
-	restartOnce sync.Once
-	restarted   *connState // the session of requests run again after a restart
-	closed      atomic.Bool
+	restartMu sync.Mutex // guards restarted
+	// restarted is the session of requests run again after a restart or a claim
+	// (made on first use: a claim may come at any time).
+	restarted *connState
+	closed    atomic.Bool
 }
 
 // New returns a Server around srv. srv's tools, resources and prompts are served
@@ -106,30 +109,47 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		eo = *o.Engine
 	}
 	eo.Logger = &log
-	eng := resume.New(o.Store, &eo)
 	var p [6]byte
 	_, _ = rand.Read(p[:])
-	eff := eng.Options()
 	s := &Server{
-		srv: srv, eng: eng, opts: o, log: log,
-		caps: spec.ServerCapability{
-			MaxWait:    int64(eff.MaxWait / time.Second),
-			MinWait:    int64(eff.MinWait / time.Second),
-			Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck},
-		},
+		srv: srv, opts: o, log: log,
 		idPrefix: "mr-" + hex.EncodeToString(p[:]) + "-",
 		pool:     newWorkers(),
 		fail:     newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
 		inflight: make(map[string]int),
 	}
+	if eo.Peers != nil {
+		// One instance of a cluster: its server-to-client request ids name it, so
+		// that another instance forwards the client's answers here.
+		s.peers = eo.Peers
+		s.idPrefix = "mr-" + eo.Peers.Self() + "-"
+		eo.Answer = s.peerAnswer
+		eo.OnRestartable = s.rerunRestartable
+	}
+	s.eng = resume.New(o.Store, &eo)
+	eff := s.eng.Options()
+	s.caps = spec.ServerCapability{
+		MaxWait:    int64(eff.MaxWait / time.Second),
+		MinWait:    int64(eff.MinWait / time.Second),
+		Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck},
+	}
 	if s.opts.MaxConcurrentPerPrincipal == 0 {
 		s.opts.MaxConcurrentPerPrincipal = DefaultMaxConcurrentPerPrincipal
 	}
 	srv.Use(s.middleware)
-	for _, r := range eng.Restartable() {
+	s.rerunRestartable()
+	return s
+}
+
+// rerunRestartable runs again the restartable requests the engine recovered or
+// claimed.
+func (s *Server) rerunRestartable() {
+	if s.closed.Load() {
+		return // the engine is closed: what it recovered was cancelled
+	}
+	for _, r := range s.eng.Restartable() {
 		s.rerun(r)
 	}
-	return s
 }
 
 // Engine returns the resume engine, for inspection.
@@ -142,8 +162,11 @@ func (s *Server) Close() {
 	s.closed.Store(true)
 	s.eng.Close()
 	s.wg.Wait()
-	if s.restarted != nil {
-		s.restarted.shutdown(false)
+	s.restartMu.Lock()
+	restarted := s.restarted
+	s.restartMu.Unlock()
+	if restarted != nil {
+		restarted.shutdown(false)
 	}
 	s.pool.stop()
 }

@@ -38,13 +38,14 @@ func (t *StoreTimer) Wrap(s resume.Store) resume.Store {
 		put: t.hist.WithLabelValues("put"), get: t.hist.WithLabelValues("get"), appendOp: t.hist.WithLabelValues("append"),
 		discard: t.hist.WithLabelValues("discard"), replay: t.hist.WithLabelValues("replay"),
 		del: t.hist.WithLabelValues("delete"), records: t.hist.WithLabelValues("records"),
+		claim: t.hist.WithLabelValues("claim"),
 	}
 }
 
 type timedStore struct {
 	s resume.Store
 
-	put, get, appendOp, discard, replay, del, records prometheus.Observer
+	put, get, appendOp, discard, replay, del, records, claim prometheus.Observer
 }
 
 var _ resume.Store = (*timedStore)(nil)
@@ -82,6 +83,11 @@ func (s *timedStore) Replay(ctx context.Context, h resume.TokenHash, after uint6
 
 func (s *timedStore) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 	return timedSeq(s.records, s.s.Records(ctx))
+}
+
+func (s *timedStore) Claim(ctx context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
+	defer since(s.claim, time.Now())
+	return s.s.Claim(ctx, h, from, to)
 }
 
 // timedSeq observes the time from the start of an iteration to its end (or the

@@ -67,6 +67,21 @@ type Options struct {
 	// process stopped (see recover.go). seq is the response's sequence number.
 	// Default: a JSON-RPC error -32602 with data.reason "server_restarted".
 	Restarted func(id []byte, seq uint64) []byte
+	// OwnerLost is like Restarted, for a request that was processing when its
+	// owner, another instance, was lost (see peers.go). Default: a JSON-RPC error
+	// -32602 with data.reason "owner_lost".
+	OwnerLost func(id []byte, seq uint64) []byte
+	// Peers, when set, makes the engine one instance of a cluster sharing its
+	// Store (see peers.go). Nil: the engine owns every request in its Store.
+	Peers Peers
+	// OnRestartable is called, on a goroutine of its own, when requests to run
+	// again are ready in Restartable after New has returned (claimed from a lost
+	// instance). Recovery in New does not call it: the caller asks Restartable.
+	OnRestartable func()
+	// Answer receives a client's response, forwarded by another instance, to a
+	// server-to-client request this instance sent (PeerAnswer). Its error goes back
+	// to the forwarding instance.
+	Answer func(data []byte) error
 	// Logger receives the engine's logs. Nil means none.
 	Logger *zerolog.Logger
 }
@@ -104,6 +119,9 @@ func (o *Options) withDefaults() Options {
 	if v.Restarted == nil {
 		v.Restarted = restartedResponse
 	}
+	if v.OwnerLost == nil {
+		v.OwnerLost = ownerLostResponse
+	}
 	if v.Logger == nil {
 		nop := zerolog.Nop()
 		v.Logger = &nop
@@ -115,6 +133,8 @@ func (o *Options) withDefaults() Options {
 type Engine struct {
 	opts  Options
 	store Store
+	peers Peers  // nil for a single instance
+	self  string // peers.Self(), the Owner of the requests this engine starts
 	log   *zerolog.Logger
 	ctx   context.Context // ends at Close; used for Store calls
 	stop  context.CancelFunc
@@ -132,12 +152,20 @@ type Engine struct {
 	// restartable: recovered requests to run again (see Restartable).
 	restartable []*Request
 	closed      bool
+	// sinkWatch holds, for each remote sink a request is attached to, the stop of
+	// the watch that detaches it when the sink's instance is lost.
+	sinkWatch map[peerSink]func()
+	// claimMu is held through each claim, from Store.Claim until the request is
+	// live here, so that a lookup finding a request claimed by this engine waits
+	// for it (remote.go).
+	claimMu sync.Mutex
 
 	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
 	tmu       sync.Mutex               // guards tm; taken with a request's mu held, never the reverse
 	tm        timers
 
 	// Counters since New, for Stats.
+	ready         atomic.Bool   // New has returned (OnRestartable may be called)
 	attaches      atomic.Uint64 // successful Request.Attach calls (resumes, reconnects)
 	expired       atomic.Uint64 // requests that ended expired (maxWait, retention, MaxRetained)
 	tokenFailures atomic.Uint64 // lookups answered ErrUnknown
@@ -162,8 +190,17 @@ func New(store Store, opts *Options) *Engine {
 		tombs:     make(map[TokenHash]tombstone),
 		durations: [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
 		tm:        timers{epoch: time.Now()},
+		sinkWatch: make(map[peerSink]func()),
+	}
+	if o.Peers != nil {
+		e.peers, e.self = o.Peers, o.Peers.Self()
 	}
 	e.recoverStored()
+	e.ready.Store(true)
+	if e.peers != nil {
+		e.peers.Handle(e.servePeer)
+		e.peers.OnDeparted(e.sweep)
+	}
 	return e
 }
 
@@ -220,7 +257,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.addRunningLocked(so.Principal, 1)
 	e.mu.Unlock()
 
-	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload, Principal: so.Principal}); err != nil {
+	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload, Principal: so.Principal, Owner: e.self}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
 		e.addRunningLocked(so.Principal, -1)
@@ -263,18 +300,29 @@ func (e *Engine) Lookup(token string, id []byte) (*Request, error) {
 // and an unknown request all give ErrUnknown, along the same path; an ended
 // request that the caller holds the right token for, as its principal, gives
 // ErrExpired or ErrCancelled while its tombstone lives.
+// With Peers, a request this engine does not hold is looked up in the Store: one
+// owned by another instance is returned as a proxy (see peers.go), and one whose
+// owner is lost is claimed first.
 func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, error) {
 	h := HashToken(token)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r, ok := e.live[h]; ok && r.hash.equal(h) && bytes.Equal(r.id, id) && r.principal == principal {
+	r, held := e.live[h]
+	if held && r.hash.equal(h) && bytes.Equal(r.id, id) && r.principal == principal {
+		e.mu.Unlock()
 		return r, nil
 	}
-	if t, ok := e.tombs[h]; ok && bytes.Equal(t.id, id) && t.principal == principal && time.Since(t.at) < e.opts.TombstoneTTL {
+	t, tomb := e.tombs[h]
+	e.mu.Unlock()
+	if tomb && bytes.Equal(t.id, id) && t.principal == principal && time.Since(t.at) < e.opts.TombstoneTTL {
 		if t.state == StateCancelled {
 			return nil, ErrCancelled
 		}
 		return nil, ErrExpired
+	}
+	if e.peers != nil && !held && !tomb {
+		if r, err := e.lookupShared(h, id, principal); !errors.Is(err, ErrUnknown) {
+			return r, err
+		}
 	}
 	e.tokenFailures.Add(1)
 	return nil, ErrUnknown
@@ -296,7 +344,12 @@ func (e *Engine) Close() {
 	for _, r := range e.live {
 		reqs = append(reqs, r)
 	}
+	watches := e.sinkWatch
+	e.sinkWatch = map[peerSink]func(){}
 	e.mu.Unlock()
+	for _, stop := range watches {
+		stop()
+	}
 	e.stopTimers()
 	for _, r := range reqs {
 		r.cancel(ErrClosed)
@@ -376,6 +429,7 @@ func (e *Engine) forget(r *Request, final State) {
 	}
 	// Age out old tombstones first (they were inserted in time order), then bound
 	// the count.
+	var aged []TokenHash // with Peers, their records go too
 	for len(e.tombQ) > 0 {
 		h := e.tombQ[0]
 		t, ok := e.tombs[h]
@@ -384,6 +438,9 @@ func (e *Engine) forget(r *Request, final State) {
 		}
 		if ok {
 			delete(e.tombs, h)
+			if e.peers != nil {
+				aged = append(aged, h)
+			}
 		}
 		e.tombQ[0] = TokenHash{}
 		e.tombQ = e.tombQ[1:]
@@ -396,5 +453,23 @@ func (e *Engine) forget(r *Request, final State) {
 	e.mu.Unlock()
 	if err := e.store.Delete(e.ctx, r.hash); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("deleting an ended request from the store")
+	}
+	if e.peers == nil {
+		return
+	}
+	// The other instances of a cluster read the tombstone from the store: a record
+	// with no messages whose state is cancelled or expired (see remote.go). It
+	// goes when this engine's tombstone does.
+	ts := StateExpired
+	if final == StateCancelled {
+		ts = StateCancelled
+	}
+	if err := e.store.Put(e.ctx, Record{Hash: r.hash, ID: r.id, State: ts, Created: r.created, Principal: r.principal, Owner: e.self}); err != nil {
+		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
+	}
+	for _, h := range aged {
+		if err := e.store.Delete(e.ctx, h); err != nil {
+			e.log.Warn().Err(err).Msg("deleting an old tombstone from the store")
+		}
 	}
 }

@@ -35,23 +35,40 @@ import (
 // not stored either: a recovered request starts without it, and a client's first ack
 // switches it on again.
 
+// With Peers, an engine recovers only the requests it owned (the same Self as the
+// earlier process), and claims those of instances that are gone (see peers.go);
+// the requests of live instances are theirs.
+
 // recoverStored recovers the requests the store holds. Called once, by New.
 func (e *Engine) recoverStored() {
 	start := time.Now()
-	var recs []Record
+	var recs, lost []Record
+	alive := map[string]bool{}
 	for rec, err := range e.store.Records(e.ctx) {
 		if err != nil {
 			e.log.Error().Err(err).Int("listed", len(recs)).Msg("listing the stored requests; recovering those listed")
 			break
 		}
-		recs = append(recs, rec)
+		if e.peers == nil || rec.Owner == e.self {
+			recs = append(recs, rec)
+			continue
+		}
+		a, ok := alive[rec.Owner]
+		if !ok {
+			a = e.peers.Alive(e.ctx, rec.Owner)
+			alive[rec.Owner] = a
+		}
+		if !a && !rec.tombstone() {
+			lost = append(lost, rec)
+		}
 	}
+	e.claimAll(lost)
 	if len(recs) == 0 {
 		return
 	}
 	var resumable, restarted, rerun, dropped int
 	for _, rec := range recs {
-		switch e.recoverOne(rec) {
+		switch e.recoverOne(rec, e.opts.Restarted) {
 		case recoveredResumable:
 			resumable++
 		case recoveredRestarted:
@@ -76,8 +93,9 @@ const (
 	recoveredRerun
 )
 
-// recoverOne brings back one stored request, or deletes it.
-func (e *Engine) recoverOne(rec Record) recovered {
+// recoverOne brings back one stored request, or deletes it. A request that was
+// processing (and is not restartable) ends with lost's response.
+func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte) recovered {
 	var q outbox
 	var inputs []uint64 // unanswered server-to-client requests
 	hasResponse := false
@@ -105,11 +123,11 @@ func (e *Engine) recoverOne(rec Record) recovered {
 		// state: the response is what counts.
 		state = StateCompleted
 	case state == StateProcessing && rec.Payload != nil:
-		return e.recoverRestartable(rec, q, inputs)
+		return e.recoverRestartable(rec, q, inputs, lost)
 	case state == StateProcessing:
 		e.discardInputs(rec, &q, inputs)
 		m := Message{Seq: q.next(), Kind: KindResponse}
-		m.Data = e.opts.Restarted(rec.ID, m.Seq)
+		m.Data = lost(rec.ID, m.Seq)
 		if err := e.store.Append(e.ctx, rec.Hash, m); err != nil {
 			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("queueing the response of a restarted request; dropped")
 			e.dropStored(rec)
@@ -180,14 +198,14 @@ func (e *Engine) discardInputs(rec Record, q *outbox, inputs []uint64) {
 // processes again, detached, keeping what it had queued except its unanswered
 // server-to-client requests (the new run asks again), for the caller to run it
 // again (Restartable). Past MaxLive (or MaxLivePerPrincipal) it is failed like any other restarted request.
-func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64) recovered {
+func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost func(id []byte, seq uint64) []byte) recovered {
 	e.mu.Lock()
 	_, dup := e.live[rec.Hash]
 	full := dup || e.closed || e.fullLocked(rec.Principal)
 	e.mu.Unlock()
 	if full {
 		rec.Payload = nil
-		return e.recoverOne(rec) // fails it as restarted
+		return e.recoverOne(rec, lost) // fails it as restarted
 	}
 	e.discardInputs(rec, &q, inputs)
 	// Processing and detached: its maxWait clock runs from now.
@@ -211,6 +229,16 @@ func (e *Engine) dropStored(rec Record) {
 // {code: -32602, data: {reason: "server_restarted"}}, with the sequence number in
 // data._meta like every other message of a resumable request.
 func restartedResponse(id []byte, seq uint64) []byte {
+	return endedResponse(id, seq, spec.ReasonServerRestarted, "the server restarted while the request was running")
+}
+
+// ownerLostResponse is the default Options.OwnerLost: like restartedResponse,
+// with data.reason "owner_lost".
+func ownerLostResponse(id []byte, seq uint64) []byte {
+	return endedResponse(id, seq, spec.ReasonOwnerLost, "the instance running the request was lost")
+}
+
+func endedResponse(id []byte, seq uint64, reason spec.Reason, msg string) []byte {
 	type data struct {
 		Reason spec.Reason       `json:"reason"`
 		Meta   map[string]uint64 `json:"_meta"`
@@ -221,8 +249,8 @@ func restartedResponse(id []byte, seq uint64) []byte {
 		Data    data   `json:"data"`
 	}{
 		Code:    spec.CodeInvalidParams,
-		Message: "the server restarted while the request was running",
-		Data:    data{Reason: spec.ReasonServerRestarted, Meta: map[string]uint64{spec.MetaSeq: seq}},
+		Message: msg,
+		Data:    data{Reason: reason, Meta: map[string]uint64{spec.MetaSeq: seq}},
 	}
 	b, _ := json.Marshal(obj) // cannot fail: fixed types
 	return spec.EncodeErrorRaw(spec.ID(id), b)

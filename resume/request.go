@@ -21,6 +21,8 @@ type Request struct {
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 	payload   []byte // set on a restartable request recovered to run again
+	// remote is set on a proxy: a request another instance owns (remote.go).
+	remote *remote
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -73,6 +75,9 @@ type Status struct {
 
 // Status returns a snapshot of the request.
 func (r *Request) Status() Status {
+	if r.remote != nil {
+		return r.remoteStatus()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Status{
@@ -90,6 +95,14 @@ func (r *Request) Gone() bool { return r.gone.Load() }
 
 // Attached reports whether sink is the request's current sink.
 func (r *Request) Attached(sink Sink) bool {
+	if r.remote != nil {
+		if nx, _ := r.remote.current(); nx != nil {
+			return nx.Attached(sink)
+		}
+		r.remote.mu.Lock()
+		defer r.remote.mu.Unlock()
+		return r.remote.sink == sink
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.att != nil && r.att.sink == sink
@@ -115,6 +128,9 @@ func (r *Request) Complete(failed bool, encode func(seq uint64) []byte) (uint64,
 }
 
 func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, next State) (uint64, error) {
+	if r.remote != nil {
+		return 0, errProxy
+	}
 	r.mu.Lock()
 	if r.state.Ended() {
 		st := r.state
@@ -136,7 +152,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		if next.Ended() {
 			// The final response is stored, and now so is the final state: a
 			// durable store gives both to the next process (see recover.go).
-			rec := Record{Hash: r.hash, ID: r.id, State: next, Created: r.created, Principal: r.principal}
+			rec := Record{Hash: r.hash, ID: r.id, State: next, Created: r.created, Principal: r.principal, Owner: r.e.self}
 			if err := r.e.store.Put(r.e.ctx, rec); err != nil {
 				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final state")
 			}
@@ -156,27 +172,40 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 // timers, and writes every queued message after ack. It returns ErrEnded for a
 // request that was cancelled or expired meanwhile.
 func (r *Request) Attach(sink Sink, ack uint64) error {
+	if r.remote != nil {
+		return r.remoteAttach(sink, ack)
+	}
+	if err := r.attach(sink, ack); err != nil {
+		return err
+	}
+	r.kick(Message{})
+	return nil
+}
+
+// attach is Attach without the writing.
+func (r *Request) attach(sink Sink, ack uint64) error {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.gone.Load() {
-		r.mu.Unlock()
 		return ErrEnded
 	}
 	r.ackLocked(ack)
 	if r.gone.Load() { // the ack released a completed request
-		r.mu.Unlock()
 		return nil
 	}
 	r.att = &attachment{sink: sink, cursor: ack}
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
-	r.mu.Unlock()
-	r.kick(Message{})
 	return nil
 }
 
 // Detach detaches the request from sink, if sink is its current sink, and starts
 // the maxWait clock of a processing request.
 func (r *Request) Detach(sink Sink) {
+	if r.remote != nil {
+		r.remoteDetach(sink)
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.att != nil && r.att.sink == sink {
@@ -186,6 +215,9 @@ func (r *Request) Detach(sink Sink) {
 
 // Touch resets the request's timers (requests/getStatus) and applies ack when > 0.
 func (r *Request) Touch(ack uint64) error {
+	if r.remote != nil {
+		return r.remoteTouch(ack)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
@@ -201,6 +233,9 @@ func (r *Request) Touch(ack uint64) error {
 // Resolve drops the server-to-client request with sequence number seq: the client
 // answered it.
 func (r *Request) Resolve(seq uint64) {
+	if r.remote != nil {
+		return // an answer is routed to the instance that asked (Options.Answer)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.gone.Load() && r.q.has(seq) {
@@ -212,6 +247,10 @@ func (r *Request) Resolve(seq uint64) {
 // dropped (no response is sent) and it is freed. Cancelling an ended request that
 // still holds its result frees it as well.
 func (r *Request) Cancel() {
+	if r.remote != nil {
+		r.remoteCancel()
+		return
+	}
 	r.mu.Lock()
 	if r.gone.Load() {
 		r.mu.Unlock()

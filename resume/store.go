@@ -72,11 +72,20 @@ type Record struct {
 	// Principal is who started the request (StartOptions.Principal), "" for none:
 	// a recovered request stays bound to it.
 	Principal string
+	// Owner names the instance whose engine runs the request (Options.Peers'
+	// Self; "" for an engine without peers). Only the owner writes the request's
+	// messages and state; another instance serves a client through the owner (see
+	// peers.go), and takes the request over (Store.Claim) once the owner is gone.
+	Owner string
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,
 // or deleted). It is never returned with partial data.
 var ErrNotFound = errors.New("resume: request not found")
+
+// ErrClaimed is returned by Store.Claim when the request's owner is no longer the
+// one the caller saw: another instance claimed it first.
+var ErrClaimed = errors.New("resume: request claimed by another instance")
 
 // Store holds requests' records and queued messages: in memory (memstore) or
 // durably. The engine owns every request it starts; a Store only keeps what the
@@ -100,8 +109,16 @@ var ErrNotFound = errors.New("resume: request not found")
 //   - Records yields every record held, in no particular order, then stops; a
 //     record put or deleted during the iteration may or may not be yielded. An
 //     error ends the iteration. The engine calls it once, in New, to recover the
-//     requests a durable store kept from an earlier process (see Engine); a store
-//     is used by one engine at a time.
+//     requests a durable store kept from an earlier process (see Engine), and
+//     again when an instance sharing the store is lost (Peers).
+//   - Claim moves a request to a new owner, atomically: it sets the record's
+//     Owner to "to" and returns the record as it now is if its Owner was "from",
+//     returns ErrClaimed (and changes nothing) if its Owner was anything else, and
+//     ErrNotFound for a request it does not hold. Of many Claims racing from the
+//     same owner, exactly one succeeds.
+//
+// A store shared by several instances (Options.Peers) sees each request written by
+// one engine at a time: its owner's, then its claimer's.
 type Store interface {
 	Put(ctx context.Context, rec Record) error
 	Get(ctx context.Context, h TokenHash) (*Record, error)
@@ -110,6 +127,7 @@ type Store interface {
 	Replay(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
 	Delete(ctx context.Context, h TokenHash) error
 	Records(ctx context.Context) iter.Seq2[Record, error]
+	Claim(ctx context.Context, h TokenHash, from, to string) (*Record, error)
 }
 
 // Sink is where a request's messages are written: a connection, or one stream of a

@@ -110,6 +110,8 @@ type serveFlags struct {
 	logLevel       string
 	dataDir        string
 	natsURL        string
+	instance       string
+	lease          time.Duration
 	sync           string
 	apiKeys        string
 	insecureNoAuth bool
@@ -149,7 +151,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.restartable, "restartable", "", "tools safe to run twice, comma-separated: with --data-dir or --nats-url, their calls running when the server stopped run again after a restart instead of failing with server_restarted")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error (on stderr: human-readable when it is a terminal, JSON lines otherwise)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep queued messages and results in this directory (an embedded NATS JetStream server, in-process, no port): they survive a restart")
-	fs.StringVar(&f.natsURL, "nats-url", "", "keep queued messages and results in an existing NATS JetStream (one instance per stream for now)")
+	fs.StringVar(&f.natsURL, "nats-url", "", "keep queued messages and results in an existing NATS JetStream, shared by every instance on it: any instance serves getStatus and resume of any request")
+	fs.StringVar(&f.instance, "instance", "", "with --nats-url: this instance's name in the cluster, letters, digits, - and _ (default: a random one); the same name after a restart recovers its requests")
+	fs.DurationVar(&f.lease, "lease", defaultLease, "with --nats-url: the instance's lease; when one lapses (the instance died), the others end its running requests with owner_lost, or run restartable ones again")
 	fs.StringVar(&f.sync, "sync", "periodic", "--data-dir disk flushes: periodic (fast; a machine crash can lose what was acknowledged since the last flush) or always (fsync before each acknowledgement; slower)")
 	fs.StringVar(&f.apiKeys, "api-keys", "", "require a bearer API key on HTTP and WebSocket: a file of principal:key lines (# comments); "+envServerKeys+" adds keys in the same format (comma- or newline-separated). Each resumable request is bound to its key's principal")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys")
@@ -197,7 +201,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--policy: %w", err)
 	}
 
-	store, closeStore, err := openStore(context.Background(), &f, log)
+	store, peers, closeStore, err := openStore(context.Background(), &f, log)
 	if err != nil {
 		return err
 	}
@@ -211,7 +215,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
-			MaxLivePerPrincipal: f.maxLiveP,
+			MaxLivePerPrincipal: f.maxLiveP, Peers: peers,
 		},
 		DefaultPolicy: def,
 		Tools:         tools,

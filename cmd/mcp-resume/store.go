@@ -11,25 +11,33 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/cluster"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 )
 
-// openStore returns the store --data-dir or --nats-url ask for, and the function
-// that closes it once the core is closed; nil for the in-memory default.
-func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.Store, func(), error) {
+// defaultLease is --lease's default: an instance that dies is noticed this long
+// (and up to a quarter more) after its last refresh.
+const defaultLease = 10 * time.Second
+
+// openStore returns the store --data-dir or --nats-url ask for, the cluster the
+// instance joins (--nats-url), and the function that closes both once the core is
+// closed; nil store and peers for the in-memory default.
+func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.Store, resume.Peers, func(), error) {
 	switch f.sync {
 	case "periodic", "always":
 	default:
-		return nil, nil, fmt.Errorf("--sync %q: want periodic or always", f.sync)
+		return nil, nil, nil, fmt.Errorf("--sync %q: want periodic or always", f.sync)
 	}
 	switch {
 	case f.dataDir != "" && f.natsURL != "":
-		return nil, nil, errors.New("--data-dir and --nats-url exclude each other")
+		return nil, nil, nil, errors.New("--data-dir and --nats-url exclude each other")
 	case f.natsURL != "" && f.sync == "always":
-		return nil, nil, errors.New("--sync always applies to --data-dir; an existing NATS syncs by its own configuration (jetstream { sync_interval: always })")
+		return nil, nil, nil, errors.New("--sync always applies to --data-dir; an existing NATS syncs by its own configuration (jetstream { sync_interval: always })")
+	case f.natsURL == "" && (f.instance != "" || f.lease != defaultLease):
+		return nil, nil, nil, errors.New("--instance and --lease apply to --nats-url (a cluster of instances)")
 	case f.dataDir == "" && f.natsURL == "":
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
 	var nc *nats.Conn
 	var srv *embedded.Server
@@ -37,11 +45,11 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 		var err error
 		srv, err = embedded.Start(&embedded.Options{Dir: f.dataDir, SyncAlways: f.sync == "always"})
 		if err != nil {
-			return nil, nil, fmt.Errorf("--data-dir: %w", err)
+			return nil, nil, nil, fmt.Errorf("--data-dir: %w", err)
 		}
 		if nc, err = srv.Connect(); err != nil {
 			srv.Shutdown()
-			return nil, nil, fmt.Errorf("--data-dir: %w", err)
+			return nil, nil, nil, fmt.Errorf("--data-dir: %w", err)
 		}
 	} else {
 		var err error
@@ -51,10 +59,14 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 			}),
 			nats.ReconnectHandler(func(c *nats.Conn) { log.Info().Str("server", c.ConnectedUrlRedacted()).Msg("NATS reconnected") }))
 		if err != nil {
-			return nil, nil, fmt.Errorf("--nats-url: %w", err)
+			return nil, nil, nil, fmt.Errorf("--nats-url: %w", err)
 		}
 	}
+	var node *cluster.Node
 	closeAll := func() { // after the core is closed: no store call is left
+		if node != nil {
+			node.Close() // a graceful leave: the others claim what was left running
+		}
 		nc.Close()
 		if srv != nil {
 			srv.Shutdown()
@@ -74,9 +86,20 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 				ev = ev.Str("nats", nc.ConnectedUrlRedacted())
 			}
 			ev.Msg("store open")
-			return st, closeAll, nil
+			if srv != nil {
+				return st, nil, closeAll, nil
+			}
+			// An existing NATS: this instance joins the cluster of those sharing it.
+			jctx, cancel := context.WithTimeout(ctx, f.lease+30*time.Second)
+			node, err = cluster.Join(jctx, nc, &cluster.Options{Name: f.instance, Lease: f.lease, CallTimeout: min(5*time.Second, f.lease/2), Logger: &log})
+			cancel()
+			if err == nil {
+				log.Info().Str("instance", node.Self()).Dur("lease", f.lease).Msg("joined the cluster")
+				return st, node, closeAll, nil
+			}
+			err = fmt.Errorf("joining the cluster: %w", err)
 		}
 	}
 	closeAll()
-	return nil, nil, fmt.Errorf("opening the JetStream store: %w", err)
+	return nil, nil, nil, fmt.Errorf("opening the JetStream store: %w", err)
 }

@@ -27,7 +27,7 @@ type startLine struct {
 
 // spawnNet starts `mcp-resume serve ARGS` as a subprocess and returns the start-up
 // lines of its listeners (want of them). The process gets SIGTERM at the end of the
-// test and must exit 0.
+// test and must exit 0, unless the test killed it (SIGKILL).
 func spawnNet(t *testing.T, args string, want int) []startLine {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
@@ -41,6 +41,7 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	}
 	lines := make(chan startLine, want)
 	drained := make(chan struct{})
+	var other strings.Builder // stderr that is not a log line; read once drained
 	go func() {
 		defer close(drained)
 		sc := bufio.NewScanner(stderr)
@@ -49,7 +50,11 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 				startLine
 				Message string `json:"message"`
 			}
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Message == "mcp-resume serving" {
+			switch err := json.Unmarshal(sc.Bytes(), &l); {
+			case err != nil: // not a log line: a panic, a race report
+				other.Write(sc.Bytes())
+				other.WriteByte('\n')
+			case l.Message == "mcp-resume serving":
 				lines <- l.startLine
 			}
 		}
@@ -57,8 +62,12 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-drained
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("serve after SIGTERM: %v, want exit status 0", err)
+		err := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return // killed by the test on purpose (by its start-up line's pid)
+		}
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v, want exit status 0; its stderr besides the logs:\n%s", err, other.String())
 		}
 	})
 	var out []startLine

@@ -137,6 +137,23 @@ func (s *Store) Records(_ context.Context) iter.Seq2[resume.Record, error] {
 	}
 }
 
+// Claim moves a record from one owner to another.
+func (s *Store) Claim(_ context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.reqs[h]
+	if !ok {
+		return nil, resume.ErrNotFound
+	}
+	if r.rec.Owner != from {
+		return nil, resume.ErrClaimed
+	}
+	r.rec.Owner = to
+	rec := r.rec
+	rec.ID = slices.Clone(rec.ID)
+	return &rec, nil
+}
+
 func (r *request) find(seq uint64) (int, bool) {
 	return slices.BinarySearchFunc(r.msgs, seq, func(m resume.Message, s uint64) int {
 		switch {

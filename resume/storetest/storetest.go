@@ -221,6 +221,61 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			t.Fatalf("Records yielded %d after break", n)
 		}
 	})
+	t.Run("Claim", func(t *testing.T) {
+		s := newStore(t)
+		h := hash("a")
+		rec := resume.Record{Hash: h, ID: []byte(`"a"`), State: resume.StateProcessing, Created: time.Unix(1, 0), Principal: "alice", Payload: []byte(`{"p":1}`), Owner: "A"}
+		if _, err := s.Claim(ctx, h, "A", "B"); !errors.Is(err, resume.ErrNotFound) {
+			t.Fatalf("Claim of an unknown request: %v, want ErrNotFound", err)
+		}
+		if err := s.Put(ctx, rec); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+		if got, err := s.Get(ctx, h); err != nil || got.Owner != "A" {
+			t.Fatalf("Get = %+v, %v; want owner A", got, err)
+		}
+		if _, err := s.Claim(ctx, h, "C", "B"); !errors.Is(err, resume.ErrClaimed) {
+			t.Fatalf("Claim from the wrong owner: %v, want ErrClaimed", err)
+		}
+		// Racing claims from the owner all saw: exactly one wins.
+		const racers = 8
+		var wg sync.WaitGroup
+		wins := make(chan string, racers)
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				to := fmt.Sprint("B", i)
+				got, err := s.Claim(ctx, h, "A", to)
+				switch {
+				case err == nil:
+					if got.Owner != to || string(got.ID) != `"a"` || got.Principal != "alice" || string(got.Payload) != `{"p":1}` || got.State != resume.StateProcessing {
+						t.Errorf("Claim returned %+v", got)
+					}
+					wins <- to
+				case !errors.Is(err, resume.ErrClaimed):
+					t.Errorf("Claim: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(wins)
+		var won []string
+		for w := range wins {
+			won = append(won, w)
+		}
+		if len(won) != 1 {
+			t.Fatalf("%d claims won, want 1: %v", len(won), won)
+		}
+		if got, err := s.Get(ctx, h); err != nil || got.Owner != won[0] || string(got.Payload) != `{"p":1}` {
+			t.Fatalf("Get after Claim = %+v, %v; want owner %s", got, err, won[0])
+		}
+		for r, err := range s.Records(ctx) {
+			if err != nil || r.Owner != won[0] {
+				t.Fatalf("Records after Claim: %+v, %v", r, err)
+			}
+		}
+	})
 	t.Run("MessageFields", func(t *testing.T) {
 		s := newStore(t)
 		h := put(t, s, "a")

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/spec"
+	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+)
+
+// Two server processes on one NATS (a server in the test process, listening on
+// loopback), each on Streamable HTTP, with a client per instance:
+//   - a request started on A is getStatus'd and resumed on B;
+//   - an elicitation of a call on A is answered through B and reaches the tool;
+//   - a cancel sent to B stops the call on A;
+//   - A is killed (SIGKILL): its running requests end owner_lost within about
+//     the lease, as B answers, and its restartable ones run again on B.
+func TestClusterSubprocesses(t *testing.T) {
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	const lease = 2 * time.Second
+	args := func(name string) string {
+		return "serve --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --lease " + lease.String() + " --restartable countdown"
+	}
+	a := spawnNet(t, args("a"), 1)[0]
+	b := spawnNet(t, args("b"), 1)[0]
+	client := func(url string) *e2etest.Client {
+		c := e2etest.NewClient(t, mcphttp.Dial(url, nil))
+		c.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+		return c
+	}
+
+	// Started on A, getStatus'd and resumed on B, progress and result included.
+	ca := client(a.URL)
+	ca.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.6,"steps":3},"_meta":{"progressToken":"p1"}}}`)
+	p1 := e2etest.PolicyOf(t, ca.Next())
+	ca.Close()
+	cb := client(b.URL)
+	if st, e := cb.GetStatus(`"s1"`, "1", p1.ResumeToken); e != nil || st.Status != "processing" {
+		t.Fatalf("getStatus on B of a call on A: %+v, %v; want processing", st, e)
+	}
+	cb.Send(`{"jsonrpc":"2.0","id":1,"method":"requests/resume","params":{"resumeToken":%q}}`, p1.ResumeToken)
+	resp, before := cb.Response("1")
+	if e2etest.Text(resp) != "countdown done: 3 of 3 steps" {
+		t.Fatalf("resume on B: %s, want the result", resp.Raw)
+	}
+	for i, m := range before {
+		if e2etest.Progress(m) != i+1 {
+			t.Fatalf("resume on B: message %d is %s, want progress %d", i, m.Raw, i+1)
+		}
+	}
+	if len(before) != 3 {
+		t.Fatalf("resume on B: %d progress notifications, want 3", len(before))
+	}
+
+	// An elicitation of a call on A, answered through B.
+	ca = client(a.URL)
+	ca.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?"}}}`)
+	pq := e2etest.PolicyOf(t, ca.Next())
+	if m := ca.Next(); m.Method != "elicitation/create" {
+		t.Fatalf("call on A: %s, want the elicitation", m.Raw)
+	}
+	ca.Close()
+	cb.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, pq.ResumeToken)
+	el := cb.Next()
+	if el.Method != "elicitation/create" {
+		t.Fatalf("resume on B: %s, want the elicitation", el.Raw)
+	}
+	cb.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, el.ID)
+	if resp, _ := cb.Response(`"q"`); e2etest.Text(resp) != "answer: Ada" {
+		t.Fatalf("the answer sent to B: %s, want the tool's result with it", resp.Raw)
+	}
+
+	// A cancel sent to B (by token: the call is not attached there) stops it on A.
+	ca = client(a.URL)
+	ca.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"ask","arguments":{"question":"?"}}}`)
+	pc := e2etest.PolicyOf(t, ca.Next())
+	ca.Next() // the elicitation
+	cb.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","resumeToken":%q}}`, pc.ResumeToken)
+	if _, e := ca.GetStatus(`"sc"`, `"c"`, pc.ResumeToken); e == nil || e.Reason != spec.ReasonCancelled {
+		// The cancel is a notification: poll A until it has taken effect.
+		deadline := time.Now().Add(10 * time.Second)
+		for ; e == nil || e.Reason != spec.ReasonCancelled; _, e = ca.GetStatus(`"sc"`, `"c"`, pc.ResumeToken) {
+			if time.Now().After(deadline) {
+				t.Fatalf("getStatus on A after a cancel sent to B: %v, want cancelled", e)
+			}
+			time.Sleep(5 * time.Millisecond) // polling another process's state
+		}
+	}
+	if _, e := cb.GetStatus(`"sc"`, `"c"`, pc.ResumeToken); e == nil || e.Reason != spec.ReasonCancelled {
+		t.Fatalf("getStatus on B after the cancel: %v, want cancelled", e)
+	}
+	ca.Close()
+
+	// A dies with a call waiting for an answer and a restartable one running.
+	ca = client(a.URL)
+	ca.Send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"ask","arguments":{"question":"?"}}}`)
+	pw := e2etest.PolicyOf(t, ca.Next())
+	ca.Next()
+	ca.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":30,"steps":2}}}`)
+	pr := e2etest.PolicyOf(t, ca.Next())
+	if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var st e2etest.Status
+	for deadline := killed.Add(4 * lease); ; {
+		var e *spec.Error
+		if st, e = cb.GetStatus(`"sw"`, `"w"`, pw.ResumeToken); e != nil {
+			t.Fatalf("getStatus on B after A died: %v", e)
+		}
+		if st.Status != "processing" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling: the lease lapses in NATS
+	}
+	took := time.Since(killed)
+	t.Logf("A's call reported failed on B %v after A was killed (lease %v)", took.Round(time.Millisecond), lease)
+	if st.Status != "failed" || took > 2*lease {
+		t.Fatalf("getStatus on B after A died: %+v after %v; want failed within about the lease (%v)", st, took, lease)
+	}
+	cb.Send(`{"jsonrpc":"2.0","id":"w","method":"requests/resume","params":{"resumeToken":%q}}`, pw.ResumeToken)
+	if resp, _ := cb.Response(`"w"`); resp.Error == nil || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonOwnerLost {
+		t.Fatalf("resume on B of A's call: %s, want -32602 owner_lost", resp.Raw)
+	}
+	if st, e := cb.GetStatus(`"sr"`, `"r"`, pr.ResumeToken); e != nil || st.Status != "processing" {
+		t.Fatalf("getStatus on B of A's restartable call: %+v, %v; want processing (running again on B)", st, e)
+	}
+}

@@ -1,0 +1,150 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/cluster"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// instance is one member of an in-process cluster: its own NATS connection, store,
+// node and core, like a process of its own.
+type instance struct {
+	nc   *nats.Conn
+	node *cluster.Node
+	core *mcp.Server
+	dial func(testing.TB) transport.Conn
+}
+
+// startCluster starts a NATS server (JetStream, in memory) and n instances on it,
+// with a short lease.
+func startCluster(t *testing.T, n int, lease time.Duration, opts func(i int, o *mcp.Options)) []*instance {
+	t.Helper()
+	srv, err := embedded.Start(&embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	var out []*instance
+	for i := range n {
+		nc, err := srv.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		st, err := jsstore.New(ctx, js, &jsstore.Options{Memory: true})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		node, err := cluster.Join(ctx, nc, &cluster.Options{Name: fmt.Sprint("i", i), Lease: lease, Memory: true})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &mcp.Options{Store: st, Engine: &resume.Options{Peers: node}}
+		if opts != nil {
+			opts(i, o)
+		}
+		core := mcp.New(demo.Server("test"), o)
+		in := &instance{nc: nc, node: node, core: core}
+		// Cleanups run last first: the core, then the node, then the connection.
+		t.Cleanup(nc.Close)
+		t.Cleanup(node.Close)
+		in.dial = serveCore(t, core)
+		out = append(out, in)
+	}
+	return out
+}
+
+// The end-to-end suite across a cluster of two instances: each new connection
+// goes to the other instance than the one before, so every resume, getStatus,
+// cancel and answer is served by an instance that does not own the request.
+func TestEndToEndCluster(t *testing.T) {
+	ins := startCluster(t, 2, 5*time.Second, nil)
+	var next atomic.Int64
+	dial := func(t testing.TB) transport.Conn { return ins[next.Add(1)%2].dial(t) }
+	e2etest.Run(t, e2etest.Harness{Dial: dial, Reconnect: true})
+}
+
+// An owner that dies: its running requests end failed with owner_lost, served by
+// the survivor, within about the lease; a restartable one runs again there and
+// completes; a client attached through the survivor gets the owner_lost error
+// without resuming.
+func TestClusterOwnerLost(t *testing.T) {
+	const lease = time.Second
+	ins := startCluster(t, 2, lease, func(i int, o *mcp.Options) {
+		o.Tools = map[string]mcp.Policy{"countdown": {Restartable: true}}
+	})
+	a, b := ins[0], ins[1]
+
+	ca := e2etest.NewClient(t, a.dial(t))
+	ca.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	// ask waits for an answer that never comes: running until A dies.
+	ca.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"?"}}}`)
+	q := e2etest.PolicyOf(t, ca.Next())
+	ca.Next() // the elicitation
+	ca.Send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"ask","arguments":{"question":"?"}}}`)
+	w := e2etest.PolicyOf(t, ca.Next())
+	ca.Next()
+	ca.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.5,"steps":2}}}`)
+	r := e2etest.PolicyOf(t, ca.Next())
+	ca.Close()
+
+	// Through B while A lives: processing, with the question pending.
+	cb := e2etest.NewClient(t, b.dial(t))
+	cb.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	if st, err := cb.GetStatus(`"s0"`, `"q"`, q.ResumeToken); err != nil || st.Status != "processing" || !st.HasInputRequest {
+		t.Fatalf("getStatus through B: %+v, %v; want processing with an input request", st, err)
+	}
+	// w stays attached through B when A dies.
+	cb.Send(`{"jsonrpc":"2.0","id":"w","method":"requests/resume","params":{"resumeToken":%q}}`, w.ResumeToken)
+	if m := cb.Next(); m.Method != "elicitation/create" {
+		t.Fatalf("resume of w through B: %s, want the elicitation", m.Raw)
+	}
+
+	// A dies: its connection to NATS goes without a goodbye, so its lease lapses.
+	died := time.Now()
+	a.nc.Close()
+	resp, _ := cb.Response(`"w"`)
+	if resp.Error == nil || resp.Error.Reason != spec.ReasonOwnerLost {
+		t.Fatalf("w, attached through B when A died: %s, want an owner_lost error", resp.Raw)
+	}
+	took := time.Since(died)
+	if took > 3*lease {
+		t.Errorf("owner_lost came %v after A died; the lease is %v", took, lease)
+	}
+	st, err := cb.GetStatus(`"s1"`, `"q"`, q.ResumeToken)
+	if err != nil || st.Status != "failed" {
+		t.Fatalf("getStatus of q after A died: %+v, %v; want failed", st, err)
+	}
+	cb.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, q.ResumeToken)
+	resp, _ = cb.Response(`"q"`)
+	if resp.Error == nil || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonOwnerLost {
+		t.Fatalf("resume of q after A died: %s, want -32602 owner_lost", resp.Raw)
+	}
+	// The restartable countdown ran again on B.
+	cb.Send(`{"jsonrpc":"2.0","id":"r","method":"requests/resume","params":{"resumeToken":%q}}`, r.ResumeToken)
+	resp, _ = cb.Response(`"r"`)
+	if e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
+		t.Fatalf("resume of the restartable r after A died: %s, want its result", resp.Raw)
+	}
+}

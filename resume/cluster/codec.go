@@ -1,0 +1,165 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+// Calls, replies and delivered messages travel as small binary encodings, versioned
+// by their first byte:
+//
+//	call:    1, op, hash (32 bytes), uvarint ack, uvarint budget (milliseconds the
+//	         caller waits, 0 for unknown), uvarint len(from), from,
+//	         uvarint len(inbox), inbox, data
+//	reply:   1, state, flags (1 HasPending, 2 HasInput), uvarint dropped,
+//	         uvarint queued bytes, err
+//	message: 1, kind, uvarint seq, uvarint len(key), key, data
+//
+// A Deliver's answer is the text of deliver's error, empty for none.
+
+const codecVersion = 1
+
+var errCodec = errors.New("cluster: malformed peer message")
+
+// call is a PeerCall with what travels beside it.
+type call struct {
+	from   string
+	budget time.Duration // how long the caller waits for the reply; 0: unknown
+	c      resume.PeerCall
+}
+
+func encodeCall(from string, budget time.Duration, c resume.PeerCall) []byte {
+	b := make([]byte, 0, 2+len(c.Hash)+4*binary.MaxVarintLen64+len(from)+len(c.Inbox)+len(c.Data))
+	b = append(b, codecVersion, byte(c.Op))
+	b = append(b, c.Hash[:]...)
+	b = binary.AppendUvarint(b, c.Ack)
+	b = binary.AppendUvarint(b, uint64(max(budget.Milliseconds(), 0)))
+	b = appendString(b, from)
+	b = appendString(b, c.Inbox)
+	return append(b, c.Data...)
+}
+
+func decodeCall(b []byte) (call, error) {
+	var v call
+	if len(b) < 2+len(v.c.Hash) || b[0] != codecVersion {
+		return call{}, errCodec
+	}
+	v.c.Op = resume.PeerOp(b[1])
+	b = b[2+copy(v.c.Hash[:], b[2:]):]
+	var ms uint64
+	var ok bool
+	if v.c.Ack, b, ok = uvarint(b); !ok {
+		return call{}, errCodec
+	}
+	if ms, b, ok = uvarint(b); !ok || ms > uint64(24*time.Hour/time.Millisecond) {
+		return call{}, errCodec
+	}
+	v.budget = time.Duration(ms) * time.Millisecond
+	if v.from, b, ok = cutString(b); !ok {
+		return call{}, errCodec
+	}
+	if v.c.Inbox, b, ok = cutString(b); !ok {
+		return call{}, errCodec
+	}
+	if len(b) > 0 {
+		v.c.Data = b
+	}
+	return v, nil
+}
+
+const (
+	flagPending = 1 << iota
+	flagInput
+)
+
+func encodeReply(r resume.PeerReply) []byte {
+	s := r.Status
+	b := make([]byte, 0, 3+2*binary.MaxVarintLen64+len(r.Err))
+	var flags byte
+	if s.HasPending {
+		flags |= flagPending
+	}
+	if s.HasInput {
+		flags |= flagInput
+	}
+	b = append(b, codecVersion, byte(s.State), flags)
+	b = binary.AppendUvarint(b, s.Dropped)
+	b = binary.AppendUvarint(b, uint64(max(s.QueuedBytes, 0)))
+	return append(b, r.Err...)
+}
+
+func decodeReply(b []byte) (resume.PeerReply, error) {
+	if len(b) < 3 || b[0] != codecVersion {
+		return resume.PeerReply{}, errCodec
+	}
+	var r resume.PeerReply
+	s := &r.Status
+	s.State = resume.State(b[1])
+	s.HasPending = b[2]&flagPending != 0
+	s.HasInput = b[2]&flagInput != 0
+	b = b[3:]
+	var ok bool
+	if s.Dropped, b, ok = uvarint(b); !ok {
+		return resume.PeerReply{}, errCodec
+	}
+	var q uint64
+	if q, b, ok = uvarint(b); !ok || q > uint64(maxInt) {
+		return resume.PeerReply{}, errCodec
+	}
+	s.QueuedBytes = int(q)
+	r.Err = string(b)
+	return r, nil
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+func encodeMessage(m resume.Message) []byte {
+	b := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(m.Key)+len(m.Data))
+	b = append(b, codecVersion, byte(m.Kind))
+	b = binary.AppendUvarint(b, m.Seq)
+	b = appendString(b, m.Key)
+	return append(b, m.Data...)
+}
+
+func decodeMessage(b []byte) (resume.Message, error) {
+	if len(b) < 2 || b[0] != codecVersion {
+		return resume.Message{}, errCodec
+	}
+	m := resume.Message{Kind: resume.Kind(b[1])}
+	b = b[2:]
+	var ok bool
+	if m.Seq, b, ok = uvarint(b); !ok {
+		return resume.Message{}, errCodec
+	}
+	if m.Key, b, ok = cutString(b); !ok {
+		return resume.Message{}, errCodec
+	}
+	if len(b) > 0 {
+		m.Data = b
+	}
+	return m, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func uvarint(b []byte) (uint64, []byte, bool) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+func cutString(b []byte) (string, []byte, bool) {
+	n, b, ok := uvarint(b)
+	if !ok || n > uint64(len(b)) {
+		return "", nil, false
+	}
+	return string(b[:n]), b[n:], true
+}

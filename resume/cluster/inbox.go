@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+// Listen opens an inbox, <Subject>.<Name>.in.<16 random hex digits>: random
+// rather than counted, so that an inbox of an earlier process of the same name is
+// never a later one's. nats.go runs a subscription's handler for one message at a
+// time, so deliver sees the messages one by one in the order they arrived. close
+// unsubscribes and waits until the server knows (Delivers fail after: no
+// responders); it does not wait for a deliver already running. When the subscription cannot be made (the connection
+// is closed, or the node), every Deliver to the inbox fails.
+func (n *Node) Listen(deliver func(resume.Message) error) (inbox string, close func()) {
+	inbox = n.opts.Subject + "." + n.opts.Name + ".in." + randomHex(8)
+	var closed atomic.Bool
+	sub, err := n.nc.Subscribe(inbox, func(m *nats.Msg) {
+		var text string
+		switch msg, err := decodeMessage(m.Data); {
+		case closed.Load():
+			text = "cluster: inbox closed"
+		case err != nil:
+			n.log.Warn().Err(err).Str("inbox", inbox).Msg("a malformed delivery")
+			text = err.Error()
+		default:
+			if err := deliver(msg); err != nil {
+				text = err.Error()
+			}
+		}
+		n.respond(m, []byte(text))
+	})
+	if err == nil {
+		err = n.nc.FlushTimeout(n.opts.CallTimeout) // the server knows of the subscription
+	}
+	if err != nil {
+		n.log.Warn().Err(err).Str("inbox", inbox).Msg("opening an inbox failed")
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
+		return inbox, func() {}
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		_ = sub.Unsubscribe()
+		return inbox, func() {}
+	}
+	n.inboxes[sub] = struct{}{}
+	n.mu.Unlock()
+	var once sync.Once
+	return inbox, func() {
+		once.Do(func() {
+			closed.Store(true)
+			n.mu.Lock()
+			delete(n.inboxes, sub)
+			n.mu.Unlock()
+			if sub.Unsubscribe() == nil { // fails only when the connection or the subscription is closed already
+				// The server knows, so Delivers fail at once (no responders).
+				_ = n.nc.FlushTimeout(n.opts.CallTimeout)
+			}
+		})
+	}
+}
+
+// Deliver sends m to inbox and waits, at most CallTimeout, for the result of its
+// deliver: nil, or an error whose text is deliver's error's. An error of its own
+// says that no answer came: the inbox is closed (nats.ErrNoResponders) or
+// unreachable, or this node is closed (ErrClosed).
+func (n *Node) Deliver(ctx context.Context, inbox string, m resume.Message) error {
+	if n.isClosed() {
+		return ErrClosed
+	}
+	if n.InboxOwner(inbox) == "" {
+		return fmt.Errorf("cluster: deliver to %q: not an inbox", inbox)
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
+	defer cancel()
+	r, err := n.nc.RequestWithContext(ctx, inbox, encodeMessage(m))
+	if err != nil {
+		return fmt.Errorf("cluster: deliver message %d to %s: %w", m.Seq, inbox, err)
+	}
+	if len(r.Data) > 0 {
+		return remoteError(r.Data)
+	}
+	return nil
+}
+
+// remoteError is a deliver's error, as its text.
+type remoteError string
+
+func (e remoteError) Error() string { return string(e) }
+
+// InboxOwner returns the name of the instance that opened inbox, or "" when inbox
+// is not an inbox's name.
+func (n *Node) InboxOwner(inbox string) string {
+	rest, ok := strings.CutPrefix(inbox, n.opts.Subject+".")
+	if !ok {
+		return ""
+	}
+	name, id, ok := strings.Cut(rest, ".in.")
+	if !ok || !validName(name) || id == "" || strings.ContainsAny(id, ".*> \t\r\n") {
+		return ""
+	}
+	return name
+}

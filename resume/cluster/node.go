@@ -1,0 +1,342 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+// Options configure a Node. The zero value of each field means its default. Every
+// instance of a cluster uses the same Bucket, Lease and Subject.
+type Options struct {
+	// Name is this instance's name: 1 to 64 of [A-Za-z0-9_-]. Default: a random
+	// one, "i-" and 12 hex digits. A stable name (a pod's) lets a restarted process
+	// take its predecessor's place once that one's lease has lapsed.
+	Name string
+	// Bucket names the KV bucket of leases. Default "mcp-resume-leases".
+	Bucket string
+	// Lease is how long a lease lasts unrefreshed (the bucket's TTL); a node
+	// refreshes its own every Lease/3. Default 10 seconds.
+	Lease time.Duration
+	// Subject prefixes the control subjects: <Subject>.<Name> for calls,
+	// <Subject>.<Name>.in.<id> for inboxes. Default "mr.ctl".
+	Subject string
+	// CallTimeout bounds one Call or Deliver (an earlier deadline of its context
+	// wins). Default 5 seconds.
+	CallTimeout time.Duration
+	// Memory keeps the bucket in memory instead of on disk.
+	Memory bool
+	// Replicas of the bucket (a NATS cluster). Default 1.
+	Replicas int
+	// Logger receives the node's logs. Nil means none.
+	Logger *zerolog.Logger
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Name == "" {
+		v.Name = "i-" + randomHex(6)
+	}
+	if !validName(v.Name) {
+		return v, fmt.Errorf("cluster: instance name %q: want 1 to 64 of A-Z a-z 0-9 _ -", v.Name)
+	}
+	if v.Bucket == "" {
+		v.Bucket = "mcp-resume-leases"
+	}
+	if v.Lease <= 0 {
+		v.Lease = 10 * time.Second
+	}
+	if v.Subject == "" {
+		v.Subject = "mr.ctl"
+	}
+	if !validSubject(v.Subject) {
+		return v, fmt.Errorf("cluster: subject prefix %q: want dot-separated tokens without wildcards or spaces", v.Subject)
+	}
+	if v.CallTimeout <= 0 {
+		v.CallTimeout = 5 * time.Second
+	}
+	if v.Replicas <= 0 {
+		v.Replicas = 1
+	}
+	return v, nil
+}
+
+// validName reports whether s may name an instance: it is then a single token of
+// a NATS subject and a KV key.
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validSubject(s string) bool {
+	for tok := range strings.SplitSeq(s, ".") {
+		if tok == "" || strings.ContainsAny(tok, "*> \t\r\n") {
+			return false
+		}
+	}
+	return true
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+); it panics instead.
+	return hex.EncodeToString(b)
+}
+
+// ErrClosed is the error of a Call or Deliver made after Close.
+var ErrClosed = errors.New("cluster: the node is closed")
+
+// Node is this instance's membership of a cluster: its lease, its control
+// subscription and its inboxes. It implements resume.Peers; its methods are safe
+// for concurrent use.
+type Node struct {
+	opts Options
+	nc   *nats.Conn
+	kv   jetstream.KeyValue
+	log  zerolog.Logger
+	inc  []byte // this incarnation: the value of its lease, random
+
+	// ctx ends at Close: the loops stop and the handlers' contexts end.
+	ctx    context.Context
+	cancel context.CancelFunc
+	loops  sync.WaitGroup // refresh and poll
+	tasks  sync.WaitGroup // handlers, lost and OnDeparted callbacks
+	once   sync.Once
+	calls  *nats.Subscription
+	rev    uint64 // the lease's last revision: refresh's until the loops end, then Close's
+
+	mu       sync.Mutex // guards the fields below
+	closed   bool
+	handler  func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply
+	departed []func(instance string)
+	inboxes  map[*nats.Subscription]struct{}
+	known    map[string]lease             // instances seen holding a lease (departures.go)
+	watches  map[string]map[*watch]string // per instance, each watch and the incarnation it watches
+	polls    uint64                       // polls started
+}
+
+var _ resume.Peers = (*Node)(nil)
+
+// Join creates the lease bucket if needed, takes the lease of opts.Name, and
+// starts serving calls. When the name's lease is held (by a live instance, or by
+// a dead one whose lease has not lapsed yet) it tries again every Lease/10 until
+// ctx ends. nc stays the caller's: Close does not close it.
+func Join(ctx context.Context, nc *nats.Conn, opts *Options) (*Node, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	storage := jetstream.FileStorage
+	if o.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      o.Bucket,
+		Description: "mcp-resume: leases of the cluster's instances, keyed by name",
+		History:     1,
+		TTL:         o.Lease,
+		Storage:     storage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, err)
+	}
+	log := zerolog.Nop()
+	if o.Logger != nil {
+		log = *o.Logger
+	}
+	n := &Node{
+		opts:    o,
+		nc:      nc,
+		kv:      kv,
+		log:     log.With().Str("component", "cluster").Str("instance", o.Name).Logger(),
+		inc:     []byte(randomHex(8)),
+		inboxes: make(map[*nats.Subscription]struct{}),
+		known:   make(map[string]lease),
+		watches: make(map[string]map[*watch]string),
+	}
+	if n.rev, err = n.take(ctx); err != nil {
+		return nil, err
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if n.calls, err = nc.Subscribe(n.callSubject(o.Name), n.serve); err == nil {
+		err = nc.FlushTimeout(o.CallTimeout) // the server knows of the subscription
+	}
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("cluster: subscribing to %s: %w", n.callSubject(o.Name), err)
+	}
+	n.loops.Add(2)
+	go n.refresh()
+	go n.poll()
+	n.log.Info().Dur("lease", o.Lease).Msg("joined the cluster")
+	return n, nil
+}
+
+// take creates the lease, waiting for the name to be free.
+func (n *Node) take(ctx context.Context) (uint64, error) {
+	retry := n.opts.Lease / 10
+	for logged := false; ; logged = true {
+		rev, err := n.kv.Create(ctx, n.opts.Name, n.inc)
+		if err == nil {
+			return rev, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, fmt.Errorf("cluster: taking the lease of %s: %w", n.opts.Name, err)
+		}
+		if !logged {
+			n.log.Info().Msg("the name's lease is held; waiting for it to lapse")
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, fmt.Errorf("cluster: the lease of %s is held by another instance (or by a dead one whose lease has not lapsed): %w",
+				n.opts.Name, ctx.Err())
+		}
+	}
+}
+
+// refresh renews the lease every Lease/3 until Close, or until it finds the lease
+// gone or taken.
+func (n *Node) refresh() {
+	defer n.loops.Done()
+	every := n.opts.Lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, min(every, n.opts.CallTimeout))
+		rev, err := n.kv.Update(ctx, n.opts.Name, n.inc, n.rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			// An update whose acknowledgement was lost moved the revision on:
+			// the lease is still this incarnation's.
+			if e, gerr := n.kv.Get(ctx, n.opts.Name); gerr == nil && string(e.Value()) == string(n.inc) {
+				rev, err = e.Revision(), nil
+			}
+		}
+		cancel()
+		switch {
+		case err == nil:
+			n.rev = rev
+		case n.ctx.Err() != nil:
+			return
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			n.log.Error().Err(err).Msg("this instance's lease lapsed or was taken by another instance of the same name; no longer refreshing it")
+			return
+		default:
+			n.log.Warn().Err(err).Msg("refreshing the lease failed; trying again")
+		}
+	}
+}
+
+// Self returns this instance's name.
+func (n *Node) Self() string { return n.opts.Name }
+
+// Alive reports whether instance holds a lease now: false for a name that cannot
+// be an instance's, and when the bucket cannot be read.
+func (n *Node) Alive(ctx context.Context, instance string) bool {
+	if !validName(instance) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
+	defer cancel()
+	_, err := n.kv.Get(ctx, instance)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		n.log.Warn().Err(err).Str("peer", instance).Msg("reading a lease failed")
+	}
+	return err == nil
+}
+
+// Close leaves the cluster: it stops refreshing and polling, deletes its lease (so
+// the others see it depart at their next poll), closes its control subscription
+// and its inboxes, and waits for the handlers and callbacks it started to return
+// (do not call it from one of them). Later Calls and Delivers fail with ErrClosed;
+// watches never fire. Close is idempotent.
+func (n *Node) Close() {
+	n.once.Do(func() {
+		n.mu.Lock()
+		n.closed = true
+		subs := make([]*nats.Subscription, 0, len(n.inboxes)+1)
+		for s := range n.inboxes {
+			subs = append(subs, s)
+		}
+		clear(n.inboxes)
+		clear(n.watches)
+		n.mu.Unlock()
+		n.cancel()
+		if n.calls != nil {
+			subs = append(subs, n.calls)
+		}
+		for _, s := range subs {
+			_ = s.Unsubscribe() // fails only when the connection is closed, which ends it too
+		}
+		_ = n.nc.FlushTimeout(n.opts.CallTimeout) // the server knows: calls and Delivers fail at once
+		n.loops.Wait()
+		if err := n.release(); err != nil {
+			n.log.Warn().Err(err).Msg("deleting the lease failed; the others will see this instance depart when it lapses")
+		}
+		n.tasks.Wait()
+		n.log.Info().Msg("left the cluster")
+	})
+}
+
+// goLocked runs f on a goroutine of its own that Close waits for, unless the
+// node is closed. n.mu is held.
+func (n *Node) goLocked(f func()) {
+	if n.closed {
+		return
+	}
+	n.tasks.Add(1)
+	go func() {
+		defer n.tasks.Done()
+		f()
+	}()
+}
+
+// release deletes the lease if it is still this incarnation's. A refresh that
+// Close interrupted may have moved its revision on unseen.
+func (n *Node) release() error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.CallTimeout)
+	defer cancel()
+	err := n.kv.Delete(ctx, n.opts.Name, jetstream.LastRevision(n.rev))
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		e, gerr := n.kv.Get(ctx, n.opts.Name)
+		if gerr != nil || string(e.Value()) != string(n.inc) {
+			return nil // lapsed, or another process's now
+		}
+		err = n.kv.Delete(ctx, n.opts.Name, jetstream.LastRevision(e.Revision()))
+	}
+	return err
+}

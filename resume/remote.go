@@ -1,0 +1,472 @@
+package resume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// This file is the cluster side of the engine (see peers.go): lookups in the
+// shared Store, proxies of requests other instances own, the owner's answers to
+// their calls, and claims of a lost instance's requests.
+
+// remote is the state of a proxy Request: one client's handle, on this
+// instance, on a request another instance owns.
+type remote struct {
+	mu     sync.Mutex // guards the fields below
+	owner  string
+	status Status // from the owner's last answer to a touch
+	// The attachment through the owner, when the proxy is attached: sink gets what
+	// the owner delivers to inbox; cursor is the last seq written to sink.
+	sink       Sink
+	inbox      string
+	closeInbox func()
+	cursor     uint64
+	unwatch    func() // the watch of the owner's lease, while attached
+	// next, once the owner was lost, is what stands for the request now: the
+	// request claimed here, or a proxy of the instance that claimed it.
+	next *Request
+}
+
+// lookupShared finds a request this engine does not hold in the shared Store.
+func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (*Request, error) {
+	rec, err := e.store.Get(e.ctx, h)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			e.log.Warn().Err(err).Msg("looking a request up in the shared store")
+		}
+		return nil, ErrUnknown
+	}
+	if !rec.Hash.equal(h) || !bytesEqual(rec.ID, id) || rec.Principal != principal {
+		return nil, ErrUnknown
+	}
+	switch rec.State { // an ended request's tombstone, kept by its owner (forget)
+	case StateCancelled:
+		return nil, ErrCancelled
+	case StateExpired:
+		return nil, ErrExpired
+	}
+	return e.resolve(*rec)
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+// tombstone reports whether rec is an ended request's tombstone, not a request.
+func (rec *Record) tombstone() bool { return rec.State == StateCancelled || rec.State == StateExpired }
+
+// resolve returns what serves rec here: the request itself when this engine owns
+// it, a proxy when a live instance does, or the request claimed from a lost
+// owner. Claims race between instances; the loser follows the winner.
+func (e *Engine) resolve(rec Record) (*Request, error) {
+	for range 3 {
+		switch {
+		case rec.Owner == e.self:
+			// Claimed here, maybe by a claim still recovering it: wait for it.
+			e.claimMu.Lock()
+			e.mu.Lock()
+			r := e.live[rec.Hash]
+			e.mu.Unlock()
+			e.claimMu.Unlock()
+			if r == nil { // ended meanwhile
+				return nil, ErrUnknown
+			}
+			return r, nil
+		case e.peers.Alive(e.ctx, rec.Owner):
+			return e.proxy(rec), nil
+		}
+		r, err := e.claim(rec)
+		if !errors.Is(err, ErrClaimed) {
+			return r, err
+		}
+		got, err := e.store.Get(e.ctx, rec.Hash)
+		if err != nil {
+			return nil, ErrUnknown
+		}
+		rec = *got
+	}
+	return nil, ErrUnknown
+}
+
+// proxy returns a Request that stands, on this instance, for rec, owned by a live
+// instance.
+func (e *Engine) proxy(rec Record) *Request {
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: rec.State,
+		remote: &remote{owner: rec.Owner, status: Status{State: rec.State}}}
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	r.cancel(errProxy)
+	return r
+}
+
+// errUnreachable: the owner of a proxied request holds its lease but did not
+// answer a call.
+var errUnreachable = errors.New("resume: the owning instance did not answer")
+
+// errProxy ends the context of every proxy Request: no handler runs for it here.
+var errProxy = errors.New("resume: the request runs on another instance")
+
+// claim takes rec over from its lost owner (Store.Claim) and recovers it here as
+// after a restart, with Options.OwnerLost's response for a request that was
+// processing (or a new run when restartable). It returns the live request, or
+// ErrClaimed when another instance claimed it first, or ErrUnknown.
+func (e *Engine) claim(rec Record) (*Request, error) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	got, err := e.store.Claim(e.ctx, rec.Hash, rec.Owner, e.self)
+	switch {
+	case errors.Is(err, ErrClaimed):
+		return nil, err
+	case err != nil:
+		if !errors.Is(err, ErrNotFound) {
+			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("claiming a request of a lost instance")
+		}
+		return nil, ErrUnknown
+	}
+	how := e.recoverOne(*got, e.opts.OwnerLost)
+	e.log.Info().Str("request", string(rec.ID)).Str("owner", rec.Owner).Bool("rerun", how == recoveredRerun).
+		Msg("claimed a request of a lost instance")
+	if how == recoveredRerun && e.opts.OnRestartable != nil && e.ready.Load() {
+		go e.opts.OnRestartable()
+	}
+	e.mu.Lock()
+	r := e.live[rec.Hash]
+	e.mu.Unlock()
+	if r == nil {
+		return nil, ErrUnknown
+	}
+	return r, nil
+}
+
+// claimAll claims lost instances' requests, all of them, as found in the store.
+func (e *Engine) claimAll(recs []Record) {
+	for _, rec := range recs {
+		_, _ = e.claim(rec)
+	}
+	if len(recs) > 0 {
+		e.trim()
+	}
+}
+
+// sweep claims the requests of an instance whose lease lapsed (Peers.OnDeparted).
+// Every instance sweeps; Store.Claim lets one win each request.
+func (e *Engine) sweep(instance string) {
+	if e.peers.Alive(e.ctx, instance) {
+		// Back under the same name already (a restart): the new process recovers
+		// its requests itself. (A sweep that started before it came back can still
+		// claim some: those end owner_lost instead of server_restarted.)
+		return
+	}
+	var lost []Record
+	for rec, err := range e.store.Records(e.ctx) {
+		if err != nil {
+			e.log.Warn().Err(err).Str("instance", instance).Msg("listing the requests of a lost instance")
+			break
+		}
+		if rec.Owner == instance && !rec.tombstone() {
+			lost = append(lost, rec)
+		}
+	}
+	e.log.Info().Str("instance", instance).Int("requests", len(lost)).Msg("an instance was lost; claiming its requests")
+	e.claimAll(lost)
+}
+
+// The proxy's side of each Request method (r.remote != nil).
+
+// current returns what the proxy stands for now: the owner's request (nil, to
+// reach through calls) or, once the owner was lost, its successor.
+func (p *remote) current() (*Request, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.next, p.owner
+}
+
+// call sends c to the owner. When no answer comes because the owner is gone, the
+// proxy moves to the request's successor (failover) and reports it in next.
+func (r *Request) call(c PeerCall) (rep PeerReply, next *Request, err error) {
+	p := r.remote
+	nx, owner := p.current()
+	if nx != nil {
+		return PeerReply{}, nx, nil
+	}
+	c.Hash = r.hash
+	rep, err = r.e.peers.Call(r.e.ctx, owner, c)
+	if err == nil {
+		return rep, nil, rep.Error()
+	}
+	if r.e.peers.Alive(r.e.ctx, owner) {
+		return PeerReply{}, nil, fmt.Errorf("%w: %w", errUnreachable, err)
+	}
+	if nx := r.failover(); nx != nil {
+		return PeerReply{}, nx, nil
+	}
+	return PeerReply{}, nil, ErrUnknown
+}
+
+// failover replaces a lost owner by the request's successor: claimed here, or
+// proxied to the instance that claimed it. An attached proxy re-attaches its sink
+// there after what it has written, so the client gets the rest without resuming.
+func (r *Request) failover() *Request {
+	p := r.remote
+	p.mu.Lock()
+	if p.next != nil {
+		nx := p.next
+		p.mu.Unlock()
+		return nx
+	}
+	owner := p.owner
+	p.mu.Unlock()
+
+	rec := Record{Hash: r.hash, ID: r.id, Principal: r.principal, Created: r.created, Owner: owner}
+	nx, err := r.e.resolve(rec)
+	if err != nil {
+		r.e.log.Info().Err(err).Str("request", string(r.id)).Msg("the owner of a proxied request was lost, and the request with it")
+		r.gone.Store(true)
+		r.detachRemote(nil)
+		return nil
+	}
+	p.mu.Lock()
+	if p.next != nil { // another failover won
+		nx = p.next
+		p.mu.Unlock()
+		return nx
+	}
+	p.next = nx
+	sink, cursor := p.sink, p.cursor
+	p.mu.Unlock()
+	r.detachRemote(nil)
+	if sink != nil {
+		if err := nx.Attach(sink, cursor); err != nil {
+			r.e.log.Info().Err(err).Str("request", string(r.id)).Msg("re-attaching a proxied request after its owner was lost")
+		}
+	}
+	return nx
+}
+
+// detachRemote closes the proxy's inbox and its watch of the owner, and returns
+// the inbox's name; when sink is not nil, only if it is the proxy's sink.
+func (r *Request) detachRemote(sink Sink) (inbox string, ok bool) {
+	p := r.remote
+	p.mu.Lock()
+	if sink != nil && p.sink != sink {
+		p.mu.Unlock()
+		return "", false
+	}
+	inbox, closeInbox, unwatch := p.inbox, p.closeInbox, p.unwatch
+	p.sink, p.inbox, p.closeInbox, p.unwatch = nil, "", nil, nil
+	p.mu.Unlock()
+	if closeInbox != nil {
+		closeInbox()
+	}
+	if unwatch != nil {
+		unwatch()
+	}
+	return inbox, inbox != ""
+}
+
+func (r *Request) remoteTouch(ack uint64) error {
+	rep, nx, err := r.call(PeerCall{Op: PeerTouch, Ack: ack})
+	if nx != nil {
+		return nx.Touch(ack)
+	}
+	if errors.Is(err, errUnreachable) {
+		// The owner holds its lease but did not answer (it may have just died):
+		// the request counts as running, as last known, until the lease says.
+		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("the owner of a proxied request did not answer a touch")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p := r.remote
+	p.mu.Lock()
+	p.status = rep.Status
+	p.mu.Unlock()
+	return nil
+}
+
+func (r *Request) remoteStatus() Status {
+	nx, _ := r.remote.current()
+	if nx != nil {
+		return nx.Status()
+	}
+	p := r.remote
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+func (r *Request) remoteAttach(sink Sink, ack uint64) error {
+	if nx, _ := r.remote.current(); nx != nil {
+		return nx.Attach(sink, ack)
+	}
+	p := r.remote
+	inbox, closeInbox := r.e.peers.Listen(func(m Message) error { return r.remoteDeliver(sink, m) })
+	p.mu.Lock()
+	// Messages may come before the owner's answer: the cursor counts from ack.
+	oldClose, oldWatch := p.closeInbox, p.unwatch
+	p.sink, p.inbox, p.closeInbox, p.cursor, p.unwatch = sink, inbox, closeInbox, ack, nil
+	p.mu.Unlock()
+	if oldClose != nil {
+		oldClose()
+	}
+	if oldWatch != nil {
+		oldWatch()
+	}
+	_, nx, err := r.call(PeerCall{Op: PeerAttach, Ack: ack, Inbox: inbox})
+	if nx != nil {
+		return nil // the failover attached sink to the successor
+	}
+	if err != nil {
+		r.detachRemote(sink)
+		return err
+	}
+	_, owner := p.current()
+	unwatch := r.e.peers.Watch(owner, func() { r.failover() })
+	p.mu.Lock()
+	if p.sink == sink && p.unwatch == nil {
+		p.unwatch, unwatch = unwatch, nil
+	}
+	p.mu.Unlock()
+	if unwatch != nil { // detached meanwhile
+		unwatch()
+	}
+	return nil
+}
+
+// remoteDeliver writes a message the owner delivered to the proxy's inbox.
+func (r *Request) remoteDeliver(sink Sink, m Message) error {
+	if err := sink.Write(r.e.ctx, m); err != nil {
+		return err
+	}
+	p := r.remote
+	p.mu.Lock()
+	if p.sink == sink && m.Seq > p.cursor {
+		p.cursor = m.Seq
+	}
+	p.mu.Unlock()
+	if m.Kind == KindResponse {
+		r.gone.Store(true) // the client has the result; the owner keeps it for a while
+	}
+	return nil
+}
+
+func (r *Request) remoteDetach(sink Sink) {
+	if nx, _ := r.remote.current(); nx != nil {
+		nx.Detach(sink)
+		return
+	}
+	inbox, ok := r.detachRemote(sink)
+	if !ok {
+		return
+	}
+	if _, nx, err := r.call(PeerCall{Op: PeerDetach, Inbox: inbox}); nx != nil {
+		nx.Detach(sink)
+	} else if err != nil {
+		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("detaching a proxied request")
+	}
+}
+
+func (r *Request) remoteCancel() {
+	_, nx, err := r.call(PeerCall{Op: PeerCancel})
+	if nx != nil {
+		nx.Cancel()
+		return
+	}
+	if err != nil {
+		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("cancelling a proxied request")
+	}
+	r.gone.Store(true)
+	r.detachRemote(nil)
+}
+
+// The owner's side.
+
+// peerSink is a sink on another instance: an inbox a proxy opened there.
+type peerSink struct {
+	peers Peers
+	inbox string
+}
+
+func (s peerSink) Write(ctx context.Context, m Message) error {
+	return s.peers.Deliver(ctx, s.inbox, m)
+}
+
+// servePeer answers another instance's call (Peers.Handle).
+func (e *Engine) servePeer(_ context.Context, from string, c PeerCall) PeerReply {
+	switch c.Op {
+	case PeerAnswer:
+		if e.opts.Answer == nil {
+			return PeerReply{Err: PeerError(errRemote)}
+		}
+		return PeerReply{Err: PeerError(e.opts.Answer(c.Data))}
+	case PeerDetach: // the watch goes even when the request has gone
+		e.unwatchSink(peerSink{e.peers, c.Inbox})
+	}
+	r, err := e.byHash(c.Hash)
+	if err != nil {
+		return PeerReply{Err: PeerError(err)}
+	}
+	switch c.Op {
+	case PeerTouch:
+		if err := r.Touch(c.Ack); err != nil {
+			return PeerReply{Err: PeerError(err)}
+		}
+		return PeerReply{Status: r.Status()}
+	case PeerAttach:
+		s := peerSink{e.peers, c.Inbox}
+		if err := r.attach(s, c.Ack); err != nil {
+			return PeerReply{Err: PeerError(err)}
+		}
+		e.watchSink(r, s)
+		// The replay runs after the answer: a long one must not outlast the call.
+		go r.kick(Message{})
+	case PeerDetach:
+		r.Detach(peerSink{e.peers, c.Inbox})
+	case PeerCancel:
+		r.Cancel()
+	default:
+		return PeerReply{Err: PeerError(errRemote)}
+	}
+	return PeerReply{}
+}
+
+// byHash finds a request this engine holds (a caller holding its hash has read
+// it from the Store, so the token was checked there).
+func (e *Engine) byHash(h TokenHash) (*Request, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.live[h]; ok {
+		return r, nil
+	}
+	if t, ok := e.tombs[h]; ok {
+		if t.state == StateCancelled {
+			return nil, ErrCancelled
+		}
+		return nil, ErrExpired
+	}
+	return nil, ErrUnknown
+}
+
+// watchSink detaches r from s when the instance of s's inbox is lost.
+func (e *Engine) watchSink(r *Request, s peerSink) {
+	stop := e.peers.Watch(e.peers.InboxOwner(s.inbox), func() {
+		e.unwatchSink(s)
+		r.Detach(s)
+	})
+	e.mu.Lock()
+	if old := e.sinkWatch[s]; old != nil {
+		defer old()
+	}
+	e.sinkWatch[s] = stop
+	e.mu.Unlock()
+}
+
+func (e *Engine) unwatchSink(s peerSink) {
+	e.mu.Lock()
+	stop := e.sinkWatch[s]
+	delete(e.sinkWatch, s)
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
