@@ -52,21 +52,32 @@ func decodeMessage(b []byte) (resume.Message, error) {
 // as written before restartable requests) or the id's length, the id and the
 // payload (version 2, written when there is a payload), or the id's length, the
 // id, the principal's length, the principal, a byte 1 when a payload follows (0
-// otherwise) and the payload (version 3, written when there is a principal).
+// otherwise) and the payload (version 3, written when there is a principal), or
+// as version 3 with the owner's length and the owner after the principal
+// (version 4, written when there is an owner: a cluster's instance).
 const (
 	recordWithPayload   = 2
 	recordWithPrincipal = 3
+	recordWithOwner     = 4
 )
 
 func encodeRecord(rec resume.Record) []byte {
-	b := make([]byte, 0, 3+3*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Payload))
-	if rec.Principal != "" {
-		b = append(b, recordWithPrincipal, byte(rec.State))
+	b := make([]byte, 0, 3+4*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Owner)+len(rec.Payload))
+	if rec.Principal != "" || rec.Owner != "" {
+		v := byte(recordWithPrincipal)
+		if rec.Owner != "" {
+			v = recordWithOwner
+		}
+		b = append(b, v, byte(rec.State))
 		b = binary.AppendVarint(b, rec.Created.UnixNano())
 		b = binary.AppendUvarint(b, uint64(len(rec.ID)))
 		b = append(b, rec.ID...)
 		b = binary.AppendUvarint(b, uint64(len(rec.Principal)))
 		b = append(b, rec.Principal...)
+		if rec.Owner != "" {
+			b = binary.AppendUvarint(b, uint64(len(rec.Owner)))
+			b = append(b, rec.Owner...)
+		}
 		if rec.Payload == nil {
 			return append(b, 0)
 		}
@@ -86,7 +97,7 @@ func encodeRecord(rec resume.Record) []byte {
 }
 
 func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
-	if len(b) < 2 || (b[0] != codecVersion && b[0] != recordWithPayload && b[0] != recordWithPrincipal) {
+	if len(b) < 2 || b[0] < codecVersion || b[0] > recordWithOwner {
 		return nil, errCodec
 	}
 	rec := &resume.Record{Hash: h, State: resume.State(b[1])}
@@ -117,7 +128,17 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 	}
 	rest = rest[n:]
 	rec.Principal = string(rest[:pLen])
-	switch rest = rest[pLen:]; rest[0] {
+	rest = rest[pLen:]
+	if b[0] == recordWithOwner {
+		oLen, n := binary.Uvarint(rest)
+		if n <= 0 || oLen >= uint64(len(rest)-n) { // the payload flag follows
+			return nil, errCodec
+		}
+		rest = rest[n:]
+		rec.Owner = string(rest[:oLen])
+		rest = rest[oLen:]
+	}
+	switch rest[0] {
 	case 0:
 		if len(rest) != 1 {
 			return nil, errCodec

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -32,10 +33,20 @@ type Options struct {
 	// ones no process deletes (an instance gone for good). It must exceed the
 	// longest a request runs plus its retention. Default 24 hours.
 	MaxAge time.Duration
-	// Duplicates is the stream's deduplication window, which makes the one retry
-	// of a publish whose acknowledgement was lost idempotent. JetStream keeps every
+	// Duplicates is the stream's deduplication window, which makes the retry of a
+	// publish whose acknowledgement was lost idempotent. JetStream keeps every
 	// message id for this long, so it stays short. Default 30 seconds.
 	Duplicates time.Duration
+	// OutageWait is how long Append, Discard, Replay and Delete wait for NATS
+	// while it is unreachable: the connection is down and the client reconnecting,
+	// or the server does not answer (a timeout, no responders, JetStream not
+	// available yet). Each call is tried again, a publish with the same message
+	// id, until it succeeds, fails otherwise, its ctx ends, or OutageWait has
+	// passed since it began; then it returns the last error. The wait bounds each
+	// try too, so it must be well above a call's ordinary latency. It is at most
+	// Duplicates: a publish tried again after the deduplication window could be
+	// stored twice. Default 30 seconds (and Duplicates).
+	OutageWait time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -62,6 +73,10 @@ func (o *Options) withDefaults() Options {
 		v.Duplicates = 30 * time.Second
 	}
 	v.Duplicates = min(v.Duplicates, v.MaxAge)
+	if v.OutageWait <= 0 {
+		v.OutageWait = 30 * time.Second
+	}
+	v.OutageWait = min(v.OutageWait, v.Duplicates)
 	return v
 }
 
@@ -72,9 +87,14 @@ type Store struct {
 	kv     jetstream.KeyValue  // records
 	kvs    jetstream.Stream    // the bucket's own stream, for deleting a key without a marker
 	js     jetstream.JetStream // for publishing
+	// timeout bounds one try of a call whose ctx has no deadline (the client's
+	// default, which JetStream would apply itself).
+	timeout time.Duration
 
-	mu   sync.Mutex // guards reqs and every request's fields
+	mu   sync.Mutex // guards reqs, undeleted and every request's fields
 	reqs map[resume.TokenHash]*request
+	// undeleted: requests whose Delete failed, to purge again (see Delete).
+	undeleted map[resume.TokenHash]struct{}
 }
 
 // request is what this process knows of a request's messages: where each one
@@ -128,7 +148,10 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: the stream of bucket %s: %w", o.Bucket, err)
 	}
-	return &Store{opts: o, stream: stream, kv: kv, kvs: kvs, js: js, reqs: make(map[resume.TokenHash]*request)}, nil
+	return &Store{
+		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, timeout: js.Options().DefaultTimeout,
+		reqs: make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
+	}, nil
 }
 
 // Stream returns the stream of queued messages (for inspection: its state).
@@ -178,8 +201,12 @@ func (s *Store) Get(ctx context.Context, h resume.TokenHash) (*resume.Record, er
 }
 
 // Append publishes a message on the request's subject and waits for the stream to
-// acknowledge it. A publish whose acknowledgement does not come is sent once more
-// with the same message id, which the stream's deduplication window absorbs.
+// acknowledge it. While NATS is unreachable the publish is sent again with the
+// same message id, which the stream's deduplication window absorbs, for up to
+// Options.OutageWait. A publish that fails may still be stored (its
+// acknowledgement was lost, or the client sends it from its reconnect buffer
+// later); this process's Replay never yields it, but a later process that indexes
+// the request from the stream does.
 func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message) error {
 	if err := s.ensure(ctx, h); err != nil {
 		return err
@@ -187,10 +214,12 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 	subj := s.subject(h)
 	data := encodeMessage(m)
 	id := jetstream.WithMsgID(key(h) + "." + fmt.Sprint(m.Seq))
-	ack, err := s.js.Publish(ctx, subj, data, id)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+	var ack *jetstream.PubAck
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var err error
 		ack, err = s.js.Publish(ctx, subj, data, id)
-	}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("jsstore: publishing message %d of %s: %w", m.Seq, key(h)[:12], err)
 	}
@@ -203,7 +232,9 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 }
 
 // Discard deletes messages from the stream. A run of messages at the head of the
-// request's queue goes in one subject purge, others one by one.
+// request's queue goes in one subject purge, others one by one. The messages leave
+// this process's index first: one whose deletion fails is not replayed here, and
+// goes with a later purge of the head or with Delete.
 func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64) error {
 	if len(seqs) == 0 {
 		return nil
@@ -237,22 +268,33 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 	s.mu.Unlock()
 
 	if len(gone) > 1 && prefix == len(gone) {
-		err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h)), jetstream.WithPurgeSequence(gone[len(gone)-1].sseq+1))
+		err := s.retry(ctx, func(ctx context.Context) error {
+			return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h)), jetstream.WithPurgeSequence(gone[len(gone)-1].sseq+1))
+		})
 		if err != nil {
 			return fmt.Errorf("jsstore: purging %d messages of %s: %w", len(gone), key(h)[:12], err)
 		}
 		return nil
 	}
-	for _, l := range gone {
-		if err := s.stream.DeleteMsg(ctx, l.sseq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return fmt.Errorf("jsstore: deleting message %d of %s: %w", l.seq, key(h)[:12], err)
+	i := 0 // the next to delete, kept across tries
+	err := s.retry(ctx, func(ctx context.Context) error {
+		for ; i < len(gone); i++ {
+			if err := s.stream.DeleteMsg(ctx, gone[i].sseq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("jsstore: deleting message %d of %s: %w", gone[i].seq, key(h)[:12], err)
 	}
 	return nil
 }
 
-// Replay reads the request's messages after a sequence number from the stream,
-// one direct get each, up to the last one this process knew of at the call.
+// Replay reads the request's indexed messages after a sequence number from the
+// stream, one direct get each, up to the last one indexed at the call. Only
+// indexed messages are read: not a publish that failed but was stored all the
+// same (see Append), nor a discarded message whose deletion failed.
 func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
 	return func(yield func(resume.Message, error) bool) {
 		if err := s.ensure(ctx, h); err != nil {
@@ -266,34 +308,38 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 			yield(resume.Message{}, resume.ErrNotFound)
 			return
 		}
-		i, _ := slices.BinarySearchFunc(r.held, after+1, func(l loc, seq uint64) int { return cmpU64(l.seq, seq) })
-		if i == len(r.held) {
-			s.mu.Unlock()
-			return
+		var last uint64
+		if n := len(r.held); n > 0 {
+			last = r.held[n-1].seq
 		}
-		from, last := r.held[i].sseq, r.held[len(r.held)-1].sseq
 		s.mu.Unlock()
 		subj := s.subject(h)
-		for from <= last {
-			raw, err := s.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subj))
+		for next := after + 1; next <= last; {
+			l, ok := s.held(h, next)
+			if !ok || l.seq > last {
+				return // discarded, or the request deleted
+			}
+			next = l.seq + 1
+			var raw *jetstream.RawStreamMsg
+			err := s.retry(ctx, func(ctx context.Context) error {
+				var err error
+				raw, err = s.stream.GetMsg(ctx, l.sseq)
+				return err
+			})
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return // everything after was discarded, or the request deleted
+				continue // discarded meanwhile
 			}
 			if err != nil {
-				yield(resume.Message{}, fmt.Errorf("jsstore: reading %s at %d: %w", key(h)[:12], from, err))
+				yield(resume.Message{}, fmt.Errorf("jsstore: reading message %d of %s at %d: %w", l.seq, key(h)[:12], l.sseq, err))
 				return
 			}
-			if raw.Sequence > last {
-				return
-			}
-			from = raw.Sequence + 1
 			m, err := decodeMessage(raw.Data)
-			if err != nil {
-				yield(resume.Message{}, fmt.Errorf("jsstore: message at %d: %w", raw.Sequence, err))
-				return
+			if err == nil && (raw.Subject != subj || m.Seq != l.seq) {
+				err = fmt.Errorf("%w: %s message %d where message %d of %s was", errCodec, raw.Subject, m.Seq, l.seq, key(h)[:12])
 			}
-			if m.Seq <= after {
-				continue
+			if err != nil {
+				yield(resume.Message{}, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err))
+				return
 			}
 			if !yield(m, nil) {
 				return
@@ -302,49 +348,112 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 	}
 }
 
+// held returns where the first indexed message of request h numbered seq or more
+// sits, if any.
+func (s *Store) held(h resume.TokenHash, seq uint64) (loc, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reqs[h]
+	if r == nil {
+		return loc{}, false
+	}
+	i, _ := slices.BinarySearchFunc(r.held, seq, func(l loc, seq uint64) int { return cmpU64(l.seq, seq) })
+	if i == len(r.held) {
+		return loc{}, false
+	}
+	return r.held[i], true
+}
+
 // Delete purges the request's subject from the stream and its key's subject from
 // the bucket's stream. Neither leaves a marker behind (kv.Delete and kv.Purge would
-// leave one per key until PurgeDeletes).
+// leave one per key until PurgeDeletes). A request whose purge fails (NATS
+// unreachable for longer than Options.OutageWait) is purged again by the next
+// Deletes that succeed, a few at a time, one try each: else its record would stay
+// until MaxAge, and the next process would recover it.
 func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
+	err := s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h) })
+	s.mu.Lock()
 	// Forgotten last, so that a Replay meanwhile finds nothing in the stream
 	// instead of loading the request again.
-	defer func() {
-		s.mu.Lock()
-		delete(s.reqs, h)
-		s.mu.Unlock()
-	}()
+	delete(s.reqs, h)
+	var again []resume.TokenHash
+	if err != nil {
+		s.undeleted[h] = struct{}{}
+	} else {
+		for u := range s.undeleted {
+			if len(again) == 16 {
+				break
+			}
+			again = append(again, u)
+			delete(s.undeleted, u)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("jsstore: deleting %s: %w", key(h)[:12], err)
+	}
+	for _, u := range again {
+		if err := s.purge(ctx, u); err != nil {
+			s.mu.Lock()
+			s.undeleted[u] = struct{}{}
+			s.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// purge removes request h's messages and record.
+func (s *Store) purge(ctx context.Context, h resume.TokenHash) error {
 	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h))); err != nil {
-		return fmt.Errorf("jsstore: purging the messages of %s: %w", key(h)[:12], err)
+		return fmt.Errorf("purging its messages: %w", err)
 	}
 	if err := s.kvs.Purge(ctx, jetstream.WithPurgeSubject("$KV."+s.opts.Bucket+"."+key(h))); err != nil {
-		return fmt.Errorf("jsstore: purging record %s: %w", key(h)[:12], err)
+		return fmt.Errorf("purging its record: %w", err)
 	}
 	return nil
 }
 
 // Records reads every record from the bucket in one pass (a watcher that stops
-// after the current values).
+// after the current values). Starting the watcher waits for NATS as a write does
+// (Options.OutageWait); once started, it fails if no record comes for that long.
 func (s *Store) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 	return func(yield func(resume.Record, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+		var w jetstream.KeyWatcher
+		err := s.retry(ctx, func(context.Context) error {
+			// Not the try's context: the watcher stops with the one it is given.
+			var err error
+			w, err = s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+			return err
+		})
 		if err != nil {
 			yield(resume.Record{}, fmt.Errorf("jsstore: listing records: %w", err))
 			return
 		}
 		defer func() { _ = w.Stop() }()
+		stall := time.NewTimer(s.opts.OutageWait)
+		defer stall.Stop()
 		for {
 			var e jetstream.KeyValueEntry
+			open := true
 			select {
-			case e = <-w.Updates():
+			case e, open = <-w.Updates():
+			case <-stall.C:
+				yield(resume.Record{}, fmt.Errorf("jsstore: listing records: none came for %s", s.opts.OutageWait))
+				return
 			case <-ctx.Done():
 				yield(resume.Record{}, fmt.Errorf("jsstore: listing records: %w", ctx.Err()))
 				return
 			}
-			if e == nil {
+			switch {
+			case !open: // not the end of the current values: the watcher stopped
+				yield(resume.Record{}, errors.New("jsstore: listing records: the watcher stopped"))
+				return
+			case e == nil:
 				return // the current values are done
 			}
+			stall.Reset(s.opts.OutageWait)
 			var h resume.TokenHash
 			if n, err := hex.Decode(h[:], []byte(e.Key())); err != nil || n != len(h) {
 				continue // not one of ours
@@ -361,6 +470,35 @@ func (s *Store) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 			}
 		}
 	}
+}
+
+// Claim moves a record to a new owner with a compare-and-set on the key's
+// revision: of racing claims, the first update wins and the others see a newer
+// revision (or another owner) and get resume.ErrClaimed.
+func (s *Store) Claim(ctx context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
+	e, err := s.kv.Get(ctx, key(h))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, resume.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: getting record %s: %w", key(h)[:12], err)
+	}
+	rec, err := decodeRecord(h, e.Value())
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: record %s: %w", key(h)[:12], err)
+	}
+	if rec.Owner != from {
+		return nil, resume.ErrClaimed
+	}
+	rec.Owner = to
+	if _, err := s.kv.Update(ctx, key(h), encodeRecord(*rec), e.Revision()); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return nil, resume.ErrClaimed
+		}
+		return nil, fmt.Errorf("jsstore: claiming record %s: %w", key(h)[:12], err)
+	}
+	return rec, nil
 }
 
 // ensure makes sure this process knows request h and has its complete index: from
@@ -421,4 +559,90 @@ func cmpU64(a, b uint64) int {
 		return 1
 	}
 	return 0
+}
+
+// retry runs op, a call to NATS that is safe to repeat, until it succeeds, fails
+// otherwise than by NATS being unreachable, ctx ends, or Options.OutageWait has
+// passed since retry was called, and returns its last error. Each try gets the
+// client's default timeout unless ctx has an earlier deadline, and none goes past
+// the OutageWait. No try is made while the client is reconnecting: it would keep
+// the call in its reconnect buffer and send it when it is back, maybe after this
+// one has given up (a message stored though Append failed). Between tries it
+// waits for the connection to be up again, or a little more each time while NATS
+// does not answer.
+func (s *Store) retry(ctx context.Context, op func(ctx context.Context) error) error {
+	end := time.Now().Add(s.opts.OutageWait)
+	nc := s.js.Conn()
+	var err error
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		if st := nc.Status(); st == nats.RECONNECTING || st == nats.CONNECTING {
+			if err == nil {
+				err = nats.ErrConnectionReconnecting
+			}
+		} else {
+			deadline := time.Now().Add(s.timeout)
+			if end.Before(deadline) {
+				deadline = end
+			}
+			tctx, cancel := context.WithDeadline(ctx, deadline)
+			err = op(tctx)
+			cancel()
+			if err == nil || ctx.Err() != nil || !unreachable(err) {
+				return err
+			}
+		}
+		if !s.await(ctx, end, pause) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+	}
+}
+
+// unreachable reports whether err says that NATS did not answer: the connection
+// is down or reconnecting, the call timed out, nobody serves the API (yet), or
+// JetStream is not available (yet).
+func unreachable(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrReconnectBufExceeded):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.Code == 503
+	}
+	return false
+}
+
+// await waits before another try: until the connection is up when it is not,
+// else for pause; never past end. It reports whether to try again: false when ctx
+// ended, end passed, or the connection is closed for good.
+func (s *Store) await(ctx context.Context, end time.Time, pause time.Duration) bool {
+	nc := s.js.Conn()
+	wait := time.Until(end)
+	var up chan nats.Status // nil while connected: wait out the pause
+	if nc.Status() == nats.CONNECTED {
+		wait = min(wait, pause)
+	} else {
+		up = nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
+		defer nc.RemoveStatusListener(up)
+		if st := nc.Status(); st == nats.CONNECTED || st == nats.CLOSED { // meanwhile
+			return wait > 0 && st == nats.CONNECTED
+		}
+	}
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-up:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	return time.Now().Before(end) && !nc.IsClosed()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,12 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/storetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(natsProcEnv); dir != "" {
+		os.Exit(natsProc(dir)) // a NATS server in a process of its own (natsproc_test.go)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // startServer starts an embedded NATS server on dir (a fresh one when dir is "")
 // and returns a JetStream client on it; both stop when the test ends, or earlier

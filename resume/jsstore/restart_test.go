@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -159,6 +160,14 @@ func TestRestart(t *testing.T) {
 // usage returns how many messages the store's stream and its bucket's stream hold.
 func usage(t testing.TB, js jetstream.JetStream, o jsstore.Options) (msgs, keys uint64) {
 	t.Helper()
+	msgs, keys, err := usageErr(js, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs, keys
+}
+
+func usageErr(js jetstream.JetStream, o jsstore.Options) (msgs, keys uint64, err error) {
 	ctx := context.Background()
 	if o.Stream == "" {
 		o.Stream = "MCP_RESUME"
@@ -166,35 +175,48 @@ func usage(t testing.TB, js jetstream.JetStream, o jsstore.Options) (msgs, keys 
 	if o.Bucket == "" {
 		o.Bucket = "mcp-resume"
 	}
+	var n [2]uint64
 	for i, name := range []string{o.Stream, "KV_" + o.Bucket} {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
-			t.Fatal(err)
+			return 0, 0, err
 		}
 		info, err := s.Info(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return 0, 0, err
 		}
-		if i == 0 {
-			msgs = info.State.Msgs
-		} else {
-			keys = info.State.Msgs
-		}
+		n[i] = info.State.Msgs
 	}
-	return msgs, keys
+	return n[0], n[1], nil
 }
 
 // TestScale: many requests started, given a progress message and a result, and
 // acknowledged, leave nothing behind in the stream or the bucket. MR_SCALE sets
 // the count (default 2,000; the numbers in the README are from 10,000 and
-// 100,000).
+// 100,000). The NATS server runs in a child process (natsProc), so that the
+// memory reported is ours and the server's apart; with MR_SCALE_NATS=in-process
+// it runs in this process, as with `serve --data-dir`.
 func TestScale(t *testing.T) {
 	n := envInt("MR_SCALE", 2000)
 	if testing.Short() {
 		n = min(n, 500)
 	}
 	ctx := context.Background()
-	js, _ := startServer(t, "", false)
+	var js jetstream.JetStream
+	var proc *natsProcess
+	if os.Getenv("MR_SCALE_NATS") == "in-process" {
+		js, _ = startServer(t, "", false)
+	} else {
+		proc = startNATSProcess(t)
+		nc, err := nats.Connect(proc.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		if js, err = jetstream.New(nc); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := jsstore.New(ctx, js, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -202,12 +224,33 @@ func TestScale(t *testing.T) {
 	// Results stay until acknowledged (no retention window ends during a long run).
 	e := resume.New(st, &resume.Options{MaxLive: n, MaxRetained: n, Retention: time.Hour, DeliveredRetention: time.Hour})
 	defer e.Close()
-	heap0 := heapInuse()
+	ours0 := readMem()
+
+	// The stream and the bucket are sampled as the requests run, for their peak.
+	done := make(chan struct{})
+	var sampler sync.WaitGroup
+	var peakMsgs, peakKeys uint64
+	sampler.Go(func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			msgs, keys, err := usageErr(js, jsstore.Options{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			peakMsgs, peakKeys = max(peakMsgs, msgs), max(peakKeys, keys)
+		}
+	})
+
 	begin := time.Now()
 	const workers = 16
 	var wg sync.WaitGroup
-	var peakMsgs, peakKeys uint64
-	var once sync.Once
 	for w := range workers {
 		wg.Go(func() {
 			var rs []*resume.Request
@@ -231,7 +274,6 @@ func TestScale(t *testing.T) {
 				}
 				rs, last = append(rs, r), append(last, seq)
 			}
-			once.Do(func() { peakMsgs, peakKeys = usage(t, js, jsstore.Options{}) })
 			for i, r := range rs { // the clients acknowledge their results
 				if err := r.Touch(last[i]); err != nil || !r.Gone() {
 					t.Errorf("ack: %v, gone %v", err, r.Gone())
@@ -242,20 +284,25 @@ func TestScale(t *testing.T) {
 	}
 	wg.Wait()
 	took := time.Since(begin)
+	close(done)
+	sampler.Wait()
 	msgs, keys := usage(t, js, jsstore.Options{})
-	t.Logf("%d requests in %s (%.0f/s): stream %d messages and bucket %d at one point, %d and %d at the end; heap in use %d KiB before, %d KiB after",
-		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), peakMsgs, peakKeys, msgs, keys, heap0>>10, heapInuse()>>10)
+	t.Logf("%d requests in %s (%.0f/s); stream and bucket: at most %d and %d messages (sampled every 50ms), %d and %d at the end",
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), peakMsgs, peakKeys, msgs, keys)
+	where := "in this process, which counts here"
+	if proc != nil {
+		where = "in a child process"
+		m, err := proc.mem()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the NATS server, at the end: %s", m)
+	}
+	t.Logf("this process (NATS %s): %s before, %s at the end", where, ours0, readMem())
 	if msgs != 0 || keys != 0 {
 		t.Fatalf("%d stream messages and %d bucket messages left after %d requests ended", msgs, keys, n)
 	}
 	if e.Live() != 0 {
 		t.Fatalf("%d requests still live", e.Live())
 	}
-}
-
-func heapInuse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }

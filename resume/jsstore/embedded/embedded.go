@@ -45,7 +45,8 @@ type Options struct {
 
 // Server is a running embedded NATS server.
 type Server struct {
-	ns *server.Server
+	ns   *server.Server
+	addr string // the client listener's address (Options.Listen), "" when none
 }
 
 // Start starts a server and waits until it is ready for connections.
@@ -98,7 +99,11 @@ func Start(o *Options) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("embedded: the NATS server was not ready within %s", wait)
 	}
-	return &Server{ns: ns}, nil
+	srv := &Server{ns: ns}
+	if a := ns.Addr(); a != nil {
+		srv.addr = a.String()
+	}
+	return srv, nil
 }
 
 // Connect returns a client connection to the server, in-process (no socket).
@@ -119,6 +124,13 @@ func (s *Server) ClientURL() string {
 	}
 	return s.ns.ClientURL()
 }
+
+// Addr is the address the server listens on for clients (host:port, with the
+// port chosen when Options.Listen asked for any), else "". It stays valid after
+// Shutdown: a server started again on the same directory with Listen set to it
+// takes the place of this one, and the clients that were connected to this one
+// reconnect to it.
+func (s *Server) Addr() string { return s.addr }
 
 // NATS returns the server itself, for inspection (JetStream usage, memory).
 func (s *Server) NATS() *server.Server { return s.ns }

@@ -1,0 +1,677 @@
+package jsstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+)
+
+// outage is one way for NATS to go away while requests run.
+type outage struct {
+	name string
+	// reconnectBuf is the client's nats.ReconnectBufSize: 0 for its default
+	// (8 MiB: what is published while reconnecting is sent after), -1 for none (a
+	// publish while reconnecting fails at once).
+	reconnectBuf int
+	// cut: the network to NATS goes down (a proxy closes every connection and
+	// refuses new ones) while the server runs on; otherwise the server stops and
+	// starts again on the same directory and port.
+	cut bool
+	// outageWait is the store's Options.OutageWait, 0 for its default. When set,
+	// the outage lasts until an Append of every request has failed.
+	outageWait time.Duration
+}
+
+// TestOutage: NATS restarts, or is unreachable for a while, as requests keep
+// appending messages; meanwhile a client resumes one (a Replay) and another is
+// cancelled (a Delete). The requests keep running. With the default OutageWait
+// each store call during the outage waits and succeeds after it; past a short one
+// it fails and the engine carries on. Either way every message whose Append
+// succeeded is replayed, in order, and nothing else (by this process; a new
+// process may also find a message whose Append failed, never one that was not
+// appended, nor one twice); a request completed after the outage gives all of it
+// to a client that resumes; and once the requests end nothing is left in NATS.
+func TestOutage(t *testing.T) {
+	for _, o := range []outage{
+		{name: "restart"},
+		{name: "restart-unbuffered", reconnectBuf: -1},
+		{name: "cut", cut: true},
+		{name: "longer-than-OutageWait", outageWait: 300 * time.Millisecond},
+	} {
+		t.Run(o.name, func(t *testing.T) { testOutage(t, o) })
+	}
+}
+
+func testOutage(t *testing.T, o outage) {
+	ctx := context.Background()
+	srv := listen(t, t.TempDir())
+	url := "nats://" + srv.addr
+	var px *proxy
+	if o.cut {
+		px = startProxy(t, srv.addr)
+		url = "nats://" + px.addr
+	}
+	nc, js := dialNATS(t, url, o.reconnectBuf)
+	sopts := &jsstore.Options{OutageWait: o.outageWait}
+	st, err := jsstore.New(ctx, js, sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	log := zerolog.New(&logs)
+	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
+	e := resume.New(ws, &resume.Options{Logger: &log})
+
+	// Three detached requests in ack mode (the store keeps every message until
+	// acknowledged), one attached to a client without acks (each message is
+	// discarded once written).
+	var writers []*writer
+	for i := range 4 {
+		w := &writer{id: fmt.Sprint(i), tried: make(map[uint64]string)}
+		so := &resume.StartOptions{AckMode: true}
+		if i == 3 {
+			w.out = &sink{}
+			so = &resume.StartOptions{Sink: w.out}
+		}
+		r, tok, err := e.Start([]byte(w.id), so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.r, w.h = r, resume.HashToken(tok)
+		writers = append(writers, w)
+	}
+	victim, tok, err := e.Start([]byte(`"cancelled"`), &resume.StartOptions{AckMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := victim.Append(resume.KindProgress, "p", encodeAs(`"cancelled"`, "progress")); err != nil {
+		t.Fatal(err)
+	}
+	vh := resume.HashToken(tok)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range writers {
+		wg.Go(func() { w.run(stop) })
+	}
+	var once sync.Once
+	stopWriters := func() {
+		once.Do(func() {
+			close(stop)
+			wg.Wait()
+		})
+	}
+	t.Cleanup(func() {
+		e.Close() // ends an Append that waits
+		stopWriters()
+	})
+	each := func(f func(w *writer) bool) func() bool {
+		return func() bool {
+			for _, w := range writers {
+				if !f(w) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+
+	waitFor(t, "5 messages of each request", each(func(w *writer) bool { return w.acked() >= 5 }))
+	reached := make(map[*writer]int)
+	for _, w := range writers {
+		reached[w] = ws.count(call{"write", w.h})
+	}
+	began := time.Now()
+	if o.cut {
+		px.cut()
+	} else {
+		srv.stop()
+	}
+	waitFor(t, "the client to lose NATS", func() bool { return nc.Status() != nats.CONNECTED })
+	// A write in progress now runs during the outage, whenever it began. (The
+	// attached request's Append writes its message to the client and then
+	// discards it: it may wait in Discard.)
+	waitFor(t, "a write of each request in the store during the outage", each(func(w *writer) bool { return ws.busySince(call{"write", w.h}, reached[w]) }))
+	// A client resumes request 0 (read from the store), request "cancelled" is.
+	w0 := writers[0]
+	ackedBefore := w0.acked()
+	var side sync.WaitGroup
+	var during []resume.Message
+	var duringErr error
+	side.Go(func() { during, duringErr = replayErr(ws, w0.h) })
+	side.Go(victim.Cancel)
+	waitFor(t, "the Replay and the Delete in the store", func() bool {
+		return ws.busySince(call{"replay", w0.h}, 0) && ws.busySince(call{"delete", vh}, 0)
+	})
+	if o.outageWait > 0 {
+		waitFor(t, "an Append of each request to fail", each(func(w *writer) bool { return w.failed() > 0 }))
+		side.Wait() // the Replay and the Delete fail too
+	}
+	if o.cut {
+		px.heal(t)
+	} else {
+		srv.start()
+	}
+	waitFor(t, "the client to reconnect", func() bool {
+		if nc.Status() != nats.CONNECTED {
+			return false
+		}
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	})
+	outage := time.Since(began)
+	acked := make(map[*writer]int)
+	for _, w := range writers {
+		acked[w] = w.acked()
+	}
+	waitFor(t, "5 more messages of each request", each(func(w *writer) bool { return w.acked() >= acked[w]+5 }))
+	stopWriters()
+	side.Wait()
+
+	// The Replay during the outage gave what was appended at the time, or (past
+	// the OutageWait) an error; the cancelled request is gone, from the store
+	// too unless its Delete failed.
+	w0.mu.Lock()
+	ok0 := w0.ok
+	w0.mu.Unlock()
+	complete := duringErr == nil && len(during) >= ackedBefore
+	if duringErr != nil && o.outageWait > 0 {
+		complete = true // the prefix before the error will do
+	}
+	if !complete || !sameMessages(during, ok0[:min(len(during), len(ok0))]) {
+		t.Errorf("request 0: a Replay during the outage: %v, %d messages, want at least the %d appended before:\n%s", duringErr, len(during), ackedBefore, diff(during, ok0))
+	}
+	if !victim.Gone() {
+		t.Errorf("the request cancelled during the outage is not gone")
+	}
+	if _, err := st.Get(ctx, vh); o.outageWait == 0 && !errors.Is(err, resume.ErrNotFound) {
+		t.Errorf("the request cancelled during the outage: Get: %v, want %v", err, resume.ErrNotFound)
+	}
+
+	fresh, err := jsstore.New(ctx, js, sopts) // what a new process would see
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, failures, orphans int
+	var someErr error
+	for _, w := range writers {
+		if err := w.r.Context().Err(); err != nil || w.r.Status().State != resume.StateProcessing {
+			t.Fatalf("request %s: context %v, state %s: it should run on", w.id, err, w.r.Status().State)
+		}
+		w.mu.Lock()
+		ok, tried, errs := w.ok, w.tried, w.errs
+		w.mu.Unlock()
+		total, failures = total+len(tried), failures+len(errs)
+		if len(errs) > 0 {
+			someErr = errs[0]
+		}
+		if o.outageWait == 0 && len(errs) > 0 {
+			t.Errorf("request %s: %d of %d Appends failed in an outage of %s: %v", w.id, len(errs), len(tried), outage, errs[0])
+		}
+		if w.out != nil { // delivered as appended, and discarded
+			if got := w.out.got(); !sameMessages(got, ok) {
+				t.Errorf("request %s: the client got %d messages, want the %d appended:\n%s", w.id, len(got), len(ok), diff(got, ok))
+			}
+			continue
+		}
+		if got := replay(t, st, w.h); !sameMessages(got, ok) {
+			t.Errorf("request %s: replayed %d messages, want the %d appended:\n%s", w.id, len(got), len(ok), diff(got, ok))
+		}
+		// A new process indexes the request from the stream: it finds every
+		// message appended, and may find one whose Append failed; each once.
+		got := replay(t, fresh, w.h)
+		var prev uint64
+		for _, m := range got {
+			if m.Seq <= prev || tried[m.Seq] != string(m.Data) {
+				t.Fatalf("request %s: a new process replays message %d %q after %d; tried: %q", w.id, m.Seq, m.Data, prev, tried[m.Seq])
+			}
+			prev = m.Seq
+		}
+		if !sameMessages(withoutFailed(got, ok), ok) {
+			t.Errorf("request %s: a new process replays %d messages, want the %d appended:\n%s", w.id, len(got), len(ok), diff(got, ok))
+		}
+		orphans += len(got) - len(ok)
+	}
+	t.Logf("outage of %s: %d Appends, %d failed (%v), of which a new process finds %d; a Replay during it: %v; %d warnings logged by the engine",
+		outage.Round(time.Millisecond), total, failures, someErr, orphans, duringErr, strings.Count(logs.String(), `"level":"warn"`))
+
+	// Completed after the outage, each request is resumable with all of it.
+	for _, w := range writers {
+		final, err := w.r.Complete(false, encodeAs(w.id, "result"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(w.ok, resume.Message{Seq: final, Kind: resume.KindResponse, Data: encodeAs(w.id, "result")(final)})
+		out := w.out
+		if out == nil {
+			out = &sink{}
+			if err := w.r.Attach(out, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := out.got(); !sameMessages(got, want) {
+			t.Errorf("request %s: resumed with %d messages, want %d:\n%s", w.id, len(got), len(want), diff(got, want))
+		}
+		if err := w.r.Touch(final); err != nil || !w.r.Gone() {
+			t.Fatalf("request %s: ack: %v, gone %v", w.id, err, w.r.Gone())
+		}
+	}
+	if msgs, keys := usage(t, js, jsstore.Options{}); msgs != 0 || keys != 0 {
+		t.Errorf("after every request ended: %d stream messages, %d bucket messages left", msgs, keys)
+	}
+}
+
+// TestRecordsOutage: Records waits for NATS to come back, as the writes do, and
+// lists every record; past the OutageWait it fails rather than hang.
+func TestRecordsOutage(t *testing.T) {
+	ctx := context.Background()
+	srv := listen(t, t.TempDir())
+	nc, js := dialNATS(t, "nats://"+srv.addr, 0)
+	st, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := jsstore.New(ctx, js, &jsstore.Options{OutageWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make(map[resume.TokenHash]bool)
+	for i := range 20 {
+		h := resume.HashToken(fmt.Sprint("token ", i))
+		if err := st.Put(ctx, resume.Record{Hash: h, ID: []byte(fmt.Sprint(i)), State: resume.StateProcessing, Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		want[h] = true
+	}
+	list := func(st *jsstore.Store) (map[resume.TokenHash]bool, error) {
+		got := make(map[resume.TokenHash]bool)
+		for rec, err := range st.Records(ctx) {
+			if err != nil {
+				return got, err
+			}
+			got[rec.Hash] = true
+		}
+		return got, nil
+	}
+
+	srv.stop()
+	waitFor(t, "the client to lose NATS", func() bool { return nc.Status() != nats.CONNECTED })
+	var listed map[resume.TokenHash]bool
+	var listErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { listed, listErr = list(st) })
+	began := time.Now()
+	if got, err := list(short); err == nil {
+		t.Errorf("Records with NATS gone for longer than the OutageWait: %d records and no error", len(got))
+	} else {
+		t.Logf("Records with NATS gone for longer than the OutageWait: %v after %s", err, time.Since(began).Round(time.Millisecond))
+	}
+	srv.start()
+	wg.Wait()
+	if listErr != nil || len(listed) != len(want) {
+		t.Fatalf("Records through the restart: %d records, %v; want %d", len(listed), listErr, len(want))
+	}
+	for h := range want {
+		if !listed[h] {
+			t.Fatalf("Records through the restart: %x missing", h[:6])
+		}
+	}
+}
+
+// dialNATS connects to url with the reconnect options of a client that rides out
+// an outage: reconnect forever, soon (reconnectBuf as in outage).
+func dialNATS(t *testing.T, url string, reconnectBuf int) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	copts := []nats.Option{
+		nats.MaxReconnects(-1), nats.ReconnectWait(5 * time.Millisecond), nats.ReconnectJitter(0, 0),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}), // not the default's print to stderr
+	}
+	if reconnectBuf != 0 {
+		copts = append(copts, nats.ReconnectBufSize(reconnectBuf))
+	}
+	nc, err := nats.Connect(url, copts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	// A publish in flight when the connection drops is never answered (the
+	// client keeps waiting for the reply after reconnecting); it is tried again
+	// once this timeout passes (5 seconds by default). A timeout with NATS up
+	// costs a try more, nothing else.
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(250*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// writer appends progress messages to its request until stopped.
+type writer struct {
+	id  string
+	r   *resume.Request
+	h   resume.TokenHash
+	out *sink // the attached client; nil: the request is detached, in ack mode
+
+	mu    sync.Mutex        // guards the fields below
+	ok    []resume.Message  // appended: Append returned nil
+	tried map[uint64]string // every message given to Append, by seq
+	errs  []error           // of the Appends that failed
+}
+
+func (w *writer) run(stop <-chan struct{}) {
+	for n := 1; ; n++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		var m resume.Message
+		_, err := w.r.Append(resume.KindProgress, "p", func(seq uint64) []byte {
+			m = resume.Message{Seq: seq, Kind: resume.KindProgress, Key: "p", Data: fmt.Appendf(nil, `{"request":%s,"n":%d}`, w.id, n)}
+			return m.Data
+		})
+		w.mu.Lock()
+		w.tried[m.Seq] = string(m.Data)
+		if err == nil {
+			w.ok = append(w.ok, m)
+		} else {
+			w.errs = append(w.errs, err)
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *writer) acked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ok)
+}
+
+func (w *writer) failed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.errs)
+}
+
+// watched is the store, counting the calls that reach it and those in progress:
+// writes (Append, Discard), deletes, replays.
+type watched struct {
+	*jsstore.Store
+	mu    sync.Mutex // guards calls and busy
+	calls map[call]int
+	busy  map[call]int
+}
+
+// call is a kind of store call for one request.
+type call struct {
+	op string // "write", "delete", "replay"
+	h  resume.TokenHash
+}
+
+func (s *watched) Append(ctx context.Context, h resume.TokenHash, m resume.Message) error {
+	defer s.enter(call{"write", h})()
+	return s.Store.Append(ctx, h, m)
+}
+
+func (s *watched) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64) error {
+	defer s.enter(call{"write", h})()
+	return s.Store.Discard(ctx, h, seqs...)
+}
+
+func (s *watched) Delete(ctx context.Context, h resume.TokenHash) error {
+	defer s.enter(call{"delete", h})()
+	return s.Store.Delete(ctx, h)
+}
+
+func (s *watched) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
+	return func(yield func(resume.Message, error) bool) {
+		defer s.enter(call{"replay", h})()
+		s.Store.Replay(ctx, h, after)(yield)
+	}
+}
+
+// enter counts a call, and returns the function that ends it.
+func (s *watched) enter(c call) (leave func()) {
+	s.mu.Lock()
+	s.calls[c]++
+	s.busy[c]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.busy[c]--
+		s.mu.Unlock()
+	}
+}
+
+// busySince reports whether a call c is in progress, or one has begun since n
+// had.
+func (s *watched) busySince(c call, n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy[c] > 0 || s.calls[c] > n
+}
+
+func (s *watched) count(c call) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[c]
+}
+
+// replay returns every message a store replays for request h.
+func replay(t *testing.T, st resume.Store, h resume.TokenHash) []resume.Message {
+	t.Helper()
+	out, err := replayErr(st, h)
+	if err != nil {
+		t.Fatalf("replaying %x: %v", h[:6], err)
+	}
+	return out
+}
+
+// replayErr returns the messages a store replays for request h, up to an error.
+func replayErr(st resume.Store, h resume.TokenHash) ([]resume.Message, error) {
+	var out []resume.Message
+	for m, err := range st.Replay(context.Background(), h, 0) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func sameMessages(got, want []resume.Message) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Seq != w.Seq || g.Kind != w.Kind || g.Key != w.Key || !bytes.Equal(g.Data, w.Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutFailed returns the messages of got that are in ok (by seq).
+func withoutFailed(got, ok []resume.Message) []resume.Message {
+	in := make(map[uint64]bool, len(ok))
+	for _, m := range ok {
+		in[m.Seq] = true
+	}
+	var out []resume.Message
+	for _, m := range got {
+		if in[m.Seq] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func diff(got, want []resume.Message) string {
+	var b strings.Builder
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = fmt.Sprintf("%d %s", got[i].Seq, got[i].Data)
+		}
+		if i < len(want) {
+			w = fmt.Sprintf("%d %s", want[i].Seq, want[i].Data)
+		}
+		mark := " "
+		if g != w {
+			mark = "!"
+		}
+		fmt.Fprintf(&b, "%s got %-40s want %s\n", mark, g, w)
+	}
+	return b.String()
+}
+
+// waitFor polls cond until it holds, for at most 20 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// listening is an embedded NATS server on loopback, with sync always, that
+// stops and starts again on the same directory and port.
+type listening struct {
+	t    testing.TB
+	dir  string
+	addr string
+	srv  *embedded.Server // nil while stopped
+}
+
+func listen(t testing.TB, dir string) *listening {
+	l := &listening{t: t, dir: dir, addr: "127.0.0.1:0"}
+	l.start()
+	l.addr = l.srv.Addr()
+	t.Cleanup(l.stop)
+	return l
+}
+
+func (l *listening) start() {
+	srv, err := embedded.Start(&embedded.Options{Dir: l.dir, Listen: l.addr, SyncAlways: true})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.srv = srv
+}
+
+func (l *listening) stop() {
+	if l.srv != nil {
+		l.srv.Shutdown()
+		l.srv = nil
+	}
+}
+
+// proxy relays TCP connections from an address of its own to target: cut closes
+// them all and stops listening (NATS is unreachable, though it runs), heal
+// listens again on the same address.
+type proxy struct {
+	target string
+	addr   string
+	wg     sync.WaitGroup // the accept loop and the relays
+
+	mu    sync.Mutex // guards ln and conns
+	ln    net.Listener
+	conns []net.Conn
+}
+
+func startProxy(t testing.TB, target string) *proxy {
+	p := &proxy{target: target, addr: "127.0.0.1:0"}
+	p.heal(t)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) heal(t testing.TB) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			if p.ln != ln { // cut meanwhile
+				p.mu.Unlock()
+				c.Close()
+				s.Close()
+				return
+			}
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			p.wg.Go(func() { relay(s, c) })
+			p.wg.Go(func() { relay(c, s) })
+		}
+	})
+}
+
+func relay(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// lockedBuffer is a log sink safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
