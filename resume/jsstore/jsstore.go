@@ -37,15 +37,16 @@ type Options struct {
 	// publish whose acknowledgement was lost idempotent. JetStream keeps every
 	// message id for this long, so it stays short. Default 30 seconds.
 	Duplicates time.Duration
-	// OutageWait is how long Append, Discard, Replay and Delete wait for NATS
-	// while it is unreachable: the connection is down and the client reconnecting,
-	// or the server does not answer (a timeout, no responders, JetStream not
-	// available yet). Each call is tried again, a publish with the same message
-	// id, until it succeeds, fails otherwise, its ctx ends, or OutageWait has
-	// passed since it began; then it returns the last error. The wait bounds each
-	// try too, so it must be well above a call's ordinary latency. It is at most
-	// Duplicates: a publish tried again after the deduplication window could be
-	// stored twice. Default 30 seconds (and Duplicates).
+	// OutageWait is how long Append, Discard, Replay, Delete and Records wait
+	// for NATS while it is unreachable: the connection is down and the client
+	// reconnecting, or the server does not answer (a timeout, no responders,
+	// JetStream not available yet). Each call is tried again, a publish with the
+	// same message id, until it succeeds, fails otherwise, its ctx ends, or
+	// OutageWait has passed since it began; then it returns the last error. The
+	// wait bounds each try too, so it must be well above a call's ordinary
+	// latency. It is at most Duplicates: a publish tried again after the
+	// deduplication window could be stored twice. Default 30 seconds (and
+	// Duplicates). Put, Get and Claim do not wait.
 	OutageWait time.Duration
 }
 
@@ -422,7 +423,8 @@ func (s *Store) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 		defer cancel()
 		var w jetstream.KeyWatcher
 		err := s.retry(ctx, func(context.Context) error {
-			// Not the try's context: the watcher stops with the one it is given.
+			// Not the try's context: the watcher stops with the one it is given
+			// (the client bounds creating it by its default timeout).
 			var err error
 			w, err = s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 			return err
