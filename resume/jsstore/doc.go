@@ -18,8 +18,9 @@
 // so no KV delete marker is left behind. Per-message TTLs are not used. As a safety
 // net for what no process deletes (an instance that never comes back), the stream
 // and the bucket age entries out after Options.MaxAge. Publishes carry a message id
-// (hash and sequence number) so that the one retry of a publish whose
-// acknowledgement was lost is deduplicated; the deduplication window
+// (hash and sequence number) so that the retries of a publish whose
+// acknowledgement was lost, or sent while NATS was unreachable (for up to
+// Options.OutageWait), are deduplicated; the deduplication window
 // (Options.Duplicates) is short because JetStream keeps every id for that long.
 //
 // # What this process keeps
