@@ -210,17 +210,26 @@ type answer struct {
 	err    *spec.Error
 }
 
-// routeResponse hands a client's response to the server-to-client request it
-// answers, whichever connection it arrived on.
-func (s *Server) routeResponse(c *connState, m *spec.Message) {
+// routeResponse hands a client's response (raw, as received) to the
+// server-to-client request it answers, whichever connection it arrived on, or to
+// the instance of the cluster that asked.
+func (s *Server) routeResponse(c *connState, m *spec.Message, raw []byte) {
+	if s.answer(m) {
+		return
+	}
+	if inst := s.askedBy(m.ID); inst != "" {
+		s.forwardAnswer(c, inst, m.ID, raw)
+		return
+	}
+	c.log.Warn().Str("id", string(m.ID)).Msg("response to an unknown request id; dropped")
+}
+
+// answer hands m to the server-to-client request of this instance it answers,
+// and reports whether there is one.
+func (s *Server) answer(m *spec.Message) bool {
 	v, ok := s.pending.LoadAndDelete(string(m.ID))
 	if !ok {
-		if inst := s.askedBy(m.ID); inst != "" {
-			s.forwardAnswer(c, inst, m)
-			return
-		}
-		c.log.Warn().Str("id", string(m.ID)).Msg("response to an unknown request id; dropped")
-		return
+		return false
 	}
 	o := v.(*outgoing)
 	if o.req != nil {
@@ -230,9 +239,10 @@ func (s *Server) routeResponse(c *connState, m *spec.Message) {
 		e := &spec.Error{Code: spec.CodeInternalError, Message: "malformed error from the client"}
 		_ = json.Unmarshal(m.Error, e)
 		o.answer <- answer{err: e}
-		return
+		return true
 	}
 	o.answer <- answer{result: m.Result}
+	return true
 }
 
 // askedBy names the instance of the cluster that sent the server-to-client request
@@ -254,20 +264,16 @@ func (s *Server) askedBy(id spec.ID) string {
 }
 
 // forwardAnswer sends a client's response to the instance that asked.
-func (s *Server) forwardAnswer(c *connState, inst string, m *spec.Message) {
-	raw := spec.EncodeResponse(m.ID, m.Result)
-	if m.Error != nil {
-		raw = spec.EncodeErrorRaw(m.ID, m.Error)
-	}
+func (s *Server) forwardAnswer(c *connState, inst string, id spec.ID, raw []byte) {
 	rep, err := s.peers.Call(c.ctx, inst, resume.PeerCall{Op: resume.PeerAnswer, Data: raw})
 	if err == nil {
 		err = rep.Error()
 	}
 	if err != nil {
-		c.log.Warn().Err(err).Str("id", string(m.ID)).Str("instance", inst).Msg("forwarding a response to the instance that asked; dropped")
+		c.log.Warn().Err(err).Str("id", string(id)).Str("instance", inst).Msg("forwarding a response to the instance that asked; dropped")
 		return
 	}
-	c.log.Debug().Str("id", string(m.ID)).Str("instance", inst).Msg("response forwarded to the instance that asked")
+	c.log.Debug().Str("id", string(id)).Str("instance", inst).Msg("response forwarded to the instance that asked")
 }
 
 // peerAnswer takes a client's response that another instance forwarded
@@ -277,9 +283,8 @@ func (s *Server) peerAnswer(data []byte) error {
 	if derr != nil || m.Kind != spec.KindResponse {
 		return errors.New("mcp: a forwarded answer is not a response")
 	}
-	if _, ok := s.pending.Load(string(m.ID)); !ok {
+	if !s.answer(m) {
 		return resume.ErrUnknown
 	}
-	s.routeResponse(s.restartSession(), m)
 	return nil
 }

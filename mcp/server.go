@@ -239,7 +239,7 @@ func (s *connStream) Write(ctx context.Context, m resume.Message) error {
 func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	switch m.Kind {
 	case spec.KindResponse:
-		c.s.routeResponse(c, m)
+		c.s.routeResponse(c, m, raw)
 	case spec.KindNotification:
 		c.notification(m, raw)
 	case spec.KindRequest:

@@ -159,6 +159,9 @@ type Engine struct {
 	// live here, so that a lookup finding a request claimed by this engine waits
 	// for it (remote.go).
 	claimMu sync.Mutex
+	// bg: goroutines the engine starts (replays for other instances, the
+	// OnRestartable call), which Close waits for. Added to under mu, unless closed.
+	bg sync.WaitGroup
 
 	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
 	tmu       sync.Mutex               // guards tm; taken with a request's mu held, never the reverse
@@ -355,6 +358,17 @@ func (e *Engine) Close() {
 		r.cancel(ErrClosed)
 	}
 	e.stop()
+	e.bg.Wait()
+}
+
+// goBackground runs f on a goroutine that Close waits for, unless the engine is
+// closed.
+func (e *Engine) goBackground(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.bg.Go(f)
+	}
 }
 
 // fullLocked says whether a new running request of principal would pass MaxLive

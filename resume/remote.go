@@ -1,6 +1,7 @@
 package resume
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (*Reques
 		}
 		return nil, ErrUnknown
 	}
-	if !rec.Hash.equal(h) || !bytesEqual(rec.ID, id) || rec.Principal != principal {
+	if !bytes.Equal(rec.ID, id) || rec.Principal != principal {
 		return nil, ErrUnknown
 	}
 	switch rec.State { // an ended request's tombstone, kept by its owner (forget)
@@ -49,8 +50,6 @@ func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (*Reques
 	}
 	return e.resolve(*rec)
 }
-
-func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
 // tombstone reports whether rec is an ended request's tombstone, not a request.
 func (rec *Record) tombstone() bool { return rec.State == StateCancelled || rec.State == StateExpired }
@@ -91,12 +90,17 @@ func (e *Engine) resolve(rec Record) (*Request, error) {
 // proxy returns a Request that stands, on this instance, for rec, owned by a live
 // instance.
 func (e *Engine) proxy(rec Record) *Request {
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: rec.State,
+	return &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: rec.State,
+		ctx: proxyCtx, cancel: func(error) {},
 		remote: &remote{owner: rec.Owner, status: Status{State: rec.State}}}
-	r.ctx, r.cancel = context.WithCancelCause(context.Background())
-	r.cancel(errProxy)
-	return r
 }
+
+// proxyCtx is the context of every proxy Request, ended with errProxy.
+var proxyCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errProxy)
+	return ctx
+}()
 
 // errUnreachable: the owner of a proxied request holds its lease but did not
 // answer a call.
@@ -126,7 +130,7 @@ func (e *Engine) claim(rec Record) (*Request, error) {
 	e.log.Info().Str("request", string(rec.ID)).Str("owner", rec.Owner).Bool("rerun", how == recoveredRerun).
 		Msg("claimed a request of a lost instance")
 	if how == recoveredRerun && e.opts.OnRestartable != nil && e.ready.Load() {
-		go e.opts.OnRestartable()
+		e.goBackground(e.opts.OnRestartable)
 	}
 	e.mu.Lock()
 	r := e.live[rec.Hash]
@@ -419,7 +423,7 @@ func (e *Engine) servePeer(_ context.Context, from string, c PeerCall) PeerReply
 		}
 		e.watchSink(r, s)
 		// The replay runs after the answer: a long one must not outlast the call.
-		go r.kick(Message{})
+		e.goBackground(func() { r.kick(Message{}) })
 	case PeerDetach:
 		r.Detach(peerSink{e.peers, c.Inbox})
 	case PeerCancel:

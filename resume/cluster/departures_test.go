@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,14 +32,7 @@ func TestWatchCrash(t *testing.T) {
 			oa.Memory, ob.Memory = memory, memory
 			a, nca := join(t, srv, oa)
 			_, ncb := join(t, srv, ob)
-			js, err := jetstream.New(nca)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kv, err := js.KeyValue(ctxT(t), "mcp-resume-leases")
-			if err != nil {
-				t.Fatal(err)
-			}
+			kv := leases(t, nca)
 			lost, lostAt := signal(t)
 			a.Watch("beta", lost)
 			departed := make(chan string, 2)
@@ -83,14 +77,7 @@ func TestWatchLeave(t *testing.T) {
 	srv := startServer(t)
 	a, nca := join(t, srv, options(t, "alpha"))
 	b, _ := join(t, srv, options(t, "beta"))
-	js, err := jetstream.New(nca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctxT(t), "mcp-resume-leases")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := leases(t, nca)
 	lost, lostAt := signal(t)
 	a.Watch("beta", lost)
 	departed1, departed2 := make(chan string, 2), make(chan string, 2)
@@ -215,4 +202,18 @@ func TestWatchRestart(t *testing.T) {
 	if fired.Load() {
 		t.Error("the watch on the new beta fired")
 	}
+}
+
+// leases opens the lease bucket on nc, to read refreshes.
+func leases(t *testing.T, nc *nats.Conn) jetstream.KeyValue {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctxT(t), "mcp-resume-leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
 }

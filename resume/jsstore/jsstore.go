@@ -187,18 +187,24 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 
 // Get returns a record from the bucket.
 func (s *Store) Get(ctx context.Context, h resume.TokenHash) (*resume.Record, error) {
+	rec, _, err := s.get(ctx, h)
+	return rec, err
+}
+
+// get reads a record and the revision of its key.
+func (s *Store) get(ctx context.Context, h resume.TokenHash) (*resume.Record, uint64, error) {
 	e, err := s.kv.Get(ctx, key(h))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, resume.ErrNotFound
+		return nil, 0, resume.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: getting record %s: %w", key(h)[:12], err)
+		return nil, 0, fmt.Errorf("jsstore: getting record %s: %w", key(h)[:12], err)
 	}
 	rec, err := decodeRecord(h, e.Value())
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: record %s: %w", key(h)[:12], err)
+		return nil, 0, fmt.Errorf("jsstore: record %s: %w", key(h)[:12], err)
 	}
-	return rec, nil
+	return rec, e.Revision(), nil
 }
 
 // Append publishes a message on the request's subject and waits for the stream to
@@ -478,22 +484,15 @@ func (s *Store) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 // revision: of racing claims, the first update wins and the others see a newer
 // revision (or another owner) and get resume.ErrClaimed.
 func (s *Store) Claim(ctx context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
-	e, err := s.kv.Get(ctx, key(h))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, resume.ErrNotFound
-	}
+	rec, rev, err := s.get(ctx, h)
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: getting record %s: %w", key(h)[:12], err)
-	}
-	rec, err := decodeRecord(h, e.Value())
-	if err != nil {
-		return nil, fmt.Errorf("jsstore: record %s: %w", key(h)[:12], err)
+		return nil, err
 	}
 	if rec.Owner != from {
 		return nil, resume.ErrClaimed
 	}
 	rec.Owner = to
-	if _, err := s.kv.Update(ctx, key(h), encodeRecord(*rec), e.Revision()); err != nil {
+	if _, err := s.kv.Update(ctx, key(h), encodeRecord(*rec), rev); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
 			return nil, resume.ErrClaimed

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
@@ -73,7 +74,7 @@ func testOutage(t *testing.T, o outage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	log := zerolog.New(&logs)
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
 	e := resume.New(ws, &resume.Options{Logger: &log})
@@ -661,22 +662,4 @@ func (p *proxy) cut() {
 	p.conns = nil
 	p.mu.Unlock()
 	p.wg.Wait()
-}
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

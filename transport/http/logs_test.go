@@ -1,7 +1,6 @@
 package http_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"regexp"
@@ -11,29 +10,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 )
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 var tokenField = regexp.MustCompile(`"resumeToken"\s*:\s*"([^"]+)"`)
 
@@ -73,7 +55,7 @@ func (c tokenConn) Write(ctx context.Context, msg []byte) error {
 // debug level: no resume token issued, nor the API key, appears in any log line;
 // the lines carry the session and the principal.
 func TestLogsCarryNoTokens(t *testing.T) {
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
 	s := newServer(t, &mcp.Options{Logger: &log}, &mcphttp.Options{Keys: keys(t), Logger: &log})
 	client := &http.Client{Transport: transport.BearerTransport("key-bob", s.srv.Client().Transport)}
