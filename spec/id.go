@@ -2,7 +2,6 @@ package spec
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -21,18 +20,16 @@ func ParseID(raw []byte) (ID, error) {
 	if len(raw) == 0 {
 		return nil, errBadID
 	}
+	// One JSON string or number, as encoding/json would accept it into a string
+	// or a json.Number: the grammar (scan.go), nothing after it.
+	end, ok := 0, false
 	switch c := raw[0]; {
 	case c == '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("id %.40q: %w", raw, errBadID)
-		}
+		end, _, ok = skipString(raw, 0)
 	case c == '-' || (c >= '0' && c <= '9'):
-		var n json.Number
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return nil, fmt.Errorf("id %.40q: %w", raw, errBadID)
-		}
-	default:
+		end, ok = skipNumber(raw, 0)
+	}
+	if !ok || end != len(raw) {
 		return nil, fmt.Errorf("id %.40q: %w", raw, errBadID)
 	}
 	return ID(bytes.Clone(raw)), nil

@@ -37,9 +37,15 @@ type envelope struct {
 // Decode parses one JSON-RPC 2.0 message. Its error is always an *Error ready to
 // send; when the message had a usable id, the error's ID is set so the caller can
 // answer that request, otherwise the answer goes with id null (or, for something
-// that looked like a response or notification, nowhere: see Error.ID).
+// that looked like a response or notification, nowhere: see Error.ID). The raw
+// members of the Message (Params, Result, Error) may share b's bytes, so b must
+// not change afterwards.
 func Decode(b []byte) (*Message, *Error) {
 	var env envelope
+	if scanEnvelope(b, &env) {
+		return env.message()
+	}
+	env = envelope{}
 	if err := json.Unmarshal(b, &env); err != nil {
 		// Only now tell not-JSON from JSON of the wrong shape: one scan on the
 		// common path.
@@ -57,6 +63,11 @@ func Decode(b []byte) (*Message, *Error) {
 		}
 		return nil, e
 	}
+	return env.message()
+}
+
+// message checks a decoded envelope and makes the Message.
+func (env *envelope) message() (*Message, *Error) {
 	var id ID
 	hasID := len(env.ID) > 0 && !bytes.Equal(env.ID, []byte("null"))
 	if hasID {
