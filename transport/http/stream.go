@@ -183,6 +183,32 @@ func (st *stream) flushLocked(b []byte) error {
 	return nil
 }
 
+// flush writes the events Write left in the response's buffer to the client.
+func (st *stream) flush() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.unflushed && !st.closed {
+		_ = st.flushLocked(nil)
+	}
+}
+
+// keepAlive runs when the stream has been quiet for KeepAlive: an event stream
+// gets a comment, which keeps proxies from cutting it and finds a dead client,
+// or with StreamIdle a request's stream quiet that long is closed (the client
+// polls back with Last-Event-ID).
+func (st *stream) keepAlive() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	opts := &st.s.h.opts
+	switch {
+	case st.closed || !st.sse:
+	case opts.StreamIdle > 0 && st.key != "" && time.Since(st.last) >= opts.StreamIdle:
+		st.endLocked()
+	default:
+		_ = st.flushLocked([]byte(": keepalive\n\n"))
+	}
+}
+
 // CloseStream ends the stream from the server's side (mcp.ClosableStream): the
 // client reconnects with Last-Event-ID.
 func (st *stream) CloseStream() bool {
@@ -224,22 +250,19 @@ func (st *stream) serve(r *http.Request) {
 		st.mu.Unlock()
 	}()
 	opts := &st.s.h.opts
-	tick := time.NewTicker(opts.KeepAlive)
-	defer tick.Stop()
-	// Events wait up to opts.Coalesce for company before they are flushed: events
-	// written in a burst, and a quick call's priming event, policy and response,
-	// share one write to the client.
-	coalesce := time.NewTimer(time.Hour)
-	coalesce.Stop()
-	defer coalesce.Stop()
-	var flushDue <-chan time.Time
-	flush := func() {
-		st.mu.Lock()
-		if st.unflushed && !st.closed {
-			_ = st.flushLocked(nil)
-		}
-		st.mu.Unlock()
+	// A quick call's response has often ended the stream by now: no timer then.
+	select {
+	case <-st.done:
+		return
+	default:
 	}
+	// The stream's one timer. Events wait up to opts.Coalesce for company before
+	// they are flushed, so that events written in a burst, and a quick call's
+	// priming event, policy and response, share one write to the client; while
+	// none wait, it runs to the next keepalive, KeepAlive after the last flush.
+	t := time.NewTimer(opts.KeepAlive)
+	defer t.Stop()
+	flushDue := false
 	for {
 		select {
 		case <-st.done:
@@ -247,25 +270,21 @@ func (st *stream) serve(r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-st.kick:
-			if opts.Coalesce <= 0 {
-				flush()
-			} else if flushDue == nil {
-				coalesce.Reset(opts.Coalesce)
-				flushDue = coalesce.C
-			}
-		case <-flushDue:
-			flushDue = nil
-			flush()
-		case <-tick.C:
-			st.mu.Lock()
 			switch {
-			case st.closed || !st.sse:
-			case opts.StreamIdle > 0 && st.key != "" && time.Since(st.last) >= opts.StreamIdle:
-				st.endLocked()
-			default:
-				_ = st.flushLocked([]byte(": keepalive\n\n"))
+			case opts.Coalesce <= 0:
+				st.flush()
+			case !flushDue:
+				flushDue = true
+				t.Reset(opts.Coalesce)
 			}
-			st.mu.Unlock()
+		case <-t.C:
+			if flushDue {
+				flushDue = false
+				st.flush()
+			} else {
+				st.keepAlive()
+			}
+			t.Reset(opts.KeepAlive)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -400,5 +401,24 @@ func TestClientConnGetDelete(t *testing.T) {
 	r.session = c.SessionID()
 	if resp, body := r.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, string(spec.ReasonUnknownSession)) {
 		t.Errorf("after Delete: %s %s, want 404 unknown_session", resp.Status, body)
+	}
+}
+
+// A quiet event stream gets keepalive comments every KeepAlive, and none while
+// events flow; the response still ends it.
+func TestKeepAliveComments(t *testing.T) {
+	s := newServer(t, nil, &mcphttp.Options{KeepAlive: 20 * time.Millisecond})
+	c := s.raw(t)
+	c.initialize(`{}`)
+	// One step of 0.3s: the stream is quiet for 0.3s between the priming event
+	// and the progress notification.
+	resp := c.do(context.Background(), http.MethodPost, countdown("9", 0.3, 1))
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(body), ": keepalive\n\n")
+	if n < 3 || !strings.Contains(string(body), `"result"`) {
+		t.Errorf("%d keepalive comments in a stream quiet for 0.3s with KeepAlive 20ms; want several, then the result:\n%s", n, body)
 	}
 }
