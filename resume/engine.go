@@ -270,8 +270,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	r.mu.Lock()
 	if so.Sink != nil {
-		r.att0 = attachment{sink: so.Sink}
-		r.att = &r.att0
+		r.att = &attachment{sink: so.Sink}
 	} else {
 		r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
 	}

@@ -29,7 +29,6 @@ type Request struct {
 	ackMode bool
 	q       outbox
 	att     *attachment // nil when detached
-	att0    attachment  // the attachment made by Start (saves an allocation)
 	// delivered: the final response was written to an attached client, so the
 	// shorter DeliveredRetention applies.
 	delivered bool

@@ -540,3 +540,30 @@ func TestRetentionWaitsForWrite(t *testing.T) {
 		}
 	})
 }
+
+// A request that lives on after its client went away (here: its result, kept for
+// retention) holds nothing of the sink it was detached from: on Streamable HTTP a
+// sink is a whole HTTP response with its buffers.
+func TestDetachedSinkIsReleased(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	sink := newSink()
+	released := make(chan struct{})
+	runtime.AddCleanup(sink, func(ch chan struct{}) { close(ch) }, released)
+	r, _ := start(t, e, "1", &resume.StartOptions{Sink: sink})
+	complete(t, r)
+	r.Detach(sink)
+	sink = nil
+	for range 10 {
+		runtime.GC()
+		select {
+		case <-released:
+			if st := r.Status(); st.State != resume.StateCompleted || !st.HasPending {
+				t.Fatalf("status %+v, want completed with its result kept", st)
+			}
+			return
+		default:
+		}
+		runtime.Gosched()
+	}
+	t.Fatal("the detached sink is still referenced after 10 collections")
+}
