@@ -15,14 +15,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/resume/memstore"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // Options configure a Server. Nil means defaults.
 type Options struct {
-	// Store holds queued messages and results. Default: memstore (in memory).
+	// Store holds queued messages and results. Default: none, and the engine keeps
+	// them in memory itself (see resume.New).
 	Store resume.Store
 	// Engine configures the resume engine (maxWait, retention, budgets, caps).
 	Engine *resume.Options
@@ -96,9 +96,6 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	var o Options
 	if opts != nil {
 		o = *opts
-	}
-	if o.Store == nil {
-		o.Store = memstore.New()
 	}
 	log := zerolog.Nop()
 	if o.Logger != nil {

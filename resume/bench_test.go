@@ -50,8 +50,21 @@ func BenchmarkOutboxAppendDeliver(b *testing.B) {
 }
 
 // BenchmarkDetachedRequestMemory measures the heap held per detached request with
-// ten queued progress notifications, in B/req.
+// ten queued progress notifications, in B/req: on an engine without a Store (what
+// serve runs without --data-dir or --nats-url) and over memstore.
 func BenchmarkDetachedRequestMemory(b *testing.B) {
+	for _, mode := range []struct {
+		name  string
+		store func() resume.Store
+	}{
+		{"store=none", func() resume.Store { return nil }},
+		{"store=memstore", func() resume.Store { return memstore.New() }},
+	} {
+		b.Run(mode.name, func(b *testing.B) { detachedRequestMemory(b, mode.store) })
+	}
+}
+
+func detachedRequestMemory(b *testing.B, store func() resume.Store) {
 	const (
 		requests = 100_000
 		perReq   = 10
@@ -65,7 +78,7 @@ func BenchmarkDetachedRequestMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
 
-		e := resume.New(memstore.New(), &resume.Options{MaxLive: 2 * requests, MaxWait: 24 * time.Hour})
+		e := resume.New(store(), &resume.Options{MaxLive: 2 * requests, MaxWait: 24 * time.Hour})
 		for n := range requests {
 			r, _, err := e.Start(strconv.AppendInt(nil, int64(n), 10), nil)
 			if err != nil {

@@ -40,6 +40,14 @@
 // dropped on ack, and every message reaches the client exactly once across any
 // number of disconnects.
 //
+// # Stores
+//
+// Without a Store (New(nil, ...), what serve does without --data-dir or
+// --nats-url) the engine keeps each queued message in its outbox, and nothing
+// outlives the process. With one, the outbox indexes the messages and the Store
+// holds them; memstore is a Store in memory, the reference for the contract
+// (storetest) and for tests that look into a store.
+//
 // # Restarts
 //
 // A durable Store (package jsstore) outlives the process. New recovers what it holds

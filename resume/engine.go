@@ -182,9 +182,16 @@ type tombstone struct {
 }
 
 // New returns an engine over store. Requests the store already holds (a durable
-// store, after a restart) are recovered first: see recover.go.
+// store, after a restart) are recovered first: see recover.go. A nil store means
+// none: the engine keeps every queued message in its own memory (with its
+// outbox's index) and nothing outlives it. That is what a Store in memory would
+// do, without keeping a second copy of each request's record and index. Peers
+// need a store the instances share.
 func New(store Store, opts *Options) *Engine {
 	o := opts.withDefaults()
+	if store == nil && o.Peers != nil {
+		panic("resume: Options.Peers needs a Store that the instances share")
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
@@ -260,7 +267,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.addRunningLocked(so.Principal, 1)
 	e.mu.Unlock()
 
-	if err := e.store.Put(e.ctx, Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload, Principal: so.Principal, Owner: e.self}); err != nil {
+	if err := e.put(Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload, Principal: so.Principal, Owner: e.self}); err != nil {
 		e.mu.Lock()
 		delete(e.live, h)
 		e.addRunningLocked(so.Principal, -1)
@@ -464,6 +471,9 @@ func (e *Engine) forget(r *Request, final State) {
 	}
 	e.tombQ = append(e.tombQ, r.hash)
 	e.mu.Unlock()
+	if e.store == nil {
+		return // and no Peers
+	}
 	if err := e.store.Delete(e.ctx, r.hash); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("deleting an ended request from the store")
 	}
@@ -485,4 +495,12 @@ func (e *Engine) forget(r *Request, final State) {
 			e.log.Warn().Err(err).Msg("deleting an old tombstone from the store")
 		}
 	}
+}
+
+// put stores rec, when the engine has a Store.
+func (e *Engine) put(rec Record) error {
+	if e.store == nil {
+		return nil
+	}
+	return e.store.Put(e.ctx, rec)
 }

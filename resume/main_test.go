@@ -163,9 +163,18 @@ func complete(t testing.TB, r *resume.Request) uint64 {
 	return seq
 }
 
-// newEngine returns an engine over a fresh memstore, closed when the test ends.
+// withoutStore makes newEngine start engines without a Store (TestWithoutStore).
+var withoutStore bool
+
+// newEngine returns an engine over a fresh memstore, closed when the test ends; with
+// withoutStore, an engine without a store (and no memstore).
 func newEngine(t testing.TB, opts *resume.Options) (*resume.Engine, *memstore.Store) {
 	t.Helper()
+	if withoutStore {
+		e := resume.New(nil, opts)
+		t.Cleanup(e.Close)
+		return e, nil
+	}
 	st := memstore.New()
 	e := resume.New(st, opts)
 	t.Cleanup(e.Close)

@@ -3,8 +3,9 @@ package resume
 import "slices"
 
 // outbox is the engine's index of a request's queued messages: numbers, kinds, keys
-// and sizes, not the bytes (those live in the Store). Entries are in ascending seq.
-// It is guarded by its Request's mutex.
+// and sizes, and the bytes only for an engine without a Store (otherwise they live
+// in the Store). Entries are in ascending seq. It is guarded by its Request's
+// mutex.
 type outbox struct {
 	entries []entry
 	first   [1]entry // entries' array while it holds at most one (saves an allocation)
@@ -18,15 +19,21 @@ type entry struct {
 	size int32
 	kind Kind
 	key  string
+	data []byte // the message, when the engine has no Store
 }
 
 func (q *outbox) next() uint64 { q.last++; return q.last }
 
-func (q *outbox) add(m Message) {
+// add indexes m, and keeps its bytes with keep.
+func (q *outbox) add(m Message, keep bool) {
 	if q.entries == nil {
 		q.entries = q.first[:0]
 	}
-	q.entries = append(q.entries, entry{seq: m.Seq, size: int32(len(m.Data)), kind: m.Kind, key: m.Key})
+	e := entry{seq: m.Seq, size: int32(len(m.Data)), kind: m.Kind, key: m.Key}
+	if keep {
+		e.data = m.Data
+	}
+	q.entries = append(q.entries, e)
 	q.bytes += len(m.Data)
 }
 

@@ -41,6 +41,9 @@ import (
 
 // recoverStored recovers the requests the store holds. Called once, by New.
 func (e *Engine) recoverStored() {
+	if e.store == nil {
+		return
+	}
 	start := time.Now()
 	var recs, lost []Record
 	alive := map[string]bool{}
@@ -107,7 +110,7 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 			e.dropStored(rec)
 			return recoveredDropped
 		}
-		q.add(m)
+		q.add(m, false)
 		q.last = m.Seq
 		switch m.Kind {
 		case KindResponse:
@@ -133,7 +136,7 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 			e.dropStored(rec)
 			return recoveredDropped
 		}
-		q.add(m)
+		q.add(m, false)
 		state, how = StateFailed, recoveredRestarted
 		rec.State = state
 		if err := e.store.Put(e.ctx, rec); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,11 +141,13 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	seq := r.q.next()
 	m := Message{Seq: seq, Kind: k, Key: key, Data: encode(seq)}
 	// The Store call stays under r.mu so that messages reach it in sequence order.
-	if err := r.e.store.Append(r.e.ctx, r.hash, m); err != nil {
-		r.mu.Unlock()
-		return 0, fmt.Errorf("queueing message %d: %w", seq, err)
+	if r.e.store != nil {
+		if err := r.e.store.Append(r.e.ctx, r.hash, m); err != nil {
+			r.mu.Unlock()
+			return 0, fmt.Errorf("queueing message %d: %w", seq, err)
+		}
 	}
-	r.q.add(m)
+	r.q.add(m, r.e.store == nil)
 	if drop := r.q.enforce(r.e.opts.QueueBytes); len(drop) > 0 {
 		r.discardLocked(drop)
 	}
@@ -152,7 +156,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 			// The final response is stored, and now so is the final state: a
 			// durable store gives both to the next process (see recover.go).
 			rec := Record{Hash: r.hash, ID: r.id, State: next, Created: r.created, Principal: r.principal, Owner: r.e.self}
-			if err := r.e.store.Put(r.e.ctx, rec); err != nil {
+			if err := r.e.put(rec); err != nil {
 				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final state")
 			}
 		}
@@ -356,6 +360,9 @@ func (r *Request) freeLocked(final State) {
 
 func (r *Request) discardLocked(seqs []uint64) {
 	r.q.remove(seqs)
+	if r.e.store == nil {
+		return
+	}
 	if err := r.e.store.Discard(r.e.ctx, r.hash, seqs...); err != nil {
 		r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("discarding delivered messages")
 	}
@@ -399,7 +406,7 @@ func (r *Request) drain(a *attachment, next Message) {
 			continue
 		}
 		next = Message{}
-		for m, err := range r.e.store.Replay(r.e.ctx, r.hash, after) {
+		for m, err := range r.replay(after) {
 			if err != nil {
 				if !errors.Is(err, ErrNotFound) {
 					r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("replaying queued messages")
@@ -408,6 +415,25 @@ func (r *Request) drain(a *attachment, next Message) {
 				return
 			}
 			if !r.deliver(a, m) {
+				return
+			}
+		}
+	}
+}
+
+// replay returns the queued messages after sequence number after: from the Store,
+// or without one from the outbox, which then holds them.
+func (r *Request) replay(after uint64) iter.Seq2[Message, error] {
+	if r.e.store != nil {
+		return r.e.store.Replay(r.e.ctx, r.hash, after)
+	}
+	r.mu.Lock()
+	i, _ := r.q.find(after + 1)
+	snap := slices.Clone(r.q.entries[i:])
+	r.mu.Unlock()
+	return func(yield func(Message, error) bool) {
+		for _, e := range snap {
+			if !yield(Message{Seq: e.seq, Kind: e.kind, Key: e.key, Data: e.data}, nil) {
 				return
 			}
 		}

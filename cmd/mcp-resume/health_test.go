@@ -65,10 +65,11 @@ func TestServeProbes(t *testing.T) {
 }
 
 // /metrics on the --http listener wants an API key when keys are configured, and
-// its counters move as calls are made.
+// its counters move as calls are made. (With --data-dir: without a store option
+// there is no store to time.)
 func TestServeMetrics(t *testing.T) {
 	t.Setenv(envServerKeys, "alice:k-alice")
-	ls := spawnNet(t, "serve --http 127.0.0.1:0", 1)
+	ls := spawnNet(t, "serve --http 127.0.0.1:0 --data-dir "+t.TempDir(), 1)
 	metricsURL := strings.TrimSuffix(ls[0].URL, "/mcp") + "/metrics"
 	if code, _ := get(t, metricsURL); code != http.StatusUnauthorized {
 		t.Fatalf("GET /metrics without a key: %d; want 401", code)

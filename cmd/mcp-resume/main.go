@@ -28,7 +28,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/metrics"
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/resume/memstore"
 	"github.com/mcp-resume/mcp-resume/transport"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
@@ -206,12 +205,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeStore()
-	if store == nil { // no --data-dir or --nats-url
-		store = memstore.New()
-	}
+	// Without --data-dir or --nats-url there is no store: the engine keeps the
+	// requests in memory itself.
 	timer := metrics.NewStoreTimer() // for /metrics
+	if store != nil {
+		store = timer.Wrap(store)
+	}
 	core := mcp.New(toolServer(f.conformance), &mcp.Options{
-		Store: timer.Wrap(store),
+		Store: store,
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
