@@ -39,6 +39,9 @@ type Request struct {
 	// tgen is the generation of the request's deadline in the engine's timers:
 	// bumped under r.mu each time the deadline is set or stopped, read anywhere.
 	tgen atomic.Uint64
+	// queued: a deadline of the current generation is in the engine's queues
+	// (guarded by Engine.tmu; see timers.go).
+	queued bool
 }
 
 // attachment is one period of a request being attached to a sink.
@@ -314,7 +317,10 @@ func (r *Request) scheduleLocked() {
 	r.e.arm(r, r.tgen.Add(1), c) // the deadline queued before, if any, is now stale
 }
 
-func (r *Request) stopTimerLocked() { r.tgen.Add(1) }
+func (r *Request) stopTimerLocked() {
+	r.tgen.Add(1)
+	r.e.disarm(r)
+}
 
 // onTimer runs when the deadline of generation gen comes due.
 func (r *Request) onTimer(gen uint64) {

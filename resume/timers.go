@@ -9,9 +9,11 @@ import (
 // DeliveredRetention) with one timer of its own instead of one per request. A
 // deadline is now plus one of those three durations, so each kind of deadline is
 // queued in a FIFO that stays sorted; the timer fires at the earliest head. A
-// request re-armed or stopped bumps its generation; the entries of older
-// generations are skipped when they come due, and swept out when they outnumber
-// the current ones.
+// request re-armed, stopped or freed bumps its generation; the entries of older
+// generations are stale: skipped when they come due, and swept out as soon as
+// they outnumber the current ones (and 64). A stale entry still points to its
+// request, so the sweep is also what lets a freed request's memory go before its
+// old deadline would have come due (up to MaxWait later).
 
 // clock names a request's deadline: which duration runs.
 type clock uint8
@@ -32,12 +34,17 @@ type deadline struct {
 
 // timers is the engine's deadline queues. Its fields are guarded by Engine.tmu.
 type timers struct {
-	q       [numClocks][]deadline // each in ascending due
-	epoch   time.Time             // when the engine was made
-	timer   *time.Timer           // created on first use; fires Engine.fire
-	at      time.Duration         // when timer is armed for (since epoch); 0 when it is not
-	sweepAt int                   // queued entries at which stale ones are swept out
+	q     [numClocks][]deadline // each in ascending due
+	epoch time.Time             // when the engine was made
+	timer *time.Timer           // created on first use; fires Engine.fire
+	at    time.Duration         // when timer is armed for (since epoch); 0 when it is not
+	n     int                   // entries queued
+	stale int                   // of them, stale ones (counted as they become stale)
 }
+
+// minSweep is the number of stale entries the queues may hold however few the
+// current ones are.
+const minSweep = 64
 
 // arm queues a deadline for r, whose tgen is gen, on clock c. Called with r.mu held.
 func (e *Engine) arm(r *Request, gen uint64, c clock) {
@@ -46,18 +53,20 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 	t := &e.tm
 	now := time.Since(t.epoch) // read under tmu, so that each queue stays in order
 	due := now + e.durations[c]
+	t.staleLocked(r) // the deadline this one replaces
 	for k, q := range t.q {
 		// The deadline this one replaces is often the newest of its queue (a
 		// response written right after completion): drop it now, not when due.
 		if n := len(q); n > 0 && q[n-1].r == r {
 			q[n-1] = deadline{}
 			t.q[k] = q[:n-1]
+			t.n--
+			t.stale--
 		}
 	}
 	t.q[c] = push(t.q[c], deadline{r: r, gen: gen, due: due})
-	if n := len(t.q[0]) + len(t.q[1]) + len(t.q[2]); n >= max(t.sweepAt, 64) {
-		t.sweepAt = 2 * t.sweepLocked()
-	}
+	t.n++
+	r.queued = true
 	if t.at == 0 || due < t.at {
 		t.at = due
 		if t.timer == nil {
@@ -68,14 +77,39 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 	}
 }
 
-// sweepLocked drops the stale entries and returns how many are left.
-func (t *timers) sweepLocked() int {
-	n := 0
-	for c := range t.q {
-		t.q[c] = slices.DeleteFunc(t.q[c], func(d deadline) bool { return d.gen != d.r.tgen.Load() })
-		n += len(t.q[c])
+// staleLocked notes that r's queued deadline, if it has one, is stale now (r's
+// generation was just bumped), and sweeps when stale entries outnumber the rest.
+func (t *timers) staleLocked(r *Request) {
+	if !r.queued {
+		return
 	}
-	return n
+	r.queued = false
+	t.stale++
+	if t.stale > max(t.n-t.stale, minSweep) {
+		t.sweepLocked()
+	}
+}
+
+// sweepLocked drops the stale entries.
+func (t *timers) sweepLocked() {
+	t.n = 0
+	for c := range t.q {
+		q := slices.DeleteFunc(t.q[c], func(d deadline) bool { return d.gen != d.r.tgen.Load() })
+		if cap(q) > 64 && len(q) < cap(q)/4 {
+			q = slices.Clone(q) // give most of a large array back
+		}
+		t.q[c] = q
+		t.n += len(q)
+	}
+	t.stale = 0
+}
+
+// disarm notes that r's deadline was stopped: its queued entry is stale. Called
+// with r.mu held, after r's generation was bumped.
+func (e *Engine) disarm(r *Request) {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	e.tm.staleLocked(r)
 }
 
 // fire runs the deadlines that are due and re-arms the timer for the next one.
@@ -91,9 +125,13 @@ func (e *Engine) fire() {
 		for ; i < len(q) && q[i].due <= now; i++ {
 			if q[i].gen == q[i].r.tgen.Load() {
 				due = append(due, q[i])
+				q[i].r.queued = false
+			} else {
+				t.stale--
 			}
 			q[i] = deadline{}
 		}
+		t.n -= i
 		if i == len(q) {
 			q = q[:0] // reuse the array
 		} else {
@@ -124,7 +162,7 @@ func (e *Engine) stopTimers() {
 		t.timer.Stop()
 	}
 	t.q = [numClocks][]deadline{}
-	t.at = 0
+	t.at, t.n, t.stale = 0, 0, 0
 }
 
 // push appends v to the FIFO q, doubling its array when full: append grows a large
