@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -177,7 +176,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // post handles one JSON-RPC message.
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !strings.EqualFold(mediaType(r.Header.Get("Content-Type")), "application/json") {
 		fail(w, http.StatusUnsupportedMediaType, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnsupportedMediaType,
 			"Content-Type must be application/json"))
 		return
@@ -381,16 +380,24 @@ func accepts(r *http.Request, mt string) bool {
 	major := mt[:strings.IndexByte(mt, '/')]
 	for _, v := range vals {
 		for part := range strings.SplitSeq(v, ",") {
-			t, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			if t == mt || t == "*/*" || t == major+"/*" {
+			t := mediaType(part)
+			if strings.EqualFold(t, mt) || t == "*/*" || (len(t) == len(major)+2 && strings.EqualFold(t[:len(major)], major) && t[len(major):] == "/*") {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// mediaType returns the media type of a Content-Type or Accept element: what comes
+// before its parameters, without spaces around it. (mime.ParseMediaType also
+// validates and lowercases, at the price of allocations on every request; a type
+// that is not valid simply matches nothing.)
+func mediaType(s string) string {
+	if i := strings.IndexByte(s, ';'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
 }
 
 // fail answers an HTTP request with status and a JSON-RPC error without an id.

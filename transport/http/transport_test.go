@@ -422,3 +422,27 @@ func TestKeepAliveComments(t *testing.T) {
 		t.Errorf("%d keepalive comments in a stream quiet for 0.3s with KeepAlive 20ms; want several, then the result:\n%s", n, body)
 	}
 }
+
+// Media types are matched without regard to case or parameters, and Accept takes
+// wildcards: each of these POSTs is answered.
+func TestMediaTypesAccepted(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	sid := mcphttp.HeaderSessionID + ": " + c.session
+	for i, hdr := range [][]string{
+		{"Content-Type: application/json; charset=utf-8"},
+		{"Content-Type: Application/JSON"},
+		{"Accept: */*"},
+		{"Accept: application/*, text/*"},
+		{"Accept: application/json;q=0.9, TEXT/EVENT-STREAM;q=0.5"},
+		{"Accept: text/html, application/json, text/event-stream"},
+	} {
+		resp := c.do(context.Background(), http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i), append([]string{sid}, hdr...)...)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"result"`) {
+			t.Errorf("%q: %s %s", hdr, resp.Status, body)
+		}
+	}
+}
