@@ -5,17 +5,24 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
-// benchModes are the two sides of each comparison: the same server with default
-// options, a plain client and a client that advertises resumableRequests.
-var benchModes = []struct{ name, caps string }{
-	{"resume=off", `{}`},
-	{"resume=on", `{"resumableRequests":{}}`},
+// benchModes are the sides of each comparison: the same server with default
+// options, a plain client and a client that advertises resumableRequests; and that
+// client on a server whose default policy is after:1ms (a quick call never
+// becomes resumable: what a server author trades for the resume layer's cost).
+var benchModes = []struct {
+	name, caps string
+	opts       *mcp.Options
+}{
+	{"resume=off", `{}`, nil},
+	{"resume=on", `{"resumableRequests":{}}`, nil},
+	{"resume=after1ms", `{"resumableRequests":{}}`, &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.After, After: time.Millisecond}}},
 }
 
 // BenchmarkToolsCall measures a tools/call round trip (echo) through the core over
@@ -25,7 +32,7 @@ var benchModes = []struct{ name, caps string }{
 func BenchmarkToolsCall(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(mode.name, func(b *testing.B) {
-			core := mcp.New(demo.Server("bench"), nil) // default options
+			core := mcp.New(demo.Server("bench"), mode.opts)
 			defer core.Close()
 			client, srv := transport.Pipe()
 			done := make(chan struct{})
@@ -91,7 +98,7 @@ func (c *benchConn) Close() error { return nil }
 func BenchmarkCoreToolsCall(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(mode.name, func(b *testing.B) {
-			core := mcp.New(demo.Server("bench"), nil) // default options
+			core := mcp.New(demo.Server("bench"), mode.opts)
 			defer core.Close()
 			conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
 			done := make(chan struct{})
