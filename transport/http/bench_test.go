@@ -29,7 +29,8 @@ import (
 //
 //   - ours: an mcp-go MCPServer behind mcp.New and mcphttp.NewHandler, with a
 //     client that advertises resumableRequests (ours-resume: policy notification,
-//     resume engine, sequence numbers) and with a plain client (ours-plain);
+//     resume engine, sequence numbers), with a plain client (ours-plain), and with
+//     the resumable client and a default policy of after:1ms (ours-after1ms);
 //   - mcp-go: the same kind of MCPServer behind mcp-go's own
 //     mcpgoserver.NewStreamableHTTPServer, default options;
 //   - go-sdk: the official Go SDK's mcp.NewStreamableHTTPHandler, default options.
@@ -61,12 +62,18 @@ type benchTarget struct {
 var benchTargets = []benchTarget{
 	{name: "ours-resume", caps: `{"resumableRequests":{}}`, start: startOurs},
 	{name: "ours-plain", caps: `{}`, start: startOurs},
+	// ours-after1ms: the resumable client on a server whose default policy is
+	// after:1ms, so that a quick call never becomes resumable (no policy, no
+	// engine), as a measure of what the resume layer costs.
+	{name: "ours-after1ms", caps: `{"resumableRequests":{}}`, start: startOursAfter},
 	{name: "mcp-go", caps: `{}`, start: startMCPGo, lossy: true},
 	{name: "go-sdk", caps: `{}`, start: startGoSDK},
 }
 
-func startOurs() (string, func()) {
-	core := mcp.New(mcpgoToolServer(), nil)
+func startOurs() (string, func()) { return startOursWith(nil) }
+
+func startOursWith(opts *mcp.Options) (string, func()) {
+	core := mcp.New(mcpgoToolServer(), opts)
 	h := mcphttp.NewHandler(core, nil)
 	srv := httptest.NewServer(h)
 	return srv.URL + "/mcp", func() {
@@ -74,6 +81,10 @@ func startOurs() (string, func()) {
 		srv.Close()
 		core.Close()
 	}
+}
+
+func startOursAfter() (string, func()) {
+	return startOursWith(&mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.After, After: time.Millisecond}})
 }
 
 func startMCPGo() (string, func()) {
