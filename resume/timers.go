@@ -161,6 +161,11 @@ func (e *Engine) stopTimers() {
 	if t.timer != nil {
 		t.timer.Stop()
 	}
+	for _, q := range t.q {
+		for _, d := range q {
+			d.r.queued = false
+		}
+	}
 	t.q = [numClocks][]deadline{}
 	t.at, t.n, t.stale = 0, 0, 0
 }
