@@ -134,7 +134,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.origins, "allowed-origins", "", "Origin header values accepted, comma-separated, * for any (default: http(s) origins on loopback names)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", 10*time.Minute, "end an HTTP session with no open stream after this long (its resumable requests live on)")
 	fs.DurationVar(&f.streamIdle, "stream-idle", 0, "close a request's event stream after this long without an event; the client reconnects with Last-Event-ID (0: never)")
-	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "interval of SSE keepalive comments")
+	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "an SSE stream quiet this long gets a keepalive comment")
 	fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")

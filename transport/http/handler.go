@@ -49,8 +49,9 @@ type Options struct {
 	// SessionIdle ends a session that has had no open stream for this long. Its
 	// resumable requests stay resumable from another session. Default 10 minutes.
 	SessionIdle time.Duration
-	// KeepAlive is the interval of SSE comments on an open stream, which keep
-	// proxies from cutting a quiet stream and notice a dead client. Default 20s.
+	// KeepAlive: an open event stream quiet this long (nothing flushed) gets an SSE
+	// comment, which keeps proxies from cutting it and notices a dead client.
+	// Default 20s.
 	KeepAlive time.Duration
 	// StreamIdle, when set, closes a request's event stream after that long without
 	// an event; the client reconnects with Last-Event-ID (SEP-1699 polling). Default
