@@ -24,17 +24,24 @@ func serve(t testing.TB, opts *mcp.Options) (*mcp.Server, func(testing.TB) trans
 
 // serveCore serves core on in-memory connections made by the returned dialer.
 func serveCore(t testing.TB, core *mcp.Server) func(testing.TB) transport.Conn {
+	dial := serveSessions(t, core)
+	return func(t testing.TB) transport.Conn { return dial(t, nil) }
+}
+
+// serveSessions serves core on in-memory connections, each a session with the
+// given options; core is closed, and its sessions waited for, when t ends.
+func serveSessions(t testing.TB, core *mcp.Server) func(testing.TB, *mcp.SessionOptions) transport.Conn {
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		core.Close()
 		wg.Wait()
 	})
-	return func(t testing.TB) transport.Conn {
+	return func(t testing.TB, opts *mcp.SessionOptions) transport.Conn {
 		client, srv := transport.Pipe()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = core.Serve(context.Background(), srv)
+			_ = core.ServeWith(context.Background(), srv, opts)
 		}()
 		t.Cleanup(func() { _ = client.Close() })
 		return client

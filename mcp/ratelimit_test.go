@@ -1,9 +1,7 @@
 package mcp_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,24 +9,14 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport"
 )
 
-// serveAs serves core on in-memory connections of sessions with the given options.
+// serveAs serves core on in-memory connections of sessions with the given options,
+// each with an initialized resumable client.
 func serveAs(t *testing.T, core *mcp.Server) func(opts *mcp.SessionOptions) *e2etest.Client {
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		core.Close()
-		wg.Wait()
-	})
+	dial := serveSessions(t, core)
 	return func(opts *mcp.SessionOptions) *e2etest.Client {
-		client, srv := transport.Pipe()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = core.ServeWith(context.Background(), srv, opts)
-		}()
-		c := e2etest.NewClient(t, client)
+		c := e2etest.NewClient(t, dial(t, opts))
 		c.Initialize(`{"resumableRequests":{}}`)
 		return c
 	}

@@ -31,7 +31,7 @@ func TestStoreTimerCounts(t *testing.T) {
 	m := scrape(t, h)
 	for op, want := range map[string]float64{"put": 1, "append": 1, "records": 1, "delete": 0} {
 		name := `mcp_resume_store_seconds_count{op="` + op + `"}`
-		if m[name] != want {
+		if got, ok := m[name]; !ok || got != want {
 			t.Errorf("%s = %v; want %v", name, m[name], want)
 		}
 	}

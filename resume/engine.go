@@ -323,10 +323,7 @@ func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, 
 	t, tomb := e.tombs[h]
 	e.mu.Unlock()
 	if tomb && bytes.Equal(t.id, id) && t.principal == principal && time.Since(t.at) < e.opts.TombstoneTTL {
-		if t.state == StateCancelled {
-			return nil, ErrCancelled
-		}
-		return nil, ErrExpired
+		return nil, t.state.endedErr()
 	}
 	if e.peers != nil && !held && !tomb {
 		if r, err := e.lookupShared(h, id, principal); !errors.Is(err, ErrUnknown) {
@@ -408,6 +405,12 @@ func (e *Engine) leftProcessing(r *Request, kept bool) {
 	if !kept {
 		return
 	}
+	e.retainLocked(r)
+}
+
+// retainLocked counts r, ended, among the requests whose results are kept
+// (MaxRetained). Called with e.mu held.
+func (e *Engine) retainLocked(r *Request) {
 	r.inRetainQ = true
 	e.retained++
 	e.retainQ = push(e.retainQ, r)

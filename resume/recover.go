@@ -99,6 +99,10 @@ const (
 // recoverOne brings back one stored request, or deletes it. A request that was
 // processing (and is not restartable) ends with lost's response.
 func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte) recovered {
+	if rec.tombstone() { // this instance's own, from before: nothing to bring back
+		e.dropStored(rec)
+		return recoveredDropped
+	}
 	var q outbox
 	var inputs []uint64 // unanswered server-to-client requests
 	hasResponse := false
@@ -152,11 +156,7 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 	// No handler runs for it: its context ends when it is freed, like any other.
 	// Its Retention clock runs from now.
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: state, q: q}
-	if !e.revive(r, func() {
-		r.inRetainQ = true
-		e.retained++
-		e.retainQ = push(e.retainQ, r)
-	}) {
+	if !e.revive(r, func() { e.retainLocked(r) }) {
 		return recoveredDropped
 	}
 	return how

@@ -42,11 +42,8 @@ func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (*Reques
 	if !bytes.Equal(rec.ID, id) || rec.Principal != principal {
 		return nil, ErrUnknown
 	}
-	switch rec.State { // an ended request's tombstone, kept by its owner (forget)
-	case StateCancelled:
-		return nil, ErrCancelled
-	case StateExpired:
-		return nil, ErrExpired
+	if rec.tombstone() { // an ended request's tombstone, kept by its owner (forget)
+		return nil, rec.State.endedErr()
 	}
 	return e.resolve(*rec)
 }
@@ -443,10 +440,7 @@ func (e *Engine) byHash(h TokenHash) (*Request, error) {
 		return r, nil
 	}
 	if t, ok := e.tombs[h]; ok {
-		if t.state == StateCancelled {
-			return nil, ErrCancelled
-		}
-		return nil, ErrExpired
+		return nil, t.state.endedErr()
 	}
 	return nil, ErrUnknown
 }

@@ -60,6 +60,15 @@ func (s State) String() string {
 // Ended reports whether the request has a final response or was stopped.
 func (s State) Ended() bool { return s != StateProcessing }
 
+// endedErr is what a lookup of a request that ended in state s (a tombstone)
+// answers: ErrCancelled for a cancelled one, ErrExpired for any other.
+func (s State) endedErr() error {
+	if s == StateCancelled {
+		return ErrCancelled
+	}
+	return ErrExpired
+}
+
 // Record is the durable description of a request.
 type Record struct {
 	Hash    TokenHash

@@ -38,8 +38,7 @@ type timers struct {
 	epoch time.Time             // when the engine was made
 	timer *time.Timer           // created on first use; fires Engine.fire
 	at    time.Duration         // when timer is armed for (since epoch); 0 when it is not
-	n     int                   // entries queued
-	stale int                   // of them, stale ones (counted as they become stale)
+	stale int                   // queued entries that are stale (counted as they become stale)
 }
 
 // minSweep is the number of stale entries the queues may hold however few the
@@ -60,12 +59,10 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 		if n := len(q); n > 0 && q[n-1].r == r {
 			q[n-1] = deadline{}
 			t.q[k] = q[:n-1]
-			t.n--
 			t.stale--
 		}
 	}
 	t.q[c] = push(t.q[c], deadline{r: r, gen: gen, due: due})
-	t.n++
 	r.queued = true
 	if t.at == 0 || due < t.at {
 		t.at = due
@@ -85,21 +82,19 @@ func (t *timers) staleLocked(r *Request) {
 	}
 	r.queued = false
 	t.stale++
-	if t.stale > max(t.n-t.stale, minSweep) {
+	if n := len(t.q[0]) + len(t.q[1]) + len(t.q[2]); t.stale > max(n-t.stale, minSweep) {
 		t.sweepLocked()
 	}
 }
 
 // sweepLocked drops the stale entries.
 func (t *timers) sweepLocked() {
-	t.n = 0
 	for c := range t.q {
 		q := slices.DeleteFunc(t.q[c], func(d deadline) bool { return d.gen != d.r.tgen.Load() })
 		if cap(q) > 64 && len(q) < cap(q)/4 {
 			q = slices.Clone(q) // give most of a large array back
 		}
 		t.q[c] = q
-		t.n += len(q)
 	}
 	t.stale = 0
 }
@@ -131,7 +126,6 @@ func (e *Engine) fire() {
 			}
 			q[i] = deadline{}
 		}
-		t.n -= i
 		if i == len(q) {
 			q = q[:0] // reuse the array
 		} else {
@@ -167,7 +161,7 @@ func (e *Engine) stopTimers() {
 		}
 	}
 	t.q = [numClocks][]deadline{}
-	t.at, t.n, t.stale = 0, 0, 0
+	t.at, t.stale = 0, 0
 }
 
 // push appends v to the FIFO q, doubling its array when full: append grows a large

@@ -186,18 +186,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--default-policy: %w", err)
 	}
 	tools, err := parsePolicies(f.policies)
-	if err == nil {
-		for _, name := range splitList(f.restartable) {
-			p, ok := tools[name]
-			if !ok {
-				p = def
-			}
-			p.Restartable = true
-			tools[name] = p
-		}
-	}
 	if err != nil {
 		return fmt.Errorf("--policy: %w", err)
+	}
+	for _, name := range splitList(f.restartable) {
+		p, ok := tools[name]
+		if !ok {
+			p = def
+		}
+		p.Restartable = true
+		tools[name] = p
 	}
 
 	store, peers, closeStore, err := openStore(context.Background(), &f, log)
@@ -437,10 +435,8 @@ func toolServer(conformance bool) *server.MCPServer {
 // logOutput is where the logs go: zerolog's human-readable console format when w
 // is a terminal (a character device), JSON lines otherwise.
 func logOutput(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			return zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
-		}
+	if isTerminal(w) {
+		return zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
 	return w
 }

@@ -98,9 +98,13 @@ func TestMCPGoServerCut(t *testing.T) {
 	srv := httptest.NewServer(log)
 	t.Cleanup(srv.Close)
 	p := faultproxy.New(t, srv.Listener.Addr().String(), 1500, 1501)
+	dial := httpDialer(t, "http://"+p.Addr()+"/mcp")
 	var c *client.Client
-	for c == nil {
-		c, _ = client.Connect(t.Context(), httpDialer(t, "http://"+p.Addr()+"/mcp"), fastOpts())
+	for attempt := 0; c == nil; attempt++ { // the first connection may be cut too
+		var err error
+		if c, err = client.Connect(t.Context(), dial, fastOpts()); err != nil && attempt > 50 {
+			t.Fatalf("connect: %v", err)
+		}
 	}
 	defer c.Close()
 	_, err := c.CallTool(t.Context(), "countdown", map[string]any{"seconds": 2, "steps": 40}, nil)

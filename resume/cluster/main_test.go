@@ -85,18 +85,6 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// eventually polls cond until it holds, failing the test after patience.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, patience)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // signal returns a function that sends the time it is called on the channel
 // returned, once; a second call fails the test.
 func signal(t *testing.T) (func(), <-chan time.Time) {

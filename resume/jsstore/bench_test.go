@@ -53,7 +53,6 @@ func BenchmarkOutbox(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
 			for b.Loop() {
 				if _, err := r.Append(resume.KindNotification, "", progress); err != nil {
 					b.Fatal(err)
@@ -81,7 +80,6 @@ func BenchmarkResume1000(b *testing.B) {
 				}
 			}
 			var lat []time.Duration
-			b.ResetTimer()
 			for b.Loop() {
 				s := &countSink{}
 				t0 := time.Now()
@@ -119,7 +117,6 @@ func BenchmarkGetStatus(b *testing.B) {
 				}
 			}
 			var lat []time.Duration
-			b.ResetTimer()
 			for b.Loop() {
 				t0 := time.Now()
 				q, err := e.Lookup(tok, []byte("1"))

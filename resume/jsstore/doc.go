@@ -28,7 +28,8 @@
 // For each request it has put or read, the store keeps the stream sequence of each
 // queued message (numbers only, not the data): Discard deletes by stream sequence,
 // and Replay starts at the first message wanted. A request of an earlier process is
-// indexed on first use by reading its subject. One store instance per engine: two
-// processes must not share a stream and a bucket (multi-instance forwarding and
-// owner leases are not built yet).
+// indexed on first use by reading its subject. One store instance per engine;
+// engines of several processes share a stream and a bucket only as instances of
+// a cluster (resume/cluster), each request owned by one of them (Record.Owner,
+// Claim).
 package jsstore

@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -364,7 +365,7 @@ func (s *Store) held(h resume.TokenHash, seq uint64) (loc, bool) {
 	if r == nil {
 		return loc{}, false
 	}
-	i, _ := slices.BinarySearchFunc(r.held, seq, func(l loc, seq uint64) int { return cmpU64(l.seq, seq) })
+	i, _ := slices.BinarySearchFunc(r.held, seq, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
 	if i == len(r.held) {
 		return loc{}, false
 	}
@@ -493,8 +494,7 @@ func (s *Store) Claim(ctx context.Context, h resume.TokenHash, from, to string) 
 	}
 	rec.Owner = to
 	if _, err := s.kv.Update(ctx, key(h), encodeRecord(*rec), rev); err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return nil, resume.ErrClaimed
 		}
 		return nil, fmt.Errorf("jsstore: claiming record %s: %w", key(h)[:12], err)
@@ -550,16 +550,6 @@ func (s *Store) scan(ctx context.Context, h resume.TokenHash) ([]loc, error) {
 		held = append(held, loc{m.Seq, raw.Sequence})
 		from = raw.Sequence + 1
 	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // retry runs op, a call to NATS that is safe to repeat, until it succeeds, fails

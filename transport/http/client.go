@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -163,23 +163,16 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 
 // requestID returns the id of msg when it is a request, else nil.
 func requestID(msg []byte) []byte {
-	var env struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+	if m, err := spec.Decode(msg); err == nil && m.Kind == spec.KindRequest {
+		return m.ID
 	}
-	if json.Unmarshal(msg, &env) != nil || env.Method == "" || len(env.ID) == 0 || string(env.ID) == "null" {
-		return nil
-	}
-	return env.ID
+	return nil
 }
 
 // answers reports whether msg is a response to id.
 func answers(msg, id []byte) bool {
-	var env struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-	}
-	return json.Unmarshal(msg, &env) == nil && env.Method == nil && bytes.Equal(bytes.TrimSpace(env.ID), bytes.TrimSpace(id))
+	m, err := spec.Decode(msg)
+	return err == nil && m.Kind == spec.KindResponse && m.ID.Equal(bytes.TrimSpace(id))
 }
 
 // Get opens a GET event stream of the session; with lastEventID, the reconnect of

@@ -273,6 +273,7 @@ func (st *stream) serve(r *http.Request) {
 			switch {
 			case opts.Coalesce <= 0:
 				st.flush()
+				t.Reset(opts.KeepAlive)
 			case !flushDue:
 				flushDue = true
 				t.Reset(opts.Coalesce)

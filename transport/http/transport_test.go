@@ -404,8 +404,8 @@ func TestClientConnGetDelete(t *testing.T) {
 	}
 }
 
-// A quiet event stream gets keepalive comments every KeepAlive, and none while
-// events flow; the response still ends it.
+// A quiet event stream gets keepalive comments every KeepAlive; the response still
+// ends it.
 func TestKeepAliveComments(t *testing.T) {
 	s := newServer(t, nil, &mcphttp.Options{KeepAlive: 20 * time.Millisecond})
 	c := s.raw(t)
