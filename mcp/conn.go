@@ -53,7 +53,7 @@ type connState struct {
 	sweepAt  int // size of attached at which gone requests are swept out
 	closed   bool
 
-	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump)
+	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump, forwarded answers)
 }
 
 // tracked is a request delivered by a session. hidden: made resumable only for

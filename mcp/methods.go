@@ -218,7 +218,17 @@ func (s *Server) routeResponse(c *connState, m *spec.Message, raw []byte) {
 		return
 	}
 	if inst := s.askedBy(m.ID); inst != "" {
-		s.forwardAnswer(c, inst, m.ID, raw)
+		// A call to the instance that asked: not on the connection's read loop,
+		// which must not wait for another instance (up to its call timeout).
+		c.mu.Lock()
+		closed := c.closed
+		if !closed {
+			c.wg.Go(func() { s.forwardAnswer(c, inst, m.ID, raw) })
+		}
+		c.mu.Unlock()
+		if closed { // shutdown waits for c.wg already: forward here
+			s.forwardAnswer(c, inst, m.ID, raw)
+		}
 		return
 	}
 	c.log.Warn().Str("id", string(m.ID)).Msg("response to an unknown request id; dropped")

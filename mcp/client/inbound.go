@@ -143,7 +143,7 @@ func (c *Client) policy(params json.RawMessage) {
 	if problem != "" {
 		c.finishLocked(cl, nil, &PolicyError{ID: cl.id, Problem: problem})
 		c.mu.Unlock()
-		go c.cancelCall(cl, errors.New("invalid resume policy"))
+		c.wg.Go(func() { c.cancelCall(cl, errors.New("invalid resume policy")) }) // the reader holds a count: Close waits
 		return
 	}
 	pol := Policy{RequestID: cl.id, Token: *p.ResumeToken}

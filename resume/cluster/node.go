@@ -242,8 +242,11 @@ func (n *Node) refresh() {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			// An update whose acknowledgement was lost moved the revision on:
 			// the lease is still this incarnation's.
-			if e, gerr := n.kv.Get(ctx, n.opts.Name); gerr == nil && string(e.Value()) == string(n.inc) {
+			switch e, gerr := n.kv.Get(ctx, n.opts.Name); {
+			case gerr == nil && string(e.Value()) == string(n.inc):
 				rev, err = e.Revision(), nil
+			case gerr != nil && !errors.Is(gerr, jetstream.ErrKeyNotFound):
+				err = gerr // not known to be lost: try again at the next tick
 			}
 		}
 		cancel()
