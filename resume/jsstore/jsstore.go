@@ -167,12 +167,20 @@ func key(h resume.TokenHash) string { return hex.EncodeToString(h[:]) }
 func (s *Store) subject(h resume.TokenHash) string { return s.opts.Subject + "." + key(h) }
 
 // Put creates or replaces a record. A record created here starts a request that
-// has no message yet, so its index is complete from the start.
+// has no message yet, so its index is complete from the start. A record this
+// store already knows (a request's final state) is replaced in one write.
 func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 	val := encodeRecord(rec)
-	_, err := s.kv.Create(ctx, key(rec.Hash), val)
-	fresh := err == nil
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	s.mu.Lock()
+	_, known := s.reqs[rec.Hash]
+	s.mu.Unlock()
+	var err error
+	fresh := false
+	if !known {
+		_, err = s.kv.Create(ctx, key(rec.Hash), val)
+		fresh = err == nil
+	}
+	if known || errors.Is(err, jetstream.ErrKeyExists) {
 		_, err = s.kv.Put(ctx, key(rec.Hash), val)
 	}
 	if err != nil {
