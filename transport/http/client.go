@@ -154,11 +154,7 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 		c.session = sid
 		c.mu.Unlock()
 	}
-	var id []byte
-	if c.failOnLoss {
-		id = requestID(msg)
-	}
-	return c.take(resp, id)
+	return c.take(resp, requestID(msg))
 }
 
 // requestID returns the id of msg when it is a request, else nil.
@@ -203,8 +199,9 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 	return resp.StatusCode, c.take(resp, nil)
 }
 
-// take delivers what a response carries. id is the request the POST carried when
-// a stream that ends without its response is a loss (FailOnStreamLoss).
+// take delivers what a response carries. id is the request the POST carried, if
+// it carried one: a refusal that does not answer it is Write's error, and with
+// FailOnStreamLoss a stream that ends without its response is a loss.
 func (c *ClientConn) take(resp *http.Response, id []byte) error {
 	ct := resp.Header.Get("Content-Type")
 	if resp.StatusCode == http.StatusOK && strings.HasPrefix(ct, "text/event-stream") {
@@ -219,7 +216,11 @@ func (c *ClientConn) take(resp *http.Response, id []byte) error {
 		go func() {
 			defer c.readers.Done()
 			defer resp.Body.Close()
-			if !c.events(resp.Body, id) && id != nil {
+			var lossID []byte
+			if c.failOnLoss {
+				lossID = id
+			}
+			if !c.events(resp.Body, lossID) && lossID != nil {
 				c.lose()
 			}
 		}()
@@ -230,9 +231,11 @@ func (c *ClientConn) take(resp *http.Response, id []byte) error {
 	if err != nil {
 		return c.closedOr(err)
 	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		// The server wants an API key (ClientOptions.Client presents it): no
-		// message will ever be answered; its error has no id to route by.
+	if resp.StatusCode == http.StatusUnauthorized || (id != nil && resp.StatusCode != http.StatusOK && !answers(b, id)) {
+		// Refused before the server could tie its error to the request (no API
+		// key, a forbidden origin, a wrong media type, a body too large...): the
+		// error carries no id to route by, and the request will never be
+		// answered. Without a key, nothing will be.
 		return fmt.Errorf("transport/http: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
 	}
 	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {

@@ -446,3 +446,16 @@ func TestMediaTypesAccepted(t *testing.T) {
 		}
 	}
 }
+
+// A request the server refuses before it can tie its error to the request (here:
+// a body over MaxMessageBytes, answered with id null) fails the client's Write:
+// nothing would ever answer it.
+func TestClientRefusedRequest(t *testing.T) {
+	s := newServer(t, nil, &mcphttp.Options{MaxMessageBytes: 256})
+	c := s.dial(t)
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("x", 300) + `"}}`
+	err := c.Write(context.Background(), []byte(big))
+	if err == nil || !strings.Contains(err.Error(), "413") || !strings.Contains(err.Error(), string(spec.ReasonMessageTooLarge)) {
+		t.Fatalf("Write of an oversize request: %v; want the 413 message_too_large error", err)
+	}
+}
