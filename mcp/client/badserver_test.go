@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,5 +164,16 @@ func TestBadServerDropsResumes(t *testing.T) {
 	})
 	if !errors.Is(err, client.ErrGaveUp) {
 		t.Fatalf("err %v, want ErrGaveUp", err)
+	}
+}
+
+// A protocol error quotes the start of the offending message, but never a resume
+// token in it: errors end up in logs.
+func TestProtocolErrorQuotesNoToken(t *testing.T) {
+	tok := "tok-" + strings.Repeat("s", 40)
+	raw := []byte(`{"jsonrpc":"2.0","method":"notifications/requests/resumePolicy","params":{"requestId":1,"resumeToken":"` + tok + `","maxWait":"x"}`)
+	msg := (&client.ProtocolError{Problem: "bad", Raw: raw}).Error()
+	if strings.Contains(msg, "tok-") || !strings.Contains(msg, "resumePolicy") {
+		t.Errorf("error %q: want the message's start without its token", msg)
 	}
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -31,7 +32,16 @@ type ProtocolError struct {
 }
 
 func (e *ProtocolError) Error() string {
-	return fmt.Sprintf("client: server broke the protocol: %s: %.120q", e.Problem, e.Raw)
+	return fmt.Sprintf("client: server broke the protocol: %s: %.120q", e.Problem, quotable(e.Raw))
+}
+
+// quotable is the part of a message an error may quote: what comes before a
+// resume token, if the message carries one (errors end up in logs).
+func quotable(raw []byte) []byte {
+	if i := bytes.Index(raw, []byte(`"resumeToken"`)); i >= 0 {
+		return raw[:i]
+	}
+	return raw
 }
 
 // PolicyError reports a notifications/requests/resumePolicy for a call in flight
