@@ -123,6 +123,12 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 			inputs = append(inputs, m.Seq)
 		}
 	}
+	return e.recoverReplayed(rec, q, inputs, hasResponse, lost)
+}
+
+// recoverReplayed is recoverOne once rec's messages are read: q holds them,
+// inputs names its unanswered server-to-client requests.
+func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, hasResponse bool, lost func(id []byte, seq uint64) []byte) recovered {
 	state, how := rec.State, recoveredResumable
 	switch {
 	case state == StateProcessing && hasResponse:
@@ -204,11 +210,16 @@ func (e *Engine) discardInputs(rec Record, q *outbox, inputs []uint64) {
 func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost func(id []byte, seq uint64) []byte) recovered {
 	e.mu.Lock()
 	_, dup := e.live[rec.Hash]
-	full := dup || e.closed || e.fullLocked(rec.Principal)
+	closed, full := e.closed, e.fullLocked(rec.Principal)
 	e.mu.Unlock()
-	if full {
+	switch {
+	case dup || closed:
+		// Live here already, or the engine is closing: the stored request is
+		// left as it is (for the next process to run again).
+		return recoveredDropped
+	case full:
 		rec.Payload = nil
-		return e.recoverOne(rec, lost) // fails it as restarted
+		return e.recoverReplayed(rec, q, inputs, false, lost) // fails it as restarted
 	}
 	e.discardInputs(rec, &q, inputs)
 	// Processing and detached: its maxWait clock runs from now.

@@ -156,3 +156,41 @@ func TestRecoverPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// Restartable requests recovered past MaxLive: the first runs again, the other is
+// failed as restarted, with what it had queued and the server_restarted response.
+func TestRecoverRestartablePastMaxLive(t *testing.T) {
+	st := memstore.New()
+	e1 := resume.New(st, nil)
+	for _, id := range []string{`1`, `2`} {
+		r, _ := start(t, e1, id, &resume.StartOptions{Payload: []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call"}`)})
+		appendMsg(t, r, resume.KindProgress, "p")
+	}
+	e1.Close()
+
+	e2 := resume.New(st, &resume.Options{MaxLive: 1})
+	defer e2.Close()
+	rerun := e2.Restartable()
+	if len(rerun) != 1 || e2.Live() != 2 {
+		t.Fatalf("%d to run again, %d live; want 1 and 2", len(rerun), e2.Live())
+	}
+	failed := 0
+	for rec := range st.Records(t.Context()) {
+		if rec.State == resume.StateFailed {
+			failed++
+			var kinds []resume.Kind
+			for m, err := range st.Replay(t.Context(), rec.Hash, 0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				kinds = append(kinds, m.Kind)
+			}
+			if len(kinds) != 2 || kinds[0] != resume.KindProgress || kinds[1] != resume.KindResponse {
+				t.Errorf("the failed one holds %v; want its progress, then the response", kinds)
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d stored as failed; want 1", failed)
+	}
+}
