@@ -373,6 +373,9 @@ func (c *Client) loop(l *link) {
 		select {
 		case <-l.done:
 		case <-c.ctx.Done():
+			// Close closes the link it saw; this one may have come after it
+			// looked (a reconnect racing Close).
+			_ = l.conn.Close()
 			return
 		}
 		minWait := c.lost(l)
