@@ -108,7 +108,7 @@ func (o *Options) withDefaults() Options {
 		v.MaxLive = 10_000
 	}
 	if v.MaxLivePerPrincipal == 0 {
-		v.MaxLivePerPrincipal = 500
+		v.MaxLivePerPrincipal = DefaultMaxLivePerPrincipal
 	}
 	if v.MaxRetained <= 0 {
 		v.MaxRetained = 100_000
@@ -213,6 +213,9 @@ func New(store Store, opts *Options) *Engine {
 	}
 	return e
 }
+
+// DefaultMaxLivePerPrincipal is Options.MaxLivePerPrincipal's default.
+const DefaultMaxLivePerPrincipal = 500
 
 // Options returns the engine's options with defaults filled in.
 func (e *Engine) Options() Options { return e.opts }

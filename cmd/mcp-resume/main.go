@@ -159,7 +159,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.failBurst, "token-failure-burst", mcp.DefaultTokenFailureBurst, "failed token checks (getStatus, resume, cancel by token answered not_found) allowed in a burst per principal and per remote IP; past it they are answered rate_limited (negative: no limit)")
 	fs.DurationVar(&f.failRefill, "token-failure-refill", mcp.DefaultTokenFailureRefill, "one failed token check is allowed again per this interval, up to --token-failure-burst")
 	fs.IntVar(&f.maxConcurrentP, "max-concurrent-per-principal", mcp.DefaultMaxConcurrentPerPrincipal, "requests of one principal (--api-keys) in flight at once; past it a request is answered too_many_requests (negative: no cap)")
-	fs.IntVar(&f.maxLiveP, "max-live-per-principal", 500, "running resumable requests of one principal (--api-keys); past it the principal's new calls run without a resume policy (negative: no cap)")
+	fs.IntVar(&f.maxLiveP, "max-live-per-principal", resume.DefaultMaxLivePerPrincipal, "running resumable requests of one principal (--api-keys); past it the principal's new calls run without a resume policy (negative: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
