@@ -49,10 +49,8 @@ func requireKey(keys *transport.KeySet, next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := keys.Principal(r); !ok {
-			transport.Unauthorized(w)
-			return
+		if _, ok := keys.Authenticate(w, r); ok {
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }

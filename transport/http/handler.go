@@ -324,13 +324,9 @@ var errUnknownSession = spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnknow
 // handler has no keys. A request without a known key is answered with 401 and
 // false.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
-	if h.opts.Keys == nil {
-		return "", true
-	}
-	p, ok := h.opts.Keys.Principal(r)
+	p, ok := h.opts.Keys.Authenticate(w, r)
 	if !ok {
 		h.log.Warn().Str("remote", r.RemoteAddr).Bool("authorization", r.Header.Get("Authorization") != "").Msg("unauthorized request")
-		transport.Unauthorized(w)
 	}
 	return p, ok
 }

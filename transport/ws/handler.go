@@ -70,14 +70,9 @@ func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, er
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
 		return nil, errors.New("ws: host or origin not allowed")
 	}
-	var principal string
-	if o.Keys != nil {
-		p, ok := o.Keys.Principal(r)
-		if !ok {
-			transport.Unauthorized(w)
-			return nil, errors.New("ws: missing or unknown API key")
-		}
-		principal = p
+	principal, ok := o.Keys.Authenticate(w, r)
+	if !ok {
+		return nil, errors.New("ws: missing or unknown API key")
 	}
 	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", "websocket") {
 		w.Header().Set("Upgrade", "websocket")
