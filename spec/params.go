@@ -100,7 +100,9 @@ func decodeParams(raw json.RawMessage, v any) error {
 	return json.Unmarshal(raw, v)
 }
 
-func checkToken(tok string) error {
+// CheckToken checks a resume token as the server takes one: present, and at most
+// MaxTokenLen bytes.
+func CheckToken(tok string) error {
 	if tok == "" {
 		return errors.New(`"resumeToken" is required and must be a non-empty string`)
 	}
@@ -123,7 +125,7 @@ func DecodeGetStatusParams(raw json.RawMessage) (*GetStatusParams, *Error) {
 	if len(p.RequestID) == 0 {
 		return nil, invalidParams(MethodGetStatus, errors.New(`"requestId" is required`))
 	}
-	if err := checkToken(p.ResumeToken); err != nil {
+	if err := CheckToken(p.ResumeToken); err != nil {
 		return nil, invalidParams(MethodGetStatus, err)
 	}
 	return &p, nil
@@ -135,7 +137,7 @@ func DecodeResumeParams(raw json.RawMessage) (*ResumeParams, *Error) {
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, invalidParams(MethodResume, err)
 	}
-	if err := checkToken(p.ResumeToken); err != nil {
+	if err := CheckToken(p.ResumeToken); err != nil {
 		return nil, invalidParams(MethodResume, err)
 	}
 	return &p, nil
@@ -151,7 +153,7 @@ func DecodeCancelledParams(raw json.RawMessage) (*CancelledParams, error) {
 		return nil, errors.New(`"requestId" is required`)
 	}
 	if p.ResumeToken != "" {
-		if err := checkToken(p.ResumeToken); err != nil {
+		if err := CheckToken(p.ResumeToken); err != nil {
 			return nil, err
 		}
 	}

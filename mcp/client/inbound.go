@@ -121,14 +121,18 @@ func (c *Client) policy(params json.RawMessage) {
 		MinWait     *int64  `json:"minWait"`
 		MaxWait     *int64  `json:"maxWait"`
 	}
+	err := json.Unmarshal(params, &p)
+	switch {
+	case err != nil:
+	case p.ResumeToken == nil:
+		err = errors.New("no resumeToken")
+	default:
+		err = spec.CheckToken(*p.ResumeToken)
+	}
 	var problem string
-	switch err := json.Unmarshal(params, &p); {
+	switch {
 	case err != nil:
 		problem = err.Error()
-	case p.ResumeToken == nil || *p.ResumeToken == "":
-		problem = "no resumeToken"
-	case len(*p.ResumeToken) > spec.MaxTokenLen:
-		problem = fmt.Sprintf("resumeToken longer than %d bytes", spec.MaxTokenLen)
 	case p.MinWait != nil && *p.MinWait < 0, p.MaxWait != nil && *p.MaxWait < 0:
 		problem = "negative minWait or maxWait"
 	case p.MinWait != nil && p.MaxWait != nil && *p.MinWait > *p.MaxWait:
