@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
+
 	"github.com/mcp-resume/mcp-resume/resume"
 )
 
@@ -37,8 +39,8 @@ func encodeCall(from string, budget time.Duration, c resume.PeerCall) []byte {
 	b = append(b, c.Hash[:]...)
 	b = binary.AppendUvarint(b, c.Ack)
 	b = binary.AppendUvarint(b, uint64(max(budget.Milliseconds(), 0)))
-	b = appendString(b, from)
-	b = appendString(b, c.Inbox)
+	b = wire.AppendString(b, from)
+	b = wire.AppendString(b, c.Inbox)
 	return append(b, c.Data...)
 }
 
@@ -51,17 +53,17 @@ func decodeCall(b []byte) (call, error) {
 	b = b[2+copy(v.c.Hash[:], b[2:]):]
 	var ms uint64
 	var ok bool
-	if v.c.Ack, b, ok = uvarint(b); !ok {
+	if v.c.Ack, b, ok = wire.Uvarint(b); !ok {
 		return call{}, errCodec
 	}
-	if ms, b, ok = uvarint(b); !ok || ms > uint64(24*time.Hour/time.Millisecond) {
+	if ms, b, ok = wire.Uvarint(b); !ok || ms > uint64(24*time.Hour/time.Millisecond) {
 		return call{}, errCodec
 	}
 	v.budget = time.Duration(ms) * time.Millisecond
-	if v.from, b, ok = cutString(b); !ok {
+	if v.from, b, ok = wire.CutString(b); !ok {
 		return call{}, errCodec
 	}
-	if v.c.Inbox, b, ok = cutString(b); !ok {
+	if v.c.Inbox, b, ok = wire.CutString(b); !ok {
 		return call{}, errCodec
 	}
 	if len(b) > 0 {
@@ -102,11 +104,11 @@ func decodeReply(b []byte) (resume.PeerReply, error) {
 	s.HasInput = b[2]&flagInput != 0
 	b = b[3:]
 	var ok bool
-	if s.Dropped, b, ok = uvarint(b); !ok {
+	if s.Dropped, b, ok = wire.Uvarint(b); !ok {
 		return resume.PeerReply{}, errCodec
 	}
 	var q uint64
-	if q, b, ok = uvarint(b); !ok || q > uint64(maxInt) {
+	if q, b, ok = wire.Uvarint(b); !ok || q > uint64(maxInt) {
 		return resume.PeerReply{}, errCodec
 	}
 	s.QueuedBytes = int(q)
@@ -115,51 +117,3 @@ func decodeReply(b []byte) (resume.PeerReply, error) {
 }
 
 const maxInt = int(^uint(0) >> 1)
-
-func encodeMessage(m resume.Message) []byte {
-	b := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(m.Key)+len(m.Data))
-	b = append(b, codecVersion, byte(m.Kind))
-	b = binary.AppendUvarint(b, m.Seq)
-	b = appendString(b, m.Key)
-	return append(b, m.Data...)
-}
-
-func decodeMessage(b []byte) (resume.Message, error) {
-	if len(b) < 2 || b[0] != codecVersion {
-		return resume.Message{}, errCodec
-	}
-	m := resume.Message{Kind: resume.Kind(b[1])}
-	b = b[2:]
-	var ok bool
-	if m.Seq, b, ok = uvarint(b); !ok {
-		return resume.Message{}, errCodec
-	}
-	if m.Key, b, ok = cutString(b); !ok {
-		return resume.Message{}, errCodec
-	}
-	if len(b) > 0 {
-		m.Data = b
-	}
-	return m, nil
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func uvarint(b []byte) (uint64, []byte, bool) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, nil, false
-	}
-	return v, b[n:], true
-}
-
-func cutString(b []byte) (string, []byte, bool) {
-	n, b, ok := uvarint(b)
-	if !ok || n > uint64(len(b)) {
-		return "", nil, false
-	}
-	return string(b[:n]), b[n:], true
-}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
+
 	"github.com/mcp-resume/mcp-resume/resume"
 )
 
@@ -39,7 +41,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Seq: 1<<64 - 1, Kind: resume.KindResponse},
 	}
 	for _, m := range msgs {
-		got, err := decodeMessage(encodeMessage(m))
+		got, err := wire.DecodeMessage(wire.EncodeMessage(m))
 		if err != nil || !reflect.DeepEqual(got, m) {
 			t.Errorf("message %+v: decoded %+v, %v", m, got, err)
 		}
@@ -59,8 +61,8 @@ func TestCodecRejects(t *testing.T) {
 		}
 	}
 	for _, b := range [][]byte{nil, {1}, {2, 1, 1, 0}, {1, 1, 0x80}, {1, 1, 1, 5, 'a'}} {
-		if _, err := decodeMessage(b); err == nil {
-			t.Errorf("decodeMessage(%x) succeeded", b)
+		if _, err := wire.DecodeMessage(b); err == nil {
+			t.Errorf("wire.DecodeMessage(%x) succeeded", b)
 		}
 	}
 }
@@ -71,7 +73,7 @@ func TestCodecRejects(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(encodeCall("alpha", time.Second, resume.PeerCall{Op: resume.PeerAttach, Ack: 3, Inbox: "i", Data: []byte("d")}))
 	f.Add(encodeReply(resume.PeerReply{Status: resume.Status{State: 1, HasPending: true, Dropped: 2, QueuedBytes: 3}, Err: "ended"}))
-	f.Add(encodeMessage(resume.Message{Seq: 9, Kind: resume.KindRequest, Key: "k", Data: []byte("d")}))
+	f.Add(wire.EncodeMessage(resume.Message{Seq: 9, Kind: resume.KindRequest, Key: "k", Data: []byte("d")}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if c, err := decodeCall(b); err == nil {
 			if again, err := decodeCall(encodeCall(c.from, c.budget, c.c)); err != nil || !reflect.DeepEqual(again, c) {
@@ -83,8 +85,8 @@ func FuzzDecode(f *testing.F) {
 				t.Errorf("reply %+v decodes again as %+v, %v", r, again, err)
 			}
 		}
-		if m, err := decodeMessage(b); err == nil {
-			if again, err := decodeMessage(encodeMessage(m)); err != nil || !reflect.DeepEqual(again, m) {
+		if m, err := wire.DecodeMessage(b); err == nil {
+			if again, err := wire.DecodeMessage(wire.EncodeMessage(m)); err != nil || !reflect.DeepEqual(again, m) {
 				t.Errorf("message %+v decodes again as %+v, %v", m, again, err)
 			}
 		}

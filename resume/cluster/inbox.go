@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -24,7 +26,7 @@ func (n *Node) Listen(deliver func(resume.Message) error) (inbox string, close f
 	var closed atomic.Bool
 	sub, err := n.nc.Subscribe(inbox, func(m *nats.Msg) {
 		var text string
-		switch msg, err := decodeMessage(m.Data); {
+		switch msg, err := wire.DecodeMessage(m.Data); {
 		case closed.Load():
 			text = "cluster: inbox closed"
 		case err != nil:
@@ -83,7 +85,7 @@ func (n *Node) Deliver(ctx context.Context, inbox string, m resume.Message) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
 	defer cancel()
-	r, err := n.nc.RequestWithContext(ctx, inbox, encodeMessage(m))
+	r, err := n.nc.RequestWithContext(ctx, inbox, wire.EncodeMessage(m))
 	if err != nil {
 		return fmt.Errorf("cluster: deliver message %d to %s: %w", m.Seq, inbox, err)
 	}

@@ -18,36 +18,6 @@ const codecVersion = 1
 
 var errCodec = errors.New("malformed stored value")
 
-func encodeMessage(m resume.Message) []byte {
-	b := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(m.Key)+len(m.Data))
-	b = append(b, codecVersion, byte(m.Kind))
-	b = binary.AppendUvarint(b, m.Seq)
-	b = binary.AppendUvarint(b, uint64(len(m.Key)))
-	b = append(b, m.Key...)
-	return append(b, m.Data...)
-}
-
-func decodeMessage(b []byte) (resume.Message, error) {
-	if len(b) < 2 || b[0] != codecVersion {
-		return resume.Message{}, errCodec
-	}
-	m := resume.Message{Kind: resume.Kind(b[1])}
-	b = b[2:]
-	var n int
-	if m.Seq, n = binary.Uvarint(b); n <= 0 {
-		return resume.Message{}, errCodec
-	}
-	b = b[n:]
-	klen, n := binary.Uvarint(b)
-	if n <= 0 || klen > uint64(len(b)-n) {
-		return resume.Message{}, errCodec
-	}
-	b = b[n:]
-	m.Key = string(b[:klen])
-	m.Data = b[klen:]
-	return m, nil
-}
-
 // A record is its version, state, creation time, then the id alone (version 1,
 // as written before restartable requests) or the id's length, the id and the
 // payload (version 2, written when there is a payload), or the id's length, the

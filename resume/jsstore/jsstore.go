@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -228,7 +230,7 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 		return err
 	}
 	subj := s.subject(h)
-	data := encodeMessage(m)
+	data := wire.EncodeMessage(m)
 	id := jetstream.WithMsgID(key(h) + "." + fmt.Sprint(m.Seq))
 	var ack *jetstream.PubAck
 	err := s.retry(ctx, func(ctx context.Context) error {
@@ -349,7 +351,7 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 				yield(resume.Message{}, fmt.Errorf("jsstore: reading message %d of %s at %d: %w", l.seq, key(h)[:12], l.sseq, err))
 				return
 			}
-			m, err := decodeMessage(raw.Data)
+			m, err := wire.DecodeMessage(raw.Data)
 			if err == nil && (raw.Subject != subj || m.Seq != l.seq) {
 				err = fmt.Errorf("%w: %s message %d where message %d of %s was", errCodec, raw.Subject, m.Seq, l.seq, key(h)[:12])
 			}
@@ -551,7 +553,7 @@ func (s *Store) scan(ctx context.Context, h resume.TokenHash) ([]loc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: reading %s at %d: %w", key(h)[:12], from, err)
 		}
-		m, err := decodeMessage(raw.Data)
+		m, err := wire.DecodeMessage(raw.Data)
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: message at %d: %w", raw.Sequence, err)
 		}
