@@ -367,6 +367,20 @@ func (e *Engine) Close() {
 	e.bg.Wait()
 }
 
+// enter counts the calling goroutine, run by Peers (a call, a departure, a
+// watch), among those Close waits for, unless the engine is closed: then it
+// returns false and the caller does nothing. A true return is paired with
+// e.bg.Done().
+func (e *Engine) enter() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.bg.Add(1)
+	return true
+}
+
 // goBackground runs f on a goroutine that Close waits for, unless the engine is
 // closed.
 func (e *Engine) goBackground(f func()) {

@@ -71,7 +71,10 @@ func (e *Engine) resolve(rec Record) (*Request, error) {
 		case e.peers.Alive(e.ctx, rec.Owner):
 			return e.proxy(rec), nil
 		}
-		r, err := e.claim(rec)
+		r, rerun, err := e.claim(rec)
+		if rerun {
+			e.restartableReady()
+		}
 		if !errors.Is(err, ErrClaimed) {
 			return r, err
 		}
@@ -108,49 +111,65 @@ var errProxy = errors.New("resume: the request runs on another instance")
 
 // claim takes rec over from its lost owner (Store.Claim) and recovers it here as
 // after a restart, with Options.OwnerLost's response for a request that was
-// processing (or a new run when restartable). It returns the live request, or
-// ErrClaimed when another instance claimed it first, or ErrUnknown.
-func (e *Engine) claim(rec Record) (*Request, error) {
+// processing (or a new run when restartable, which claimAll and resolve hand to
+// Options.OnRestartable once for all they claimed). It returns the live request
+// and whether it is to run again, or ErrClaimed when another instance claimed it
+// first, or ErrUnknown.
+func (e *Engine) claim(rec Record) (*Request, bool, error) {
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
 	got, err := e.store.Claim(e.ctx, rec.Hash, rec.Owner, e.self)
 	switch {
 	case errors.Is(err, ErrClaimed):
-		return nil, err
+		return nil, false, err
 	case err != nil:
 		if !errors.Is(err, ErrNotFound) {
 			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("claiming a request of a lost instance")
 		}
-		return nil, ErrUnknown
+		return nil, false, ErrUnknown
 	}
 	how := e.recoverOne(*got, e.opts.OwnerLost)
 	e.log.Info().Str("request", string(rec.ID)).Str("owner", rec.Owner).Bool("rerun", how == recoveredRerun).
 		Msg("claimed a request of a lost instance")
-	if how == recoveredRerun && e.opts.OnRestartable != nil && e.ready.Load() {
-		e.goBackground(e.opts.OnRestartable)
-	}
 	e.mu.Lock()
 	r := e.live[rec.Hash]
 	e.mu.Unlock()
 	if r == nil {
-		return nil, ErrUnknown
+		return nil, false, ErrUnknown
 	}
-	return r, nil
+	return r, how == recoveredRerun, nil
 }
 
 // claimAll claims lost instances' requests, all of them, as found in the store.
 func (e *Engine) claimAll(recs []Record) {
+	rerun := false
 	for _, rec := range recs {
-		_, _ = e.claim(rec)
+		_, again, _ := e.claim(rec)
+		rerun = rerun || again
 	}
 	if len(recs) > 0 {
 		e.trim()
+	}
+	if rerun {
+		e.restartableReady()
+	}
+}
+
+// restartableReady tells Options.OnRestartable that Restartable has requests to
+// run again; not before New has returned (New's caller takes them itself).
+func (e *Engine) restartableReady() {
+	if e.opts.OnRestartable != nil && e.ready.Load() {
+		e.goBackground(e.opts.OnRestartable)
 	}
 }
 
 // sweep claims the requests of an instance whose lease lapsed (Peers.OnDeparted).
 // Every instance sweeps; Store.Claim lets one win each request.
 func (e *Engine) sweep(instance string) {
+	if !e.enter() {
+		return
+	}
+	defer e.bg.Done()
 	if e.peers.Alive(e.ctx, instance) {
 		// Back under the same name already (a restart): the new process recovers
 		// its requests itself. (A sweep that started before it came back can still
@@ -322,7 +341,12 @@ func (r *Request) remoteAttach(sink Sink, ack uint64) error {
 		return err
 	}
 	_, owner := p.current()
-	unwatch := r.e.peers.Watch(owner, func() { r.failover() })
+	unwatch := r.e.peers.Watch(owner, func() {
+		if r.e.enter() {
+			defer r.e.bg.Done()
+			r.failover()
+		}
+	})
 	p.mu.Lock()
 	if p.sink == sink && p.unwatch == nil {
 		p.unwatch, unwatch = unwatch, nil
@@ -394,6 +418,10 @@ func (s peerSink) Write(ctx context.Context, m Message) error {
 
 // servePeer answers another instance's call (Peers.Handle).
 func (e *Engine) servePeer(_ context.Context, from string, c PeerCall) PeerReply {
+	if !e.enter() {
+		return PeerReply{Err: PeerError(ErrClosed)}
+	}
+	defer e.bg.Done()
 	switch c.Op {
 	case PeerAnswer:
 		if e.opts.Answer == nil {
@@ -448,8 +476,11 @@ func (e *Engine) byHash(h TokenHash) (*Request, error) {
 // watchSink detaches r from s when the instance of s's inbox is lost.
 func (e *Engine) watchSink(r *Request, s peerSink) {
 	stop := e.peers.Watch(e.peers.InboxOwner(s.inbox), func() {
-		e.unwatchSink(s)
-		r.Detach(s)
+		if e.enter() {
+			defer e.bg.Done()
+			e.unwatchSink(s)
+			r.Detach(s)
+		}
 	})
 	e.mu.Lock()
 	if old := e.sinkWatch[s]; old != nil {
