@@ -97,10 +97,16 @@ func ReadSeq(obj json.RawMessage) uint64 {
 	return seq
 }
 
-// containsFold reports whether s contains the ASCII string sub in any case, without
-// allocating.
+// containsFold reports whether s contains sub, an ASCII string that starts with a
+// byte no other character folds to (such as '_'), in any case, without allocating.
+// Only windows starting with that byte can match, so it looks for those first.
 func containsFold(s []byte, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
+		j := bytes.IndexByte(s[i:len(s)-len(sub)+1], sub[0])
+		if j < 0 {
+			return false
+		}
+		i += j
 		if bytes.EqualFold(s[i:i+len(sub)], []byte(sub)) {
 			return true
 		}
