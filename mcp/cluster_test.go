@@ -148,3 +148,66 @@ func TestClusterOwnerLost(t *testing.T) {
 		t.Fatalf("resume of the restartable r after A died: %s, want its result", resp.Raw)
 	}
 }
+
+// A client without the ack extension, attached through B to a restartable
+// request of A when A dies: B runs the request again and the client's stream
+// carries on with the new run. After a drop, a resume from another connection
+// gets only what the first did not: the failover kept the request's mode (nothing
+// written is kept for a client that never acknowledges), and the new run's
+// numbers come after the old run's.
+func TestClusterFailoverKeepsMode(t *testing.T) {
+	const lease = time.Second
+	ins := startCluster(t, 2, lease, func(i int, o *mcp.Options) {
+		o.Tools = map[string]mcp.Policy{"countdown": {Restartable: true}}
+	})
+	a, b := ins[0], ins[1]
+
+	ca := e2etest.NewClient(t, a.dial(t))
+	ca.Initialize(`{"resumableRequests":{}}`)
+	ca.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":30},"_meta":{"progressToken":"p"}}}`)
+	pol := e2etest.PolicyOf(t, ca.Next())
+	ca.Close()
+
+	c1 := e2etest.NewClient(t, b.dial(t))
+	c1.Initialize(`{"resumableRequests":{}}`)
+	c1.Send(`{"jsonrpc":"2.0","id":"c","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	seen := map[uint64]bool{}
+	var last uint64
+	take := func(m e2etest.Msg, who string) {
+		t.Helper()
+		seq := m.Seq()
+		if seq == 0 {
+			t.Fatalf("%s: a message without a sequence number: %s", who, m.Raw)
+		}
+		if seen[seq] || seq <= last {
+			t.Fatalf("%s: seq %d again, or after %d: %s", who, seq, last, m.Raw)
+		}
+		seen[seq], last = true, seq
+	}
+	take(c1.Next(), "through B, A alive") // A's run, proxied
+
+	a.nc.Close() // A dies without a goodbye; B takes the request over and runs it again
+	for newRun := 0; newRun < 3; {
+		m := c1.Next()
+		if m.IsResponse(`"c"`) {
+			t.Fatalf("the response came before three progress notifications of the new run: %s", m.Raw)
+		}
+		take(m, "through B, across the failover")
+		if m.Seq() > 1<<32 {
+			newRun++
+		}
+	}
+	c1.Close()
+
+	c2 := e2etest.NewClient(t, b.dial(t))
+	c2.Initialize(`{"resumableRequests":{}}`)
+	c2.Send(`{"jsonrpc":"2.0","id":"c","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	resp, before := c2.Response(`"c"`)
+	for _, m := range before {
+		take(m, "resumed on B")
+	}
+	take(resp, "resumed on B")
+	if got := e2etest.Text(resp); got != "countdown done: 30 of 30 steps" {
+		t.Fatalf("the result of the new run: %s", resp.Raw)
+	}
+}

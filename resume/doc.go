@@ -38,7 +38,8 @@
 // (Attach or Touch with ack > 0, or an ack-mode request from the start) switches the
 // request to ack mode: nothing is dropped on write, everything up to the ack is
 // dropped on ack, and every message reaches the client exactly once across any
-// number of disconnects.
+// number of disconnects. The mode is stored with the request (Record.AckMode), so a
+// recovered request keeps it.
 //
 // # Stores
 //

@@ -248,7 +248,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		so = &StartOptions{}
 	}
 	tok, h := newToken()
-	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode}
+	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode, payload: so.Payload}
 	base := context.Background()
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
@@ -270,7 +270,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.addRunningLocked(so.Principal, 1)
 	e.mu.Unlock()
 
-	if err := e.put(Record{Hash: h, ID: r.id, State: StateProcessing, Created: r.created, Payload: so.Payload, Principal: so.Principal, Owner: e.self}); err != nil {
+	if err := e.put(r.recordLocked(StateProcessing)); err != nil { // r is not shared yet
 		e.mu.Lock()
 		delete(e.live, h)
 		e.addRunningLocked(so.Principal, -1)
@@ -507,7 +507,7 @@ func (e *Engine) forget(r *Request, final State) {
 	if final == StateCancelled {
 		ts = StateCancelled
 	}
-	if err := e.store.Put(e.ctx, Record{Hash: r.hash, ID: r.id, State: ts, Created: r.created, Principal: r.principal, Owner: e.self}); err != nil {
+	if err := e.store.Put(e.ctx, r.recordLocked(ts)); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
 	}
 	for _, h := range aged {

@@ -82,6 +82,10 @@ const (
 	// PeerAnswer: Data is a client's response to a server-to-client request
 	// this instance sent (Options.Answer).
 	PeerAnswer
+	// PeerReattach: as PeerAttach, but Ack is what a proxy whose owner was lost
+	// wrote to its client, not the client's acknowledgement (see
+	// Request.reattach). An instance older than this op answers it as unknown.
+	PeerReattach
 )
 
 // PeerCall is one call from an instance to another.

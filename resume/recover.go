@@ -31,9 +31,16 @@ import (
 //     deleted.
 //
 // Tombstones are not stored, so a request that ended cancelled or expired in the
-// earlier process answers "not found" after a restart. The ack mode of a request is
-// not stored either: a recovered request starts without it, and a client's first ack
-// switches it on again.
+// earlier process answers "not found" after a restart. A recovered request keeps
+// its ack mode (Record.AckMode).
+//
+// Sequence numbers. A message leaves the store once delivered (without ack mode)
+// or acknowledged, so the highest stored number can be below one a client holds.
+// A processing request that is recovered (restarted, or run again) therefore
+// starts a new epoch (Record.Epoch, stored before its first new message): its
+// messages are numbered after epoch<<32, above any number an earlier run gave out
+// (a run queues fewer than 2^32 messages), and a client's ack or duplicate check
+// never mistakes a new message for an old one.
 
 // With Peers, an engine recovers only the requests it owned (the same Self as the
 // earlier process), and claims those of instances that are gone (see peers.go);
@@ -139,6 +146,7 @@ func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, hasRespo
 		return e.recoverRestartable(rec, q, inputs, lost)
 	case state == StateProcessing:
 		e.discardInputs(rec, &q, inputs)
+		newEpoch(&rec, &q)
 		m := Message{Seq: q.next(), Kind: KindResponse}
 		m.Data = lost(rec.ID, m.Seq)
 		if err := e.store.Append(e.ctx, rec.Hash, m); err != nil {
@@ -161,7 +169,7 @@ func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, hasRespo
 
 	// No handler runs for it: its context ends when it is freed, like any other.
 	// Its Retention clock runs from now.
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: state, q: q}
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: state, q: q, ackMode: rec.AckMode, epoch: rec.Epoch}
 	if !e.revive(r, func() { e.retainLocked(r) }) {
 		return recoveredDropped
 	}
@@ -222,8 +230,15 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost 
 		return e.recoverReplayed(rec, q, inputs, false, lost) // fails it as restarted
 	}
 	e.discardInputs(rec, &q, inputs)
+	newEpoch(&rec, &q)
+	if err := e.store.Put(e.ctx, rec); err != nil {
+		// Its new messages are numbered in the new epoch all the same; should
+		// the process stop again before storing one, the next run could reuse
+		// this epoch's numbers.
+		e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("storing the epoch of a request run again")
+	}
 	// Processing and detached: its maxWait clock runs from now.
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload}
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload, ackMode: rec.AckMode, epoch: rec.Epoch}
 	if !e.revive(r, func() {
 		e.addRunningLocked(r.principal, 1)
 		e.restartable = append(e.restartable, r)
@@ -231,6 +246,14 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost 
 		return recoveredDropped
 	}
 	return recoveredRerun
+}
+
+// newEpoch starts the next epoch of a recovered request that was processing: after
+// the one in its record and the one of its last stored message (a process that
+// stopped before storing its epoch may have stored messages of it).
+func newEpoch(rec *Record, q *outbox) {
+	rec.Epoch = max(rec.Epoch, uint32(q.last>>32)) + 1
+	q.last = max(q.last, uint64(rec.Epoch)<<32)
 }
 
 func (e *Engine) dropStored(rec Record) {

@@ -2,6 +2,7 @@ package resume_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -87,12 +88,13 @@ func TestRecover(t *testing.T) {
 	if m := decode(t, sink.raw(0)); m.seq != 1 || m.kind != "progress" {
 		t.Fatalf("running: first message %+v, want the progress", m)
 	}
+	// The response is the first message of the request's next epoch.
 	var resp restarted
 	if err := json.Unmarshal(sink.raw(1), &resp); err != nil {
 		t.Fatalf("running: response %q: %v", sink.raw(1), err)
 	}
 	if string(resp.ID) != `7` || resp.Error.Code != spec.CodeInvalidParams ||
-		resp.Error.Data.Reason != string(spec.ReasonServerRestarted) || resp.Error.Data.Meta[spec.MetaSeq] != 3 {
+		resp.Error.Data.Reason != string(spec.ReasonServerRestarted) || resp.Error.Data.Meta[spec.MetaSeq] != 1<<32+1 {
 		t.Fatalf("running: response %s", sink.raw(1))
 	}
 	if sink.raw(2) != nil {
@@ -103,7 +105,7 @@ func TestRecover(t *testing.T) {
 	for _, c := range []struct {
 		tok, id string
 		ack     uint64
-	}{{tokDone, `"done"`, 2}, {tokRunning, `7`, 3}} {
+	}{{tokDone, `"done"`, 2}, {tokRunning, `7`, 1<<32 + 1}} {
 		r, err := e2.Lookup(c.tok, []byte(c.id))
 		if err != nil {
 			t.Fatalf("Lookup(%s): %v", c.id, err)
@@ -192,5 +194,92 @@ func TestRecoverRestartablePastMaxLive(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Errorf("%d stored as failed; want 1", failed)
+	}
+}
+
+// TestRecoverNumbersAfterAcked: the messages a recovered request queues next are
+// numbered after every message of the earlier process, also those the client
+// acknowledged (which left the store): a client resuming with its ack gets the
+// restarted error, and the new run of a restartable request, whole.
+func TestRecoverNumbersAfterAcked(t *testing.T) {
+	st := memstore.New()
+	e1 := resume.New(st, nil)
+	lost, tokLost := start(t, e1, `"lost"`, nil)
+	rerun, tokRerun := start(t, e1, `"rerun"`, &resume.StartOptions{Payload: []byte(`{"rerun":1}`)})
+	var acks [2]uint64
+	for i, r := range []*resume.Request{lost, rerun} {
+		for range 3 {
+			appendMsg(t, r, resume.KindProgress, "p")
+		}
+		s := newSink()
+		attach(t, r, s, 0)
+		acks[i] = s.top(t)
+		attach(t, r, newSink(), acks[i]) // the client acknowledges what it has
+		r.Detach(nil)
+	}
+	e1.Close()
+
+	e2 := resume.New(st, nil)
+	defer e2.Close()
+	r, err := e2.Lookup(tokLost, []byte(`"lost"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	attach(t, r, s, acks[0])
+	var rst restarted
+	if err := json.Unmarshal(s.raw(0), &rst); err != nil || s.raw(1) != nil ||
+		rst.Error.Data.Reason != string(spec.ReasonServerRestarted) || rst.Error.Data.Meta[spec.MetaSeq] <= acks[0] {
+		t.Fatalf("resume of a restarted request after ack %d: %s, want the restarted error numbered after it", acks[0], s.raw(0))
+	}
+
+	rs := e2.Restartable()
+	if len(rs) != 1 {
+		t.Fatalf("%d restartable, want 1", len(rs))
+	}
+	first := appendMsg(t, rs[0], resume.KindProgress, "p")
+	resp := complete(t, rs[0])
+	if first <= acks[1] || resp <= first {
+		t.Fatalf("the new run numbers its messages %d, %d after the client's ack %d", first, resp, acks[1])
+	}
+	r, err = e2.Lookup(tokRerun, []byte(`"rerun"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = newSink()
+	attach(t, r, s, acks[1])
+	wantSeqs(t, "resume of the new run", s.seqs(t), first, resp)
+}
+
+// TestRecoverKeepsAckMode: a request in ack mode (from its start, or from a
+// client's first ack) is recovered in ack mode: what a resume without an ack
+// writes stays queued until acknowledged, so a second resume gets it again.
+func TestRecoverKeepsAckMode(t *testing.T) {
+	st := memstore.New()
+	e1 := resume.New(st, nil)
+	fromStart, tokStart := start(t, e1, `"start"`, &resume.StartOptions{AckMode: true, Payload: []byte(`{}`)})
+	switched, tokSwitched := start(t, e1, `"switched"`, &resume.StartOptions{Payload: []byte(`{}`)})
+	for _, r := range []*resume.Request{fromStart, switched} {
+		appendMsg(t, r, resume.KindProgress, "a")
+		appendMsg(t, r, resume.KindNotification, "")
+	}
+	attach(t, switched, newSink(), 1) // the client acknowledges the first
+	e1.Close()
+
+	e2 := resume.New(st, nil)
+	defer e2.Close()
+	for _, c := range []struct {
+		id, tok string
+		want    []uint64
+	}{{`"start"`, tokStart, []uint64{1, 2}}, {`"switched"`, tokSwitched, []uint64{2}}} {
+		r, err := e2.Lookup(c.tok, []byte(c.id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			s := newSink()
+			attach(t, r, s, 0)
+			wantSeqs(t, fmt.Sprintf("%s: resume %d without an ack", c.id, i+1), s.seqs(t), c.want...)
+		}
 	}
 }

@@ -255,7 +255,9 @@ func (r *Request) failover() *Request {
 	p.mu.Unlock()
 	r.detachRemote(nil)
 	if sink != nil {
-		if err := nx.Attach(sink, cursor); err != nil {
+		// The cursor says what was written to the client, not what it
+		// acknowledged: the successor keeps the request's ack mode.
+		if err := nx.reattach(sink, cursor); err != nil {
 			r.e.log.Info().Err(err).Str("request", string(r.id)).Msg("re-attaching a proxied request after its owner was lost")
 		}
 	}
@@ -315,16 +317,21 @@ func (r *Request) remoteStatus() Status {
 	return p.status
 }
 
-func (r *Request) remoteAttach(sink Sink, ack uint64) error {
+// remoteAttach is Attach (written == ack) or reattach (ack 0) of a proxy.
+func (r *Request) remoteAttach(sink Sink, ack, written uint64) error {
 	if nx, _ := r.remote.current(); nx != nil {
+		if written > ack {
+			return nx.reattach(sink, written)
+		}
 		return nx.Attach(sink, ack)
 	}
 	p := r.remote
 	inbox, closeInbox := r.e.peers.Listen(func(m Message) error { return r.remoteDeliver(sink, m) })
 	p.mu.Lock()
-	// Messages may come before the owner's answer: the cursor counts from ack.
+	// Messages may come before the owner's answer: the cursor counts from what
+	// the client has.
 	oldClose, oldWatch := p.closeInbox, p.unwatch
-	p.sink, p.inbox, p.closeInbox, p.cursor, p.unwatch = sink, inbox, closeInbox, ack, nil
+	p.sink, p.inbox, p.closeInbox, p.cursor, p.unwatch = sink, inbox, closeInbox, max(ack, written), nil
 	p.mu.Unlock()
 	if oldClose != nil {
 		oldClose()
@@ -332,7 +339,11 @@ func (r *Request) remoteAttach(sink Sink, ack uint64) error {
 	if oldWatch != nil {
 		oldWatch()
 	}
-	_, nx, err := r.call(PeerCall{Op: PeerAttach, Ack: ack, Inbox: inbox})
+	c := PeerCall{Op: PeerAttach, Ack: ack, Inbox: inbox}
+	if written > ack {
+		c.Op, c.Ack = PeerReattach, written
+	}
+	_, nx, err := r.call(c)
 	if nx != nil {
 		return nil // the failover attached sink to the successor
 	}
@@ -441,9 +452,13 @@ func (e *Engine) servePeer(_ context.Context, from string, c PeerCall) PeerReply
 			return PeerReply{Err: PeerError(err)}
 		}
 		return PeerReply{Status: r.Status()}
-	case PeerAttach:
+	case PeerAttach, PeerReattach:
 		s := peerSink{e.peers, c.Inbox}
-		if err := r.attach(s, c.Ack); err != nil {
+		ack := c.Ack
+		if c.Op == PeerReattach {
+			ack = 0 // written, not acknowledged
+		}
+		if err := r.attach(s, ack, c.Ack); err != nil {
 			return PeerReply{Err: PeerError(err)}
 		}
 		e.watchSink(r, s)

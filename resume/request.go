@@ -22,7 +22,11 @@ type Request struct {
 	created   time.Time // as in its Record
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
-	payload   []byte // set on a restartable request recovered to run again
+	// payload makes a restartable request's record (StartOptions.Payload); nil for
+	// the others.
+	payload []byte
+	// epoch is the request's Record.Epoch: its run since its last recovery.
+	epoch uint32
 	// remote is set on a proxy: a request another instance owns (remote.go).
 	remote *remote
 
@@ -55,7 +59,7 @@ type attachment struct {
 func (r *Request) ID() []byte { return r.id }
 
 // Payload returns what the request was started with to make it restartable (see
-// StartOptions.Payload), for a request recovered to run again; nil otherwise.
+// StartOptions.Payload); nil for a request that is not restartable.
 func (r *Request) Payload() []byte { return r.payload }
 
 // Context returns the request's own context: cancelled when the request ends (cause
@@ -156,10 +160,10 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	}
 	if next != r.state {
 		if next.Ended() {
+			r.payload = nil // nothing runs it again now
 			// The final response is stored, and now so is the final state: a
 			// durable store gives both to the next process (see recover.go).
-			rec := Record{Hash: r.hash, ID: r.id, State: next, Created: r.created, Principal: r.principal, Owner: r.e.self}
-			if err := r.e.put(rec); err != nil {
+			if err := r.e.put(r.recordLocked(next)); err != nil {
 				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final state")
 			}
 		}
@@ -173,23 +177,49 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	return seq, nil
 }
 
+// recordLocked returns the request's Record with state.
+func (r *Request) recordLocked(state State) Record {
+	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch}
+	if state == StateProcessing {
+		rec.Payload = r.payload // what a restartable request runs again with
+	}
+	return rec
+}
+
 // Attach makes sink the request's sink (taking it over from any other), drops
 // messages up to ack (when ack > 0, which also switches to ack mode), resets the
 // timers, and writes every queued message after ack. It returns ErrEnded for a
 // request that was cancelled or expired meanwhile.
 func (r *Request) Attach(sink Sink, ack uint64) error {
 	if r.remote != nil {
-		return r.remoteAttach(sink, ack)
+		return r.remoteAttach(sink, ack, ack)
 	}
-	if err := r.attach(sink, ack); err != nil {
+	if err := r.attach(sink, ack, ack); err != nil {
 		return err
 	}
 	r.kick(Message{})
 	return nil
 }
 
-// attach is Attach without the writing.
-func (r *Request) attach(sink Sink, ack uint64) error {
+// reattach is Attach for a failover (see remote.go): the proxy whose owner was lost
+// wrote every message up to written to sink, but that is not the client's
+// acknowledgement. Without ack mode those messages were delivered, and leave the
+// request as deliver would have let them go; with it they stay until the client
+// acknowledges them. The mode stays as it was.
+func (r *Request) reattach(sink Sink, written uint64) error {
+	if r.remote != nil {
+		return r.remoteAttach(sink, 0, written)
+	}
+	if err := r.attach(sink, 0, written); err != nil {
+		return err
+	}
+	r.kick(Message{})
+	return nil
+}
+
+// attach is Attach without the writing: the client acknowledged every message up
+// to ack, and sink was written every message up to written (>= ack).
+func (r *Request) attach(sink Sink, ack, written uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
@@ -199,7 +229,21 @@ func (r *Request) attach(sink Sink, ack uint64) error {
 	if r.gone.Load() { // the ack released a completed request
 		return nil
 	}
-	r.att = &attachment{sink: sink, cursor: ack}
+	if written > ack && !r.ackMode {
+		var drop []uint64
+		for _, e := range r.q.entries {
+			if e.seq > written {
+				break
+			}
+			if !e.kind.retained() {
+				drop = append(drop, e.seq)
+			}
+		}
+		if len(drop) > 0 {
+			r.discardLocked(drop)
+		}
+	}
+	r.att = &attachment{sink: sink, cursor: max(ack, written)}
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
 	return nil
@@ -271,7 +315,15 @@ func (r *Request) ackLocked(ack uint64) {
 	if ack == 0 {
 		return
 	}
-	r.ackMode = true
+	if !r.ackMode {
+		// From now on, also for an engine that recovers the request.
+		r.ackMode = true
+		if !r.state.Ended() {
+			if err := r.e.put(r.recordLocked(r.state)); err != nil {
+				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
+			}
+		}
+	}
 	if drop := r.q.upTo(ack); len(drop) > 0 {
 		r.discardLocked(drop)
 	}

@@ -86,6 +86,16 @@ type Record struct {
 	// messages and state; another instance serves a client through the owner (see
 	// peers.go), and takes the request over (Store.Claim) once the owner is gone.
 	Owner string
+	// AckMode: the request keeps each message until the client acknowledges it
+	// (StartOptions.AckMode, or a client's first ack). A recovered request keeps
+	// its mode, so a failover or a resume without an ack loses nothing.
+	AckMode bool
+	// Epoch counts the runs of the request that were recovered while processing
+	// (ended as restarted, or run again). The messages queued from run Epoch on
+	// are numbered after Epoch<<32: a recovered request never reuses a sequence
+	// number a client may hold, even one whose message left the store when it was
+	// acknowledged or delivered.
+	Epoch uint32
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

@@ -3,9 +3,11 @@ package jsstore
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
 )
 
 // The stream and the bucket hold small binary encodings, versioned by their first
@@ -24,15 +26,42 @@ var errCodec = errors.New("malformed stored value")
 // id, the principal's length, the principal, a byte 1 when a payload follows (0
 // otherwise) and the payload (version 3, written when there is a principal), or
 // as version 3 with the owner's length and the owner after the principal
-// (version 4, written when there is an owner: a cluster's instance).
+// (version 4, written when there is an owner: a cluster's instance), or as version
+// 4 with the epoch (uvarint) after the owner and flags in place of the payload
+// byte: 1 a payload follows, 2 ack mode (version 5, written when the request is in
+// ack mode or past its first epoch). Each version is written only when the older
+// ones cannot say it, so an older process reads what it can.
 const (
 	recordWithPayload   = 2
 	recordWithPrincipal = 3
 	recordWithOwner     = 4
+	recordWithFlags     = 5
+)
+
+const (
+	flagPayload = 1 << iota
+	flagAckMode
 )
 
 func encodeRecord(rec resume.Record) []byte {
-	b := make([]byte, 0, 3+4*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Owner)+len(rec.Payload))
+	b := make([]byte, 0, 3+5*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Owner)+len(rec.Payload))
+	if rec.AckMode || rec.Epoch > 0 {
+		b = append(b, recordWithFlags, byte(rec.State))
+		b = binary.AppendVarint(b, rec.Created.UnixNano())
+		b = wire.AppendString(b, string(rec.ID))
+		b = wire.AppendString(b, rec.Principal)
+		b = wire.AppendString(b, rec.Owner)
+		b = binary.AppendUvarint(b, uint64(rec.Epoch))
+		var flags byte
+		if rec.Payload != nil {
+			flags |= flagPayload
+		}
+		if rec.AckMode {
+			flags |= flagAckMode
+		}
+		b = append(b, flags)
+		return append(b, rec.Payload...)
+	}
 	if rec.Principal != "" || rec.Owner != "" {
 		v := byte(recordWithPrincipal)
 		if rec.Owner != "" {
@@ -67,9 +96,10 @@ func encodeRecord(rec resume.Record) []byte {
 }
 
 func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
-	if len(b) < 2 || b[0] < codecVersion || b[0] > recordWithOwner {
+	if len(b) < 2 || b[0] < codecVersion || b[0] > recordWithFlags {
 		return nil, errCodec
 	}
+	v := b[0]
 	rec := &resume.Record{Hash: h, State: resume.State(b[1])}
 	ns, n := binary.Varint(b[2:])
 	if n <= 0 {
@@ -77,45 +107,42 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 	}
 	rec.Created = time.Unix(0, ns)
 	rest := b[2+n:]
-	if b[0] == codecVersion {
+	if v == codecVersion {
 		rec.ID = append([]byte(nil), rest...)
 		return rec, nil
 	}
-	idLen, n := binary.Uvarint(rest)
-	if n <= 0 || idLen > uint64(len(rest)-n) {
+	id, rest, ok := wire.CutString(rest)
+	if !ok {
 		return nil, errCodec
 	}
-	rest = rest[n:]
-	rec.ID = append([]byte(nil), rest[:idLen]...)
-	rest = rest[idLen:]
-	if b[0] == recordWithPayload {
+	rec.ID = []byte(id)
+	if v == recordWithPayload {
 		rec.Payload = append([]byte{}, rest...)
 		return rec, nil
 	}
-	pLen, n := binary.Uvarint(rest)
-	if n <= 0 || pLen >= uint64(len(rest)-n) { // the payload flag follows
+	if rec.Principal, rest, ok = wire.CutString(rest); !ok {
 		return nil, errCodec
 	}
-	rest = rest[n:]
-	rec.Principal = string(rest[:pLen])
-	rest = rest[pLen:]
-	if b[0] == recordWithOwner {
-		oLen, n := binary.Uvarint(rest)
-		if n <= 0 || oLen >= uint64(len(rest)-n) { // the payload flag follows
+	if v >= recordWithOwner {
+		if rec.Owner, rest, ok = wire.CutString(rest); !ok {
 			return nil, errCodec
 		}
-		rest = rest[n:]
-		rec.Owner = string(rest[:oLen])
-		rest = rest[oLen:]
 	}
-	switch rest[0] {
-	case 0:
-		if len(rest) != 1 {
+	allowed := byte(flagPayload)
+	if v >= recordWithFlags {
+		epoch, r, ok := wire.Uvarint(rest)
+		if !ok || epoch > math.MaxUint32 {
 			return nil, errCodec
 		}
-	case 1:
+		rec.Epoch, rest, allowed = uint32(epoch), r, flagPayload|flagAckMode
+	}
+	if len(rest) == 0 || rest[0]&^allowed != 0 {
+		return nil, errCodec
+	}
+	rec.AckMode = rest[0]&flagAckMode != 0
+	if rest[0]&flagPayload != 0 {
 		rec.Payload = append([]byte{}, rest[1:]...)
-	default:
+	} else if len(rest) != 1 {
 		return nil, errCodec
 	}
 	return rec, nil

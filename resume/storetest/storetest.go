@@ -221,10 +221,55 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			t.Fatalf("Records yielded %d after break", n)
 		}
 	})
+	t.Run("RecordFields", func(t *testing.T) {
+		// Every field of a Record comes back from Get and Records as it was Put,
+		// in each combination a store may encode differently.
+		s := newStore(t)
+		recs := []resume.Record{
+			{ID: []byte(`1`), State: resume.StateProcessing, Created: time.Unix(1, 5)},
+			{ID: []byte(`"p"`), State: resume.StateProcessing, Created: time.Unix(2, 0), Payload: []byte(`{"p":1}`)},
+			{ID: []byte(`"alice"`), State: resume.StateCompleted, Created: time.Unix(3, 0), Principal: "alice"},
+			{ID: []byte(`"owned"`), State: resume.StateFailed, Created: time.Unix(4, 0), Owner: "A", Payload: []byte(`{}`)},
+			{ID: []byte(`"ack"`), State: resume.StateProcessing, Created: time.Unix(5, 0), AckMode: true},
+			{ID: []byte(`"all"`), State: resume.StateProcessing, Created: time.Unix(6, 0), Principal: "bob", Owner: "B", Payload: []byte(`{"p":2}`), AckMode: true, Epoch: 1<<32 - 1},
+			{ID: []byte(`"epoch"`), State: resume.StateFailed, Created: time.Unix(7, 0), Epoch: 1},
+		}
+		want := map[resume.TokenHash]resume.Record{}
+		for i := range recs {
+			recs[i].Hash = hash(string(recs[i].ID))
+			if err := s.Put(ctx, recs[i]); err != nil {
+				t.Fatalf("Put(%s): %v", recs[i].ID, err)
+			}
+			want[recs[i].Hash] = recs[i]
+		}
+		same := func(got, want resume.Record) bool {
+			return got.Hash == want.Hash && bytes.Equal(got.ID, want.ID) && got.State == want.State && got.Created.Equal(want.Created) &&
+				bytes.Equal(got.Payload, want.Payload) && (got.Payload == nil) == (want.Payload == nil) &&
+				got.Principal == want.Principal && got.Owner == want.Owner && got.AckMode == want.AckMode && got.Epoch == want.Epoch
+		}
+		for _, rec := range recs {
+			if got, err := s.Get(ctx, rec.Hash); err != nil || !same(*got, rec) {
+				t.Fatalf("Get(%s) = %+v, %v; want %+v", rec.ID, got, err, rec)
+			}
+		}
+		n := 0
+		for got, err := range s.Records(ctx) {
+			if err != nil {
+				t.Fatalf("Records: %v", err)
+			}
+			if !same(got, want[got.Hash]) {
+				t.Fatalf("Records yielded %+v, want %+v", got, want[got.Hash])
+			}
+			n++
+		}
+		if n != len(recs) {
+			t.Fatalf("Records yielded %d records, want %d", n, len(recs))
+		}
+	})
 	t.Run("Claim", func(t *testing.T) {
 		s := newStore(t)
 		h := hash("a")
-		rec := resume.Record{Hash: h, ID: []byte(`"a"`), State: resume.StateProcessing, Created: time.Unix(1, 0), Principal: "alice", Payload: []byte(`{"p":1}`), Owner: "A"}
+		rec := resume.Record{Hash: h, ID: []byte(`"a"`), State: resume.StateProcessing, Created: time.Unix(1, 0), Principal: "alice", Payload: []byte(`{"p":1}`), Owner: "A", AckMode: true, Epoch: 2}
 		if _, err := s.Claim(ctx, h, "A", "B"); !errors.Is(err, resume.ErrNotFound) {
 			t.Fatalf("Claim of an unknown request: %v, want ErrNotFound", err)
 		}
@@ -249,7 +294,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 				got, err := s.Claim(ctx, h, "A", to)
 				switch {
 				case err == nil:
-					if got.Owner != to || string(got.ID) != `"a"` || got.Principal != "alice" || string(got.Payload) != `{"p":1}` || got.State != resume.StateProcessing {
+					if got.Owner != to || string(got.ID) != `"a"` || got.Principal != "alice" || string(got.Payload) != `{"p":1}` || got.State != resume.StateProcessing || !got.AckMode || got.Epoch != 2 {
 						t.Errorf("Claim returned %+v", got)
 					}
 					wins <- to
