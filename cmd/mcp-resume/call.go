@@ -216,17 +216,23 @@ func elicitFrom(stdin io.Reader, stderr io.Writer, view *progressView) func(cont
 	}
 }
 
-const statusUsage = `usage: mcp-resume status [--url URL | --ws URL | --stdio CMD] [--json] ID TOKEN
+const statusUsage = `usage: mcp-resume status [--url URL | --ws URL | --stdio CMD] [--json] ID [TOKEN | -]
 
 Asks the server for the state of a request (requests/getStatus) by its JSON-RPC
 id (as sent: "c-...-1" with its quotes, or a number) and its resume token, as
-printed by "mcp-resume call -v".
+printed by "mcp-resume call -v". The token is read from the environment variable
+` + tokenEnv + ` when TOKEN is left out, and from stdin (one line) when it is -;
+either keeps it out of the process list, where an argument is visible to every
+user of the machine.
 
 flags:
 `
 
+// tokenEnv names the environment variable status reads a resume token from.
+const tokenEnv = "MCP_RESUME_TOKEN"
+
 // status is `mcp-resume status`.
-func status(args []string, stdout, stderr io.Writer) error {
+func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var (
 		tg     target
 		asJSON bool
@@ -240,11 +246,15 @@ func status(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
+	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fs.Usage()
-		return errors.New("status: want ID and TOKEN")
+		return errors.New("status: want ID and a token")
 	}
 	id := parseID(fs.Arg(0))
+	token, err := statusToken(fs.Arg(1), stdin)
+	if err != nil {
+		return err
+	}
 	dial, err := tg.dialer(stderr)
 	if err != nil {
 		return err
@@ -256,7 +266,7 @@ func status(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	st, err := c.Status(ctx, id, fs.Arg(1))
+	st, err := c.Status(ctx, id, token)
 	if err != nil {
 		return fmt.Errorf("status %s: %w", id, err)
 	}
@@ -268,6 +278,31 @@ func status(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "request:           %s\nstatus:            %s\npending message:   %v\ninput requested:   %v\n",
 		id, st.Status, st.HasPendingMessage, st.HasInputRequest)
 	return nil
+}
+
+// statusToken returns the resume token status was given: arg, or from stdin when
+// arg is "-", or from tokenEnv when arg is empty (left out).
+func statusToken(arg string, stdin io.Reader) (string, error) {
+	switch arg {
+	case "":
+		if tok := os.Getenv(tokenEnv); tok != "" {
+			return strings.TrimSpace(tok), nil
+		}
+		return "", errors.New("status: no token: give it as TOKEN, as - to read it from stdin, or in " + tokenEnv)
+	case "-":
+		if stdin == nil {
+			return "", errors.New("status: no stdin to read the token from")
+		}
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if tok := strings.TrimSpace(line); tok != "" {
+			return tok, nil
+		}
+		if err == nil || errors.Is(err, io.EOF) {
+			err = errors.New("empty")
+		}
+		return "", fmt.Errorf("status: reading the token from stdin: %w", err)
+	}
+	return arg, nil
 }
 
 // lockedWriter serializes writes to a writer that is not safe for concurrent use.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,12 +65,32 @@ func TestCallJSONAndStatus(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no id and token in %q", errw.String())
 	}
-	out.Reset()
-	if err := run([]string{"status", "--url", httpURL, m[1], m[2]}, nil, &out, &errw); err != nil {
-		t.Fatalf("status: %v", err)
+	// The token as an argument, from stdin (-), and from the environment.
+	for _, c := range []struct {
+		name  string
+		args  []string
+		stdin io.Reader
+		env   string
+	}{
+		{"argument", []string{m[1], m[2]}, nil, ""},
+		{"stdin", []string{m[1], "-"}, strings.NewReader(m[2] + "\n"), ""},
+		{"environment", []string{m[1]}, nil, m[2]},
+	} {
+		t.Setenv(tokenEnv, c.env)
+		out.Reset()
+		if err := run(append([]string{"status", "--url", httpURL}, c.args...), c.stdin, &out, &errw); err != nil {
+			t.Fatalf("status, token from the %s: %v", c.name, err)
+		}
+		if !strings.Contains(out.String(), "status:            completed") {
+			t.Fatalf("status, token from the %s: output %q", c.name, out.String())
+		}
 	}
-	if !strings.Contains(out.String(), "status:            completed") {
-		t.Fatalf("status output %q", out.String())
+	t.Setenv(tokenEnv, "")
+	if err := run([]string{"status", "--url", httpURL, m[1]}, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), tokenEnv) {
+		t.Fatalf("status without a token: %v, want an error naming %s", err, tokenEnv)
+	}
+	if err := run([]string{"status", "--url", httpURL, m[1], "-"}, strings.NewReader("\n"), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("status with an empty stdin: %v, want an error", err)
 	}
 	err := run([]string{"status", "--url", httpURL, m[1], "wrong-token"}, nil, &out, &errw)
 	if err == nil || !strings.Contains(err.Error(), "not_found") {

@@ -69,7 +69,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case "call":
 		return call(args[1:], stdin, stdout, stderr)
 	case "status":
-		return status(args[1:], stdout, stderr)
+		return status(args[1:], stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil
