@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/rs/zerolog"
 )
 
@@ -140,13 +141,7 @@ func TestServeReloadKeys(t *testing.T) {
 	// until polls for a state the server reaches after the signal is handled.
 	until := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		poll.Until(t, 10*time.Second, what, cond)
 	}
 	if status("k-old") != http.StatusOK || status("k-new") != http.StatusUnauthorized {
 		t.Fatal("before the reload: want k-old accepted and k-new refused")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -84,16 +85,10 @@ func TestClusterSubprocesses(t *testing.T) {
 	ca.Next() // the elicitation
 	cb.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","resumeToken":%q}}`, pc.ResumeToken)
 	// The cancel is a notification, with no answer: poll A until it has taken effect.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	poll.Until(t, 10*time.Second, "getStatus on A to answer cancelled after a cancel sent to B", func() bool {
 		_, e := ca.GetStatus(`"sc"`, `"c"`, pc.ResumeToken)
-		if e != nil && e.Reason == spec.ReasonCancelled {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("getStatus on A after a cancel sent to B: %v, want cancelled", e)
-		}
-		time.Sleep(5 * time.Millisecond) // polling another process's state
-	}
+		return e != nil && e.Reason == spec.ReasonCancelled
+	})
 	if _, e := cb.GetStatus(`"sc"`, `"c"`, pc.ResumeToken); e == nil || e.Reason != spec.ReasonCancelled {
 		t.Fatalf("getStatus on B after the cancel: %v, want cancelled", e)
 	}

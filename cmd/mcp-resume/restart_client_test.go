@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
+
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
@@ -39,16 +41,14 @@ func spawnHTTP(t *testing.T, addr, args string) (kill func()) {
 		}
 	}
 	t.Cleanup(kill)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	poll.Until(t, 20*time.Second, "the server on "+addr+" to accept connections", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return kill
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server on %s did not start", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	})
+	return kill
 }
 
 // A server restart within maxWait, with a durable store: the Go client's call

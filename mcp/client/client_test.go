@@ -10,6 +10,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 )
@@ -185,17 +186,11 @@ func TestStatusAndCancel(t *testing.T) {
 	if err := b.Cancel(t.Context(), p.RequestID, p.Token, "test"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The cancel is a notification, with no answer: poll until it took effect.
+	poll.Until(t, 10*time.Second, "status to answer cancelled after the cancel", func() bool {
 		_, err := b.Status(t.Context(), p.RequestID, p.Token)
-		if err != nil && strings.Contains(err.Error(), "cancelled") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status after cancel: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the server's state
-	}
+		return err != nil && strings.Contains(err.Error(), "cancelled")
+	})
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("call: %v", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -224,18 +225,15 @@ func (c *Client) GetStatus(id, reqID, token string) (Status, *spec.Error) {
 // WaitStatus polls getStatus until cond holds (bounded by the suite's timeout).
 func (c *Client) WaitStatus(reqID, token string, cond func(Status) bool) Status {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for i := 0; ; i++ {
-		st, err := c.GetStatus(fmt.Sprintf(`"st-%d"`, i), reqID, token)
-		if err != nil {
+	var st Status
+	i := 0
+	poll.Until(c.t, timeout, "getStatus to reach the condition", func() bool {
+		var err *spec.Error
+		if st, err = c.GetStatus(fmt.Sprintf(`"st-%d"`, i), reqID, token); err != nil {
 			c.t.Fatalf("getStatus: %v", err)
 		}
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("status never reached the condition; last %+v", st)
-		}
-		time.Sleep(2 * time.Millisecond) // polling a remote state: the server answers each poll
-	}
+		i++
+		return cond(st)
+	})
+	return st
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
@@ -294,13 +295,7 @@ func TestCallStreamsIsolated(t *testing.T) {
 // server under test (net/http cannot run in a synctest bubble).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, what, cond)
 }
 
 // With StreamIdle, the server closes a quiet call stream; the client polls back
