@@ -42,6 +42,7 @@ type call struct {
 	lost   bool          // the connection went away before the request became resumable
 	stop   chan struct{} // closed to stop the notification pump
 	fin    chan struct{} // closed when the pump has delivered everything
+	room   chan struct{} // capacity 1: the pump took a notification (see callSession.UpgradeToSSEWhenReceiveNotification)
 }
 
 // startCall starts handling request m in its own goroutine.
@@ -269,12 +270,16 @@ func (cl *call) connectionLost() {
 
 // startPump starts delivering the notifications the handler sends on ch.
 func (cl *call) startPump(ch chan mcp.JSONRPCNotification) {
-	cl.stop, cl.fin = make(chan struct{}), make(chan struct{})
+	cl.stop, cl.fin, cl.room = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 	go func() {
 		defer close(cl.fin)
 		for {
 			select {
 			case n := <-ch:
+				select {
+				case cl.room <- struct{}{}:
+				default: // told already
+				}
 				cl.deliver(n)
 			case <-cl.stop:
 				for {

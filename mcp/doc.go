@@ -18,7 +18,10 @@
 //     response) goes through the request's outbox with a sequence number.
 //
 // Notifications reach the right request through a per-request mcp-go session whose
-// notification channel belongs to that request. Server-to-client requests
+// notification channel belongs to that request. mcp-go's send into it never blocks
+// and drops what does not fit; the core holds the sending tool back until there is
+// room instead (through the session hook mcp-go calls right before each send), so
+// a tool that notifies in a tight loop loses nothing. Server-to-client requests
 // (sampling, elicitation, roots) get ids from the core, travel in the originating
 // request's outbox, and the client's answer, on whichever connection, is routed
 // back to the waiting handler. Response ids are written from the raw bytes the

@@ -98,6 +98,8 @@ var (
 	_ server.SessionWithSampling    = (*callSession)(nil)
 	_ server.SessionWithElicitation = (*callSession)(nil)
 	_ server.SessionWithRoots       = (*callSession)(nil)
+	// Not for Streamable HTTP: see UpgradeToSSEWhenReceiveNotification.
+	_ server.SessionWithStreamableHTTPConfig = (*callSession)(nil)
 )
 
 func (s *callSession) Initialize()       { s.base.Initialize() }
@@ -112,6 +114,33 @@ func (s *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 		s.cl.startPump(s.ch)
 	})
 	return s.ch
+}
+
+// UpgradeToSSEWhenReceiveNotification is the back-pressure on a tool's
+// notifications. mcp-go calls it on the tool's goroutine right before its
+// non-blocking send into NotificationChannel (server.SendNotificationToClient),
+// which fails with ErrNotificationChannelBlocked when the channel is full: a tool
+// that notifies in a tight loop, faster than the pump queues and writes, would lose
+// most of the burst, uncounted, before the outbox ever saw it. It waits for room
+// instead, so the tool runs at the pace its messages are taken, and every one is
+// queued (the outbox's budget then decides, counting what it drops). The wait
+// ends when the call does, or the channel is sealed. The name is mcp-go's: on its
+// own Streamable HTTP transport the hook switches a response to SSE.
+func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
+	s.NotificationChannel()
+	cl := s.cl
+	if s.ch == nil || cl.fin == nil { // sealed: the send that follows drops it, as documented
+		return
+	}
+	for len(s.ch) == cap(s.ch) {
+		select {
+		case <-cl.room:
+		case <-cl.fin:
+			return
+		case <-cl.ctx.Done():
+			return
+		}
+	}
 }
 
 func (s *callSession) SetLogLevel(l mcp.LoggingLevel)     { s.base.SetLogLevel(l) }

@@ -127,7 +127,9 @@ func mcpgoToolServer() *mcpgoserver.MCPServer {
 				params := map[string]any{"progressToken": token, "progress": i, "total": n}
 				// mcp-go's notification channel is bounded and refuses when full:
 				// wait a little for room (a queue that full keeps the transport
-				// busy meanwhile), so that every notification is delivered.
+				// busy meanwhile), so that every notification is delivered. (Our
+				// core holds the tool back until there is room itself, so on ours
+				// the send never fails.)
 				for {
 					err := srv.SendNotificationToClient(ctx, "notifications/progress", params)
 					if err == nil {
