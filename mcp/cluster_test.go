@@ -116,7 +116,7 @@ func TestClusterOwnerLost(t *testing.T) {
 		t.Fatalf("getStatus through B: %+v, %v; want processing with an input request", st, err)
 	}
 	// w stays attached through B when A dies.
-	cb.Send(`{"jsonrpc":"2.0","id":"w","method":"requests/resume","params":{"resumeToken":%q}}`, w.ResumeToken)
+	cb.Resume(`"w"`, w.ResumeToken)
 	if m := cb.Next(); m.Method != "elicitation/create" {
 		t.Fatalf("resume of w through B: %s, want the elicitation", m.Raw)
 	}
@@ -136,13 +136,13 @@ func TestClusterOwnerLost(t *testing.T) {
 	if err != nil || st.Status != "failed" {
 		t.Fatalf("getStatus of q after A died: %+v, %v; want failed", st, err)
 	}
-	cb.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, q.ResumeToken)
+	cb.Resume(`"q"`, q.ResumeToken)
 	resp, _ = cb.Response(`"q"`)
 	if resp.Error == nil || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonOwnerLost {
 		t.Fatalf("resume of q after A died: %s, want -32602 owner_lost", resp.Raw)
 	}
 	// The restartable countdown ran again on B.
-	cb.Send(`{"jsonrpc":"2.0","id":"r","method":"requests/resume","params":{"resumeToken":%q}}`, r.ResumeToken)
+	cb.Resume(`"r"`, r.ResumeToken)
 	resp, _ = cb.Response(`"r"`)
 	if e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
 		t.Fatalf("resume of the restartable r after A died: %s, want its result", resp.Raw)
@@ -170,7 +170,7 @@ func TestClusterFailoverKeepsMode(t *testing.T) {
 
 	c1 := e2etest.NewClient(t, b.dial(t))
 	c1.Initialize(`{"resumableRequests":{}}`)
-	c1.Send(`{"jsonrpc":"2.0","id":"c","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	c1.Resume(`"c"`, pol.ResumeToken)
 	seen := map[uint64]bool{}
 	var last uint64
 	take := func(m e2etest.Msg, who string) {
@@ -201,7 +201,7 @@ func TestClusterFailoverKeepsMode(t *testing.T) {
 
 	c2 := e2etest.NewClient(t, b.dial(t))
 	c2.Initialize(`{"resumableRequests":{}}`)
-	c2.Send(`{"jsonrpc":"2.0","id":"c","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	c2.Resume(`"c"`, pol.ResumeToken)
 	resp, before := c2.Response(`"c"`)
 	for _, m := range before {
 		take(m, "resumed on B")

@@ -56,7 +56,7 @@ func TestTokenFailureRateLimit(t *testing.T) {
 		if _, e := alice.GetStatus("201", "1", aTok); e == nil || e.Reason != spec.ReasonRateLimited {
 			t.Fatalf("alice's own token while limited: %v, want rate_limited", e)
 		}
-		alice.Send(`{"jsonrpc":"2.0","id":1,"method":"requests/resume","params":{"resumeToken":%q}}`, aTok)
+		alice.Resume(`1`, aTok)
 		if m, _ := alice.Response("1"); m.Error == nil || m.Error.Reason != spec.ReasonRateLimited || m.Error.RetryAfter < 1 {
 			t.Fatalf("resume while limited: %s, want rate_limited", m.Raw)
 		}

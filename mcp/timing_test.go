@@ -71,7 +71,7 @@ func TestMaxWaitExpiry(t *testing.T) {
 		if _, e := b.GetStatus("3", "1", pol.ResumeToken); e == nil || e.Reason != spec.ReasonExpired {
 			t.Fatalf("getStatus after expiry: %v", e)
 		}
-		b.Send(`{"jsonrpc":"2.0","id":1,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+		b.Resume(`1`, pol.ResumeToken)
 		if m, _ := b.Response("1"); m.Error == nil || m.Error.Reason != spec.ReasonExpired {
 			t.Fatalf("resume after expiry: %s", m.Raw)
 		}

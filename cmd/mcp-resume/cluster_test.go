@@ -46,7 +46,7 @@ func TestClusterSubprocesses(t *testing.T) {
 	if st, e := cb.GetStatus(`"s1"`, "1", p1.ResumeToken); e != nil || st.Status != "processing" {
 		t.Fatalf("getStatus on B of a call on A: %+v, %v; want processing", st, e)
 	}
-	cb.Send(`{"jsonrpc":"2.0","id":1,"method":"requests/resume","params":{"resumeToken":%q}}`, p1.ResumeToken)
+	cb.Resume(`1`, p1.ResumeToken)
 	resp, before := cb.Response("1")
 	if e2etest.Text(resp) != "countdown done: 3 of 3 steps" {
 		t.Fatalf("resume on B: %s, want the result", resp.Raw)
@@ -68,7 +68,7 @@ func TestClusterSubprocesses(t *testing.T) {
 		t.Fatalf("call on A: %s, want the elicitation", m.Raw)
 	}
 	ca.Close()
-	cb.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, pq.ResumeToken)
+	cb.Resume(`"q"`, pq.ResumeToken)
 	el := cb.Next()
 	if el.Method != "elicitation/create" {
 		t.Fatalf("resume on B: %s, want the elicitation", el.Raw)
@@ -121,7 +121,7 @@ func TestClusterSubprocesses(t *testing.T) {
 	if st.Status != "failed" || took > 2*lease {
 		t.Fatalf("getStatus on B after A died: %+v after %v; want failed within about the lease (%v)", st, took, lease)
 	}
-	cb.Send(`{"jsonrpc":"2.0","id":"w","method":"requests/resume","params":{"resumeToken":%q}}`, pw.ResumeToken)
+	cb.Resume(`"w"`, pw.ResumeToken)
 	if resp, _ := cb.Response(`"w"`); resp.Error == nil || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonOwnerLost {
 		t.Fatalf("resume on B of A's call: %s, want -32602 owner_lost", resp.Raw)
 	}

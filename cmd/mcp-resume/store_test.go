@@ -49,7 +49,7 @@ func TestRestartSubprocess(t *testing.T) {
 	c.Initialize(`{"resumableRequests":{}}`)
 	for i := range n {
 		id := fmt.Sprintf(`"done-%d"`, i)
-		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q}}`, id, tokens[id])
+		c.Resume(id, tokens[id])
 		resp, _ := c.Response(id)
 		if got, want := e2etest.Text(resp), fmt.Sprint("result ", i); got != want {
 			t.Fatalf("resumed %s after the restart: %s, want %q", id, resp.Raw, want)
@@ -60,7 +60,7 @@ func TestRestartSubprocess(t *testing.T) {
 		if err != nil || st.Status != "failed" || !st.HasPendingMessage {
 			t.Fatalf("getStatus of %s, in flight at the kill: %+v, %v; want failed with a pending message", id, st, err)
 		}
-		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q}}`, id, tokens[id])
+		c.Resume(id, tokens[id])
 		resp, _ = c.Response(id)
 		if resp.Error == nil || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonServerRestarted {
 			t.Fatalf("resumed %s, in flight at the kill: %s, want a -32602 error with reason %s", id, resp.Raw, spec.ReasonServerRestarted)
@@ -111,7 +111,7 @@ func TestRestartableSubprocess(t *testing.T) {
 	if err != nil || st.Status != "processing" {
 		t.Fatalf("getStatus after the restart: %+v, %v; want processing (running again)", st, err)
 	}
-	c.Send(`{"jsonrpc":"2.0","id":"r","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	c.Resume(`"r"`, pol.ResumeToken)
 	resp, before := c.Response(`"r"`)
 	if got := e2etest.Text(resp); got != "countdown done: 4 of 4 steps" {
 		t.Fatalf("result after the restart: %s", resp.Raw)
@@ -157,11 +157,11 @@ func TestGracefulShutdownKeepsRequests(t *testing.T) {
 	if st, err := c.GetStatus(`"s2"`, `"a"`, tokens[`"a"`]); err != nil || st.Status != "failed" {
 		t.Fatalf("getStatus of the other call: %+v, %v; want failed", st, err)
 	}
-	c.Send(`{"jsonrpc":"2.0","id":"r","method":"requests/resume","params":{"resumeToken":%q}}`, tokens[`"r"`])
+	c.Resume(`"r"`, tokens[`"r"`])
 	if resp, _ := c.Response(`"r"`); e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
 		t.Fatalf("the restartable call after SIGTERM and restart: %s", resp.Raw)
 	}
-	c.Send(`{"jsonrpc":"2.0","id":"a","method":"requests/resume","params":{"resumeToken":%q}}`, tokens[`"a"`])
+	c.Resume(`"a"`, tokens[`"a"`])
 	if resp, _ := c.Response(`"a"`); resp.Error == nil || resp.Error.Reason != spec.ReasonServerRestarted {
 		t.Fatalf("the other call after SIGTERM and restart: %s, want reason %s", resp.Raw, spec.ReasonServerRestarted)
 	}

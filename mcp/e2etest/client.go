@@ -138,6 +138,12 @@ func (c *Client) Quiet(id string) []Msg {
 	return before
 }
 
+// Resume sends requests/resume for the request with id (raw JSON: `"c"`, `7`) and
+// its resume token, with no ack.
+func (c *Client) Resume(id, token string) {
+	c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q}}`, id, token)
+}
+
 // Initialize performs the handshake with the given capabilities JSON.
 func (c *Client) Initialize(caps string) Msg {
 	c.t.Helper()

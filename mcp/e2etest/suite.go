@@ -136,7 +136,7 @@ func dropAndResume(t *testing.T, h Harness) {
 	if st.Status != "processing" {
 		t.Errorf("status %+v, want processing", st)
 	}
-	b.Send(`{"jsonrpc":"2.0","id":11,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	b.Resume(`11`, pol.ResumeToken)
 	resp, before := b.Response("11")
 	last := 2
 	for _, m := range before {
@@ -226,7 +226,7 @@ func resumeAfterCompletion(t *testing.T, h Harness) {
 		if st.Status != tc.status || !st.HasPendingMessage {
 			t.Errorf("status %+v, want %s with a pending message", st, tc.status)
 		}
-		b.Send(`{"jsonrpc":"2.0","id":5,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+		b.Resume(`5`, pol.ResumeToken)
 		resp, _ := b.Response("5")
 		if Text(resp) != tc.text {
 			t.Errorf("resumed result %s, want %q", resp.Raw, tc.text)
@@ -302,7 +302,7 @@ func elicitationWhileDetached(t *testing.T, h Harness) {
 	if st.Status != "processing" || !st.HasPendingMessage {
 		t.Errorf("status %+v: want processing with the input request pending", st)
 	}
-	b.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	b.Resume(`"q"`, pol.ResumeToken)
 	first := b.Next()
 	if first.Method != "elicitation/create" || first.Seq() != 1 {
 		t.Fatalf("want elicitation/create with seq 1, got %s", first.Raw)
@@ -310,7 +310,7 @@ func elicitationWhileDetached(t *testing.T, h Harness) {
 	// Drop again before answering: the same request (same id) comes again.
 	b.Close()
 	c := h.client(t, resumableCaps)
-	c.Send(`{"jsonrpc":"2.0","id":"q","method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	c.Resume(`"q"`, pol.ResumeToken)
 	again := c.Next()
 	if again.Method != "elicitation/create" || string(again.ID) != string(first.ID) {
 		t.Fatalf("want the same elicitation/create (id %s) again, got %s", first.ID, again.Raw)
@@ -348,7 +348,7 @@ func takeover(t *testing.T, h Harness) {
 	a.Until(func(m Msg) bool { return Progress(m) == 1 })
 
 	b := h.client(t, resumableCaps)
-	b.Send(`{"jsonrpc":"2.0","id":31,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+	b.Resume(`31`, pol.ResumeToken)
 	resp, _ := b.Response("31")
 	if Text(resp) != "countdown done: 10 of 10 steps" {
 		t.Fatalf("result on the new connection: %s", resp.Raw)

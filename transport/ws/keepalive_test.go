@@ -236,7 +236,7 @@ func TestKeepaliveDropsSilentPeer(t *testing.T) {
 		if st, e := c.GetStatus(`"s"`, "1", pol.ResumeToken); e != nil || st.Status != "processing" {
 			t.Fatalf("getStatus after the drop: %+v %v", st, e)
 		}
-		c.Send(`{"jsonrpc":"2.0","id":1,"method":"requests/resume","params":{"resumeToken":%q}}`, pol.ResumeToken)
+		c.Resume(`1`, pol.ResumeToken)
 		resp, _ := c.Response("1")
 		if e2etest.Text(resp) != "countdown done: 120 of 120 steps" {
 			t.Fatalf("resumed result %s", resp.Raw)
