@@ -1,15 +1,20 @@
 package main
 
 import (
+	"errors"
+	"io"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Two server processes on one NATS (a server in the test process, listening on
@@ -127,5 +132,56 @@ func TestClusterSubprocesses(t *testing.T) {
 	}
 	if st, e := cb.GetStatus(`"sr"`, `"r"`, pr.ResumeToken); e != nil || st.Status != "processing" {
 		t.Fatalf("getStatus on B of A's restartable call: %+v, %v; want processing (running again on B)", st, e)
+	}
+}
+
+// An instance that finds its cluster lease gone (NATS unreachable for longer than
+// the lease; here the lease is deleted) shuts down and exits with an error that
+// says so, rather than run on while the others take over its requests.
+func TestServeExitsOnLeaseLoss(t *testing.T) {
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	var logs logbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"serve", "--http", "127.0.0.1:0", "--nats-url", ns.ClientURL(), "--instance", "doomed", "--lease", "900ms"}, nil, io.Discard, &logs)
+	}()
+	nc, err := ns.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "the instance to hold its lease", func() bool {
+		kv, err := js.KeyValue(t.Context(), "mcp-resume-leases")
+		if err != nil {
+			return false
+		}
+		_, err = kv.Get(t.Context(), "doomed")
+		return err == nil && strings.Contains(logs.String(), "mcp-resume serving")
+	})
+	kv, err := js.KeyValue(t.Context(), "mcp-resume-leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(t.Context(), "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, errLeaseLost) {
+			t.Fatalf("serve returned %v, want errLeaseLost", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve runs on after losing its lease")
+	}
+	if !strings.Contains(logs.String(), "lost the cluster lease") {
+		t.Fatalf("no log line about the lost lease in:\n%s", logs.String())
 	}
 }

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -224,8 +225,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		TokenFailureRefill:        f.failRefill,
 		MaxConcurrentPerPrincipal: f.maxConcurrentP,
 	})
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	ctx := shutDownOnLeaseLoss(sctx, peers, log)
 	if f.stdio {
 		log.Info().Str("version", version).Str("transport", "stdio").Dur("maxWait", f.maxWait).Msg("mcp-resume serving")
 		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
@@ -244,9 +246,42 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		// (with a durable store the next process recovers them).
 		core.Close()
 		log.Info().Msg("mcp-resume stopped")
+		return cmp.Or(leaseLost(ctx), err)
+	}
+	err = serveHTTP(ctx, &f, core, keys, timer, log)
+	return cmp.Or(leaseLost(ctx), err)
+}
+
+// errLeaseLost ends serve when this instance lost its lease in the cluster.
+var errLeaseLost = errors.New("this instance lost its lease in the cluster (NATS unreachable for longer than --lease?) and shut down, so that the other instances alone run the requests they took over; start it again")
+
+// shutDownOnLeaseLoss returns ctx, also ended (cause errLeaseLost) when peers,
+// a cluster node, finds its lease lapsed or taken: the other instances take over
+// this one's requests, so it must stop running them. The process shuts down
+// gracefully and exits non-zero; a supervisor starts it again with a fresh lease.
+func shutDownOnLeaseLoss(ctx context.Context, peers resume.Peers, log zerolog.Logger) context.Context {
+	node, ok := peers.(interface{ Lost() <-chan struct{} })
+	if !ok {
+		return ctx
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-node.Lost():
+			log.Error().Msg("lost the cluster lease: shutting down (the other instances take over this one's requests)")
+			cancel(errLeaseLost)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx
+}
+
+// leaseLost returns errLeaseLost when that is why ctx ended, nil otherwise.
+func leaseLost(ctx context.Context) error {
+	if err := context.Cause(ctx); errors.Is(err, errLeaseLost) {
 		return err
 	}
-	return serveHTTP(ctx, &f, core, keys, timer, log)
+	return nil
 }
 
 // serveHTTP serves the network transports until ctx ends (SIGINT, SIGTERM), then

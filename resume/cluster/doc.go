@@ -12,8 +12,11 @@
 // exists: an instance of that name is alive, or died less than a lease ago. The
 // node refreshes the key every Lease/3 by an update on its last revision; a
 // refresh that finds the key gone or another incarnation's (a partition longer
-// than the lease, then a process of the same name) logs an error and stops
-// refreshing: there is no fencing. Close deletes the key.
+// than the lease, then a process of the same name) logs an error, stops
+// refreshing and closes Lost: the owner of the node must stop running its requests
+// (mcp-resume serve shuts down and exits non-zero). Between the lapse and that
+// refresh, up to Lease/3, nothing fences the old owner's writes. Close deletes the
+// key.
 //
 // Every node lists the bucket every Lease/4 (one ordered consumer, the last value
 // of each key). An instance in one listing and absent from the next, or there with

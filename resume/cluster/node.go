@@ -126,6 +126,7 @@ type Node struct {
 	once   sync.Once
 	calls  *nats.Subscription
 	rev    uint64 // the lease's last revision: refresh's until the loops end, then Close's
+	lost   chan struct{} // closed by refresh when it finds the lease gone or taken (Lost)
 
 	mu       sync.Mutex // guards the fields below
 	closed   bool
@@ -177,6 +178,7 @@ func Join(ctx context.Context, nc *nats.Conn, opts *Options) (*Node, error) {
 		kv:      kv,
 		log:     log.With().Str("component", "cluster").Str("instance", o.Name).Logger(),
 		inc:     []byte(randomHex(8)),
+		lost:    make(chan struct{}),
 		inboxes: make(map[*nats.Subscription]struct{}),
 		known:   make(map[string]lease),
 		watches: make(map[string]map[*watch]string),
@@ -257,12 +259,23 @@ func (n *Node) refresh() {
 			return
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			n.log.Error().Err(err).Msg("this instance's lease lapsed or was taken by another instance of the same name; no longer refreshing it")
+			close(n.lost)
 			return
 		default:
 			n.log.Warn().Err(err).Msg("refreshing the lease failed; trying again")
 		}
 	}
 }
+
+// Lost returns a channel that is closed when the node finds its lease lapsed (a
+// partition from NATS, or a NATS outage, longer than Lease: the bucket's TTL
+// removed it) or taken by another process of the same name. From then on the
+// other instances count this one as gone and claim its requests, so it must stop
+// running them: its process should shut down (mcp-resume serve does, with a
+// non-zero exit) and be started again, and the new process's recovery brings back
+// the requests that still name it as their owner. A node that holds its lease to
+// Close never closes the channel.
+func (n *Node) Lost() <-chan struct{} { return n.lost }
 
 // Self returns this instance's name.
 func (n *Node) Self() string { return n.opts.Name }

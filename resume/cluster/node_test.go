@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestJoinRejectsBadName(t *testing.T) {
@@ -123,5 +124,34 @@ func TestLeaseRefreshed(t *testing.T) {
 			t.Fatal("beta's lease lapsed while it ran")
 		}
 		time.Sleep(lease / 10)
+	}
+}
+
+// TestLeaseLost: a node whose lease goes (the bucket's TTL removed it during a
+// partition longer than the lease; here, deleted) reports it on Lost within a
+// refresh, and does not take the name back on its own.
+func TestLeaseLost(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	a, nc := join(t, srv, options(t, "alpha"))
+	select {
+	case <-a.Lost():
+		t.Fatal("Lost closed while the lease is held")
+	default:
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctxT(t), "mcp-resume-leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctxT(t), "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, a.Lost(), "Lost after the lease was deleted")
+	if a.Alive(ctxT(t), "alpha") {
+		t.Fatal("alpha holds a lease again after losing it")
 	}
 }
