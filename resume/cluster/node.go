@@ -125,7 +125,7 @@ type Node struct {
 	tasks  sync.WaitGroup // handlers, lost and OnDeparted callbacks
 	once   sync.Once
 	calls  *nats.Subscription
-	rev    uint64 // the lease's last revision: refresh's until the loops end, then Close's
+	rev    uint64        // the lease's last revision: refresh's until the loops end, then Close's
 	lost   chan struct{} // closed by refresh when it finds the lease gone or taken (Lost)
 
 	mu       sync.Mutex // guards the fields below
