@@ -124,7 +124,8 @@ func (s *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 // most of the burst, uncounted, before the outbox ever saw it. It waits for room
 // instead, so the tool runs at the pace its messages are taken, and every one is
 // queued (the outbox's budget then decides, counting what it drops). The wait
-// ends when the call does, or the channel is sealed. The name is mcp-go's: on its
+// ends when the call or its request does (cancelled, expired), or the channel is
+// sealed. The name is mcp-go's: on its
 // own Streamable HTTP transport the hook switches a response to SSE.
 func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
 	s.NotificationChannel()
@@ -132,12 +133,18 @@ func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
 	if s.ch == nil || cl.fin == nil { // sealed: the send that follows drops it, as documented
 		return
 	}
+	var ended <-chan struct{} // the request's end, when it is resumable
+	if r := cl.request(); r != nil {
+		ended = r.Context().Done()
+	}
 	for len(s.ch) == cap(s.ch) {
 		select {
 		case <-cl.room:
 		case <-cl.fin:
 			return
 		case <-cl.ctx.Done():
+			return
+		case <-ended:
 			return
 		}
 	}

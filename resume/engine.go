@@ -507,7 +507,9 @@ func (e *Engine) forget(r *Request, final State) {
 	if final == StateCancelled {
 		ts = StateCancelled
 	}
-	if err := e.store.Put(e.ctx, r.recordLocked(ts)); err != nil {
+	tomb := r.recordLocked(ts)
+	tomb.AckMode, tomb.Epoch = false, 0 // nothing to say: a record an older instance reads too
+	if err := e.store.Put(e.ctx, tomb); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
 	}
 	for _, h := range aged {

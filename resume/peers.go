@@ -84,7 +84,8 @@ const (
 	PeerAnswer
 	// PeerReattach: as PeerAttach, but Ack is what a proxy whose owner was lost
 	// wrote to its client, not the client's acknowledgement (see
-	// Request.reattach). An instance older than this op answers it as unknown.
+	// Request.reattach). An instance older than this op fails it; the caller then
+	// attaches with PeerAttach and Ack, as such an instance did itself.
 	PeerReattach
 )
 

@@ -252,7 +252,7 @@ func TestRecoverNumbersAfterAcked(t *testing.T) {
 }
 
 // TestRecoverKeepsAckMode: a request in ack mode (from its start, or from a
-// client's first ack) is recovered in ack mode: what a resume without an ack
+// client's first ack, also one after it ended) is recovered in ack mode: what a resume without an ack
 // writes stays queued until acknowledged, so a second resume gets it again.
 func TestRecoverKeepsAckMode(t *testing.T) {
 	st := memstore.New()
@@ -264,6 +264,14 @@ func TestRecoverKeepsAckMode(t *testing.T) {
 		appendMsg(t, r, resume.KindNotification, "")
 	}
 	attach(t, switched, newSink(), 1) // the client acknowledges the first
+	// Switched by an ack that came after the request ended.
+	ended, tokEnded := start(t, e1, `"ended"`, nil)
+	appendMsg(t, ended, resume.KindProgress, "a")
+	appendMsg(t, ended, resume.KindNotification, "")
+	complete(t, ended)
+	if err := ended.Touch(1); err != nil {
+		t.Fatal(err)
+	}
 	e1.Close()
 
 	e2 := resume.New(st, nil)
@@ -271,7 +279,7 @@ func TestRecoverKeepsAckMode(t *testing.T) {
 	for _, c := range []struct {
 		id, tok string
 		want    []uint64
-	}{{`"start"`, tokStart, []uint64{1, 2}}, {`"switched"`, tokSwitched, []uint64{2}}} {
+	}{{`"start"`, tokStart, []uint64{1, 2}}, {`"switched"`, tokSwitched, []uint64{2}}, {`"ended"`, tokEnded, []uint64{2, 3}}} {
 		r, err := e2.Lookup(c.tok, []byte(c.id))
 		if err != nil {
 			t.Fatal(err)

@@ -344,8 +344,22 @@ func (r *Request) remoteAttach(sink Sink, ack, written uint64) error {
 		c.Op, c.Ack = PeerReattach, written
 	}
 	_, nx, err := r.call(c)
+	if c.Op == PeerReattach && errors.Is(err, errRemote) {
+		// An owner older than PeerReattach: attach with what was written as an
+		// ack, which also switches the request to ack mode (the older way).
+		c.Op = PeerAttach
+		_, nx, err = r.call(c)
+	}
 	if nx != nil {
-		return nil // the failover attached sink to the successor
+		// The failover attached sink to the successor after what it was
+		// written, which is not an acknowledgement: the client's own ack is
+		// applied there now.
+		if ack > 0 {
+			if err := nx.Touch(ack); err != nil {
+				r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("acknowledging to the successor of a lost owner")
+			}
+		}
+		return nil
 	}
 	if err != nil {
 		r.detachRemote(sink)

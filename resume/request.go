@@ -160,7 +160,6 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	}
 	if next != r.state {
 		if next.Ended() {
-			r.payload = nil // nothing runs it again now
 			// The final response is stored, and now so is the final state: a
 			// durable store gives both to the next process (see recover.go).
 			if err := r.e.put(r.recordLocked(next)); err != nil {
@@ -315,20 +314,21 @@ func (r *Request) ackLocked(ack uint64) {
 	if ack == 0 {
 		return
 	}
-	if !r.ackMode {
-		// From now on, also for an engine that recovers the request.
-		r.ackMode = true
-		if !r.state.Ended() {
-			if err := r.e.put(r.recordLocked(r.state)); err != nil {
-				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
-			}
-		}
-	}
+	switched := !r.ackMode
+	r.ackMode = true
 	if drop := r.q.upTo(ack); len(drop) > 0 {
 		r.discardLocked(drop)
 	}
 	if r.state.Ended() && len(r.q.entries) == 0 {
 		r.freeLocked(r.state) // the client has the final response
+		return
+	}
+	if switched {
+		// The mode holds from now on, also for an engine that recovers the
+		// request.
+		if err := r.e.put(r.recordLocked(r.state)); err != nil {
+			r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
+		}
 	}
 }
 

@@ -251,7 +251,7 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return errors.New("status: want ID and a token")
 	}
 	id := parseID(fs.Arg(0))
-	token, err := statusToken(fs.Arg(1), stdin)
+	token, err := statusToken(fs.Args()[1:], stdin)
 	if err != nil {
 		return err
 	}
@@ -280,15 +280,18 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// statusToken returns the resume token status was given: arg, or from stdin when
-// arg is "-", or from tokenEnv when arg is empty (left out).
-func statusToken(arg string, stdin io.Reader) (string, error) {
-	switch arg {
-	case "":
-		if tok := os.Getenv(tokenEnv); tok != "" {
-			return strings.TrimSpace(tok), nil
+// statusToken returns the resume token status was given (args: none, or TOKEN):
+// from tokenEnv when it was left out, from stdin when it is "-", or as it is.
+func statusToken(args []string, stdin io.Reader) (string, error) {
+	if len(args) == 0 {
+		if tok := strings.TrimSpace(os.Getenv(tokenEnv)); tok != "" {
+			return tok, nil
 		}
 		return "", errors.New("status: no token: give it as TOKEN, as - to read it from stdin, or in " + tokenEnv)
+	}
+	switch arg := args[0]; arg {
+	case "":
+		return "", errors.New("status: the token is empty")
 	case "-":
 		if stdin == nil {
 			return "", errors.New("status: no stdin to read the token from")
@@ -301,8 +304,9 @@ func statusToken(arg string, stdin io.Reader) (string, error) {
 			err = errors.New("empty")
 		}
 		return "", fmt.Errorf("status: reading the token from stdin: %w", err)
+	default:
+		return arg, nil
 	}
-	return arg, nil
 }
 
 // lockedWriter serializes writes to a writer that is not safe for concurrent use.

@@ -233,6 +233,11 @@ func (c *Client) WaitStatus(reqID, token string, cond func(Status) bool) Status 
 	c.t.Helper()
 	var st Status
 	i := 0
+	defer func() {
+		if c.t.Failed() { // Until gave up (Fatalf ends the goroutine through here)
+			c.t.Logf("the last status: %+v", st)
+		}
+	}()
 	poll.Until(c.t, timeout, "getStatus to reach the condition", func() bool {
 		var err *spec.Error
 		if st, err = c.GetStatus(fmt.Sprintf(`"st-%d"`, i), reqID, token); err != nil {

@@ -30,7 +30,10 @@ var errCodec = errors.New("malformed stored value")
 // 4 with the epoch (uvarint) after the owner and flags in place of the payload
 // byte: 1 a payload follows, 2 ack mode (version 5, written when the request is in
 // ack mode or past its first epoch). Each version is written only when the older
-// ones cannot say it, so an older process reads what it can.
+// ones cannot say it. A process older than version 5 cannot read such records (it
+// takes them for unknown requests, and its recovery stops at the first): upgrade
+// every instance sharing a store before one writes them, and do not go back while
+// the store holds them.
 const (
 	recordWithPayload   = 2
 	recordWithPrincipal = 3
