@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestJoinRejectsBadName(t *testing.T) {
@@ -139,15 +138,7 @@ func TestLeaseLost(t *testing.T) {
 		t.Fatal("Lost closed while the lease is held")
 	default:
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctxT(t), "mcp-resume-leases")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kv.Delete(ctxT(t), "alpha"); err != nil {
+	if err := leases(t, nc).Delete(ctxT(t), "alpha"); err != nil {
 		t.Fatal(err)
 	}
 	receive(t, a.Lost(), "Lost after the lease was deleted")
