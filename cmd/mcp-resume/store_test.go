@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // TestRestartSubprocess: a server on --data-dir is killed (SIGKILL) with calls in
@@ -86,16 +87,24 @@ func TestStoreFlags(t *testing.T) {
 	}
 }
 
+// startRestartable spawns serve --stdio on a fresh --data-dir with countdown
+// restartable, and starts countdown "r" (1s, 4 steps, progress) from a resumable
+// client. args start the next server on the same directory.
+func startRestartable(t *testing.T) (args string, conn transport.Conn, c *e2etest.Client) {
+	t.Helper()
+	args = "serve --stdio --data-dir " + t.TempDir() + " --restartable countdown"
+	conn = spawn(t, args)
+	c = e2etest.NewClient(t, conn)
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":4},"_meta":{"progressToken":"p"}}}`)
+	return args, conn, c
+}
+
 // TestRestartableSubprocess: a call of a tool marked --restartable that is running
 // when its server is killed runs again in the next server on the same --data-dir,
 // and its client resumes it with its old token and gets the result.
 func TestRestartableSubprocess(t *testing.T) {
-	dir := t.TempDir()
-	args := "serve --stdio --data-dir " + dir + " --restartable countdown"
-	conn := spawn(t, args)
-	c := e2etest.NewClient(t, conn)
-	c.Initialize(`{"resumableRequests":{}}`)
-	c.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":4},"_meta":{"progressToken":"p"}}}`)
+	args, conn, c := startRestartable(t)
 	pol := e2etest.PolicyOf(t, c.Next())
 	if p := e2etest.Progress(c.Next()); p != 1 {
 		t.Fatalf("first message after the policy: progress %d", p)
@@ -126,12 +135,7 @@ func TestRestartableSubprocess(t *testing.T) {
 // the next process: a restartable one runs again and completes, the other answers
 // failed with server_restarted.
 func TestGracefulShutdownKeepsRequests(t *testing.T) {
-	dir := t.TempDir()
-	args := "serve --stdio --data-dir " + dir + " --restartable countdown"
-	conn := spawn(t, args)
-	c := e2etest.NewClient(t, conn)
-	c.Initialize(`{"resumableRequests":{}}`)
-	c.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":4},"_meta":{"progressToken":"p"}}}`)
+	args, conn, c := startRestartable(t)
 	c.Send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"ask","arguments":{"question":"later?","delay":60}}}`)
 	tokens := map[string]string{}
 	c.Until(func(m e2etest.Msg) bool {
