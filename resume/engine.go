@@ -168,7 +168,6 @@ type Engine struct {
 	tm        timers
 
 	// Counters since New, for Stats.
-	ready         atomic.Bool   // New has returned (OnRestartable may be called)
 	attaches      atomic.Uint64 // successful Request.Attach calls (resumes, reconnects)
 	expired       atomic.Uint64 // requests that ended expired (maxWait, retention, MaxRetained)
 	tokenFailures atomic.Uint64 // lookups answered ErrUnknown
@@ -206,7 +205,6 @@ func New(store Store, opts *Options) *Engine {
 		e.peers, e.self = o.Peers, o.Peers.Self()
 	}
 	e.recoverStored()
-	e.ready.Store(true)
 	if e.peers != nil {
 		e.peers.Handle(e.servePeer)
 		e.peers.OnDeparted(e.sweep)
@@ -384,10 +382,11 @@ func (e *Engine) enter() bool {
 // goBackground runs f on a goroutine that Close waits for, unless the engine is
 // closed.
 func (e *Engine) goBackground(f func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.closed {
-		e.bg.Go(f)
+	if e.enter() {
+		go func() {
+			defer e.bg.Done()
+			f()
+		}()
 	}
 }
 

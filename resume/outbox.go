@@ -65,14 +65,17 @@ func (q *outbox) count(k Kind) int {
 	return n
 }
 
-// upTo returns the numbers of the entries with seq <= ack.
-func (q *outbox) upTo(ack uint64) []uint64 {
+// upTo returns the numbers of the entries with seq <= ack, of every kind or, when
+// only is not nil, of the kinds it accepts.
+func (q *outbox) upTo(ack uint64, only func(Kind) bool) []uint64 {
 	var out []uint64
 	for _, e := range q.entries {
 		if e.seq > ack {
 			break
 		}
-		out = append(out, e.seq)
+		if only == nil || only(e.kind) {
+			out = append(out, e.seq)
+		}
 	}
 	return out
 }

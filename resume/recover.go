@@ -72,7 +72,7 @@ func (e *Engine) recoverStored() {
 			lost = append(lost, rec)
 		}
 	}
-	e.claimAll(lost)
+	e.claimAll(lost) // what is to run again, New's caller takes from Restartable
 	if len(recs) == 0 {
 		return
 	}

@@ -45,7 +45,7 @@ func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (*Reques
 	if rec.tombstone() { // an ended request's tombstone, kept by its owner (forget)
 		return nil, rec.State.endedErr()
 	}
-	return e.resolve(*rec)
+	return e.resolve(*rec, false)
 }
 
 // tombstone reports whether rec is an ended request's tombstone, not a request.
@@ -54,8 +54,8 @@ func (rec *Record) tombstone() bool { return rec.State == StateCancelled || rec.
 // resolve returns what serves rec here: the request itself when this engine owns
 // it, a proxy when a live instance does, or the request claimed from a lost
 // owner. Claims race between instances; the loser follows the winner.
-func (e *Engine) resolve(rec Record) (*Request, error) {
-	for range 3 {
+func (e *Engine) resolve(rec Record, ownerLost bool) (*Request, error) {
+	for i := range 3 {
 		switch {
 		case rec.Owner == e.self:
 			// Claimed here, maybe by a claim still recovering it: wait for it.
@@ -68,7 +68,7 @@ func (e *Engine) resolve(rec Record) (*Request, error) {
 				return nil, ErrUnknown
 			}
 			return r, nil
-		case e.peers.Alive(e.ctx, rec.Owner):
+		case (i > 0 || !ownerLost) && e.peers.Alive(e.ctx, rec.Owner):
 			return e.proxy(rec), nil
 		}
 		r, rerun, err := e.claim(rec)
@@ -90,7 +90,7 @@ func (e *Engine) resolve(rec Record) (*Request, error) {
 // proxy returns a Request that stands, on this instance, for rec, owned by a live
 // instance.
 func (e *Engine) proxy(rec Record) *Request {
-	return &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: rec.State,
+	return &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
 		ctx: proxyCtx, cancel: func(error) {},
 		remote: &remote{owner: rec.Owner, status: Status{State: rec.State}}}
 }
@@ -140,9 +140,9 @@ func (e *Engine) claim(rec Record) (*Request, bool, error) {
 	return r, how == recoveredRerun, nil
 }
 
-// claimAll claims lost instances' requests, all of them, as found in the store.
-func (e *Engine) claimAll(recs []Record) {
-	rerun := false
+// claimAll claims lost instances' requests, all of them, as found in the store,
+// and reports whether any is to run again.
+func (e *Engine) claimAll(recs []Record) (rerun bool) {
 	for _, rec := range recs {
 		_, again, _ := e.claim(rec)
 		rerun = rerun || again
@@ -150,15 +150,13 @@ func (e *Engine) claimAll(recs []Record) {
 	if len(recs) > 0 {
 		e.trim()
 	}
-	if rerun {
-		e.restartableReady()
-	}
+	return rerun
 }
 
 // restartableReady tells Options.OnRestartable that Restartable has requests to
-// run again; not before New has returned (New's caller takes them itself).
+// run again. Not called within New, whose caller takes them itself.
 func (e *Engine) restartableReady() {
-	if e.opts.OnRestartable != nil && e.ready.Load() {
+	if e.opts.OnRestartable != nil {
 		e.goBackground(e.opts.OnRestartable)
 	}
 }
@@ -187,7 +185,9 @@ func (e *Engine) sweep(instance string) {
 		}
 	}
 	e.log.Info().Str("instance", instance).Int("requests", len(lost)).Msg("an instance was lost; claiming its requests")
-	e.claimAll(lost)
+	if e.claimAll(lost) {
+		e.restartableReady()
+	}
 }
 
 // The proxy's side of each Request method (r.remote != nil).
@@ -216,7 +216,7 @@ func (r *Request) call(c PeerCall) (rep PeerReply, next *Request, err error) {
 	if r.e.peers.Alive(r.e.ctx, owner) {
 		return PeerReply{}, nil, fmt.Errorf("%w: %w", errUnreachable, err)
 	}
-	if nx := r.failover(); nx != nil {
+	if nx := r.failover(true); nx != nil {
 		return PeerReply{}, nx, nil
 	}
 	return PeerReply{}, nil, ErrUnknown
@@ -225,7 +225,11 @@ func (r *Request) call(c PeerCall) (rep PeerReply, next *Request, err error) {
 // failover replaces a lost owner by the request's successor: claimed here, or
 // proxied to the instance that claimed it. An attached proxy re-attaches its sink
 // there after what it has written, so the client gets the rest without resuming.
-func (r *Request) failover() *Request {
+//
+// ownerLost says the caller has just found the owner's lease gone; otherwise (a
+// watch that fired) resolve checks it again, in case an instance of that name is
+// back already.
+func (r *Request) failover(ownerLost bool) *Request {
 	p := r.remote
 	p.mu.Lock()
 	if p.next != nil {
@@ -237,7 +241,7 @@ func (r *Request) failover() *Request {
 	p.mu.Unlock()
 
 	rec := Record{Hash: r.hash, ID: r.id, Principal: r.principal, Created: r.created, Owner: owner}
-	nx, err := r.e.resolve(rec)
+	nx, err := r.e.resolve(rec, ownerLost)
 	if err != nil {
 		r.e.log.Info().Err(err).Str("request", string(r.id)).Msg("the owner of a proxied request was lost, and the request with it")
 		r.gone.Store(true)
@@ -369,7 +373,7 @@ func (r *Request) remoteAttach(sink Sink, ack, written uint64) error {
 	unwatch := r.e.peers.Watch(owner, func() {
 		if r.e.enter() {
 			defer r.e.bg.Done()
-			r.failover()
+			r.failover(false)
 		}
 	})
 	p.mu.Lock()

@@ -229,16 +229,8 @@ func (r *Request) attach(sink Sink, ack, written uint64) error {
 		return nil
 	}
 	if written > ack && !r.ackMode {
-		var drop []uint64
-		for _, e := range r.q.entries {
-			if e.seq > written {
-				break
-			}
-			if !e.kind.retained() {
-				drop = append(drop, e.seq)
-			}
-		}
-		if len(drop) > 0 {
+		// Delivered, as deliver would have counted them.
+		if drop := r.q.upTo(written, func(k Kind) bool { return !k.retained() }); len(drop) > 0 {
 			r.discardLocked(drop)
 		}
 	}
@@ -316,7 +308,7 @@ func (r *Request) ackLocked(ack uint64) {
 	}
 	switched := !r.ackMode
 	r.ackMode = true
-	if drop := r.q.upTo(ack); len(drop) > 0 {
+	if drop := r.q.upTo(ack, nil); len(drop) > 0 {
 		r.discardLocked(drop)
 	}
 	if r.state.Ended() && len(r.q.entries) == 0 {

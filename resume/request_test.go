@@ -553,6 +553,8 @@ func TestDetachedSinkIsReleased(t *testing.T) {
 	complete(t, r)
 	r.Detach(sink)
 	sink = nil
+	// A cleanup runs on a goroutine of its own once a collection found the sink
+	// unreachable: wait for it, a while after each collection.
 	for range 10 {
 		runtime.GC()
 		select {
@@ -561,9 +563,8 @@ func TestDetachedSinkIsReleased(t *testing.T) {
 				t.Fatalf("status %+v, want completed with its result kept", st)
 			}
 			return
-		default:
+		case <-time.After(time.Second):
 		}
-		runtime.Gosched()
 	}
 	t.Fatal("the detached sink is still referenced after 10 collections")
 }
