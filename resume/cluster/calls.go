@@ -58,18 +58,15 @@ func (n *Node) serve(m *nats.Msg) {
 	}
 	n.mu.Lock()
 	h := n.handler
-	ok := !n.closed && h != nil
-	if ok {
-		n.goLocked(func() {
-			budget := c.budget
-			if budget <= 0 {
-				budget = n.opts.CallTimeout
-			}
-			ctx, cancel := context.WithTimeout(n.ctx, budget)
-			defer cancel()
-			n.respond(m, encodeReply(h(ctx, c.from, c.c)))
-		})
-	}
+	ok := h != nil && n.goLocked(func() {
+		budget := c.budget
+		if budget <= 0 {
+			budget = n.opts.CallTimeout
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, budget)
+		defer cancel()
+		n.respond(m, encodeReply(h(ctx, c.from, c.c)))
+	})
 	n.mu.Unlock()
 	if !ok {
 		n.respond(m, encodeReply(resume.PeerReply{Err: resume.PeerError(resume.ErrClosed)}))

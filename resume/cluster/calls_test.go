@@ -197,12 +197,17 @@ func TestCloseEndsHandlers(t *testing.T) {
 		return resume.PeerReply{}
 	})
 	ctx := ctxT(t)
-	go func() { _, _ = a.Call(ctx, "beta", resume.PeerCall{Op: resume.PeerAttach}) }()
+	called := make(chan error, 1)
+	go func() {
+		_, err := a.Call(ctx, "beta", resume.PeerCall{Op: resume.PeerAttach})
+		called <- err
+	}()
 	receive(t, started, "the call")
 	b.Close()
 	if !errors.Is(ended, context.Canceled) { // read after Close: no race when it waited
 		t.Errorf("the handler's context ended with %v, want cancelled", ended)
 	}
+	receive(t, called, "the caller's return")
 }
 
 // TestMalformed: a call or a delivery that does not decode (not from a node) is

@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
@@ -108,12 +109,10 @@ func decodeReply(b []byte) (resume.PeerReply, error) {
 		return resume.PeerReply{}, errCodec
 	}
 	var q uint64
-	if q, b, ok = wire.Uvarint(b); !ok || q > uint64(maxInt) {
+	if q, b, ok = wire.Uvarint(b); !ok || q > uint64(math.MaxInt) {
 		return resume.PeerReply{}, errCodec
 	}
 	s.QueuedBytes = int(q)
 	r.Err = string(b)
 	return r, nil
 }
-
-const maxInt = int(^uint(0) >> 1)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	replies := []resume.PeerReply{
 		{},
-		{Status: resume.Status{State: resume.StateExpired, HasInput: true, Dropped: 1<<64 - 1, QueuedBytes: maxInt}, Err: "failed"},
+		{Status: resume.Status{State: resume.StateExpired, HasInput: true, Dropped: 1<<64 - 1, QueuedBytes: math.MaxInt}, Err: "failed"},
 		{Status: resume.Status{State: resume.StateProcessing, HasPending: true, QueuedBytes: 1}},
 	}
 	for _, r := range replies {

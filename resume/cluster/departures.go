@@ -174,6 +174,7 @@ func (n *Node) pollOnce(timeout time.Duration) {
 func (n *Node) departLocked(instance, successor string) {
 	if instance == n.opts.Name {
 		n.log.Error().Msg("this instance's lease lapsed or passed to another process")
+		n.loseLease()
 	} else {
 		n.log.Info().Str("peer", instance).Bool("succeeded", successor != "").Msg("an instance departed")
 		for _, fn := range n.departed {

@@ -45,8 +45,9 @@ func TestDeliverOrder(t *testing.T) {
 	defer closeInbox()
 
 	start := time.Now()
+	ctx := ctxT(t)
 	for i := range uint64(1000) {
-		if err := b.Deliver(ctxT(t), inbox, message(i, "one")); err != nil {
+		if err := b.Deliver(ctx, inbox, message(i, "one")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,7 +66,6 @@ func TestDeliverOrder(t *testing.T) {
 	}
 
 	start = time.Now()
-	ctx := ctxT(t)
 	var wg sync.WaitGroup
 	for s := range 10 {
 		wg.Go(func() {

@@ -119,14 +119,15 @@ type Node struct {
 	inc  []byte // this incarnation: the value of its lease, random
 
 	// ctx ends at Close: the loops stop and the handlers' contexts end.
-	ctx    context.Context
-	cancel context.CancelFunc
-	loops  sync.WaitGroup // refresh and poll
-	tasks  sync.WaitGroup // handlers, lost and OnDeparted callbacks
-	once   sync.Once
-	calls  *nats.Subscription
-	rev    uint64        // the lease's last revision: refresh's until the loops end, then Close's
-	lost   chan struct{} // closed by refresh when it finds the lease gone or taken (Lost)
+	ctx      context.Context
+	cancel   context.CancelFunc
+	loops    sync.WaitGroup // refresh and poll
+	tasks    sync.WaitGroup // handlers, lost and OnDeparted callbacks
+	once     sync.Once
+	calls    *nats.Subscription
+	rev      uint64        // the lease's last revision: refresh's until the loops end, then Close's
+	lost     chan struct{} // closed by loseLease (Lost)
+	loseOnce sync.Once     // closes lost once
 
 	mu       sync.Mutex // guards the fields below
 	closed   bool
@@ -259,7 +260,7 @@ func (n *Node) refresh() {
 			return
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			n.log.Error().Err(err).Msg("this instance's lease lapsed or was taken by another instance of the same name; no longer refreshing it")
-			close(n.lost)
+			n.loseLease()
 			return
 		default:
 			n.log.Warn().Err(err).Msg("refreshing the lease failed; trying again")
@@ -276,6 +277,10 @@ func (n *Node) refresh() {
 // the requests that still name it as their owner. A node that holds its lease to
 // Close never closes the channel.
 func (n *Node) Lost() <-chan struct{} { return n.lost }
+
+// loseLease closes Lost: refresh or a listing found this instance's lease gone or
+// taken, whichever came first.
+func (n *Node) loseLease() { n.loseOnce.Do(func() { close(n.lost) }) }
 
 // Self returns this instance's name.
 func (n *Node) Self() string { return n.opts.Name }
@@ -329,16 +334,17 @@ func (n *Node) Close() {
 }
 
 // goLocked runs f on a goroutine of its own that Close waits for, unless the
-// node is closed. n.mu is held.
-func (n *Node) goLocked(f func()) {
+// node is closed; it reports whether f runs. n.mu is held.
+func (n *Node) goLocked(f func()) bool {
 	if n.closed {
-		return
+		return false
 	}
 	n.tasks.Add(1)
 	go func() {
 		defer n.tasks.Done()
 		f()
 	}()
+	return true
 }
 
 // release deletes the lease if it is still this incarnation's. A refresh that

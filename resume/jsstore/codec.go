@@ -48,53 +48,44 @@ const (
 
 func encodeRecord(rec resume.Record) []byte {
 	b := make([]byte, 0, 3+5*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Owner)+len(rec.Payload))
-	if rec.AckMode || rec.Epoch > 0 {
-		b = append(b, recordWithFlags, byte(rec.State))
-		b = binary.AppendVarint(b, rec.Created.UnixNano())
-		b = wire.AppendString(b, string(rec.ID))
-		b = wire.AppendString(b, rec.Principal)
-		b = wire.AppendString(b, rec.Owner)
-		b = binary.AppendUvarint(b, uint64(rec.Epoch))
-		var flags byte
-		if rec.Payload != nil {
-			flags |= flagPayload
-		}
-		if rec.AckMode {
-			flags |= flagAckMode
-		}
-		b = append(b, flags)
-		return append(b, rec.Payload...)
+	// The oldest version that can say everything rec holds.
+	var v byte
+	switch {
+	case rec.AckMode || rec.Epoch > 0:
+		v = recordWithFlags
+	case rec.Owner != "":
+		v = recordWithOwner
+	case rec.Principal != "":
+		v = recordWithPrincipal
+	case rec.Payload != nil:
+		v = recordWithPayload
+	default:
+		v = codecVersion
 	}
-	if rec.Principal != "" || rec.Owner != "" {
-		v := byte(recordWithPrincipal)
-		if rec.Owner != "" {
-			v = recordWithOwner
-		}
-		b = append(b, v, byte(rec.State))
-		b = binary.AppendVarint(b, rec.Created.UnixNano())
-		b = binary.AppendUvarint(b, uint64(len(rec.ID)))
-		b = append(b, rec.ID...)
-		b = binary.AppendUvarint(b, uint64(len(rec.Principal)))
-		b = append(b, rec.Principal...)
-		if rec.Owner != "" {
-			b = binary.AppendUvarint(b, uint64(len(rec.Owner)))
-			b = append(b, rec.Owner...)
-		}
-		if rec.Payload == nil {
-			return append(b, 0)
-		}
-		b = append(b, 1)
-		return append(b, rec.Payload...)
-	}
-	if rec.Payload == nil {
-		b = append(b, codecVersion, byte(rec.State))
-		b = binary.AppendVarint(b, rec.Created.UnixNano())
+	b = append(b, v, byte(rec.State))
+	b = binary.AppendVarint(b, rec.Created.UnixNano())
+	if v == codecVersion {
 		return append(b, rec.ID...)
 	}
-	b = append(b, recordWithPayload, byte(rec.State))
-	b = binary.AppendVarint(b, rec.Created.UnixNano())
-	b = binary.AppendUvarint(b, uint64(len(rec.ID)))
-	b = append(b, rec.ID...)
+	b = wire.AppendString(b, string(rec.ID))
+	if v == recordWithPayload {
+		return append(b, rec.Payload...)
+	}
+	b = wire.AppendString(b, rec.Principal)
+	if v >= recordWithOwner {
+		b = wire.AppendString(b, rec.Owner)
+	}
+	if v >= recordWithFlags {
+		b = binary.AppendUvarint(b, uint64(rec.Epoch))
+	}
+	var flags byte // before version 5 a payload byte: 0 or 1, as flagPayload
+	if rec.Payload != nil {
+		flags |= flagPayload
+	}
+	if rec.AckMode {
+		flags |= flagAckMode
+	}
+	b = append(b, flags)
 	return append(b, rec.Payload...)
 }
 

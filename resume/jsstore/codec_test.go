@@ -10,7 +10,7 @@ import (
 )
 
 // Records written by earlier versions of this package, byte for byte: each must
-// still decode to what it said.
+// still decode to what it said, and the same record is still written the same.
 func TestDecodeOlderRecords(t *testing.T) {
 	created := time.Unix(1, 0)
 	ts := binary.AppendVarint(nil, created.UnixNano())
@@ -36,6 +36,9 @@ func TestDecodeOlderRecords(t *testing.T) {
 		c.want.Created = created
 		if !sameRecord(*got, c.want) {
 			t.Fatalf("%s: decoded %+v, want %+v", c.name, got, c.want)
+		}
+		if b := encodeRecord(c.want); !bytes.Equal(b, c.b) {
+			t.Fatalf("%s: written as %v, want the same bytes as before, %v", c.name, b, c.b)
 		}
 	}
 }

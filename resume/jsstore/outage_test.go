@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/internal/logbuf"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
@@ -550,12 +551,7 @@ func diff(got, want []resume.Message) string {
 // waitFor polls cond until it holds, for at most 20 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, what, cond)
 }
 
 // listening is an embedded NATS server on loopback, with sync always, that
