@@ -29,8 +29,6 @@ type call struct {
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
 	sess   *callSession
-	// admitted: counted in the Server's in-flight requests of its principal.
-	admitted bool
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req *resume.Request // set once the request is resumable
@@ -72,7 +70,6 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 			"too many requests of this principal in flight; retry when one has finished"))
 		return
 	}
-	cl.admitted = true
 	c.running[key] = cl
 	c.mu.Unlock()
 
@@ -128,9 +125,9 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		delete(cl.c.running, string(cl.id))
 	}
 	cl.c.mu.Unlock()
-	if cl.admitted {
-		s.release(cl.c.principal)
-	}
+	// Counted by admit in startCall; a call run again after a restart has no
+	// principal (restartSession), so this is nothing for it.
+	s.release(cl.c.principal)
 
 	cause := context.Cause(cl.ctx)
 	if r != nil && cause == nil {

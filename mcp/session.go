@@ -125,14 +125,14 @@ func (s *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 // instead, so the tool runs at the pace its messages are taken, and every one is
 // queued (the outbox's budget then decides, counting what it drops). The wait
 // ends when the call or its request does (cancelled, expired), or the channel is
-// sealed. The name is mcp-go's: on its
-// own Streamable HTTP transport the hook switches a response to SSE.
+// sealed. The name is mcp-go's: on its own Streamable HTTP transport the hook
+// switches a response to SSE.
 func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
 	s.NotificationChannel()
-	cl := s.cl
-	if s.ch == nil || cl.fin == nil { // sealed: the send that follows drops it, as documented
+	if s.ch == nil || len(s.ch) < cap(s.ch) { // sealed (the send drops it, as documented), or room
 		return
 	}
+	cl := s.cl
 	var ended <-chan struct{} // the request's end, when it is resumable
 	if r := cl.request(); r != nil {
 		ended = r.Context().Done()

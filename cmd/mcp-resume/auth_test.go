@@ -138,11 +138,6 @@ func TestServeReloadKeys(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	// until polls for a state the server reaches after the signal is handled.
-	until := func(what string, cond func() bool) {
-		t.Helper()
-		poll.Until(t, 10*time.Second, what, cond)
-	}
 	if status("k-old") != http.StatusOK || status("k-new") != http.StatusUnauthorized {
 		t.Fatal("before the reload: want k-old accepted and k-new refused")
 	}
@@ -150,7 +145,8 @@ func TestServeReloadKeys(t *testing.T) {
 	if err := syscall.Kill(ls[0].PID, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	until("k-new accepted after SIGHUP", func() bool { return status("k-new") == http.StatusOK })
+	// The server reaches it once the signal is handled.
+	poll.Until(t, 10*time.Second, "k-new accepted after SIGHUP", func() bool { return status("k-new") == http.StatusOK })
 	if got := status("k-old"); got != http.StatusUnauthorized {
 		t.Errorf("removed key after the reload: %d; want 401", got)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,21 +105,10 @@ func TestClusterSubprocesses(t *testing.T) {
 	ca.Next()
 	ca.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":30,"steps":2}}}`)
 	pr := e2etest.PolicyOf(t, ca.Next())
-	if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	a.Kill()
 	killed := time.Now()
-	var st e2etest.Status
-	for deadline := killed.Add(4 * lease); ; {
-		var e *spec.Error
-		if st, e = cb.GetStatus(`"sw"`, `"w"`, pw.ResumeToken); e != nil {
-			t.Fatalf("getStatus on B after A died: %v", e)
-		}
-		if st.Status != "processing" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling: the lease lapses in NATS
-	}
+	// Polling B: the lease lapses in NATS.
+	st := cb.WaitStatus(`"w"`, pw.ResumeToken, func(st e2etest.Status) bool { return st.Status != "processing" })
 	took := time.Since(killed)
 	t.Logf("A's call reported failed on B %v after A was killed (lease %v)", took.Round(time.Millisecond), lease)
 	if st.Status != "failed" || took > 2*lease {
@@ -158,18 +146,17 @@ func TestServeExitsOnLeaseLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var kv jetstream.KeyValue // the lease bucket, once serve has made it
 	poll.Until(t, 20*time.Second, "the instance to hold its lease", func() bool {
-		kv, err := js.KeyValue(t.Context(), "mcp-resume-leases")
-		if err != nil {
+		if kv == nil {
+			kv, _ = js.KeyValue(t.Context(), "mcp-resume-leases")
+		}
+		if kv == nil {
 			return false
 		}
-		_, err = kv.Get(t.Context(), "doomed")
+		_, err := kv.Get(t.Context(), "doomed")
 		return err == nil && strings.Contains(logs.String(), "mcp-resume serving")
 	})
-	kv, err := js.KeyValue(t.Context(), "mcp-resume-leases")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := kv.Delete(t.Context(), "doomed"); err != nil {
 		t.Fatal(err)
 	}

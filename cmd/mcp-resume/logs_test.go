@@ -30,12 +30,14 @@ func TestLogOutput(t *testing.T) {
 		t.Skip(err)
 	}
 	defer dev.Close()
-	if _, ok := logOutput(dev).(zerolog.ConsoleWriter); !ok {
-		t.Errorf("a character device: %T, want zerolog.ConsoleWriter", logOutput(dev))
+	cw, ok := logOutput(dev).(zerolog.ConsoleWriter)
+	if !ok {
+		t.Fatalf("a character device: %T, want zerolog.ConsoleWriter", logOutput(dev))
 	}
-	// The console format is readable text, not JSON.
+	// The console format logOutput chose is readable text, not JSON.
 	var out bytes.Buffer
-	l := zerolog.New(zerolog.ConsoleWriter{Out: &out, NoColor: true})
+	cw.Out, cw.NoColor = &out, true
+	l := zerolog.New(cw)
 	l.Info().Str("session", "s1").Msg("hello")
 	if s := out.String(); strings.HasPrefix(s, "{") || !strings.Contains(s, "hello") || !strings.Contains(s, "session=s1") {
 		t.Errorf("console line %q", s)

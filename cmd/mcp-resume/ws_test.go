@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,11 +24,13 @@ type startLine struct {
 	WS   string `json:"ws"`
 	Page string `json:"page"`
 	PID  int    `json:"pid"`
+	// Kill kills the process (SIGKILL), which then need not exit 0.
+	Kill func() `json:"-"`
 }
 
 // spawnNet starts `mcp-resume serve ARGS` as a subprocess and returns the start-up
 // lines of its listeners (want of them). The process gets SIGTERM at the end of the
-// test and must exit 0, unless the test killed it (SIGKILL).
+// test and must exit 0, unless the test killed it (startLine.Kill).
 func spawnNet(t *testing.T, args string, want int) []startLine {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
@@ -38,6 +41,11 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	var killed atomic.Bool
+	kill := func() {
+		killed.Store(true)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
 	}
 	lines := make(chan startLine, want)
 	drained := make(chan struct{})
@@ -62,11 +70,7 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-drained
-		err := cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return // killed by the test on purpose (by its start-up line's pid)
-		}
-		if err != nil {
+		if err := cmd.Wait(); err != nil && !killed.Load() {
 			t.Errorf("serve after SIGTERM: %v, want exit status 0; its stderr besides the logs:\n%s", err, other.String())
 		}
 	})
@@ -74,6 +78,7 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	for range want {
 		select {
 		case l := <-lines:
+			l.Kill = kill
 			out = append(out, l)
 		case <-time.After(20 * time.Second):
 			t.Fatalf("serve %s: %d start-up lines, want %d", args, len(out), want)

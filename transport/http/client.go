@@ -154,10 +154,11 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 		c.session = sid
 		c.mu.Unlock()
 	}
-	return c.take(resp, requestID(msg))
+	return c.take(resp, msg)
 }
 
-// requestID returns the id of msg when it is a request, else nil.
+// requestID returns the id of msg when it is a request, else nil (also for a nil
+// msg).
 func requestID(msg []byte) []byte {
 	if m, err := spec.Decode(msg); err == nil && m.Kind == spec.KindRequest {
 		return m.ID
@@ -199,10 +200,11 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 	return resp.StatusCode, c.take(resp, nil)
 }
 
-// take delivers what a response carries. id is the request the POST carried, if
-// it carried one: a refusal that does not answer it is Write's error, and with
-// FailOnStreamLoss a stream that ends without its response is a loss.
-func (c *ClientConn) take(resp *http.Response, id []byte) error {
+// take delivers what a response carries. sent is what the POST carried (nil for
+// a GET); when it is a request, a refusal that does not answer it is Write's
+// error, and with FailOnStreamLoss a stream that ends without its response is a
+// loss. Its id is decoded only on those paths, not for every message sent.
+func (c *ClientConn) take(resp *http.Response, sent []byte) error {
 	ct := resp.Header.Get("Content-Type")
 	if resp.StatusCode == http.StatusOK && strings.HasPrefix(ct, "text/event-stream") {
 		c.mu.Lock()
@@ -218,7 +220,7 @@ func (c *ClientConn) take(resp *http.Response, id []byte) error {
 			defer resp.Body.Close()
 			var lossID []byte
 			if c.failOnLoss {
-				lossID = id
+				lossID = requestID(sent)
 			}
 			if !c.events(resp.Body, lossID) && lossID != nil {
 				c.lose()
@@ -231,7 +233,12 @@ func (c *ClientConn) take(resp *http.Response, id []byte) error {
 	if err != nil {
 		return c.closedOr(err)
 	}
-	if resp.StatusCode == http.StatusUnauthorized || (id != nil && resp.StatusCode != http.StatusOK && !answers(b, id)) {
+	refused := resp.StatusCode == http.StatusUnauthorized
+	if !refused && resp.StatusCode != http.StatusOK {
+		id := requestID(sent)
+		refused = id != nil && !answers(b, id)
+	}
+	if refused {
 		// Refused before the server could tie its error to the request (no API
 		// key, a forbidden origin, a wrong media type, a body too large...): the
 		// error carries no id to route by, and the request will never be
@@ -242,7 +249,7 @@ func (c *ClientConn) take(resp *http.Response, id []byte) error {
 		c.deliver(b)
 		return nil
 	}
-	if id != nil {
+	if requestID(sent) != nil {
 		// A request that got neither a stream nor an answer will never be answered.
 		return fmt.Errorf("transport/http: POST %s: %s without an answer", c.url, resp.Status)
 	}

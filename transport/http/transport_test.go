@@ -218,7 +218,8 @@ func TestSessionExpiryKeepsRequests(t *testing.T) {
 	for e := next(t, ch); progressOf(e) != 1; e = next(t, ch) {
 	}
 	drop()
-	waitFor(t, "the session to expire", func() bool { return s.h.Sessions() == 0 })
+	// Driven by the server's real timers (net/http cannot run in a synctest bubble).
+	poll.Until(t, 10*time.Second, "the session to expire", func() bool { return s.h.Sessions() == 0 })
 	if resp, _ := c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the expired session answered %s, want 404", resp.Status)
 	}
@@ -289,13 +290,6 @@ func TestCallStreamsIsolated(t *testing.T) {
 			break
 		}
 	}
-}
-
-// waitFor polls cond until it holds; the condition is driven by real timers of the
-// server under test (net/http cannot run in a synctest bubble).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	poll.Until(t, 10*time.Second, what, cond)
 }
 
 // With StreamIdle, the server closes a quiet call stream; the client polls back
