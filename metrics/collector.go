@@ -16,7 +16,7 @@ type Collector struct {
 	eng *resume.Engine
 
 	requests, attached, detached, queued, tombstones *prometheus.Desc
-	resumes, expired, tokenFailures                  *prometheus.Desc
+	resumes, expired, tokenFailures, unreadable      *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -36,12 +36,13 @@ func NewCollector(eng *resume.Engine) *Collector {
 		resumes:       d("resumes_total", "Requests attached to a stream again: requests/resume, and Last-Event-ID reconnects on Streamable HTTP."),
 		expired:       d("expired_total", "Requests that ended expired: no client within maxWait, a result unacknowledged past its retention, or released past max-retained."),
 		tokenFailures: d("token_failures_total", "Lookups by token answered not_found: a wrong token or id, another principal's token, or a request long gone."),
+		unreadable:    d("unreadable_records_total", "Stored records the store could not decode when listed (recovery, claims from a lost instance): skipped and left in the store."),
 	}
 }
 
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.requests, c.attached, c.detached, c.queued, c.tombstones, c.resumes, c.expired, c.tokenFailures} {
+	for _, d := range []*prometheus.Desc{c.requests, c.attached, c.detached, c.queued, c.tombstones, c.resumes, c.expired, c.tokenFailures, c.unreadable} {
 		ch <- d
 	}
 }
@@ -65,6 +66,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.resumes, st.Attaches)
 	counter(c.expired, st.Expired)
 	counter(c.tokenFailures, st.TokenFailures)
+	counter(c.unreadable, st.Unreadable)
 }
 
 // Handler serves /metrics: eng's Collector, extra collectors (a StoreTimer), and

@@ -67,7 +67,7 @@ func TestCollectorValues(t *testing.T) {
 	h := metrics.Handler(e)
 	m := scrape(t, h)
 	for _, name := range []string{`mcp_resume_requests{state="processing"}`, "mcp_resume_requests_attached", "mcp_resume_requests_detached",
-		"mcp_resume_queued_bytes", "mcp_resume_resumes_total", "mcp_resume_expired_total", "mcp_resume_token_failures_total"} {
+		"mcp_resume_queued_bytes", "mcp_resume_resumes_total", "mcp_resume_expired_total", "mcp_resume_token_failures_total", "mcp_resume_unreadable_records_total"} {
 		if v, ok := m[name]; !ok || v != 0 {
 			t.Errorf("new engine: %s = %v, %v; want 0", name, v, ok)
 		}

@@ -171,6 +171,7 @@ type Engine struct {
 	attaches      atomic.Uint64 // successful Request.Attach calls (resumes, reconnects)
 	expired       atomic.Uint64 // requests that ended expired (maxWait, retention, MaxRetained)
 	tokenFailures atomic.Uint64 // lookups answered ErrUnknown
+	unreadable    atomic.Uint64 // stored records Store.Records could not decode
 }
 
 type tombstone struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -46,6 +47,31 @@ import (
 // earlier process), and claims those of instances that are gone (see peers.go);
 // the requests of live instances are theirs.
 
+// storedRecords yields the records the store holds (Store.Records). A record the
+// store cannot read is counted (Stats.Unreadable), logged and skipped, and stays
+// in the store: a newer version may read it, an operator may look at it. Any
+// other error ends the listing; it is logged, saying what happens then.
+func (e *Engine) storedRecords(then string) iter.Seq[Record] {
+	return func(yield func(Record) bool) {
+		n := 0
+		for rec, err := range e.store.Records(e.ctx) {
+			switch {
+			case errors.Is(err, ErrUnreadable):
+				e.unreadable.Add(1)
+				e.log.Error().Err(err).Msg("a stored request cannot be read; skipped, left in the store")
+				continue
+			case err != nil:
+				e.log.Error().Err(err).Int("listed", n).Msg("listing the stored requests failed; " + then)
+				return
+			}
+			n++
+			if !yield(rec) {
+				return
+			}
+		}
+	}
+}
+
 // recoverStored recovers the requests the store holds. Called once, by New.
 func (e *Engine) recoverStored() {
 	if e.store == nil {
@@ -54,11 +80,7 @@ func (e *Engine) recoverStored() {
 	start := time.Now()
 	var recs, lost []Record
 	alive := map[string]bool{}
-	for rec, err := range e.store.Records(e.ctx) {
-		if err != nil {
-			e.log.Error().Err(err).Int("listed", len(recs)).Msg("listing the stored requests; recovering those listed")
-			break
-		}
+	for rec := range e.storedRecords("recovering those listed") {
 		if e.peers == nil || rec.Owner == e.self {
 			recs = append(recs, rec)
 			continue

@@ -175,11 +175,7 @@ func (e *Engine) sweep(instance string) {
 		return
 	}
 	var lost []Record
-	for rec, err := range e.store.Records(e.ctx) {
-		if err != nil {
-			e.log.Warn().Err(err).Str("instance", instance).Msg("listing the requests of a lost instance")
-			break
-		}
+	for rec := range e.storedRecords("claiming those listed of lost instance " + instance) {
 		if rec.Owner == instance && !rec.tombstone() {
 			lost = append(lost, rec)
 		}

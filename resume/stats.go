@@ -22,6 +22,10 @@ type Stats struct {
 	// TokenFailures counts lookups answered ErrUnknown: a wrong token, a wrong id,
 	// another principal's token, or a request long gone.
 	TokenFailures uint64
+	// Unreadable counts records the store could not decode when the engine
+	// listed them (recovery in New, claims from a lost instance): skipped, and
+	// left in the store.
+	Unreadable uint64
 }
 
 // Stats returns a snapshot of the engine. It visits every live request, one lock
@@ -60,5 +64,6 @@ func (e *Engine) Stats() Stats {
 	st.Attaches = e.attaches.Load()
 	st.Expired = e.expired.Load()
 	st.TokenFailures = e.tokenFailures.Load()
+	st.Unreadable = e.unreadable.Load()
 	return st
 }

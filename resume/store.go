@@ -106,6 +106,10 @@ var ErrNotFound = errors.New("resume: request not found")
 // one the caller saw: another instance claimed it first.
 var ErrClaimed = errors.New("resume: request claimed by another instance")
 
+// ErrUnreadable is wrapped by a Store's error for a record it holds but cannot
+// decode: damaged, or written by a newer version of the Store's format.
+var ErrUnreadable = errors.New("resume: stored record unreadable")
+
 // Store holds requests' records and queued messages: in memory (memstore) or
 // durably. The engine owns every request it starts; a Store only keeps what the
 // engine writes and returns it.
@@ -127,9 +131,12 @@ var ErrClaimed = errors.New("resume: request claimed by another instance")
 //   - Delete removes the record and every message; deleting twice is not an error.
 //   - Records yields every record held, in no particular order, then stops; a
 //     record put or deleted during the iteration may or may not be yielded. An
-//     error ends the iteration. The engine calls it once, in New, to recover the
-//     requests a durable store kept from an earlier process (see Engine), and
-//     again when an instance sharing the store is lost (Peers).
+//     error wrapping ErrUnreadable stands for one record the Store cannot decode,
+//     and the iteration goes on past it; any other error ends the iteration.
+//     The engine calls it once, in New, to recover the requests a durable store
+//     kept from an earlier process (see Engine), and again when an instance
+//     sharing the store is lost (Peers); it skips unreadable records, and leaves
+//     them in the store.
 //   - Claim moves a request to a new owner, atomically: it sets the record's
 //     Owner to "to" and returns the record as it now is if its Owner was "from",
 //     returns ErrClaimed (and changes nothing) if its Owner was anything else, and

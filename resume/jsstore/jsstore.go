@@ -213,7 +213,7 @@ func (s *Store) get(ctx context.Context, h resume.TokenHash) (*resume.Record, ui
 	}
 	rec, err := decodeRecord(h, e.Value())
 	if err != nil {
-		return nil, 0, fmt.Errorf("jsstore: record %s: %w", key(h)[:12], err)
+		return nil, 0, unreadable(e.Key(), err)
 	}
 	return rec, e.Revision(), nil
 }
@@ -432,7 +432,9 @@ func (s *Store) purge(ctx context.Context, h resume.TokenHash) error {
 }
 
 // Records reads every record from the bucket in one pass (a watcher that stops
-// after the current values). Starting the watcher waits for NATS as a write does
+// after the current values). A value it cannot decode is yielded as an error
+// wrapping resume.ErrUnreadable, and the pass goes on; keys that are not token
+// hashes are not ours and are passed over. Starting the watcher waits for NATS as a write does
 // (Options.OutageWait); once started, it fails if no record comes for that long.
 func (s *Store) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 	return func(yield func(resume.Record, error) bool) {
@@ -479,7 +481,7 @@ func (s *Store) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 			}
 			rec, err := decodeRecord(h, e.Value())
 			if err != nil {
-				if !yield(resume.Record{}, fmt.Errorf("jsstore: record %s: %w", e.Key()[:12], err)) {
+				if !yield(resume.Record{}, unreadable(e.Key(), err)) {
 					return
 				}
 				continue
@@ -489,6 +491,11 @@ func (s *Store) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
 			}
 		}
 	}
+}
+
+// unreadable is the error for the record under key that decodeRecord refused.
+func unreadable(key string, err error) error {
+	return fmt.Errorf("jsstore: record %s: %w: %w", key[:12], resume.ErrUnreadable, err)
 }
 
 // Claim moves a record to a new owner with a compare-and-set on the key's

@@ -1,10 +1,13 @@
 package jsstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,5 +308,88 @@ func TestScale(t *testing.T) {
 	}
 	if e.Live() != 0 {
 		t.Fatalf("%d requests still live", e.Live())
+	}
+}
+
+// TestRecoverSkipsUnreadable: records the store cannot decode (damaged, or from a
+// newer format) do not end a recovery: every readable request after them comes
+// back, the unreadable ones are counted and stay in the bucket untouched.
+func TestRecoverSkipsUnreadable(t *testing.T) {
+	ctx := context.Background()
+	js, _ := startServer(t, "", false)
+	st, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "mcp-resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written first, so that a listing meets them before the good records.
+	bad := map[string][]byte{
+		strings.Repeat("ab", 32): {0xff, 1},                        // no such format
+		strings.Repeat("cd", 32): {9, 1, 2, 3},                     // a format from the future
+		strings.Repeat("ef", 32): {1, byte(resume.StateCompleted)}, // cut short
+	}
+	for k, v := range bad {
+		if _, err := kv.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e1 := resume.New(st, nil)
+	if got := e1.Stats().Unreadable; got != uint64(len(bad)) {
+		t.Fatalf("first engine: Unreadable = %d, want %d", got, len(bad))
+	}
+	var done []started
+	for i := range 3 {
+		id := fmt.Sprint(i)
+		r, tok, err := e1.Start([]byte(id), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Complete(false, encodeAs(id, "result")); err != nil {
+			t.Fatal(err)
+		}
+		done = append(done, started{id, tok, r})
+	}
+	e1.Close()
+
+	var listed, unreadable int
+	for _, err := range st.Records(ctx) {
+		switch {
+		case errors.Is(err, resume.ErrUnreadable):
+			unreadable++
+		case err != nil:
+			t.Fatalf("Records: %v", err)
+		default:
+			listed++
+		}
+	}
+	if listed != len(done) || unreadable != len(bad) {
+		t.Fatalf("Records: %d records and %d unreadable, want %d and %d", listed, unreadable, len(done), len(bad))
+	}
+
+	e2 := resume.New(st, nil)
+	defer e2.Close()
+	if got := e2.Live(); got != len(done) {
+		t.Fatalf("recovered %d requests, want %d", got, len(done))
+	}
+	if got := e2.Stats().Unreadable; got != uint64(len(bad)) {
+		t.Fatalf("Unreadable = %d, want %d", got, len(bad))
+	}
+	for _, c := range done {
+		r, err := e2.Lookup(c.tok, []byte(c.id))
+		if err != nil {
+			t.Fatalf("Lookup(%s): %v", c.id, err)
+		}
+		if s := r.Status(); s.State != resume.StateCompleted || !s.HasPending {
+			t.Fatalf("%s: status %+v", c.id, s)
+		}
+	}
+	for k, v := range bad {
+		e, err := kv.Get(ctx, k)
+		if err != nil || !bytes.Equal(e.Value(), v) {
+			t.Fatalf("unreadable record %s after recovery: %v, %x", k[:8], err, e.Value())
+		}
 	}
 }
