@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,9 +23,10 @@ func (n *Node) Handle(h func(ctx context.Context, from string, c resume.PeerCall
 	n.mu.Unlock()
 }
 
-// Call sends c to instance and waits for its reply, at most CallTimeout. The
-// error says that no reply came: no such instance (nats.ErrNoResponders, at once),
-// a timeout, or ErrClosed; a reply's own error is in PeerReply.Err.
+// Call sends c to instance and waits for its reply, at most CallTimeout, and no
+// longer than the instance holds its lease (see awaiting). The error says that
+// no reply came: no such instance (nats.ErrNoResponders, at once), a timeout, the
+// instance departed, or ErrClosed; a reply's own error is in PeerReply.Err.
 func (n *Node) Call(ctx context.Context, instance string, c resume.PeerCall) (resume.PeerReply, error) {
 	if n.isClosed() {
 		return resume.PeerReply{}, ErrClosed
@@ -34,11 +36,13 @@ func (n *Node) Call(ctx context.Context, instance string, c resume.PeerCall) (re
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
 	defer cancel()
+	ctx, done := n.awaiting(ctx, instance)
+	defer done()
 	deadline, _ := ctx.Deadline()
 	data := encodeCall(n.opts.Name, time.Until(deadline), c)
 	m, err := n.nc.RequestWithContext(ctx, n.callSubject(instance), data)
 	if err != nil {
-		return resume.PeerReply{}, fmt.Errorf("cluster: call (op %d) to %s: %w", c.Op, instance, err)
+		return resume.PeerReply{}, fmt.Errorf("cluster: call (op %d) to %s: %w", c.Op, instance, causeOf(ctx, err))
 	}
 	r, err := decodeReply(m.Data)
 	if err != nil {
@@ -71,6 +75,15 @@ func (n *Node) serve(m *nats.Msg) {
 	if !ok {
 		n.respond(m, encodeReply(resume.PeerReply{Err: resume.PeerError(resume.ErrClosed)}))
 	}
+}
+
+// causeOf is err, a request's failure under ctx, or what ended ctx when that was
+// a departure.
+func causeOf(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); errors.Is(c, errDeparted) {
+		return c
+	}
+	return err
 }
 
 func (n *Node) respond(m *nats.Msg, data []byte) {

@@ -181,6 +181,10 @@ func (n *Node) departLocked(instance, successor string) {
 			n.goLocked(func() { fn(instance) })
 		}
 	}
+	for w := range n.waiting[instance] {
+		w.cancel(errDeparted)
+	}
+	delete(n.waiting, instance)
 	for w, inc := range n.watches[instance] {
 		if inc != successor {
 			delete(n.watches[instance], w)
@@ -189,6 +193,38 @@ func (n *Node) departLocked(instance, successor string) {
 	}
 	if len(n.watches[instance]) == 0 {
 		delete(n.watches, instance)
+	}
+}
+
+// errDeparted ends a Call or Deliver whose instance departed while it waited.
+var errDeparted = errors.New("the instance departed")
+
+// waiter is a Call or Deliver waiting for an instance's answer.
+type waiter struct{ cancel context.CancelCauseFunc }
+
+// awaiting returns ctx, ended also (with errDeparted) when instance departs, for
+// a Call or Deliver to it: an instance that dies after it took a call (its lease
+// lapses) fails the call at the poll that finds it gone, about Lease later, not
+// at CallTimeout. Calls to a name whose lease passes to a new process fail too,
+// even one the new process was about to answer: the caller sees no answer, as
+// from any instance that restarts. done releases it.
+func (n *Node) awaiting(ctx context.Context, instance string) (_ context.Context, done func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &waiter{cancel: cancel}
+	n.mu.Lock()
+	if n.waiting[instance] == nil {
+		n.waiting[instance] = make(map[*waiter]struct{})
+	}
+	n.waiting[instance][w] = struct{}{}
+	n.mu.Unlock()
+	return ctx, func() {
+		n.mu.Lock()
+		delete(n.waiting[instance], w)
+		if len(n.waiting[instance]) == 0 {
+			delete(n.waiting, instance)
+		}
+		n.mu.Unlock()
+		cancel(nil)
 	}
 }
 

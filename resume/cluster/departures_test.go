@@ -1,12 +1,16 @@
 package cluster_test
 
 import (
+	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcp-resume/mcp-resume/resume"
 )
 
 // lastRefresh returns when the server stored instance's lease last.
@@ -216,4 +220,49 @@ func leases(t *testing.T, nc *nats.Conn) jetstream.KeyValue {
 		t.Fatal(err)
 	}
 	return kv
+}
+
+// TestCallsEndWhenInstanceDeparts: a Call, and a Deliver to an inbox, that the
+// other instance took and never answered because it crashed, fail when its lease
+// lapses (the poll that finds it gone), not at the caller's CallTimeout.
+func TestCallsEndWhenInstanceDeparts(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	oa := options(t, "alpha")
+	oa.CallTimeout = time.Minute // longer than patience: only the departure ends them
+	a, _ := join(t, srv, oa)
+	b, ncb := join(t, srv, options(t, "beta"))
+	lost, lostAt := signal(t)
+	a.Watch("beta", lost) // alpha knows beta's lease, as after any poll since beta joined
+
+	took := make(chan struct{}, 2)
+	b.Handle(func(ctx context.Context, _ string, _ resume.PeerCall) resume.PeerReply {
+		took <- struct{}{}
+		<-ctx.Done() // beta's Close, when the test ends
+		return resume.PeerReply{}
+	})
+	inbox, closeInbox := b.Listen(func(resume.Message) error {
+		took <- struct{}{}
+		<-ctxT(t).Done()
+		return nil
+	})
+	defer closeInbox()
+
+	ended := make(chan error, 2)
+	go func() {
+		_, err := a.Call(context.Background(), "beta", resume.PeerCall{Op: resume.PeerAttach})
+		ended <- err
+	}()
+	go func() { ended <- a.Deliver(context.Background(), inbox, resume.Message{Seq: 1, Data: []byte(`{}`)}) }()
+	receive(t, took, "the call")
+	receive(t, took, "the delivery")
+	ncb.Close() // a crash: no reply goes back, and beta's lease stays until it lapses
+
+	for range 2 {
+		err := receive(t, ended, "the end of a call to the crashed instance")
+		if err == nil || !strings.Contains(err.Error(), "departed") {
+			t.Errorf("a call to the crashed instance ended with %v, want its departure", err)
+		}
+	}
+	receive(t, lostAt, "the watch")
 }

@@ -52,7 +52,11 @@
 // codec.go). Each inbox is <Subject>.<name>.in.<16 random hex digits>; a Deliver
 // is a request carrying the Message, answered with the text of deliver's error
 // (empty for none). Calls and Delivers wait at most Options.CallTimeout; one to an
-// instance or inbox that is gone fails at once (no responders).
+// instance or inbox that is gone fails at once (no responders), and one that the
+// instance took but never answered because it died fails at the poll that finds
+// its lease lapsed (about Lease after its last refresh), not at CallTimeout. A
+// proxy attaching when its owner dies mid-call thus fails over within about the
+// lease, like one attached before.
 //
 // # Trust
 //

@@ -72,22 +72,26 @@ func (n *Node) Listen(deliver func(resume.Message) error) (inbox string, close f
 	}
 }
 
-// Deliver sends m to inbox and waits, at most CallTimeout, for the result of its
-// deliver: nil, or an error whose text is deliver's error's. An error of its own
-// says that no answer came: the inbox is closed (nats.ErrNoResponders) or
-// unreachable, or this node is closed (ErrClosed).
+// Deliver sends m to inbox and waits, at most CallTimeout and no longer than the
+// inbox's instance holds its lease, for the result of its deliver: nil, or an
+// error whose text is deliver's error's. An error of its own says that no answer
+// came: the inbox is closed (nats.ErrNoResponders) or unreachable, its instance
+// departed, or this node is closed (ErrClosed).
 func (n *Node) Deliver(ctx context.Context, inbox string, m resume.Message) error {
 	if n.isClosed() {
 		return ErrClosed
 	}
-	if n.InboxOwner(inbox) == "" {
+	owner := n.InboxOwner(inbox)
+	if owner == "" {
 		return fmt.Errorf("cluster: deliver to %q: not an inbox", inbox)
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
 	defer cancel()
+	ctx, done := n.awaiting(ctx, owner)
+	defer done()
 	r, err := n.nc.RequestWithContext(ctx, inbox, wire.EncodeMessage(m))
 	if err != nil {
-		return fmt.Errorf("cluster: deliver message %d to %s: %w", m.Seq, inbox, err)
+		return fmt.Errorf("cluster: deliver message %d to %s: %w", m.Seq, inbox, causeOf(ctx, err))
 	}
 	if len(r.Data) > 0 {
 		return remoteError(r.Data)

@@ -134,9 +134,10 @@ type Node struct {
 	handler  func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply
 	departed []func(instance string)
 	inboxes  map[*nats.Subscription]struct{}
-	known    map[string]lease             // instances seen holding a lease (departures.go)
-	watches  map[string]map[*watch]string // per instance, each watch and the incarnation it watches
-	polls    uint64                       // polls started
+	known    map[string]lease                // instances seen holding a lease (departures.go)
+	watches  map[string]map[*watch]string    // per instance, each watch and the incarnation it watches
+	waiting  map[string]map[*waiter]struct{} // per instance, the Calls and Delivers to it in flight (see awaiting)
+	polls    uint64                          // polls started
 }
 
 var _ resume.Peers = (*Node)(nil)
@@ -183,6 +184,7 @@ func Join(ctx context.Context, nc *nats.Conn, opts *Options) (*Node, error) {
 		inboxes: make(map[*nats.Subscription]struct{}),
 		known:   make(map[string]lease),
 		watches: make(map[string]map[*watch]string),
+		waiting: make(map[string]map[*waiter]struct{}),
 	}
 	if n.rev, err = n.take(ctx); err != nil {
 		return nil, err
