@@ -31,6 +31,11 @@ import (
 //   - anything else (its response already acknowledged, a state never stored):
 //     deleted.
 //
+// A record the store cannot decode, or whose messages cannot be read back, is
+// left in the store and not recovered (logged; the first kind is counted in
+// Stats.Unreadable): the failure may pass, or be a newer version's format, and a
+// later process recovers what it can read.
+//
 // Tombstones are not stored, so a request that ended cancelled or expired in the
 // earlier process answers "not found" after a restart. A recovered request keeps
 // its ack mode (Record.AckMode).
@@ -98,9 +103,11 @@ func (e *Engine) recoverStored() {
 	if len(recs) == 0 {
 		return
 	}
-	var resumable, restarted, rerun, dropped int
+	var resumable, restarted, rerun, dropped, left int
 	for _, rec := range recs {
 		switch e.recoverOne(rec, e.opts.Restarted) {
+		case recoveredLeft:
+			left++
 		case recoveredResumable:
 			resumable++
 		case recoveredRestarted:
@@ -112,7 +119,7 @@ func (e *Engine) recoverStored() {
 		}
 	}
 	e.trim()
-	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("rerun", rerun).Int("dropped", dropped).
+	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("rerun", rerun).Int("dropped", dropped).Int("left", left).
 		Dur("took", time.Since(start)).Msg("recovered the requests of an earlier process")
 }
 
@@ -123,6 +130,7 @@ const (
 	recoveredResumable
 	recoveredRestarted
 	recoveredRerun
+	recoveredLeft // not read; still stored
 )
 
 // recoverOne brings back one stored request, or deletes it. A request that was
@@ -136,12 +144,16 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 	var inputs []uint64 // unanswered server-to-client requests
 	hasResponse := false
 	for m, err := range e.store.Replay(e.ctx, rec.Hash, 0) {
-		if err != nil {
-			if !errors.Is(err, ErrNotFound) {
-				e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("replaying a stored request; dropped")
-			}
+		if errors.Is(err, ErrNotFound) { // deleted meanwhile
 			e.dropStored(rec)
 			return recoveredDropped
+		}
+		if err != nil {
+			// Not deleted: the failure may pass (NATS away for longer than the
+			// store waits) or be a message a newer version wrote. Until a later
+			// process recovers it, its client gets not_found.
+			e.log.Error().Err(err).Str("request", string(rec.ID)).Msg("replaying a stored request failed; not recovered, left in the store")
+			return recoveredLeft
 		}
 		q.add(m, false)
 		q.last = m.Seq

@@ -3,6 +3,7 @@ package jsstore_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -391,5 +392,80 @@ func TestRecoverSkipsUnreadable(t *testing.T) {
 		if err != nil || !bytes.Equal(e.Value(), v) {
 			t.Fatalf("unreadable record %s after recovery: %v, %x", k[:8], err, e.Value())
 		}
+	}
+}
+
+// TestRecoverLeavesUnreplayable: a request whose messages cannot be read back
+// (here a message no version wrote; as well NATS away for longer than the store
+// waits) is not recovered, and not deleted either: once the messages read again,
+// the next process recovers it whole.
+func TestRecoverLeavesUnreplayable(t *testing.T) {
+	ctx := context.Background()
+	js, _ := startServer(t, "", false)
+	st, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1 := resume.New(st, nil)
+	var reqs []started
+	for i := range 2 {
+		id := fmt.Sprint(i)
+		r, tok, err := e1.Start([]byte(id), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Complete(false, encodeAs(id, "result")); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, started{id, tok, r})
+	}
+	e1.Close()
+	h := resume.HashToken(reqs[0].tok)
+	ack, err := js.Publish(ctx, "mr.msg."+hex.EncodeToString(h[:]), []byte("not a message"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A new process: the damaged request is left, the other recovered.
+	st2, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := resume.New(st2, nil)
+	if got := e2.Live(); got != 1 {
+		t.Fatalf("recovered %d requests, want 1", got)
+	}
+	if _, err := e2.Lookup(reqs[1].tok, []byte(reqs[1].id)); err != nil {
+		t.Fatalf("the readable request: %v", err)
+	}
+	if _, err := st2.Get(ctx, h); err != nil {
+		t.Fatalf("the request whose messages could not be read is no longer stored: %v", err)
+	}
+	e2.Close()
+
+	// The bad message gone, the next process recovers it with its result.
+	s, err := js.Stream(ctx, "MCP_RESUME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMsg(ctx, ack.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	st3, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e3 := resume.New(st3, nil)
+	defer e3.Close()
+	r, err := e3.Lookup(reqs[0].tok, []byte(reqs[0].id))
+	if err != nil {
+		t.Fatalf("after the bad message went: %v", err)
+	}
+	var out sink
+	if err := r.Attach(&out, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.got(); len(got) != 1 || string(got[0].Data) != string(encodeAs(reqs[0].id, "result")(1)) {
+		t.Fatalf("replayed %+v, want the result", got)
 	}
 }
