@@ -121,7 +121,10 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //   - Put creates or replaces the record; it may keep rec.ID's bytes (nobody
 //     modifies them after). Get returns a copy, or ErrNotFound. The engine puts a
 //     request's record when it starts (processing) and again when it completes or
-//     fails, right after appending its final response.
+//     fails, right after appending its final response. Put does not replace a
+//     record whose Owner is not rec.Owner: it returns ErrClaimed and changes
+//     nothing (an instance whose request was claimed while it was cut off cannot
+//     overwrite its successor's record).
 //   - Append adds a message whose Seq is greater than every Seq appended before for
 //     that request; Append for an unknown request returns ErrNotFound.
 //   - Discard removes the named messages; numbers not held are ignored.

@@ -106,7 +106,9 @@ type Store struct {
 // process, or found in the bucket); its index is complete once loaded.
 type request struct {
 	loaded bool
-	held   []loc // ascending seq (and so ascending stream sequence)
+	held   []loc  // ascending seq (and so ascending stream sequence)
+	rev    uint64 // the revision of its record this store last wrote or read; 0: unknown
+	owner  string // the record's Owner at rev
 }
 
 // loc places one message: its sequence number in the request, and in the stream.
@@ -171,29 +173,72 @@ func (s *Store) subject(h resume.TokenHash) string { return s.opts.Subject + "."
 // Put creates or replaces a record. A record created here starts a request that
 // has no message yet, so its index is complete from the start. A record this
 // store already knows (a request's final state) is replaced in one write.
+//
+// A record is replaced only while rec.Owner owns it (resume.ErrClaimed
+// otherwise): each write expects the revision this store last wrote or read, and
+// when another write came between, the record is read again and its owner
+// checked. That fences an instance cut off from NATS for longer than its lease,
+// whose requests another instance claimed meanwhile, out of their records in the
+// moments before it finds its lease gone.
 func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 	val := encodeRecord(rec)
 	s.mu.Lock()
-	_, known := s.reqs[rec.Hash]
+	var rev uint64
+	r, known := s.reqs[rec.Hash]
+	if known && r.owner == rec.Owner {
+		rev = r.rev // else 0: read and check the owner first
+	}
 	s.mu.Unlock()
 	var err error
 	fresh := false
-	if !known {
-		_, err = s.kv.Create(ctx, key(rec.Hash), val)
+	if known {
+		rev, err = s.replace(ctx, rec, val, rev)
+	} else {
+		rev, err = s.kv.Create(ctx, key(rec.Hash), val)
 		fresh = err == nil
-	}
-	if known || errors.Is(err, jetstream.ErrKeyExists) {
-		_, err = s.kv.Put(ctx, key(rec.Hash), val)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			rev, err = s.replace(ctx, rec, val, 0)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("jsstore: putting record %s: %w", key(rec.Hash)[:12], err)
 	}
 	s.mu.Lock()
-	if _, ok := s.reqs[rec.Hash]; !ok {
-		s.reqs[rec.Hash] = &request{loaded: fresh}
+	r = s.reqs[rec.Hash]
+	if r == nil {
+		r = &request{loaded: fresh}
+		s.reqs[rec.Hash] = r
 	}
+	r.rev, r.owner = rev, rec.Owner
 	s.mu.Unlock()
 	return nil
+}
+
+// replace writes val, rec's encoding, over the record that exists, expecting
+// revision rev (0: unknown), and returns the new revision. When the record
+// changed since rev, it is read again: owned by another instance than rec.Owner,
+// it is left as it is (resume.ErrClaimed); gone, it is created again.
+func (s *Store) replace(ctx context.Context, rec resume.Record, val []byte, rev uint64) (uint64, error) {
+	k := key(rec.Hash)
+	for range 3 {
+		if rev != 0 {
+			n, err := s.kv.Update(ctx, k, val, rev)
+			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				return n, err
+			}
+		}
+		cur, curRev, err := s.get(ctx, rec.Hash)
+		switch {
+		case errors.Is(err, resume.ErrNotFound):
+			return s.kv.Create(ctx, k, val)
+		case err != nil:
+			return 0, err
+		case cur.Owner != rec.Owner:
+			return 0, fmt.Errorf("owned by %q, not %q: %w", cur.Owner, rec.Owner, resume.ErrClaimed)
+		}
+		rev = curRev
+	}
+	return 0, errors.New("the record kept changing")
 }
 
 // Get returns a record from the bucket.
@@ -510,12 +555,18 @@ func (s *Store) Claim(ctx context.Context, h resume.TokenHash, from, to string) 
 		return nil, resume.ErrClaimed
 	}
 	rec.Owner = to
-	if _, err := s.kv.Update(ctx, key(h), encodeRecord(*rec), rev); err != nil {
+	rev, err = s.kv.Update(ctx, key(h), encodeRecord(*rec), rev)
+	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return nil, resume.ErrClaimed
 		}
 		return nil, fmt.Errorf("jsstore: claiming record %s: %w", key(h)[:12], err)
 	}
+	s.mu.Lock()
+	if r := s.reqs[h]; r != nil {
+		r.rev, r.owner = rev, to
+	}
+	s.mu.Unlock()
 	return rec, nil
 }
 
@@ -530,10 +581,14 @@ func (s *Store) ensure(ctx context.Context, h resume.TokenHash) error {
 	if ok {
 		return nil
 	}
+	var rev uint64
+	var owner string
 	if r == nil {
-		if _, err := s.Get(ctx, h); err != nil {
+		rec, n, err := s.get(ctx, h)
+		if err != nil {
 			return err
 		}
+		rev, owner = n, rec.Owner
 	}
 	held, err := s.scan(ctx, h)
 	if err != nil {
@@ -541,10 +596,12 @@ func (s *Store) ensure(ctx context.Context, h resume.TokenHash) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.reqs[h]; r != nil && r.loaded {
-		return nil // loaded meanwhile
+	switch r := s.reqs[h]; {
+	case r == nil:
+		s.reqs[h] = &request{loaded: true, held: held, rev: rev, owner: owner}
+	case !r.loaded:
+		r.loaded, r.held = true, held
 	}
-	s.reqs[h] = &request{loaded: true, held: held}
 	return nil
 }
 

@@ -2,12 +2,14 @@ package jsstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
@@ -115,4 +117,51 @@ func (c *coldReads) Get(ctx context.Context, h resume.TokenHash) (*resume.Record
 
 func (c *coldReads) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
 	return c.fresh().Replay(ctx, h, after)
+}
+
+// TestPutFenced: two processes on one bucket. Once B has claimed a request of A
+// (A's lease lapsed while A was cut off), A's store, which last wrote the record
+// as its owner, can no longer write it: its Put fails with ErrClaimed and B's
+// record stays. The revision A expected is stale, and the record read again is
+// B's.
+func TestPutFenced(t *testing.T) {
+	ctx := context.Background()
+	js, _ := startServer(t, "", false)
+	o := &jsstore.Options{Stream: "FENCE", Subject: "fence", Bucket: "fence"}
+	a, err := jsstore.New(ctx, js, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := jsstore.New(ctx, js, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := resume.HashToken("tok")
+	rec := resume.Record{Hash: h, ID: []byte(`1`), State: resume.StateProcessing, Created: time.Unix(1, 0), Owner: "A"}
+	if err := a.Put(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, h, resume.Message{Seq: 1, Kind: resume.KindProgress, Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Claim(ctx, h, "A", "B"); err != nil {
+		t.Fatal(err)
+	}
+	done := rec
+	done.State = resume.StateCompleted
+	if err := a.Put(ctx, done); !errors.Is(err, resume.ErrClaimed) {
+		t.Fatalf("A's Put after B's claim: %v, want ErrClaimed", err)
+	}
+	for _, s := range []*jsstore.Store{a, b} {
+		if got, err := s.Get(ctx, h); err != nil || got.Owner != "B" || got.State != resume.StateProcessing {
+			t.Fatalf("record after A's Put: %+v, %v; want B's, processing", got, err)
+		}
+	}
+	done.Owner = "B"
+	if err := b.Put(ctx, done); err != nil {
+		t.Fatalf("B's Put: %v", err)
+	}
+	if got, err := a.Get(ctx, h); err != nil || got.Owner != "B" || got.State != resume.StateCompleted {
+		t.Fatalf("record after B's Put: %+v, %v", got, err)
+	}
 }

@@ -33,6 +33,9 @@ func (s *Store) Put(_ context.Context, rec resume.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.reqs[rec.Hash]; ok {
+		if r.rec.Owner != rec.Owner {
+			return resume.ErrClaimed
+		}
 		r.rec = rec
 		return nil
 	}

@@ -320,6 +320,26 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 				t.Fatalf("Records after Claim: %+v, %v", r, err)
 			}
 		}
+		// The old owner, cut off while the lease lapsed, is fenced out: its
+		// writes fail and change nothing. The new owner's go through.
+		old := rec
+		old.State = resume.StateCompleted
+		if err := s.Put(ctx, old); !errors.Is(err, resume.ErrClaimed) {
+			t.Fatalf("Put by the owner claimed from: %v, want ErrClaimed", err)
+		}
+		if got, err := s.Get(ctx, h); err != nil || got.Owner != won[0] || got.State != resume.StateProcessing {
+			t.Fatalf("Get after the old owner's Put = %+v, %v; want it unchanged", got, err)
+		}
+		cur := rec
+		cur.Owner, cur.State = won[0], resume.StateCompleted
+		for range 2 {
+			if err := s.Put(ctx, cur); err != nil {
+				t.Fatalf("Put by the new owner: %v", err)
+			}
+		}
+		if got, err := s.Get(ctx, h); err != nil || got.Owner != won[0] || got.State != resume.StateCompleted {
+			t.Fatalf("Get after the new owner's Put = %+v, %v", got, err)
+		}
 	})
 	t.Run("MessageFields", func(t *testing.T) {
 		s := newStore(t)
