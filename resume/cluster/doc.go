@@ -15,11 +15,14 @@
 // than the lease, then a process of the same name) logs an error, stops
 // refreshing and closes Lost: the owner of the node must stop running its requests
 // (mcp-resume serve shuts down and exits non-zero). Between the lapse and that
-// refresh, up to Lease/3, the old owner may still write: its records are fenced
-// (a Store's Put refuses a record another instance has claimed, ErrClaimed), its
-// messages are not (a message it appends to a request claimed meanwhile lands in
-// the stream, unseen by the claimer, and comes back only when a later process
-// reads that request from the store). Close deletes the key.
+// refresh, up to Lease/3, the old owner may still write: its record writes are
+// fenced (a Store's Put refuses a record another instance has claimed,
+// ErrClaimed); its other writes are not. A message it appends to a request
+// claimed meanwhile lands in the stream, unseen by the claimer, and comes back
+// only when a later process reads that request from the store; a request it ends
+// in that window (an ack, a cancel, an expiry) is deleted from the store, the
+// claimer's copy with it, and the claimer's client then gets not_found once the
+// claimer lets go of it too. Close deletes the key.
 //
 // Every node lists the bucket every Lease/4 (one ordered consumer, the last value
 // of each key). An instance in one listing and absent from the next, or there with
