@@ -312,6 +312,25 @@ func TestScale(t *testing.T) {
 	}
 }
 
+// completed starts n requests on e, ids 0 to n-1, and completes each with a
+// result (encodeAs "result", sequence number 1).
+func completed(t *testing.T, e *resume.Engine, n int) []started {
+	t.Helper()
+	var out []started
+	for i := range n {
+		id := fmt.Sprint(i)
+		r, tok, err := e.Start([]byte(id), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Complete(false, encodeAs(id, "result")); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, started{id, tok, r})
+	}
+	return out
+}
+
 // TestRecoverSkipsUnreadable: records the store cannot decode (damaged, or from a
 // newer format) do not end a recovery: every readable request after them comes
 // back, the unreadable ones are counted and stay in the bucket untouched.
@@ -341,18 +360,7 @@ func TestRecoverSkipsUnreadable(t *testing.T) {
 	if got := e1.Stats().Unreadable; got != uint64(len(bad)) {
 		t.Fatalf("first engine: Unreadable = %d, want %d", got, len(bad))
 	}
-	var done []started
-	for i := range 3 {
-		id := fmt.Sprint(i)
-		r, tok, err := e1.Start([]byte(id), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Complete(false, encodeAs(id, "result")); err != nil {
-			t.Fatal(err)
-		}
-		done = append(done, started{id, tok, r})
-	}
+	done := completed(t, e1, 3)
 	e1.Close()
 
 	var listed, unreadable int
@@ -407,18 +415,7 @@ func TestRecoverLeavesUnreplayable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e1 := resume.New(st, nil)
-	var reqs []started
-	for i := range 2 {
-		id := fmt.Sprint(i)
-		r, tok, err := e1.Start([]byte(id), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Complete(false, encodeAs(id, "result")); err != nil {
-			t.Fatal(err)
-		}
-		reqs = append(reqs, started{id, tok, r})
-	}
+	reqs := completed(t, e1, 2)
 	e1.Close()
 	h := resume.HashToken(reqs[0].tok)
 	ack, err := js.Publish(ctx, "mr.msg."+hex.EncodeToString(h[:]), []byte("not a message"))
