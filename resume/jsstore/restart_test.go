@@ -105,13 +105,7 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("recovered %d requests, want %d", got, 2*n)
 	}
 	for _, c := range done {
-		r, err := e2.Lookup(c.tok, []byte(c.id))
-		if err != nil {
-			t.Fatalf("Lookup(%s): %v", c.id, err)
-		}
-		if s := r.Status(); s.State != resume.StateCompleted || !s.HasPending {
-			t.Fatalf("%s: status %+v", c.id, s)
-		}
+		r := recoveredCompleted(t, e2, c)
 		var out sink
 		if err := r.Attach(&out, 0); err != nil {
 			t.Fatal(err)
@@ -331,6 +325,20 @@ func completed(t *testing.T, e *resume.Engine, n int) []started {
 	return out
 }
 
+// recoveredCompleted looks c up on e, and checks it is completed with its result
+// pending.
+func recoveredCompleted(t *testing.T, e *resume.Engine, c started) *resume.Request {
+	t.Helper()
+	r, err := e.Lookup(c.tok, []byte(c.id))
+	if err != nil {
+		t.Fatalf("Lookup(%s): %v", c.id, err)
+	}
+	if s := r.Status(); s.State != resume.StateCompleted || !s.HasPending {
+		t.Fatalf("%s: status %+v", c.id, s)
+	}
+	return r
+}
+
 // TestRecoverSkipsUnreadable: records the store cannot decode (damaged, or from a
 // newer format) do not end a recovery: every readable request after them comes
 // back, the unreadable ones are counted and stay in the bucket untouched.
@@ -387,13 +395,7 @@ func TestRecoverSkipsUnreadable(t *testing.T) {
 		t.Fatalf("Unreadable = %d, want %d", got, len(bad))
 	}
 	for _, c := range done {
-		r, err := e2.Lookup(c.tok, []byte(c.id))
-		if err != nil {
-			t.Fatalf("Lookup(%s): %v", c.id, err)
-		}
-		if s := r.Status(); s.State != resume.StateCompleted || !s.HasPending {
-			t.Fatalf("%s: status %+v", c.id, s)
-		}
+		recoveredCompleted(t, e2, c)
 	}
 	for k, v := range bad {
 		e, err := kv.Get(ctx, k)
