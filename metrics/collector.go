@@ -36,7 +36,7 @@ func NewCollector(eng *resume.Engine) *Collector {
 		resumes:       d("resumes_total", "Requests attached to a stream again: requests/resume, and Last-Event-ID reconnects on Streamable HTTP."),
 		expired:       d("expired_total", "Requests that ended expired: no client within maxWait, a result unacknowledged past its retention, or released past max-retained."),
 		tokenFailures: d("token_failures_total", "Lookups by token answered not_found: a wrong token or id, another principal's token, or a request long gone."),
-		unreadable:    d("unreadable_records_total", "Stored records the store could not decode when listed (recovery, claims from a lost instance): skipped and left in the store."),
+		unreadable:    d("unreadable_records_total", "Stored records skipped because the store could not decode them, counted at each listing (recovery, each claim sweep after an instance is lost); they stay in the store."),
 	}
 }
 

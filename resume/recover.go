@@ -86,8 +86,19 @@ func (e *Engine) recoverStored() {
 	var recs, lost []Record
 	alive := map[string]bool{}
 	for rec := range e.storedRecords("recovering those listed") {
-		if e.peers == nil || rec.Owner == e.self {
+		if rec.Owner == e.self {
 			recs = append(recs, rec)
+			continue
+		}
+		if e.peers == nil {
+			// Another owner's (a store a cluster used before): this engine
+			// owns every request in its store, and only the owner's writes
+			// pass (Store.Put), so it becomes the owner first.
+			if got, err := e.store.Claim(e.ctx, rec.Hash, rec.Owner, e.self); err != nil {
+				e.log.Error().Err(err).Str("request", string(rec.ID)).Msg("taking over a stored request of another owner failed; not recovered, left in the store")
+			} else {
+				recs = append(recs, *got)
+			}
 			continue
 		}
 		a, ok := alive[rec.Owner]

@@ -291,3 +291,33 @@ func TestRecoverKeepsAckMode(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoverOtherOwner: an engine without Peers on a store a cluster wrote (its
+// records name an owner) takes every request over, so that its own writes of
+// them pass the store's owner check: here the ack mode a client switches to is
+// stored.
+func TestRecoverOtherOwner(t *testing.T) {
+	st := memstore.New()
+	h := resume.HashToken("tok")
+	ctx := t.Context()
+	if err := st.Put(ctx, resume.Record{Hash: h, ID: []byte(`1`), State: resume.StateCompleted, Owner: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for seq, k := range []resume.Kind{resume.KindProgress, resume.KindResponse} {
+		if err := st.Append(ctx, h, resume.Message{Seq: uint64(seq + 1), Kind: k, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := resume.New(st, nil)
+	defer e.Close()
+	r, err := e.Lookup("tok", []byte(`1`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Touch(1); err != nil { // the client's first ack switches to ack mode
+		t.Fatal(err)
+	}
+	if got, err := st.Get(ctx, h); err != nil || got.Owner != "" || !got.AckMode {
+		t.Fatalf("stored record after the ack: %+v, %v; want this engine's, in ack mode", got, err)
+	}
+}

@@ -22,9 +22,10 @@ type Stats struct {
 	// TokenFailures counts lookups answered ErrUnknown: a wrong token, a wrong id,
 	// another principal's token, or a request long gone.
 	TokenFailures uint64
-	// Unreadable counts records the store could not decode when the engine
-	// listed them (recovery in New, claims from a lost instance): skipped, and
-	// left in the store.
+	// Unreadable counts the records skipped, at each listing of the store
+	// (recovery in New, and each claim sweep after an instance is lost), because
+	// the store could not decode them; they stay in the store, and one such
+	// record counts again at the next listing.
 	Unreadable uint64
 }
 

@@ -19,10 +19,12 @@
 // fenced (a Store's Put refuses a record another instance has claimed,
 // ErrClaimed); its other writes are not. A message it appends to a request
 // claimed meanwhile lands in the stream, unseen by the claimer, and comes back
-// only when a later process reads that request from the store; a request it ends
-// in that window (an ack, a cancel, an expiry) is deleted from the store, the
-// claimer's copy with it, and the claimer's client then gets not_found once the
-// claimer lets go of it too. Close deletes the key.
+// only when a later process reads that request from the store. A request it
+// ends in that window (an ack, a cancel, an expiry) is deleted from the store,
+// the claimer's copy with it, and replaced by its tombstone (written after the
+// delete, so not fenced): the other instances answer expired or cancelled for
+// it, the claimer serves it from memory until it ends, and the claimer's own
+// later writes of it fail (ErrClaimed, logged). Close deletes the key.
 //
 // Every node lists the bucket every Lease/4 (one ordered consumer, the last value
 // of each key). An instance in one listing and absent from the next, or there with

@@ -217,7 +217,9 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 // replace writes val, rec's encoding, over the record that exists, expecting
 // revision rev (0: unknown), and returns the new revision. When the record
 // changed since rev, it is read again: owned by another instance than rec.Owner,
-// it is left as it is (resume.ErrClaimed); gone, it is created again.
+// it is left as it is (resume.ErrClaimed); gone, it is created again, unless it
+// was this store's to write at rev (then another instance deleted it:
+// resume.ErrClaimed).
 func (s *Store) replace(ctx context.Context, rec resume.Record, val []byte, rev uint64) (uint64, error) {
 	k := key(rec.Hash)
 	for range 3 {
@@ -229,6 +231,10 @@ func (s *Store) replace(ctx context.Context, rec resume.Record, val []byte, rev 
 		}
 		cur, curRev, err := s.get(ctx, rec.Hash)
 		switch {
+		case errors.Is(err, resume.ErrNotFound) && rev != 0:
+			// Written here, deleted elsewhere (this store's Delete forgets
+			// the revision): by an instance that claimed it and let it go.
+			return 0, fmt.Errorf("deleted by another instance: %w", resume.ErrClaimed)
 		case errors.Is(err, resume.ErrNotFound):
 			return s.kv.Create(ctx, k, val)
 		case err != nil:

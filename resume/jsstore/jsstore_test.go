@@ -164,4 +164,15 @@ func TestPutFenced(t *testing.T) {
 	if got, err := a.Get(ctx, h); err != nil || got.Owner != "B" || got.State != resume.StateCompleted {
 		t.Fatalf("record after B's Put: %+v, %v", got, err)
 	}
+	// B lets it go; A's late write does not bring it back.
+	if err := b.Delete(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	done.Owner = "A"
+	if err := a.Put(ctx, done); !errors.Is(err, resume.ErrClaimed) {
+		t.Fatalf("A's Put after B deleted the record: %v, want ErrClaimed", err)
+	}
+	if got, err := b.Get(ctx, h); !errors.Is(err, resume.ErrNotFound) {
+		t.Fatalf("record after A's late Put: %+v, %v; want none", got, err)
+	}
 }
