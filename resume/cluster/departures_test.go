@@ -235,18 +235,19 @@ func TestCallsEndWhenInstanceDeparts(t *testing.T) {
 	lost, lostAt := signal(t)
 	a.Watch("beta", lost) // alpha knows beta's lease, as after any poll since beta joined
 
-	took := make(chan struct{}, 2)
-	b.Handle(func(ctx context.Context, _ string, _ resume.PeerCall) resume.PeerReply {
+	took, release := make(chan struct{}, 2), make(chan struct{})
+	b.Handle(func(context.Context, string, resume.PeerCall) resume.PeerReply {
 		took <- struct{}{}
-		<-ctx.Done() // beta's Close, when the test ends
+		<-release
 		return resume.PeerReply{}
 	})
 	inbox, closeInbox := b.Listen(func(resume.Message) error {
 		took <- struct{}{}
-		<-ctxT(t).Done()
+		<-release
 		return nil
 	})
 	defer closeInbox()
+	defer close(release) // first: the stuck handler and deliver return as the test ends
 
 	ended := make(chan error, 2)
 	go func() {
