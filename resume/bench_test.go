@@ -111,21 +111,29 @@ func detachedRequestMemory(b *testing.B, store func() resume.Store) {
 // as the core makes it for a short tools/call: Start attached to a sink, Complete
 // with a prebuilt response, which is written to the sink and then retained for
 // DeliveredRetention (default options, so results pile up as in a busy server).
+// store=none is the core's default (the engine keeps the messages itself).
 func BenchmarkStartComplete(b *testing.B) {
-	e := resume.New(memstore.New(), nil)
-	defer e.Close()
-	resp := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"_meta":{"io.mcp-resume/seq":1},"content":[{"type":"text","text":"hello"}]}}`)
-	encode := func(uint64) []byte { return resp }
-	id := []byte(`12345`)
-	b.ReportAllocs()
-	for b.Loop() {
-		r, _, err := e.Start(id, &resume.StartOptions{Sink: discardSink{}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.Complete(false, encode); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name  string
+		store resume.Store
+	}{{"store=none", nil}, {"store=mem", memstore.New()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := resume.New(bc.store, nil)
+			defer e.Close()
+			resp := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"_meta":{"io.mcp-resume/seq":1},"content":[{"type":"text","text":"hello"}]}}`)
+			encode := func(uint64) []byte { return resp }
+			id := []byte(`12345`)
+			b.ReportAllocs()
+			for b.Loop() {
+				r, _, err := e.Start(id, &resume.StartOptions{Sink: discardSink{}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Complete(false, encode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

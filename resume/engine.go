@@ -269,7 +269,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	e.addRunningLocked(so.Principal, 1)
 	e.mu.Unlock()
 
-	if err := e.put(r.recordLocked(StateProcessing)); err != nil { // r is not shared yet
+	if err := e.put(r, StateProcessing); err != nil { // r is not shared yet
 		e.mu.Lock()
 		delete(e.live, h)
 		e.addRunningLocked(so.Principal, -1)
@@ -519,10 +519,12 @@ func (e *Engine) forget(r *Request, final State) {
 	}
 }
 
-// put stores rec, when the engine has a Store.
-func (e *Engine) put(rec Record) error {
+// put stores r's Record with state, when the engine has a Store (without one,
+// the Record is not even made: Start and Complete pay nothing for it). Called
+// with r.mu held, or before r is shared.
+func (e *Engine) put(r *Request, state State) error {
 	if e.store == nil {
 		return nil
 	}
-	return e.store.Put(e.ctx, rec)
+	return e.store.Put(e.ctx, r.recordLocked(state))
 }

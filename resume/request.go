@@ -162,7 +162,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		if next.Ended() {
 			// The final response is stored, and now so is the final state: a
 			// durable store gives both to the next process (see recover.go).
-			if err := r.e.put(r.recordLocked(next)); err != nil {
+			if err := r.e.put(r, next); err != nil {
 				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final state")
 			}
 		}
@@ -318,7 +318,7 @@ func (r *Request) ackLocked(ack uint64) {
 	if switched {
 		// The mode holds from now on, also for an engine that recovers the
 		// request.
-		if err := r.e.put(r.recordLocked(r.state)); err != nil {
+		if err := r.e.put(r, r.state); err != nil {
 			r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
 		}
 	}
