@@ -11,13 +11,18 @@ import (
 // place this mapping happens. A wrong token and an unknown request map to the same
 // error, byte for byte.
 func wireError(err error) *spec.Error {
+	// The most precise first: an ended request's error is also resume.ErrEnded.
 	switch {
 	case errors.Is(err, resume.ErrUnknown):
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonNotFound, "no resumable request with this id and token")
-	case errors.Is(err, resume.ErrExpired), errors.Is(err, resume.ErrEnded):
-		return spec.NewError(spec.CodeInvalidParams, spec.ReasonExpired, "the request expired or its result is no longer kept")
+	case errors.Is(err, resume.ErrAcknowledged):
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonAcknowledged, "the request's final response was acknowledged; the result is no longer kept")
+	case errors.Is(err, resume.ErrAckAhead):
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidAck, "the acknowledgement names a message this request has not sent")
 	case errors.Is(err, resume.ErrCancelled):
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the request was cancelled")
+	case errors.Is(err, resume.ErrExpired), errors.Is(err, resume.ErrEnded):
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonExpired, "the request expired or its result is no longer kept")
 	case errors.Is(err, resume.ErrClosed):
 		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
 	}

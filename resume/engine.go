@@ -25,6 +25,13 @@ var (
 	ErrLimit = errors.New("resume: too many running resumable requests")
 	// ErrEnded: the request has ended; the call had no effect.
 	ErrEnded = errors.New("resume: request has ended")
+	// ErrAcknowledged: the client acknowledged the request's final response, so it
+	// holds the result, and the request is freed (Attach with such an ack, and
+	// lookups of the request afterwards, while its tombstone lives).
+	ErrAcknowledged = errors.New("resume: the final response was acknowledged")
+	// ErrAckAhead: an acknowledgement names a message the request has not given
+	// out; it was not applied.
+	ErrAckAhead = errors.New("resume: acknowledgement past the last message")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("resume: engine closed")
 )
@@ -509,6 +516,9 @@ func (e *Engine) forget(r *Request, final State) {
 	}
 	tomb := r.recordLocked(ts)
 	tomb.AckMode, tomb.Epoch = false, 0 // nothing to say: a record an older instance reads too
+	// Ended with its result (completed, failed) yet freed: only the client's ack
+	// of the response does that.
+	tomb.Acknowledged = final == StateCompleted || final == StateFailed
 	if err := e.store.Put(e.ctx, tomb); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
 	}

@@ -115,6 +115,7 @@ func TestExpiryDetached(t *testing.T) {
 		_, err = r.Append(resume.KindNotification, "", encoder("notification", ""))
 		wantErr(t, "Append after expiry", err, resume.ErrEnded)
 		wantErr(t, "Attach after expiry", r.Attach(newSink(), 0), resume.ErrEnded)
+		wantErr(t, "Attach after expiry", r.Attach(newSink(), 0), resume.ErrExpired)
 		wantErr(t, "Touch after expiry", r.Touch(0), resume.ErrEnded)
 	})
 }
@@ -332,6 +333,7 @@ func TestCancel(t *testing.T) {
 		wantErr(t, "Complete after Cancel", err, resume.ErrEnded)
 		s := newSink()
 		wantErr(t, "Attach after Cancel", r.Attach(s, 0), resume.ErrEnded)
+		wantErr(t, "Touch after Cancel", r.Touch(0), resume.ErrCancelled)
 		if len(s.seqs(t)) != 0 {
 			t.Fatal("Attach after Cancel wrote messages")
 		}

@@ -105,10 +105,16 @@ type PeerReply struct {
 	Err string
 }
 
-// The errors a PeerReply carries, by code.
-var peerErrs = map[string]error{
-	"unknown": ErrUnknown, "ended": ErrEnded, "expired": ErrExpired,
-	"cancelled": ErrCancelled, "closed": ErrClosed,
+// The errors a PeerReply carries, by code, the most precise first: an ended
+// request's error is also ErrEnded (endedError), and the code says what ended it.
+var peerErrs = []struct {
+	code string
+	err  error
+}{
+	{"unknown", ErrUnknown}, {"cancelled", ErrCancelled}, {"expired", ErrExpired},
+	// Newer codes: an instance that does not know them reads a failed call.
+	{"acknowledged", ErrAcknowledged}, {"ack_ahead", ErrAckAhead},
+	{"ended", ErrEnded}, {"closed", ErrClosed},
 }
 
 // errRemote: the owner answered with an error that has no code.
@@ -119,9 +125,9 @@ func PeerError(err error) string {
 	if err == nil {
 		return ""
 	}
-	for code, e := range peerErrs {
-		if errors.Is(err, e) {
-			return code
+	for _, p := range peerErrs {
+		if errors.Is(err, p.err) {
+			return p.code
 		}
 	}
 	return "failed"
@@ -133,8 +139,10 @@ func (p PeerReply) Error() error {
 	if p.Err == "" {
 		return nil
 	}
-	if e, ok := peerErrs[p.Err]; ok {
-		return e
+	for _, e := range peerErrs {
+		if e.code == p.Err {
+			return e.err
+		}
 	}
 	return errRemote
 }

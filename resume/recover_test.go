@@ -46,7 +46,7 @@ func TestRecover(t *testing.T) {
 	appendMsg(t, running, resume.KindProgress, "p")
 	appendMsg(t, running, resume.KindRequest, "") // an elicitation nobody will answer now
 	acked, tokAcked := start(t, e1, `"acked"`, nil)
-	attach(t, acked, newSink(), complete(t, acked))
+	wantErr(t, "Attach acknowledging the response", acked.Attach(newSink(), complete(t, acked)), resume.ErrAcknowledged)
 	e1.Close()
 	wantCause(t, running.Context(), resume.ErrClosed)
 

@@ -43,6 +43,9 @@ func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (*Reques
 		return nil, ErrUnknown
 	}
 	if rec.tombstone() { // an ended request's tombstone, kept by its owner (forget)
+		if rec.Acknowledged {
+			return nil, ErrAcknowledged
+		}
 		return nil, rec.State.endedErr()
 	}
 	return e.resolve(*rec, false)

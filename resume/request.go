@@ -40,6 +40,9 @@ type Request struct {
 	delivered bool
 	inRetainQ bool        // counted in the engine's retained results (guarded by r.mu)
 	gone      atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	// final is how the request left the engine, once gone: cancelled, expired, or
+	// completed or failed when the client acknowledged its response.
+	final State
 	// tgen is the generation of the request's deadline in the engine's timers:
 	// bumped under r.mu each time the deadline is set or stopped, read anywhere.
 	tgen atomic.Uint64
@@ -188,7 +191,9 @@ func (r *Request) recordLocked(state State) Record {
 // Attach makes sink the request's sink (taking it over from any other), drops
 // messages up to ack (when ack > 0, which also switches to ack mode), resets the
 // timers, and writes every queued message after ack. It returns ErrEnded for a
-// request that was cancelled or expired meanwhile.
+// request that has left the engine (wrapping what ended it: ErrCancelled,
+// ErrExpired or ErrAcknowledged), ErrAcknowledged when ack covers the final
+// response, and ErrAckAhead for an ack past the last message.
 func (r *Request) Attach(sink Sink, ack uint64) error {
 	if r.remote != nil {
 		return r.remoteAttach(sink, ack, ack)
@@ -222,11 +227,10 @@ func (r *Request) attach(sink Sink, ack, written uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
-		return ErrEnded
+		return r.endedErrLocked()
 	}
-	r.ackLocked(ack)
-	if r.gone.Load() { // the ack released a completed request
-		return nil
+	if err := r.ackLocked(ack); err != nil {
+		return err // refused, or the client has it all: nothing to attach
 	}
 	if written > ack && !r.ackMode {
 		// Delivered, as deliver would have counted them.
@@ -262,12 +266,15 @@ func (r *Request) Touch(ack uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
-		return ErrEnded
+		return r.endedErrLocked()
 	}
-	r.ackLocked(ack)
-	if !r.gone.Load() {
-		r.scheduleLocked()
+	switch err := r.ackLocked(ack); {
+	case errors.Is(err, ErrAcknowledged):
+		return nil // the status still says how it ended, with nothing pending
+	case err != nil:
+		return err
 	}
+	r.scheduleLocked()
 	return nil
 }
 
@@ -301,10 +308,18 @@ func (r *Request) Cancel() {
 	r.mu.Unlock()
 }
 
-// ackLocked applies a client's acknowledgement.
-func (r *Request) ackLocked(ack uint64) {
+// ackLocked applies a client's acknowledgement that it holds every message up to
+// ack. It refuses (ErrAckAhead, changing nothing) a number past the last one the
+// request gave out: applied, it would also skip the messages still to come up
+// to it, the final response among them. It returns ErrAcknowledged when ack
+// covers the final response: the client has the result, and the request is
+// freed.
+func (r *Request) ackLocked(ack uint64) error {
 	if ack == 0 {
-		return
+		return nil
+	}
+	if ack > r.q.last {
+		return fmt.Errorf("%w: %d, and the last message is %d", ErrAckAhead, ack, r.q.last)
 	}
 	switched := !r.ackMode
 	r.ackMode = true
@@ -313,7 +328,7 @@ func (r *Request) ackLocked(ack uint64) {
 	}
 	if r.state.Ended() && len(r.q.entries) == 0 {
 		r.freeLocked(r.state) // the client has the final response
-		return
+		return ErrAcknowledged
 	}
 	if switched {
 		// The mode holds from now on, also for an engine that recovers the
@@ -322,6 +337,7 @@ func (r *Request) ackLocked(ack uint64) {
 			r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
 		}
 	}
+	return nil
 }
 
 // setStateLocked is the one place a request changes state.
@@ -394,6 +410,7 @@ func (r *Request) freeLocked(final State) {
 		return
 	}
 	r.gone.Store(true)
+	r.final = final
 	r.att = nil
 	r.stopTimerLocked()
 	switch final { // the context ends with the request, whatever ended it
@@ -407,6 +424,16 @@ func (r *Request) freeLocked(final State) {
 	r.q = outbox{dropped: r.q.dropped}
 	r.e.forget(r, final)
 }
+
+// endedErrLocked is the error of a call on a request that has left the engine:
+// ErrEnded, and what ended it (ErrCancelled, ErrExpired or ErrAcknowledged), as
+// its tombstone tells a lookup.
+func (r *Request) endedErrLocked() error { return endedError{r.final.endedErr()} }
+
+type endedError struct{ cause error }
+
+func (e endedError) Error() string   { return ErrEnded.Error() + ": " + e.cause.Error() }
+func (e endedError) Unwrap() []error { return []error{ErrEnded, e.cause} }
 
 func (r *Request) discardLocked(seqs []uint64) {
 	r.q.remove(seqs)

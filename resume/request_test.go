@@ -216,23 +216,63 @@ func TestAckExactlyOnceAcrossDrops(t *testing.T) {
 			t.Fatalf("Live() = %d after the final ack, want 0", n)
 		}
 		_, err := e.Lookup(tok, []byte(`1`))
-		wantErr(t, "Lookup after the final ack", err, resume.ErrExpired)
+		wantErr(t, "Lookup after the final ack", err, resume.ErrAcknowledged)
 	})
 }
 
-// Acking the final response with Attach frees the request too.
+// Acking the final response with Attach frees the request too, and says so: there
+// is nothing to attach, and the client holds the result.
 func TestAckFinalOnAttach(t *testing.T) {
 	e, _ := newEngine(t, nil)
-	r, _ := start(t, e, `1`, nil)
+	r, tok := start(t, e, `1`, nil)
 	appendMsg(t, r, resume.KindNotification, "")
 	final := complete(t, r)
 	s := newSink()
-	attach(t, r, s, final)
+	wantErr(t, "Attach(ack=final)", r.Attach(s, final), resume.ErrAcknowledged)
 	if n := e.Live(); n != 0 {
 		t.Fatalf("Live() = %d after Attach acked the response, want 0", n)
 	}
 	if got := s.seqs(t); len(got) != 0 {
 		t.Fatalf("Attach(ack=final) wrote %v", got)
+	}
+	_, err := e.Lookup(tok, []byte(`1`))
+	wantErr(t, "Lookup after the final ack", err, resume.ErrAcknowledged)
+}
+
+// An ack past the last message the request gave out is refused and changes
+// nothing: applied, it would skip the messages still to come, the response among
+// them.
+func TestAckAhead(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	r, _ := start(t, e, `1`, nil)
+	appendMsg(t, r, resume.KindNotification, "")
+	appendMsg(t, r, resume.KindNotification, "")
+	wantErr(t, "Touch(3)", r.Touch(3), resume.ErrAckAhead)
+	s := newSink()
+	wantErr(t, "Attach(ack=3)", r.Attach(s, 3), resume.ErrAckAhead)
+	if got := s.seqs(t); len(got) != 0 {
+		t.Fatalf("a refused Attach wrote %v", got)
+	}
+	if st := r.Status(); st.State != resume.StateProcessing || st.QueuedBytes == 0 {
+		t.Fatalf("Status after refused acks = %+v, want processing with both messages queued", st)
+	}
+	// Not switched to ack mode: a message written from now on is dropped as
+	// delivered.
+	attach(t, r, s, 2)
+	appendMsg(t, r, resume.KindNotification, "")
+	final := complete(t, r)
+	wantSeqs(t, "after the refusals", s.seqs(t), 3, final)
+	wantErr(t, "Touch(final+1)", r.Touch(final+1), resume.ErrAckAhead)
+	// Touch acking the final response frees the request; its status still says
+	// how it ended.
+	if err := r.Touch(final); err != nil {
+		t.Fatalf("Touch(final): %v", err)
+	}
+	if st := r.Status(); st.State != resume.StateCompleted || st.HasPending {
+		t.Fatalf("Status after the final ack = %+v, want completed, nothing pending", st)
+	}
+	if !r.Gone() {
+		t.Fatal("the request outlived the ack of its response")
 	}
 }
 

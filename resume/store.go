@@ -61,10 +61,14 @@ func (s State) String() string {
 func (s State) Ended() bool { return s != StateProcessing }
 
 // endedErr is what a lookup of a request that ended in state s (a tombstone)
-// answers: ErrCancelled for a cancelled one, ErrExpired for any other.
+// answers: ErrCancelled for a cancelled one, ErrAcknowledged for one freed with
+// its result (only the client's ack does that), ErrExpired for any other.
 func (s State) endedErr() error {
-	if s == StateCancelled {
+	switch s {
+	case StateCancelled:
 		return ErrCancelled
+	case StateCompleted, StateFailed: // freed by the client's ack of its response
+		return ErrAcknowledged
 	}
 	return ErrExpired
 }
@@ -96,6 +100,10 @@ type Record struct {
 	// number a client may hold, even one whose message left the store when it was
 	// acknowledged or delivered.
 	Epoch uint32
+	// Acknowledged, on a tombstone (State expired), says the request was freed
+	// because its client acknowledged the final response: lookups answer
+	// ErrAcknowledged rather than ErrExpired.
+	Acknowledged bool
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

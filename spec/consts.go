@@ -68,6 +68,14 @@ const (
 	ReasonExpired Reason = "expired"
 	// ReasonCancelled: the client cancelled the request.
 	ReasonCancelled Reason = "cancelled"
+	// ReasonAcknowledged: the client acknowledged the request's final response
+	// (the ack extension, or Last-Event-ID on Streamable HTTP), so it holds the
+	// result; the server no longer keeps it. Nothing is lost: do not retry.
+	ReasonAcknowledged Reason = "acknowledged"
+	// ReasonInvalidAck: an acknowledgement names a message number the request
+	// never gave out; nothing was applied. (On a GET's Last-Event-ID, HTTP 400
+	// invalid_event_id instead.)
+	ReasonInvalidAck Reason = "invalid_ack"
 	// ReasonServerRestarted: the request was running when its server stopped.
 	ReasonServerRestarted Reason = "server_restarted"
 	// ReasonOwnerLost: the instance running the request is gone.

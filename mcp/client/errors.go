@@ -57,8 +57,9 @@ func (e *PolicyError) Error() string {
 }
 
 // ResumeError reports a requests/resume the server refused: the request is
-// unknown (not_found), expired, cancelled, or lost with its server
-// (server_restarted, owner_lost). Err carries the JSON-RPC error and its
+// unknown (not_found), expired, cancelled, lost with its server
+// (server_restarted, owner_lost), already acknowledged by this client
+// (acknowledged), or its ack was refused (invalid_ack). Err carries the JSON-RPC error and its
 // error.data.reason.
 type ResumeError struct {
 	ID  spec.ID
@@ -78,4 +79,5 @@ func (e *ResumeError) Reason() spec.Reason { return e.Err.Reason }
 var resumeReasons = map[spec.Reason]bool{
 	spec.ReasonNotFound: true, spec.ReasonExpired: true, spec.ReasonCancelled: true,
 	spec.ReasonServerRestarted: true, spec.ReasonOwnerLost: true,
+	spec.ReasonAcknowledged: true, spec.ReasonInvalidAck: true,
 }

@@ -199,14 +199,37 @@ func ackFiveDrops(t *testing.T, h Harness) {
 	if len(progress) != 30 || Text(result) != "countdown done: 30 of 30 steps" {
 		t.Fatalf("got %d progress, result %s", len(progress), result.Raw)
 	}
-	// Acknowledging the final response frees the request.
-	if _, e := c.GetStatus(`"st"`, `"ack"`, pol.ResumeToken); e != nil {
-		t.Fatalf("getStatus before the final ack: %v", e)
+	ackedEnd(t, c, `"ack"`, pol.ResumeToken, ack)
+}
+
+// ackedEnd checks the answers about a finished request, id, whose final response
+// (number final) the client holds: an ack past it is refused and changes nothing;
+// getStatus acknowledging it answers completed and frees the request; from then on
+// a resume, even one acknowledging the response again, answers acknowledged, not
+// silence. Each answer is an error or a result, never nothing.
+func ackedEnd(t *testing.T, c *Client, id, token string, final uint64) {
+	t.Helper()
+	wantErr := func(what string, m Msg, reason spec.Reason) {
+		t.Helper()
+		if m.Error == nil || m.Error.Code != spec.CodeInvalidParams || m.Error.Reason != reason {
+			t.Fatalf("%s: %s, want error -32602 %s", what, m.Raw, reason)
+		}
 	}
-	c.Send(`{"jsonrpc":"2.0","id":"st2","method":"requests/getStatus","params":{"requestId":"ack","resumeToken":%q,"_meta":{"io.mcp-resume/ack":%d}}}`, pol.ResumeToken, ack)
-	c.Response(`"st2"`)
-	if _, e := c.GetStatus(`"st3"`, `"ack"`, pol.ResumeToken); e == nil || e.Reason != spec.ReasonExpired {
-		t.Fatalf("after acknowledging the result: %v, want reason expired", e)
+	c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q,"_meta":{"io.mcp-resume/ack":%d}}}`, id, token, final+1)
+	m, _ := c.Response(id)
+	wantErr("resume acknowledging a message never sent", m, spec.ReasonInvalidAck)
+	if st, e := c.GetStatus(`"st"`, id, token); e != nil || st.Status != "completed" || !st.HasPendingMessage {
+		t.Fatalf("getStatus after a refused ack: %+v %v, want completed with the response pending", st, e)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"st2","method":"requests/getStatus","params":{"requestId":%s,"resumeToken":%q,"_meta":{"io.mcp-resume/ack":%d}}}`, id, token, final)
+	if m, _ := c.Response(`"st2"`); m.Error != nil || !strings.Contains(string(m.Result), `"status":"completed"`) || !strings.Contains(string(m.Result), `"hasPendingMessage":false`) {
+		t.Fatalf("getStatus acknowledging the response: %s, want completed with nothing pending", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q,"_meta":{"io.mcp-resume/ack":%d}}}`, id, token, final)
+	m, _ = c.Response(id)
+	wantErr("resume of an acknowledged request", m, spec.ReasonAcknowledged)
+	if _, e := c.GetStatus(`"st3"`, id, token); e == nil || e.Code != spec.CodeInvalidParams || e.Reason != spec.ReasonAcknowledged {
+		t.Fatalf("getStatus after acknowledging the result: %v, want -32602 acknowledged", e)
 	}
 }
 

@@ -28,8 +28,10 @@ var errCodec = errors.New("malformed stored value")
 // as version 3 with the owner's length and the owner after the principal
 // (version 4, written when there is an owner: a cluster's instance), or as version
 // 4 with the epoch (uvarint) after the owner and flags in place of the payload
-// byte: 1 a payload follows, 2 ack mode (version 5, written when the request is in
-// ack mode or past its first epoch). Each version is written only when the older
+// byte: 1 a payload follows, 2 ack mode, 4 a tombstone of an acknowledged request
+// (version 5, written when the request is in ack mode or past its first epoch, or
+// for such a tombstone; a version 5 reader that predates flag 4 takes that
+// tombstone for an unreadable record, whose lookup answers not_found). Each version is written only when the older
 // ones cannot say it. A process older than version 5 cannot read such records (it
 // takes them for unknown requests, and its recovery stops at the first): upgrade
 // every instance sharing a store before one writes them, and do not go back while
@@ -44,6 +46,7 @@ const (
 const (
 	flagPayload = 1 << iota
 	flagAckMode
+	flagAcknowledged
 )
 
 func encodeRecord(rec resume.Record) []byte {
@@ -51,7 +54,7 @@ func encodeRecord(rec resume.Record) []byte {
 	// The oldest version that can say everything rec holds.
 	var v byte
 	switch {
-	case rec.AckMode || rec.Epoch > 0:
+	case rec.AckMode || rec.Epoch > 0 || rec.Acknowledged:
 		v = recordWithFlags
 	case rec.Owner != "":
 		v = recordWithOwner
@@ -84,6 +87,9 @@ func encodeRecord(rec resume.Record) []byte {
 	}
 	if rec.AckMode {
 		flags |= flagAckMode
+	}
+	if rec.Acknowledged {
+		flags |= flagAcknowledged
 	}
 	b = append(b, flags)
 	return append(b, rec.Payload...)
@@ -128,12 +134,13 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 		if !ok || epoch > math.MaxUint32 {
 			return nil, errCodec
 		}
-		rec.Epoch, rest, allowed = uint32(epoch), r, flagPayload|flagAckMode
+		rec.Epoch, rest, allowed = uint32(epoch), r, flagPayload|flagAckMode|flagAcknowledged
 	}
 	if len(rest) == 0 || rest[0]&^allowed != 0 {
 		return nil, errCodec
 	}
 	rec.AckMode = rest[0]&flagAckMode != 0
+	rec.Acknowledged = rest[0]&flagAcknowledged != 0
 	if rest[0]&flagPayload != 0 {
 		rec.Payload = append([]byte{}, rest[1:]...)
 	} else if len(rest) != 1 {

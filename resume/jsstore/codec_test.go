@@ -58,6 +58,7 @@ func TestRecordVersions(t *testing.T) {
 		{with(func(r *resume.Record) { r.Owner = "A" }), 4},
 		{with(func(r *resume.Record) { r.AckMode = true }), 5},
 		{with(func(r *resume.Record) { r.Epoch = 7; r.Owner = "A"; r.Payload = []byte(`{"p":1}`) }), 5},
+		{with(func(r *resume.Record) { r.State = resume.StateExpired; r.Owner = "A"; r.Acknowledged = true }), 5},
 	} {
 		b := encodeRecord(c.rec)
 		if b[0] != c.version {
@@ -76,7 +77,7 @@ func TestDecodeRecordRejects(t *testing.T) {
 		"empty":          nil,
 		"unknown":        {6, 0, 0, 0},
 		"truncated":      ok[:len(ok)-1],
-		"unknown flag":   append(bytes.Clone(ok[:len(ok)-1]), 4),
+		"unknown flag":   append(bytes.Clone(ok[:len(ok)-1]), 8),
 		"v4 ack flag":    {4, 0, 2, 1, '1', 0, 0, 2},
 		"trailing bytes": append(bytes.Clone(ok), 'x'),
 		"epoch overflow": append(append([]byte{5, 0, 2, 1, '1', 0, 0}, binary.AppendUvarint(nil, 1<<32)...), 0),
@@ -95,6 +96,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		{ID: []byte(`"a"`), Payload: []byte(`{}`), State: resume.StateFailed},
 		{ID: []byte(`2`), Principal: "bob", Owner: "B"},
 		{ID: []byte(`3`), Owner: "A", AckMode: true, Epoch: 9, Payload: []byte(`{"p":1}`)},
+		{ID: []byte(`4`), Owner: "A", State: resume.StateExpired, Acknowledged: true},
 	} {
 		f.Add(encodeRecord(rec))
 	}
@@ -113,5 +115,6 @@ func FuzzDecodeRecord(f *testing.F) {
 func sameRecord(a, b resume.Record) bool {
 	return a.Hash == b.Hash && bytes.Equal(a.ID, b.ID) && a.State == b.State && a.Created.Equal(b.Created) &&
 		bytes.Equal(a.Payload, b.Payload) && (a.Payload == nil) == (b.Payload == nil) &&
-		a.Principal == b.Principal && a.Owner == b.Owner && a.AckMode == b.AckMode && a.Epoch == b.Epoch
+		a.Principal == b.Principal && a.Owner == b.Owner && a.AckMode == b.AckMode && a.Epoch == b.Epoch &&
+		a.Acknowledged == b.Acknowledged
 }

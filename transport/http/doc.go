@@ -24,7 +24,11 @@
 // Event ids are "<request>.<seq>": the base64url of the request's raw JSON-RPC id
 // and the message's sequence number in the request's outbox (0 for the priming
 // event). A Last-Event-ID names a request of the same session and acknowledges
-// everything up to its seq; only that request's stream is replayed. Every call of a
+// everything up to its seq; only that request's stream is replayed. One that names
+// the final response (the client has it all) or a request that has ended gets 410
+// with the reason (acknowledged, expired, cancelled), and one whose seq the
+// request never gave out gets 400: a reconnect is answered at once, never left
+// open with nothing to come. Every call of a
 // session has an outbox, even for a client that did not ask for resumability, so a
 // dropped stream can always be reconnected this way while the session lives.
 //

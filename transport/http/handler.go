@@ -295,7 +295,12 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) 
 	// written and the request gets the error instead.
 	if e := s.core.Reconnect(id, seq, st); e != nil {
 		s.streamDone(st)
-		fail(w, http.StatusGone, e)
+		if e.Reason == spec.ReasonInvalidAck { // a number the request never gave out
+			fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidEventID,
+				"Last-Event-ID names an event this server has not sent"))
+			return
+		}
+		fail(w, http.StatusGone, e) // unknown, or ended: expired, cancelled, or acknowledged by this very id
 		return
 	}
 	st.startSSE()

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 )
@@ -103,40 +105,53 @@ func TestBadInputHTTP(t *testing.T) {
 
 	sid := mcphttp.HeaderSessionID + ": " + c.session
 	unknown := mcphttp.HeaderLastEventID + ": " + eventKey("404") + ".1"
+	ahead := mcphttp.HeaderLastEventID + ": " + eventKey(`"long"`) + ".99" // the call in flight has given out 4 at most
+	const (
+		parse   = spec.CodeParseError
+		invalid = spec.CodeInvalidRequest
+		params  = spec.CodeInvalidParams
+	)
 	cases := []struct {
 		name   string
 		method string
 		body   string
 		hdr    []string
 		status int
+		code   int
+		id     string // the error's id, raw JSON
 		reason spec.Reason
 	}{
-		{"malformed JSON", "POST", `{"jsonrpc":"2.0","id":1,`, nil, 400, spec.ReasonParseError},
-		{"batch", "POST", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, nil, 400, spec.ReasonInvalidRequest},
-		{"wrong content type", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Content-Type: text/plain"}, 415, spec.ReasonUnsupportedMediaType},
-		{"accepts only JSON", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Accept: application/json"}, 406, spec.ReasonNotAcceptable},
-		{"missing session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": "}, 400, spec.ReasonSessionRequired},
-		{"unknown session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": nope"}, 404, spec.ReasonUnknownSession},
-		{"unsupported protocol version", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderProtocolVersion + ": 1999-01-01"}, 400, spec.ReasonUnsupportedVersion},
-		{"oversize body", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 5000) + `"}}`, nil, 413, spec.ReasonMessageTooLarge},
-		{"forbidden origin", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Origin: http://evil.example.com"}, 403, spec.ReasonForbidden},
-		{"forbidden host", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Host: evil.example.com"}, 403, spec.ReasonForbidden},
-		{"bad Last-Event-ID", "GET", "", []string{mcphttp.HeaderLastEventID + ": not-ours"}, 400, spec.ReasonInvalidEventID},
-		{"unknown Last-Event-ID", "GET", "", []string{unknown}, 410, spec.ReasonNotFound},
-		{"GET without SSE", "GET", "", []string{"Accept: application/json"}, 406, spec.ReasonNotAcceptable},
-		{"GET unknown session", "GET", "", []string{mcphttp.HeaderSessionID + ": nope"}, 404, spec.ReasonUnknownSession},
-		{"DELETE without session", "DELETE", "", []string{mcphttp.HeaderSessionID + ": "}, 400, spec.ReasonSessionRequired},
-		{"PUT", "PUT", "", nil, 405, ""},
+		{"malformed JSON", "POST", `{"jsonrpc":"2.0","id":1,`, nil, 400, parse, "null", spec.ReasonParseError},
+		{"batch", "POST", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, nil, 400, invalid, "null", spec.ReasonInvalidRequest},
+		{"wrong jsonrpc keeps the id", "POST", `{"jsonrpc":"1.0","id":17,"method":"ping"}`, nil, 400, invalid, "17", spec.ReasonInvalidRequest},
+		{"wrong content type", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Content-Type: text/plain"}, 415, invalid, "null", spec.ReasonUnsupportedMediaType},
+		{"accepts only JSON", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Accept: application/json"}, 406, invalid, "null", spec.ReasonNotAcceptable},
+		{"missing session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": "}, 400, invalid, "1", spec.ReasonSessionRequired},
+		{"unknown session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": nope"}, 404, invalid, "1", spec.ReasonUnknownSession},
+		{"unsupported protocol version", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderProtocolVersion + ": 1999-01-01"}, 400, invalid, "null", spec.ReasonUnsupportedVersion},
+		{"oversize body", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 5000) + `"}}`, nil, 413, invalid, "null", spec.ReasonMessageTooLarge},
+		{"forbidden origin", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Origin: http://evil.example.com"}, 403, invalid, "null", spec.ReasonForbidden},
+		{"forbidden host", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Host: evil.example.com"}, 403, invalid, "null", spec.ReasonForbidden},
+		{"resume with a malformed Last-Event-ID", "POST", `{"jsonrpc":"2.0","id":"long","method":"requests/resume","params":{"resumeToken":"abc"}}`, []string{mcphttp.HeaderLastEventID + ": not-ours"}, 400, invalid, `"long"`, spec.ReasonInvalidEventID},
+		{"bad Last-Event-ID", "GET", "", []string{mcphttp.HeaderLastEventID + ": not-ours"}, 400, invalid, "null", spec.ReasonInvalidEventID},
+		{"unknown Last-Event-ID", "GET", "", []string{unknown}, 410, params, "null", spec.ReasonNotFound},
+		{"Last-Event-ID past the last event", "GET", "", []string{ahead}, 400, invalid, "null", spec.ReasonInvalidEventID},
+		{"GET without SSE", "GET", "", []string{"Accept: application/json"}, 406, invalid, "null", spec.ReasonNotAcceptable},
+		{"GET without session", "GET", "", []string{mcphttp.HeaderSessionID + ": "}, 400, invalid, "null", spec.ReasonSessionRequired},
+		{"GET unknown session", "GET", "", []string{mcphttp.HeaderSessionID + ": nope"}, 404, invalid, "null", spec.ReasonUnknownSession},
+		{"DELETE without session", "DELETE", "", []string{mcphttp.HeaderSessionID + ": "}, 400, invalid, "null", spec.ReasonSessionRequired},
+		{"PUT", "PUT", "", nil, 405, invalid, "null", ""},
 	}
 	for _, tc := range cases {
 		resp := c.do(context.Background(), tc.method, tc.body, append([]string{sid}, tc.hdr...)...)
 		var e struct {
-			Error *spec.Error `json:"error"`
+			ID    json.RawMessage `json:"id"`
+			Error *spec.Error     `json:"error"`
 		}
 		err := json.NewDecoder(resp.Body).Decode(&e)
 		resp.Body.Close()
-		if resp.StatusCode != tc.status || err != nil || e.Error == nil || e.Error.Reason != tc.reason {
-			t.Errorf("%s: got %s %+v (%v), want %d with reason %q", tc.name, resp.Status, e.Error, err, tc.status, tc.reason)
+		if resp.StatusCode != tc.status || err != nil || e.Error == nil || e.Error.Reason != tc.reason || e.Error.Code != tc.code || string(e.ID) != tc.id {
+			t.Errorf("%s: got %s id %s %+v (%v), want %d, id %s, code %d, reason %q", tc.name, resp.Status, e.ID, e.Error, err, tc.status, tc.id, tc.code, tc.reason)
 		}
 	}
 	// The session and its call carry on.
@@ -290,6 +305,49 @@ func TestCallStreamsIsolated(t *testing.T) {
 			break
 		}
 	}
+}
+
+// A GET naming an event of a request that has finished answers 410 with what
+// ended it, at once, never an open stream with nothing to come: the final
+// response's own event id (the client has it all, which frees the request) gets
+// acknowledged, the first time and again; any event id of a request whose result
+// has gone (purged at the end of its retention) gets expired.
+func TestLastEventIDEnded(t *testing.T) {
+	s := newServer(t, &mcp.Options{Engine: &resume.Options{DeliveredRetention: 20 * time.Millisecond}}, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	finish := func(id string) (first, last string) {
+		t.Helper()
+		resp := c.do(context.Background(), http.MethodPost, countdown(id, 0.02, 2))
+		for e := range events(resp.Body) {
+			if e.id != "" && first == "" {
+				first = e.id
+			}
+			if e.id != "" {
+				last = e.id
+			}
+		}
+		return first, last
+	}
+	get := func(what, lastID string, reason spec.Reason) {
+		t.Helper()
+		resp := c.do(context.Background(), http.MethodGet, "", mcphttp.HeaderLastEventID+": "+lastID)
+		var e struct {
+			Error *spec.Error `json:"error"`
+		}
+		err := json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGone || err != nil || e.Error == nil || e.Error.Code != spec.CodeInvalidParams || e.Error.Reason != reason {
+			t.Errorf("%s: %s %+v (%v), want 410 with -32602 %s", what, resp.Status, e.Error, err, reason)
+		}
+	}
+	_, final := finish("1")
+	get("the final response's event id", final, spec.ReasonAcknowledged)
+	get("the same id again", final, spec.ReasonAcknowledged)
+
+	prime, _ := finish("2")
+	poll.Until(t, 5*time.Second, "the result's retention to end", func() bool { return s.core.Engine().Live() == 0 })
+	get("the priming event id of a purged request", prime, spec.ReasonExpired)
 }
 
 // With StreamIdle, the server closes a quiet call stream; the client polls back
