@@ -124,7 +124,8 @@ func NewHandler(core *mcp.Server, opts *Options) *Handler {
 
 // Close ends every session as a server shutdown does: their streams close, their
 // resumable requests stay resumable (by the next process, with a durable store),
-// the rest are cancelled. Requests arriving later get 503. Call it before
+// the rest are cancelled. Requests arriving later get 503 shutting_down (with a
+// session id or without: initialize too). Call it before
 // http.Server.Shutdown, which waits for open streams.
 func (h *Handler) Close() {
 	h.mu.Lock()
@@ -347,8 +348,12 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 		return nil
 	}
 	h.mu.Lock()
-	s := h.sessions[sid]
+	s, closed := h.sessions[sid], h.closed
 	h.mu.Unlock()
+	if closed { // every session ended with Close: not one the client should re-initialize
+		failID(w, http.StatusServiceUnavailable, id, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		return nil
+	}
 	if s == nil || s.core.Principal() != principal {
 		failID(w, http.StatusNotFound, id, errUnknownSession)
 		return nil

@@ -204,6 +204,9 @@ func (st *stream) keepAlive() {
 	case st.closed || !st.sse:
 	case opts.StreamIdle > 0 && st.key != "" && time.Since(st.last) >= opts.StreamIdle:
 		st.endLocked()
+	case time.Since(st.last) < opts.KeepAlive:
+		// An idle check that came before the stream was quiet for StreamIdle
+		// (an event came meanwhile): no comment is due yet.
 	default:
 		_ = st.flushLocked([]byte(": keepalive\n\n"))
 	}
@@ -259,8 +262,15 @@ func (st *stream) serve(r *http.Request) {
 	// The stream's one timer. Events wait up to opts.Coalesce for company before
 	// they are flushed, so that events written in a burst, and a quick call's
 	// priming event, policy and response, share one write to the client; while
-	// none wait, it runs to the next keepalive, KeepAlive after the last flush.
-	t := time.NewTimer(opts.KeepAlive)
+	// none wait, it runs to the next keepalive, KeepAlive after the last flush
+	// (or to the idle check, StreamIdle after it, when that is sooner).
+	// A request's stream closed after StreamIdle (SEP-1699 polling) is checked
+	// that often when it is the shorter: not only at the next keepalive.
+	quiet := opts.KeepAlive
+	if opts.StreamIdle > 0 && st.key != "" {
+		quiet = min(quiet, opts.StreamIdle)
+	}
+	t := time.NewTimer(quiet)
 	defer t.Stop()
 	flushDue := false
 	for {
@@ -273,7 +283,7 @@ func (st *stream) serve(r *http.Request) {
 			switch {
 			case opts.Coalesce <= 0:
 				st.flush()
-				t.Reset(opts.KeepAlive)
+				t.Reset(quiet)
 			case !flushDue:
 				flushDue = true
 				t.Reset(opts.Coalesce)
@@ -285,7 +295,7 @@ func (st *stream) serve(r *http.Request) {
 			} else {
 				st.keepAlive()
 			}
-			t.Reset(opts.KeepAlive)
+			t.Reset(quiet)
 		}
 	}
 }

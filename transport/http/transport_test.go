@@ -352,9 +352,10 @@ func TestLastEventIDEnded(t *testing.T) {
 
 // With StreamIdle, the server closes a quiet call stream; the client polls back
 // with Last-Event-ID, as often as it takes, and gets every message once and the
-// response (SEP-1699 polling).
+// response (SEP-1699 polling). The stream closes StreamIdle after its last event,
+// not at the next keepalive (a minute here: the call would end first).
 func TestStreamIdlePolling(t *testing.T) {
-	s := newServer(t, nil, &mcphttp.Options{StreamIdle: 30 * time.Millisecond, KeepAlive: 10 * time.Millisecond})
+	s := newServer(t, nil, &mcphttp.Options{StreamIdle: 30 * time.Millisecond, KeepAlive: time.Minute})
 	c := s.raw(t)
 	c.initialize(`{}`)
 	resp := c.do(context.Background(), http.MethodPost, countdown("8", 0.6, 3))
@@ -504,5 +505,34 @@ func TestClientRefusedRequest(t *testing.T) {
 	err := c.Write(context.Background(), []byte(big))
 	if err == nil || !strings.Contains(err.Error(), "413") || !strings.Contains(err.Error(), string(spec.ReasonMessageTooLarge)) {
 		t.Fatalf("Write of an oversize request: %v; want the 413 message_too_large error", err)
+	}
+}
+
+// After Handler.Close (a shutdown), every request gets 503 shutting_down, with a
+// session id or without: not 404, which would send a client to initialize again
+// on a server that is going away.
+func TestClosedHandler(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	s.h.Close()
+	for _, tc := range []struct {
+		name, method, body string
+		hdr                []string
+	}{
+		{"message of a session", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil},
+		{"initialize", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, []string{mcphttp.HeaderSessionID + ": "}},
+		{"GET stream", http.MethodGet, "", nil},
+		{"DELETE", http.MethodDelete, "", nil},
+	} {
+		resp := c.do(context.Background(), tc.method, tc.body, tc.hdr...)
+		var e struct {
+			Error *spec.Error `json:"error"`
+		}
+		err := json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || err != nil || e.Error == nil || e.Error.Reason != spec.ReasonShuttingDown {
+			t.Errorf("%s after Close: %s %+v (%v), want 503 shutting_down", tc.name, resp.Status, e.Error, err)
+		}
 	}
 }
