@@ -74,8 +74,10 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
 	c.mu.Unlock()
 
 	c.s.wg.Add(1)
+	c.s.calls.Add(1)
 	c.s.pool.run(func() {
 		defer c.s.wg.Done()
+		defer c.s.calls.Add(-1)
 		cl.run(m, raw)
 	})
 }
@@ -357,8 +359,10 @@ func (s *Server) rerun(r *resume.Request) {
 	c.mu.Unlock()
 	s.log.Info().Str("request", string(r.ID())).Msg("running a restartable request again")
 	s.wg.Add(1)
+	s.calls.Add(1)
 	s.pool.run(func() {
 		defer s.wg.Done()
+		defer s.calls.Add(-1)
 		cl.run(m, r.Payload())
 	})
 }

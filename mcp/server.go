@@ -74,8 +74,9 @@ type Server struct {
 	nextID   atomic.Uint64 // for server-to-client request ids
 	pending  sync.Map      // server-to-client request id (JSON text) -> *outgoing
 
-	wg   sync.WaitGroup // handler goroutines, which may outlive their connection
-	pool *workers       // the goroutines calls run on
+	wg    sync.WaitGroup // handler goroutines, which may outlive their connection
+	pool  *workers       // the goroutines calls run on
+	calls atomic.Int64   // calls being handled (Calls)
 	fail *failLimiter   // failed token checks; nil: no limit
 
 	inflightMu sync.Mutex
@@ -151,6 +152,11 @@ func (s *Server) rerunRestartable() {
 
 // Engine returns the resume engine, for inspection.
 func (s *Server) Engine() *resume.Engine { return s.eng }
+
+// Calls returns the number of calls being handled: their handler runs, or its
+// answer is being queued or written. It drops when the answer is out (or, for a
+// cancelled call, when its handler has returned and nothing was sent).
+func (s *Server) Calls() int { return int(s.calls.Load()) }
 
 // Close stops the server: every running request's context is cancelled, and Close
 // waits for their handlers to return. Connections are closed by whoever owns them

@@ -68,11 +68,11 @@ func TestMaxWaitExpiry(t *testing.T) {
 		if n := core.Engine().Live(); n != 0 {
 			t.Fatalf("%d live requests after expiry", n)
 		}
-		if _, e := b.GetStatus("3", "1", pol.ResumeToken); e == nil || e.Reason != spec.ReasonExpired {
+		if _, e := b.GetStatus("3", "1", pol.ResumeToken); e == nil || e.Code != spec.CodeInvalidParams || e.Reason != spec.ReasonExpired {
 			t.Fatalf("getStatus after expiry: %v", e)
 		}
 		b.Resume(`1`, pol.ResumeToken)
-		if m, _ := b.Response("1"); m.Error == nil || m.Error.Reason != spec.ReasonExpired {
+		if m, _ := b.Response("1"); m.Error == nil || m.Error.Code != spec.CodeInvalidParams || m.Error.Reason != spec.ReasonExpired {
 			t.Fatalf("resume after expiry: %s", m.Raw)
 		}
 	})

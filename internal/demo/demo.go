@@ -24,6 +24,7 @@ func Add(s *server.MCPServer) {
 		mcp.WithDescription("Counts down for `seconds` in `steps` steps, with one progress notification per step when the call carries a progress token."),
 		mcp.WithNumber("seconds", mcp.Description("total duration in seconds (default 10)")),
 		mcp.WithNumber("steps", mcp.Description("number of steps (default 10)")),
+		mcp.WithBoolean("fail", mcp.Description("end with a tool error instead of the result, after the countdown (to try failures)")),
 	), countdown)
 	s.AddTool(mcp.NewTool("ask",
 		mcp.WithDescription("Asks the client a question (elicitation) and returns the answer."),
@@ -69,6 +70,9 @@ func countdown(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResul
 				"message":       fmt.Sprintf("step %d of %d", i, steps),
 			})
 		}
+	}
+	if req.GetBool("fail", false) {
+		return mcp.NewToolResultError(fmt.Sprintf("countdown failed as asked: %d of %d steps", steps, steps)), nil
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("countdown done: %d of %d steps", steps, steps)), nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -19,6 +20,9 @@ type Harness struct {
 	// Reconnect says a new connection reaches the same server after one is dropped
 	// (false for a stdio subprocess, whose one connection is its life).
 	Reconnect bool
+	// Calls, when set, returns the server's calls being handled (mcp.Server.Calls):
+	// the suite then also checks that a cancelled call's handler has stopped.
+	Calls func() int
 }
 
 const resumableCaps = `{"resumableRequests":{}}`
@@ -233,15 +237,18 @@ func ackedEnd(t *testing.T, c *Client, id, token string, final uint64) {
 	}
 }
 
+// A call that ends while nobody is connected, with its result or with a tool
+// error, is reported completed or failed, and its resume returns that result.
+// (The connection is dropped as soon as the policy arrives; the call takes 0.1s.)
 func resumeAfterCompletion(t *testing.T, h Harness) {
 	h.needReconnect(t)
 	for _, tc := range []struct {
-		steps  int
+		fail   bool
 		status string
 		text   string
-	}{{2, "completed", "countdown done: 2 of 2 steps"}, {0, "failed", "steps must be at least 1 and seconds not negative"}} {
+	}{{false, "completed", "countdown done: 2 of 2 steps"}, {true, "failed", "countdown failed as asked: 2 of 2 steps"}} {
 		a := h.client(t, resumableCaps)
-		callCountdown(a, "5", 0.02, tc.steps)
+		a.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.1,"steps":2,"fail":%v}}}`, tc.fail)
 		pol := PolicyOf(t, a.Next())
 		a.Close()
 		b := h.client(t, resumableCaps)
@@ -251,8 +258,8 @@ func resumeAfterCompletion(t *testing.T, h Harness) {
 		}
 		b.Resume(`5`, pol.ResumeToken)
 		resp, _ := b.Response("5")
-		if Text(resp) != tc.text {
-			t.Errorf("resumed result %s, want %q", resp.Raw, tc.text)
+		if Text(resp) != tc.text || strings.Contains(string(resp.Result), `"isError":true`) != tc.fail {
+			t.Errorf("resumed result %s, want %q (isError %v)", resp.Raw, tc.text, tc.fail)
 		}
 	}
 }
@@ -392,6 +399,12 @@ func cancelAttached(t *testing.T, h Harness) {
 	c.Until(func(m Msg) bool { return Progress(m) == 1 })
 	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user"}}`)
 	c.WaitStatusErr(t, "41", pol.ResumeToken, spec.ReasonCancelled)
+	if h.Calls != nil {
+		// The handler returns (it would count down for a minute otherwise), and
+		// any answer it got is written before the count drops: the round trip
+		// below then comes after it on a one-stream connection.
+		poll.Until(t, timeout, "the cancelled call's handler to return", func() bool { return h.Calls() == 0 })
+	}
 	for _, m := range c.Quiet(`"quiet"`) {
 		if m.IsResponse("41") {
 			t.Fatalf("a cancelled request got a response: %s", m.Raw)

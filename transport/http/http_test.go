@@ -49,5 +49,6 @@ func TestEndToEndHTTP(t *testing.T) {
 	e2etest.Run(t, e2etest.Harness{
 		Dial:      func(t testing.TB) transport.Conn { return s.dial(t) },
 		Reconnect: true,
+		Calls:     s.core.Calls,
 	})
 }

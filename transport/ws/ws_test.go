@@ -84,5 +84,5 @@ func TestConnContract(t *testing.T) {
 // WebSocket, and the client resumes on a new one.
 func TestEndToEndWS(t *testing.T) {
 	s := newServer(t, nil, nil)
-	e2etest.Run(t, e2etest.Harness{Dial: s.dial, Reconnect: true})
+	e2etest.Run(t, e2etest.Harness{Dial: s.dial, Reconnect: true, Calls: s.core.Calls})
 }
