@@ -77,7 +77,7 @@ type Server struct {
 	wg    sync.WaitGroup // handler goroutines, which may outlive their connection
 	pool  *workers       // the goroutines calls run on
 	calls atomic.Int64   // calls being handled (Calls)
-	fail *failLimiter   // failed token checks; nil: no limit
+	fail  *failLimiter   // failed token checks; nil: no limit
 
 	inflightMu sync.Mutex
 	inflight   map[string]int // requests in flight by principal (none: not in it)
