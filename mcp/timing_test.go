@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -142,4 +143,34 @@ func TestMaxLive(t *testing.T) {
 	if resp, before := c.Response("2"); len(before) != 0 || e2etest.Text(resp) != "plain" || resp.Seq() != 0 {
 		t.Fatalf("over the cap: %d messages before %s", len(before), resp.Raw)
 	}
+}
+
+// The engine's maxWait and minWait reach the client twice, in whole seconds: in the
+// server's advertisement at initialize and in each resume policy.
+func TestWaitsAdvertised(t *testing.T) {
+	core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxWait: 90 * time.Second, MinWait: 3 * time.Second}})
+	t.Cleanup(core.Close)
+	c := e2etest.NewClient(t, serveCore(t, core)(t))
+	init := c.Initialize(`{"resumableRequests":{}}`)
+	var res struct {
+		Capabilities struct {
+			Experimental struct {
+				ResumableRequests struct {
+					MaxWait, MinWait int64
+				} `json:"resumableRequests"`
+			} `json:"experimental"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(init.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if adv := res.Capabilities.Experimental.ResumableRequests; adv.MaxWait != 90 || adv.MinWait != 3 {
+		t.Errorf("advertised %+v in %s, want maxWait 90 and minWait 3", adv, init.Result)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+	pol := e2etest.PolicyOf(t, c.Next())
+	if pol.MaxWait == nil || *pol.MaxWait != 90 || pol.MinWait == nil || *pol.MinWait != 3 {
+		t.Errorf("policy maxWait %v minWait %v, want 90 and 3", pol.MaxWait, pol.MinWait)
+	}
+	c.Response("1")
 }
