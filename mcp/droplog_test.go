@@ -19,7 +19,6 @@ func TestDroppedInputIsLogged(t *testing.T) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
 	core := mcp.New(demo.Server("test"), &mcp.Options{Logger: &log})
-	t.Cleanup(core.Close)
 	c := e2etest.NewClient(t, serveCore(t, core)(t))
 	c.Initialize(`{"resumableRequests":{}}`)
 	c.Send(`{"jsonrpc":"2.0","id":"never-asked","result":{}}`)

@@ -31,7 +31,6 @@ func TestRootsWhileDetached(t *testing.T) {
 		return mcpgo.NewToolResultText("roots: " + strings.Join(uris, " ")), nil
 	})
 	core := mcp.New(s, nil)
-	t.Cleanup(core.Close)
 	dial := serveCore(t, core)
 	const caps = `{"resumableRequests":{},"roots":{"listChanged":false}}`
 

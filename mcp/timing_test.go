@@ -149,7 +149,6 @@ func TestMaxLive(t *testing.T) {
 // server's advertisement at initialize and in each resume policy.
 func TestWaitsAdvertised(t *testing.T) {
 	core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxWait: 90 * time.Second, MinWait: 3 * time.Second}})
-	t.Cleanup(core.Close)
 	c := e2etest.NewClient(t, serveCore(t, core)(t))
 	init := c.Initialize(`{"resumableRequests":{}}`)
 	var res struct {

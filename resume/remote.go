@@ -43,16 +43,23 @@ func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (*Reques
 		return nil, ErrUnknown
 	}
 	if rec.tombstone() { // an ended request's tombstone, kept by its owner (forget)
-		if rec.Acknowledged {
-			return nil, ErrAcknowledged
-		}
-		return nil, rec.State.endedErr()
+		return nil, rec.endedErr()
 	}
 	return e.resolve(*rec, false)
 }
 
 // tombstone reports whether rec is an ended request's tombstone, not a request.
 func (rec *Record) tombstone() bool { return rec.State == StateCancelled || rec.State == StateExpired }
+
+// endedErr is what a lookup of the tombstone rec answers, as the owner's own
+// tombstone would (State.endedErr): a stored tombstone says cancelled or expired
+// only, and marks an acknowledged request with Acknowledged.
+func (rec *Record) endedErr() error {
+	if rec.Acknowledged {
+		return ErrAcknowledged
+	}
+	return rec.State.endedErr()
+}
 
 // resolve returns what serves rec here: the request itself when this engine owns
 // it, a proxy when a live instance does, or the request claimed from a lost

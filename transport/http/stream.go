@@ -262,10 +262,9 @@ func (st *stream) serve(r *http.Request) {
 	// The stream's one timer. Events wait up to opts.Coalesce for company before
 	// they are flushed, so that events written in a burst, and a quick call's
 	// priming event, policy and response, share one write to the client; while
-	// none wait, it runs to the next keepalive, KeepAlive after the last flush
-	// (or to the idle check, StreamIdle after it, when that is sooner).
-	// A request's stream closed after StreamIdle (SEP-1699 polling) is checked
-	// that often when it is the shorter: not only at the next keepalive.
+	// none wait, it runs to the next keepalive, KeepAlive after the last flush,
+	// or for a request's stream to its idle check, StreamIdle after it, when that
+	// is sooner (SEP-1699 polling: not only at the next keepalive).
 	quiet := opts.KeepAlive
 	if opts.StreamIdle > 0 && st.key != "" {
 		quiet = min(quiet, opts.StreamIdle)
