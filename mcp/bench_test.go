@@ -99,23 +99,71 @@ func (c *benchConn) Close() error { return nil }
 func BenchmarkCoreToolsCall(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(mode.name, func(b *testing.B) {
-			core := mcp.New(demo.Server("bench"), mode.opts)
-			defer core.Close()
-			conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_ = core.Serve(context.Background(), conn)
-			}()
-			defer func() { close(conn.closed); <-done }()
-			conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":%s,"clientInfo":{"name":"b","version":"1"}}}`, mode.caps)
-			<-conn.resp
-			conn.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			call := benchCore(b, mode.caps, mode.opts)
 			b.ReportAllocs()
 			for i := 1; b.Loop(); i++ { // timed: the loop only (see BenchmarkToolsCall)
-				conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, i)
-				<-conn.resp
+				call(i)
 			}
 		})
+	}
+}
+
+// BenchmarkCoreToolsCallPaired is BenchmarkCoreToolsCall with its two sides in one
+// loop: each iteration makes one call with the resume layer off and one with it on
+// (the order alternating), each to its own server in this process, and times each
+// call. Both sides thus meet the same machine at the same moments; on a shared
+// two-core VM, whose speed drifts by a third between runs, this is what makes the
+// ratio (the "on/off" metric) repeatable. Both servers share the process's heap,
+// so the garbage collector's marking of the results the resume layer retains is
+// paid by both sides alike: the ratio is the core's own work per call, and
+// BenchmarkCoreToolsCall (separate runs) shows the rest.
+func BenchmarkCoreToolsCallPaired(b *testing.B) {
+	off := benchCore(b, benchModes[0].caps, benchModes[0].opts)
+	on := benchCore(b, benchModes[1].caps, benchModes[1].opts)
+	var offT, onT time.Duration
+	timed := func(call func(int), i int) time.Duration {
+		t := time.Now()
+		call(i)
+		return time.Since(t)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		if n%2 == 0 {
+			offT += timed(off, n)
+			onT += timed(on, n)
+		} else {
+			onT += timed(on, n)
+			offT += timed(off, n)
+		}
+	}
+	b.ReportMetric(float64(offT.Nanoseconds())/float64(n), "off-ns/call")
+	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), "on-ns/call")
+	b.ReportMetric(float64(onT)/float64(offT), "on/off")
+}
+
+// benchCore serves one benchConn with a core (options opts) whose client advertised
+// caps, and returns a function making tools/call number i (echo) through it. The
+// server is closed when b ends.
+func benchCore(b *testing.B, caps string, opts *mcp.Options) func(i int) {
+	core := mcp.New(demo.Server("bench"), opts)
+	conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = core.Serve(context.Background(), conn)
+	}()
+	b.Cleanup(func() {
+		close(conn.closed)
+		<-done
+		core.Close()
+	})
+	conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":%s,"clientInfo":{"name":"b","version":"1"}}}`, caps)
+	<-conn.resp
+	conn.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return func(i int) {
+		conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, i)
+		<-conn.resp
 	}
 }

@@ -202,6 +202,40 @@ func BenchmarkHTTPToolsCall(b *testing.B) {
 	}
 }
 
+// BenchmarkHTTPToolsCallPaired is BenchmarkHTTPToolsCall with every server in one
+// loop: each iteration makes one call to each (the order rotating) and times each
+// call, so that all of them meet the machine at the same moments; on a shared VM
+// whose speed drifts between runs, this is what makes the ratios repeatable. It
+// reports each server's mean round trip (<server>-ns/call) and the ratios of
+// ours-resume to mcp-go and to go-sdk.
+func BenchmarkHTTPToolsCallPaired(b *testing.B) {
+	clients := make([]*benchClient, len(benchTargets))
+	for i, tg := range benchTargets {
+		clients[i] = newBenchClient(b, tg)
+		clients[i].call(b, 1, `{"name":"echo","arguments":{"text":"hello"}}`, nil, checkEcho)
+	}
+	spent := make([]time.Duration, len(benchTargets))
+	id := 1
+	b.ReportAllocs()
+	for b.Loop() {
+		id++
+		for k := range clients {
+			i := (k + id) % len(clients)
+			t := time.Now()
+			clients[i].call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, nil)
+			spent[i] += time.Since(t)
+		}
+	}
+	n := float64(id - 1)
+	byName := map[string]time.Duration{}
+	for i, tg := range benchTargets {
+		byName[tg.name] = spent[i]
+		b.ReportMetric(float64(spent[i].Nanoseconds())/n, tg.name+"-ns/call")
+	}
+	b.ReportMetric(float64(byName["ours-resume"])/float64(byName["mcp-go"]), "resume/mcp-go")
+	b.ReportMetric(float64(byName["ours-resume"])/float64(byName["go-sdk"]), "resume/go-sdk")
+}
+
 // BenchmarkHTTPProgress measures the delivery of progress notifications on one
 // SSE stream: one tools/call of burst (burstCount notifications) per op; notes/s
 // and ns/note are the throughput seen by the client (notifications that arrived),
