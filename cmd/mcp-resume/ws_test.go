@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,6 +28,10 @@ type startLine struct {
 	PID  int    `json:"pid"`
 	// Kill kills the process (SIGKILL), which then need not exit 0.
 	Kill func() `json:"-"`
+	// Stop sends the process sig and waits for it to exit; its error says how it
+	// did not exit 0, with its stderr besides the logs. Only the first call
+	// signals; a stopped process gets nothing at the end of the test.
+	Stop func(sig os.Signal) error `json:"-"`
 }
 
 // spawnNet starts `mcp-resume serve ARGS` as a subprocess and returns the start-up
@@ -67,18 +73,33 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 			}
 		}
 	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+	var (
+		once    sync.Once
+		stopErr error // how the process did not exit 0
+		byTest  bool  // the test stopped it (startLine.Stop)
+	)
+	signalAndWait := func(sig os.Signal) {
+		_ = cmd.Process.Signal(sig)
 		<-drained
 		if err := cmd.Wait(); err != nil && !killed.Load() {
-			t.Errorf("serve after SIGTERM: %v, want exit status 0; its stderr besides the logs:\n%s", err, other.String())
+			stopErr = fmt.Errorf("%w; its stderr besides the logs:\n%s", err, other.String())
+		}
+	}
+	stop := func(sig os.Signal) error {
+		once.Do(func() { byTest = true; signalAndWait(sig) })
+		return stopErr
+	}
+	t.Cleanup(func() {
+		once.Do(func() { signalAndWait(syscall.SIGTERM) })
+		if !byTest && stopErr != nil {
+			t.Errorf("serve after SIGTERM: %v, want exit status 0", stopErr)
 		}
 	})
 	var out []startLine
 	for range want {
 		select {
 		case l := <-lines:
-			l.Kill = kill
+			l.Kill, l.Stop = kill, stop
 			out = append(out, l)
 		case <-time.After(20 * time.Second):
 			t.Fatalf("serve %s: %d start-up lines, want %d", args, len(out), want)
