@@ -10,7 +10,7 @@ import (
 // across several cuts of every call, not of the run as a whole. The HTTP and
 // WebSocket fault tests meet it by construction: a connection carries under
 // 1,500 bytes from the server, and a countdown call of 10 steps with its session's
-// set-up needs more than twice that (over 12 runs of each, the fewest reconnects
+// set-up needs more than twice that (over 7 runs of each, the fewest reconnects
 // of any call was 2, the median 10 over HTTP and 5 over WebSocket).
 const MinReconnects = 2
 
