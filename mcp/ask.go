@@ -19,6 +19,20 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 	if err != nil {
 		return nil, err
 	}
+	if cl.modern != nil {
+		// 2026-07-28 has no server-to-client requests: the question ends the
+		// request's round as input_required (MRTR), which needs the call to be a
+		// request of the engine, and a capability the client declared.
+		if need, ok := cl.modern.allows(method); !ok {
+			e := spec.NewError(spec.CodeMissingCapability, spec.ReasonMissingCapability,
+				"the tool needs a client capability the request did not declare: "+method)
+			e.RequiredCapabilities = need
+			return nil, e
+		}
+		if cl.request() == nil && cl.promote(true, false) == nil && cl.request() == nil {
+			return nil, spec.NewError(spec.CodeInternalError, "", "the request cannot wait for input")
+		}
+	}
 	id := spec.ID(strconv.Quote(s.idPrefix + strconv.FormatUint(s.nextID.Add(1), 10)))
 	key := string(id)
 

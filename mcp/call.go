@@ -29,12 +29,22 @@ type call struct {
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
 	sess   *callSession
+	// modern: the request is of the 2026-07-28 era (its envelope); nil for a
+	// 2025-era request, which lives in its session.
+	modern *modernReq
+	// resumable: the client asked for resumable requests (SEP-975), with the ack
+	// extension (ackMode): in its session's initialize, or in a 2026 request's
+	// own capabilities.
+	resumable, ackMode bool
+	listen             bool          // a 2026 subscriptions/listen: its notifications are tagged with its id
+	patch              func(any) any // edits the result before it is encoded; may be nil
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req *resume.Request // set once the request is resumable
 	// hidden: resumable only by the session's stream reconnects (see
 	// connState.replay); its messages carry no sequence numbers.
 	hidden bool
+	round  *round        // a 2026 request's first round, once it is a request of the engine
 	timer  *time.Timer   // for Mode After: promotes the call when it fires
 	done   bool          // the handler returned
 	lost   bool          // the connection went away before the request became resumable
@@ -43,12 +53,25 @@ type call struct {
 	room   chan struct{} // capacity 1: the pump took a notification (see callSession.UpgradeToSSEWhenReceiveNotification)
 }
 
-// startCall starts handling request m in its own goroutine.
-func (c *connState) startCall(m *spec.Message, raw []byte, st Stream) {
+// startCall starts handling request m in its own goroutine. mr is the envelope
+// of a 2026-era request; nil for a 2025-era one.
+func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) {
 	key := string(m.ID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
-	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel}
+	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr}
 	cl.sess = &callSession{base: c.sess, cl: cl}
+	if mr != nil {
+		cl.resumable, cl.ackMode = mr.resumable()
+		cl.sess.own = &ownSession{level: mcp.LoggingLevelInfo}
+		switch m.Method {
+		case spec.MethodServerDiscover:
+			cl.patch = c.s.discover
+		case spec.MethodSubscriptionsListen:
+			cl.listen = true
+		}
+	} else {
+		cl.resumable, cl.ackMode = c.resumable.Load(), c.ackMode.Load()
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -112,7 +135,20 @@ func (s *Server) release(principal string) {
 func (cl *call) run(m *spec.Message, raw []byte) {
 	s := cl.c.s
 	defer cl.cancel(nil)
-	resp := s.srv.HandleMessage(s.srv.WithContext(cl.ctx, cl.sess), raw)
+	ctx := s.srv.WithContext(cl.ctx, cl.sess)
+	if cl.modern != nil {
+		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
+	}
+	if cl.listen {
+		// Broadcasts (list changes) reach only sessions registered with mcp-go;
+		// the filter the listen sets decides which of them the client gets.
+		if err := s.srv.RegisterSession(ctx, cl.sess); err != nil {
+			cl.c.log.Warn().Err(err).Msg("registering a subscription")
+		} else {
+			defer s.srv.UnregisterSession(ctx, cl.sess.SessionID())
+		}
+	}
+	resp := s.srv.HandleMessage(ctx, raw)
 
 	cl.mu.Lock()
 	cl.done = true
@@ -142,7 +178,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		return
 	}
 	if r == nil {
-		cl.c.reply(cl.st, encodeReply(cl.id, resp, nil, 0))
+		cl.c.reply(cl.st, encodeReply(cl.id, resp, cl.patch, 0))
 		return
 	}
 	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
@@ -155,7 +191,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 // Policy to the call. A call to an unknown tool never becomes resumable.
 func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && (cs.cl.c.resumable.Load() || cs.cl.c.replay) {
+		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && (cs.cl.resumable || (cs.cl.modern == nil && cs.cl.c.replay)) {
 			ctx = cs.cl.apply(ctx, s.opts.policy(req.Params.Name))
 		}
 		return next(ctx, req)
@@ -210,15 +246,29 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	if cl.done || cl.lost || cl.req != nil {
 		return nil
 	}
-	hidden := !c.resumable.Load()
-	so := resume.StartOptions{AckMode: c.ackMode.Load() && !hidden, Sink: cl.st, Principal: c.principal}
+	hidden := !cl.resumable
+	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal}
 	if restartable && !hidden {
 		so.Payload = bytes.Clone(cl.raw)
+	}
+	var rd *round
+	if cl.modern != nil {
+		// Every message of a 2026 request goes through its rounds (MRTR).
+		rd = &round{st: cl.st, id: cl.id, orig: cl.id}
+		so.Sink = rd
 	}
 	r, tok, err := s.eng.Start(cl.id, &so)
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil
+	}
+	if rd != nil {
+		rs := requestState{ID: cl.id, Token: tok}
+		if m, derr := spec.Decode(cl.raw); derr == nil {
+			rs.Name = addressed(m.Method, m.Params)
+		}
+		rd.state = rs.encode()
+		cl.round = rd
 	}
 	if !hidden {
 		p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
@@ -255,15 +305,23 @@ func (cl *call) request() *resume.Request {
 
 // connectionLost is called when the call's connection closes: a call that is not
 // resumable is cancelled; a resumable one carries on, detached.
+//
+// A 2026 request lives on its response stream (closing it cancels the request)
+// unless its client declared SEP-975; one waiting for its client's retry (its
+// round was answered input_required) waits on.
 func (cl *call) connectionLost() {
 	cl.mu.Lock()
-	resumable := cl.req != nil
-	if !resumable {
+	r := cl.req
+	keep := r != nil && (cl.modern == nil || cl.resumable || cl.round.answered())
+	if !keep {
 		cl.lost = true
 	}
 	cl.mu.Unlock()
-	if !resumable {
+	if !keep {
 		cl.cancel(errConnectionLost)
+		if r != nil {
+			r.Cancel()
+		}
 	}
 }
 
@@ -311,11 +369,17 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	cl.mu.Lock()
 	r := cl.req
 	if r == nil {
+		if cl.listen {
+			n = tagSubscription(n, cl.id)
+		}
 		cl.c.send(cl.st, resume.KindNotification, encodeNotification(n, 0))
 		cl.mu.Unlock()
 		return
 	}
 	cl.mu.Unlock()
+	if cl.listen {
+		n = tagSubscription(n, cl.id)
+	}
 	kind, key := classify(n)
 	if _, err := r.Append(kind, key, func(seq uint64) []byte { return encodeNotification(n, cl.stamp(seq)) }); err != nil {
 		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("queueing a notification")
@@ -330,6 +394,21 @@ func (cl *call) stamp(seq uint64) uint64 {
 		return 0
 	}
 	return seq
+}
+
+// tagSubscription marks a notification of a subscriptions/listen with the listen's
+// id, as 2026-07-28 asks of every notification on a subscription.
+func tagSubscription(n mcp.JSONRPCNotification, id spec.ID) mcp.JSONRPCNotification {
+	if _, ok := n.Params.Meta[spec.MetaSubscriptionID]; ok {
+		return n
+	}
+	meta := make(map[string]any, len(n.Params.Meta)+1)
+	for k, v := range n.Params.Meta {
+		meta[k] = v
+	}
+	meta[spec.MetaSubscriptionID] = json.RawMessage(id)
+	n.Params.Meta = meta
+	return n
 }
 
 func classify(n mcp.JSONRPCNotification) (resume.Kind, string) {

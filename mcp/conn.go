@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,10 @@ type connState struct {
 	// limitKey names the failed token check bucket this session spends from:
 	// its principal's, or without authentication its remote address's.
 	limitKey string
+	// stateless: the session carries 2026-era requests only (a Streamable HTTP
+	// POST of that era): it is not an mcp-go session, and a 2025-era request is
+	// refused.
+	stateless bool
 
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
@@ -50,7 +55,8 @@ type connState struct {
 	// stream, so that a closing stream detaches its own requests without a scan
 	// of every request the session carried.
 	onStream map[Stream][]*resume.Request
-	sweepAt  int // size of attached at which gone requests are swept out
+	retries  map[string]retried // 2026 rounds attached by retries here, by the retry's id text
+	sweepAt  int                // size of attached at which gone requests are swept out
 	closed   bool
 
 	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump, forwarded answers)
@@ -61,6 +67,7 @@ type connState struct {
 type tracked struct {
 	r      *resume.Request
 	hidden bool
+	sink   Stream // where it was attached
 }
 
 // minSweep is the smallest size of a session's attached map at which requests that
@@ -80,7 +87,7 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	}
 	remote := ""
 	if opts != nil {
-		c.principal, remote = opts.Principal, opts.Remote
+		c.principal, remote, c.stateless = opts.Principal, opts.Remote, opts.Stateless
 	}
 	switch {
 	case c.principal != "":
@@ -96,6 +103,9 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		lc = lc.Str("principal", c.principal)
 	}
 	c.log = lc.Logger()
+	if c.stateless {
+		return c
+	}
 	if err := s.srv.RegisterSession(ctx, c.sess); err != nil {
 		c.log.Warn().Err(err).Msg("registering the session with mcp-go")
 	}
@@ -148,8 +158,9 @@ func (c *connState) shutdown(cancel bool) {
 		}
 		// A transport with one stream per session (stdio, WebSocket) has it as the
 		// default stream; one with more reports each closed stream (streamClosed).
-		t.r.Detach(def)
+		t.r.Detach(cmp.Or(t.sink, def))
 	}
+	c.retriesClosed(nil)
 	for _, cl := range running {
 		if cancel {
 			cl.cancel(errClientCancel)
@@ -162,7 +173,9 @@ func (c *connState) shutdown(cancel bool) {
 		}
 		cl.connectionLost()
 	}
-	c.s.srv.UnregisterSession(c.ctx, c.sess.id)
+	if !c.stateless {
+		c.s.srv.UnregisterSession(c.ctx, c.sess.id)
+	}
 	c.cancel()
 	c.wg.Wait()
 }
@@ -187,4 +200,5 @@ func (c *connState) streamClosed(st Stream) {
 	for _, cl := range calls {
 		cl.connectionLost()
 	}
+	c.retriesClosed(st)
 }

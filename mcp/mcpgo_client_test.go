@@ -18,10 +18,16 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 )
 
-// mcp-go's own client, unpinned, probes server/discover first, falls back to
-// initialize, advertises the capability under experimental, and gets a resume
-// policy and its result.
+// mcp-go's own client, in both eras: unpinned it negotiates 2026-07-28 through
+// server/discover and finds the extension there; pinned to 2025-11-25 it
+// initializes and finds the capability under experimental. Either way it
+// declares the capability, and gets a resume policy and its result.
 func TestMCPGoClient(t *testing.T) {
+	t.Run("2026-07-28", func(t *testing.T) { testMCPGoClient(t, true) })
+	t.Run("2025-11-25", func(t *testing.T) { testMCPGoClient(t, false) })
+}
+
+func testMCPGoClient(t *testing.T, modern bool) {
 	core := mcp.New(demo.Server("test"), nil)
 	toServer, fromClient := io.Pipe()
 	toClient, fromServer := io.Pipe()
@@ -33,7 +39,11 @@ func TestMCPGoClient(t *testing.T) {
 	}()
 	t.Cleanup(func() { core.Close(); wg.Wait() })
 
-	c := client.NewClient(clienttransport.NewIO(toClient, fromClient, nil))
+	var opts []client.ClientOption
+	if !modern {
+		opts = append(opts, client.WithProtocolVersion("2025-11-25"))
+	}
+	c := client.NewClient(clienttransport.NewIO(toClient, fromClient, nil), opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
@@ -57,7 +67,14 @@ func TestMCPGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	if _, ok := res.Capabilities.Experimental[spec.CapabilityName]; !ok {
+	adv := res.Capabilities.Experimental[spec.CapabilityName]
+	if modern {
+		if res.ProtocolVersion != spec.Version2026 {
+			t.Errorf("negotiated %q, want %s", res.ProtocolVersion, spec.Version2026)
+		}
+		adv = res.Capabilities.Extensions[spec.ExtensionResumable]
+	}
+	if adv == nil {
 		t.Errorf("no resume advertisement in %+v", res.Capabilities)
 	}
 	call := mcpgo.CallToolRequest{}

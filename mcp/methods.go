@@ -35,7 +35,7 @@ func (c *connState) track(r *resume.Request, hidden bool, st Stream) {
 		}
 		return
 	}
-	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden}
+	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden, sink: st}
 	if c.onStream != nil {
 		c.onStream[st] = append(c.onStream[st], r)
 	}
@@ -130,7 +130,10 @@ func (c *connState) getStatus(m *spec.Message, st Stream) {
 // response under the same id.
 // after, when not 0, is what the transport knows the client has (Last-Event-ID
 // on HTTP); the larger of it and the params' ack applies.
-func (c *connState) resume(m *spec.Message, st Stream, after uint64) {
+//
+// A 2026-era resume (modern) gets its messages through a round, as its request's
+// rounds do: a question the tool asks meanwhile answers it input_required.
+func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool) {
 	p, perr := spec.DecodeResumeParams(m.Params)
 	if perr != nil {
 		c.replyError(st, m.ID, perr)
@@ -143,6 +146,10 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64) {
 	if err != nil {
 		c.replyError(st, m.ID, wireError(err))
 		return
+	}
+	if modern {
+		rs := requestState{ID: m.ID, Token: p.ResumeToken}
+		st = &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
 	}
 	// Validation and lookup answer in order with the connection's other messages;
 	// the replay, which may be long, runs on its own goroutine.

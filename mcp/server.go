@@ -124,6 +124,10 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		eo.Answer = s.peerAnswer
 		eo.OnRestartable = s.rerunRestartable
 	}
+	// A tool written for the 2025 era asks its client through mcp-go's
+	// RequestElicitation, RequestSampling and ListRoots; for a 2026-era request
+	// the core turns those into input_required rounds (MRTR, mrtr.go).
+	server.WithLegacyServerInitiatedRequests()(srv)
 	s.eng = resume.New(o.Store, &eo)
 	eff := s.eng.Options()
 	s.caps = spec.ServerCapability{
@@ -187,6 +191,10 @@ type SessionOptions struct {
 	// on HTTP and WebSocket. Empty means this process's own client (stdio,
 	// in-process): all such sessions share one bucket.
 	Remote string
+	// Stateless: the session carries requests of the 2026-07-28 era only, which
+	// need no session (a Streamable HTTP POST of that era is one such session):
+	// it costs no goroutine, and a 2025-era request on it is refused.
+	Stateless bool
 }
 
 // Serve serves one connection until it closes or ctx ends, then closes it. Requests
@@ -246,6 +254,19 @@ func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	case spec.KindNotification:
 		c.notification(m, raw)
 	case spec.KindRequest:
+		if env := spec.EnvelopeOf(m.Params); env.Modern() {
+			if c.s.closed.Load() {
+				c.replyError(st, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+				return
+			}
+			c.modern(m, raw, st, env)
+			return
+		}
+		if c.stateless {
+			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonEraMismatch,
+				"a request without a session must carry its protocol version in params._meta[\""+spec.MetaProtocolVersion+"\"]"))
+			return
+		}
 		c.request(m, raw, st)
 	}
 }
@@ -268,18 +289,14 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 	switch m.Method {
 	case spec.MethodInitialize:
 		c.initialize(m, raw, st)
-	case spec.MethodServerDiscover:
-		// mcp-go answers server/discover (protocol 2026-07-28, no initialize). The
-		// resume layer rides on the initialize handshake and server-to-client
-		// requests, which that protocol removed, so we say "not found" and clients
-		// (mcp-go's among them) fall back to initialize.
-		c.replyError(st, m.ID, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+m.Method))
 	case spec.MethodGetStatus:
 		c.getStatus(m, st)
 	case spec.MethodResume:
-		c.resume(m, st, 0)
+		c.resume(m, st, 0, false)
 	default:
-		c.startCall(m, raw, st)
+		// server/discover and subscriptions/listen among them: mcp-go answers
+		// that they need a 2026-era request.
+		c.startCall(m, raw, st, nil)
 	}
 }
 

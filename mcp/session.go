@@ -86,9 +86,23 @@ func (s *connSession) pump(ctx context.Context) {
 type callSession struct {
 	base *connSession
 	cl   *call
+	// own holds what a 2026-era request declares for itself (mcp-go writes its
+	// envelope into the session it runs with); nil for a 2025-era request, whose
+	// session is its connection's.
+	own *ownSession
 
 	once sync.Once
 	ch   chan mcp.JSONRPCNotification
+}
+
+// ownSession is the session state of one 2026-era request.
+type ownSession struct {
+	mu       sync.Mutex
+	level    mcp.LoggingLevel
+	info     mcp.Implementation
+	caps     mcp.ClientCapabilities
+	filter   mcp.SubscriptionFilter
+	protocol string
 }
 
 var (
@@ -98,13 +112,49 @@ var (
 	_ server.SessionWithSampling    = (*callSession)(nil)
 	_ server.SessionWithElicitation = (*callSession)(nil)
 	_ server.SessionWithRoots       = (*callSession)(nil)
+	_ server.SessionWithSubscriptionFilter = (*callSession)(nil)
 	// Not for Streamable HTTP: see UpgradeToSSEWhenReceiveNotification.
 	_ server.SessionWithStreamableHTTPConfig = (*callSession)(nil)
 )
 
-func (s *callSession) Initialize()       { s.base.Initialize() }
-func (s *callSession) Initialized() bool { return s.base.Initialized() }
-func (s *callSession) SessionID() string { return s.base.SessionID() }
+func (s *callSession) Initialize() {
+	if s.own == nil {
+		s.base.Initialize()
+	}
+}
+
+// Initialized: a 2026-era request needs no handshake.
+func (s *callSession) Initialized() bool { return s.own != nil || s.base.Initialized() }
+
+// SessionID is the connection's session id, and for a 2026-era request, which
+// has no session, one of its own (mcp-go keys in-flight requests and
+// subscriptions by it).
+func (s *callSession) SessionID() string {
+	if s.own != nil {
+		return s.base.SessionID() + "/" + string(s.cl.id)
+	}
+	return s.base.SessionID()
+}
+
+// SetSubscriptionFilter and SubscriptionFilter hold a subscriptions/listen's
+// filter. A 2026-era request's filter is always active: what it did not ask for,
+// it does not get.
+func (s *callSession) SetSubscriptionFilter(f mcp.SubscriptionFilter) {
+	if s.own != nil {
+		s.own.mu.Lock()
+		s.own.filter = f
+		s.own.mu.Unlock()
+	}
+}
+
+func (s *callSession) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
+	if s.own == nil {
+		return mcp.SubscriptionFilter{}, false
+	}
+	s.own.mu.Lock()
+	defer s.own.mu.Unlock()
+	return s.own.filter, true
+}
 
 // NotificationChannel starts the request's notification pump on first use, so a
 // request that never notifies costs no goroutine.
@@ -150,17 +200,72 @@ func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
 	}
 }
 
-func (s *callSession) SetLogLevel(l mcp.LoggingLevel)     { s.base.SetLogLevel(l) }
-func (s *callSession) GetLogLevel() mcp.LoggingLevel      { return s.base.GetLogLevel() }
-func (s *callSession) GetClientInfo() mcp.Implementation  { return s.base.GetClientInfo() }
-func (s *callSession) SetClientInfo(i mcp.Implementation) { s.base.SetClientInfo(i) }
+func (s *callSession) SetLogLevel(l mcp.LoggingLevel) {
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		o.level = l
+		o.mu.Unlock()
+		return
+	}
+	s.base.SetLogLevel(l)
+}
+
+func (s *callSession) GetLogLevel() mcp.LoggingLevel {
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.level
+	}
+	return s.base.GetLogLevel()
+}
+
+func (s *callSession) GetClientInfo() mcp.Implementation {
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.info
+	}
+	return s.base.GetClientInfo()
+}
+
+func (s *callSession) SetClientInfo(i mcp.Implementation) {
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		o.info = i
+		o.mu.Unlock()
+		return
+	}
+	s.base.SetClientInfo(i)
+}
+
 func (s *callSession) GetClientCapabilities() mcp.ClientCapabilities {
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.caps
+	}
 	return s.base.GetClientCapabilities()
 }
+
 func (s *callSession) SetClientCapabilities(c mcp.ClientCapabilities) {
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		o.caps = c
+		o.mu.Unlock()
+		return
+	}
 	s.base.SetClientCapabilities(c)
 }
-func (s *callSession) SetProtocolVersion(v string) { s.base.SetProtocolVersion(v) }
+
+func (s *callSession) SetProtocolVersion(v string) {
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		o.protocol = v
+		o.mu.Unlock()
+		return
+	}
+	s.base.SetProtocolVersion(v)
+}
 
 func (s *callSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	raw, err := s.cl.ask(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)

@@ -42,7 +42,7 @@ func (ss *Session) HandleResume(m *spec.Message, st Stream, after uint64) {
 		ss.c.dispatch(m, nil, st)
 		return
 	}
-	ss.c.resume(m, st, after)
+	ss.c.resume(m, st, after, false)
 }
 
 // SetDefaultStream sets the stream for messages of no request (the GET stream); nil

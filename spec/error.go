@@ -15,6 +15,13 @@ type Error struct {
 	// RetryAfter, when not 0, is written as `error.data.retryAfter`: whole seconds
 	// after which the request may succeed (ReasonRateLimited).
 	RetryAfter int64
+	// Supported and Requested, when set, are written as `error.data.supported`
+	// and `error.data.requested` (an unsupported protocol version, -32022).
+	Supported []string
+	Requested string
+	// RequiredCapabilities, when set, is written as
+	// `error.data.requiredCapabilities` (a missing client capability, -32021).
+	RequiredCapabilities json.RawMessage
 	// ID is the id of the request the error answers, when it is known.
 	ID ID
 }
@@ -35,7 +42,10 @@ type errorData struct {
 	Reason Reason `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	// RetryAfter: seconds; see Error.RetryAfter.
-	RetryAfter int64 `json:"retryAfter,omitempty"`
+	RetryAfter           int64           `json:"retryAfter,omitempty"`
+	Supported            []string        `json:"supported,omitempty"`
+	Requested            string          `json:"requested,omitempty"`
+	RequiredCapabilities json.RawMessage `json:"requiredCapabilities,omitempty"`
 }
 
 // MarshalJSON writes the JSON-RPC error object.
@@ -46,8 +56,9 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 		Data    *errorData `json:"data,omitempty"`
 	}
 	w := wire{Code: e.Code, Message: e.Message}
-	if e.Reason != "" || e.Detail != "" || e.RetryAfter != 0 {
-		w.Data = &errorData{Reason: e.Reason, Detail: e.Detail, RetryAfter: e.RetryAfter}
+	if e.Reason != "" || e.Detail != "" || e.RetryAfter != 0 || e.Supported != nil || e.RequiredCapabilities != nil {
+		w.Data = &errorData{Reason: e.Reason, Detail: e.Detail, RetryAfter: e.RetryAfter,
+			Supported: e.Supported, Requested: e.Requested, RequiredCapabilities: e.RequiredCapabilities}
 	}
 	return json.Marshal(w)
 }
@@ -66,6 +77,7 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	var d errorData
 	if len(w.Data) > 0 && json.Unmarshal(w.Data, &d) == nil {
 		e.Reason, e.Detail, e.RetryAfter = d.Reason, d.Detail, d.RetryAfter
+		e.Supported, e.Requested, e.RequiredCapabilities = d.Supported, d.Requested, d.RequiredCapabilities
 	}
 	return nil
 }

@@ -202,3 +202,19 @@ func appendID(b []byte, id ID) []byte {
 	}
 	return append(b, id...)
 }
+
+// ReplaceResponseID returns msg, a response built by EncodeResponseSeq or
+// EncodeErrorRaw (it starts with `{"jsonrpc":"2.0","id":<id>,`), under id
+// instead; a message of another shape comes back unchanged.
+func ReplaceResponseID(msg []byte, old, id ID) []byte {
+	const head = `{"jsonrpc":"2.0","id":`
+	old = appendID(nil, old)
+	if !bytes.HasPrefix(msg, []byte(head)) || !bytes.HasPrefix(msg[len(head):], old) {
+		return msg
+	}
+	rest := msg[len(head)+len(old):]
+	b := make([]byte, 0, len(head)+len(id)+len(rest))
+	b = append(b, head...)
+	b = appendID(b, id)
+	return append(b, rest...)
+}

@@ -1,0 +1,190 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// modernReq is what a request of the 2026-07-28 era declared in its envelope.
+// Such a request stands alone: its client capabilities, info and log level are
+// its own, never its connection's.
+type modernReq struct {
+	version string
+	caps    spec.ClientCapabilities
+	capsRaw json.RawMessage
+}
+
+// parseModern reads the envelope of a modern request. A malformed capabilities
+// object is left to mcp-go, which answers -32602.
+func parseModern(env spec.Envelope) *modernReq {
+	mr := &modernReq{version: env.Version, capsRaw: env.Capabilities}
+	if len(env.Capabilities) > 0 {
+		_ = json.Unmarshal(env.Capabilities, &mr.caps)
+	}
+	return mr
+}
+
+// resumable reports whether the client declared SEP-975 for this request, and
+// with the ack extension: as the extension, or as in the 2025 era under
+// experimental (what a client that kept its 2025 capabilities object sends).
+func (mr *modernReq) resumable() (on, ack bool) {
+	raw, ok := mr.caps.Extensions[spec.ExtensionResumable]
+	if !ok {
+		raw, ok = mr.caps.Experimental[spec.CapabilityName]
+	}
+	if !ok || len(raw) == 0 || raw[0] != '{' {
+		return false, false
+	}
+	var cc spec.ClientCapability
+	if json.Unmarshal(raw, &cc) != nil {
+		return false, false
+	}
+	return true, slices.Contains(cc.Extensions, spec.ExtensionAck)
+}
+
+// allows reports whether the client declared the capability an input request of
+// method needs (MRTR: a server must not ask for what the client cannot give).
+func (mr *modernReq) allows(method string) (json.RawMessage, bool) {
+	switch method {
+	case string(mcp.MethodElicitationCreate):
+		return json.RawMessage(`{"elicitation":{}}`), mr.caps.Elicitation != nil
+	case string(mcp.MethodSamplingCreateMessage):
+		return json.RawMessage(`{"sampling":{}}`), mr.caps.Sampling != nil
+	case string(mcp.MethodListRoots):
+		return json.RawMessage(`{"roots":{}}`), mr.caps.Roots != nil
+	}
+	return nil, true
+}
+
+// modern handles a request of the 2026-07-28 era: stateless, whatever session
+// or connection it arrived on.
+func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Envelope) {
+	if !spec.IsModern(env.Version) {
+		e := spec.UnsupportedVersion(env.Version)
+		c.replyError(st, m.ID, e)
+		return
+	}
+	switch m.Method {
+	case spec.MethodGetStatus:
+		c.getStatus(m, st)
+	case spec.MethodResume:
+		c.resume(m, st, 0, true)
+	default:
+		if state, ok := ourState(m.Params); ok && retryable(m.Method) {
+			c.retry(m, st, state)
+			return
+		}
+		c.startCall(m, raw, st, parseModern(env))
+	}
+}
+
+// retryable reports whether a request of method may be answered input_required,
+// and so be retried with requestState (MRTR).
+func retryable(method string) bool {
+	switch method {
+	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead):
+		return true
+	}
+	return false
+}
+
+// discover adds the server's resumable requests extension to a server/discover
+// result.
+func (s *Server) discover(result any) any {
+	add := func(r *mcp.DiscoverResult) {
+		ext := make(map[string]any, len(r.Capabilities.Extensions)+1)
+		for k, v := range r.Capabilities.Extensions {
+			ext[k] = v
+		}
+		ext[spec.ExtensionResumable] = s.caps
+		r.Capabilities.Extensions = ext
+	}
+	switch r := result.(type) {
+	case mcp.DiscoverResult:
+		add(&r)
+		return r
+	case *mcp.DiscoverResult:
+		cp := *r
+		add(&cp)
+		return &cp
+	}
+	return result
+}
+
+// newestFirst is spec.Versions as server/discover lists them.
+var newestFirst = func() []string {
+	v := slices.Clone(spec.Versions)
+	slices.Reverse(v)
+	return v
+}()
+
+// requestState is what a call waiting for input hands its client in an
+// input_required result, for the client to echo on its retry: the call's
+// request id, its resume token, and the name the request addressed (tool, prompt
+// or resource). The token makes it unforgeable: a retry finds the waiting call
+// only through the engine's token check, bound to the principal and limited like
+// every token check.
+type requestState struct {
+	ID    spec.ID `json:"i"`
+	Token string  `json:"t"`
+	Name  string  `json:"n"`
+}
+
+// statePrefix marks a requestState as ours: a retry carrying another one belongs
+// to a tool that answers input_required itself, and goes to it.
+const statePrefix = "mr1."
+
+func (rs *requestState) encode() string {
+	b, _ := json.Marshal(rs)
+	return statePrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ourState returns the requestState of a retry, when it carries one of ours.
+func ourState(params json.RawMessage) (string, bool) {
+	if !bytes.Contains(params, []byte(statePrefix)) {
+		return "", false
+	}
+	var p struct {
+		State string `json:"requestState"`
+	}
+	if json.Unmarshal(params, &p) != nil || !strings.HasPrefix(p.State, statePrefix) {
+		return "", false
+	}
+	return p.State, true
+}
+
+func decodeState(s string) (*requestState, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, statePrefix))
+	if err != nil {
+		return nil, false
+	}
+	var rs requestState
+	if json.Unmarshal(b, &rs) != nil || rs.Token == "" || spec.CheckToken(rs.Token) != nil {
+		return nil, false
+	}
+	if _, err := spec.ParseID(rs.ID); err != nil {
+		return nil, false
+	}
+	return &rs, true
+}
+
+// addressed returns the name a tools/call, prompts/get or resources/read
+// addresses: the tool or prompt name, or the resource URI.
+func addressed(method string, params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	_ = json.Unmarshal(params, &p)
+	if method == string(mcp.MethodResourcesRead) {
+		return p.URI
+	}
+	return p.Name
+}

@@ -1,0 +1,194 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Multi round-trip requests (MRTR, 2026-07-28). A tool written for the 2025 era
+// asks its client through RequestElicitation, RequestSampling or ListRoots and
+// waits for the answer. A 2026 client takes no server-to-client requests: it gets
+// an input_required result and retries the request, with a new id, carrying its
+// answers. The core bridges the two without running the tool again: the call
+// becomes a request of the engine (hidden, unless the client declared SEP-975),
+// each round is an attachment of it to the stream of one client request, and
+// the round's sink turns the tool's question into the round's input_required
+// answer. The retry finds the request by the token in its requestState, hands
+// the answers to the waiting tool, and attaches its own stream as the next
+// round. Between rounds the request is detached, and its maxWait bounds how long
+// the tool waits for a retry.
+
+var errRoundOver = errors.New("mcp: the round was answered input_required")
+
+// round is a Stream for one round of a 2026-era request: the messages of the
+// request reach its client's stream, its questions end the round as an
+// input_required answer, and its final response goes under this round's id.
+type round struct {
+	st    Stream
+	id    spec.ID // the id of this round's client request
+	orig  spec.ID // the id the request runs under (its first round's)
+	state string  // the requestState to hand out
+
+	mu   sync.Mutex
+	over bool // answered (input_required or the final response)
+}
+
+func (rd *round) Write(ctx context.Context, m resume.Message) error {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if rd.over {
+		return errRoundOver
+	}
+	switch m.Kind {
+	case resume.KindRequest:
+		res, err := inputRequired(m.Data, rd.state)
+		if err != nil {
+			return err
+		}
+		rd.over = true
+		_ = rd.st.Write(ctx, resume.Message{Kind: resume.KindResponse, Data: spec.EncodeResponse(rd.id, res)})
+		// An error detaches the request, which keeps the question queued (it is
+		// answered by the retry, which then attaches the next round).
+		return errRoundOver
+	case resume.KindResponse:
+		rd.over = true
+		m.Data = spec.ReplaceResponseID(m.Data, rd.orig, rd.id)
+	}
+	return rd.st.Write(ctx, m)
+}
+
+// answered reports whether the round has had its answer (false for no round).
+func (rd *round) answered() bool {
+	if rd == nil {
+		return false
+	}
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.over
+}
+
+// inputRequired turns a server-to-client request into the input_required result
+// asking for it: its id is the key of its input request.
+func inputRequired(req []byte, state string) (json.RawMessage, error) {
+	m, derr := spec.Decode(req)
+	if derr != nil || m.Kind != spec.KindRequest {
+		return nil, errors.New("mcp: a queued question is not a request")
+	}
+	var key string
+	if json.Unmarshal(m.ID, &key) != nil {
+		return nil, errors.New("mcp: a queued question has no string id")
+	}
+	type input struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params,omitempty"`
+	}
+	return json.Marshal(struct {
+		ResultType    string           `json:"resultType"`
+		InputRequests map[string]input `json:"inputRequests"`
+		RequestState  string           `json:"requestState"`
+	}{"input_required", map[string]input{key: {m.Method, m.Params}}, state})
+}
+
+// retried is a round attached by a retry on this session: when its stream closes
+// before the round has its answer, the request is cancelled (2026-07-28: closing
+// a response stream cancels its request).
+type retried struct {
+	r  *resume.Request
+	rd *round
+}
+
+// retry handles the retry of a request that is waiting for input: its answers go
+// to the waiting tool, and st becomes the request's next round.
+func (c *connState) retry(m *spec.Message, st Stream, state string) {
+	if c.rateLimited(st, m.ID) {
+		return
+	}
+	invalid := func() {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
+			"requestState is not one this server handed out, or its request has ended"))
+	}
+	rs, ok := decodeState(state)
+	if !ok {
+		c.s.fail.fail(c.limitKey)
+		invalid()
+		return
+	}
+	r, err := c.lookup(rs.Token, rs.ID)
+	if err != nil {
+		invalid()
+		return
+	}
+	if addressed(m.Method, m.Params) != rs.Name {
+		invalid()
+		return
+	}
+	var p struct {
+		Responses map[string]json.RawMessage `json:"inputResponses"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
+		return
+	}
+	for key, res := range p.Responses {
+		c.s.inputResponse(c, key, res)
+	}
+	rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		r.Cancel()
+		return
+	}
+	if c.retries == nil {
+		c.retries = make(map[string]retried)
+	}
+	c.retries[string(m.ID)] = retried{r: r, rd: rd}
+	c.mu.Unlock()
+	// The replay may be long, and waits for another instance when the request
+	// lives there: not on the connection's read loop.
+	c.s.wg.Go(func() {
+		if err := r.Attach(rd, 0); err != nil {
+			c.replyError(st, m.ID, wireError(err))
+		}
+	})
+}
+
+// inputResponse hands the client's answer to one input request (key is the id
+// of the server-to-client request it answers) to the tool waiting for it, here
+// or on the instance that asked. Keys of no waiting question are ignored, as
+// the specification asks.
+func (s *Server) inputResponse(c *connState, key string, res json.RawMessage) {
+	id, _ := json.Marshal(key)
+	m := &spec.Message{Kind: spec.KindResponse, ID: id, Result: res}
+	if s.answer(m) {
+		return
+	}
+	if inst := s.askedBy(id); inst != "" {
+		s.forwardAnswer(c, inst, id, spec.EncodeResponse(id, res))
+	}
+}
+
+// retriesClosed cancels the requests whose retry came on st (nil: every one on
+// the session) and that had no answer yet.
+func (c *connState) retriesClosed(st Stream) {
+	c.mu.Lock()
+	var cancel []*resume.Request
+	for k, rt := range c.retries {
+		if st != nil && rt.rd.st != st {
+			continue
+		}
+		delete(c.retries, k)
+		if !rt.rd.answered() {
+			cancel = append(cancel, rt.r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range cancel {
+		r.Cancel()
+	}
+}

@@ -1,0 +1,123 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+)
+
+// Protocol versions. Requests of the 2025 era (LegacyVersions) belong to a session
+// opened by initialize; requests of the 2026 era (ModernVersions) are stateless and
+// carry their protocol version, client capabilities and client info in
+// params._meta (the envelope).
+var (
+	LegacyVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+	ModernVersions = []string{Version2026}
+	// Versions is every version served, oldest first.
+	Versions = append(slices.Clone(LegacyVersions), ModernVersions...)
+)
+
+// Version2026 is the stateless revision of MCP.
+const Version2026 = "2026-07-28"
+
+// Keys of the 2026-07-28 envelope in a request's params._meta, and of the
+// server's _meta in its results.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// ExtensionResumable is SEP-975 as a 2026-07-28 extension: a client declares it
+// in a request's clientCapabilities.extensions (its value a ClientCapability),
+// and the request keeps every semantic of a resumable request of the 2025 era.
+// The server advertises it in server/discover's capabilities.extensions (its
+// value a ServerCapability).
+const ExtensionResumable = "io.mcp-resume/resumableRequests"
+
+// Methods of the 2026-07-28 era.
+const (
+	MethodSubscriptionsListen = "subscriptions/listen"
+)
+
+// Error codes of the 2026-07-28 era.
+const (
+	CodeHeaderMismatch     = -32020 // HTTP headers and body disagree, or a required header is missing
+	CodeMissingCapability  = -32021 // the request needs a client capability it did not declare
+	CodeUnsupportedVersion = -32022 // error.data: supported, requested
+)
+
+// Reasons of the 2026-07-28 era's errors.
+const (
+	ReasonHeaderMismatch    Reason = "header_mismatch"
+	ReasonMissingCapability Reason = "missing_capability"
+	ReasonEraMismatch       Reason = "era_mismatch"
+	ReasonInvalidState      Reason = "invalid_request_state"
+)
+
+// IsModern reports whether v is a protocol version of the stateless era.
+func IsModern(v string) bool { return slices.Contains(ModernVersions, v) }
+
+// Supported reports whether v is a protocol version this server speaks.
+func Supported(v string) bool { return slices.Contains(Versions, v) }
+
+// Envelope is what a 2026-07-28 request carries in params._meta.
+type Envelope struct {
+	// Version is the request's protocol version; "" when the request has none (a
+	// 2025-era request).
+	Version string
+	// Capabilities is the client's capabilities object for this request; nil
+	// when absent.
+	Capabilities json.RawMessage
+}
+
+// Modern reports whether the request declared a protocol version in its envelope.
+func (e Envelope) Modern() bool { return e.Version != "" }
+
+// ClientCapabilities is the part of a 2026 client's capabilities the core reads.
+type ClientCapabilities struct {
+	Elicitation *json.RawMessage           `json:"elicitation,omitempty"`
+	Sampling    *json.RawMessage           `json:"sampling,omitempty"`
+	Roots       *json.RawMessage           `json:"roots,omitempty"`
+	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
+}
+
+// EnvelopeOf reads the envelope of a request's params. A request whose params
+// never mention the protocol version key is taken as 2025-era without decoding.
+func EnvelopeOf(params json.RawMessage) Envelope {
+	if !bytes.Contains(params, []byte(`protocolVersion`)) {
+		return Envelope{}
+	}
+	var p struct {
+		Meta struct {
+			Version any             `json:"io.modelcontextprotocol/protocolVersion"`
+			Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return Envelope{}
+	}
+	var e Envelope
+	switch v := p.Meta.Version.(type) {
+	case string:
+		e.Version = v
+	case nil:
+	default:
+		e.Version = "?" // present but not a string: modern, and unsupported
+	}
+	if len(p.Meta.Caps) > 0 && !bytes.Equal(p.Meta.Caps, []byte("null")) {
+		e.Capabilities = p.Meta.Caps
+	}
+	return e
+}
+
+// UnsupportedVersion returns the error for a request of a protocol version this
+// server does not speak (-32022, with the versions it does).
+func UnsupportedVersion(requested string) *Error {
+	e := NewError(CodeUnsupportedVersion, ReasonUnsupportedVersion, "unsupported protocol version "+requested)
+	e.Supported, e.Requested = Versions, requested
+	return e
+}
