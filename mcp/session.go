@@ -106,12 +106,12 @@ type ownSession struct {
 }
 
 var (
-	_ server.ClientSession          = (*callSession)(nil)
-	_ server.SessionWithLogging     = (*callSession)(nil)
-	_ server.SessionWithClientInfo  = (*callSession)(nil)
-	_ server.SessionWithSampling    = (*callSession)(nil)
-	_ server.SessionWithElicitation = (*callSession)(nil)
-	_ server.SessionWithRoots       = (*callSession)(nil)
+	_ server.ClientSession                 = (*callSession)(nil)
+	_ server.SessionWithLogging            = (*callSession)(nil)
+	_ server.SessionWithClientInfo         = (*callSession)(nil)
+	_ server.SessionWithSampling           = (*callSession)(nil)
+	_ server.SessionWithElicitation        = (*callSession)(nil)
+	_ server.SessionWithRoots              = (*callSession)(nil)
 	_ server.SessionWithSubscriptionFilter = (*callSession)(nil)
 	// Not for Streamable HTTP: see UpgradeToSSEWhenReceiveNotification.
 	_ server.SessionWithStreamableHTTPConfig = (*callSession)(nil)

@@ -78,9 +78,9 @@ func (e Envelope) Modern() bool { return e.Version != "" }
 
 // ClientCapabilities is the part of a 2026 client's capabilities the core reads.
 type ClientCapabilities struct {
-	Elicitation *json.RawMessage           `json:"elicitation,omitempty"`
-	Sampling    *json.RawMessage           `json:"sampling,omitempty"`
-	Roots       *json.RawMessage           `json:"roots,omitempty"`
+	Elicitation  *json.RawMessage           `json:"elicitation,omitempty"`
+	Sampling     *json.RawMessage           `json:"sampling,omitempty"`
+	Roots        *json.RawMessage           `json:"roots,omitempty"`
 	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 }
