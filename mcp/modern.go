@@ -188,3 +188,44 @@ func addressed(method string, params json.RawMessage) string {
 	}
 	return p.Name
 }
+
+// CheckHeaders checks the HTTP headers of a 2026-era request against its body,
+// as Streamable HTTP asks of the server: MCP-Protocol-Version equal to the
+// envelope's version, Mcp-Method to the method, Mcp-Name to the tool, prompt or
+// resource it addresses, and each Mcp-Param-* header to the tool argument its
+// input schema binds it to (x-mcp-header). lookup returns a header's value and
+// whether it is present. It returns nil when they agree, or the error to answer
+// (-32020 header mismatch, or -32022 for a version this server does not speak).
+func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string, bool)) *spec.Error {
+	get := func(name string) string { v, _ := lookup(name); return v }
+	env := spec.EnvelopeOf(m.Params)
+	hv := get(mcp.HeaderProtocolVersion)
+	switch {
+	case hv == "":
+		return mismatch("missing MCP-Protocol-Version header")
+	case !env.Modern():
+		return mismatch("MCP-Protocol-Version is " + hv + " but the body carries no params._meta[\"" + spec.MetaProtocolVersion + "\"]")
+	case hv != env.Version:
+		return mismatch("MCP-Protocol-Version " + hv + " does not match the body's protocol version " + env.Version)
+	case !spec.IsModern(hv):
+		return spec.UnsupportedVersion(hv)
+	}
+	if err := mcp.ValidateStandardHeaders(get, hv, mcp.MCPMethod(m.Method), m.Params); err != nil {
+		return mismatch(err.Error())
+	}
+	if m.Method != string(mcp.MethodToolsCall) {
+		return nil
+	}
+	t := s.srv.GetTool(addressed(m.Method, m.Params))
+	if t == nil {
+		return nil // mcp-go answers an unknown tool
+	}
+	if err := mcp.ValidateParamHeadersLookup(lookup, &t.Tool, m.Params); err != nil {
+		return mismatch(err.Error())
+	}
+	return nil
+}
+
+func mismatch(msg string) *spec.Error {
+	return spec.NewError(spec.CodeHeaderMismatch, spec.ReasonHeaderMismatch, msg)
+}

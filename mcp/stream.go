@@ -23,8 +23,10 @@ import (
 type Session struct{ c *connState }
 
 // NewSession starts a session. opts may be nil.
+// A Stateless session (one 2026-era request) has no stream reconnects: its
+// calls get an outbox only when they need one (SEP-975 declared, or MRTR).
 func (s *Server) NewSession(opts *SessionOptions) *Session {
-	return &Session{c: newConnState(s, nil, true, opts)}
+	return &Session{c: newConnState(s, nil, opts == nil || !opts.Stateless, opts)}
 }
 
 // Principal returns the principal the session was started for.

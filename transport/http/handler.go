@@ -25,9 +25,10 @@ const (
 	HeaderLastEventID     = "Last-Event-Id"
 )
 
-// Versions are the protocol versions served. A request without an
-// MCP-Protocol-Version header is taken as 2025-03-26, as the specification says.
-var Versions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+// Versions are the protocol versions served (spec.Versions). A request without
+// an MCP-Protocol-Version header and without a 2026-07-28 envelope is taken as
+// 2025-03-26, as the specification says.
+var Versions = spec.Versions
 
 // Options configure a Handler. The zero value of each field means its default.
 type Options struct {
@@ -158,9 +159,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(Versions, v) {
-		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnsupportedVersion,
-			"unsupported MCP-Protocol-Version "+v+"; supported: "+strings.Join(Versions, ", ")))
+	v := r.Header.Get(HeaderProtocolVersion)
+	if v != "" && !slices.Contains(Versions, v) {
+		fail(w, http.StatusBadRequest, spec.UnsupportedVersion(v))
+		return
+	}
+	if spec.IsModern(v) && r.Method != http.MethodPost {
+		// 2026-07-28 has no sessions and no GET stream: POST only.
+		w.Header().Set("Allow", "POST")
+		fail(w, http.StatusMethodNotAllowed, spec.NewError(spec.CodeInvalidRequest, "",
+			"method "+r.Method+" is not part of protocol version "+v+"; send each request as a POST"))
 		return
 	}
 	switch r.Method {
@@ -210,6 +218,10 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		failID(w, http.StatusBadRequest, derr.ID, derr)
 		return
 	}
+	if spec.IsModern(r.Header.Get(HeaderProtocolVersion)) || (m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern()) {
+		h.postModern(w, r, m, raw, principal)
+		return
+	}
 
 	var s *session
 	if m.Kind == spec.KindRequest && m.Method == spec.MethodInitialize && r.Header.Get(HeaderSessionID) == "" {
@@ -254,6 +266,40 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	if m.Method == spec.MethodResume {
 		st.startSSE()
 	}
+	st.serve(r)
+}
+
+// postModern handles a POST of the 2026-07-28 era: one request, on a session of
+// its own that ends with its response stream. Mcp-Session-Id and Last-Event-ID
+// are ignored, as the specification says.
+func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, m *spec.Message, raw []byte, principal string) {
+	switch m.Kind {
+	case spec.KindResponse:
+		failID(w, http.StatusBadRequest, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidRequest,
+			"a 2026-07-28 client sends no responses: input is given by retrying the request (inputResponses)"))
+		return
+	case spec.KindNotification:
+		w.WriteHeader(http.StatusAccepted) // none is defined over HTTP in this era; accepted and dropped
+		return
+	}
+	if e := h.core.CheckHeaders(m, func(name string) (string, bool) {
+		v, ok := r.Header[http.CanonicalHeaderKey(name)]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}); e != nil {
+		failID(w, http.StatusBadRequest, m.ID, e)
+		return
+	}
+	s := h.statelessSession(principal, transport.RemoteIP(r))
+	if s == nil {
+		failID(w, http.StatusServiceUnavailable, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		return
+	}
+	st := s.newStream(w, idKey(m.ID))
+	st.modern = true
+	s.core.Handle(m, raw, st)
 	st.serve(r)
 }
 
@@ -375,6 +421,19 @@ func (h *Handler) newSession(principal, remote string) *session {
 	h.sessions[s.id] = s
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
 	return s
+}
+
+// statelessSession returns a session for one 2026-era request: in no table, it
+// ends with the request's stream. nil when the handler is closed.
+func (h *Handler) statelessSession(principal, remote string) *session {
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil
+	}
+	return &session{h: h, log: h.log, stateless: true, streams: make(map[*stream]struct{}, 1),
+		core: h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote, Stateless: true})}
 }
 
 // accepts reports whether the request's Accept header admits media type mt. No

@@ -17,6 +17,9 @@ type session struct {
 	core *mcp.Session
 	log  zerolog.Logger
 
+	// stateless: the session of one 2026-era request; it ends with its stream.
+	stateless bool
+
 	mu      sync.Mutex // guards the fields below
 	streams map[*stream]struct{}
 	def     *stream     // the standalone GET stream, if open
@@ -34,7 +37,9 @@ func (s *session) newStream(w http.ResponseWriter, key string) *stream {
 		return nil
 	}
 	s.streams[st] = struct{}{}
-	s.idle.Stop()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	return st
 }
 
@@ -61,6 +66,10 @@ func (s *session) openDefault(w http.ResponseWriter) *stream {
 func (s *session) streamDone(st *stream) {
 	st.end()
 	s.core.StreamClosed(st)
+	if s.stateless {
+		s.end(false)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.streams, st)
@@ -98,7 +107,9 @@ func (s *session) end(cancel bool) {
 		return
 	}
 	s.ended = true
-	s.idle.Stop()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	streams := make([]*stream, 0, len(s.streams))
 	for st := range s.streams {
 		streams = append(streams, st)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 var errStreamClosed = errors.New("http: stream closed")
@@ -25,6 +26,10 @@ type stream struct {
 	rc    *http.ResponseController
 	json  bool   // the answer may be a JSON body (a POST whose client accepts JSON)
 	prime uint64 // the seq the priming event names (the client has up to it)
+	// modern: the answer to a 2026-era request: no event ids (its streams are not
+	// resumable), and an error answered as a JSON body gets the HTTP status the
+	// specification gives its code.
+	modern bool
 
 	mu     sync.Mutex // guards the fields below and writes to w
 	sse    bool       // the event stream has started
@@ -59,9 +64,13 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	// A response is the whole answer as a JSON body when nothing came before it and
 	// it is not from an outbox (Seq 0): one from an outbox (a resume's replay
 	// racing the stream's start) gets an event id the client can ack.
-	if !st.sse && st.json && m.Kind == resume.KindResponse && m.Seq == 0 {
+	if !st.sse && st.json && m.Kind == resume.KindResponse && (m.Seq == 0 || st.modern) {
 		st.w.Header().Set("Content-Type", "application/json")
-		st.w.WriteHeader(http.StatusOK)
+		status := http.StatusOK
+		if st.modern {
+			status = errorStatus(m.Data)
+		}
+		st.w.WriteHeader(status)
 		_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.h.opts.WriteTimeout))
 		_, err := st.w.Write(m.Data)
 		st.endLocked()
@@ -69,7 +78,7 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	}
 	st.startSSELocked()
 	b := st.buf[:0]
-	if st.key != "" && m.Seq > 0 {
+	if st.key != "" && m.Seq > 0 && !st.modern {
 		b = append(b, "id: "...)
 		b = appendEventID(b, st.key, m.Seq)
 		b = append(b, '\n')
@@ -88,6 +97,35 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	}
 	st.markUnflushedLocked()
 	return nil
+}
+
+// errorStatus is the HTTP status of a 2026-era answer sent as a JSON body: 404
+// for an unknown method, 400 for a request the server refuses as malformed
+// (parse, invalid request or params, and the era's header, capability and
+// version errors), 200 for the rest (results, and errors of a request that was
+// understood).
+func errorStatus(msg []byte) int {
+	i := bytes.Index(msg, []byte(`"error":{"code":`))
+	if i < 0 {
+		return http.StatusOK
+	}
+	rest := msg[i+len(`"error":{"code":`):]
+	j := bytes.IndexAny(rest, ",}")
+	if j < 0 {
+		return http.StatusOK
+	}
+	code, err := strconv.Atoi(string(bytes.TrimSpace(rest[:j])))
+	if err != nil {
+		return http.StatusOK
+	}
+	switch code {
+	case spec.CodeMethodNotFound:
+		return http.StatusNotFound
+	case spec.CodeParseError, spec.CodeInvalidRequest, spec.CodeInvalidParams,
+		spec.CodeHeaderMismatch, spec.CodeMissingCapability, spec.CodeUnsupportedVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // markUnflushedLocked notes that events wait in the response's buffer and tells
@@ -140,7 +178,7 @@ func (st *stream) startSSELocked() {
 	h.Set("X-Accel-Buffering", "no")
 	st.w.WriteHeader(http.StatusOK)
 	b := st.buf[:0]
-	if st.key != "" {
+	if st.key != "" && !st.modern {
 		b = append(b, "id: "...)
 		b = appendEventID(b, st.key, st.prime)
 		b = append(b, "\nretry: "...)
@@ -202,7 +240,7 @@ func (st *stream) keepAlive() {
 	opts := &st.s.h.opts
 	switch {
 	case st.closed || !st.sse:
-	case opts.StreamIdle > 0 && st.key != "" && time.Since(st.last) >= opts.StreamIdle:
+	case opts.StreamIdle > 0 && st.key != "" && !st.modern && time.Since(st.last) >= opts.StreamIdle:
 		st.endLocked()
 	case time.Since(st.last) < opts.KeepAlive:
 		// An idle check that came before the stream was quiet for StreamIdle
@@ -266,7 +304,7 @@ func (st *stream) serve(r *http.Request) {
 	// or for a request's stream to its idle check, StreamIdle after it, when that
 	// is sooner (SEP-1699 polling: not only at the next keepalive).
 	quiet := opts.KeepAlive
-	if opts.StreamIdle > 0 && st.key != "" {
+	if opts.StreamIdle > 0 && st.key != "" && !st.modern {
 		quiet = min(quiet, opts.StreamIdle)
 	}
 	t := time.NewTimer(quiet)
