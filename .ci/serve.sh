@@ -1,8 +1,9 @@
 # Sourced by .ci scripts: serve ARGS... builds mcp-resume, starts `serve --http
 # 127.0.0.1:0 ARGS...` in the background and sets $url (the endpoint, read from the
-# start-up log) and $pid. stop_server sends SIGTERM and requires a clean exit.
+# start-up log), $pid and $bin (the binary). stop_server sends SIGTERM and
+# requires a clean exit.
 serve() {
-  local bin log
+  local log
   bin=$(mktemp -d)/mcp-resume
   go build -o "$bin" ./cmd/mcp-resume
   log=$(mktemp)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # interop/run.sh URL: the TypeScript SDK interop tests against an mcp-resume server
 # serving Streamable HTTP at URL (e.g. http://127.0.0.1:3299/mcp). Installs the pinned
-# SDK (npm ci) on first use; runs basic.mjs, resume.mjs and reconnect.mjs, stopping at
-# the first failure.
+# SDKs (npm ci) on first use; runs basic.mjs, resume.mjs and reconnect.mjs (SDK v1,
+# protocol 2025-11-25) and v2.mjs (SDK v2 pinned to 2026-07-28), stopping at the
+# first failure.
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -19,3 +20,4 @@ fi
 for script in basic.mjs resume.mjs reconnect.mjs; do
 	node "$dir/$script" "$url"
 done
+node "$dir/v2.mjs" http "$url"

@@ -239,9 +239,24 @@ func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *Sessi
 }
 
 // connStream is a whole connection as one Stream (stdio, WebSocket).
-type connStream struct{ conn transport.Conn }
+type connStream struct {
+	conn transport.Conn
+	// notified: a notification was written since the last response (see
+	// transport.Drainer).
+	notified atomic.Bool
+}
+
+// drainMax bounds the wait for a client to read notifications before a response.
+const drainMax = 20 * time.Millisecond
 
 func (s *connStream) Write(ctx context.Context, m resume.Message) error {
+	if m.Kind != resume.KindResponse {
+		s.notified.Store(true)
+	} else if s.notified.Swap(false) {
+		if d, ok := s.conn.(transport.Drainer); ok {
+			d.Drain(ctx, drainMax)
+		}
+	}
 	return s.conn.Write(ctx, m.Data)
 }
 

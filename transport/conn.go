@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Conn carries JSON-RPC messages, one per Read and Write.
@@ -34,3 +35,15 @@ func (e *TooLargeError) Error() string {
 
 // DefaultMaxMessageBytes is the default size limit of one message: 4 MiB.
 const DefaultMaxMessageBytes = 4 << 20
+
+// A Drainer is a Conn that can tell when its peer has read what was written to
+// it. The core waits for that (up to a bound) before it writes a response that
+// follows notifications of the same connection, so that a client reading both in
+// one chunk cannot handle the response first: the TypeScript SDK dispatches a
+// notification a microtask after the line it came on, by which time a response
+// on the same chunk has retired the request's progress token.
+type Drainer interface {
+	// Drain returns once the peer has read everything written so far, or after
+	// max, or when ctx ends.
+	Drain(ctx context.Context, max time.Duration)
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -30,12 +31,16 @@ type Conn struct {
 
 	wmu sync.Mutex // guards w and serializes writes
 	w   *bufio.Writer
+	fd  uintptr // w's file descriptor when w is a file (Drain); 0 otherwise
 
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
-var _ transport.Conn = (*Conn)(nil)
+var (
+	_ transport.Conn    = (*Conn)(nil)
+	_ transport.Drainer = (*Conn)(nil)
+)
 
 // New returns a Conn reading r and writing w. Close closes r and w when they are
 // io.Closers; that is what unblocks a Read in progress.
@@ -45,6 +50,11 @@ func New(r io.Reader, w io.Writer, opts *Options) *Conn {
 		max = opts.MaxMessageBytes
 	}
 	c := &Conn{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), max: max, closed: make(chan struct{})}
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		if _, can := unread(f.Fd()); can {
+			c.fd = f.Fd()
+		}
+	}
 	c.close = func() error {
 		var errs []error
 		if rc, ok := r.(io.Closer); ok {
@@ -123,6 +133,21 @@ func (c *Conn) Write(_ context.Context, msg []byte) error {
 		return err
 	}
 	return c.w.Flush()
+}
+
+// Drain waits until the reader of the writer's pipe has read everything written
+// (transport.Drainer), polling, up to max; at once when the writer is not a pipe.
+func (c *Conn) Drain(ctx context.Context, max time.Duration) {
+	if c.fd == 0 {
+		return
+	}
+	deadline := time.Now().Add(max)
+	for wait := 50 * time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
+		if n, ok := unread(c.fd); !ok || n == 0 || c.isClosed() || ctx.Err() != nil || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(wait)
+	}
 }
 
 // Close closes the underlying reader and writer.

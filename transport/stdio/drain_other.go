@@ -1,0 +1,5 @@
+//go:build !linux
+
+package stdio
+
+func unread(uintptr) (int, bool) { return 0, false }
