@@ -27,6 +27,9 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 			e := spec.NewError(spec.CodeMissingCapability, spec.ReasonMissingCapability,
 				"the tool needs a client capability the request did not declare: "+method)
 			e.RequiredCapabilities = need
+			cl.mu.Lock()
+			cl.missing = e
+			cl.mu.Unlock()
 			return nil, e
 		}
 		if cl.request() == nil && cl.promote(true, false) == nil && cl.request() == nil {

@@ -37,6 +37,7 @@ type call struct {
 	// own capabilities.
 	resumable, ackMode bool
 	listen             bool          // a 2026 subscriptions/listen: its notifications are tagged with its id
+	uri                string        // a resources/read's URI, for its not-found error's data
 	patch              func(any) any // edits the result before it is encoded; may be nil
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
@@ -44,13 +45,16 @@ type call struct {
 	// hidden: resumable only by the session's stream reconnects (see
 	// connState.replay); its messages carry no sequence numbers.
 	hidden bool
-	round  *round        // a 2026 request's first round, once it is a request of the engine
-	timer  *time.Timer   // for Mode After: promotes the call when it fires
-	done   bool          // the handler returned
-	lost   bool          // the connection went away before the request became resumable
-	stop   chan struct{} // closed to stop the notification pump
-	fin    chan struct{} // closed when the pump has delivered everything
-	room   chan struct{} // capacity 1: the pump took a notification (see callSession.UpgradeToSSEWhenReceiveNotification)
+	round  *round // a 2026 request's first round, once it is a request of the engine
+	// missing: the tool asked for input the client declared no capability for;
+	// a request that then fails answers this error (-32021).
+	missing *spec.Error
+	timer   *time.Timer   // for Mode After: promotes the call when it fires
+	done    bool          // the handler returned
+	lost    bool          // the connection went away before the request became resumable
+	stop    chan struct{} // closed to stop the notification pump
+	fin     chan struct{} // closed when the pump has delivered everything
+	room    chan struct{} // capacity 1: the pump took a notification (see callSession.UpgradeToSSEWhenReceiveNotification)
 }
 
 // startCall starts handling request m in its own goroutine. mr is the envelope
@@ -71,6 +75,9 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 		}
 	} else {
 		cl.resumable, cl.ackMode = c.resumable.Load(), c.ackMode.Load()
+	}
+	if m.Method == string(mcp.MethodResourcesRead) {
+		cl.uri = addressed(m.Method, m.Params)
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -156,6 +163,14 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		cl.timer.Stop()
 	}
 	r := cl.req
+	if cl.uri != "" {
+		resp = withResourceURI(resp, cl.uri)
+	}
+	if cl.missing != nil && failed(resp) {
+		resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, Error: mcp.JSONRPCErrorDetails{
+			Code: cl.missing.Code, Message: cl.missing.Message,
+			Data: map[string]any{"reason": cl.missing.Reason, "requiredCapabilities": cl.missing.RequiredCapabilities}}}
+	}
 	cl.mu.Unlock()
 	cl.flush()
 	cl.c.mu.Lock()

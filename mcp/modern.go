@@ -204,7 +204,10 @@ func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string,
 	case hv == "":
 		return mismatch("missing MCP-Protocol-Version header")
 	case !env.Modern():
-		return mismatch("MCP-Protocol-Version is " + hv + " but the body carries no params._meta[\"" + spec.MetaProtocolVersion + "\"]")
+		// A 2026 request without its envelope: invalid params, as for any
+		// request missing a required _meta field.
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonEraMismatch,
+			"MCP-Protocol-Version is "+hv+" but params._meta[\""+spec.MetaProtocolVersion+"\"] is missing")
 	case hv != env.Version:
 		return mismatch("MCP-Protocol-Version " + hv + " does not match the body's protocol version " + env.Version)
 	case !spec.IsModern(hv):

@@ -119,3 +119,23 @@ func (s *Server) advertise(result any) any {
 	}
 	return result
 }
+
+// withResourceURI gives a resources/read's not-found error (-32602 in the 2026
+// era, -32002 before) the URI in its data, as both revisions show it, when the
+// handler gave none.
+func withResourceURI(resp mcp.JSONRPCMessage, uri string) mcp.JSONRPCMessage {
+	var e mcp.JSONRPCError
+	switch v := resp.(type) {
+	case mcp.JSONRPCError:
+		e = v
+	case *mcp.JSONRPCError:
+		e = *v
+	default:
+		return resp
+	}
+	if e.Error.Data != nil || (e.Error.Code != mcp.INVALID_PARAMS && e.Error.Code != mcp.RESOURCE_NOT_FOUND) {
+		return resp
+	}
+	e.Error.Data = map[string]any{"uri": uri}
+	return e
+}

@@ -33,6 +33,9 @@ func Server(version string) *server.MCPServer {
 	addTools(s)
 	addResources(s)
 	addPrompts(s)
+	addMRTR(s)
+	addHeaderTool(s)
+	addStatelessTools(s)
 	return s
 }
 

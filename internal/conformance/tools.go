@@ -9,20 +9,32 @@ import (
 )
 
 // jsonSchema202012 is the input schema of json_schema_2020_12_tool, listed as is:
-// the scenario checks that $schema, $defs and additionalProperties survive.
+// the scenario checks that $schema, $defs (with an $anchor), additionalProperties,
+// composition (allOf with a nested anyOf) and conditionals (if/then/else)
+// survive (SEP-1613, SEP-2106).
 const jsonSchema202012 = `{
 	"$schema": "https://json-schema.org/draft/2020-12/schema",
 	"type": "object",
 	"$defs": {
 		"address": {
+			"$anchor": "address",
 			"type": "object",
 			"properties": {"street": {"type": "string"}, "city": {"type": "string"}}
 		}
 	},
 	"properties": {
 		"name": {"type": "string"},
-		"address": {"$ref": "#/$defs/address"}
+		"address": {"$ref": "#/$defs/address"},
+		"contact": {"type": "string"},
+		"kind": {"type": "string", "enum": ["person", "company"]},
+		"vatId": {"type": "string"}
 	},
+	"allOf": [
+		{"anyOf": [{"required": ["name"]}, {"required": ["contact"]}]}
+	],
+	"if": {"properties": {"kind": {"const": "company"}}, "required": ["kind"]},
+	"then": {"required": ["vatId"]},
+	"else": {"not": {"required": ["vatId"]}},
 	"additionalProperties": false
 }`
 

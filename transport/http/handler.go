@@ -160,8 +160,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := r.Header.Get(HeaderProtocolVersion)
-	if v != "" && !slices.Contains(Versions, v) {
-		fail(w, http.StatusBadRequest, spec.UnsupportedVersion(v))
+	if v != "" && !slices.Contains(Versions, v) && r.Method != http.MethodPost {
+		fail(w, http.StatusBadRequest, spec.UnsupportedVersion(v)) // a POST's answer names its request (post)
 		return
 	}
 	if spec.IsModern(v) && r.Method != http.MethodPost {
@@ -218,8 +218,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		failID(w, http.StatusBadRequest, derr.ID, derr)
 		return
 	}
-	if spec.IsModern(r.Header.Get(HeaderProtocolVersion)) || (m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern()) {
+	if v := r.Header.Get(HeaderProtocolVersion); spec.IsModern(v) || (m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern()) {
 		h.postModern(w, r, m, raw, principal)
+		return
+	} else if v != "" && !slices.Contains(Versions, v) {
+		failID(w, http.StatusBadRequest, m.ID, spec.UnsupportedVersion(v))
 		return
 	}
 

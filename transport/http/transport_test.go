@@ -128,7 +128,14 @@ func TestBadInputHTTP(t *testing.T) {
 		{"accepts only JSON", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Accept: application/json"}, 406, invalid, "null", spec.ReasonNotAcceptable},
 		{"missing session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": "}, 400, invalid, "1", spec.ReasonSessionRequired},
 		{"unknown session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderSessionID + ": nope"}, 404, invalid, "1", spec.ReasonUnknownSession},
-		{"unsupported protocol version", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderProtocolVersion + ": 1999-01-01"}, 400, invalid, "null", spec.ReasonUnsupportedVersion},
+		{"unsupported protocol version", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{mcphttp.HeaderProtocolVersion + ": 1999-01-01"}, 400, spec.CodeUnsupportedVersion, "1", spec.ReasonUnsupportedVersion},
+		// The 2026-07-28 era: the body's envelope, its headers and the session disagree.
+		{"2026 request in a 2025 session", "POST", modernPing(`"m1"`, spec.Version2026), []string{mcphttp.HeaderProtocolVersion + ": 2025-11-25", "Mcp-Method: ping"}, 400, spec.CodeHeaderMismatch, `"m1"`, spec.ReasonHeaderMismatch},
+		{"2025 request with 2026 headers", "POST", `{"jsonrpc":"2.0","id":"m2","method":"tools/list"}`, []string{mcphttp.HeaderProtocolVersion + ": " + spec.Version2026, "Mcp-Method: tools/list"}, 400, params, `"m2"`, spec.ReasonEraMismatch},
+		{"2026 request without MCP-Protocol-Version", "POST", modernPing(`"m3"`, spec.Version2026), []string{"Mcp-Method: tools/list"}, 400, spec.CodeHeaderMismatch, `"m3"`, spec.ReasonHeaderMismatch},
+		{"Mcp-Method disagrees with the body", "POST", modernPing(`"m4"`, spec.Version2026), []string{mcphttp.HeaderProtocolVersion + ": " + spec.Version2026, "Mcp-Method: prompts/list"}, 400, spec.CodeHeaderMismatch, `"m4"`, spec.ReasonHeaderMismatch},
+		{"unknown version in both", "POST", modernPing(`"m5"`, "2099-01-01"), []string{mcphttp.HeaderProtocolVersion + ": 2099-01-01", "Mcp-Method: tools/list"}, 400, spec.CodeUnsupportedVersion, `"m5"`, spec.ReasonUnsupportedVersion},
+		{"GET in the 2026 era", "GET", "", []string{mcphttp.HeaderProtocolVersion + ": " + spec.Version2026}, 405, invalid, "null", ""},
 		{"oversize body", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 5000) + `"}}`, nil, 413, invalid, "null", spec.ReasonMessageTooLarge},
 		{"forbidden origin", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Origin: http://evil.example.com"}, 403, invalid, "null", spec.ReasonForbidden},
 		{"forbidden host", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Host: evil.example.com"}, 403, invalid, "null", spec.ReasonForbidden},
@@ -167,6 +174,12 @@ func TestBadInputHTTP(t *testing.T) {
 	if !strings.Contains(result, "countdown done: 3 of 3 steps") {
 		t.Errorf("the call in flight did not finish: %q", result)
 	}
+}
+
+// modernPing is a 2026-07-28 tools/list request declaring version.
+func modernPing(id, version string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"` + spec.MetaProtocolVersion + `":"` + version +
+		`","` + spec.MetaClientCapabilities + `":{}}}}`
 }
 
 // A second standalone GET stream on a session is refused; DELETE ends the session
