@@ -167,3 +167,25 @@ func benchCore(b *testing.B, caps string, opts *mcp.Options) func(i int) {
 		<-conn.resp
 	}
 }
+
+// BenchmarkMCPGoEra measures mcp-go's own HandleMessage on the same echo call in
+// each era, with no layer of ours: a 2026-07-28 request carries its envelope in
+// params._meta, which mcp-go decodes twice (the era, then the call's params) and
+// answers with a decorated result. It is the part of a 2026 call's cost that the
+// core does not add (BenchmarkHTTPEra in transport/http measures the whole).
+func BenchmarkMCPGoEra(b *testing.B) {
+	srv := demo.Server("bench")
+	ctx := context.Background()
+	for _, era := range []struct{ name, msg string }{
+		{"2025", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`},
+		{"2026", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"hello"}}}`},
+	} {
+		b.Run("era="+era.name, func(b *testing.B) {
+			msg := []byte(era.msg)
+			b.ReportAllocs()
+			for b.Loop() {
+				srv.HandleMessage(ctx, msg)
+			}
+		})
+	}
+}

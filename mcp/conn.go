@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -97,15 +98,19 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	default:
 		c.limitKey = "local"
 	}
+	if c.stateless {
+		// One request: mcp-go keys it by this id (and the request's id), and its
+		// logs name the request, not a session.
+		c.sess = newConnSession(c, "r"+strconv.FormatUint(s.nextSession.Add(1), 36))
+		c.log = s.log
+		return c
+	}
 	c.sess = newConnSession(c, uuid.NewString())
 	lc := s.log.With().Str("session", c.sess.id)
 	if c.principal != "" {
 		lc = lc.Str("principal", c.principal)
 	}
 	c.log = lc.Logger()
-	if c.stateless {
-		return c
-	}
 	if err := s.srv.RegisterSession(ctx, c.sess); err != nil {
 		c.log.Warn().Err(err).Msg("registering the session with mcp-go")
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -198,7 +200,7 @@ func addressed(method string, params json.RawMessage) string {
 // (-32020 header mismatch, or -32022 for a version this server does not speak).
 func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string, bool)) *spec.Error {
 	get := func(name string) string { v, _ := lookup(name); return v }
-	env := spec.EnvelopeOf(m.Params)
+	env := m.Envelope()
 	hv := get(mcp.HeaderProtocolVersion)
 	switch {
 	case hv == "":
@@ -223,10 +225,37 @@ func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string,
 	if t == nil {
 		return nil // mcp-go answers an unknown tool
 	}
+	if !s.headerBound(&t.Tool) {
+		return nil
+	}
 	if err := mcp.ValidateParamHeadersLookup(lookup, &t.Tool, m.Params); err != nil {
 		return mismatch(err.Error())
 	}
 	return nil
+}
+
+// schemaKey names one version of a tool's input schema: mcp-go hands out copies
+// of a tool, whose schema shares its map or bytes with the registered one until
+// the tool is added again.
+type schemaKey struct {
+	name       string
+	props, raw unsafe.Pointer
+}
+
+// headerBound reports whether a tool's input schema binds any argument to an
+// Mcp-Param-* header (x-mcp-header). Reading a schema for bindings re-encodes it,
+// so the answer is kept per schema version.
+func (s *Server) headerBound(t *mcp.Tool) bool {
+	k := schemaKey{name: t.Name, props: reflect.ValueOf(t.InputSchema.Properties).UnsafePointer()}
+	if len(t.RawInputSchema) > 0 {
+		k.raw = unsafe.Pointer(&t.RawInputSchema[0])
+	}
+	if v, ok := s.headerTools.Load(k); ok {
+		return v.(bool)
+	}
+	bound := len(mcp.ExtractParamHeaderBindings(t)) > 0
+	s.headerTools.Store(k, bound)
+	return bound
 }
 
 func mismatch(msg string) *spec.Error {

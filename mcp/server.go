@@ -72,7 +72,12 @@ type Server struct {
 	idPrefix string        // for server-to-client request ids, unique per process
 	peers    resume.Peers  // the other instances (Options.Engine.Peers); nil for none
 	nextID   atomic.Uint64 // for server-to-client request ids
-	pending  sync.Map      // server-to-client request id (JSON text) -> *outgoing
+	// nextSession numbers stateless sessions (SessionOptions.Stateless).
+	nextSession atomic.Uint64
+	pending     sync.Map // server-to-client request id (JSON text) -> *outgoing
+	// headerTools caches whether a tool's schema binds Mcp-Param-* headers
+	// (schemaKey -> bool; see headerBound).
+	headerTools sync.Map
 
 	wg    sync.WaitGroup // handler goroutines, which may outlive their connection
 	pool  *workers       // the goroutines calls run on
@@ -269,7 +274,7 @@ func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	case spec.KindNotification:
 		c.notification(m, raw)
 	case spec.KindRequest:
-		if env := spec.EnvelopeOf(m.Params); env.Modern() {
+		if env := m.Envelope(); env.Modern() {
 			if c.s.closed.Load() {
 				c.replyError(st, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
 				return

@@ -23,6 +23,18 @@ type Message struct {
 	Params json.RawMessage
 	Result json.RawMessage
 	Error  json.RawMessage
+
+	env    Envelope // Envelope's, once read
+	envSet bool
+}
+
+// Envelope returns the 2026-07-28 envelope of a request's params (EnvelopeOf),
+// read once. A Message is not safe for concurrent use while it is first read.
+func (m *Message) Envelope() Envelope {
+	if !m.envSet {
+		m.env, m.envSet = EnvelopeOf(m.Params), true
+	}
+	return m.env
 }
 
 type envelope struct {

@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Takeover", func(t *testing.T) { takeover(t, h) })
 	t.Run("CancelAttached", func(t *testing.T) { cancelAttached(t, h) })
 	t.Run("BadInput", func(t *testing.T) { badInput(t, h) })
+	t.Run("2026-07-28", func(t *testing.T) { runModern(t, h) })
 }
 
 func callCountdown(c *Client, id string, seconds float64, steps int) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,6 +55,9 @@ type benchTarget struct {
 	// forwarder takes a notification off the session's channel, then gives it up
 	// when it sees the response path has closed done.
 	lossy bool
+	// modern: the client speaks 2026-07-28: no initialize, no session, every
+	// request with its envelope and the headers that mirror it.
+	modern bool
 	// start serves the tools on a loopback listener; stop ends everything it
 	// started and waits for it.
 	start func() (url string, stop func())
@@ -236,6 +240,50 @@ func BenchmarkHTTPToolsCallPaired(b *testing.B) {
 	b.ReportMetric(float64(byName["ours-resume"])/float64(byName["go-sdk"]), "resume/go-sdk")
 }
 
+// eraTargets are the servers of BenchmarkHTTPEra: ours for a client of each
+// era, and mcp-go's own Streamable HTTP server for a 2026-07-28 client.
+var eraTargets = []benchTarget{
+	{name: "ours-2025", caps: `{}`, start: startOurs},
+	{name: "ours-2025-resume", caps: `{"resumableRequests":{}}`, start: startOurs},
+	{name: "ours-2026", modern: true, start: startOurs},
+	{name: "mcp-go-2026", modern: true, start: startMCPGo},
+}
+
+// BenchmarkHTTPEra measures the quick call (echo) of a 2026-07-28 client, which
+// sends its envelope and headers with every request and has no session, side by
+// side with a 2025-era client of ours (plain, and resumable) and with mcp-go's own
+// 2026-07-28 path, over loopback TCP, paired as in BenchmarkHTTPToolsCallPaired:
+// every iteration makes one call to each server. It reports each one's median
+// round trip (<server>-p50-ns) and the ratios of ours-2026 to ours-2025 and to
+// mcp-go-2026.
+func BenchmarkHTTPEra(b *testing.B) {
+	clients := make([]*benchClient, len(eraTargets))
+	for i, tg := range eraTargets {
+		clients[i] = newBenchClient(b, tg)
+		clients[i].call(b, 1, `{"name":"echo","arguments":{"text":"hello"}}`, nil, checkEcho)
+	}
+	spent := make([][]time.Duration, len(eraTargets))
+	id := 1
+	b.ReportAllocs()
+	for b.Loop() {
+		id++
+		for k := range clients {
+			i := (k + id) % len(clients)
+			t := time.Now()
+			clients[i].call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, nil)
+			spent[i] = append(spent[i], time.Since(t))
+		}
+	}
+	p50 := map[string]float64{}
+	for i, tg := range eraTargets {
+		slices.Sort(spent[i])
+		p50[tg.name] = float64(spent[i][len(spent[i])/2].Nanoseconds())
+		b.ReportMetric(p50[tg.name], tg.name+"-p50-ns")
+	}
+	b.ReportMetric(p50["ours-2026"]/p50["ours-2025"], "2026/2025")
+	b.ReportMetric(p50["ours-2026"]/p50["mcp-go-2026"], "2026/mcp-go-2026")
+}
+
 // BenchmarkHTTPProgress measures the delivery of progress notifications on one
 // SSE stream: one tools/call of burst (burstCount notifications) per op; notes/s
 // and ns/note are the throughput seen by the client (notifications that arrived),
@@ -340,8 +388,11 @@ func checkEcho(b *testing.B, resp *benchMsg) {
 type benchClient struct {
 	hc      *http.Client
 	url     string
-	session string // Mcp-Session-Id, once initialized
-	proto   string // MCP-Protocol-Version, once initialized
+	session string            // Mcp-Session-Id, once initialized
+	proto   string            // MCP-Protocol-Version, once initialized
+	modern  bool              // 2026-07-28 (benchTarget.modern)
+	names   map[string]string // tools/call params -> their tool's name (Mcp-Name), for modern
+	name    string            // the Mcp-Name of the request being posted
 	br      *bufio.Reader
 	line    []byte // the current SSE line, when longer than br's buffer
 	data    []byte // the current SSE event's data
@@ -364,7 +415,7 @@ type benchMsg struct {
 func newBenchClient(b *testing.B, tg benchTarget) *benchClient {
 	url, stop := tg.start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true}
-	c := &benchClient{hc: &http.Client{Transport: tr, Timeout: time.Minute}, url: url, br: bufio.NewReaderSize(nil, 16<<10)}
+	c := &benchClient{hc: &http.Client{Transport: tr, Timeout: time.Minute}, url: url, br: bufio.NewReaderSize(nil, 16<<10), modern: tg.modern}
 	b.Cleanup(func() {
 		if c.session != "" {
 			req, _ := http.NewRequest(http.MethodDelete, c.url, nil)
@@ -379,6 +430,9 @@ func newBenchClient(b *testing.B, tg benchTarget) *benchClient {
 		stop()
 	})
 
+	if c.modern {
+		return c
+	}
 	init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":%s,"clientInfo":{"name":"bench","version":"1"}}}`,
 		benchProtocol, tg.caps)
 	resp, hdr := c.post(b, init, []byte("0"), nil)
@@ -404,7 +458,22 @@ func (c *benchClient) call(b *testing.B, id int, params string, onMsg func(*benc
 	msg = append(msg, `{"jsonrpc":"2.0","id":`...)
 	msg = append(msg, sid...)
 	msg = append(msg, `,"method":"tools/call","params":`...)
-	msg = append(msg, params...)
+	if c.modern {
+		// The envelope, first in params; the tool's name for the Mcp-Name header.
+		msg = append(msg, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},`...)
+		msg = append(msg, params[1:]...)
+		if c.names == nil {
+			c.names = map[string]string{}
+		}
+		if _, ok := c.names[params]; !ok {
+			var p struct{ Name string }
+			_ = json.Unmarshal([]byte(params), &p)
+			c.names[params] = p.Name
+		}
+		c.name = c.names[params]
+	} else {
+		msg = append(msg, params...)
+	}
 	msg = append(msg, '}')
 	resp, _ := c.post(b, msg, []byte(sid), onMsg)
 	if check != nil {
@@ -427,6 +496,11 @@ func (c *benchClient) post(b *testing.B, msg, id []byte, onMsg func(*benchMsg)) 
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 		req.Header.Set("MCP-Protocol-Version", c.proto)
+	}
+	if c.modern {
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", c.name)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

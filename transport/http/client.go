@@ -11,12 +11,16 @@ import (
 	"strings"
 	"sync"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // ClientConn is the client side of Streamable HTTP as a transport.Conn: each Write
-// is one POST (with the session id once initialize has issued one) and Read returns
+// is one POST (with the session id once initialize has issued one; a 2026-07-28
+// request, which carries its protocol version in params._meta, goes without it,
+// with the headers that mirror its body) and Read returns
 // what comes back, in order per stream: JSON bodies, the events of SSE responses,
 // and the JSON-RPC errors of rejected POSTs. Close drops every open request without
 // ending the session (a connection loss, not a DELETE), so the session's resumable
@@ -136,12 +140,22 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.mu.Lock()
-	if c.session != "" {
-		req.Header.Set(HeaderSessionID, c.session)
-		req.Header.Set(HeaderProtocolVersion, c.protocol)
+	if m, derr := spec.Decode(msg); derr == nil && m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern() {
+		// A 2026-07-28 request stands alone: no session, and the headers that
+		// mirror its body.
+		v := spec.EnvelopeOf(m.Params).Version
+		req.Header.Set(HeaderProtocolVersion, v)
+		for k, hv := range mcpgo.StandardHeaders(v, mcpgo.MCPMethod(m.Method), m.Params) {
+			req.Header.Set(k, hv)
+		}
+	} else {
+		c.mu.Lock()
+		if c.session != "" {
+			req.Header.Set(HeaderSessionID, c.session)
+			req.Header.Set(HeaderProtocolVersion, c.protocol)
+		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	resp, err := c.client.Do(req)
 	if err != nil {
 		if c.ctx.Err() != nil {

@@ -218,7 +218,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		failID(w, http.StatusBadRequest, derr.ID, derr)
 		return
 	}
-	if v := r.Header.Get(HeaderProtocolVersion); spec.IsModern(v) || (m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern()) {
+	if v := r.Header.Get(HeaderProtocolVersion); spec.IsModern(v) || (m.Kind == spec.KindRequest && m.Envelope().Modern()) {
 		h.postModern(w, r, m, raw, principal)
 		return
 	} else if v != "" && !slices.Contains(Versions, v) {

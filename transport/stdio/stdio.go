@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -31,7 +32,7 @@ type Conn struct {
 
 	wmu sync.Mutex // guards w and serializes writes
 	w   *bufio.Writer
-	fd  uintptr // w's file descriptor when w is a file (Drain); 0 otherwise
+	raw syscall.RawConn // w's file descriptor when w is a pipe (Drain); nil otherwise
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -50,9 +51,11 @@ func New(r io.Reader, w io.Writer, opts *Options) *Conn {
 		max = opts.MaxMessageBytes
 	}
 	c := &Conn{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), max: max, closed: make(chan struct{})}
-	if f, ok := w.(interface{ Fd() uintptr }); ok {
-		if _, can := unread(f.Fd()); can {
-			c.fd = f.Fd()
+	// Through SyscallConn, not Fd, which would switch the file to blocking mode
+	// (a blocked Write could then no longer be ended by Close).
+	if sc, ok := w.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil && pending(raw) >= 0 {
+			c.raw = raw
 		}
 	}
 	c.close = func() error {
@@ -138,16 +141,28 @@ func (c *Conn) Write(_ context.Context, msg []byte) error {
 // Drain waits until the reader of the writer's pipe has read everything written
 // (transport.Drainer), polling, up to max; at once when the writer is not a pipe.
 func (c *Conn) Drain(ctx context.Context, max time.Duration) {
-	if c.fd == 0 {
+	if c.raw == nil {
 		return
 	}
 	deadline := time.Now().Add(max)
 	for wait := 50 * time.Microsecond; ; wait = min(2*wait, time.Millisecond) {
-		if n, ok := unread(c.fd); !ok || n == 0 || c.isClosed() || ctx.Err() != nil || time.Now().After(deadline) {
+		if pending(c.raw) <= 0 || c.isClosed() || ctx.Err() != nil || time.Now().After(deadline) {
 			return
 		}
 		time.Sleep(wait)
 	}
+}
+
+// pending returns the bytes written to raw that its reader has not read yet, or
+// -1 when raw cannot tell (a file, a terminal).
+func pending(raw syscall.RawConn) int {
+	n := -1
+	_ = raw.Control(func(fd uintptr) {
+		if v, ok := unread(fd); ok {
+			n = v
+		}
+	})
+	return n
 }
 
 // Close closes the underlying reader and writer.

@@ -1,13 +1,16 @@
 package stdio_test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -262,5 +265,41 @@ func TestCloseError(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v, want nil", err)
+	}
+}
+
+// Drain waits until the reader of the pipe has taken what was written: at once on
+// an empty pipe, until its bound when nobody reads, and until the reader has read
+// everything otherwise.
+func TestDrain(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Drain sees the pipe's unread bytes on Linux only")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := stdio.New(strings.NewReader(""), w, nil)
+	defer c.Close()
+	ctx := t.Context()
+	c.Drain(ctx, time.Hour) // empty: returns at once
+
+	if err := c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.Drain(ctx, 20*time.Millisecond) // nobody reads: bounded
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("Drain returned after %v with the message unread", d)
+	}
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		got <- line
+	}()
+	c.Drain(ctx, time.Hour) // returns once the reader has it all
+	if line := <-got; !strings.Contains(line, "notifications/progress") {
+		t.Errorf("the reader got %q", line)
 	}
 }
