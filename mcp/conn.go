@@ -79,9 +79,8 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
 		s: s, ctx: ctx, cancel: cancel, def: def, replay: replay,
-		running:  make(map[string]*call),
-		attached: make(map[string]tracked),
-		sweepAt:  minSweep,
+		running: make(map[string]*call, 1),
+		sweepAt: minSweep,
 	}
 	if replay {
 		c.onStream = make(map[Stream][]*resume.Request)
@@ -101,11 +100,11 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	if c.stateless {
 		// One request: mcp-go keys it by this id (and the request's id), and its
 		// logs name the request, not a session.
-		c.sess = newConnSession(c, "r"+strconv.FormatUint(s.nextSession.Add(1), 36))
+		c.sess = newConnSession(c, "r"+strconv.FormatUint(s.nextSession.Add(1), 36), false)
 		c.log = s.log
 		return c
 	}
-	c.sess = newConnSession(c, uuid.NewString())
+	c.sess = newConnSession(c, uuid.NewString(), true)
 	lc := s.log.With().Str("session", c.sess.id)
 	if c.principal != "" {
 		lc = lc.Str("principal", c.principal)

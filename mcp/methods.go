@@ -35,6 +35,9 @@ func (c *connState) track(r *resume.Request, hidden bool, st Stream) {
 		}
 		return
 	}
+	if c.attached == nil {
+		c.attached = make(map[string]tracked)
+	}
 	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden, sink: st}
 	if c.onStream != nil {
 		c.onStream[st] = append(c.onStream[st], r)

@@ -153,13 +153,8 @@ func ourState(params json.RawMessage) (string, bool) {
 	if !bytes.Contains(params, []byte(statePrefix)) {
 		return "", false
 	}
-	var p struct {
-		State string `json:"requestState"`
-	}
-	if json.Unmarshal(params, &p) != nil || !strings.HasPrefix(p.State, statePrefix) {
-		return "", false
-	}
-	return p.State, true
+	st := spec.StringMember(params, "requestState")
+	return st, strings.HasPrefix(st, statePrefix)
 }
 
 func decodeState(s string) (*requestState, bool) {
@@ -180,15 +175,10 @@ func decodeState(s string) (*requestState, bool) {
 // addressed returns the name a tools/call, prompts/get or resources/read
 // addresses: the tool or prompt name, or the resource URI.
 func addressed(method string, params json.RawMessage) string {
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
-	_ = json.Unmarshal(params, &p)
 	if method == string(mcp.MethodResourcesRead) {
-		return p.URI
+		return spec.StringMember(params, "uri")
 	}
-	return p.Name
+	return spec.StringMember(params, "name")
 }
 
 // CheckHeaders checks the HTTP headers of a 2026-era request against its body,
@@ -215,13 +205,28 @@ func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string,
 	case !spec.IsModern(hv):
 		return spec.UnsupportedVersion(hv)
 	}
-	if err := mcp.ValidateStandardHeaders(get, hv, mcp.MCPMethod(m.Method), m.Params); err != nil {
-		return mismatch(err.Error())
+	switch hm := get(mcp.HeaderMethod); {
+	case hm == "":
+		return mismatch("missing Mcp-Method header")
+	case hm != m.Method:
+		return mismatch("Mcp-Method " + hm + " does not match the body's method " + m.Method)
+	}
+	if !mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)) {
+		return nil
+	}
+	name := addressed(m.Method, m.Params)
+	switch hn, ok := mcp.DecodeHeaderValue(get(mcp.HeaderName)); {
+	case get(mcp.HeaderName) == "":
+		return mismatch("missing Mcp-Name header for " + m.Method)
+	case !ok:
+		return mismatch("Mcp-Name is not valid Base64 in its =?base64?...?= form")
+	case hn != name:
+		return mismatch("Mcp-Name " + hn + " does not match the body's " + name)
 	}
 	if m.Method != string(mcp.MethodToolsCall) {
 		return nil
 	}
-	t := s.srv.GetTool(addressed(m.Method, m.Params))
+	t := s.srv.GetTool(name)
 	if t == nil {
 		return nil // mcp-go answers an unknown tool
 	}

@@ -28,8 +28,15 @@ type connSession struct {
 	protocol string
 }
 
-func newConnSession(c *connState, id string) *connSession {
-	return &connSession{c: c, id: id, ch: make(chan mcp.JSONRPCNotification, 64), level: mcp.LoggingLevelInfo}
+// newConnSession returns the session of c. Without notify it has no channel:
+// the session of a stateless request (its calls have their own), which mcp-go
+// never sees.
+func newConnSession(c *connState, id string, notify bool) *connSession {
+	s := &connSession{c: c, id: id, level: mcp.LoggingLevelInfo}
+	if notify {
+		s.ch = make(chan mcp.JSONRPCNotification, 64)
+	}
+	return s
 }
 
 var (

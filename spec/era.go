@@ -86,11 +86,39 @@ type ClientCapabilities struct {
 }
 
 // EnvelopeOf reads the envelope of a request's params. A request whose params
-// never mention the protocol version key is taken as 2025-era without decoding.
+// never mention the protocol version key is taken as 2025-era without decoding;
+// the others are read by Member, without decoding the rest of the params, where
+// it can.
 func EnvelopeOf(params json.RawMessage) Envelope {
 	if !bytes.Contains(params, []byte(`protocolVersion`)) {
 		return Envelope{}
 	}
+	if meta, found, ok := Member(params, "_meta"); ok {
+		if !found {
+			return Envelope{}
+		}
+		version, vfound, vok := Member(meta, MetaProtocolVersion)
+		caps, cfound, cok := Member(meta, MetaClientCapabilities)
+		if vok && cok {
+			var e Envelope
+			if vfound {
+				if s, plain := plainString(version); plain {
+					e.Version = string(s)
+				} else if string(version) != "null" {
+					return envelopeSlow(params)
+				}
+			}
+			if cfound && string(caps) != "null" {
+				e.Capabilities = caps
+			}
+			return e
+		}
+	}
+	return envelopeSlow(params)
+}
+
+// envelopeSlow is EnvelopeOf by encoding/json.
+func envelopeSlow(params json.RawMessage) Envelope {
 	var p struct {
 		Meta struct {
 			Version any             `json:"io.modelcontextprotocol/protocolVersion"`

@@ -70,6 +70,8 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 		if st.modern {
 			status = errorStatus(m.Data)
 		}
+		// With its length and flushed now, the answer is complete at the client
+		// before the request's session and stream are taken down.
 		st.w.WriteHeader(status)
 		_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.h.opts.WriteTimeout))
 		_, err := st.w.Write(m.Data)

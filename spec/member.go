@@ -1,0 +1,106 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Member returns the raw value of the member key of obj, a JSON object, without
+// decoding the rest: found reports whether obj has it. ok is false when the
+// scanner cannot answer as encoding/json would (obj is not a valid object, has
+// a key with escapes or non-ASCII bytes, or one that equals key only without
+// regard to case, which encoding/json would match into a struct field): the
+// caller then decodes with encoding/json.
+func Member(obj []byte, key string) (v []byte, found, ok bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false, false
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil, false, skipSpace(obj, i+1) == len(obj)
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return nil, false, false
+		}
+		ke, esc, sok := skipString(obj, i)
+		if !sok || esc {
+			return nil, false, false
+		}
+		k := obj[i+1 : ke-1]
+		i = skipSpace(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, false, false
+		}
+		vs := skipSpace(obj, i+1)
+		ve, vok := skipValue(obj, vs, 1)
+		if !vok {
+			return nil, false, false
+		}
+		switch {
+		case string(k) == key:
+			if found {
+				return nil, false, false // repeated: encoding/json takes the last
+			}
+			v, found = obj[vs:ve], true
+		case bytes.EqualFold(k, []byte(key)) || !ascii(k):
+			return nil, false, false
+		}
+		i = skipSpace(obj, ve)
+		if i >= len(obj) {
+			return nil, false, false
+		}
+		if obj[i] == '}' {
+			return v, found, skipSpace(obj, i+1) == len(obj)
+		}
+		if obj[i] != ',' {
+			return nil, false, false
+		}
+		i = skipSpace(obj, i+1)
+	}
+}
+
+// StringMember returns the member key of obj as a string: "" when it is absent,
+// null or not a string. It decodes with encoding/json where Member cannot answer.
+func StringMember(obj []byte, key string) string {
+	v, found, ok := Member(obj, key)
+	if ok {
+		if !found {
+			return ""
+		}
+		if s, plain := plainString(v); plain {
+			return string(s)
+		}
+		var s string
+		_ = json.Unmarshal(v, &s)
+		return s
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return ""
+	}
+	var s string
+	for k, raw := range m { // encoding/json's rules for a struct field: exact, else folded
+		if k == key {
+			_ = json.Unmarshal(raw, &s)
+			return s
+		}
+	}
+	for k, raw := range m {
+		if bytes.EqualFold([]byte(k), []byte(key)) {
+			_ = json.Unmarshal(raw, &s)
+			return s
+		}
+	}
+	return ""
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
