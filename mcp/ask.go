@@ -44,7 +44,7 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 	s.pending.Store(key, o)
 	defer s.pending.Delete(key)
 	if o.req == nil {
-		cl.c.send(cl.st, resume.KindRequest, spec.EncodeRequest(id, method, p))
+		cl.c.send(cl.st, KindRequest, spec.EncodeRequest(id, method, p))
 	}
 	cl.mu.Unlock()
 	if o.req != nil {

@@ -262,7 +262,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		return nil
 	}
 	hidden := !cl.resumable
-	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal}
+	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: sinkOf(cl.st), Principal: c.principal}
 	if restartable && !hidden {
 		so.Payload = bytes.Clone(cl.raw)
 	}
@@ -287,7 +287,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	}
 	if !hidden {
 		p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
-		msg := resume.Message{Kind: resume.KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}
+		msg := Message{Kind: KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}
 		if err := cl.st.Write(c.ctx, msg); err != nil {
 			// The client never got the token, so nobody can resume: behave as if
 			// the connection was lost before the request became resumable.
@@ -306,7 +306,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		// (cancel by id, detach at the end); once it has ended, a result kept for
 		// retention needs nothing from this connection. Only stream reconnects
 		// (replay) look requests up by id after their call.
-		c.track(r, hidden, cl.st)
+		c.track(r, hidden, cl.st, so.Sink)
 	}
 	return r
 }
@@ -387,7 +387,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 		if cl.listen {
 			n = tagSubscription(n, cl.id)
 		}
-		cl.c.send(cl.st, resume.KindNotification, encodeNotification(n, 0))
+		cl.c.send(cl.st, KindNotification, encodeNotification(n, 0))
 		cl.mu.Unlock()
 		return
 	}

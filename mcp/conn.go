@@ -16,10 +16,58 @@ import (
 
 // Stream is where the core writes messages for the client. On stdio and WebSocket
 // one Stream is the whole connection; on Streamable HTTP each POST's response (JSON
-// or SSE) and each GET's event stream is one. A Stream is a resume.Sink: the
-// Message it gets says what it carries (Kind), and its number in its request's
-// outbox (Seq, 0 outside any outbox). A Stream's Write is safe for concurrent use.
-type Stream = resume.Sink
+// or SSE) and each GET's event stream is one. The Message it gets says what it
+// carries (Kind), and its number in its request's outbox (Seq, 0 outside any
+// outbox). A Stream's Write is safe for concurrent use. A Stream must be
+// comparable (a pointer, typically): the core tells streams apart by equality.
+type Stream interface {
+	Write(ctx context.Context, m Message) error
+}
+
+// Kind says what a Message carries.
+type Kind uint8
+
+const (
+	KindNotification Kind = iota + 1 // a notification (progress among them)
+	KindRequest                      // a server-to-client request
+	KindResponse                     // the response to a request: it ends a request's stream
+)
+
+// Message is one message the core writes to a Stream: its JSON text, what it is,
+// and its sequence number in its request's outbox (0 outside any outbox).
+type Message struct {
+	Kind Kind
+	Seq  uint64
+	Data []byte
+}
+
+// sink is a Stream as the engine's resume.Sink. It is a comparable value, so
+// that the sink of one Stream always equals itself (the engine detaches a
+// request from a sink by equality).
+type sink struct{ st Stream }
+
+func (s sink) Write(ctx context.Context, m resume.Message) error {
+	return s.st.Write(ctx, Message{Kind: kindOf(m.Kind), Seq: m.Seq, Data: m.Data})
+}
+
+// sinkOf returns st as a resume.Sink; nil for nil.
+func sinkOf(st Stream) resume.Sink {
+	if st == nil {
+		return nil
+	}
+	return sink{st}
+}
+
+// kindOf maps the engine's kinds of message onto the core's.
+func kindOf(k resume.Kind) Kind {
+	switch k {
+	case resume.KindRequest:
+		return KindRequest
+	case resume.KindResponse:
+		return KindResponse
+	}
+	return KindNotification
+}
 
 // connState is one session being served: a connection on stdio and WebSocket, an
 // Mcp-Session-Id on Streamable HTTP.
@@ -68,7 +116,7 @@ type connState struct {
 type tracked struct {
 	r      *resume.Request
 	hidden bool
-	sink   Stream // where it was attached
+	sink   resume.Sink // where it was attached
 }
 
 // minSweep is the smallest size of a session's attached map at which requests that
@@ -123,17 +171,17 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 
 // send writes a message the core produced (outside any outbox) to st. A failure
 // means the stream is going away; its transport notices.
-func (c *connState) send(st Stream, k resume.Kind, msg []byte) {
+func (c *connState) send(st Stream, k Kind, msg []byte) {
 	if st == nil {
 		c.log.Debug().Msg("no stream for a message; dropped")
 		return
 	}
-	if err := st.Write(c.ctx, resume.Message{Kind: k, Data: msg}); err != nil {
+	if err := st.Write(c.ctx, Message{Kind: k, Data: msg}); err != nil {
 		c.log.Debug().Err(err).Msg("write failed")
 	}
 }
 
-func (c *connState) reply(st Stream, msg []byte) { c.send(st, resume.KindResponse, msg) }
+func (c *connState) reply(st Stream, msg []byte) { c.send(st, KindResponse, msg) }
 
 func (c *connState) replyError(st Stream, id spec.ID, e *spec.Error) {
 	c.reply(st, spec.EncodeError(id, e))
@@ -162,7 +210,7 @@ func (c *connState) shutdown(cancel bool) {
 		}
 		// A transport with one stream per session (stdio, WebSocket) has it as the
 		// default stream; one with more reports each closed stream (streamClosed).
-		t.r.Detach(cmp.Or(t.sink, def))
+		t.r.Detach(cmp.Or(t.sink, sinkOf(def)))
 	}
 	c.retriesClosed(nil)
 	for _, cl := range running {
@@ -173,7 +221,7 @@ func (c *connState) shutdown(cancel bool) {
 		// A call made resumable here is not in attached on a one-stream
 		// transport (see track); its request is detached here.
 		if r := cl.request(); r != nil {
-			r.Detach(def)
+			r.Detach(sinkOf(def))
 		}
 		cl.connectionLost()
 	}
@@ -199,7 +247,7 @@ func (c *connState) streamClosed(st Stream) {
 	delete(c.onStream, st)
 	c.mu.Unlock()
 	for _, r := range reqs {
-		r.Detach(st)
+		r.Detach(sinkOf(st))
 	}
 	for _, cl := range calls {
 		cl.connectionLost()

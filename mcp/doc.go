@@ -1,9 +1,16 @@
-// Package mcp is the JSON-RPC core for MCP with resumable requests (SEP-975).
+// Package mcp is the JSON-RPC core for MCP with resumable requests (SEP-975), in
+// both eras of the protocol: 2025-era sessions opened by initialize, and
+// stateless 2026-07-28 requests that carry their envelope in params._meta.
 //
 // A Server wraps an existing mcp-go *server.MCPServer, tools unchanged, and serves
 // it on any transport.Conn. For each connection it reads messages on one goroutine
 // and dispatches them:
 //
+//   - a request with a 2026-07-28 envelope is served statelessly (modern.go): its
+//     client capabilities, info and log level are its own; a tool's question to
+//     the client ends the request's round as input_required and the client's
+//     retry carries the answer to the waiting tool (mrtr.go); it is resumable
+//     only when the request declares SEP-975 as an extension;
 //   - initialize goes to mcp-go synchronously; the core notes whether the client
 //     advertised resumableRequests and adds the server's own advertisement;
 //   - requests/getStatus, requests/resume, notifications/cancelled and every client
@@ -27,8 +34,8 @@
 // back to the waiting handler. Response ids are written from the raw bytes the
 // client sent, never from mcp-go's float64 decoding.
 //
-// Streams. Everything the core writes goes to a Stream (a resume.Sink): the
-// stream of the request it belongs to, or the session's default stream for
+// Streams. Everything the core writes goes to a Stream, as a Message (its kind,
+// its sequence number, its bytes): the stream of the request it belongs to, or the session's default stream for
 // messages of no request. Serve gives every message of a connection the
 // connection itself as its stream (stdio, WebSocket). A transport with several
 // streams per session (Streamable HTTP) uses a Session instead: it hands each

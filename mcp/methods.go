@@ -13,32 +13,32 @@ import (
 
 // adopt attaches r to st, one of this session's streams: it takes r over from any
 // other stream and writes r's pending messages there.
-func (c *connState) adopt(r *resume.Request, st Stream, ack uint64) error {
-	if err := r.Attach(st, ack); err != nil {
+func (c *connState) adopt(r *resume.Request, st Stream, snk resume.Sink, ack uint64) error {
+	if err := r.Attach(snk, ack); err != nil {
 		return err
 	}
-	c.track(r, false, st)
+	c.track(r, false, st, snk)
 	return nil
 }
 
-// track records that r, attached to st, is delivered by this session: for its
-// detach or cancel when the session (or st) ends, for cancellation by id, and for
-// stream reconnects.
-func (c *connState) track(r *resume.Request, hidden bool, st Stream) {
+// track records that r, attached to st (as snk), is delivered by this session:
+// for its detach or cancel when the session (or st) ends, for cancellation by
+// id, and for stream reconnects.
+func (c *connState) track(r *resume.Request, hidden bool, st Stream, snk resume.Sink) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		if hidden {
 			r.Cancel()
 		} else {
-			r.Detach(st)
+			r.Detach(snk)
 		}
 		return
 	}
 	if c.attached == nil {
 		c.attached = make(map[string]tracked)
 	}
-	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden, sink: st}
+	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden, sink: snk}
 	if c.onStream != nil {
 		c.onStream[st] = append(c.onStream[st], r)
 	}
@@ -150,16 +150,17 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 		c.replyError(st, m.ID, wireError(err))
 		return
 	}
+	snk := sinkOf(st)
 	if modern {
 		rs := requestState{ID: m.ID, Token: p.ResumeToken}
-		st = &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
+		snk = &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
 	}
 	// Validation and lookup answer in order with the connection's other messages;
 	// the replay, which may be long, runs on its own goroutine.
 	c.s.wg.Add(1)
 	go func() {
 		defer c.s.wg.Done()
-		if err := c.adopt(r, st, max(ackOf(p.Meta), after)); err != nil {
+		if err := c.adopt(r, st, snk, max(ackOf(p.Meta), after)); err != nil {
 			c.replyError(st, m.ID, wireError(err))
 			return
 		}

@@ -51,7 +51,7 @@ func (rd *round) Write(ctx context.Context, m resume.Message) error {
 			return err
 		}
 		rd.over = true
-		_ = rd.st.Write(ctx, resume.Message{Kind: resume.KindResponse, Data: spec.EncodeResponse(rd.id, res)})
+		_ = rd.st.Write(ctx, Message{Kind: KindResponse, Data: spec.EncodeResponse(rd.id, res)})
 		// An error detaches the request, which keeps the question queued (it is
 		// answered by the retry, which then attaches the next round).
 		return errRoundOver
@@ -59,7 +59,7 @@ func (rd *round) Write(ctx context.Context, m resume.Message) error {
 		rd.over = true
 		m.Data = spec.ReplaceResponseID(m.Data, rd.orig, rd.id)
 	}
-	return rd.st.Write(ctx, m)
+	return rd.st.Write(ctx, Message{Kind: kindOf(m.Kind), Seq: m.Seq, Data: m.Data})
 }
 
 // answered reports whether the round has had its answer (false for no round).

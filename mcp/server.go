@@ -254,8 +254,8 @@ type connStream struct {
 // drainMax bounds the wait for a client to read notifications before a response.
 const drainMax = 20 * time.Millisecond
 
-func (s *connStream) Write(ctx context.Context, m resume.Message) error {
-	if m.Kind != resume.KindResponse {
+func (s *connStream) Write(ctx context.Context, m Message) error {
+	if m.Kind != KindResponse {
 		s.notified.Store(true)
 	} else if s.notified.Swap(false) {
 		if d, ok := s.conn.(transport.Drainer); ok {

@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -79,7 +78,7 @@ func (s *connSession) pump(ctx context.Context) {
 	for {
 		select {
 		case n := <-s.ch:
-			s.c.send(s.c.defaultStream(), resume.KindNotification, encodeNotification(n, 0))
+			s.c.send(s.c.defaultStream(), KindNotification, encodeNotification(n, 0))
 		case <-ctx.Done():
 			return
 		}

@@ -80,10 +80,11 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 	if !ok {
 		return wireError(resume.ErrUnknown)
 	}
-	if err := t.r.Attach(st, after); err != nil {
+	snk := sinkOf(st)
+	if err := t.r.Attach(snk, after); err != nil {
 		return wireError(err)
 	}
-	ss.c.track(t.r, t.hidden, st)
+	ss.c.track(t.r, t.hidden, st, snk)
 	return nil
 }
 

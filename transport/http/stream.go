@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
-	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -55,7 +54,7 @@ func newStream(s *session, w http.ResponseWriter, key string) *stream {
 // by serve, which lets a burst of them share writes to the client. Either way, a
 // successful Write means the event is in the response's buffers, not that the
 // client has it: only an acknowledgement says that.
-func (st *stream) Write(_ context.Context, m resume.Message) error {
+func (st *stream) Write(_ context.Context, m mcp.Message) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.closed {
@@ -64,7 +63,7 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	// A response is the whole answer as a JSON body when nothing came before it and
 	// it is not from an outbox (Seq 0): one from an outbox (a resume's replay
 	// racing the stream's start) gets an event id the client can ack.
-	if !st.sse && st.json && m.Kind == resume.KindResponse && (m.Seq == 0 || st.modern) {
+	if !st.sse && st.json && m.Kind == mcp.KindResponse && (m.Seq == 0 || st.modern) {
 		st.w.Header().Set("Content-Type", "application/json")
 		status := http.StatusOK
 		if st.modern {
@@ -91,7 +90,7 @@ func (st *stream) Write(_ context.Context, m resume.Message) error {
 	if err := st.writeLocked(b); err != nil {
 		return err
 	}
-	if m.Kind == resume.KindResponse && st.key != "" {
+	if m.Kind == mcp.KindResponse && st.key != "" {
 		// The response ends the stream: net/http sends it, with what precedes it
 		// and the end of the body, in one write as serve returns.
 		st.endLocked()
