@@ -172,7 +172,7 @@ func benchCore(b *testing.B, caps string, opts *mcp.Options) func(i int) {
 // each era, with no layer of ours: a 2026-07-28 request carries its envelope in
 // params._meta, which mcp-go decodes twice (the era, then the call's params) and
 // answers with a decorated result. It is the part of a 2026 call's cost that the
-// core does not add (BenchmarkHTTPEra in transport/http measures the whole).
+// core does not add (BenchmarkHTTPEra in transport/streamable measures the whole).
 func BenchmarkMCPGoEra(b *testing.B) {
 	srv := demo.Server("bench")
 	ctx := context.Background()

@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/memstore"
 	"github.com/mcp-resume/mcp-resume/transport"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -113,7 +113,7 @@ func TestCollectorValues(t *testing.T) {
 // its wrong tokens, its finished requests.
 func TestMetricsMoveWithSuite(t *testing.T) {
 	core := mcp.New(demo.Server("test"), nil)
-	h := mcphttp.NewHandler(core, nil)
+	h := streamable.NewHandler(core, nil)
 	srv := httptest.NewServer(h)
 	defer func() {
 		h.Close()
@@ -124,7 +124,7 @@ func TestMetricsMoveWithSuite(t *testing.T) {
 	before := scrape(t, mh)
 	e2etest.Run(t, e2etest.Harness{
 		Dial: func(t testing.TB) transport.Conn {
-			c := mcphttp.Dial(srv.URL, &mcphttp.ClientOptions{Client: srv.Client()})
+			c := streamable.Dial(srv.URL, &streamable.ClientOptions{Client: srv.Client()})
 			t.Cleanup(func() { _ = c.Close() })
 			return c
 		},

@@ -96,7 +96,7 @@ const (
 	// requests in flight; this one was not run. Retryable once one has finished.
 	ReasonTooManyRequests Reason = "too_many_requests"
 
-	// Streamable HTTP (transport/http): each goes with the HTTP status named.
+	// Streamable HTTP (transport/streamable): each goes with the HTTP status named.
 
 	// ReasonSessionRequired (400): a message other than initialize without an
 	// Mcp-Session-Id header.

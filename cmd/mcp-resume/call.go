@@ -19,8 +19,8 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -72,7 +72,7 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 	}
 	_, hc := clientKey()
 	return func(context.Context) (transport.Conn, error) {
-		return mcphttp.Dial(url, &mcphttp.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return streamable.Dial(url, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}, nil
 }
 

@@ -12,14 +12,14 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // callServer serves the demo tools on Streamable HTTP (/mcp) and WebSocket (/ws).
 func callServer(t *testing.T) (httpURL, wsURL string) {
 	core := mcp.New(demo.Server("test"), nil)
-	h := mcphttp.NewHandler(core, nil)
+	h := streamable.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

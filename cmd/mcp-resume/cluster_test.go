@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -36,7 +36,7 @@ func TestClusterSubprocesses(t *testing.T) {
 	a := spawnNet(t, args("a"), 1)[0]
 	b := spawnNet(t, args("b"), 1)[0]
 	client := func(url string) *e2etest.Client {
-		c := e2etest.NewClient(t, mcphttp.Dial(url, nil))
+		c := e2etest.NewClient(t, streamable.Dial(url, nil))
 		c.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
 		return c
 	}

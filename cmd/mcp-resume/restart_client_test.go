@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
 // spawnHTTP starts the binary serving args on addr and waits until it accepts
@@ -70,7 +70,7 @@ func TestClientSurvivesServerRestart(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	dial := func(context.Context) (transport.Conn, error) {
-		return mcphttp.Dial("http://"+addr+"/mcp", &mcphttp.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return streamable.Dial("http://"+addr+"/mcp", &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}
 	c, err := client.Connect(t.Context(), dial, &client.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {

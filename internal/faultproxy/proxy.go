@@ -1,6 +1,6 @@
 // Package faultproxy is a test helper: a TCP proxy on loopback that cuts every
 // connection it forwards at a random point, for the fault tests of the transports
-// (transport/http, transport/ws).
+// (transport/streamable, transport/ws).
 package faultproxy
 
 import (

@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -81,7 +81,7 @@ type netServer struct {
 
 func newNetServer(t testing.TB, opts *mcp.Options) *netServer {
 	core := mcp.New(demo.Server("test"), opts)
-	h := mcphttp.NewHandler(core, nil)
+	h := streamable.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -105,7 +105,7 @@ func httpDialer(t testing.TB, url string) client.Dialer {
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 	return func(context.Context) (transport.Conn, error) {
-		return mcphttp.Dial(url, &mcphttp.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return streamable.Dial(url, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}
 }
 

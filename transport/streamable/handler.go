@@ -1,4 +1,4 @@
-package http
+package streamable
 
 import (
 	"bytes"
@@ -218,7 +218,8 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		failID(w, http.StatusBadRequest, derr.ID, derr)
 		return
 	}
-	if v := r.Header.Get(HeaderProtocolVersion); spec.IsModern(v) || (m.Kind == spec.KindRequest && m.Envelope().Modern()) {
+	class := mcp.Classify(m)
+	if v := r.Header.Get(HeaderProtocolVersion); spec.IsModern(v) || class.Modern {
 		h.postModern(w, r, m, raw, principal)
 		return
 	} else if v != "" && !slices.Contains(Versions, v) {
@@ -227,7 +228,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	}
 
 	var s *session
-	if m.Kind == spec.KindRequest && m.Method == spec.MethodInitialize && r.Header.Get(HeaderSessionID) == "" {
+	if class.Opens && r.Header.Get(HeaderSessionID) == "" {
 		if s = h.newSession(principal, transport.RemoteIP(r)); s == nil {
 			failID(w, http.StatusServiceUnavailable, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
 			return
@@ -250,10 +251,10 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	// A call streams from the start: the priming event gives the client an event id
 	// to reconnect with before anything else happens. A resume streams once it is
 	// accepted (its errors come as a JSON body, in order with other answers).
-	if m.Method == "tools/call" {
+	if class.Streams {
 		st.startSSE()
 	}
-	if m.Method == spec.MethodResume && r.Header.Get(HeaderLastEventID) != "" {
+	if class.Resume && r.Header.Get(HeaderLastEventID) != "" {
 		// Last-Event-ID on a resume: the client has that request's stream up to it.
 		id, seq, ok := parseEventID(r.Header.Get(HeaderLastEventID))
 		if !ok || !bytes.Equal(id, m.ID) {
@@ -266,7 +267,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	} else {
 		s.core.Handle(m, raw, st)
 	}
-	if m.Method == spec.MethodResume {
+	if class.Resume {
 		st.startSSE()
 	}
 	st.serve(r)

@@ -1,4 +1,4 @@
-package http_test
+package streamable_test
 
 import (
 	"net/http/httptest"
@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,14 +19,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // loopback listener. Everything is stopped and waited for at the end of the test.
 type server struct {
 	core *mcp.Server
-	h    *mcphttp.Handler
+	h    *streamable.Handler
 	srv  *httptest.Server
 	url  string
 }
 
-func newServer(t testing.TB, opts *mcp.Options, hopts *mcphttp.Options) *server {
+func newServer(t testing.TB, opts *mcp.Options, hopts *streamable.Options) *server {
 	core := mcp.New(demo.Server("test"), opts)
-	h := mcphttp.NewHandler(core, hopts)
+	h := streamable.NewHandler(core, hopts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Close()
@@ -36,8 +36,8 @@ func newServer(t testing.TB, opts *mcp.Options, hopts *mcphttp.Options) *server 
 	return &server{core: core, h: h, srv: srv, url: srv.URL + "/mcp"}
 }
 
-func (s *server) dial(t testing.TB) *mcphttp.ClientConn {
-	c := mcphttp.Dial(s.url, &mcphttp.ClientOptions{Client: s.srv.Client()})
+func (s *server) dial(t testing.TB) *streamable.ClientConn {
+	c := streamable.Dial(s.url, &streamable.ClientOptions{Client: s.srv.Client()})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

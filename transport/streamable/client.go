@@ -1,4 +1,4 @@
-package http
+package streamable
 
 import (
 	"bufio"
@@ -67,7 +67,7 @@ type ClientOptions struct {
 
 // ErrStreamLost is returned by Read of a ClientConn with FailOnStreamLoss after a
 // request's event stream ended before its response.
-var ErrStreamLost = errors.New("transport/http: a request's event stream ended before its response")
+var ErrStreamLost = errors.New("transport/streamable: a request's event stream ended before its response")
 
 // Dial returns a ClientConn for the endpoint url. No request is made before the
 // first Write.
@@ -257,7 +257,7 @@ func (c *ClientConn) take(resp *http.Response, sent []byte) error {
 		// key, a forbidden origin, a wrong media type, a body too large...): the
 		// error carries no id to route by, and the request will never be
 		// answered. Without a key, nothing will be.
-		return fmt.Errorf("transport/http: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("transport/streamable: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
 	}
 	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
 		c.deliver(b)
@@ -265,7 +265,7 @@ func (c *ClientConn) take(resp *http.Response, sent []byte) error {
 	}
 	if requestID(sent) != nil {
 		// A request that got neither a stream nor an answer will never be answered.
-		return fmt.Errorf("transport/http: POST %s: %s without an answer", c.url, resp.Status)
+		return fmt.Errorf("transport/streamable: POST %s: %s without an answer", c.url, resp.Status)
 	}
 	return nil
 }

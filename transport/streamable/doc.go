@@ -1,5 +1,15 @@
-// Package http serves MCP over Streamable HTTP (protocol versions 2025-03-26,
-// 2025-06-18 and 2025-11-25) with resumable requests, on the core of package mcp.
+// Package streamable serves MCP over Streamable HTTP with resumable requests, on
+// the core of package mcp, in both eras: 2025-era sessions (protocol versions
+// 2024-11-05 to 2025-11-25) and stateless 2026-07-28 requests.
+//
+// A POST of the 2026-07-28 era (its MCP-Protocol-Version header names it, or its
+// body carries the envelope) is one request on a session of its own that ends
+// with its response stream: no Mcp-Session-Id (one sent is ignored), no event
+// ids, no Last-Event-ID; its headers are checked against its body by the core
+// (Server.CheckHeaders); an error answered as a JSON body gets 404 (-32601) or
+// 400 (the malformed-request codes); closing its stream cancels it unless it
+// declared SEP-975. GET and DELETE with a 2026 header get 405. What follows is
+// the 2025 era.
 //
 // One endpoint (mounted by the caller, /mcp by convention) takes:
 //
@@ -34,4 +44,4 @@
 //
 // Every request is checked for DNS rebinding: its Host must be an allowed host and
 // its Origin, when present, an allowed origin (by default loopback names only).
-package http
+package streamable

@@ -1,4 +1,4 @@
-package http_test
+package streamable_test
 
 import (
 	"bufio"
@@ -22,13 +22,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
 // The HTTP benchmarks run one client, written here on plain net/http, against
 // three Streamable HTTP servers on loopback, each serving the same two tools:
 //
-//   - ours: an mcp-go MCPServer behind mcp.New and mcphttp.NewHandler, with a
+//   - ours: an mcp-go MCPServer behind mcp.New and streamable.NewHandler, with a
 //     client that advertises resumableRequests (ours-resume: policy notification,
 //     resume engine, sequence numbers), with a plain client (ours-plain), and with
 //     the resumable client and a default policy of after:1ms (ours-after1ms);
@@ -78,7 +78,7 @@ func startOurs() (string, func()) { return startOursWith(nil) }
 
 func startOursWith(opts *mcp.Options) (string, func()) {
 	core := mcp.New(mcpgoToolServer(), opts)
-	h := mcphttp.NewHandler(core, nil)
+	h := streamable.NewHandler(core, nil)
 	srv := httptest.NewServer(h)
 	return srv.URL + "/mcp", func() {
 		h.Close()

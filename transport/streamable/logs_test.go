@@ -1,4 +1,4 @@
-package http_test
+package streamable_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
-	mcphttp "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
 var tokenField = regexp.MustCompile(`"resumeToken"\s*:\s*"([^"]+)"`)
@@ -57,13 +57,13 @@ func (c tokenConn) Write(ctx context.Context, msg []byte) error {
 func TestLogsCarryNoTokens(t *testing.T) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	s := newServer(t, &mcp.Options{Logger: &log}, &mcphttp.Options{Keys: keys(t), Logger: &log})
+	s := newServer(t, &mcp.Options{Logger: &log}, &streamable.Options{Keys: keys(t), Logger: &log})
 	client := &http.Client{Transport: transport.BearerTransport("key-bob", s.srv.Client().Transport)}
 	var mu sync.Mutex
 	tokens := map[string]bool{}
 	e2etest.Run(t, e2etest.Harness{
 		Dial: func(t testing.TB) transport.Conn {
-			c := mcphttp.Dial(s.url, &mcphttp.ClientOptions{Client: client})
+			c := streamable.Dial(s.url, &streamable.ClientOptions{Client: client})
 			t.Cleanup(func() { _ = c.Close() })
 			return tokenConn{Conn: c, mu: &mu, tokens: tokens}
 		},
