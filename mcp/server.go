@@ -210,12 +210,15 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 }
 
 // ServeWith is Serve for a session with options (its principal).
+//
+// It is the one-stream case of a Session: the connection is the session's only
+// stream, and every answer goes to it.
 func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *SessionOptions) error {
 	st := &connStream{conn: conn}
-	c := newConnState(s, st, false, opts)
+	ss := &Session{c: newConnState(s, st, false, opts)}
 	defer func() {
 		_ = conn.Close()
-		c.shutdown(false)
+		ss.Close(false)
 	}()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
@@ -224,8 +227,8 @@ func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *Sessi
 		if err != nil {
 			var tl *transport.TooLargeError
 			if errors.As(err, &tl) {
-				c.log.Warn().Int("limit", tl.Limit).Msg("message too large; skipped")
-				c.replyError(st, nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error()))
+				ss.c.log.Warn().Int("limit", tl.Limit).Msg("message too large; skipped")
+				ss.c.replyError(st, nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error()))
 				continue
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrClosed) || ctx.Err() != nil {
@@ -235,11 +238,11 @@ func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *Sessi
 		}
 		m, derr := spec.Decode(raw)
 		if derr != nil {
-			c.log.Debug().Str("error", derr.Message).Msg("bad message")
-			c.replyError(st, derr.ID, derr)
+			ss.c.log.Debug().Str("error", derr.Message).Msg("bad message")
+			ss.c.replyError(st, derr.ID, derr)
 			continue
 		}
-		c.dispatch(m, raw, st)
+		ss.Handle(m, raw, st)
 	}
 }
 

@@ -9,12 +9,13 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// Session is one MCP session of a transport that carries it on several streams
-// (Streamable HTTP: every POST's response and every GET's event stream is a
-// Stream). The transport decodes each message and hands it to Handle with the
-// stream its answers go to; the core keeps everything else: calls, resumable
-// requests, their outboxes and routing. Serve does the same for transports with one
-// stream per connection.
+// Session is what the core serves: a stdio or WebSocket connection (Serve makes
+// one, with the connection as its only stream), a Streamable HTTP session (every
+// POST's response and every GET's event stream is one of its Streams), or one
+// stateless 2026-07-28 request (SessionOptions.Stateless: its response stream is
+// its only one). The transport decodes each message and hands it to Handle with
+// the stream its answers go to; the core keeps everything else: calls, resumable
+// requests, their outboxes and routing.
 //
 // Every call of a Session gets an outbox, also for a client that did not advertise
 // resumableRequests, so that the transport can reconnect a dropped stream by event
