@@ -380,7 +380,13 @@ func (cl *call) flush() {
 
 // deliver sends one notification of the call: through the outbox when resumable,
 // straight to the connection otherwise.
+//
+// A call the client cancelled sends nothing more (its handler may still be
+// returning).
 func (cl *call) deliver(n mcp.JSONRPCNotification) {
+	if errors.Is(context.Cause(cl.ctx), errClientCancel) {
+		return
+	}
 	cl.mu.Lock()
 	r := cl.req
 	if r == nil {

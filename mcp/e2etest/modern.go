@@ -128,9 +128,20 @@ func modernPlainCall(t *testing.T, h Harness) {
 // modernElicitation: the demo's ask tool, written for the 2025 era, asks through
 // RequestElicitation; the 2026 client gets input_required and retries, twice
 // (the first retry answers nothing), and the tool, never run again, answers
-// under the last retry's id.
+// under the last retry's id. Each round comes on a new connection where the
+// harness can reconnect (the first closed after its answer: a round answered
+// input_required does not cancel its request), so on a cluster each retry lands
+// on another instance than the one whose tool waits.
 func modernElicitation(t *testing.T, h Harness) {
 	c := NewClient(t, h.Dial(t))
+	next := func() *Client {
+		if !h.Reconnect {
+			return c
+		}
+		c.Close()
+		c = NewClient(t, h.Dial(t))
+		return c
+	}
 	const caps = `{"elicitation":{}}`
 	c.Modern(`"e1"`, "tools/call", `"name":"ask","arguments":{"question":"Name?"}`, caps)
 	m, _ := c.Response(`"e1"`)
@@ -139,13 +150,13 @@ func modernElicitation(t *testing.T, h Harness) {
 		t.Errorf("the elicitation does not carry the question: %s", m.Raw)
 	}
 	// A retry without the answer gets the same question again.
-	c.Modern(`"e2"`, "tools/call", fmt.Sprintf(`"name":"ask","arguments":{"question":"Name?"},"requestState":%q`, ir.RequestState), caps)
+	next().Modern(`"e2"`, "tools/call", fmt.Sprintf(`"name":"ask","arguments":{"question":"Name?"},"requestState":%q`, ir.RequestState), caps)
 	m, _ = c.Response(`"e2"`)
 	key2, ir2 := inputRequired(t, m, "elicitation/create")
 	if key2 != key {
 		t.Errorf("the repeated question has key %s, want %s", key2, key)
 	}
-	c.Modern(`"e3"`, "tools/call", fmt.Sprintf(`"name":"ask","arguments":{"question":"Name?"},"inputResponses":{%q:{"action":"accept","content":{"answer":"Ada"}},"unknown":{}},"requestState":%q`, key, ir2.RequestState), caps)
+	next().Modern(`"e3"`, "tools/call", fmt.Sprintf(`"name":"ask","arguments":{"question":"Name?"},"inputResponses":{%q:{"action":"accept","content":{"answer":"Ada"}},"unknown":{}},"requestState":%q`, key, ir2.RequestState), caps)
 	resp, _ := c.Response(`"e3"`)
 	if Text(resp) != "answer: Ada" || resultType(resp) != "complete" {
 		t.Errorf("result %s, want the answer under the retry's id", resp.Raw)

@@ -1,0 +1,136 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// askTool asks the client for its roots (2025-era API) and reports them, or the
+// error the question ended with.
+func rootsServer(ended chan<- error) *server.MCPServer {
+	s := demo.Server("test")
+	s.AddTool(mcpgo.NewTool("roots"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		res, err := server.ServerFromContext(ctx).RequestRoots(ctx, mcpgo.ListRootsRequest{})
+		if ended != nil {
+			ended <- err
+		}
+		if err != nil {
+			return nil, err
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return mcpgo.NewToolResultText("roots: " + strings.Join(uris, " ")), nil
+	})
+	return s
+}
+
+func inputKey(t *testing.T, m e2etest.Msg) (key, state string) {
+	t.Helper()
+	var ir e2etest.InputRequired
+	if json.Unmarshal(m.Result, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 {
+		t.Fatalf("want input_required with one input request, got %s", m.Raw)
+	}
+	for k := range ir.InputRequests {
+		key = k
+	}
+	return key, ir.RequestState
+}
+
+// A 2026 client answers roots/list through a retry, from another principal's
+// session the state is refused as unknown, and a tool whose client never
+// retries is ended when maxWait has passed: the waiting handler is bounded in
+// time.
+func TestModernRootsRounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ended := make(chan error, 4)
+		core := mcp.New(rootsServer(ended), &mcp.Options{Engine: &resume.Options{MaxWait: time.Minute}})
+		dial := serveAs(t, core)
+		alice, eve := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "eve"})
+		const caps = `{"roots":{}}`
+
+		alice.Modern(`1`, "tools/call", `"name":"roots","arguments":{}`, caps)
+		m, _ := alice.Response(`1`)
+		key, state := inputKey(t, m)
+		eve.Modern(`2`, "tools/call", fmt.Sprintf(`"name":"roots","arguments":{},"inputResponses":{%q:{"roots":[]}},"requestState":%q`, key, state), caps)
+		if m, _ := eve.Response(`2`); m.Error == nil || m.Error.Reason != spec.ReasonInvalidState {
+			t.Fatalf("another principal's retry: %s, want %s", m.Raw, spec.ReasonInvalidState)
+		}
+		alice.Modern(`3`, "tools/call", fmt.Sprintf(`"name":"roots","arguments":{},"inputResponses":{%q:{"roots":[{"uri":"file:///a"},{"uri":"file:///b"}]}},"requestState":%q`, key, state), caps)
+		if m, _ := alice.Response(`3`); e2etest.Text(m) != "roots: file:///a file:///b" {
+			t.Fatalf("result %s", m.Raw)
+		}
+		if err := <-ended; err != nil {
+			t.Fatalf("the answered question ended with %v", err)
+		}
+
+		// Nobody retries: maxWait after the round, the tool's question ends.
+		alice.Modern(`4`, "tools/call", `"name":"roots","arguments":{}`, caps)
+		m, _ = alice.Response(`4`)
+		_, state = inputKey(t, m)
+		time.Sleep(59 * time.Second)
+		synctest.Wait()
+		select {
+		case err := <-ended:
+			t.Fatalf("the question ended before maxWait: %v", err)
+		default:
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if err := <-ended; err == nil {
+			t.Fatal("the question ended without an error after maxWait")
+		}
+		alice.Modern(`5`, "tools/call", fmt.Sprintf(`"name":"roots","arguments":{},"requestState":%q`, state), caps)
+		if m, _ := alice.Response(`5`); m.Error == nil || m.Error.Reason != spec.ReasonInvalidState {
+			t.Fatalf("a retry after maxWait: %s, want %s", m.Raw, spec.ReasonInvalidState)
+		}
+	})
+}
+
+// subscriptions/listen: the acknowledgement first, then only the list changes the
+// filter asked for, each tagged with the listen's id; notifications/cancelled
+// ends it. Without a listen, a 2026 client on the same connection gets none.
+func TestModernListen(t *testing.T) {
+	s := demo.Server("test")
+	server.WithToolCapabilities(true)(s)
+	core := mcp.New(s, nil)
+	dial := serveCore(t, core)
+	c := e2etest.NewClient(t, dial(t))
+	c.Modern(`"tools"`, spec.MethodSubscriptionsListen, `"notifications":{"toolsListChanged":true,"promptsListChanged":true}`, `{}`)
+	ack := c.Next()
+	if ack.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(string(ack.Params), `"`+spec.MetaSubscriptionID+`":"tools"`) {
+		t.Fatalf("first message %s, want the acknowledgement tagged with the listen's id", ack.Raw)
+	}
+	s.AddTool(mcpgo.NewTool("late"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) { return nil, nil })
+	n := c.Next()
+	if n.Method != "notifications/tools/list_changed" || !strings.Contains(string(n.Params), `"`+spec.MetaSubscriptionID+`":"tools"`) {
+		t.Fatalf("got %s, want a tagged tools/list_changed", n.Raw)
+	}
+	// The cancel is handled before the next message is read: once the echo is
+	// answered, the listen has ended, and a list change reaches nobody.
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"tools"}}`)
+	c.Modern(`"ok"`, "tools/call", `"name":"echo","arguments":{"text":"hi"}`, `{}`)
+	if resp, before := c.Response(`"ok"`); e2etest.Text(resp) != "hi" || len(before) > 0 {
+		t.Fatalf("echo: %s after %d messages", resp.Raw, len(before))
+	}
+	s.AddTool(mcpgo.NewTool("later"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) { return nil, nil })
+	c.Modern(`"ok2"`, "tools/call", `"name":"echo","arguments":{"text":"hi"}`, `{}`)
+	if _, before := c.Response(`"ok2"`); len(before) > 0 {
+		t.Fatalf("after the listen ended: %s", before[0].Raw)
+	}
+}
