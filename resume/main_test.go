@@ -50,13 +50,6 @@ func (s *testSink) Write(_ context.Context, m resume.Message) error {
 	return nil
 }
 
-// failAfter makes the sink fail once it holds n messages (n < 0: never).
-func (s *testSink) failAfter(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.limit = n
-}
-
 func (s *testSink) failures() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

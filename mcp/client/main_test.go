@@ -66,12 +66,6 @@ func (s *pipeServer) cutAll() {
 	}
 }
 
-func (s *pipeServer) dialCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dials
-}
-
 // netServer is a core with the demo tools behind the Streamable HTTP handler
 // (/mcp) and the WebSocket handler (/ws) on one loopback listener.
 type netServer struct {

@@ -7,7 +7,6 @@ package e2etest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -203,8 +202,6 @@ func Text(m Msg) string {
 	}
 	return r.Content[0].Text
 }
-
-var errNoStatus = errors.New("no status")
 
 // Status is a requests/getStatus result.
 type Status struct {

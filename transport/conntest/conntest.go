@@ -117,7 +117,7 @@ func writeAll(ctx context.Context, c transport.Conn, msgs [][]byte) <-chan error
 		for i, m := range msgs {
 			buf = append(buf[:0], m...)
 			if err := c.Write(ctx, buf); err != nil {
-				ch <- fmt.Errorf("Write of message %d: %w", i, err)
+				ch <- fmt.Errorf("write of message %d: %w", i, err)
 				return
 			}
 			clear(buf)

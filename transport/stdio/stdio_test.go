@@ -68,8 +68,8 @@ func readAll(t *testing.T, input string, limit int) []read {
 	return nil
 }
 
-// tooLarge stands for a *transport.TooLargeError in a want list.
-var tooLarge = errors.New("too large")
+// errTooLarge stands for a *transport.TooLargeError in a want list.
+var errTooLarge = errors.New("too large")
 
 func checkReads(t *testing.T, got []read, want []read, limit int) {
 	t.Helper()
@@ -89,7 +89,7 @@ func checkReads(t *testing.T, got []read, want []read, limit int) {
 	for i := range want {
 		g, w := got[i], want[i]
 		switch {
-		case errors.Is(w.err, tooLarge):
+		case errors.Is(w.err, errTooLarge):
 			var tl *transport.TooLargeError
 			if !errors.As(g.err, &tl) || tl.Limit != limit {
 				t.Errorf("read %d = %q, %v; want *transport.TooLargeError{Limit: %d}", i, short(g.msg), g.err, limit)
@@ -131,10 +131,10 @@ func TestReadLines(t *testing.T) {
 		{"surrounding blanks trimmed", "  {\"a\":1}\t \n", []read{{msg: `{"a":1}`}, eof}},
 		{"line at the limit", at + "\n", []read{{msg: at}, eof}},
 		{"line at the limit without newline", at, []read{{msg: at}, eof}},
-		{"line over the limit, then the next one", over + "\n{}\n", []read{{err: tooLarge}, {msg: "{}"}, eof}},
-		{"line over the limit, last", "{}\n" + over + "\n", []read{{msg: "{}"}, {err: tooLarge}, eof}},
-		{"two lines over the limit", over + "\n" + over + "\n" + at + "\n", []read{{err: tooLarge}, {err: tooLarge}, {msg: at}, eof}},
-		{"long line over the limit without newline", "{}\n" + over + over, []read{{msg: "{}"}, {err: tooLarge}, eof}},
+		{"line over the limit, then the next one", over + "\n{}\n", []read{{err: errTooLarge}, {msg: "{}"}, eof}},
+		{"line over the limit, last", "{}\n" + over + "\n", []read{{msg: "{}"}, {err: errTooLarge}, eof}},
+		{"two lines over the limit", over + "\n" + over + "\n" + at + "\n", []read{{err: errTooLarge}, {err: errTooLarge}, {msg: at}, eof}},
+		{"long line over the limit without newline", "{}\n" + over + over, []read{{msg: "{}"}, {err: errTooLarge}, eof}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,7 +150,7 @@ func TestReadLongLines(t *testing.T) {
 	at, over, huge := line(limit), line(limit+1), line(3*limit)
 	eof := read{err: io.EOF}
 	checkReads(t, readAll(t, at+"\n"+over+"\n"+huge+"\n{}\n"+at, limit),
-		[]read{{msg: at}, {err: tooLarge}, {err: tooLarge}, {msg: "{}"}, {msg: at}, eof}, limit)
+		[]read{{msg: at}, {err: errTooLarge}, {err: errTooLarge}, {msg: "{}"}, {msg: at}, eof}, limit)
 }
 
 // Without Options, the limit is transport.DefaultMaxMessageBytes.
@@ -180,7 +180,7 @@ func TestReadLastLine(t *testing.T) {
 	over := `{"a":"` + strings.Repeat("x", limit-7) + `"}` // limit+1 bytes
 	eof := read{err: io.EOF}
 	t.Run("last line over the limit without newline", func(t *testing.T) {
-		checkReads(t, readAll(t, "{}\n"+over, limit), []read{{msg: "{}"}, {err: tooLarge}, eof}, limit)
+		checkReads(t, readAll(t, "{}\n"+over, limit), []read{{msg: "{}"}, {err: errTooLarge}, eof}, limit)
 	})
 	t.Run("blank last line without newline", func(t *testing.T) {
 		checkReads(t, readAll(t, "{}\n  ", limit), []read{{msg: "{}"}, eof}, limit)
