@@ -254,8 +254,12 @@ type connStream struct {
 	notified atomic.Bool
 }
 
-// drainMax bounds the wait for a client to read notifications before a response.
-const drainMax = 20 * time.Millisecond
+// drainMax bounds the wait for a client to read notifications before a response:
+// long enough for a client on a loaded machine (20 ms lost the last progress
+// notification when the machine was busy with a build), short enough that a
+// client that does not read costs its response little more than it costs
+// itself.
+const drainMax = 100 * time.Millisecond
 
 func (s *connStream) Write(ctx context.Context, m Message) error {
 	if m.Kind != KindResponse {
