@@ -42,7 +42,7 @@ func TestFaultProxy(t *testing.T) {
 // faultCall makes one countdown call and drives it to its result through any
 // number of cuts, each attempt on a new connection.
 func faultCall(url string, n int, reconnects *int) error {
-	call := &faultproxy.Call{N: n, Steps: 10}
+	call := &faultproxy.Call{N: n, Steps: 20}
 	for attempt := 0; !call.Done(); attempt++ {
 		if attempt > 100 {
 			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, call.Progress())
