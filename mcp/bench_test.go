@@ -189,3 +189,65 @@ func BenchmarkMCPGoEra(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCoreEra is BenchmarkCoreToolsCallPaired for the two eras: one core
+// serves, over in-memory connections, a plain 2025-era client (initialized) and a
+// 2026-07-28 client (no initialize, an envelope in every call), one call of each
+// in turn. It reports each side's mean round trip and their ratio: what a 2026
+// call costs through the core, mcp-go's own share included (BenchmarkMCPGoEra).
+func BenchmarkCoreEra(b *testing.B) {
+	core := mcp.New(demo.Server("bench"), nil)
+	legacy := benchCoreConn(b, core, true)
+	modern := benchCoreConn(b, core, false)
+	var legacyT, modernT time.Duration
+	timed := func(call func(int), i int) time.Duration {
+		t := time.Now()
+		call(i)
+		return time.Since(t)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		if n%2 == 0 {
+			legacyT += timed(legacy, n)
+			modernT += timed(modern, n)
+		} else {
+			modernT += timed(modern, n)
+			legacyT += timed(legacy, n)
+		}
+	}
+	b.ReportMetric(float64(legacyT.Nanoseconds())/float64(n), "2025-ns/call")
+	b.ReportMetric(float64(modernT.Nanoseconds())/float64(n), "2026-ns/call")
+	b.ReportMetric(float64(modernT)/float64(legacyT), "2026/2025")
+}
+
+// benchCoreConn serves one benchConn with core and returns a function making
+// tools/call number i (echo) through it: a 2025-era call on an initialized
+// session (legacy), or a 2026-07-28 call with its envelope.
+func benchCoreConn(b *testing.B, core *mcp.Server, legacy bool) func(i int) {
+	conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = core.Serve(context.Background(), conn)
+	}()
+	b.Cleanup(func() {
+		close(conn.closed)
+		<-done
+		core.Close()
+	})
+	if legacy {
+		conn.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+		<-conn.resp
+		conn.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return func(i int) {
+			conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, i)
+			<-conn.resp
+		}
+	}
+	return func(i int) {
+		conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"hello"}}}`, i)
+		<-conn.resp
+	}
+}

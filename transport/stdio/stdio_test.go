@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,22 +269,36 @@ func TestCloseError(t *testing.T) {
 	}
 }
 
-// Drain waits until the reader of the pipe has taken what was written: at once on
-// an empty pipe, until its bound when nobody reads, and until the reader has read
-// everything otherwise.
+// Drain waits until the reader of the pipe or socket has taken what was written:
+// at once when nothing is unread, until its bound when nobody reads, and until the
+// reader has read everything otherwise. A child's stdout is a pipe from a shell,
+// and a Unix socket from Node (which the TypeScript SDK spawns servers with).
 func TestDrain(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("Drain sees the pipe's unread bytes on Linux only")
+		t.Skip("Drain sees the unread bytes on Linux only")
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Run("pipe", func(t *testing.T) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testDrain(t, r, w)
+	})
+	t.Run("socket", func(t *testing.T) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testDrain(t, os.NewFile(uintptr(fds[0]), "reader"), os.NewFile(uintptr(fds[1]), "writer"))
+	})
+}
+
+func testDrain(t *testing.T, r, w *os.File) {
 	defer r.Close()
 	c := stdio.New(strings.NewReader(""), w, nil)
 	defer c.Close()
 	ctx := t.Context()
-	c.Drain(ctx, time.Hour) // empty: returns at once
+	c.Drain(ctx, time.Hour) // nothing written: returns at once
 
 	if err := c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`)); err != nil {
 		t.Fatal(err)
