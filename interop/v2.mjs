@@ -59,7 +59,7 @@ async function main() {
     );
     check(textOf(cd) === 'countdown done: 4 of 4 steps', `countdown result ${j(cd)}`);
     check(progress.length === 4 && progress.every((p, i) => p.progress === i + 1),
-      `countdown progress: want 1..4 once each, got ${j(progress)}`);
+      `countdown progress: want 1..4 once each, got ${j(progress)}; client errors: ${j(errors)}`);
     log('countdown: 4 of 4 progress notifications');
 
     const ask = await client.callTool({ name: 'ask', arguments: { question: 'Your name?' } }, { timeout: 20000 });

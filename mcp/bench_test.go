@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -171,8 +172,9 @@ func benchCore(b *testing.B, caps string, opts *mcp.Options) func(i int) {
 // BenchmarkMCPGoEra measures mcp-go's own HandleMessage on the same echo call in
 // each era, with no layer of ours: a 2026-07-28 request carries its envelope in
 // params._meta, which mcp-go decodes twice (the era, then the call's params) and
-// answers with a decorated result. It is the part of a 2026 call's cost that the
-// core does not add (BenchmarkHTTPEra in transport/streamable measures the whole).
+// answers with a decorated result, encoded here as any transport must. It is the
+// part of a 2026 call's cost that the core does not add (BenchmarkCoreEra and
+// BenchmarkHTTPEra in transport/streamable measure the whole).
 func BenchmarkMCPGoEra(b *testing.B) {
 	srv := demo.Server("bench")
 	ctx := context.Background()
@@ -184,7 +186,9 @@ func BenchmarkMCPGoEra(b *testing.B) {
 			msg := []byte(era.msg)
 			b.ReportAllocs()
 			for b.Loop() {
-				srv.HandleMessage(ctx, msg)
+				if _, err := json.Marshal(srv.HandleMessage(ctx, msg)); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

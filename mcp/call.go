@@ -143,7 +143,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	s := cl.c.s
 	defer cl.cancel(nil)
 	ctx := s.srv.WithContext(cl.ctx, cl.sess)
-	if cl.modern != nil {
+	if cl.patch != nil { // server/discover: it lists the versions served
 		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
 	}
 	if cl.listen {

@@ -27,7 +27,7 @@ type modernReq struct {
 // object is left to mcp-go, which answers -32602.
 func parseModern(env spec.Envelope) *modernReq {
 	mr := &modernReq{version: env.Version, capsRaw: env.Capabilities}
-	if len(env.Capabilities) > 0 {
+	if len(env.Capabilities) > 2 { // "{}" declares nothing
 		_ = json.Unmarshal(env.Capabilities, &mr.caps)
 	}
 	return mr

@@ -103,6 +103,7 @@ type callSession struct {
 
 // ownSession is the session state of one 2026-era request.
 type ownSession struct {
+	id       string // SessionID's, once made
 	mu       sync.Mutex
 	level    mcp.LoggingLevel
 	info     mcp.Implementation
@@ -136,8 +137,13 @@ func (s *callSession) Initialized() bool { return s.own != nil || s.base.Initial
 // has no session, one of its own (mcp-go keys in-flight requests and
 // subscriptions by it).
 func (s *callSession) SessionID() string {
-	if s.own != nil {
-		return s.base.SessionID() + "/" + string(s.cl.id)
+	if o := s.own; o != nil {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.id == "" {
+			o.id = s.base.SessionID() + "/" + string(s.cl.id)
+		}
+		return o.id
 	}
 	return s.base.SessionID()
 }
