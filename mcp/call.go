@@ -36,9 +36,12 @@ type call struct {
 	// extension (ackMode): in its session's initialize, or in a 2026 request's
 	// own capabilities.
 	resumable, ackMode bool
-	listen             bool          // a 2026 subscriptions/listen: its notifications are tagged with its id
-	uri                string        // a resources/read's URI, for its not-found error's data
-	patch              func(any) any // edits the result before it is encoded; may be nil
+	listen             bool   // a 2026 subscriptions/listen: its notifications are tagged with its id
+	uri                string // a resources/read's URI, for its not-found error's data
+	// task: the call becomes a task, not a resumable request, when its policy
+	// makes it resumable (the Tasks extension; tasks.go).
+	task  bool
+	patch func(any) any // edits the result before it is encoded; may be nil
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req *resume.Request // set once the request is resumable
@@ -78,6 +81,17 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 	}
 	if m.Method == string(mcp.MethodResourcesRead) {
 		cl.uri = addressed(m.Method, m.Params)
+	}
+	if mr != nil && m.Method == string(mcp.MethodToolsCall) && c.s.tasks {
+		switch p := c.s.opts.policy(addressed(m.Method, m.Params)); {
+		case p.Task == NoTask:
+		case mr.tasks():
+			cl.task = true
+		case p.Task == TaskRequired:
+			cancel(errClientCancel)
+			c.replyError(st, m.ID, errNeedsTasks("this tool runs only as a task: declare the "+spec.ExtensionTasks+" extension in the request's capabilities"))
+			return
+		}
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -206,7 +220,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 // Policy to the call. A call to an unknown tool never becomes resumable.
 func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && (cs.cl.resumable || (cs.cl.modern == nil && cs.cl.c.replay)) {
+		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && (cs.cl.resumable || cs.cl.task || (cs.cl.modern == nil && cs.cl.c.replay)) {
 			ctx = cs.cl.apply(ctx, s.opts.policy(req.Params.Name))
 		}
 		return next(ctx, req)
@@ -267,7 +281,12 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		so.Payload = bytes.Clone(cl.raw)
 	}
 	var rd *round
-	if cl.modern != nil {
+	switch {
+	case cl.task:
+		// A task: answered with its CreateTaskResult, then detached; tasks/get
+		// reads its outbox.
+		so.Sink = nil
+	case cl.modern != nil:
 		// Every message of a 2026 request goes through its rounds (MRTR).
 		rd = &round{st: cl.st, id: cl.id, orig: cl.id}
 		so.Sink = rd
@@ -276,6 +295,11 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	if err != nil {
 		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil
+	}
+	if cl.task {
+		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: cl.taskResult(tok, time.Now())}); err != nil {
+			c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("writing a task's creation")
+		}
 	}
 	if rd != nil {
 		rs := requestState{ID: cl.id, Token: tok}
@@ -327,7 +351,7 @@ func (cl *call) request() *resume.Request {
 func (cl *call) connectionLost() {
 	cl.mu.Lock()
 	r := cl.req
-	keep := r != nil && (cl.modern == nil || cl.resumable || cl.round.answered())
+	keep := r != nil && (cl.modern == nil || cl.resumable || cl.task || cl.round.answered())
 	if !keep {
 		cl.lost = true
 	}

@@ -78,6 +78,8 @@ func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Enve
 		c.getStatus(m, st)
 	case spec.MethodResume:
 		c.resume(m, st, 0, true)
+	case spec.MethodTasksGet, spec.MethodTasksUpdate, spec.MethodTasksCancel:
+		c.taskRequest(m, st, parseModern(env))
 	default:
 		if state, ok := ourState(m.Params); ok && retryable(m.Method) {
 			c.retry(m, st, state)
@@ -106,6 +108,9 @@ func (s *Server) discover(result any) any {
 			ext[k] = v
 		}
 		ext[spec.ExtensionResumable] = s.caps
+		if s.opts.tasksOffered() {
+			ext[spec.ExtensionTasks] = struct{}{}
+		}
 		r.Capabilities.Extensions = ext
 	}
 	switch r := result.(type) {
@@ -211,10 +216,15 @@ func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string,
 	case hm != m.Method:
 		return mismatch("Mcp-Method " + hm + " does not match the body's method " + m.Method)
 	}
-	if !mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)) {
+	var name string
+	switch {
+	case spec.IsTaskMethod(m.Method):
+		name = spec.StringMember(m.Params, "taskId")
+	case mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)):
+		name = addressed(m.Method, m.Params)
+	default:
 		return nil
 	}
-	name := addressed(m.Method, m.Params)
 	switch hn, ok := mcp.DecodeHeaderValue(get(mcp.HeaderName)); {
 	case get(mcp.HeaderName) == "":
 		return mismatch("missing Mcp-Name header for " + m.Method)

@@ -24,7 +24,23 @@ type Policy struct {
 	// instead of failing with server_restarted; its client resumes it as usual.
 	// Only for tools that are safe to run twice.
 	Restartable bool
+	// Task: whether a call may be answered with a task (the Tasks extension of
+	// 2026-07-28). With AsTask or TaskRequired, a call from a client that
+	// declares the extension becomes a task when Mode makes it resumable
+	// (Always: at once; After: once it has run that long, answering normally
+	// if it ends sooner). TaskRequired also refuses the tool to clients that
+	// do not declare the extension (-32021).
+	Task TaskMode
 }
+
+// TaskMode says whether a tool's calls may become tasks.
+type TaskMode int
+
+const (
+	NoTask       TaskMode = iota // never a task (the default)
+	AsTask                       // a task for clients that declare the extension
+	TaskRequired                 // only as a task: other clients get -32021
+)
 
 func (o *Options) policy(tool string) Policy {
 	if p, ok := o.Tools[tool]; ok {

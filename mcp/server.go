@@ -92,6 +92,7 @@ type Server struct {
 	// (made on first use: a claim may come at any time).
 	restarted *connState
 	closed    atomic.Bool
+	tasks     bool // some tool may become a task (Options.tasksOffered)
 }
 
 // New returns a Server around srv. srv's tools, resources and prompts are served
@@ -140,6 +141,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		MinWait:    int64(eff.MinWait / time.Second),
 		Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck},
 	}
+	s.tasks = s.opts.tasksOffered()
 	if s.opts.MaxConcurrentPerPrincipal == 0 {
 		s.opts.MaxConcurrentPerPrincipal = DefaultMaxConcurrentPerPrincipal
 	}

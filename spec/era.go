@@ -149,3 +149,18 @@ func UnsupportedVersion(requested string) *Error {
 	e.Supported, e.Requested = Versions, requested
 	return e
 }
+
+// The Tasks extension of 2026-07-28 (io.modelcontextprotocol/tasks): a
+// tools/call may be answered with a task, which the client polls.
+const (
+	ExtensionTasks    = "io.modelcontextprotocol/tasks"
+	MethodTasksGet    = "tasks/get"
+	MethodTasksUpdate = "tasks/update"
+	MethodTasksCancel = "tasks/cancel"
+	ReasonUnknownTask = Reason("unknown_task")
+)
+
+// IsTaskMethod reports whether method is one of the Tasks extension's requests.
+func IsTaskMethod(method string) bool {
+	return method == MethodTasksGet || method == MethodTasksUpdate || method == MethodTasksCancel
+}

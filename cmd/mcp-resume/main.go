@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/conformance"
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/metrics"
@@ -189,6 +190,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tools, err := parsePolicies(f.policies)
 	if err != nil {
 		return fmt.Errorf("--policy: %w", err)
+	}
+	if f.conformance { // the fixture set's own policies, under any given with --policy
+		for name, p := range conformance.Policies() {
+			if _, set := tools[name]; !set {
+				tools[name] = p
+			}
+		}
 	}
 	for _, name := range splitList(f.restartable) {
 		p, ok := tools[name]

@@ -36,6 +36,7 @@ func Server(version string) *server.MCPServer {
 	addMRTR(s)
 	addHeaderTool(s)
 	addStatelessTools(s)
+	addTaskTools(s)
 	return s
 }
 

@@ -1,0 +1,237 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Tasks (the io.modelcontextprotocol/tasks extension of 2026-07-28). A task is a
+// request of the engine: durable and shared like any resumable request, bound to
+// its principal. Its id carries the request's id and resume token, so that a
+// lookup by task id is the engine's token check (hashed, constant-time,
+// principal-bound, rate-limited on failure). While a task runs it is detached:
+// its messages wait in its outbox; tasks/get reads what is there (the tool's
+// questions, its result) through a sink attached for the moment.
+
+// taskPollInterval is the polling interval tasks advertise.
+const taskPollInterval = time.Second
+
+// taskID is what a task id carries.
+type taskID struct {
+	ID      spec.ID `json:"i"`
+	Token   string  `json:"t"`
+	Created int64   `json:"c"` // unix milliseconds
+}
+
+const taskPrefix = "tk1."
+
+func (t *taskID) encode() string {
+	b, _ := json.Marshal(t)
+	return taskPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeTaskID(s string) (*taskID, bool) {
+	if !strings.HasPrefix(s, taskPrefix) {
+		return nil, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s[len(taskPrefix):])
+	if err != nil {
+		return nil, false
+	}
+	var t taskID
+	if json.Unmarshal(b, &t) != nil || spec.CheckToken(t.Token) != nil {
+		return nil, false
+	}
+	if _, err := spec.ParseID(t.ID); err != nil {
+		return nil, false
+	}
+	return &t, true
+}
+
+// tasks reports whether the request declared the Tasks extension.
+func (mr *modernReq) tasks() bool {
+	_, ok := mr.caps.Extensions[spec.ExtensionTasks]
+	return ok
+}
+
+// errNeedsTasks is the error for a request that needs the Tasks extension.
+func errNeedsTasks(msg string) *spec.Error {
+	e := spec.NewError(spec.CodeMissingCapability, spec.ReasonMissingCapability, msg)
+	e.RequiredCapabilities = json.RawMessage(`{"extensions":{"` + spec.ExtensionTasks + `":{}}}`)
+	return e
+}
+
+// tasksOffered reports whether any tool may become a task.
+func (o *Options) tasksOffered() bool {
+	if o.DefaultPolicy.Task != NoTask {
+		return true
+	}
+	for _, p := range o.Tools {
+		if p.Task != NoTask {
+			return true
+		}
+	}
+	return false
+}
+
+// taskResult is the CreateTaskResult the call answers with once it is a task.
+func (cl *call) taskResult(tok string, created time.Time) []byte {
+	id := taskID{ID: cl.id, Token: tok, Created: created.UnixMilli()}
+	ts := created.UTC().Format(time.RFC3339Nano)
+	b, _ := json.Marshal(map[string]any{
+		"resultType":     "task",
+		"taskId":         id.encode(),
+		"status":         "working",
+		"createdAt":      ts,
+		"lastUpdatedAt":  ts,
+		"ttlMs":          cl.c.s.eng.Options().MaxWait.Milliseconds(),
+		"pollIntervalMs": taskPollInterval.Milliseconds(),
+	})
+	return spec.EncodeResponse(cl.id, b)
+}
+
+// taskRequest answers tasks/get, tasks/update and tasks/cancel.
+func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
+	if !mr.tasks() {
+		c.replyError(st, m.ID, errNeedsTasks(m.Method+" needs the "+spec.ExtensionTasks+" extension in the request's capabilities"))
+		return
+	}
+	unknown := func() {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task"))
+	}
+	if c.rateLimited(st, m.ID) {
+		return
+	}
+	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
+	if !ok {
+		c.s.fail.fail(c.limitKey)
+		unknown()
+		return
+	}
+	ack := func() { c.reply(st, spec.EncodeResponse(m.ID, json.RawMessage(`{"resultType":"complete"}`))) }
+	r, err := c.lookup(tid.Token, tid.ID)
+	if err != nil {
+		switch {
+		case !errors.Is(err, resume.ErrCancelled):
+			unknown()
+		case m.Method == spec.MethodTasksGet:
+			c.reply(st, spec.EncodeResponse(m.ID, taskObject(tid, "cancelled", nil, c.s.eng.Options())))
+		default:
+			ack() // a cancel or an update of a cancelled task: nothing to do
+		}
+		return
+	}
+	switch m.Method {
+	case spec.MethodTasksCancel:
+		r.Cancel()
+		ack()
+	case spec.MethodTasksUpdate:
+		var p struct {
+			Responses map[string]json.RawMessage `json:"inputResponses"`
+		}
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
+			return
+		}
+		for key, res := range p.Responses {
+			c.s.inputResponse(c, key, res)
+		}
+		_ = r.Touch(0)
+		ack()
+	default:
+		c.reply(st, spec.EncodeResponse(m.ID, c.taskGet(r, tid)))
+	}
+}
+
+// taskGet reads the task's state: its outbox is attached, for the moment, to a
+// sink that keeps its questions and its response.
+func (c *connState) taskGet(r *resume.Request, tid *taskID) json.RawMessage {
+	var cap taskCapture
+	if err := r.Attach(&cap, 0); err == nil {
+		r.Detach(&cap)
+	} else if errors.Is(err, resume.ErrCancelled) {
+		return taskObject(tid, "cancelled", nil, c.s.eng.Options())
+	}
+	cap.mu.Lock()
+	defer cap.mu.Unlock()
+	if cap.response != nil {
+		var resp struct {
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(cap.response, &resp) == nil && resp.Error != nil {
+			return taskObject(tid, "failed", map[string]any{"error": resp.Error}, c.s.eng.Options())
+		}
+		return taskObject(tid, "completed", map[string]any{"result": resp.Result}, c.s.eng.Options())
+	}
+	if len(cap.inputs) > 0 {
+		return taskObject(tid, "input_required", map[string]any{"inputRequests": cap.inputs}, c.s.eng.Options())
+	}
+	return taskObject(tid, "working", nil, c.s.eng.Options())
+}
+
+// taskObject encodes a DetailedTask.
+func taskObject(tid *taskID, status string, extra map[string]any, o resume.Options) json.RawMessage {
+	created := time.UnixMilli(tid.Created).UTC()
+	t := map[string]any{
+		"resultType":     "complete",
+		"taskId":         tid.encode(),
+		"status":         status,
+		"createdAt":      created.Format(time.RFC3339Nano),
+		"lastUpdatedAt":  time.Now().UTC().Format(time.RFC3339Nano),
+		"pollIntervalMs": taskPollInterval.Milliseconds(),
+	}
+	// How long from its creation the task stays readable if nobody polls it
+	// again: its maxWait while it runs, its result's retention once it ended.
+	keep := o.MaxWait
+	if status != "working" && status != "input_required" {
+		keep = o.DeliveredRetention
+	}
+	t["ttlMs"] = time.Since(created).Milliseconds() + keep.Milliseconds()
+	for k, v := range extra {
+		t[k] = v
+	}
+	b, _ := json.Marshal(t)
+	return b
+}
+
+// taskCapture is the sink tasks/get attaches: it keeps the task's open questions
+// (as input requests) and its response.
+type taskCapture struct {
+	mu       sync.Mutex
+	inputs   map[string]json.RawMessage
+	response []byte
+}
+
+func (tc *taskCapture) Write(_ context.Context, m resume.Message) error {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	switch m.Kind {
+	case resume.KindResponse:
+		tc.response = bytes.Clone(m.Data)
+	case resume.KindRequest:
+		q, derr := spec.Decode(m.Data)
+		var key string
+		if derr != nil || json.Unmarshal(q.ID, &key) != nil {
+			return nil
+		}
+		in, _ := json.Marshal(struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params,omitempty"`
+		}{q.Method, q.Params})
+		if tc.inputs == nil {
+			tc.inputs = map[string]json.RawMessage{}
+		}
+		tc.inputs[key] = in
+	}
+	return nil
+}
