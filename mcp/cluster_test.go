@@ -71,7 +71,7 @@ func startCluster(t *testing.T, n int, lease time.Duration, tools map[string]mcp
 // goes to the other instance than the one before, so every resume, getStatus,
 // cancel and answer is served by an instance that does not own the request.
 func TestEndToEndCluster(t *testing.T) {
-	ins := startCluster(t, 2, 5*time.Second, nil)
+	ins := startCluster(t, 2, 5*time.Second, demo.Policies())
 	var next atomic.Int64
 	dial := func(t testing.TB) transport.Conn { return ins[next.Add(1)%2].dial(t) }
 	e2etest.Run(t, e2etest.Harness{Dial: dial, Reconnect: true})

@@ -49,6 +49,6 @@ func serveSessions(t testing.TB, core *mcp.Server) func(testing.TB, *mcp.Session
 }
 
 func TestEndToEndPipe(t *testing.T) {
-	core, dial := serve(t, nil)
+	core, dial := serve(t, &mcp.Options{Tools: demo.Policies()})
 	e2etest.Run(t, e2etest.Harness{Dial: dial, Reconnect: true, Calls: core.Calls})
 }

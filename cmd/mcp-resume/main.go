@@ -197,6 +197,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				tools[name] = p
 			}
 		}
+	} else { // which demo tools may become tasks; when, the policies say
+		for name, p := range demo.Policies() {
+			q, set := tools[name]
+			if !set {
+				q = def
+			}
+			q.Task = p.Task
+			tools[name] = q
+		}
 	}
 	for _, name := range splitList(f.restartable) {
 		p, ok := tools[name]

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 )
 
 // Server returns an mcp-go server with the demo tools.
@@ -132,4 +134,12 @@ func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, erro
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	return mcp.NewToolResultText(text), nil
+}
+
+// Policies are the resume policies the demo tools are served with: resumable from
+// the start (the default), and countdown, ask and summarize become tasks for
+// clients that declare the Tasks extension of 2026-07-28.
+func Policies() map[string]resumemcp.Policy {
+	task := resumemcp.Policy{Mode: resumemcp.Always, Task: resumemcp.AsTask}
+	return map[string]resumemcp.Policy{"countdown": task, "ask": task, "summarize": task}
 }

@@ -26,6 +26,7 @@ func runModern(t *testing.T, h Harness) {
 	t.Run("ResumableByDeclaration", func(t *testing.T) { modernResumable(t, h) })
 	t.Run("ClosedStreamCancels", func(t *testing.T) { modernClosedCancels(t, h) })
 	t.Run("BadInput", func(t *testing.T) { modernBadInput(t, h) })
+	t.Run("Tasks", func(t *testing.T) { modernTasks(t, h) })
 }
 
 // Envelope returns the params._meta of a 2026-07-28 request with the given client
@@ -272,5 +273,120 @@ func modernBadInput(t *testing.T, h Harness) {
 	c.Modern(`"ok"`, "tools/call", `"name":"echo","arguments":{"text":"hi"}`, `{}`)
 	if m, _ := c.Response(`"ok"`); Text(m) != "hi" {
 		t.Errorf("echo after bad input: %s", m.Raw)
+	}
+}
+
+// tasksExt declares the Tasks extension.
+var tasksExt = fmt.Sprintf(`{"elicitation":{},"extensions":{%q:{}}}`, spec.ExtensionTasks)
+
+// Task is a CreateTaskResult or a tasks/get result.
+type Task struct {
+	ResultType     string                     `json:"resultType"`
+	TaskID         string                     `json:"taskId"`
+	Status         string                     `json:"status"`
+	CreatedAt      string                     `json:"createdAt"`
+	TTLMs          *float64                   `json:"ttlMs"`
+	PollIntervalMs *float64                   `json:"pollIntervalMs"`
+	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+	Result         json.RawMessage            `json:"result"`
+	Error          json.RawMessage            `json:"error"`
+}
+
+func taskOf(t testing.TB, m Msg) Task {
+	t.Helper()
+	var tk Task
+	if m.Error != nil || json.Unmarshal(m.Result, &tk) != nil {
+		t.Fatalf("not a task: %s", m.Raw)
+	}
+	return tk
+}
+
+// taskGet polls tasks/get on a new connection each time the harness can
+// reconnect (on a cluster: the other instance), until cond holds.
+func taskGet(t *testing.T, h Harness, c *Client, id string, cond func(Task) bool) Task {
+	t.Helper()
+	var tk Task
+	i := 0
+	poll.Until(t, timeout, "tasks/get to reach the condition", func() bool {
+		i++
+		rid := fmt.Sprintf(`"g%d"`, i)
+		c.Modern(rid, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, id), tasksExt)
+		m, _ := c.Response(rid)
+		tk = taskOf(t, m)
+		return cond(tk)
+	})
+	return tk
+}
+
+// modernTasks: with the Tasks extension, the demo's countdown and ask become
+// tasks (their policy says so): a CreateTaskResult at once, then tasks/get on
+// any connection (any instance of a cluster) until the result, inlined; ask's
+// question shows as input_required and tasks/update answers it; tasks/cancel
+// ends one; unknown ids are -32602 and a request without the extension -32021.
+func modernTasks(t *testing.T, h Harness) {
+	c := NewClient(t, h.Dial(t))
+	c.Modern(`"d"`, spec.MethodServerDiscover, "", `{}`)
+	if d, _ := c.Response(`"d"`); !strings.Contains(string(d.Result), spec.ExtensionTasks) {
+		t.Skip("the server offers no tasks")
+	}
+	other := func() *Client {
+		if !h.Reconnect {
+			return c
+		}
+		return NewClient(t, h.Dial(t))
+	}
+
+	c.Modern(`"t1"`, "tools/call", `"name":"countdown","arguments":{"seconds":0.1,"steps":2}`, tasksExt)
+	m, _ := c.Response(`"t1"`)
+	created := taskOf(t, m)
+	if created.ResultType != "task" || created.Status != "working" || created.TaskID == "" || created.TTLMs == nil || created.PollIntervalMs == nil || created.CreatedAt == "" {
+		t.Fatalf("CreateTaskResult %s", m.Raw)
+	}
+	g := other()
+	done := taskGet(t, h, g, created.TaskID, func(tk Task) bool { return tk.Status != "working" })
+	if done.Status != "completed" || !strings.Contains(string(done.Result), "countdown done: 2 of 2 steps") {
+		t.Fatalf("finished task: %+v", done)
+	}
+
+	c.Modern(`"t2"`, "tools/call", `"name":"ask","arguments":{"question":"Name?"}`, tasksExt)
+	m, _ = c.Response(`"t2"`)
+	asked := taskOf(t, m)
+	tk := taskGet(t, h, other(), asked.TaskID, func(tk Task) bool { return tk.Status == "input_required" })
+	if len(tk.InputRequests) != 1 {
+		t.Fatalf("input_required task: %+v", tk)
+	}
+	var key string
+	for k := range tk.InputRequests {
+		key = k
+	}
+	u := other()
+	u.Modern(`"u"`, spec.MethodTasksUpdate, fmt.Sprintf(`"taskId":%q,"inputResponses":{%q:{"action":"accept","content":{"answer":"Ada"}}}`, asked.TaskID, key), tasksExt)
+	if m, _ := u.Response(`"u"`); resultType(m) != "complete" {
+		t.Fatalf("tasks/update: %s", m.Raw)
+	}
+	tk = taskGet(t, h, u, asked.TaskID, func(tk Task) bool { return tk.Status == "completed" })
+	if !strings.Contains(string(tk.Result), "answer: Ada") {
+		t.Fatalf("answered task: %+v", tk)
+	}
+
+	c.Modern(`"t3"`, "tools/call", `"name":"countdown","arguments":{"seconds":30,"steps":30}`, tasksExt)
+	m, _ = c.Response(`"t3"`)
+	long := taskOf(t, m)
+	x := other()
+	x.Modern(`"x"`, spec.MethodTasksCancel, fmt.Sprintf(`"taskId":%q`, long.TaskID), tasksExt)
+	if m, _ := x.Response(`"x"`); resultType(m) != "complete" {
+		t.Fatalf("tasks/cancel: %s", m.Raw)
+	}
+	if tk := taskGet(t, h, x, long.TaskID, func(Task) bool { return true }); tk.Status != "cancelled" {
+		t.Fatalf("cancelled task: %+v", tk)
+	}
+
+	c.Modern(`"n"`, spec.MethodTasksGet, `"taskId":"tk1.bm9wZQ"`, tasksExt)
+	if m, _ := c.Response(`"n"`); m.Error == nil || m.Error.Code != spec.CodeInvalidParams {
+		t.Errorf("unknown task: %s, want -32602", m.Raw)
+	}
+	c.Modern(`"w"`, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, created.TaskID), `{}`)
+	if m, _ := c.Response(`"w"`); m.Error == nil || m.Error.Code != spec.CodeMissingCapability {
+		t.Errorf("tasks/get without the extension: %s, want -32021", m.Raw)
 	}
 }

@@ -148,6 +148,11 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 		for k, hv := range mcpgo.StandardHeaders(v, mcpgo.MCPMethod(m.Method), m.Params) {
 			req.Header.Set(k, hv)
 		}
+		if spec.IsTaskMethod(m.Method) { // the Tasks extension routes by task id
+			if hv, ok := mcpgo.EncodeHeaderValue(spec.StringMember(m.Params, "taskId")); ok {
+				req.Header.Set(mcpgo.HeaderName, hv)
+			}
+		}
 	} else {
 		c.mu.Lock()
 		if c.session != "" {

@@ -45,7 +45,7 @@ func (s *server) dial(t testing.TB) *streamable.ClientConn {
 // The shared end-to-end suite, unchanged: a dropped connection is a ClientConn
 // closed without DELETE, and the client resumes from a new session.
 func TestEndToEndHTTP(t *testing.T) {
-	s := newServer(t, nil, nil)
+	s := newServer(t, &mcp.Options{Tools: demo.Policies()}, nil)
 	e2etest.Run(t, e2etest.Harness{
 		Dial:      func(t testing.TB) transport.Conn { return s.dial(t) },
 		Reconnect: true,

@@ -83,6 +83,6 @@ func TestConnContract(t *testing.T) {
 // The shared end-to-end suite, unchanged: a dropped connection is a closed
 // WebSocket, and the client resumes on a new one.
 func TestEndToEndWS(t *testing.T) {
-	s := newServer(t, nil, nil)
+	s := newServer(t, &mcp.Options{Tools: demo.Policies()}, nil)
 	e2etest.Run(t, e2etest.Harness{Dial: s.dial, Reconnect: true, Calls: s.core.Calls})
 }
