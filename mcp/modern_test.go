@@ -134,3 +134,63 @@ func TestModernListen(t *testing.T) {
 		t.Fatalf("after the listen ended: %s", before[0].Raw)
 	}
 }
+
+// Tasks are bound to their principal and to time: another principal's task id is
+// answered exactly as an unknown one, and a running task nobody polls ends after
+// maxWait (then it is unknown too); polling keeps it.
+func TestTaskPrincipalAndExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), Engine: &resume.Options{MaxWait: time.Minute}})
+		dial := serveAs(t, core)
+		alice, eve := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "eve"})
+		ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
+		alice.Modern(`1`, "tools/call", `"name":"countdown","arguments":{"seconds":600,"steps":2}`, ext)
+		m, _ := alice.Response(`1`)
+		var created struct{ TaskID string }
+		if err := json.Unmarshal(m.Result, &created); err != nil || created.TaskID == "" {
+			t.Fatalf("no task: %s", m.Raw)
+		}
+		get := func(c *e2etest.Client, id, taskID string) e2etest.Msg {
+			c.Modern(id, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, taskID), ext)
+			m, _ := c.Response(id)
+			return m
+		}
+		foreign, unknown := get(eve, `2`, created.TaskID), get(eve, `3`, "tk1.eyJpIjoxLCJ0IjoieCJ9")
+		if foreign.Error == nil || unknown.Error == nil || foreign.Error.Error() != unknown.Error.Error() {
+			t.Fatalf("another principal's task: %s; an unknown one: %s; want the same error", foreign.Raw, unknown.Raw)
+		}
+		// Polled every 50 s, it lives on past maxWait.
+		for i := range 3 {
+			time.Sleep(50 * time.Second)
+			if m := get(alice, fmt.Sprintf(`"p%d"`, i), created.TaskID); m.Error != nil || !strings.Contains(string(m.Result), `"working"`) {
+				t.Fatalf("polled task: %s", m.Raw)
+			}
+		}
+		// Left alone for maxWait, it ends.
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		if m := get(alice, `4`, created.TaskID); m.Error == nil || m.Error.Reason != spec.ReasonUnknownTask {
+			t.Fatalf("task after maxWait unpolled: %s, want unknown_task", m.Raw)
+		}
+	})
+}
+
+// FuzzTaskID: whatever a client puts in taskId, tasks/get answers -32602 (or
+// the task), never anything else, and the connection goes on.
+func FuzzTaskID(f *testing.F) {
+	for _, s := range []string{"", "tk1.", "tk1.eyJpIjoxLCJ0IjoieCJ9", "tk1.!!", "tk1.eyJpIjpudWxsfQ", "tk1.eyJpIjoiYSIsInQiOiJ4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHgiLCJjIjotMX0", "x"} {
+		f.Add(s)
+	}
+	core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TokenFailureBurst: -1})
+	dial := serveCore(f, core)
+	ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
+	f.Fuzz(func(t *testing.T, id string) {
+		c := e2etest.NewClient(t, dial(t))
+		b, _ := json.Marshal(id)
+		c.Modern(`"f"`, spec.MethodTasksGet, `"taskId":`+string(b), ext)
+		m, _ := c.Response(`"f"`)
+		if m.Error == nil || m.Error.Code != spec.CodeInvalidParams {
+			t.Fatalf("taskId %q: %s, want -32602", id, m.Raw)
+		}
+	})
+}
