@@ -40,8 +40,9 @@ type call struct {
 	uri                string // a resources/read's URI, for its not-found error's data
 	// task: the call becomes a task, not a resumable request, when its policy
 	// makes it resumable (the Tasks extension; tasks.go).
-	task  bool
-	patch func(any) any // edits the result before it is encoded; may be nil
+	task       bool
+	legacyTask bool          // ... asked for with params.task (2025-11-25): a task at once
+	patch      func(any) any // edits the result before it is encoded; may be nil
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req *resume.Request // set once the request is resumable
@@ -82,14 +83,21 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 	if m.Method == string(mcp.MethodResourcesRead) {
 		cl.uri = addressed(m.Method, m.Params)
 	}
-	if mr != nil && m.Method == string(mcp.MethodToolsCall) && c.s.tasks {
-		switch p := c.s.opts.policy(addressed(m.Method, m.Params)); {
+	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks {
+		p := c.s.opts.policy(addressed(m.Method, m.Params))
+		switch {
 		case p.Task == NoTask:
-		case mr.tasks():
+		case mr != nil && mr.tasks():
 			cl.task = true
-		case p.Task == TaskRequired:
+		case mr == nil && asksForTask(m.Params):
+			cl.task, cl.legacyTask = true, true // 2025-11-25: the client asked
+		case p.Task == TaskRequired && mr != nil:
 			cancel(errClientCancel)
 			c.replyError(st, m.ID, errNeedsTasks("this tool runs only as a task: declare the "+spec.ExtensionTasks+" extension in the request's capabilities"))
+			return
+		case p.Task == TaskRequired:
+			cancel(errClientCancel)
+			c.replyError(st, m.ID, spec.NewError(spec.CodeMethodNotFound, "", "this tool runs only as a task: call it with params.task"))
 			return
 		}
 	}
@@ -221,7 +229,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && (cs.cl.resumable || cs.cl.task || (cs.cl.modern == nil && cs.cl.c.replay)) {
-			ctx = cs.cl.apply(ctx, s.opts.policy(req.Params.Name))
+			p := s.opts.policy(req.Params.Name)
+			if cs.cl.legacyTask {
+				p.Mode = Always // the client asked for a task
+			}
+			ctx = cs.cl.apply(ctx, p)
 		}
 		return next(ctx, req)
 	}
@@ -297,7 +309,13 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		return nil
 	}
 	if cl.task {
-		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: cl.taskResult(tok, time.Now())}); err != nil {
+		data := cl.taskResult(tok, time.Now())
+		if cl.legacyTask {
+			tid := &taskID{ID: cl.id, Token: tok, Created: time.Now().UnixMilli()}
+			s.taskList.add(c.principal, tid)
+			data = cl.legacyTaskResult(tid)
+		}
+		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: data}); err != nil {
 			c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("writing a task's creation")
 		}
 	}

@@ -103,7 +103,7 @@ type connState struct {
 	// onStream (replay mode only) lists the requests attached to each open
 	// stream, so that a closing stream detaches its own requests without a scan
 	// of every request the session carried.
-	onStream map[Stream][]*resume.Request
+	onStream map[Stream][]tracked
 	retries  map[string]retried // 2026 rounds attached by retries here, by the retry's id text
 	sweepAt  int                // size of attached at which gone requests are swept out
 	closed   bool
@@ -117,6 +117,9 @@ type tracked struct {
 	r      *resume.Request
 	hidden bool
 	sink   resume.Sink // where it was attached
+	// task: a task read here (tasks/result); it belongs to its principal, not
+	// to this session, and is never cancelled with it.
+	task bool
 }
 
 // minSweep is the smallest size of a session's attached map at which requests that
@@ -131,7 +134,7 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		sweepAt: minSweep,
 	}
 	if replay {
-		c.onStream = make(map[Stream][]*resume.Request)
+		c.onStream = make(map[Stream][]tracked)
 	}
 	remote := ""
 	if opts != nil {
@@ -204,7 +207,7 @@ func (c *connState) shutdown(cancel bool) {
 	c.running, c.attached = nil, nil
 	c.mu.Unlock()
 	for _, t := range attached {
-		if cancel || t.hidden {
+		if (cancel && !t.task) || t.hidden {
 			t.r.Cancel()
 			continue
 		}
@@ -246,8 +249,8 @@ func (c *connState) streamClosed(st Stream) {
 	reqs := c.onStream[st]
 	delete(c.onStream, st)
 	c.mu.Unlock()
-	for _, r := range reqs {
-		r.Detach(sinkOf(st))
+	for _, t := range reqs {
+		t.r.Detach(t.sink)
 	}
 	for _, cl := range calls {
 		cl.connectionLost()

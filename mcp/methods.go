@@ -25,6 +25,12 @@ func (c *connState) adopt(r *resume.Request, st Stream, snk resume.Sink, ack uin
 // for its detach or cancel when the session (or st) ends, for cancellation by
 // id, and for stream reconnects.
 func (c *connState) track(r *resume.Request, hidden bool, st Stream, snk resume.Sink) {
+	c.trackAs(tracked{r: r, hidden: hidden, sink: snk}, st)
+}
+
+// trackAs is track for t, attached to st.
+func (c *connState) trackAs(t tracked, st Stream) {
+	r, hidden, snk := t.r, t.hidden, t.sink
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -38,9 +44,9 @@ func (c *connState) track(r *resume.Request, hidden bool, st Stream, snk resume.
 	if c.attached == nil {
 		c.attached = make(map[string]tracked)
 	}
-	c.attached[string(r.ID())] = tracked{r: r, hidden: hidden, sink: snk}
+	c.attached[string(r.ID())] = t
 	if c.onStream != nil {
-		c.onStream[st] = append(c.onStream[st], r)
+		c.onStream[st] = append(c.onStream[st], t)
 	}
 	// Requests that are gone leave the map in amortized sweeps, so a long-lived
 	// session does not keep every request it ever carried.

@@ -92,7 +92,8 @@ type Server struct {
 	// (made on first use: a claim may come at any time).
 	restarted *connState
 	closed    atomic.Bool
-	tasks     bool // some tool may become a task (Options.tasksOffered)
+	tasks     bool      // some tool may become a task (Options.tasksOffered)
+	taskList  taskIndex // the 2025-11-25 tasks created here, for tasks/list
 }
 
 // New returns a Server around srv. srv's tools, resources and prompts are served
@@ -322,6 +323,12 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 		c.getStatus(m, st)
 	case spec.MethodResume:
 		c.resume(m, st, 0, false)
+	case spec.MethodTasksGet, spec.MethodTasksCancel, methodTasksResult, methodTasksList:
+		if !c.s.tasks { // mcp-go's own tasks, if the server has any
+			c.startCall(m, raw, st, nil)
+			return
+		}
+		c.legacyTaskRequest(m, st)
 	default:
 		// server/discover and subscriptions/listen among them: mcp-go answers
 		// that they need a 2026-era request.
@@ -357,6 +364,13 @@ func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
 	var patch func(any) any
 	if c.resumable.Load() { // a plain client sees plain MCP
 		patch = c.s.advertise
+	}
+	if c.s.tasks {
+		if p := patch; p != nil {
+			patch = func(r any) any { return advertiseTasks(p(r)) }
+		} else {
+			patch = advertiseTasks
+		}
 	}
 	c.reply(st, encodeReply(m.ID, resp, patch, 0))
 }

@@ -1,0 +1,223 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Tasks in the form of 2025-11-25 (part of the core protocol then): the client
+// asks for a task with params.task on tools/call, the server's initialize
+// advertises capabilities.tasks, and tasks/result streams the task's questions
+// and blocks until its result, under its own id. The same engine requests as the
+// 2026 extension's tasks (tasks.go): principal-bound, durable, shared.
+
+// MethodTasksResult and MethodTasksList exist in the 2025-11-25 form only.
+const (
+	methodTasksResult = "tasks/result"
+	methodTasksList   = "tasks/list"
+)
+
+// taskIndex lists the tasks each principal created on this instance, for
+// tasks/list.
+type taskIndex struct {
+	mu  sync.Mutex
+	ids map[string][]*taskID // by principal
+}
+
+func (ti *taskIndex) add(principal string, t *taskID) {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	if ti.ids == nil {
+		ti.ids = map[string][]*taskID{}
+	}
+	ti.ids[principal] = append(ti.ids[principal], t)
+}
+
+// advertiseTasks adds the 2025-11-25 tasks capability to an initialize result.
+func advertiseTasks(result any) any {
+	add := func(r *mcp.InitializeResult) {
+		r.Capabilities.Tasks = &mcp.TasksCapability{List: &struct{}{}, Cancel: &struct{}{},
+			Requests: &mcp.TaskRequestsCapability{Tools: &struct {
+				Call *struct{} `json:"call,omitempty"`
+			}{Call: &struct{}{}}}}
+	}
+	switch r := result.(type) {
+	case mcp.InitializeResult:
+		add(&r)
+		return r
+	case *mcp.InitializeResult:
+		cp := *r
+		add(&cp)
+		return &cp
+	}
+	return result
+}
+
+// legacyTask returns the task object of the 2025-11-25 form.
+func legacyTask(tid *taskID, status string, o resume.Options) map[string]any {
+	created := time.UnixMilli(tid.Created).UTC()
+	keep := o.MaxWait
+	if status != "working" && status != "input_required" {
+		keep = o.DeliveredRetention
+	}
+	return map[string]any{
+		"taskId":        tid.encode(),
+		"status":        status,
+		"createdAt":     created.Format(time.RFC3339Nano),
+		"lastUpdatedAt": time.Now().UTC().Format(time.RFC3339Nano),
+		"ttl":           time.Since(created).Milliseconds() + keep.Milliseconds(),
+		"pollInterval":  taskPollInterval.Milliseconds(),
+	}
+}
+
+// legacyTaskResult is the CreateTaskResult of the 2025-11-25 form: the task,
+// nested.
+func (cl *call) legacyTaskResult(tid *taskID) []byte {
+	b, _ := json.Marshal(map[string]any{"task": legacyTask(tid, "working", cl.c.s.eng.Options())})
+	return spec.EncodeResponse(cl.id, b)
+}
+
+// legacyTaskRequest answers tasks/get, tasks/result, tasks/list and tasks/cancel
+// of a 2025-era session.
+func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
+	if m.Method == methodTasksList {
+		c.taskList(m, st)
+		return
+	}
+	unknown := func() {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task"))
+	}
+	if c.rateLimited(st, m.ID) {
+		return
+	}
+	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
+	if !ok {
+		c.s.fail.fail(c.limitKey)
+		unknown()
+		return
+	}
+	o := c.s.eng.Options()
+	reply := func(v any) {
+		b, _ := json.Marshal(v)
+		c.reply(st, spec.EncodeResponse(m.ID, b))
+	}
+	r, err := c.lookup(tid.Token, tid.ID)
+	if err != nil {
+		switch {
+		case !errors.Is(err, resume.ErrCancelled):
+			unknown()
+		case m.Method == spec.MethodTasksGet:
+			reply(legacyTask(tid, "cancelled", o))
+		default: // tasks/result or tasks/cancel of a cancelled task
+			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled"))
+		}
+		return
+	}
+	switch m.Method {
+	case spec.MethodTasksGet:
+		reply(legacyTask(tid, c.legacyStatus(r), o))
+	case spec.MethodTasksCancel:
+		if s := c.legacyStatus(r); s != "working" && s != "input_required" {
+			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "the task has ended ("+s+")"))
+			return
+		}
+		r.Cancel()
+		reply(legacyTask(tid, "cancelled", o))
+	default: // tasks/result: the task's questions, then its result, on st
+		rl := &relay{st: st, id: m.ID, orig: tid.ID}
+		c.s.wg.Go(func() {
+			if err := r.Attach(rl, 0); err != nil {
+				c.replyError(st, m.ID, wireError(err))
+				return
+			}
+			c.trackAs(tracked{r: r, sink: rl, task: true}, st)
+		})
+	}
+}
+
+// legacyStatus reads a task's status in the 2025-11-25 form, where a tool
+// result with isError makes it failed.
+func (c *connState) legacyStatus(r *resume.Request) string {
+	tid := &taskID{}
+	var obj struct {
+		Status string          `json:"status"`
+		Result json.RawMessage `json:"result"`
+	}
+	_ = json.Unmarshal(c.taskGet(r, tid), &obj)
+	if obj.Status == "completed" {
+		var res struct {
+			IsError bool `json:"isError"`
+		}
+		if json.Unmarshal(obj.Result, &res) == nil && res.IsError {
+			return "failed"
+		}
+	}
+	return obj.Status
+}
+
+// taskList answers tasks/list: the tasks the session's principal created on this
+// instance that are still known.
+func (c *connState) taskList(m *spec.Message, st Stream) {
+	ti := &c.s.taskList
+	ti.mu.Lock()
+	ids := append([]*taskID(nil), ti.ids[c.principal]...)
+	ti.mu.Unlock()
+	tasks := []map[string]any{}
+	var live []*taskID
+	o := c.s.eng.Options()
+	for _, tid := range ids {
+		r, err := c.s.eng.LookupAs(tid.Token, tid.ID, c.principal)
+		switch {
+		case err == nil:
+			tasks = append(tasks, legacyTask(tid, c.legacyStatus(r), o))
+			live = append(live, tid)
+		case errors.Is(err, resume.ErrCancelled):
+			tasks = append(tasks, legacyTask(tid, "cancelled", o))
+			live = append(live, tid)
+		}
+	}
+	ti.mu.Lock()
+	if len(ti.ids[c.principal]) == len(ids) { // nothing added meanwhile: forget the gone
+		ti.ids[c.principal] = live
+	}
+	ti.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"tasks": tasks})
+	c.reply(st, spec.EncodeResponse(m.ID, b))
+}
+
+// relay is the sink of a tasks/result: the task's messages reach the client's
+// stream as they are (its questions as requests to answer), and its response
+// goes under the tasks/result's id.
+type relay struct {
+	st       Stream
+	id, orig spec.ID
+}
+
+func (rl *relay) Write(ctx context.Context, m resume.Message) error {
+	data := m.Data
+	if m.Kind == resume.KindResponse {
+		data = spec.ReplaceResponseID(data, rl.orig, rl.id)
+	}
+	return rl.st.Write(ctx, Message{Kind: kindOf(m.Kind), Seq: m.Seq, Data: data})
+}
+
+// asksForTask reports whether tools/call params carry a task object (params.task).
+func asksForTask(params json.RawMessage) bool {
+	v, found, ok := spec.Member(params, "task")
+	if !ok {
+		var p struct {
+			Task json.RawMessage `json:"task"`
+		}
+		_ = json.Unmarshal(params, &p)
+		v, found = p.Task, len(p.Task) > 0
+	}
+	return found && len(v) > 0 && v[0] == '{'
+}
