@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -168,5 +171,52 @@ func TestGracefulShutdownKeepsRequests(t *testing.T) {
 	c.Resume(`"a"`, tokens[`"a"`])
 	if resp, _ := c.Response(`"a"`); resp.Error == nil || resp.Error.Reason != spec.ReasonServerRestarted {
 		t.Fatalf("the other call after SIGTERM and restart: %s, want reason %s", resp.Raw, spec.ReasonServerRestarted)
+	}
+}
+
+// TestTaskRestartSubprocess: tasks live in the store like any resumable request. A
+// server on --data-dir is killed (SIGKILL) with one task finished and one running;
+// a new server on the same directory serves the finished task's result on
+// tasks/get, and reports the running one failed with server_restarted.
+func TestTaskRestartSubprocess(t *testing.T) {
+	dir := t.TempDir()
+	args := "serve --stdio --data-dir " + dir
+	conn := spawn(t, args)
+	c := e2etest.NewClient(t, conn)
+	ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
+	taskID := func(m e2etest.Msg) string {
+		var r struct{ TaskID string }
+		if err := json.Unmarshal(m.Result, &r); err != nil || r.TaskID == "" {
+			t.Fatalf("not a task: %s", m.Raw)
+		}
+		return r.TaskID
+	}
+	c.Modern(`1`, "tools/call", `"name":"countdown","arguments":{"seconds":0.05,"steps":1}`, ext)
+	m, _ := c.Response(`1`)
+	done := taskID(m)
+	c.Modern(`2`, "tools/call", `"name":"countdown","arguments":{"seconds":600,"steps":1}`, ext)
+	m, _ = c.Response(`2`)
+	running := taskID(m)
+	status := func(c *e2etest.Client, id string) e2etest.Task {
+		c.Modern(`"g"`, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, id), ext)
+		m, _ := c.Response(`"g"`)
+		var tk e2etest.Task
+		if err := json.Unmarshal(m.Result, &tk); err != nil || m.Error != nil {
+			t.Fatalf("tasks/get: %s", m.Raw)
+		}
+		return tk
+	}
+	poll.Until(t, 10*time.Second, "the short task to finish", func() bool { return status(c, done).Status == "completed" })
+	if err := conn.(*procConn).cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+
+	c = e2etest.NewClient(t, spawn(t, args))
+	if tk := status(c, done); tk.Status != "completed" || !strings.Contains(string(tk.Result), "countdown done: 1 of 1 steps") {
+		t.Fatalf("the finished task after the restart: %+v", tk)
+	}
+	if tk := status(c, running); tk.Status != "failed" || !strings.Contains(string(tk.Error), string(spec.ReasonServerRestarted)) {
+		t.Fatalf("the running task after the restart: %+v", tk)
 	}
 }
