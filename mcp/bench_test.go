@@ -5,11 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -77,6 +83,7 @@ type benchConn struct {
 	in     chan []byte
 	resp   chan struct{}
 	closed chan struct{}
+	onResp func([]byte) // sees each response before resp is signalled; may be nil
 }
 
 func (c *benchConn) Read(ctx context.Context) ([]byte, error) {
@@ -90,6 +97,9 @@ func (c *benchConn) Read(ctx context.Context) ([]byte, error) {
 
 func (c *benchConn) Write(_ context.Context, msg []byte) error {
 	if bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","id":`)) {
+		if c.onResp != nil {
+			c.onResp(msg)
+		}
 		c.resp <- struct{}{}
 	}
 	return nil
@@ -254,4 +264,101 @@ func benchCoreConn(b *testing.B, core *mcp.Server, legacy bool) func(i int) {
 		conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"hello"}}}`, i)
 		<-conn.resp
 	}
+}
+
+// BenchmarkTasks measures the Tasks extension through the core over an in-memory
+// connection: creating a task (a tools/call answered with CreateTaskResult once
+// the engine holds the request; the tool itself returns at once) and tasks/get of
+// a finished task (its result read from its outbox), with the engine in memory
+// and on JetStream (an embedded, file-backed nats-server, --data-dir's store).
+// Each reports its median (p50-ns).
+func BenchmarkTasks(b *testing.B) {
+	for _, store := range []string{"memory", "jetstream"} {
+		b.Run("store="+store, func(b *testing.B) {
+			opts := &mcp.Options{Tools: map[string]mcp.Policy{"echo": {Mode: mcp.Always, Task: mcp.AsTask}}}
+			if store == "jetstream" {
+				opts.Store = benchJetStream(b)
+			}
+			core := mcp.New(demo.Server("bench"), opts)
+			conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
+			var last []byte
+			conn.onResp = func(msg []byte) { last = bytes.Clone(msg) }
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = core.Serve(context.Background(), conn)
+			}()
+			b.Cleanup(func() {
+				close(conn.closed)
+				<-done
+				core.Close()
+			})
+			const env = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+			call := func(msg string) []byte {
+				conn.in <- []byte(msg)
+				<-conn.resp
+				return last
+			}
+			b.Run("op=create", func(b *testing.B) {
+				var d []time.Duration
+				i := 0
+				for b.Loop() {
+					i++
+					t := time.Now()
+					call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},%s}}`, i, env))
+					d = append(d, time.Since(t))
+				}
+				reportP50(b, d)
+			})
+			// One finished task, read again and again.
+			created := call(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` + env + `}}`)
+			var r struct {
+				Result struct{ TaskID string } `json:"result"`
+			}
+			if err := json.Unmarshal(created, &r); err != nil || r.Result.TaskID == "" {
+				b.Fatalf("no task: %s", created)
+			}
+			get := fmt.Sprintf(`{"jsonrpc":"2.0","id":"g","method":"tasks/get","params":{"taskId":%q,%s}}`, r.Result.TaskID, env)
+			for !bytes.Contains(call(get), []byte(`"completed"`)) {
+				time.Sleep(time.Millisecond)
+			}
+			b.Run("op=get", func(b *testing.B) {
+				var d []time.Duration
+				for b.Loop() {
+					t := time.Now()
+					call(get)
+					d = append(d, time.Since(t))
+				}
+				reportP50(b, d)
+			})
+		})
+	}
+}
+
+func reportP50(b *testing.B, d []time.Duration) {
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
+}
+
+// benchJetStream starts an embedded, file-backed nats-server and returns a store on it.
+func benchJetStream(b *testing.B) resume.Store {
+	srv, err := embedded.Start(&embedded.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := jsstore.New(context.Background(), js, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st
 }
