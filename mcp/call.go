@@ -287,7 +287,9 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	if cl.done || cl.lost || cl.req != nil {
 		return nil
 	}
-	hidden := !cl.resumable
+	// A task is found by its task id, not by a token its client holds: no
+	// policy, no sequence numbers, whatever the client declared.
+	hidden := !cl.resumable || cl.task
 	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: sinkOf(cl.st), Principal: c.principal}
 	if restartable && !hidden {
 		so.Payload = bytes.Clone(cl.raw)

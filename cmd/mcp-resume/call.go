@@ -93,6 +93,8 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		tg      target
 		asJSON  bool
 		verbose bool
+		asTask  bool
+		detach  bool
 	)
 	stderr = syncWriter(stderr) // shared by the progress view and a --stdio child
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
@@ -101,6 +103,8 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tg.flags(fs)
 	fs.BoolVar(&asJSON, "json", false, "print the whole result as JSON")
 	fs.BoolVar(&verbose, "v", false, "print the request's id and resume token (for `mcp-resume status`) and each resume, on stderr")
+	fs.BoolVar(&asTask, "task", false, "run the call as a task of the server (it outlives this command; see `mcp-resume task`)")
+	fs.BoolVar(&detach, "detach", false, "with --task: print the task id alone on stdout and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,6 +133,9 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
+	if asTask || detach {
+		return callTask(ctx, c, tool, arguments, detach, asJSON, stdout, bar)
+	}
 	res, err := c.CallTool(ctx, tool, arguments, &client.CallOptions{
 		Progress: bar.progress,
 		Policy: func(p client.Policy) {
@@ -146,6 +153,12 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("call %s: %w", tool, err)
 	}
+	return printResult(stdout, res, asJSON, "call "+tool)
+}
+
+// printResult prints a tool's result: its text, or with asJSON the whole result.
+// A result with isError is an error (what names the command).
+func printResult(stdout io.Writer, res *mcpgo.CallToolResult, asJSON bool, what string) error {
 	if asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(stdout, string(b))
@@ -160,7 +173,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	if res.IsError {
-		return fmt.Errorf("call %s: the tool reported an error", tool)
+		return fmt.Errorf("%s: the tool reported an error", what)
 	}
 	return nil
 }

@@ -56,7 +56,9 @@ commands:
             default; --stdio for stdin/stdout)
   call      call a tool with automatic resume: mcp-resume call [--url URL |
             --ws URL | --stdio CMD] TOOL key=value ... (-h for the flags)
+            (--task: as a task of the server; --detach: print its id, exit)
   status    ask for a request's status by id and resume token
+  task      read the server's tasks: task get|result|cancel ID, task list
   version   print the version
 `
 
@@ -72,6 +74,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return call(args[1:], stdin, stdout, stderr)
 	case "status":
 		return status(args[1:], stdin, stdout, stderr)
+	case "task":
+		return task(args[1:], stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -218,5 +219,40 @@ func TestTaskRestartSubprocess(t *testing.T) {
 	}
 	if tk := status(c, running); tk.Status != "failed" || !strings.Contains(string(tk.Error), string(spec.ReasonServerRestarted)) {
 		t.Fatalf("the running task after the restart: %+v", tk)
+	}
+}
+
+// A task started with `call --task --detach` on `serve --data-dir` finishes, the
+// server is killed (SIGKILL) and started again on the same directory, and `task
+// result ID` prints the task's result; `task get` and `task list` see it too.
+func TestTaskCommandsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	args := "serve --http 127.0.0.1:0 --data-dir " + dir
+	first := spawnNet(t, args, 1)[0]
+	var out, errw bytes.Buffer
+	if err := run([]string{"call", "--url", first.URL, "--task", "--detach", "countdown", "seconds=0.05", "steps=2"}, nil, &out, &errw); err != nil {
+		t.Fatalf("call --task --detach: %v\n%s", err, errw.String())
+	}
+	id := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(id, "tk1.") || strings.Contains(id, "\n") {
+		t.Fatalf("call --task --detach printed %q, want the task id alone", out.String())
+	}
+	poll.Until(t, 10*time.Second, "the task to finish", func() bool {
+		out.Reset()
+		return run([]string{"task", "--url", first.URL, "get", id}, nil, &out, &errw) == nil && strings.Contains(out.String(), "completed")
+	})
+	first.Kill()
+
+	second := spawnNet(t, args, 1)[0]
+	out.Reset()
+	if err := run([]string{"task", "--url", second.URL, "result", id}, nil, &out, &errw); err != nil {
+		t.Fatalf("task result after the restart: %v\n%s", err, errw.String())
+	}
+	if out.String() != "countdown done: 2 of 2 steps\n" {
+		t.Fatalf("task result printed %q", out.String())
+	}
+	out.Reset()
+	if err := run([]string{"task", "--url", second.URL, "--json", "get", id}, nil, &out, &errw); err != nil || !strings.Contains(out.String(), `"status": "completed"`) {
+		t.Fatalf("task get after the restart: %v %q", err, out.String())
 	}
 }
