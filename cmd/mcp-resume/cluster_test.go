@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -170,5 +171,35 @@ func TestServeExitsOnLeaseLoss(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "lost the cluster lease") {
 		t.Fatalf("no log line about the lost lease in:\n%s", logs.String())
+	}
+}
+
+// Tasks across two server processes on one NATS: a task started on A with `call
+// --task --detach` is read on B (`task get`, `task result`), and after A is killed
+// (SIGKILL) B still serves its result.
+func TestClusterTasks(t *testing.T) {
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	args := func(name string) string {
+		return "serve --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --lease 2s"
+	}
+	a := spawnNet(t, args("a"), 1)[0]
+	b := spawnNet(t, args("b"), 1)[0]
+	var out, errw bytes.Buffer
+	if err := run([]string{"call", "--url", a.URL, "--task", "--detach", "countdown", "seconds=0.3", "steps=2"}, nil, &out, &errw); err != nil {
+		t.Fatalf("call --task --detach on A: %v\n%s", err, errw.String())
+	}
+	id := strings.TrimSpace(out.String())
+	out.Reset()
+	if err := run([]string{"task", "--url", b.URL, "result", id}, nil, &out, &errw); err != nil || out.String() != "countdown done: 2 of 2 steps\n" {
+		t.Fatalf("task result on B of a task on A: %v %q\n%s", err, out.String(), errw.String())
+	}
+	a.Kill()
+	out.Reset()
+	if err := run([]string{"task", "--url", b.URL, "result", id}, nil, &out, &errw); err != nil || out.String() != "countdown done: 2 of 2 steps\n" {
+		t.Fatalf("task result on B after A was killed: %v %q\n%s", err, out.String(), errw.String())
 	}
 }
