@@ -107,6 +107,7 @@ type connState struct {
 	retries  map[string]retried // 2026 rounds attached by retries here, by the retry's id text
 	sweepAt  int                // size of attached at which gone requests are swept out
 	closed   bool
+	pumpStop chan struct{} // closed to stop the session's pump; nil when none runs
 
 	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump, forwarded answers)
 }
@@ -164,12 +165,37 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	if err := s.srv.RegisterSession(ctx, c.sess); err != nil {
 		c.log.Warn().Err(err).Msg("registering the session with mcp-go")
 	}
+	if def != nil {
+		c.startPumpLocked()
+	}
+	return c
+}
+
+// startPumpLocked starts the goroutine that writes the session's own
+// notifications to its default stream, unless it runs. Only a session with a
+// default stream has one: a Streamable HTTP session costs no goroutine while it
+// has no GET stream open (a notification for it meanwhile waits in the
+// channel's buffer, or is dropped when that is full, as mcp-go drops them).
+// c.mu is held, or c is not shared yet.
+func (c *connState) startPumpLocked() {
+	if c.pumpStop != nil || c.closed {
+		return
+	}
+	stop := make(chan struct{})
+	c.pumpStop = stop
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.sess.pump(ctx)
+		c.sess.pump(c.ctx, stop)
 	}()
-	return c
+}
+
+// stopPumpLocked stops the pump, if one runs. c.mu is held.
+func (c *connState) stopPumpLocked() {
+	if c.pumpStop != nil {
+		close(c.pumpStop)
+		c.pumpStop = nil
+	}
 }
 
 // send writes a message the core produced (outside any outbox) to st. A failure

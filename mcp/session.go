@@ -73,13 +73,16 @@ func (s *connSession) SetClientCapabilities(c mcp.ClientCapabilities) {
 }
 func (s *connSession) SetProtocolVersion(v string) { s.mu.Lock(); s.protocol = v; s.mu.Unlock() }
 
-// pump writes the session's own notifications until ctx ends.
-func (s *connSession) pump(ctx context.Context) {
+// pump writes the session's own notifications (list changes) to its default
+// stream until ctx ends or stop is closed.
+func (s *connSession) pump(ctx context.Context, stop <-chan struct{}) {
 	for {
 		select {
 		case n := <-s.ch:
 			s.c.send(s.c.defaultStream(), KindNotification, encodeNotification(n, 0))
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		}
 	}

@@ -53,6 +53,11 @@ func (ss *Session) HandleResume(m *spec.Message, st Stream, after uint64) {
 func (ss *Session) SetDefaultStream(st Stream) {
 	ss.c.mu.Lock()
 	ss.c.def = st
+	if st != nil && !ss.c.stateless {
+		ss.c.startPumpLocked()
+	} else {
+		ss.c.stopPumpLocked()
+	}
 	ss.c.mu.Unlock()
 }
 
@@ -64,6 +69,7 @@ func (ss *Session) StreamClosed(st Stream) {
 	ss.c.mu.Lock()
 	if ss.c.def == st {
 		ss.c.def = nil
+		ss.c.stopPumpLocked()
 	}
 	ss.c.mu.Unlock()
 	ss.c.streamClosed(st)

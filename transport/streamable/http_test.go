@@ -1,12 +1,16 @@
 package streamable_test
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -51,4 +55,38 @@ func TestEndToEndHTTP(t *testing.T) {
 		Reconnect: true,
 		Calls:     s.core.Calls,
 	})
+}
+
+// A session with no open stream costs no goroutine: 40 clients initialize and go
+// away without DELETE (as a client cut off does), and the goroutines come back to
+// what they were, while the sessions live on until SessionIdle. A GET stream
+// brings the session's notification pump, which goes with the stream.
+func TestIdleSessionsCostNoGoroutine(t *testing.T) {
+	s := newServer(t, nil, nil)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	base := runtime.NumGoroutine()
+	settled := func(what string) { // back to base, once the idle connections are gone
+		tr.CloseIdleConnections()
+		poll.Until(t, 5*time.Second, what, func() bool { return runtime.NumGoroutine() <= base+2 })
+	}
+	for range 40 {
+		c := e2etest.NewClient(t, streamable.Dial(s.url, &streamable.ClientOptions{Client: hc}))
+		c.Initialize(`{}`)
+		c.Close()
+	}
+	if got := s.h.Sessions(); got != 40 {
+		t.Fatalf("%d sessions, want 40", got)
+	}
+	settled("no goroutine per idle session")
+	// A GET stream: the session's pump runs while it is open.
+	c := streamable.Dial(s.url, &streamable.ClientOptions{Client: hc})
+	ec := e2etest.NewClient(t, c)
+	ec.Initialize(`{}`)
+	if status, err := c.Get(""); status != http.StatusOK || err != nil {
+		t.Fatalf("GET: %d %v", status, err)
+	}
+	ec.Close()
+	settled("the pump to go with the GET stream")
 }
