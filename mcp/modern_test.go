@@ -194,3 +194,41 @@ func FuzzTaskID(f *testing.F) {
 		}
 	})
 }
+
+// The 2025-11-25 form: a tasks/result waiting on one connection keeps the task
+// while another connection reads its state with tasks/get: the question the
+// task asks reaches the waiting tasks/result, whose answer completes the task
+// under the tasks/result's id.
+func TestTaskResultWhileGet(t *testing.T) {
+	core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+	dial := serveCore(t, core)
+	a, b := e2etest.NewClient(t, dial(t)), e2etest.NewClient(t, dial(t))
+	a.Initialize(`{"elicitation":{}}`)
+	b.Initialize(`{}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?"},"task":{"ttl":60000}}}`)
+	m, _ := a.Response(`1`)
+	var created struct {
+		Task struct{ TaskID string } `json:"task"`
+	}
+	if err := json.Unmarshal(m.Result, &created); err != nil || created.Task.TaskID == "" {
+		t.Fatalf("CreateTaskResult: %s", m.Raw)
+	}
+	id := created.Task.TaskID
+	a.Send(`{"jsonrpc":"2.0","id":"r","method":"tasks/result","params":{"taskId":%q}}`, id)
+	q := a.Next()
+	if q.Method != "elicitation/create" {
+		t.Fatalf("tasks/result: %s, want the task's question", q.Raw)
+	}
+	b.Send(`{"jsonrpc":"2.0","id":"g","method":"tasks/get","params":{"taskId":%q}}`, id)
+	if g, _ := b.Response(`"g"`); !strings.Contains(string(g.Result), `"input_required"`) {
+		t.Fatalf("tasks/get meanwhile: %s", g.Raw)
+	}
+	a.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, q.ID)
+	if r, _ := a.Response(`"r"`); e2etest.Text(r) != "answer: Ada" {
+		t.Fatalf("tasks/result: %s", r.Raw)
+	}
+	b.Send(`{"jsonrpc":"2.0","id":"l","method":"tasks/list","params":{}}`)
+	if l, _ := b.Response(`"l"`); !strings.Contains(string(l.Result), id) {
+		t.Fatalf("tasks/list: %s", l.Raw)
+	}
+}

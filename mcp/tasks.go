@@ -152,14 +152,26 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	}
 }
 
-// taskGet reads the task's state: its outbox is attached, for the moment, to a
-// sink that keeps its questions and its response.
+// taskGet reads the task's state from what its outbox holds: its questions and
+// its response. A task another instance owns is read through a sink attached
+// for the moment (which takes the task over from a client attached to it then).
 func (c *connState) taskGet(r *resume.Request, tid *taskID) json.RawMessage {
 	var cap taskCapture
-	if err := r.Attach(&cap, 0); err == nil {
-		r.Detach(&cap)
-	} else if errors.Is(err, resume.ErrCancelled) {
+	_ = r.Touch(0) // a task someone polls lives on, as getStatus keeps a request
+	held, err := r.Peek()
+	switch {
+	case errors.Is(err, resume.ErrRemote):
+		if err := r.Attach(&cap, 0); err == nil {
+			r.Detach(&cap)
+		} else if errors.Is(err, resume.ErrCancelled) {
+			return taskObject(tid, "cancelled", nil, c.s.eng.Options())
+		}
+	case errors.Is(err, resume.ErrCancelled):
 		return taskObject(tid, "cancelled", nil, c.s.eng.Options())
+	default:
+		for _, m := range held {
+			_ = cap.Write(context.Background(), m)
+		}
 	}
 	cap.mu.Lock()
 	defer cap.mu.Unlock()

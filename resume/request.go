@@ -560,3 +560,32 @@ func (r *Request) detachLocked() {
 		r.scheduleLocked()
 	}
 }
+
+// Peek returns the messages the request holds that a client must still get,
+// server-to-client requests and the final response (KindRequest, KindResponse),
+// without attaching anything or changing any state: a read of a task's state
+// (tasks/get) while a client may be attached to it elsewhere. A request another
+// instance owns is not read here: ErrRemote.
+func (r *Request) Peek() ([]Message, error) {
+	if r.remote != nil {
+		return nil, ErrRemote
+	}
+	if r.gone.Load() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return nil, r.endedErrLocked()
+	}
+	var out []Message
+	for m, err := range r.replay(0) {
+		if err != nil {
+			return nil, err
+		}
+		if m.Kind.retained() {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// ErrRemote: the request is owned by another instance of the cluster (Peek).
+var ErrRemote = errors.New("resume: the request is owned by another instance")
