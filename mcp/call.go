@@ -290,7 +290,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	// A task is found by its task id, not by a token its client holds: no
 	// policy, no sequence numbers, whatever the client declared.
 	hidden := !cl.resumable || cl.task
-	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: sinkOf(cl.st), Principal: c.principal}
+	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: sinkOf(cl.st), Principal: c.principal, Task: cl.task}
 	if restartable && !hidden {
 		so.Payload = bytes.Clone(cl.raw)
 	}

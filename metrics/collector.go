@@ -15,8 +15,8 @@ import (
 type Collector struct {
 	eng *resume.Engine
 
-	requests, attached, detached, queued, tombstones *prometheus.Desc
-	resumes, expired, tokenFailures, unreadable      *prometheus.Desc
+	requests, tasks, attached, detached, queued, tombstones *prometheus.Desc
+	resumes, expired, tokenFailures, unreadable             *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -29,6 +29,7 @@ func NewCollector(eng *resume.Engine) *Collector {
 	return &Collector{
 		eng:           eng,
 		requests:      d("requests", "Live resumable requests, by state.", "state"),
+		tasks:         d("tasks", "Live tasks (among the requests), by state.", "state"),
 		attached:      d("requests_attached", "Live resumable requests whose messages go to a client's stream now."),
 		detached:      d("requests_detached", "Live resumable requests with no client (their maxWait or retention clock runs)."),
 		queued:        d("queued_bytes", "Size of the queued messages of every live request."),
@@ -42,7 +43,7 @@ func NewCollector(eng *resume.Engine) *Collector {
 
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.requests, c.attached, c.detached, c.queued, c.tombstones, c.resumes, c.expired, c.tokenFailures, c.unreadable} {
+	for _, d := range []*prometheus.Desc{c.requests, c.tasks, c.attached, c.detached, c.queued, c.tombstones, c.resumes, c.expired, c.tokenFailures, c.unreadable} {
 		ch <- d
 	}
 }
@@ -59,6 +60,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.requests, st.Processing, "processing")
 	gauge(c.requests, st.Completed, "completed")
 	gauge(c.requests, st.Failed, "failed")
+	gauge(c.tasks, st.TasksProcessing, "processing")
+	gauge(c.tasks, st.TasksCompleted, "completed")
+	gauge(c.tasks, st.TasksFailed, "failed")
 	gauge(c.attached, st.Attached)
 	gauge(c.detached, st.Detached)
 	gauge(c.queued, st.QueuedBytes)

@@ -140,3 +140,28 @@ func TestMetricsMoveWithSuite(t *testing.T) {
 		t.Errorf("tombstones after the suite: %v; want some (cancelled and expired requests)", after["mcp_resume_tombstones"])
 	}
 }
+
+// Tasks are counted apart, by state, among the requests.
+func TestCollectorTasks(t *testing.T) {
+	e := resume.New(memstore.New(), nil)
+	defer e.Close()
+	h := metrics.Handler(e)
+	if _, _, err := e.Start([]byte(`1`), nil); err != nil {
+		t.Fatal(err)
+	}
+	task, _, err := e.Start([]byte(`2`), &resume.StartOptions{Task: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scrape(t, h)
+	if m[`mcp_resume_requests{state="processing"}`] != 2 || m[`mcp_resume_tasks{state="processing"}`] != 1 {
+		t.Fatalf("a request and a task: %v", m)
+	}
+	if _, err := task.Complete(false, func(uint64) []byte { return []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`) }); err != nil {
+		t.Fatal(err)
+	}
+	m = scrape(t, h)
+	if m[`mcp_resume_tasks{state="processing"}`] != 0 || m[`mcp_resume_tasks{state="completed"}`] != 1 {
+		t.Fatalf("the task completed: %v", m)
+	}
+}

@@ -245,6 +245,9 @@ type StartOptions struct {
 	// the request. It is stored in the request's Record, so a request recovered
 	// after a restart keeps it.
 	Principal string
+	// Task marks the request as a task (the Tasks extension, or the 2025-11-25
+	// form): counted apart in Stats.
+	Task bool
 }
 
 // Start registers a new resumable request with JSON-RPC id id. It returns the
@@ -254,7 +257,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		so = &StartOptions{}
 	}
 	tok, h := newToken()
-	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode, payload: so.Payload}
+	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode, payload: so.Payload, task: so.Task}
 	base := context.Background()
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)

@@ -27,6 +27,9 @@ type Request struct {
 	payload []byte
 	// epoch is the request's Record.Epoch: its run since its last recovery.
 	epoch uint32
+	// task: started as a task (StartOptions.Task), for Stats. Not stored: a
+	// recovered task counts as a request.
+	task bool
 	// remote is set on a proxy: a request another instance owns (remote.go).
 	remote *remote
 

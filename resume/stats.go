@@ -5,6 +5,8 @@ package resume
 type Stats struct {
 	// Live requests by state (ended requests leave the engine at once).
 	Processing, Completed, Failed int
+	// The tasks among them (StartOptions.Task), by state.
+	TasksProcessing, TasksCompleted, TasksFailed int
 	// Attached and Detached split the live requests by whether a client's stream
 	// receives their messages now.
 	Attached, Detached int
@@ -49,10 +51,19 @@ func (e *Engine) Stats() Stats {
 		switch r.state {
 		case StateProcessing:
 			st.Processing++
+			if r.task {
+				st.TasksProcessing++
+			}
 		case StateCompleted:
 			st.Completed++
+			if r.task {
+				st.TasksCompleted++
+			}
 		case StateFailed:
 			st.Failed++
+			if r.task {
+				st.TasksFailed++
+			}
 		}
 		if r.att != nil {
 			st.Attached++
