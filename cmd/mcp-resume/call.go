@@ -102,8 +102,8 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, callUsage); fs.PrintDefaults() }
 	tg.flags(fs)
 	fs.BoolVar(&asJSON, "json", false, "print the whole result as JSON")
-	fs.BoolVar(&verbose, "v", false, "print the request's id and resume token (for `mcp-resume status`) and each resume, on stderr")
-	fs.BoolVar(&asTask, "task", false, "run the call as a task of the server (it outlives this command; see `mcp-resume task`)")
+	fs.BoolVar(&verbose, "v", false, "print the request's id and resume token (for mcp-resume status) and each resume, on stderr")
+	fs.BoolVar(&asTask, "task", false, "run the call as a task of the server (it outlives this command; see mcp-resume task)")
 	fs.BoolVar(&detach, "detach", false, "with --task: print the task id alone on stdout and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
