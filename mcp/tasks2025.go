@@ -26,11 +26,14 @@ const (
 )
 
 // taskIndex lists the tasks each principal created on this instance, for
-// tasks/list.
+// tasks/list: the newest maxListed of each (older ones stay readable by id).
 type taskIndex struct {
 	mu  sync.Mutex
-	ids map[string][]*taskID // by principal
+	ids map[string][]*taskID // by principal, oldest first
 }
+
+// maxListed bounds the tasks tasks/list remembers per principal.
+const maxListed = 1000
 
 func (ti *taskIndex) add(principal string, t *taskID) {
 	ti.mu.Lock()
@@ -38,7 +41,11 @@ func (ti *taskIndex) add(principal string, t *taskID) {
 	if ti.ids == nil {
 		ti.ids = map[string][]*taskID{}
 	}
-	ti.ids[principal] = append(ti.ids[principal], t)
+	ids := append(ti.ids[principal], t)
+	if len(ids) > maxListed {
+		ids = append([]*taskID(nil), ids[len(ids)-maxListed:]...)
+	}
+	ti.ids[principal] = ids
 }
 
 // advertiseTasks adds the 2025-11-25 tasks capability to an initialize result.
