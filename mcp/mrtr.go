@@ -147,6 +147,13 @@ func (c *connState) retry(m *spec.Message, st Stream, state string) {
 	if c.retries == nil {
 		c.retries = make(map[string]retried)
 	}
+	if len(c.retries) >= minSweep { // a long-lived connection: forget answered rounds
+		for k, rt := range c.retries {
+			if rt.rd.answered() || rt.r.Gone() {
+				delete(c.retries, k)
+			}
+		}
+	}
 	c.retries[string(m.ID)] = retried{r: r, rd: rd}
 	c.mu.Unlock()
 	// The replay may be long, and waits for another instance when the request
