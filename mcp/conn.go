@@ -152,11 +152,11 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	if c.stateless {
 		// One request: mcp-go keys it by this id (and the request's id), and its
 		// logs name the request, not a session.
-		c.sess = newConnSession(c, "r"+strconv.FormatUint(s.nextSession.Add(1), 36), false)
+		c.sess = newConnSession(c, "r"+strconv.FormatUint(s.nextSession.Add(1), 36))
 		c.log = s.log
 		return c
 	}
-	c.sess = newConnSession(c, uuid.NewString(), true)
+	c.sess = newConnSession(c, uuid.NewString())
 	lc := s.log.With().Str("session", c.sess.id)
 	if c.principal != "" {
 		lc = lc.Str("principal", c.principal)

@@ -18,7 +18,12 @@ type connSession struct {
 	c           *connState
 	id          string
 	initialized atomic.Bool
-	ch          chan mcp.JSONRPCNotification
+	// ch takes the session's own notifications (list changes) while its pump
+	// runs; nil until the session first has a default stream: mcp-go's sends
+	// are non-blocking, so a notification for a session with nowhere to go is
+	// dropped, as it would be by the pump (an idle session does not hold a
+	// 64-slot channel, about 6 KB).
+	ch atomic.Pointer[chan mcp.JSONRPCNotification]
 
 	mu       sync.Mutex // guards the fields below
 	level    mcp.LoggingLevel
@@ -27,15 +32,21 @@ type connSession struct {
 	protocol string
 }
 
-// newConnSession returns the session of c. Without notify it has no channel:
-// the session of a stateless request (its calls have their own), which mcp-go
-// never sees.
-func newConnSession(c *connState, id string, notify bool) *connSession {
-	s := &connSession{c: c, id: id, level: mcp.LoggingLevelInfo}
-	if notify {
-		s.ch = make(chan mcp.JSONRPCNotification, 64)
+// newConnSession returns the session of c.
+func newConnSession(c *connState, id string) *connSession {
+	return &connSession{c: c, id: id, level: mcp.LoggingLevelInfo}
+}
+
+// channel returns the session's notification channel, made on first use.
+func (s *connSession) channel() chan mcp.JSONRPCNotification {
+	if ch := s.ch.Load(); ch != nil {
+		return *ch
 	}
-	return s
+	ch := make(chan mcp.JSONRPCNotification, 64)
+	if s.ch.CompareAndSwap(nil, &ch) {
+		return ch
+	}
+	return *s.ch.Load()
 }
 
 var (
@@ -44,10 +55,18 @@ var (
 	_ server.SessionWithClientInfo = (*connSession)(nil)
 )
 
-func (s *connSession) Initialize()                                         { s.initialized.Store(true) }
-func (s *connSession) Initialized() bool                                   { return s.initialized.Load() }
-func (s *connSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.ch }
-func (s *connSession) SessionID() string                                   { return s.id }
+func (s *connSession) Initialize()       { s.initialized.Store(true) }
+func (s *connSession) Initialized() bool { return s.initialized.Load() }
+
+// NotificationChannel is nil (sends are dropped) until the session's pump first
+// runs.
+func (s *connSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	if ch := s.ch.Load(); ch != nil {
+		return *ch
+	}
+	return nil
+}
+func (s *connSession) SessionID() string { return s.id }
 
 func (s *connSession) SetLogLevel(l mcp.LoggingLevel) { s.mu.Lock(); s.level = l; s.mu.Unlock() }
 func (s *connSession) GetLogLevel() mcp.LoggingLevel {
@@ -76,9 +95,10 @@ func (s *connSession) SetProtocolVersion(v string) { s.mu.Lock(); s.protocol = v
 // pump writes the session's own notifications (list changes) to its default
 // stream until ctx ends or stop is closed.
 func (s *connSession) pump(ctx context.Context, stop <-chan struct{}) {
+	ch := s.channel()
 	for {
 		select {
-		case n := <-s.ch:
+		case n := <-ch:
 			s.c.send(s.c.defaultStream(), KindNotification, encodeNotification(n, 0))
 		case <-ctx.Done():
 			return

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -643,4 +644,56 @@ func (c *benchClient) decode(b *testing.B, data []byte) *benchMsg {
 		b.Fatalf("a message from the server: %v: %s", err, data)
 	}
 	return m
+}
+
+// BenchmarkIdleSession measures what an idle Streamable HTTP session holds: b.N
+// clients initialize and go away without DELETE (as a client cut off does), and
+// the live heap and goroutines grow by bytes/session and goroutines/session
+// while their sessions wait for SessionIdle.
+func BenchmarkIdleSession(b *testing.B) {
+	core := mcp.New(mcpgoToolServer(), nil)
+	h := streamable.NewHandler(core, nil)
+	srv := httptest.NewServer(h)
+	defer func() {
+		h.Close()
+		srv.Close()
+		core.Close()
+	}()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+	open := func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.Header.Get("Mcp-Session-Id") == "" {
+			b.Fatal("no session")
+		}
+	}
+	open() // warm up: the connection, the first session's allocations
+	heap := func() (uint64, int) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc, runtime.NumGoroutine()
+	}
+	h0, g0 := heap()
+	n := 0
+	for b.Loop() {
+		open()
+		n++
+	}
+	h1, g1 := heap()
+	b.ReportMetric(float64(int64(h1)-int64(h0))/float64(n), "bytes/session")
+	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/session")
+	if got := h.Sessions(); got != n+1 {
+		b.Fatalf("%d sessions, want %d", got, n+1)
+	}
 }
