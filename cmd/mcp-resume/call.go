@@ -71,8 +71,9 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 		url = "http://127.0.0.1:8080/mcp"
 	}
 	_, hc := clientKey()
+	keep := &streamable.KeptSession{} // one session on the server, however often we reconnect
 	return func(context.Context) (transport.Conn, error) {
-		return streamable.Dial(url, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return streamable.Dial(url, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil
 	}, nil
 }
 

@@ -70,6 +70,7 @@ func (s *pipeServer) cutAll() {
 // (/mcp) and the WebSocket handler (/ws) on one loopback listener.
 type netServer struct {
 	core *mcp.Server
+	h    *streamable.Handler
 	srv  *httptest.Server
 }
 
@@ -87,7 +88,7 @@ func newNetServer(t testing.TB, opts *mcp.Options) *netServer {
 		srv.Close()
 		core.Close()
 	})
-	return &netServer{core: core, srv: srv}
+	return &netServer{core: core, h: h, srv: srv}
 }
 
 func (s *netServer) addr() string { return strings.TrimPrefix(s.srv.URL, "http://") }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,8 @@ type ClientConn struct {
 	closing   bool       // Close began: no new stream readers
 	session   string
 	protocol  string
+	keep      *KeptSession
+	keptInit  bool // the client's initialize was answered from keep: its initialized notification is not sent
 	readers   sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -56,6 +59,15 @@ type ClientOptions struct {
 	// Protocol is sent as MCP-Protocol-Version after initialize. Default
 	// 2025-06-18.
 	Protocol string
+	// Keep, when set, keeps the session across ClientConns that share it (the
+	// connections of one client, one after the other): a ClientConn whose Keep
+	// holds a session answers the client's initialize itself, with the result
+	// the server gave when the session was opened, and uses that session; when
+	// the server no longer knows it (404 unknown_session), the ClientConn opens a
+	// new one with the client's initialize and sends the request again. So a
+	// client that reconnects holds one session on the server, not one per
+	// connection.
+	Keep *KeptSession
 	// FailOnStreamLoss makes a request's event stream that ends before the
 	// request's response (a cut connection, a server that went away) the end of
 	// the ClientConn: every open stream is dropped and Read returns ErrStreamLost
@@ -63,6 +75,24 @@ type ClientOptions struct {
 	// requests on a new connection (requests/resume) wants this; without it a lost
 	// stream goes unnoticed and its request's answer never comes.
 	FailOnStreamLoss bool
+}
+
+// KeptSession is a session shared by the ClientConns of one client
+// (ClientOptions.Keep). Its zero value holds none. It is safe for concurrent use.
+type KeptSession struct {
+	reopen   sync.Mutex // one ClientConn at a time opens a new session
+	mu       sync.Mutex
+	id       string
+	protocol string
+	init     []byte // the client's initialize request
+	result   []byte // the server's answer to it
+}
+
+// ID returns the session kept, or "".
+func (k *KeptSession) ID() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.id
 }
 
 // ErrStreamLost is returned by Read of a ClientConn with FailOnStreamLoss after a
@@ -83,7 +113,7 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 		o.Protocol = "2025-06-18"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan []byte, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss}
+	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan []byte, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss, keep: o.Keep}
 }
 
 // SessionID returns the session id the server issued, or "".
@@ -134,6 +164,57 @@ func (c *ClientConn) lose() {
 
 // Write sends one message in its own POST.
 func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
+	if c.keep != nil {
+		if done, err := c.fromKept(msg); done {
+			return err
+		}
+	}
+	return c.post(ctx, msg, true)
+}
+
+// fromKept answers the client's initialize from the kept session, and drops the
+// initialized notification that follows; it reports whether msg was handled.
+func (c *ClientConn) fromKept(msg []byte) (bool, error) {
+	m, derr := spec.Decode(msg)
+	if derr != nil {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case m.Kind == spec.KindNotification && m.Method == "notifications/initialized" && c.keptInit:
+		c.keptInit = false
+		return true, nil
+	case m.Kind != spec.KindRequest || m.Method != spec.MethodInitialize || c.session != "":
+		return false, nil
+	}
+	k := c.keep
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.init = bytes.Clone(msg)
+	if k.id == "" || k.result == nil {
+		return false, nil
+	}
+	c.session, c.protocol, c.keptInit = k.id, k.protocol, true
+	var res []byte
+	if kr, derr := spec.Decode(k.result); derr == nil && kr.Kind == spec.KindResponse {
+		res = spec.ReplaceResponseID(k.result, kr.ID, m.ID)
+	}
+	if res == nil {
+		return false, nil
+	}
+	select {
+	case c.in <- res:
+	default:
+		return true, errors.New("transport/streamable: read buffer full")
+	}
+	return true, nil
+}
+
+// post sends msg in its own POST; with retry, a request refused because the
+// server forgot the kept session is sent again in a new one.
+func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
+	var used string // the session the POST went with
 	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(msg))
 	if err != nil {
 		return err
@@ -155,6 +236,7 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 		}
 	} else {
 		c.mu.Lock()
+		used = c.session
 		if c.session != "" {
 			req.Header.Set(HeaderSessionID, c.session)
 			req.Header.Set(HeaderProtocolVersion, c.protocol)
@@ -172,8 +254,109 @@ func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
 		c.mu.Lock()
 		c.session = sid
 		c.mu.Unlock()
+		if c.keep != nil {
+			return c.keepSession(resp, msg, sid)
+		}
+	}
+	if retry && c.keep != nil && resp.StatusCode == http.StatusNotFound {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if strings.Contains(string(b), string(spec.ReasonUnknownSession)) {
+			var err error
+			for range 3 { // the new session's own POSTs may be cut too
+				if err = c.reopen(ctx, used); err == nil {
+					return c.post(ctx, msg, false)
+				}
+			}
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b))
 	}
 	return c.take(resp, msg)
+}
+
+// keepSession records the session an initialize opened, with the server's
+// answer, in the kept session, and delivers the answer.
+func (c *ClientConn) keepSession(resp *http.Response, msg []byte, sid string) error {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return c.closedOr(err)
+	}
+	var r struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &r) == nil && r.Result.ProtocolVersion != "" {
+		k := c.keep
+		k.mu.Lock()
+		k.id, k.protocol, k.init, k.result = sid, r.Result.ProtocolVersion, bytes.Clone(msg), bytes.Clone(b)
+		k.mu.Unlock()
+		c.mu.Lock()
+		c.protocol = r.Result.ProtocolVersion
+		c.mu.Unlock()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return c.take(resp, msg)
+}
+
+// reopen opens a new session with the client's initialize, after the server
+// forgot the kept one (used, what the refused request went with), and makes it
+// the kept session; when another request already did, it takes that one.
+func (c *ClientConn) reopen(ctx context.Context, used string) error {
+	k := c.keep
+	k.reopen.Lock()
+	defer k.reopen.Unlock()
+	k.mu.Lock()
+	if k.id != "" && k.id != used {
+		id, protocol := k.id, k.protocol
+		k.mu.Unlock()
+		c.mu.Lock()
+		c.session, c.protocol = id, protocol
+		c.mu.Unlock()
+		return nil
+	}
+	init := k.init
+	k.id, k.result = "", nil
+	k.mu.Unlock()
+	if init == nil {
+		return errors.New("transport/streamable: no initialize to open a new session with")
+	}
+	c.mu.Lock()
+	c.session = ""
+	c.mu.Unlock()
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(init))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	sid := resp.Header.Get(HeaderSessionID)
+	if err != nil || resp.StatusCode != http.StatusOK || sid == "" {
+		if sid != "" { // opened, but its answer was lost: end it rather than leave it idle
+			c.deleteSession(sid)
+		}
+		return fmt.Errorf("transport/streamable: reopening the session: %s", resp.Status)
+	}
+	var r struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(b, &r)
+	k.mu.Lock()
+	k.id, k.protocol, k.result = sid, r.Result.ProtocolVersion, b
+	k.mu.Unlock()
+	c.mu.Lock()
+	c.session, c.protocol = sid, r.Result.ProtocolVersion
+	c.mu.Unlock()
+	return c.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), false)
 }
 
 // requestID returns the id of msg when it is a request, else nil (also for a nil
@@ -339,6 +522,19 @@ func (c *ClientConn) Close() error {
 		c.readers.Wait()
 	})
 	return nil
+}
+
+// deleteSession ends session sid, best effort.
+func (c *ClientConn) deleteSession(sid string) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodDelete, c.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set(HeaderSessionID, sid)
+	if resp, err := c.client.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }
 
 // Delete ends the session on the server (DELETE), which cancels its requests.
