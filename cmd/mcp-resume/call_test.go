@@ -136,3 +136,14 @@ func TestCallStdio(t *testing.T) {
 		t.Fatalf("stdout %q, stderr %q", out.String(), errw.String())
 	}
 }
+
+// An argument that is not a number where the demo tool wants one is a tool
+// error, not the default silently.
+func TestCallBadNumber(t *testing.T) {
+	httpURL, _ := callServer(t)
+	var out, errw bytes.Buffer
+	err := run([]string{"call", "--url", httpURL, "countdown", "seconds=abc"}, nil, &out, &errw)
+	if err == nil || !strings.Contains(out.String(), "seconds must be a number, got abc") {
+		t.Fatalf("err %v, stdout %q", err, out.String())
+	}
+}

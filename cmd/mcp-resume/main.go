@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -37,15 +38,59 @@ import (
 	"github.com/mcp-resume/mcp-resume/web"
 )
 
-var version = "dev"
+// version is set at link time (-ldflags "-X main.version=..."); otherwise it is
+// the module version go install recorded, or the VCS revision go build did.
+var version = buildVersion()
+
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "-dirty"
+	}
+	return "dev-" + rev
+}
 
 func main() {
-	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "mcp-resume:", err)
-		}
-		os.Exit(2)
+	err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := exitCode(err)
+	if code == 2 {
+		fmt.Fprintln(os.Stderr, "mcp-resume:", err)
 	}
+	os.Exit(code)
+}
+
+// exitCode is the process's exit status for run's error: 0 for none and for a
+// help request, 130 for Ctrl-C (as a shell reports an interrupted command), 2
+// for the rest.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errCancelled):
+		return 130
+	}
+	return 2
 }
 
 const usage = `usage: mcp-resume <command> [flags]
@@ -130,6 +175,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: mcp-resume serve [flags]\n\nServes the demo tools (or --conformance's) with resumable requests and tasks, in both\nprotocol eras.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP on stdin/stdout (newline-delimited JSON) instead of HTTP; logs go to stderr")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve Streamable HTTP (--path), WebSocket (/ws) and the demo page (/) on this address (port 0: any free port; empty: no such listener, with --ws)")
 	fs.StringVar(&f.path, "path", "/mcp", "URL path of the Streamable HTTP endpoint")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -25,10 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func main2(args []string) {
-	if err := run(args, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		os.Exit(2)
-	}
-	os.Exit(0)
+	os.Exit(exitCode(run(args, os.Stdin, os.Stdout, os.Stderr)))
 }
 
 // procConn is a connection to a server subprocess over its stdin and stdout.
@@ -105,5 +103,20 @@ func TestFlags(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%q: err %v, want ok=%v (output %q)", tc.args, err, tc.ok, out.String())
 		}
+	}
+}
+
+// Help is not a failure (exit 0, for every command), Ctrl-C exits 130 as a shell
+// reports an interrupted command, any other error 2.
+func TestExitCodes(t *testing.T) {
+	for _, args := range []string{"--help", "serve --help", "call --help", "status --help", "task --help"} {
+		var out strings.Builder
+		err := run(strings.Fields(args), strings.NewReader(""), &out, &out)
+		if code := exitCode(err); code != 0 || !strings.Contains(out.String(), "usage: mcp-resume") {
+			t.Errorf("%q: exit %d (%v), output %q; want 0 and a usage", args, code, err, out.String())
+		}
+	}
+	if exitCode(errCancelled) != 130 || exitCode(errors.New("x")) != 2 {
+		t.Error("Ctrl-C must exit 130 and other errors 2")
 	}
 }

@@ -44,6 +44,13 @@ func Add(s *server.MCPServer) {
 }
 
 func countdown(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	for _, name := range []string{"seconds", "steps"} { // a value that is not a number is an error, not the default
+		if v, ok := req.GetArguments()[name]; ok {
+			if _, isNum := v.(float64); !isNum {
+				return mcp.NewToolResultError(fmt.Sprintf("%s must be a number, got %v", name, v)), nil
+			}
+		}
+	}
 	seconds := req.GetFloat("seconds", 10)
 	steps := req.GetInt("steps", 10)
 	if steps < 1 || seconds < 0 {
