@@ -87,7 +87,7 @@ func (c *connState) rateLimited(st Stream, id spec.ID) bool {
 	}
 	e := spec.NewError(spec.CodeInvalidRequest, spec.ReasonRateLimited, "too many failed token checks; retry later")
 	e.RetryAfter = int64((w + time.Second - 1) / time.Second)
-	c.log.Debug().Dur("retryAfter", w).Msg("token check refused: rate limited")
+	c.log.Debug().Stringer("retryAfter", w).Msg("token check refused: rate limited")
 	c.replyError(st, id, e)
 	return true
 }

@@ -131,7 +131,7 @@ func (e *Engine) recoverStored() {
 	}
 	e.trim()
 	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("rerun", rerun).Int("dropped", dropped).Int("left", left).
-		Dur("took", time.Since(start)).Msg("recovered the requests of an earlier process")
+		Stringer("took", time.Since(start)).Msg("recovered the requests of an earlier process")
 }
 
 type recovered uint8

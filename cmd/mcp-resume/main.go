@@ -299,7 +299,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 	ctx := shutDownOnLeaseLoss(sctx, peers, log)
 	if f.stdio {
-		log.Info().Str("version", version).Str("transport", "stdio").Dur("maxWait", f.maxWait).Msg("mcp-resume serving")
+		log.Info().Str("version", version).Str("transport", "stdio").Stringer("maxWait", f.maxWait).Msg("mcp-resume serving")
 		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
 		served := make(chan error, 1)
 		go func() { served <- core.Serve(ctx, conn) }()
@@ -440,7 +440,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 			ev = ev.Str("transport", "ws")
 		}
 		ev.Str("ws", "ws://"+addr+"/ws").Str("page", "http://"+addr+"/").Bool("auth", keys != nil).
-			Dur("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
+			Stringer("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
 	}
 	var err error
 	select {

@@ -94,7 +94,7 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 			node, err = cluster.Join(jctx, nc, &cluster.Options{Name: f.instance, Lease: f.lease, CallTimeout: min(5*time.Second, f.lease/2), Logger: &log})
 			cancel()
 			if err == nil {
-				log.Info().Str("instance", node.Self()).Dur("lease", f.lease).Msg("joined the cluster")
+				log.Info().Str("instance", node.Self()).Stringer("lease", f.lease).Msg("joined the cluster")
 				return st, node, closeAll, nil
 			}
 			err = fmt.Errorf("joining the cluster: %w", err)

@@ -200,7 +200,7 @@ func Join(ctx context.Context, nc *nats.Conn, opts *Options) (*Node, error) {
 	n.loops.Add(2)
 	go n.refresh()
 	go n.poll()
-	n.log.Info().Dur("lease", o.Lease).Msg("joined the cluster")
+	n.log.Info().Stringer("lease", o.Lease).Msg("joined the cluster")
 	return n, nil
 }
 
