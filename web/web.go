@@ -29,6 +29,10 @@ func Handler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		if r.URL.Path == "/favicon.ico" { // the page has no icon: say so, without a 404 in the console
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; style-src 'self'; frame-ancestors 'none'")

@@ -30,6 +30,7 @@ func TestHandler(t *testing.T) {
 		{"GET", "/style.css", 200, "text/css", ".bar"},
 		{"HEAD", "/", 200, "text/html", ""},
 		{"GET", "/nope", 404, "", ""},
+		{"GET", "/favicon.ico", 204, "", ""},
 		{"POST", "/", 405, "", ""},
 	} {
 		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
