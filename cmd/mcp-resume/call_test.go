@@ -147,3 +147,23 @@ func TestCallBadNumber(t *testing.T) {
 		t.Fatalf("err %v, stdout %q", err, out.String())
 	}
 }
+
+// tools lists the server's tools, a line each, or the whole result as JSON.
+func TestToolsCommand(t *testing.T) {
+	httpURL, wsURL := callServer(t)
+	for _, flags := range [][]string{{"--url", httpURL}, {"--ws", wsURL}} {
+		var out, errw bytes.Buffer
+		if err := run(append([]string{"tools"}, flags...), nil, &out, &errw); err != nil {
+			t.Fatalf("tools %v: %v\n%s", flags, err, errw.String())
+		}
+		for _, name := range []string{"ask", "countdown", "echo", "summarize"} {
+			if !regexp.MustCompile(`(?m)^` + name + ` +\S`).MatchString(out.String()) {
+				t.Errorf("tools %v: no line for %s in %q", flags, name, out.String())
+			}
+		}
+	}
+	var out, errw bytes.Buffer
+	if err := run([]string{"tools", "--url", httpURL, "--json"}, nil, &out, &errw); err != nil || !strings.Contains(out.String(), `"inputSchema"`) {
+		t.Fatalf("tools --json: %v %q", err, out.String())
+	}
+}

@@ -104,6 +104,7 @@ commands:
             (--task: as a task of the server; --detach: print its id, exit)
   status    ask for a request's status by id and resume token
   task      read the server's tasks: task get|result|cancel ID, task list
+  tools     list the server's tools
   version   print the version
 `
 
@@ -121,6 +122,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return status(args[1:], stdin, stdout, stderr)
 	case "task":
 		return task(args[1:], stdin, stdout, stderr)
+	case "tools":
+		return tools(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/mcp/client"
+)
+
+const toolsUsage = `usage: mcp-resume tools [--url URL | --ws URL | --stdio CMD] [--json]
+
+Lists the server's tools: a line each, its name and the first line of its
+description (--json: the whole tools/list result).
+
+flags:
+`
+
+// tools is `mcp-resume tools`.
+func tools(args []string, stdout, stderr io.Writer) error {
+	var (
+		tg     target
+		asJSON bool
+	)
+	stderr = syncWriter(stderr)
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, toolsUsage); fs.PrintDefaults() }
+	tg.flags(fs)
+	fs.BoolVar(&asJSON, "json", false, "print the tools/list result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return fmt.Errorf("tools: unexpected arguments %q", fs.Args())
+	}
+	dial, err := tg.dialer(stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := client.Connect(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var all []mcpgo.Tool
+	var cursor string
+	for {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := c.Call(ctx, "tools/list", params, nil)
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		var page mcpgo.ListToolsResult
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return fmt.Errorf("tools/list result: %w", err)
+		}
+		all = append(all, page.Tools...)
+		if cursor = string(page.NextCursor); cursor == "" {
+			break
+		}
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(map[string]any{"tools": all}, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	for _, t := range all {
+		desc, _, _ := strings.Cut(t.Description, "\n")
+		fmt.Fprintf(stdout, "%-20s %s\n", t.Name, desc)
+	}
+	return nil
+}
