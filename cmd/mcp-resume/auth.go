@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -120,4 +121,17 @@ func reloadOnHUP(ctx context.Context, file string, keys *transport.KeySet, log z
 		cancel()
 		wg.Wait()
 	}
+}
+
+// connectClient is client.Connect for the commands: a server that refuses the
+// client for want of an API key gets an error that says where the key goes.
+func connectClient(ctx context.Context, dial client.Dialer, opts *client.Options) (*client.Client, error) {
+	c, err := client.Connect(ctx, dial, opts)
+	if err != nil && (strings.Contains(err.Error(), "401 Unauthorized") || strings.Contains(err.Error(), "status code 401")) {
+		if os.Getenv(envClientKey) == "" {
+			return nil, fmt.Errorf("the server wants an API key: set %s to yours (%w)", envClientKey, err)
+		}
+		return nil, fmt.Errorf("the server refused the API key in %s (%w)", envClientKey, err)
+	}
+	return c, err
 }

@@ -107,9 +107,13 @@ func TestServeAuth(t *testing.T) {
 	t.Setenv(envClientKey, "k-mallory")
 	for _, flags := range [][]string{{"--url", httpURL}, {"--ws", wsURL}} {
 		args := append(append([]string{"call"}, flags...), "echo", "text=hi")
-		if err := run(args, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "401") {
-			t.Errorf("%v with an unknown key: %v; want a 401 error", args, err)
+		if err := run(args, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "refused the API key in "+envClientKey) {
+			t.Errorf("%v with an unknown key: %v; want a 401 error naming %s", args, err, envClientKey)
 		}
+	}
+	t.Setenv(envClientKey, "")
+	if err := run([]string{"tools", "--url", httpURL}, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "set "+envClientKey) {
+		t.Errorf("tools without a key: %v; want an error that says to set %s", err, envClientKey)
 	}
 }
 

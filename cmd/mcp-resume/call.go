@@ -126,7 +126,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 
 	bar := newProgressView(stderr)
-	c, err := client.Connect(ctx, dial, &client.Options{
+	c, err := connectClient(ctx, dial, &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume call", Version: version},
 		Elicitation: elicitFrom(stdin, stderr, bar),
 	})
@@ -275,7 +275,7 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := client.Connect(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}})
+	c, err := connectClient(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}})
 	if err != nil {
 		return err
 	}

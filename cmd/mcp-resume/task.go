@@ -120,7 +120,7 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 	view := newProgressView(stderr)
 	defer view.done()
-	c, err := client.Connect(ctx, dial, &client.Options{
+	c, err := connectClient(ctx, dial, &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume task", Version: version},
 		Elicitation: elicitFrom(stdin, stderr, view),
 	})

@@ -49,7 +49,7 @@ func tools(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := client.Connect(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}})
+	c, err := connectClient(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}})
 	if err != nil {
 		return err
 	}
