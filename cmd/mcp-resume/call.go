@@ -18,6 +18,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
@@ -281,6 +282,12 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	defer c.Close()
 	st, err := c.Status(ctx, id, token)
+	var ended *spec.Error
+	if errors.As(err, &ended) && (ended.Reason == spec.ReasonCancelled || ended.Reason == spec.ReasonExpired) {
+		// An ended request is a state to report, not a failure of the command.
+		fmt.Fprintf(stdout, "request:           %s\nstatus:            %s\n", id, ended.Reason)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("status %s: %w", id, err)
 	}

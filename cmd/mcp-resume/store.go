@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +43,9 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 	var nc *nats.Conn
 	var srv *embedded.Server
 	if f.dataDir != "" {
+		if fi, err := os.Stat(f.dataDir); err == nil && !fi.IsDir() {
+			return nil, nil, nil, fmt.Errorf("--data-dir %s is a file, not a directory", f.dataDir)
+		}
 		var err error
 		srv, err = embedded.Start(&embedded.Options{Dir: f.dataDir, SyncAlways: f.sync == "always"})
 		if err != nil {

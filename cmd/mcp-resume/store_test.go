@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,10 +76,15 @@ func TestRestartSubprocess(t *testing.T) {
 }
 
 func TestStoreFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args string
 		ok   bool
 	}{
+		{"serve --stdio --data-dir " + file, false}, // at once, not after the store's 10 s start timeout
 		{"serve --stdio --data-dir " + t.TempDir() + " --sync always", true},
 		{"serve --stdio --sync sometimes", false},
 		{"serve --stdio --data-dir " + t.TempDir() + " --nats-url nats://127.0.0.1:1", false},
