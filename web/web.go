@@ -4,7 +4,10 @@
 // progress bar, keeps the request's id, resume token and last sequence number in
 // sessionStorage, and after a reload or a dropped connection resumes the call
 // (requests/getStatus, then requests/resume with the ack extension) instead of
-// starting it again. Its browser test lives in web/test (run by .ci/browser).
+// starting it again. With "as a task", the call is a task of the server
+// (2025-11-25 tasks: params.task), which the page polls with tasks/get and reads
+// with tasks/result, also after a reload. Its browser test lives in web/test
+// (run by .ci/browser).
 package web
 
 import (

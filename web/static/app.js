@@ -10,7 +10,9 @@
   const FINAL = ['completed', 'failed', 'expired', 'cancelled'];
   const $ = (id) => document.getElementById(id);
 
-  // call: {id, seconds, steps, token, seq, progress, total, state, result}
+  // call: {id, seconds, steps, token, seq, progress, total, state, result, task, taskId}
+  // A call made as a task (2025-11-25 tasks: params.task) is polled with
+  // tasks/get, its result read with tasks/result; it has no progress.
   let call = load();
   let ws = null;
   let connected = false;
@@ -138,6 +140,11 @@
   // recover picks up a call this tab started before a reload or a drop.
   async function recover() {
     if (!call || FINAL.includes(call.state)) return;
+    if (call.task) {
+      if (call.taskId) poll();
+      else setState('expired', 'no task id was received');
+      return;
+    }
     if (!call.token) {
       // The connection died before the resume policy arrived: the call cannot be
       // found again.
@@ -225,7 +232,46 @@
     }
   }
 
+  // poll asks for the task's state until it has ended, then for its result.
+  async function poll() {
+    const taskId = call && call.taskId;
+    if (!taskId || FINAL.includes(call.state) || call.polling) return;
+    call.polling = true;
+    try {
+      for (;;) {
+        const t = await request('tasks/get', { taskId });
+        if (!call || call.taskId !== taskId) return;
+        demo.events.push({ kind: 'task', status: t.status });
+        if (t.status === 'cancelled' || t.status === 'failed') {
+          setState(t.status);
+          return;
+        }
+        if (t.status === 'completed') {
+          const res = await request('tasks/result', { taskId });
+          call.result = (res.content || []).map((c) => c.text).filter(Boolean).join(' ');
+          call.progress = call.total;
+          demo.events.push({ kind: 'result', text: call.result });
+          setState('completed', call.result);
+          return;
+        }
+        setState('processing', 'task ' + t.status);
+        await new Promise((r) => setTimeout(r, Math.max(200, t.pollInterval || 1000)));
+      }
+    } catch (e) {
+      if (e.data) endWithError(e.data); // otherwise the connection went: recover() polls again
+    } finally {
+      if (call) call.polling = false;
+    }
+  }
+
   function onCallResponse(m) {
+    if (call.task && m.result && m.result.task) {
+      call.taskId = m.result.task.taskId;
+      save();
+      log('running as task ' + call.taskId.slice(0, 12) + '…');
+      poll();
+      return;
+    }
     if (m.error) {
       demo.events.push({ kind: 'error', reason: m.error.data && m.error.data.reason });
       endWithError(m.error);
@@ -249,18 +295,23 @@
     const seconds = Number($('seconds').value) || 30;
     const steps = Math.max(1, Math.floor(Number($('steps').value) || 30));
     const id = 'countdown-' + Date.now().toString(36) + '-' + Math.random().toString(36).slice(2, 8);
-    call = { id, seconds, steps, token: null, seq: 0, progress: 0, total: steps, state: 'processing', result: null };
+    const task = $('as-task').checked;
+    call = { id, seconds, steps, token: null, seq: 0, progress: 0, total: steps, state: 'processing', result: null, task, taskId: null };
     save();
     render();
-    log('tools/call countdown(' + seconds + 's, ' + steps + ' steps) as ' + id);
-    send({
-      jsonrpc: '2.0', id, method: 'tools/call',
-      params: { name: 'countdown', arguments: { seconds, steps }, _meta: { progressToken: id } },
-    });
+    log('tools/call countdown(' + seconds + 's, ' + steps + ' steps) as ' + id + (task ? ', as a task' : ''));
+    const params = { name: 'countdown', arguments: { seconds, steps }, _meta: { progressToken: id } };
+    if (task) params.task = { ttl: 600000 };
+    send({ jsonrpc: '2.0', id, method: 'tools/call', params });
   }
 
   function cancel() {
     if (!call || FINAL.includes(call.state)) return;
+    if (call.task) {
+      if (call.taskId) request('tasks/cancel', { taskId: call.taskId }).catch(() => {});
+      setState('cancelled');
+      return;
+    }
     // With resumeToken (an mcp-resume extension) the cancel also reaches a call
     // that is attached to no connection, or to another one.
     send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'cancelled on the page', resumeToken: call.token || undefined } });
@@ -275,6 +326,8 @@
   if (call) {
     $('seconds').value = call.seconds;
     $('steps').value = call.steps;
+    $('as-task').checked = !!call.task;
+    call.polling = false;
     if (!FINAL.includes(call.state)) call.state = 'detached';
   }
   render();

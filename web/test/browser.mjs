@@ -4,7 +4,7 @@
 //   PAGE_URL=http://127.0.0.1:8080/ ARTIFACTS=../../artifacts/browser node browser.mjs
 //
 // A call survives a reload and a dropped connection without being started again,
-// and Cancel ends it on the server. Screenshots go to $ARTIFACTS.
+// Cancel ends it on the server, and a call as a task survives a reload too. Screenshots go to $ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -146,5 +146,25 @@ test('Cancel ends the call on the server', async () => {
   assert.equal(answer.error?.data?.reason, 'cancelled', JSON.stringify(answer));
   await page.reload({ waitUntil: 'domcontentloaded' });
   assert.equal(await stateOf(page), 'cancelled', 'a reload does not bring a cancelled call back');
+  await page.close();
+});
+
+test('a call as a task survives a reload: the page polls it again and gets its result', async () => {
+  const page = await context.newPage();
+  await page.goto(pageURL);
+  await waitConnected(page);
+  await page.check('#as-task');
+  await startCall(page, 3, 3);
+  await page.waitForFunction(() => window.mcpDemo.call && window.mcpDemo.call.taskId, null, { timeout: 15000 });
+  const before = await page.evaluate(() => window.mcpDemo.call);
+  await page.reload({ waitUntil: 'domcontentloaded' });
+  await waitState(page, 'completed');
+  const after = await page.evaluate(() => window.mcpDemo.call);
+  const msgs = await sent(page);
+  assert.equal(after.taskId, before.taskId, 'the same task');
+  assert.ok(!msgs.some((m) => m.method === 'tools/call'), 'the reloaded page did not call the tool again');
+  assert.ok(msgs.some((m) => m.method === 'tasks/get') && msgs.some((m) => m.method === 'tasks/result'), 'polled and read the result');
+  assert.equal(await page.textContent('#result'), 'countdown done: 3 of 3 steps');
+  await shot(page, 'task-completed.png');
   await page.close();
 });
