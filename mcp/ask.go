@@ -55,6 +55,8 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 		if err != nil {
 			return nil, err
 		}
+		cl.taskStatus("input_required")
+		defer cl.taskStatus("working")
 	}
 	select {
 	case a := <-o.answer:

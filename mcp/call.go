@@ -42,6 +42,7 @@ type call struct {
 	// makes it resumable (the Tasks extension; tasks.go).
 	task       bool
 	legacyTask bool          // ... asked for with params.task (2025-11-25): a task at once
+	taskID     *taskID       // the legacy task's id, once it is one (guarded by mu)
 	patch      func(any) any // edits the result before it is encoded; may be nil
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
@@ -221,6 +222,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
 		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("completing")
 	}
+	if failed(resp) {
+		cl.taskStatus("failed")
+	} else {
+		cl.taskStatus("completed")
+	}
 }
 
 // middleware is the tool middleware the core adds to the MCPServer: right before a
@@ -315,6 +321,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		if cl.legacyTask {
 			tid := &taskID{ID: cl.id, Token: tok, Created: time.Now().UnixMilli()}
 			s.taskList.add(c.principal, tid)
+			cl.taskID = tid
 			data = cl.legacyTaskResult(tid)
 		}
 		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: data}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -215,17 +216,32 @@ func TestTaskResultWhileGet(t *testing.T) {
 	}
 	id := created.Task.TaskID
 	a.Send(`{"jsonrpc":"2.0","id":"r","method":"tasks/result","params":{"taskId":%q}}`, id)
-	q := a.Next()
-	if q.Method != "elicitation/create" {
-		t.Fatalf("tasks/result: %s, want the task's question", q.Raw)
+	var statuses []string // notifications/tasks/status on the creating connection
+	status := func(m e2etest.Msg) {
+		var p struct{ Status string }
+		if m.Method == "notifications/tasks/status" && json.Unmarshal(m.Params, &p) == nil {
+			statuses = append(statuses, p.Status)
+		}
 	}
+	msgs := a.Until(func(m e2etest.Msg) bool { return m.Method == "elicitation/create" })
+	for _, m := range msgs {
+		status(m)
+	}
+	q := msgs[len(msgs)-1]
 	b.Send(`{"jsonrpc":"2.0","id":"g","method":"tasks/get","params":{"taskId":%q}}`, id)
 	if g, _ := b.Response(`"g"`); !strings.Contains(string(g.Result), `"input_required"`) {
 		t.Fatalf("tasks/get meanwhile: %s", g.Raw)
 	}
 	a.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, q.ID)
-	if r, _ := a.Response(`"r"`); e2etest.Text(r) != "answer: Ada" {
+	r, before := a.Response(`"r"`)
+	if e2etest.Text(r) != "answer: Ada" {
 		t.Fatalf("tasks/result: %s", r.Raw)
+	}
+	for _, m := range before {
+		status(m)
+	}
+	if !slices.Contains(statuses, "input_required") {
+		t.Errorf("status notifications %v: want input_required among them", statuses)
 	}
 	b.Send(`{"jsonrpc":"2.0","id":"l","method":"tasks/list","params":{}}`)
 	if l, _ := b.Response(`"l"`); !strings.Contains(string(l.Result), id) {

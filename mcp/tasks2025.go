@@ -228,3 +228,22 @@ func asksForTask(params json.RawMessage) bool {
 	}
 	return found && len(v) > 0 && v[0] == '{'
 }
+
+// taskStatus tells the session that created a 2025-11-25 task its new status
+// (notifications/tasks/status), on the session's stream for messages of no
+// request, when it has one: optional, as the specification says, and clients
+// must not rely on it (they poll tasks/get).
+func (cl *call) taskStatus(status string) {
+	cl.mu.Lock()
+	tid := cl.taskID
+	cl.mu.Unlock()
+	if tid == nil {
+		return
+	}
+	st := cl.c.defaultStream()
+	if st == nil {
+		return
+	}
+	b, _ := json.Marshal(legacyTask(tid, status, cl.c.s.eng.Options()))
+	cl.c.send(st, KindNotification, spec.EncodeRequest(nil, "notifications/tasks/status", b))
+}
