@@ -80,6 +80,19 @@ func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Enve
 		c.resume(m, st, 0, true)
 	case spec.MethodTasksGet, spec.MethodTasksUpdate, spec.MethodTasksCancel:
 		c.taskRequest(m, st, parseModern(env))
+	case spec.MethodSubscriptionsListen:
+		if ids, others := taskListen(m.Params); len(ids) > 0 {
+			mr := parseModern(env)
+			if !mr.tasks() {
+				c.replyError(st, m.ID, errNeedsTasks("task notifications need the "+spec.ExtensionTasks+" extension in the request's capabilities"))
+				return
+			}
+			if !others {
+				c.listenTasks(m, st, mr, ids)
+				return
+			}
+		}
+		c.startCall(m, raw, st, parseModern(env))
 	default:
 		if state, ok := ourState(m.Params); ok && retryable(m.Method) {
 			c.retry(m, st, state)

@@ -161,7 +161,21 @@ func (c *connState) taskGet(r *resume.Request, tid *taskID) json.RawMessage {
 	held, err := r.Peek()
 	switch {
 	case errors.Is(err, resume.ErrRemote):
+		// Its owner says what there is to wait for; its messages come to the
+		// sink attached here from the owner, after the attach has returned.
+		rs := r.Status()
+		cap.got = make(chan struct{}, 1)
 		if err := r.Attach(&cap, 0); err == nil {
+			wait := time.NewTimer(remoteRead)
+			for !cap.has(rs) {
+				select {
+				case <-cap.got:
+					continue
+				case <-wait.C:
+				}
+				break
+			}
+			wait.Stop()
 			r.Detach(&cap)
 		} else if errors.Is(err, resume.ErrCancelled) {
 			return taskObject(tid, "cancelled", nil, c.s.eng.Options())
@@ -222,11 +236,38 @@ type taskCapture struct {
 	mu       sync.Mutex
 	inputs   map[string]json.RawMessage
 	response []byte
+	got      chan struct{} // capacity 1: told of each message, when not nil
+}
+
+// remoteRead bounds the wait for a task's messages from the instance that owns
+// it.
+const remoteRead = 2 * time.Second
+
+// has reports whether the capture holds what the status says the task has: its
+// response once it ended, a question while it waits for input.
+func (tc *taskCapture) has(rs resume.Status) bool {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	switch {
+	case rs.State == resume.StateCompleted || rs.State == resume.StateFailed:
+		return tc.response != nil
+	case rs.HasInput:
+		return len(tc.inputs) > 0
+	}
+	return true
 }
 
 func (tc *taskCapture) Write(_ context.Context, m resume.Message) error {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
+	if tc.got != nil {
+		defer func() {
+			select {
+			case tc.got <- struct{}{}:
+			default:
+			}
+		}()
+	}
 	switch m.Kind {
 	case resume.KindResponse:
 		tc.response = bytes.Clone(m.Data)
@@ -247,3 +288,5 @@ func (tc *taskCapture) Write(_ context.Context, m resume.Message) error {
 	}
 	return nil
 }
+
+func errorsIsCancelled(err error) bool { return errors.Is(err, resume.ErrCancelled) }

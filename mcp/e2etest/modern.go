@@ -336,11 +336,28 @@ func modernTasks(t *testing.T, h Harness) {
 		return NewClient(t, h.Dial(t))
 	}
 
-	c.Modern(`"t1"`, "tools/call", `"name":"countdown","arguments":{"seconds":0.1,"steps":2}`, tasksExt)
+	c.Modern(`"t1"`, "tools/call", `"name":"countdown","arguments":{"seconds":0.3,"steps":2}`, tasksExt)
 	m, _ := c.Response(`"t1"`)
 	created := taskOf(t, m)
 	if created.ResultType != "task" || created.Status != "working" || created.TaskID == "" || created.TTLMs == nil || created.PollIntervalMs == nil || created.CreatedAt == "" {
 		t.Fatalf("CreateTaskResult %s", m.Raw)
+	}
+	// A listen for the task: the acknowledgement names it, then its states come,
+	// tagged with the listen's id, up to completed.
+	l := other()
+	l.Modern(`"listen"`, spec.MethodSubscriptionsListen, fmt.Sprintf(`"notifications":{"taskIds":[%q,"tk1.bm9wZQ"]}`, created.TaskID), tasksExt)
+	ack := l.Next()
+	if ack.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(string(ack.Params), created.TaskID) || strings.Contains(string(ack.Params), "bm9wZQ") {
+		t.Fatalf("listen ack %s: want the task (and not the unknown id)", ack.Raw)
+	}
+	l.Until(func(m Msg) bool {
+		if m.Method != "notifications/tasks" || !strings.Contains(string(m.Params), `"`+spec.MetaSubscriptionID+`":"listen"`) {
+			t.Fatalf("on the listen: %s, want tagged notifications/tasks", m.Raw)
+		}
+		return strings.Contains(string(m.Params), `"completed"`) && strings.Contains(string(m.Params), "countdown done")
+	})
+	if l != c {
+		l.Close()
 	}
 	g := other()
 	done := taskGet(t, h, g, created.TaskID, func(tk Task) bool { return tk.Status != "working" })
