@@ -54,6 +54,10 @@ type call struct {
 	// missing: the tool asked for input the client declared no capability for;
 	// a request that then fails answers this error (-32021).
 	missing *spec.Error
+	// failure: the tool returned a *spec.Error (the gateway's upstream_lost, an
+	// upstream's own error): the request answers it as it is, not as mcp-go's
+	// -32603.
+	failure *spec.Error
 	timer   *time.Timer   // for Mode After: promotes the call when it fires
 	done    bool          // the handler returned
 	lost    bool          // the connection went away before the request became resumable
@@ -189,10 +193,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if cl.uri != "" {
 		resp = withResourceURI(resp, cl.uri)
 	}
-	if cl.missing != nil && failed(resp) {
-		resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, Error: mcp.JSONRPCErrorDetails{
-			Code: cl.missing.Code, Message: cl.missing.Message,
-			Data: map[string]any{"reason": cl.missing.Reason, "requiredCapabilities": cl.missing.RequiredCapabilities}}}
+	switch {
+	case cl.missing != nil && failed(resp):
+		resp = errorResponse(cl.missing)
+	case cl.failure != nil && failed(resp):
+		resp = errorResponse(cl.failure)
 	}
 	cl.mu.Unlock()
 	cl.flush()
@@ -232,16 +237,30 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 // middleware is the tool middleware the core adds to the MCPServer: right before a
 // tool runs (mcp-go has found it and parsed its arguments), it applies the tool's
 // Policy to the call. A call to an unknown tool never becomes resumable.
+//
+// A tool that returns a *spec.Error fails its request with that error (code,
+// message, data.reason), where mcp-go would answer -32603 with the message alone.
 func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if cs, ok := server.ClientSessionFromContext(ctx).(*callSession); ok && cs.cl.c.s == s && (cs.cl.resumable || cs.cl.task || (cs.cl.modern == nil && cs.cl.c.replay)) {
+		cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
+		if !ok || cs.cl.c.s != s {
+			return next(ctx, req)
+		}
+		if cs.cl.resumable || cs.cl.task || (cs.cl.modern == nil && cs.cl.c.replay) {
 			p := s.opts.policy(req.Params.Name)
 			if cs.cl.legacyTask {
 				p.Mode = Always // the client asked for a task
 			}
 			ctx = cs.cl.apply(ctx, p)
 		}
-		return next(ctx, req)
+		res, err := next(ctx, req)
+		var se *spec.Error
+		if errors.As(err, &se) {
+			cs.cl.mu.Lock()
+			cs.cl.failure = se
+			cs.cl.mu.Unlock()
+		}
+		return res, err
 	}
 }
 

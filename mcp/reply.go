@@ -67,6 +67,21 @@ func stampErrorSeq(errObj []byte, seq uint64) []byte {
 	return out
 }
 
+// errorResponse is e as mcp-go's error response (the id is written by
+// encodeReply).
+func errorResponse(e *spec.Error) mcp.JSONRPCError {
+	d := mcp.JSONRPCErrorDetails{Code: e.Code, Message: e.Message}
+	if b, err := json.Marshal(e); err == nil {
+		var w struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(b, &w) == nil && len(w.Data) > 0 {
+			d.Data = w.Data
+		}
+	}
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, Error: d}
+}
+
 // failed reports whether a final response counts as failed for getStatus: a JSON-RPC
 // error, or a tool result with isError.
 func failed(resp mcp.JSONRPCMessage) bool {

@@ -340,3 +340,19 @@ func (s *callSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*m
 	}
 	return &res, nil
 }
+
+// Ask sends a server-to-client request (sampling/createMessage,
+// elicitation/create, roots/list) for the request whose tool runs on ctx, as
+// mcp-go's RequestSampling, RequestElicitation and RequestRoots do there, with
+// params and result as they are on the wire: the gateway passes an upstream's
+// questions on untouched. Its errors are the same as theirs.
+func Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
+	if !ok {
+		return nil, spec.NewError(spec.CodeInternalError, "", "mcp: Ask outside a tool call of this server")
+	}
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	return cs.cl.ask(ctx, method, params)
+}

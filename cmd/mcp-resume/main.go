@@ -115,7 +115,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stdin, stdout, stderr)
+		return serve(args[1:], stdin, stdout, stderr, false)
+	case "gateway":
+		return serve(args[1:], stdin, stdout, stderr, true)
 	case "call":
 		return call(args[1:], stdin, stdout, stderr)
 	case "status":
@@ -172,15 +174,33 @@ type serveFlags struct {
 	failRefill     time.Duration
 	maxConcurrentP int
 	maxLiveP       int
+
+	// gateway only
+	upstream         string
+	upstreamTokenEnv string
 }
 
-func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// serve runs the serve command, or with gw the gateway command: the same server
+// in front of an upstream MCP server instead of the demo tools.
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) error {
 	var f serveFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	name := "serve"
+	if gw {
+		name = "gateway"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: mcp-resume serve [flags]\n\nServes the demo tools (or --conformance's) with resumable requests and tasks, in both\nprotocol eras.\n\nflags:\n")
+		if gw {
+			fmt.Fprint(stderr, gatewayUsage)
+		} else {
+			fmt.Fprint(stderr, "usage: mcp-resume serve [flags]\n\nServes the demo tools (or --conformance's) with resumable requests and tasks, in both\nprotocol eras.\n\nflags:\n")
+		}
 		fs.PrintDefaults()
+	}
+	if gw {
+		fs.StringVar(&f.upstream, "upstream", "", "the upstream's Streamable HTTP URL (instead of a command after --)")
+		fs.StringVar(&f.upstreamTokenEnv, "upstream-token-env", "", "with --upstream: the name of an environment variable holding a bearer token sent to the upstream")
 	}
 	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP on stdin/stdout (newline-delimited JSON) instead of HTTP; logs go to stderr")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve Streamable HTTP (--path), WebSocket (/ws) and the demo page (/) on this address (port 0: any free port; empty: no such listener, with --ws)")
@@ -221,6 +241,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if !gw && fs.NArg() > 0 {
+		return fmt.Errorf("serve takes no arguments (got %q); to serve another MCP server, use mcp-resume gateway -- CMD ARGS", fs.Args())
+	}
+	if gw && (f.upstream == "") == (fs.NArg() == 0) {
+		return errors.New("gateway: give the upstream either as a command after -- or with --upstream URL")
+	}
+	if gw && f.conformance {
+		return errors.New("gateway: --conformance serves the fixture tools; the gateway serves its upstream's")
+	}
 	if f.stdio && f.wsAddr != "" {
 		return errors.New("--ws serves the network transports; it cannot be combined with --stdio")
 	}
@@ -247,7 +276,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--policy: %w", err)
 	}
-	if f.conformance { // the fixture set's own policies, under any given with --policy
+	if gw { // an upstream tool becomes a task for a client that declares Tasks
+		def.Task = mcp.AsTask
+		for name, p := range tools {
+			p.Task = mcp.AsTask
+			tools[name] = p
+		}
+	} else if f.conformance { // the fixture set's own policies, under any given with --policy
 		for name, p := range conformance.Policies() {
 			if _, set := tools[name]; !set {
 				tools[name] = p
@@ -283,7 +318,18 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if store != nil {
 		store = timer.Wrap(store)
 	}
-	core := mcp.New(toolServer(f.conformance), &mcp.Options{
+	var srv *server.MCPServer
+	if gw {
+		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log)
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		srv = g.Server()
+	} else {
+		srv = toolServer(f.conformance)
+	}
+	core := mcp.New(srv, &mcp.Options{
 		Store: store,
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,

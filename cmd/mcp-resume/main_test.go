@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"os/exec"
@@ -19,6 +20,11 @@ import (
 // runs the command instead of the tests, so the suite talks to a real subprocess.
 func TestMain(m *testing.M) {
 	if args := os.Getenv("MCP_RESUME_TEST_ARGS"); args != "" {
+		if strings.HasPrefix(args, "gateway ") {
+			// The gateway's upstream child is this binary again, as the
+			// command MCP_RESUME_TEST_UPSTREAM says (default serve --stdio).
+			_ = os.Setenv("MCP_RESUME_TEST_ARGS", cmp.Or(os.Getenv("MCP_RESUME_TEST_UPSTREAM"), "serve --stdio"))
+		}
 		main2(strings.Fields(args))
 		return
 	}

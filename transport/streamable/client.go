@@ -36,8 +36,9 @@ type ClientConn struct {
 	client     *http.Client
 	ctx        context.Context
 	cancel     context.CancelFunc
-	in         chan []byte
+	in         chan Inbound
 	failOnLoss bool
+	reportLoss bool
 
 	mu        sync.Mutex // guards the fields below
 	err       error      // why the connection ended, when not by Close (ErrStreamLost)
@@ -75,6 +76,22 @@ type ClientOptions struct {
 	// requests on a new connection (requests/resume) wants this; without it a lost
 	// stream goes unnoticed and its request's answer never comes.
 	FailOnStreamLoss bool
+	// ReportStreamLoss makes a request's event stream that ends before the
+	// request's response an Inbound of its own (Lost, with the last event id the
+	// stream carried), read with ReadInbound, and the ClientConn goes on: a client
+	// that talks to a server of its own choosing (the gateway) resumes that one
+	// stream (Resume) or fails that one request.
+	ReportStreamLoss bool
+}
+
+// Inbound is one thing ReadInbound returns: a message, with the id of the
+// request whose event stream carried it (Via, nil for a JSON body or the GET
+// stream); or, with ReportStreamLoss, the loss of request Via's stream (Lost).
+type Inbound struct {
+	Msg         []byte
+	Via         []byte
+	Lost        bool
+	LastEventID string // of the lost stream: where Resume takes it up; "" when it had none
 }
 
 // KeptSession is a session shared by the ClientConns of one client
@@ -113,7 +130,7 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 		o.Protocol = "2025-06-18"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan []byte, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss, keep: o.Keep}
+	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan Inbound, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss, reportLoss: o.ReportStreamLoss, keep: o.Keep}
 }
 
 // SessionID returns the session id the server issued, or "".
@@ -126,6 +143,17 @@ func (c *ClientConn) SessionID() string {
 // Read returns the next message from the server. After a stream loss (with
 // FailOnStreamLoss) it returns the messages already received, then ErrStreamLost.
 func (c *ClientConn) Read(ctx context.Context) ([]byte, error) {
+	for {
+		in, err := c.ReadInbound(ctx)
+		if err != nil || !in.Lost {
+			return in.Msg, err
+		}
+	}
+}
+
+// ReadInbound is Read with where each message came from, and the losses of
+// request streams (ReportStreamLoss).
+func (c *ClientConn) ReadInbound(ctx context.Context) (Inbound, error) {
 	select {
 	case m := <-c.in:
 		return m, nil
@@ -138,11 +166,11 @@ func (c *ClientConn) Read(ctx context.Context) ([]byte, error) {
 		default:
 		}
 		if err := c.lostErr(); err != nil {
-			return nil, err
+			return Inbound{}, err
 		}
-		return nil, transport.ErrClosed
+		return Inbound{}, transport.ErrClosed
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return Inbound{}, ctx.Err()
 	}
 }
 
@@ -204,7 +232,7 @@ func (c *ClientConn) fromKept(msg []byte) (bool, error) {
 		return false, nil
 	}
 	select {
-	case c.in <- res:
+	case c.in <- Inbound{Msg: res}:
 	default:
 		return true, errors.New("transport/streamable: read buffer full")
 	}
@@ -271,7 +299,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 	}
-	return c.take(resp, msg)
+	return c.take(resp, msg, nil)
 }
 
 // keepSession records the session an initialize opened, with the server's
@@ -297,7 +325,7 @@ func (c *ClientConn) keepSession(resp *http.Response, msg []byte, sid string) er
 		c.mu.Unlock()
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return c.take(resp, msg)
+	return c.take(resp, msg, nil)
 }
 
 // reopen opens a new session with the client's initialize, after the server
@@ -399,14 +427,43 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return resp.StatusCode, fmt.Errorf("GET: %s: %s", resp.Status, b)
 	}
-	return resp.StatusCode, c.take(resp, nil)
+	return resp.StatusCode, c.take(resp, nil, nil)
+}
+
+// Resume takes up the event stream of request id after its loss (an Inbound
+// with Lost), with a GET carrying lastEventID: what the server replays and sends
+// after comes as on the stream that was lost, and its loss is reported again.
+func (c *ClientConn) Resume(id []byte, lastEventID string) error {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	c.mu.Lock()
+	req.Header.Set(HeaderSessionID, c.session)
+	req.Header.Set(HeaderProtocolVersion, c.protocol)
+	c.mu.Unlock()
+	req.Header.Set(HeaderLastEventID, lastEventID)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return c.closedOr(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return fmt.Errorf("transport/streamable: GET %s with Last-Event-ID: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+	}
+	return c.take(resp, nil, id)
 }
 
 // take delivers what a response carries. sent is what the POST carried (nil for
 // a GET); when it is a request, a refusal that does not answer it is Write's
 // error, and with FailOnStreamLoss a stream that ends without its response is a
 // loss. Its id is decoded only on those paths, not for every message sent.
-func (c *ClientConn) take(resp *http.Response, sent []byte) error {
+//
+// resumed is the id of the request whose stream a Resume takes up (nil
+// otherwise).
+func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 	ct := resp.Header.Get("Content-Type")
 	if resp.StatusCode == http.StatusOK && strings.HasPrefix(ct, "text/event-stream") {
 		c.mu.Lock()
@@ -420,11 +477,16 @@ func (c *ClientConn) take(resp *http.Response, sent []byte) error {
 		go func() {
 			defer c.readers.Done()
 			defer resp.Body.Close()
-			var lossID []byte
-			if c.failOnLoss {
-				lossID = requestID(sent)
+			id := resumed
+			if id == nil && (c.failOnLoss || c.reportLoss) {
+				id = requestID(sent)
 			}
-			if !c.events(resp.Body, lossID) && lossID != nil {
+			answered, last := c.events(resp.Body, id)
+			switch {
+			case answered || id == nil:
+			case c.reportLoss:
+				c.deliver(Inbound{Via: id, Lost: true, LastEventID: last})
+			default:
 				c.lose()
 			}
 		}()
@@ -448,7 +510,7 @@ func (c *ClientConn) take(resp *http.Response, sent []byte) error {
 		return fmt.Errorf("transport/streamable: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
 	}
 	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
-		c.deliver(b)
+		c.deliver(Inbound{Msg: b})
 		return nil
 	}
 	if requestID(sent) != nil {
@@ -458,22 +520,25 @@ func (c *ClientConn) take(resp *http.Response, sent []byte) error {
 	return nil
 }
 
-// events reads an SSE body and delivers each event's data; priming events (empty
-// data) and comments are skipped. It reports whether a response to id came (for
-// a nil id, always false).
-func (c *ClientConn) events(body io.Reader, id []byte) (answered bool) {
+// events reads an SSE body and delivers each event's data, as carried by request
+// id's stream; priming events (empty data) and comments are skipped. It reports
+// whether a response to id came (for a nil id, always false), and the last event
+// id the stream carried.
+func (c *ClientConn) events(body io.Reader, id []byte) (answered bool, last string) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), transport.DefaultMaxMessageBytes+1024)
 	var data []byte
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
+		case bytes.HasPrefix(line, []byte("id:")):
+			last = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
 		case len(line) == 0:
 			if len(data) > 0 {
-				if !c.deliver(data) {
+				if !c.deliver(Inbound{Msg: bytes.Clone(data), Via: id}) {
 					// Closed: stop here, so that what a stream delivered is always a
 					// prefix of it (a resuming client acknowledges by the last one).
-					return answered
+					return answered, last
 				}
 				if id != nil && !answered && answers(data, id) {
 					answered = true
@@ -488,17 +553,17 @@ func (c *ClientConn) events(body io.Reader, id []byte) (answered bool) {
 			data = append(data, v...)
 		}
 	}
-	return answered
+	return answered, last
 }
 
 // deliver queues m for Read; it reports false, without queueing, once the
-// connection is closed.
-func (c *ClientConn) deliver(m []byte) bool {
+// connection is closed. m.Msg must not be reused by the caller.
+func (c *ClientConn) deliver(m Inbound) bool {
 	if c.ctx.Err() != nil {
 		return false
 	}
 	select {
-	case c.in <- bytes.Clone(m):
+	case c.in <- m:
 		return true
 	case <-c.ctx.Done():
 		return false

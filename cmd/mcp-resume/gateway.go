@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/gateway"
+	"github.com/mcp-resume/mcp-resume/mcp"
+)
+
+const gatewayUsage = `usage: mcp-resume gateway [flags] -- CMD ARGS...
+       mcp-resume gateway --upstream URL [flags]
+
+Serves another MCP server's tools, resources, prompts and completions with resumable
+requests and tasks, in both protocol eras: the upstream runs as a stdio child (started
+again when it exits) or is reached over Streamable HTTP. Every serve flag applies.
+
+examples:
+  mcp-resume gateway -- npx -y @modelcontextprotocol/server-everything stdio
+  mcp-resume gateway --data-dir ./state -- python my_server.py
+  MY_TOKEN=... mcp-resume gateway --upstream https://example.com/mcp --upstream-token-env MY_TOKEN
+
+flags:
+`
+
+// startGateway starts the upstream and mirrors it.
+func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, def mcp.Policy, stderr io.Writer, log zerolog.Logger) (*gateway.Gateway, error) {
+	opts := &gateway.Options{
+		Command: command,
+		URL:     f.upstream,
+		Stderr:  stderr, // the child's logs with ours
+		Version: version,
+		Logger:  &log,
+		Restartable: func(name string) bool {
+			if p, ok := tools[name]; ok {
+				return p.Restartable
+			}
+			return def.Restartable
+		},
+	}
+	if f.upstreamTokenEnv != "" {
+		if f.upstream == "" {
+			return nil, fmt.Errorf("--upstream-token-env goes with --upstream")
+		}
+		tok := os.Getenv(f.upstreamTokenEnv)
+		if tok == "" {
+			return nil, fmt.Errorf("--upstream-token-env: %s is not set or empty", f.upstreamTokenEnv)
+		}
+		opts.Header = http.Header{"Authorization": {"Bearer " + tok}}
+	}
+	g, err := gateway.New(context.Background(), opts)
+	if err != nil {
+		return nil, err
+	}
+	info := g.ServerInfo()
+	log.Info().Str("upstream", info.Name).Str("upstreamVersion", info.Version).Msg("gateway ready")
+	return g, nil
+}

@@ -1,0 +1,151 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// callTool is the handler of every mirrored tool: it runs the call on the
+// upstream, with a progress token of the gateway's own (the upstream request's
+// id) whatever the client sent, and passes what the upstream sends for it on to
+// the call. A call whose upstream went away fails with upstream_lost, or runs
+// again on the next upstream when its tool is restartable.
+func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	uc := &upcall{ctx: ctx}
+	if req.Params.Meta != nil {
+		uc.token = req.Params.Meta.ProgressToken
+	}
+	for {
+		p, err := g.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		id := p.newID()
+		params, err := json.Marshal(map[string]any{
+			"name":      req.Params.Name,
+			"arguments": req.Params.Arguments,
+			"_meta":     map[string]any{"progressToken": json.RawMessage(id)},
+		})
+		if err != nil {
+			return nil, err
+		}
+		g.mu.Lock()
+		g.calls[string(id)] = uc
+		g.mu.Unlock()
+		raw, err := p.callID(ctx, id, "tools/call", params)
+		g.mu.Lock()
+		delete(g.calls, string(id))
+		g.mu.Unlock()
+		if (errors.Is(err, errLost) || errors.Is(err, errStreamLost)) && ctx.Err() == nil && g.opts.Restartable(req.Params.Name) {
+			g.log.Info().Str("tool", req.Params.Name).Msg("upstream lost during a restartable call; running it again")
+			continue
+		}
+		if err != nil {
+			return nil, upstreamErr(err)
+		}
+		res, err := mcpgo.ParseCallToolResult(&raw)
+		if err != nil {
+			return nil, spec.NewError(spec.CodeInternalError, "", "malformed tool result from the upstream: "+err.Error())
+		}
+		return res, nil
+	}
+}
+
+// callOf is the call a message from the upstream belongs to: the one whose
+// stream carried it (HTTP), else the only call running. With several calls
+// running on a stdio upstream, a message that names none of them belongs to
+// none: the stdio transport does not say which request a server request is for.
+func (g *Gateway) callOf(via []byte) *upcall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if via != nil {
+		return g.calls[string(via)]
+	}
+	if len(g.calls) == 1 {
+		for _, uc := range g.calls {
+			return uc
+		}
+	}
+	return nil
+}
+
+// serverRequest answers a request of the upstream: its questions to a client
+// go to the call's client, through the core (queued while the client is away,
+// sent again on a resume, an input_required round for a 2026 client).
+func (g *Gateway) serverRequest(p *peer, m *spec.Message, via []byte) {
+	switch m.Method {
+	case "ping":
+		p.respond(m.ID, json.RawMessage("{}"), nil)
+		return
+	case string(mcpgo.MethodSamplingCreateMessage), string(mcpgo.MethodElicitationCreate), string(mcpgo.MethodListRoots):
+	default:
+		p.respond(m.ID, nil, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+m.Method))
+		return
+	}
+	uc := g.callOf(via)
+	if uc == nil {
+		g.log.Warn().Str("method", m.Method).Msg("upstream request of no call the gateway can tell (several calls run on a stdio upstream)")
+		p.respond(m.ID, nil, spec.NewError(spec.CodeInternalError, ReasonUnattributed,
+			"the gateway cannot tell which of its calls this request belongs to"))
+		return
+	}
+	res, err := resumemcp.Ask(uc.ctx, m.Method, m.Params)
+	p.respond(m.ID, res, err)
+}
+
+// notification passes a notification of the upstream on: progress and logs of a
+// call to the call's client; list changes make the gateway list again.
+func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
+	switch m.Method {
+	case "notifications/progress":
+		tok, found, _ := spec.Member(m.Params, "progressToken")
+		if !found {
+			return
+		}
+		g.mu.Lock()
+		uc := g.calls[string(tok)]
+		g.mu.Unlock()
+		if uc == nil || uc.token == nil {
+			return
+		}
+		var params map[string]any
+		if json.Unmarshal(m.Params, &params) != nil {
+			return
+		}
+		params["progressToken"] = uc.token
+		g.send(uc, m.Method, params)
+	case "notifications/message":
+		uc := g.callOf(via)
+		if uc == nil {
+			g.log.Debug().RawJSON("params", m.Params).Msg("upstream log message of no call")
+			return
+		}
+		var params map[string]any
+		if json.Unmarshal(m.Params, &params) != nil {
+			return
+		}
+		g.send(uc, m.Method, params)
+	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		select {
+		case g.mirrorQ <- struct{}{}:
+		default:
+		}
+	default:
+		g.log.Debug().Str("method", m.Method).Msg("upstream notification not passed on")
+	}
+}
+
+func (g *Gateway) send(uc *upcall, method string, params map[string]any) {
+	if srv := server.ServerFromContext(uc.ctx); srv != nil {
+		if err := srv.SendNotificationToClient(uc.ctx, method, params); err != nil {
+			g.log.Debug().Err(err).Str("method", method).Msg("passing an upstream notification on")
+		}
+	}
+}

@@ -1,0 +1,406 @@
+// Package gateway puts the resume core in front of any MCP server: it is an MCP
+// client of an upstream server (a stdio child, or Streamable HTTP) and serves the
+// upstream's tools, resources, prompts and completions as an mcp-go server that
+// mcp.New wraps like any other. A tools/call runs on the upstream while the
+// gateway's own client is gone: the upstream's progress, logs and questions
+// (sampling, elicitation, roots) of the call become the call's messages in the
+// core, with everything that gives (sequence numbers, resumes on any transport,
+// tasks, both protocol eras, durable results, clusters).
+//
+// The gateway speaks the 2025-11-25 revision to its upstream, the one every
+// server of the day speaks; its own clients get both eras.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/stdio"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
+)
+
+// Reasons (error.data.reason) of calls the upstream could not finish.
+const (
+	// ReasonUpstreamLost: the upstream went away (its child exited, its HTTP
+	// stream broke beyond repair) while it ran the call.
+	ReasonUpstreamLost spec.Reason = "upstream_lost"
+	// ReasonUpstreamUnavailable: no upstream connection could be made in time.
+	ReasonUpstreamUnavailable spec.Reason = "upstream_unavailable"
+	// ReasonUnattributed: the upstream asked a question (sampling, elicitation,
+	// roots) that the gateway could not tie to one call.
+	ReasonUnattributed spec.Reason = "unattributed_request"
+)
+
+// Protocol is the revision the gateway asks its upstream for.
+const Protocol = "2025-11-25"
+
+// writeTimeout bounds a notification or an answer written to the upstream.
+const writeTimeout = 10 * time.Second
+
+// Options configure a Gateway. Either Command or URL is set.
+type Options struct {
+	// Command starts the upstream as a stdio child: the program and its
+	// arguments. Env is added to this process's environment; Dir is its working
+	// directory; its stderr goes to Stderr (nil: discarded).
+	Command []string
+	Env     []string
+	Dir     string
+	Stderr  io.Writer
+
+	// URL is a Streamable HTTP upstream; Header is sent with every request
+	// (Authorization for an upstream that needs a token); Client makes them
+	// (default: http.DefaultClient).
+	URL    string
+	Header http.Header
+	Client *http.Client
+
+	// Restartable says whether a tool is safe to run twice: its call is sent again
+	// to the next upstream when the one running it went away, instead of failing
+	// with upstream_lost.
+	Restartable func(tool string) bool
+
+	// ConnectTimeout bounds starting and initializing one upstream connection,
+	// and how long a call waits for one. Default 30s.
+	ConnectTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait between attempts to start the
+	// upstream again (doubling). Defaults 100ms and 5s.
+	MinBackoff, MaxBackoff time.Duration
+
+	// Version is the gateway's version, in its clientInfo upstream.
+	Version string
+	Logger  *zerolog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	r := *o
+	if r.ConnectTimeout <= 0 {
+		r.ConnectTimeout = 30 * time.Second
+	}
+	if r.MinBackoff <= 0 {
+		r.MinBackoff = 100 * time.Millisecond
+	}
+	if r.MaxBackoff < r.MinBackoff {
+		r.MaxBackoff = max(5*time.Second, r.MinBackoff)
+	}
+	if r.Version == "" {
+		r.Version = "dev"
+	}
+	if r.Restartable == nil {
+		r.Restartable = func(string) bool { return false }
+	}
+	return r
+}
+
+// Gateway is one upstream server served through an mcp-go server.
+type Gateway struct {
+	opts Options
+	log  zerolog.Logger
+	srv  *server.MCPServer
+	init initResult // the first connection's
+
+	ctx    context.Context // ended by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the supervisor, peer readers, upstream request handlers
+	conns  atomic.Uint64  // upstream connections made
+
+	mu      sync.Mutex
+	up      *peer         // the live connection; nil while there is none
+	ready   chan struct{} // closed while up is set
+	calls   map[string]*upcall
+	mirrorQ chan struct{} // capacity 1: the lists changed upstream
+}
+
+// upcall is a tools/call running on the upstream, by its upstream request id.
+type upcall struct {
+	ctx   context.Context     // the tool's, in the core: where its messages go
+	token mcpgo.ProgressToken // the client's progress token; nil when it gave none
+}
+
+type initResult struct {
+	ProtocolVersion string                   `json:"protocolVersion"`
+	Capabilities    mcpgo.ServerCapabilities `json:"capabilities"`
+	ServerInfo      mcpgo.Implementation     `json:"serverInfo"`
+	Instructions    string                   `json:"instructions"`
+}
+
+// New starts the upstream, initializes it and mirrors its lists. An error here
+// is the first connection's: a command that does not start, a URL that does not
+// answer, an initialize that fails.
+func New(ctx context.Context, opts *Options) (*Gateway, error) {
+	o := opts.withDefaults()
+	if (len(o.Command) == 0) == (o.URL == "") {
+		return nil, errors.New("gateway: give an upstream command or a URL, not both")
+	}
+	log := zerolog.Nop()
+	if o.Logger != nil {
+		log = *o.Logger
+	}
+	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1)}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	p, init, err := g.connect(ctx)
+	if err != nil {
+		g.cancel()
+		return nil, err
+	}
+	g.init = init
+	g.srv = g.newServer(init)
+	if err := g.mirror(ctx, p); err != nil {
+		p.close()
+		g.wg.Wait()
+		g.cancel()
+		return nil, err
+	}
+	g.install(p)
+	g.wg.Add(1)
+	go g.supervise(p)
+	return g, nil
+}
+
+// Server is the mcp-go server to serve with mcp.New.
+func (g *Gateway) Server() *server.MCPServer { return g.srv }
+
+// ServerInfo is the upstream's name and version.
+func (g *Gateway) ServerInfo() mcpgo.Implementation { return g.init.ServerInfo }
+
+// Connections is how many upstream connections were made (1 + restarts).
+func (g *Gateway) Connections() uint64 { return g.conns.Load() }
+
+// Close ends the upstream connection (a child is stopped) and waits for the
+// gateway's goroutines.
+func (g *Gateway) Close() error {
+	g.cancel()
+	g.mu.Lock()
+	p := g.up
+	g.mu.Unlock()
+	if p != nil {
+		p.close()
+	}
+	g.wg.Wait()
+	return nil
+}
+
+// dial opens a transport connection to the upstream.
+func (g *Gateway) dial() (transport.Conn, error) {
+	if g.opts.URL != "" {
+		client := g.opts.Client
+		if client == nil {
+			client = http.DefaultClient
+		}
+		if len(g.opts.Header) > 0 {
+			c := *client
+			c.Transport = headerTransport{base: client.Transport, header: g.opts.Header}
+			client = &c
+		}
+		return streamable.Dial(g.opts.URL, &streamable.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true}), nil
+	}
+	cmd := exec.Command(g.opts.Command[0], g.opts.Command[1:]...)
+	cmd.Env = append(os.Environ(), g.opts.Env...)
+	cmd.Dir = g.opts.Dir
+	cmd.Stderr = g.opts.Stderr
+	return stdio.Command(cmd, &stdio.Options{MaxMessageBytes: transport.DefaultMaxMessageBytes})
+}
+
+// connect makes one upstream connection and initializes it.
+func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
+	defer cancel()
+	conn, err := g.dial()
+	if err != nil {
+		return nil, initResult{}, err
+	}
+	n := g.conns.Add(1)
+	p := newPeer(g, conn, "gw"+strconv.FormatUint(n, 10)+"-")
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		p.read(g.ctx)
+	}()
+	params, _ := json.Marshal(map[string]any{
+		"protocolVersion": Protocol,
+		"capabilities": map[string]any{
+			"sampling":    map[string]any{},
+			"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
+			"roots":       map[string]any{"listChanged": true},
+		},
+		"clientInfo": map[string]any{"name": "mcp-resume-gateway", "version": g.opts.Version},
+	})
+	raw, err := p.call(ctx, "initialize", params)
+	var init initResult
+	if err == nil {
+		err = json.Unmarshal(raw, &init)
+	}
+	if err != nil {
+		p.close()
+		if errors.Is(err, errLost) {
+			<-p.done
+			if p.err != nil && !errors.Is(p.err, transport.ErrClosed) {
+				err = fmt.Errorf("%w (%v)", err, p.err)
+			}
+		}
+		return nil, initResult{}, fmt.Errorf("gateway: initializing the upstream: %w", err)
+	}
+	p.notify("notifications/initialized", nil)
+	if p.http != nil {
+		// Notifications of no request (list changes) come on the session's GET
+		// stream, where the upstream offers one.
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			if status, err := p.http.Get(""); err != nil {
+				g.log.Debug().Int("status", status).Err(err).Msg("the upstream has no GET stream")
+			}
+		}()
+	}
+	g.log.Info().Str("upstream", init.ServerInfo.Name).Str("upstreamVersion", init.ServerInfo.Version).Str("protocol", init.ProtocolVersion).Msg("upstream connected")
+	return p, init, nil
+}
+
+// install makes p the live connection.
+func (g *Gateway) install(p *peer) {
+	g.mu.Lock()
+	g.up = p
+	close(g.ready)
+	g.mu.Unlock()
+}
+
+// supervise starts the upstream again whenever its connection ends, until Close.
+func (g *Gateway) supervise(p *peer) {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-p.done:
+		case <-g.mirrorQ:
+			if err := g.mirror(g.ctx, p); err != nil && g.ctx.Err() == nil {
+				g.log.Warn().Err(err).Msg("following the upstream's list changes")
+			}
+			continue
+		case <-g.ctx.Done():
+			return
+		}
+		g.mu.Lock()
+		g.up = nil
+		g.ready = make(chan struct{})
+		g.mu.Unlock()
+		p.close()
+		if g.ctx.Err() != nil {
+			return
+		}
+		g.log.Warn().AnErr("error", p.err).Msg("upstream connection ended; starting it again")
+		for attempt := 0; ; attempt++ {
+			if !sleep(g.ctx, g.backoff(attempt)) {
+				return
+			}
+			np, _, err := g.connect(g.ctx)
+			if err == nil {
+				if err = g.mirror(g.ctx, np); err != nil {
+					np.close()
+				}
+			}
+			if err == nil {
+				p = np
+				g.install(p)
+				break
+			}
+			if g.ctx.Err() != nil {
+				return
+			}
+			g.log.Warn().Err(err).Int("attempt", attempt+1).Msg("starting the upstream again")
+		}
+	}
+}
+
+func (g *Gateway) backoff(attempt int) time.Duration {
+	d := g.opts.MinBackoff << min(attempt, 16)
+	return min(d, g.opts.MaxBackoff)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// current returns the live connection, waiting up to ConnectTimeout for one.
+func (g *Gateway) current(ctx context.Context) (*peer, error) {
+	t := time.NewTimer(g.opts.ConnectTimeout)
+	defer t.Stop()
+	for {
+		g.mu.Lock()
+		p, ready := g.up, g.ready
+		g.mu.Unlock()
+		if p != nil {
+			return p, nil
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-g.ctx.Done():
+			return nil, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the gateway is shutting down")
+		case <-t.C:
+			return nil, spec.NewError(spec.CodeInternalError, ReasonUpstreamUnavailable, "the upstream server is not running, and could not be started in "+g.opts.ConnectTimeout.String())
+		}
+	}
+}
+
+// request sends a request of a client (tools aside) to the upstream.
+func (g *Gateway) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	p, err := g.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := p.call(ctx, method, b)
+	return raw, upstreamErr(err)
+}
+
+// upstreamErr is what a client gets when the upstream could not answer.
+func upstreamErr(err error) error {
+	switch {
+	case errors.Is(err, errLost), errors.Is(err, errStreamLost):
+		return spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream server went away before it answered: "+err.Error())
+	}
+	return err
+}
+
+// headerTransport adds headers to every request.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, vs := range t.header {
+		r.Header[k] = vs
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(r)
+}

@@ -1,0 +1,224 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// newServer is the mcp-go server the gateway's clients see: the upstream's name,
+// version, instructions and capabilities (list changes always, since the gateway
+// follows the upstream's).
+func (g *Gateway) newServer(init initResult) *server.MCPServer {
+	c := init.Capabilities
+	opts := []server.ServerOption{server.WithToolCapabilities(true)}
+	if c.Resources != nil {
+		opts = append(opts, server.WithResourceCapabilities(false, true))
+	}
+	if c.Prompts != nil {
+		opts = append(opts, server.WithPromptCapabilities(true))
+	}
+	if c.Logging != nil {
+		opts = append(opts, server.WithLogging())
+	}
+	if c.Completions != nil {
+		opts = append(opts, server.WithCompletions(),
+			server.WithPromptCompletionProvider(completer{g}), server.WithResourceCompletionProvider(completer{g}))
+	}
+	if init.Instructions != "" {
+		opts = append(opts, server.WithInstructions(init.Instructions))
+	}
+	name := init.ServerInfo.Name
+	if name == "" {
+		name = "upstream"
+	}
+	return server.NewMCPServer(name, init.ServerInfo.Version, opts...)
+}
+
+// maxPages bounds the pages of one list the gateway reads.
+const maxPages = 1000
+
+// listAll reads every page of a list method; field names the items.
+func listAll(ctx context.Context, p *peer, method, field string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	cursor := ""
+	for range maxPages {
+		params := json.RawMessage("{}")
+		if cursor != "" {
+			params, _ = json.Marshal(map[string]string{"cursor": cursor})
+		}
+		raw, err := p.call(ctx, method, params)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %s: %w", method, err)
+		}
+		var page map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("gateway: %s: %w", method, err)
+		}
+		var items []json.RawMessage
+		if v := page[field]; len(v) > 0 {
+			if err := json.Unmarshal(v, &items); err != nil {
+				return nil, fmt.Errorf("gateway: %s: %w", method, err)
+			}
+		}
+		out = append(out, items...)
+		cursor = ""
+		if v := page["nextCursor"]; len(v) > 0 {
+			_ = json.Unmarshal(v, &cursor)
+		}
+		if cursor == "" {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// mirror lists the upstream's tools, resources, resource templates and prompts
+// and serves them as they are, each through a handler that asks the upstream.
+func (g *Gateway) mirror(ctx context.Context, p *peer) error {
+	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
+	defer cancel()
+	raws, err := listAll(ctx, p, "tools/list", "tools")
+	if err != nil {
+		return err
+	}
+	tools := make([]server.ServerTool, 0, len(raws))
+	for _, raw := range raws {
+		t, err := decodeTool(raw)
+		if err != nil {
+			g.log.Warn().Err(err).Msg("an upstream tool is skipped")
+			continue
+		}
+		tools = append(tools, server.ServerTool{Tool: t, Handler: g.callTool})
+	}
+	g.srv.SetTools(tools...)
+
+	if g.init.Capabilities.Resources != nil {
+		raws, err := listAll(ctx, p, "resources/list", "resources")
+		if err != nil {
+			return err
+		}
+		var rs []server.ServerResource
+		for _, raw := range raws {
+			var r mcpgo.Resource
+			if err := json.Unmarshal(raw, &r); err != nil {
+				g.log.Warn().Err(err).Msg("an upstream resource is skipped")
+				continue
+			}
+			rs = append(rs, server.ServerResource{Resource: r, Handler: g.readResource})
+		}
+		g.srv.SetResources(rs...)
+		raws, err = listAll(ctx, p, "resources/templates/list", "resourceTemplates")
+		if err != nil {
+			return err
+		}
+		var ts []server.ServerResourceTemplate
+		for _, raw := range raws {
+			var t mcpgo.ResourceTemplate
+			if err := json.Unmarshal(raw, &t); err != nil {
+				g.log.Warn().Err(err).Msg("an upstream resource template is skipped")
+				continue
+			}
+			ts = append(ts, server.ServerResourceTemplate{Template: t, Handler: g.readResource})
+		}
+		g.srv.SetResourceTemplates(ts...)
+	}
+	if g.init.Capabilities.Prompts != nil {
+		raws, err := listAll(ctx, p, "prompts/list", "prompts")
+		if err != nil {
+			return err
+		}
+		var ps []server.ServerPrompt
+		for _, raw := range raws {
+			var pr mcpgo.Prompt
+			if err := json.Unmarshal(raw, &pr); err != nil {
+				g.log.Warn().Err(err).Msg("an upstream prompt is skipped")
+				continue
+			}
+			ps = append(ps, server.ServerPrompt{Prompt: pr, Handler: g.getPrompt})
+		}
+		g.srv.SetPrompts(ps...)
+	}
+	return nil
+}
+
+// decodeTool is an upstream tool as mcp-go serves it, its schemas as they came.
+func decodeTool(raw json.RawMessage) (mcpgo.Tool, error) {
+	var t mcpgo.Tool
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return t, err
+	}
+	var schemas struct {
+		In  json.RawMessage `json:"inputSchema"`
+		Out json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &schemas); err != nil {
+		return t, err
+	}
+	if t.Name == "" {
+		return t, fmt.Errorf("gateway: a tool without a name: %s", raw)
+	}
+	t.InputSchema = mcpgo.ToolInputSchema{}
+	t.RawInputSchema = schemas.In
+	if len(schemas.In) == 0 {
+		t.RawInputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	t.OutputSchema = mcpgo.ToolOutputSchema{}
+	t.RawOutputSchema = nil
+	if len(schemas.Out) > 0 {
+		t.RawOutputSchema = schemas.Out
+	}
+	return t, nil
+}
+
+func (g *Gateway) readResource(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+	raw, err := g.request(ctx, "resources/read", map[string]any{"uri": req.Params.URI})
+	if err != nil {
+		return nil, err
+	}
+	res, err := mcpgo.ParseReadResourceResult(&raw)
+	if err != nil {
+		return nil, err
+	}
+	return res.Contents, nil
+}
+
+func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
+	raw, err := g.request(ctx, "prompts/get", map[string]any{"name": req.Params.Name, "arguments": req.Params.Arguments})
+	if err != nil {
+		return nil, err
+	}
+	return mcpgo.ParseGetPromptResult(&raw)
+}
+
+// completer passes completion/complete on to the upstream.
+type completer struct{ g *Gateway }
+
+func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcpgo.CompleteArgument, cc mcpgo.CompleteContext) (*mcpgo.Completion, error) {
+	return c.complete(ctx, map[string]any{"type": "ref/prompt", "name": name}, arg, cc)
+}
+
+func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcpgo.CompleteArgument, cc mcpgo.CompleteContext) (*mcpgo.Completion, error) {
+	return c.complete(ctx, map[string]any{"type": "ref/resource", "uri": uri}, arg, cc)
+}
+
+func (c completer) complete(ctx context.Context, ref map[string]any, arg mcpgo.CompleteArgument, cc mcpgo.CompleteContext) (*mcpgo.Completion, error) {
+	params := map[string]any{"ref": ref, "argument": arg}
+	if len(cc.Arguments) > 0 {
+		params["context"] = cc
+	}
+	raw, err := c.g.request(ctx, "completion/complete", params)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Completion mcpgo.Completion `json:"completion"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	return &res.Completion, nil
+}

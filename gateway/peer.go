@@ -1,0 +1,269 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
+)
+
+// errLost: the upstream connection ended (a child that exited, an HTTP upstream
+// that went away) before the request's answer came.
+var errLost = errors.New("gateway: the upstream connection ended")
+
+// errStreamLost: an HTTP upstream's event stream for the request broke and could
+// not be taken up again.
+var errStreamLost = errors.New("gateway: the upstream's event stream for the request broke")
+
+// peer is one connection to the upstream, as its JSON-RPC client: requests with
+// ids of its own and their answers matched to them; what the upstream sends of its
+// own (notifications, requests) goes to the gateway with the id of the request
+// whose stream carried it, when the transport tells.
+type peer struct {
+	conn   transport.Conn
+	http   *streamable.ClientConn // conn, when the upstream is Streamable HTTP
+	prefix string                 // of every request id; new per connection
+	next   atomic.Uint64
+	g      *Gateway
+
+	mu      sync.Mutex
+	pending map[string]*pending // by the request's raw id
+	closed  bool
+
+	done chan struct{} // closed when the reader returned
+	err  error         // why; read after done
+}
+
+type pending struct {
+	ch      chan reply // capacity 1
+	resumed int        // times its event stream was taken up again
+}
+
+type reply struct {
+	result json.RawMessage
+	err    error
+}
+
+// maxStreamResumes bounds how often one request's broken event stream is taken
+// up again with Last-Event-ID.
+const maxStreamResumes = 5
+
+func newPeer(g *Gateway, conn transport.Conn, prefix string) *peer {
+	p := &peer{conn: conn, prefix: prefix, g: g, pending: map[string]*pending{}, done: make(chan struct{})}
+	p.http, _ = conn.(*streamable.ClientConn)
+	return p
+}
+
+// read reads the connection until it ends, then fails what is pending.
+func (p *peer) read(ctx context.Context) {
+	defer close(p.done)
+	for {
+		var in streamable.Inbound
+		var err error
+		if p.http != nil {
+			in, err = p.http.ReadInbound(ctx)
+		} else {
+			in.Msg, err = p.conn.Read(ctx)
+		}
+		if err != nil {
+			var tl *transport.TooLargeError
+			if errors.As(err, &tl) {
+				p.g.log.Warn().Err(err).Msg("upstream message skipped")
+				continue
+			}
+			p.fail(err)
+			return
+		}
+		if in.Lost {
+			p.streamLost(in)
+			continue
+		}
+		m, derr := spec.Decode(in.Msg)
+		if derr != nil {
+			p.g.log.Warn().Str("error", derr.Message).Msg("undecodable message from the upstream")
+			continue
+		}
+		switch m.Kind {
+		case spec.KindResponse:
+			p.answer(m)
+		case spec.KindRequest:
+			p.g.wg.Add(1)
+			go func() {
+				defer p.g.wg.Done()
+				p.g.serverRequest(p, m, in.Via)
+			}()
+		case spec.KindNotification:
+			p.g.notification(p, m, in.Via)
+		}
+	}
+}
+
+func (p *peer) answer(m *spec.Message) {
+	p.mu.Lock()
+	pd := p.pending[string(m.ID)]
+	delete(p.pending, string(m.ID))
+	p.mu.Unlock()
+	if pd == nil {
+		return
+	}
+	if m.Error != nil {
+		e := &spec.Error{}
+		if err := json.Unmarshal(m.Error, e); err != nil {
+			e = spec.NewError(spec.CodeInternalError, "", "malformed error from the upstream")
+		}
+		pd.ch <- reply{err: e}
+		return
+	}
+	pd.ch <- reply{result: m.Result}
+}
+
+// streamLost takes up a request's broken event stream with the upstream's own
+// means (Last-Event-ID) when it offered them, or fails the request.
+func (p *peer) streamLost(in streamable.Inbound) {
+	p.mu.Lock()
+	pd := p.pending[string(in.Via)]
+	retry := pd != nil && in.LastEventID != "" && pd.resumed < maxStreamResumes
+	if retry {
+		pd.resumed++
+	} else if pd != nil {
+		delete(p.pending, string(in.Via))
+	}
+	p.mu.Unlock()
+	if pd == nil {
+		return
+	}
+	if !retry {
+		pd.ch <- reply{err: errStreamLost}
+		return
+	}
+	p.g.wg.Add(1)
+	go func() {
+		defer p.g.wg.Done()
+		if err := p.http.Resume(in.Via, in.LastEventID); err != nil {
+			p.g.log.Debug().Err(err).Msg("taking up an upstream event stream")
+			p.mu.Lock()
+			gone := p.pending[string(in.Via)] == pd
+			delete(p.pending, string(in.Via))
+			p.mu.Unlock()
+			if gone {
+				pd.ch <- reply{err: errStreamLost}
+			}
+		}
+	}()
+}
+
+// fail ends the peer: every pending request gets errLost.
+func (p *peer) fail(err error) {
+	p.mu.Lock()
+	p.closed = true
+	p.err = err
+	pend := p.pending
+	p.pending = map[string]*pending{}
+	p.mu.Unlock()
+	for _, pd := range pend {
+		pd.ch <- reply{err: errLost}
+	}
+}
+
+// newID returns a request id of this peer's.
+func (p *peer) newID() spec.ID {
+	return spec.ID(strconv.Quote(p.prefix + strconv.FormatUint(p.next.Add(1), 10)))
+}
+
+// call sends a request and waits for its answer. An error answer is a
+// *spec.Error; the connection's end is errLost. When ctx ends first, the upstream
+// is told (notifications/cancelled) and ctx's error returned.
+func (p *peer) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.callID(ctx, p.newID(), method, params)
+}
+
+func (p *peer) callID(ctx context.Context, id spec.ID, method string, params json.RawMessage) (json.RawMessage, error) {
+	pd := &pending{ch: make(chan reply, 1)}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errLost
+	}
+	p.pending[string(id)] = pd
+	p.mu.Unlock()
+	if err := p.conn.Write(ctx, spec.EncodeRequest(id, method, params)); err != nil {
+		p.forget(id)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if p.http != nil {
+			// An HTTP upstream that refuses or cannot be reached: the session may be
+			// gone (a restarted upstream answers 404). Start over with a new one.
+			p.close()
+		}
+		return nil, errors.Join(errLost, err)
+	}
+	select {
+	case r := <-pd.ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		if p.forget(id) {
+			p.cancel(id, context.Cause(ctx))
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// forget drops a pending request; it reports whether it was still pending.
+func (p *peer) forget(id spec.ID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.pending[string(id)]
+	delete(p.pending, string(id))
+	return ok
+}
+
+// cancel tells the upstream to stop working on request id.
+func (p *peer) cancel(id spec.ID, cause error) {
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	params, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": reason})
+	p.notify("notifications/cancelled", params)
+}
+
+// notify sends a notification, best effort, off the caller's path when the
+// upstream is slow to take it.
+func (p *peer) notify(method string, params json.RawMessage) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := p.conn.Write(ctx, spec.EncodeRequest(nil, method, params)); err != nil {
+		p.g.log.Debug().Err(err).Str("method", method).Msg("notifying the upstream")
+	}
+}
+
+// respond answers the upstream's request id.
+func (p *peer) respond(id spec.ID, result json.RawMessage, err error) {
+	var msg []byte
+	if err != nil {
+		var e *spec.Error
+		if !errors.As(err, &e) {
+			e = spec.NewError(spec.CodeInternalError, "", err.Error())
+		}
+		msg = spec.EncodeError(id, e)
+	} else {
+		msg = spec.EncodeResponse(id, result)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if werr := p.conn.Write(ctx, msg); werr != nil {
+		p.g.log.Debug().Err(werr).Msg("answering the upstream")
+	}
+}
+
+// close closes the connection; the reader then fails what is pending.
+func (p *peer) close() {
+	_ = p.conn.Close()
+}
