@@ -90,8 +90,15 @@ func (g *Gateway) serverRequest(p *peer, m *spec.Message, via []byte) {
 		return
 	}
 	uc := g.callOf(via)
-	if uc == nil {
-		g.log.Warn().Str("method", m.Method).Msg("upstream request of no call the gateway can tell (several calls run on a stdio upstream)")
+	switch {
+	case m.Method == string(mcpgo.MethodListRoots) && (uc == nil || !hasRoots(uc.ctx)):
+		// Asked outside any call (servers ask at start-up, and when told the
+		// roots changed), or in the call of a client without roots: the
+		// gateway's own roots, of which it has none.
+		p.respond(m.ID, json.RawMessage(`{"roots":[]}`), nil)
+		return
+	case uc == nil:
+		g.log.Warn().Str("method", m.Method).Msg("an upstream request of no call the gateway can tell: none or several run, and the transport does not say which it is for")
 		p.respond(m.ID, nil, spec.NewError(spec.CodeInternalError, ReasonUnattributed,
 			"the gateway cannot tell which of its calls this request belongs to"))
 		return
@@ -148,4 +155,11 @@ func (g *Gateway) send(uc *upcall, method string, params map[string]any) {
 			g.log.Debug().Err(err).Str("method", method).Msg("passing an upstream notification on")
 		}
 	}
+}
+
+// hasRoots reports whether the client of the call running on ctx declared the
+// roots capability.
+func hasRoots(ctx context.Context) bool {
+	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	return ok && cs.GetClientCapabilities().Roots != nil
 }

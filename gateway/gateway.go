@@ -123,7 +123,8 @@ type Gateway struct {
 	up      *peer         // the live connection; nil while there is none
 	ready   chan struct{} // closed while up is set
 	calls   map[string]*upcall
-	mirrorQ chan struct{} // capacity 1: the lists changed upstream
+	mirrorQ chan struct{}     // capacity 1: the lists changed upstream
+	lists   map[string]string // a digest of each list as last mirrored
 }
 
 // upcall is a tools/call running on the upstream, by its upstream request id.
@@ -151,7 +152,7 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	if o.Logger != nil {
 		log = *o.Logger
 	}
-	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1)}
+	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1), lists: map[string]string{}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	p, init, err := g.connect(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
@@ -81,68 +82,84 @@ func listAll(ctx context.Context, p *peer, method, field string) ([]json.RawMess
 func (g *Gateway) mirror(ctx context.Context, p *peer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
 	defer cancel()
-	raws, err := listAll(ctx, p, "tools/list", "tools")
+	if err := g.mirrorList(ctx, p, "tools/list", "tools", func(raws []json.RawMessage) {
+		tools := make([]server.ServerTool, 0, len(raws))
+		for _, raw := range raws {
+			t, err := decodeTool(raw)
+			if err != nil {
+				g.log.Warn().Err(err).Msg("an upstream tool is skipped")
+				continue
+			}
+			tools = append(tools, server.ServerTool{Tool: t, Handler: g.callTool})
+		}
+		g.srv.SetTools(tools...)
+	}); err != nil {
+		return err
+	}
+	if g.init.Capabilities.Resources != nil {
+		if err := g.mirrorList(ctx, p, "resources/list", "resources", func(raws []json.RawMessage) {
+			g.srv.SetResources(decodeAll(g, raws, "resource", func(r mcpgo.Resource) server.ServerResource {
+				return server.ServerResource{Resource: r, Handler: g.readResource}
+			})...)
+		}); err != nil {
+			return err
+		}
+		if err := g.mirrorList(ctx, p, "resources/templates/list", "resourceTemplates", func(raws []json.RawMessage) {
+			g.srv.SetResourceTemplates(decodeAll(g, raws, "resource template", func(t mcpgo.ResourceTemplate) server.ServerResourceTemplate {
+				return server.ServerResourceTemplate{Template: t, Handler: g.readResource}
+			})...)
+		}); err != nil {
+			return err
+		}
+	}
+	if g.init.Capabilities.Prompts != nil {
+		return g.mirrorList(ctx, p, "prompts/list", "prompts", func(raws []json.RawMessage) {
+			g.srv.SetPrompts(decodeAll(g, raws, "prompt", func(pr mcpgo.Prompt) server.ServerPrompt {
+				return server.ServerPrompt{Prompt: pr, Handler: g.getPrompt}
+			})...)
+		})
+	}
+	return nil
+}
+
+// mirrorList reads a list and, when it is not what it was when last mirrored,
+// serves it with set: the gateway's clients hear of a list change only when
+// there is one (an upstream may say its lists changed when they did not,
+// several times while it starts).
+func (g *Gateway) mirrorList(ctx context.Context, p *peer, method, field string, set func([]json.RawMessage)) error {
+	raws, err := listAll(ctx, p, method, field)
 	if err != nil {
 		return err
 	}
-	tools := make([]server.ServerTool, 0, len(raws))
+	h := sha256.New()
 	for _, raw := range raws {
-		t, err := decodeTool(raw)
-		if err != nil {
-			g.log.Warn().Err(err).Msg("an upstream tool is skipped")
-			continue
-		}
-		tools = append(tools, server.ServerTool{Tool: t, Handler: g.callTool})
+		h.Write(raw)
+		h.Write([]byte{0})
 	}
-	g.srv.SetTools(tools...)
-
-	if g.init.Capabilities.Resources != nil {
-		raws, err := listAll(ctx, p, "resources/list", "resources")
-		if err != nil {
-			return err
-		}
-		var rs []server.ServerResource
-		for _, raw := range raws {
-			var r mcpgo.Resource
-			if err := json.Unmarshal(raw, &r); err != nil {
-				g.log.Warn().Err(err).Msg("an upstream resource is skipped")
-				continue
-			}
-			rs = append(rs, server.ServerResource{Resource: r, Handler: g.readResource})
-		}
-		g.srv.SetResources(rs...)
-		raws, err = listAll(ctx, p, "resources/templates/list", "resourceTemplates")
-		if err != nil {
-			return err
-		}
-		var ts []server.ServerResourceTemplate
-		for _, raw := range raws {
-			var t mcpgo.ResourceTemplate
-			if err := json.Unmarshal(raw, &t); err != nil {
-				g.log.Warn().Err(err).Msg("an upstream resource template is skipped")
-				continue
-			}
-			ts = append(ts, server.ServerResourceTemplate{Template: t, Handler: g.readResource})
-		}
-		g.srv.SetResourceTemplates(ts...)
-	}
-	if g.init.Capabilities.Prompts != nil {
-		raws, err := listAll(ctx, p, "prompts/list", "prompts")
-		if err != nil {
-			return err
-		}
-		var ps []server.ServerPrompt
-		for _, raw := range raws {
-			var pr mcpgo.Prompt
-			if err := json.Unmarshal(raw, &pr); err != nil {
-				g.log.Warn().Err(err).Msg("an upstream prompt is skipped")
-				continue
-			}
-			ps = append(ps, server.ServerPrompt{Prompt: pr, Handler: g.getPrompt})
-		}
-		g.srv.SetPrompts(ps...)
+	sum := string(h.Sum(nil))
+	g.mu.Lock()
+	same := g.lists[method] == sum
+	g.lists[method] = sum
+	g.mu.Unlock()
+	if !same {
+		set(raws)
 	}
 	return nil
+}
+
+// decodeAll decodes the items of a list, skipping (and logging) those that do
+// not decode.
+func decodeAll[T, S any](g *Gateway, raws []json.RawMessage, what string, serve func(T) S) []S {
+	out := make([]S, 0, len(raws))
+	for _, raw := range raws {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			g.log.Warn().Err(err).Msgf("an upstream %s is skipped", what)
+			continue
+		}
+		out = append(out, serve(v))
+	}
+	return out
 }
 
 // decodeTool is an upstream tool as mcp-go serves it, its schemas as they came.

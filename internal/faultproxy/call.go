@@ -16,6 +16,10 @@ import (
 type Call struct {
 	N     int // tells the call's ids apart from other calls'
 	Steps int // the countdown's steps
+	// Tool, Args and Want call another tool than countdown: its name, its
+	// arguments (a JSON object) and a string its result contains. The tool must
+	// send Steps progress notifications, 1 to Steps.
+	Tool, Args, Want string
 
 	id       string // the call's id; a new one per attempt until the policy arrives
 	token    string
@@ -37,8 +41,12 @@ func (c *Call) Done() bool { return c.results > 0 }
 func (c *Call) Request(attempt int) string {
 	if c.token == "" {
 		c.id = fmt.Sprintf(`"c%d-%d"`, c.N, attempt)
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":%d},"_meta":{"progressToken":%s}}}`,
-			c.id, c.Steps, c.id)
+		tool, args := c.Tool, c.Args
+		if tool == "" {
+			tool, args = "countdown", fmt.Sprintf(`{"seconds":1,"steps":%d}`, c.Steps)
+		}
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":%s}}}`,
+			c.id, tool, args, c.id)
 	}
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"requests/resume","params":{"resumeToken":%q,"_meta":{%q:%d}}}`, c.id, c.token, spec.MetaAck, c.ack)
 }
@@ -80,7 +88,11 @@ func (c *Call) Take(b []byte) (done bool, err error) {
 			return false, fmt.Errorf("result for id %s, want %s", m.ID, c.id)
 		}
 		c.results++
-		if want := fmt.Sprintf("countdown done: %d of %d steps", c.Steps, c.Steps); !strings.Contains(string(m.Result), want) {
+		want := c.Want
+		if c.Tool == "" {
+			want = fmt.Sprintf("countdown done: %d of %d steps", c.Steps, c.Steps)
+		}
+		if !strings.Contains(string(m.Result), want) {
 			return false, fmt.Errorf("result %s", m.Result)
 		}
 		return true, nil

@@ -1,0 +1,359 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/mcp-resume/mcp-resume/gateway"
+	"github.com/mcp-resume/mcp-resume/internal/everything"
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rig is a gateway in front of an upstream, behind the core, on Streamable HTTP
+// (/mcp) and WebSocket (/ws) over loopback.
+type rig struct {
+	g    *gateway.Gateway
+	core *mcp.Server
+	srv  *httptest.Server
+}
+
+func newRig(t testing.TB, opts gateway.Options) *rig {
+	t.Helper()
+	if testing.Verbose() {
+		opts.Stderr = os.Stderr
+		log := zerolog.New(os.Stderr).Level(zerolog.DebugLevel)
+		opts.Logger = &log
+	}
+	g, err := gateway.New(t.Context(), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := mcp.New(g.Server(), &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.Always, Task: mcp.AsTask}})
+	h := streamable.NewHandler(core, nil)
+	wh := ws.NewHandler(core, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/ws", wh)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		h.Close()
+		wh.Close()
+		srv.Close()
+		core.Close()
+		_ = g.Close()
+	})
+	return &rig{g: g, core: core, srv: srv}
+}
+
+// stdioUpstream runs server-everything as a stdio child; with pidFile, the
+// child's pid is written there (for a test that kills it).
+func stdioUpstream(t testing.TB, pidFile string) gateway.Options {
+	path := everything.Path(t)
+	if pidFile == "" {
+		return gateway.Options{Command: []string{"node", path, "stdio"}}
+	}
+	return gateway.Options{Command: []string{"sh", "-c", `echo $$ > "$0"; exec node "$1" stdio`, pidFile, path}}
+}
+
+func (r *rig) dialHTTP(t testing.TB) transport.Conn {
+	c := streamable.Dial(r.srv.URL+"/mcp", nil)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func (r *rig) dialWS(t testing.TB) transport.Conn {
+	c, err := ws.Dial(t.Context(), "ws"+strings.TrimPrefix(r.srv.URL, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+const longRunning = "trigger-long-running-operation"
+
+// progressOf returns the progress values among msgs.
+func progressOf(msgs []e2etest.Msg) []int {
+	var out []int
+	for _, m := range msgs {
+		if m.Method == "notifications/progress" {
+			out = append(out, e2etest.Progress(m))
+		}
+	}
+	return out
+}
+
+func checkLongRun(t *testing.T, c *e2etest.Client, id string, steps int) {
+	t.Helper()
+	c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{"duration":0.4,"steps":%d},"_meta":{"progressToken":%s}}}`, id, longRunning, steps, id)
+	resp, before := c.Response(id)
+	if want := fmt.Sprintf("Steps: %d", steps); !strings.Contains(e2etest.Text(resp), want) {
+		t.Fatalf("result %s, want one with %q", resp.Raw, want)
+	}
+	got := progressOf(before)
+	if len(got) != steps {
+		t.Fatalf("progress %v, want 1..%d", got, steps)
+	}
+	for i, v := range got {
+		if v != i+1 {
+			t.Fatalf("progress %v, want 1..%d in order", got, steps)
+		}
+	}
+}
+
+// server-everything's long-running tool through the gateway (its stdio child),
+// on HTTP and WebSocket: every progress notification, in order, and the result.
+func TestEverythingLongRunning(t *testing.T) {
+	r := newRig(t, stdioUpstream(t, ""))
+	for name, dial := range map[string]func(testing.TB) transport.Conn{"http": r.dialHTTP, "ws": r.dialWS} {
+		t.Run(name, func(t *testing.T) {
+			c := e2etest.NewClient(t, dial(t))
+			c.Initialize(`{"resumableRequests":{}}`)
+			checkLongRun(t, c, `"a"`, 4)
+		})
+	}
+}
+
+// The same through a Streamable HTTP upstream: server-everything's own
+// streamableHttp transport.
+func TestEverythingHTTPUpstream(t *testing.T) {
+	url := startHTTPEverything(t)
+	r := newRig(t, gateway.Options{URL: url})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	checkLongRun(t, c, `"a"`, 4)
+	c.Send(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`)
+	if resp, _ := c.Response(`"e"`); !strings.Contains(e2etest.Text(resp), "hi") {
+		t.Fatalf("echo: %s", resp.Raw)
+	}
+}
+
+// startHTTPEverything runs server-everything's Streamable HTTP transport on a
+// free port and returns its endpoint once it answers.
+func startHTTPEverything(t testing.TB) string {
+	t.Helper()
+	path := everything.Path(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("node", path, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	if testing.Verbose() {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	poll.Until(t, 20*time.Second, "server-everything listening on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return "http://" + addr + "/mcp"
+}
+
+// 50 concurrent long-running calls of server-everything through the gateway,
+// their client connections (WebSocket) cut at random points several times each,
+// each resumed on a new connection with the ack extension: every result, and
+// every progress value exactly once and in order.
+func TestEverythingCuts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	r := newRig(t, stdioUpstream(t, ""))
+	// server-everything's initialize result (its instructions) is about 2 KB:
+	// each connection may carry that, then 300 to 1,500 bytes more.
+	c := e2etest.NewClient(t, r.dialWS(t))
+	init := len(c.Initialize(`{}`).Raw)
+	c.Close()
+	p := faultproxy.New(t, r.srv.Listener.Addr().String(), init+300, init+1500)
+	url := "ws://" + p.Addr() + "/ws"
+	const calls, steps = 50, 20
+	reconnects := make([]int, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			call := &faultproxy.Call{N: i, Steps: steps, Tool: longRunning,
+				Args: fmt.Sprintf(`{"duration":2,"steps":%d}`, steps), Want: fmt.Sprintf("Steps: %d.", steps)}
+			if err := driveWS(url, call, &reconnects[i]); err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	faultproxy.CheckReconnects(t, p, reconnects)
+}
+
+// driveWS drives call to its result through any number of cuts, each attempt on
+// a new WebSocket connection.
+func driveWS(url string, call *faultproxy.Call, reconnects *int) error {
+	for attempt := 0; !call.Done(); attempt++ {
+		if attempt > 100 {
+			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, call.Progress())
+		}
+		if attempt > 0 {
+			*reconnects++
+		}
+		err := func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := ws.Dial(ctx, url, &ws.DialOptions{Options: ws.Options{CloseTimeout: 100 * time.Millisecond}})
+			if err != nil {
+				return nil // cut during the handshake
+			}
+			defer c.Close()
+			send := func(msg string) bool { return c.Write(ctx, []byte(msg)) == nil }
+			if !send(faultproxy.InitializeAck) {
+				return nil
+			}
+			if b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), `"id":0`) {
+				return nil
+			}
+			if !send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`) || !send(call.Request(attempt)) {
+				return nil
+			}
+			for {
+				b, err := c.Read(ctx)
+				if err != nil {
+					return nil // cut
+				}
+				if done, err := call.Take(b); done || err != nil {
+					return err
+				}
+			}
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return call.Check()
+}
+
+// server-everything's elicitation and sampling tools through the gateway: the
+// question reaches the client, which goes away before answering; it resumes on a
+// new connection, gets the question again, answers, and the upstream's tool
+// finishes with the answer.
+func TestEverythingQuestionsAfterResume(t *testing.T) {
+	r := newRig(t, stdioUpstream(t, ""))
+	for _, tc := range []struct {
+		tool, args, method, answer, want string
+	}{
+		{"trigger-elicitation-request", `{}`, "elicitation/create",
+			`{"action":"accept","content":{"name":"Ada Lovelace"}}`, "Ada Lovelace"},
+		{"trigger-sampling-request", `{"prompt":"hello","maxTokens":50}`, "sampling/createMessage",
+			`{"role":"assistant","content":{"type":"text","text":"sampled reply"},"model":"test-model"}`, "sampled reply"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			caps := `{"resumableRequests":{},"elicitation":{},"sampling":{}}`
+			c := e2etest.NewClient(t, r.dialWS(t))
+			c.Initialize(caps)
+			c.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":%q,"arguments":%s}}`, tc.tool, tc.args)
+			var token string
+			c.Until(func(m e2etest.Msg) bool {
+				if m.Method == spec.MethodResumePolicy {
+					token = e2etest.PolicyOf(t, m).ResumeToken
+				}
+				return m.Method == tc.method
+			})
+			c.Close() // gone before answering
+
+			c2 := e2etest.NewClient(t, r.dialHTTP(t))
+			c2.Initialize(caps)
+			c2.Resume(`"q"`, token)
+			asked := c2.Until(func(m e2etest.Msg) bool { return m.Method == tc.method })
+			q := asked[len(asked)-1]
+			c2.Send(`{"jsonrpc":"2.0","id":%s,"result":%s}`, q.ID, tc.answer)
+			resp, _ := c2.Response(`"q"`)
+			if !strings.Contains(string(resp.Raw), tc.want) {
+				t.Fatalf("result %s, want one with %q", resp.Raw, tc.want)
+			}
+		})
+	}
+}
+
+// The upstream child killed mid-call: the call ends with upstream_lost, the
+// gateway starts the upstream again, and the next call works.
+func TestUpstreamKilled(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	r := newRig(t, stdioUpstream(t, pidFile))
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":%q,"arguments":{"duration":30,"steps":30},"_meta":{"progressToken":"pk"}}}`, longRunning)
+	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
+	killPidFile(t, pidFile)
+	resp, _ := c.Response(`"k"`)
+	if resp.Error == nil || resp.Error.Reason != gateway.ReasonUpstreamLost {
+		t.Fatalf("the killed call answered %s, want an error with reason %s", resp.Raw, gateway.ReasonUpstreamLost)
+	}
+	checkLongRun(t, c, `"after"`, 2)
+	if n := r.g.Connections(); n != 2 {
+		t.Fatalf("%d upstream connections, want 2 (the first, and the one after the kill)", n)
+	}
+}
+
+// A restartable tool's call survives its upstream's death: it runs again on the
+// next one and its client gets the result.
+func TestUpstreamKilledRestartable(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	opts := stdioUpstream(t, pidFile)
+	opts.Restartable = func(tool string) bool { return tool == longRunning }
+	r := newRig(t, opts)
+	c := e2etest.NewClient(t, r.dialHTTP(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":%q,"arguments":{"duration":1,"steps":4},"_meta":{"progressToken":"pk"}}}`, longRunning)
+	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
+	killPidFile(t, pidFile)
+	resp, _ := c.Response(`"k"`)
+	if !strings.Contains(e2etest.Text(resp), "Steps: 4") {
+		t.Fatalf("the restartable call answered %s, want its result", resp.Raw)
+	}
+}
+
+func killPidFile(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
