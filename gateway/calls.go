@@ -12,6 +12,10 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
+// maxUnsent bounds how often a call the upstream never received is sent to a
+// next connection.
+const maxUnsent = 3
+
 // callTool is the handler of every mirrored tool: it runs the call on the
 // upstream, with a progress token of the gateway's own (the upstream request's
 // id) whatever the client sent, and passes what the upstream sends for it on to
@@ -22,6 +26,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if req.Params.Meta != nil {
 		uc.token = req.Params.Meta.ProgressToken
 	}
+	unsent := 0
 	for {
 		p, err := g.current(ctx)
 		if err != nil {
@@ -43,7 +48,13 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		g.mu.Lock()
 		delete(g.calls, string(id))
 		g.mu.Unlock()
-		if (errors.Is(err, errLost) || errors.Is(err, errStreamLost)) && ctx.Err() == nil && g.opts.Restartable(req.Params.Name) {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, errNotSent) && unsent < maxUnsent:
+			// The upstream never saw the call: send it to the next connection.
+			unsent++
+			continue
+		case (errors.Is(err, errLost) || errors.Is(err, errStreamLost)) && g.opts.Restartable(req.Params.Name):
 			g.log.Info().Str("tool", req.Params.Name).Msg("upstream lost during a restartable call; running it again")
 			continue
 		}
@@ -116,14 +127,19 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 		if !found {
 			return
 		}
-		g.mu.Lock()
-		uc := g.calls[string(tok)]
-		g.mu.Unlock()
-		if uc == nil || uc.token == nil {
-			return
-		}
 		var params map[string]any
 		if json.Unmarshal(m.Params, &params) != nil {
+			return
+		}
+		value, _ := params["progress"].(float64)
+		g.mu.Lock()
+		uc := g.calls[string(tok)]
+		again := uc != nil && uc.progressed && value <= uc.progress
+		if uc != nil && !again {
+			uc.progress, uc.progressed = value, true
+		}
+		g.mu.Unlock()
+		if uc == nil || uc.token == nil || again {
 			return
 		}
 		params["progressToken"] = uc.token

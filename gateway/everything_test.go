@@ -1,17 +1,18 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -141,7 +141,7 @@ func TestEverythingLongRunning(t *testing.T) {
 // The same through a Streamable HTTP upstream: server-everything's own
 // streamableHttp transport.
 func TestEverythingHTTPUpstream(t *testing.T) {
-	url := startHTTPEverything(t)
+	url := everything.StartHTTP(t)
 	r := newRig(t, gateway.Options{URL: url})
 	c := e2etest.NewClient(t, r.dialWS(t))
 	c.Initialize(`{"resumableRequests":{}}`)
@@ -150,40 +150,6 @@ func TestEverythingHTTPUpstream(t *testing.T) {
 	if resp, _ := c.Response(`"e"`); !strings.Contains(e2etest.Text(resp), "hi") {
 		t.Fatalf("echo: %s", resp.Raw)
 	}
-}
-
-// startHTTPEverything runs server-everything's Streamable HTTP transport on a
-// free port and returns its endpoint once it answers.
-func startHTTPEverything(t testing.TB) string {
-	t.Helper()
-	path := everything.Path(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command("node", path, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	if testing.Verbose() {
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	poll.Until(t, 20*time.Second, "server-everything listening on "+addr, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return "http://" + addr + "/mcp"
 }
 
 // 50 concurrent long-running calls of server-everything through the gateway,
@@ -356,4 +322,72 @@ func killPidFile(t *testing.T, pidFile string) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// An HTTP upstream's event stream of a call breaks after its first progress
+// notification (the response body of the tools/call POST ends there, as when
+// a connection drops): the gateway takes it up with a GET carrying the last
+// event id, and the client gets every progress notification once and the
+// result. (server-everything's example event store hands the SDK an event id
+// where it wants a stream id, so a taken-up stream gets the events stored so
+// far and nothing after: the gateway closes it after StreamIdle of silence and
+// takes it up again, which replays the rest.)
+func TestHTTPUpstreamStreamTakenUp(t *testing.T) {
+	url := everything.StartHTTP(t)
+	cut := &cutter{base: http.DefaultTransport}
+	r := newRig(t, gateway.Options{URL: url, Client: &http.Client{Transport: cut}, StreamIdle: time.Second})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	checkLongRun(t, c, `"a"`, 4)
+	if cut.cuts.Load() != 1 || cut.resumes.Load() == 0 {
+		t.Fatalf("%d streams cut, %d GETs with Last-Event-ID; want 1 and at least 1", cut.cuts.Load(), cut.resumes.Load())
+	}
+}
+
+// cutter ends the response body of the first tools/call POST right after its
+// first event that carries progress, and counts the GETs with Last-Event-ID.
+type cutter struct {
+	base          http.RoundTripper
+	cuts, resumes atomic.Int32
+}
+
+func (c *cutter) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
+		c.resumes.Add(1)
+	}
+	resp, err := c.base.RoundTrip(r)
+	if err != nil || !bytes.Contains(body, []byte(`"tools/call"`)) || !c.cuts.CompareAndSwap(0, 1) {
+		return resp, err
+	}
+	resp.Body = &cutBody{ReadCloser: resp.Body}
+	return resp, nil
+}
+
+// cutBody passes an SSE body on up to the end of the first event with
+// "progress" in it, then ends as a dropped connection does.
+type cutBody struct {
+	io.ReadCloser
+	buf  bytes.Buffer
+	done bool
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.buf.Write(p[:n])
+	if i := bytes.Index(b.buf.Bytes(), []byte(`"progress"`)); i >= 0 {
+		if j := bytes.Index(b.buf.Bytes()[i:], []byte("\n\n")); j >= 0 {
+			keep := n - (b.buf.Len() - (i + j + 2))
+			b.done = true
+			return keep, nil
+		}
+	}
+	return n, err
 }

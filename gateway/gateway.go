@@ -75,6 +75,12 @@ type Options struct {
 	// with upstream_lost.
 	Restartable func(tool string) bool
 
+	// StreamIdle is how long an HTTP upstream's event stream, taken up with
+	// Last-Event-ID after it broke, may carry nothing before it is closed and
+	// taken up again (which also replays what the upstream stored but did not
+	// send). Default 30s.
+	StreamIdle time.Duration
+
 	// ConnectTimeout bounds starting and initializing one upstream connection,
 	// and how long a call waits for one. Default 30s.
 	ConnectTimeout time.Duration
@@ -91,6 +97,9 @@ func (o *Options) withDefaults() Options {
 	r := *o
 	if r.ConnectTimeout <= 0 {
 		r.ConnectTimeout = 30 * time.Second
+	}
+	if r.StreamIdle <= 0 {
+		r.StreamIdle = 30 * time.Second
 	}
 	if r.MinBackoff <= 0 {
 		r.MinBackoff = 100 * time.Millisecond
@@ -131,6 +140,11 @@ type Gateway struct {
 type upcall struct {
 	ctx   context.Context     // the tool's, in the core: where its messages go
 	token mcpgo.ProgressToken // the client's progress token; nil when it gave none
+	// progress is the last progress value passed on (guarded by Gateway.mu):
+	// progress only increases, so one the upstream sends again (a replay) is
+	// dropped.
+	progress   float64
+	progressed bool
 }
 
 type initResult struct {
@@ -248,7 +262,7 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 	}
 	if err != nil {
 		p.close()
-		if errors.Is(err, errLost) {
+		if errors.Is(err, errLost) || errors.Is(err, errNotSent) {
 			<-p.done
 			if p.err != nil && !errors.Is(p.err, transport.ErrClosed) {
 				err = fmt.Errorf("%w (%v)", err, p.err)
@@ -382,7 +396,7 @@ func (g *Gateway) request(ctx context.Context, method string, params any) (json.
 // upstreamErr is what a client gets when the upstream could not answer.
 func upstreamErr(err error) error {
 	switch {
-	case errors.Is(err, errLost), errors.Is(err, errStreamLost):
+	case errors.Is(err, errLost), errors.Is(err, errStreamLost), errors.Is(err, errNotSent):
 		return spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream server went away before it answered: "+err.Error())
 	}
 	return err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -16,6 +18,11 @@ import (
 // errLost: the upstream connection ended (a child that exited, an HTTP upstream
 // that went away) before the request's answer came.
 var errLost = errors.New("gateway: the upstream connection ended")
+
+// errNotSent: the request could not be written to the upstream (a child that
+// is gone, an HTTP upstream that refused it or cannot be reached): the upstream
+// never saw it, so it may be sent again on the next connection.
+var errNotSent = errors.New("gateway: the request could not be sent to the upstream")
 
 // errStreamLost: an HTTP upstream's event stream for the request broke and could
 // not be taken up again.
@@ -41,8 +48,8 @@ type peer struct {
 }
 
 type pending struct {
-	ch      chan reply // capacity 1
-	resumed int        // times its event stream was taken up again
+	ch    chan reply // capacity 1
+	empty int        // take-ups of its event stream in a row that delivered nothing
 }
 
 type reply struct {
@@ -50,9 +57,15 @@ type reply struct {
 	err    error
 }
 
-// maxStreamResumes bounds how often one request's broken event stream is taken
-// up again with Last-Event-ID.
-const maxStreamResumes = 5
+// maxEmptyTakeUps bounds the take-ups in a row of one request's event stream
+// that deliver nothing: a silent one is closed after Options.StreamIdle, so a
+// quiet call on an upstream that keeps its stream open survives this many idle
+// windows (the default: 20 × 30 s) before it fails.
+const maxEmptyTakeUps = 20
+
+// takeUpDelay is waited before each take-up, so that an upstream that ends every
+// taken-up stream at once is not asked in a tight loop.
+const takeUpDelay = 200 * time.Millisecond
 
 func newPeer(g *Gateway, conn transport.Conn, prefix string) *peer {
 	p := &peer{conn: conn, prefix: prefix, g: g, pending: map[string]*pending{}, done: make(chan struct{})}
@@ -128,10 +141,15 @@ func (p *peer) answer(m *spec.Message) {
 func (p *peer) streamLost(in streamable.Inbound) {
 	p.mu.Lock()
 	pd := p.pending[string(in.Via)]
-	retry := pd != nil && in.LastEventID != "" && pd.resumed < maxStreamResumes
-	if retry {
-		pd.resumed++
-	} else if pd != nil {
+	if pd != nil {
+		if in.Delivered > 0 {
+			pd.empty = 0
+		} else {
+			pd.empty++
+		}
+	}
+	retry := pd != nil && in.LastEventID != "" && pd.empty <= maxEmptyTakeUps
+	if pd != nil && !retry {
 		delete(p.pending, string(in.Via))
 	}
 	p.mu.Unlock()
@@ -145,7 +163,10 @@ func (p *peer) streamLost(in streamable.Inbound) {
 	p.g.wg.Add(1)
 	go func() {
 		defer p.g.wg.Done()
-		if err := p.http.Resume(in.Via, in.LastEventID); err != nil {
+		if !sleep(p.g.ctx, takeUpDelay) {
+			return
+		}
+		if err := p.http.Resume(in.Via, in.LastEventID, p.g.opts.StreamIdle); err != nil {
 			p.g.log.Debug().Err(err).Msg("taking up an upstream event stream")
 			p.mu.Lock()
 			gone := p.pending[string(in.Via)] == pd
@@ -188,7 +209,7 @@ func (p *peer) callID(ctx context.Context, id spec.ID, method string, params jso
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errLost
+		return nil, errNotSent
 	}
 	p.pending[string(id)] = pd
 	p.mu.Unlock()
@@ -202,7 +223,7 @@ func (p *peer) callID(ctx context.Context, id spec.ID, method string, params jso
 			// gone (a restarted upstream answers 404). Start over with a new one.
 			p.close()
 		}
-		return nil, errors.Join(errLost, err)
+		return nil, fmt.Errorf("%w: %w", errNotSent, err)
 	}
 	select {
 	case r := <-pd.ch:

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
@@ -65,5 +67,48 @@ func TestGatewayFlags(t *testing.T) {
 		if err := run(strings.Fields(args), strings.NewReader(""), &out, &out); err == nil {
 			t.Errorf("%q: no error", args)
 		}
+	}
+}
+
+// The issue's recipe: `mcp-resume call` prints server-everything's
+// long-running tool's progress and result through the gateway, in front of the
+// server as a stdio child and as a Streamable HTTP upstream.
+func TestGatewayEverythingCall(t *testing.T) {
+	path := everything.Path(t)
+	for name, args := range map[string]string{
+		"stdio child":   "gateway --http 127.0.0.1:0 -- node " + path + " stdio",
+		"HTTP upstream": "gateway --http 127.0.0.1:0 --upstream " + everything.StartHTTP(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := spawnNet(t, args, 1)[0]
+			var out, errOut strings.Builder
+			err := run([]string{"call", "--url", l.URL, "trigger-long-running-operation", "duration=1", "steps=4"}, strings.NewReader(""), &out, &errOut)
+			if err != nil || !strings.Contains(out.String(), "Long running operation completed. Duration: 1 seconds, Steps: 4.") {
+				t.Fatalf("call: %v; stdout %q; stderr %q", err, out.String(), errOut.String())
+			}
+			for i := 1; i <= 4; i++ {
+				if want := fmt.Sprintf("progress %d/4", i); !strings.Contains(errOut.String(), want) {
+					t.Errorf("stderr %q lacks %q", errOut.String(), want)
+				}
+			}
+		})
+	}
+}
+
+// The gateway's own stdio transport (a real subprocess) in front of
+// server-everything: progress and the result.
+func TestGatewayEverythingStdio(t *testing.T) {
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- node "+everything.Path(t)+" stdio"))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":0.4,"steps":2},"_meta":{"progressToken":"p"}}}`)
+	resp, before := c.Response("1")
+	progress := 0
+	for _, m := range before {
+		if m.Method == "notifications/progress" {
+			progress++
+		}
+	}
+	if progress != 2 || !strings.Contains(e2etest.Text(resp), "Steps: 2.") {
+		t.Fatalf("%d progress, result %s", progress, resp.Raw)
 	}
 }

@@ -99,6 +99,8 @@ commands:
   serve     serve the demo tools with resumable requests (Streamable HTTP on
             127.0.0.1:8080/mcp, WebSocket on /ws and the demo page on / by
             default; --stdio for stdin/stdout)
+  gateway   serve another MCP server the same way: mcp-resume gateway [serve
+            flags] -- CMD ARGS (a stdio child), or --upstream URL
   call      call a tool with automatic resume: mcp-resume call [--url URL |
             --ws URL | --stdio CMD] TOOL key=value ... (-h for the flags)
             (--task: as a task of the server; --detach: print its id, exit)

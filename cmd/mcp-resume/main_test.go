@@ -115,7 +115,7 @@ func TestFlags(t *testing.T) {
 // Help is not a failure (exit 0, for every command), Ctrl-C exits 130 as a shell
 // reports an interrupted command, any other error 2.
 func TestExitCodes(t *testing.T) {
-	for _, args := range []string{"--help", "serve --help", "call --help", "status --help", "task --help", "tools --help"} {
+	for _, args := range []string{"--help", "serve --help", "gateway --help", "call --help", "status --help", "task --help", "tools --help"} {
 		var out strings.Builder
 		err := run(strings.Fields(args), strings.NewReader(""), &out, &out)
 		if code := exitCode(err); code != 0 || !strings.Contains(out.String(), "usage: mcp-resume") {

@@ -7,11 +7,17 @@ package everything
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 )
 
 // Version is the package version the tests use.
@@ -92,4 +98,39 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// StartHTTP runs the server's Streamable HTTP transport on a free port and
+// returns its endpoint once it accepts connections; it is killed when the test
+// ends.
+func StartHTTP(t testing.TB) string {
+	t.Helper()
+	path := Path(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("node", path, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	if testing.Verbose() {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	poll.Until(t, 20*time.Second, "server-everything listening on "+addr, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return "http://" + addr + "/mcp"
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -92,6 +93,7 @@ type Inbound struct {
 	Via         []byte
 	Lost        bool
 	LastEventID string // of the lost stream: where Resume takes it up; "" when it had none
+	Delivered   int    // messages the lost stream delivered
 }
 
 // KeptSession is a session shared by the ClientConns of one client
@@ -433,7 +435,10 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 // Resume takes up the event stream of request id after its loss (an Inbound
 // with Lost), with a GET carrying lastEventID: what the server replays and sends
 // after comes as on the stream that was lost, and its loss is reported again.
-func (c *ClientConn) Resume(id []byte, lastEventID string) error {
+// With idle > 0, a taken-up stream that carries no event for that long is closed
+// and reported lost too (so that its caller takes it up again, which replays
+// what came meanwhile from a server that stored it but did not send it).
+func (c *ClientConn) Resume(id []byte, lastEventID string, idle time.Duration) error {
 	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.url, nil)
 	if err != nil {
 		return err
@@ -452,6 +457,9 @@ func (c *ClientConn) Resume(id []byte, lastEventID string) error {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return fmt.Errorf("transport/streamable: GET %s with Last-Event-ID: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+	}
+	if idle > 0 {
+		resp.Body = newIdleBody(resp.Body, idle)
 	}
 	return c.take(resp, nil, id)
 }
@@ -481,11 +489,11 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 			if id == nil && (c.failOnLoss || c.reportLoss) {
 				id = requestID(sent)
 			}
-			answered, last := c.events(resp.Body, id)
+			answered, last, n := c.events(resp.Body, id)
 			switch {
 			case answered || id == nil:
 			case c.reportLoss:
-				c.deliver(Inbound{Via: id, Lost: true, LastEventID: last})
+				c.deliver(Inbound{Via: id, Lost: true, LastEventID: last, Delivered: n})
 			default:
 				c.lose()
 			}
@@ -522,9 +530,9 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 
 // events reads an SSE body and delivers each event's data, as carried by request
 // id's stream; priming events (empty data) and comments are skipped. It reports
-// whether a response to id came (for a nil id, always false), and the last event
-// id the stream carried.
-func (c *ClientConn) events(body io.Reader, id []byte) (answered bool, last string) {
+// whether a response to id came (for a nil id, always false), the last event id
+// the stream carried, and how many messages it delivered.
+func (c *ClientConn) events(body io.Reader, id []byte) (answered bool, last string, n int) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), transport.DefaultMaxMessageBytes+1024)
 	var data []byte
@@ -538,8 +546,9 @@ func (c *ClientConn) events(body io.Reader, id []byte) (answered bool, last stri
 				if !c.deliver(Inbound{Msg: bytes.Clone(data), Via: id}) {
 					// Closed: stop here, so that what a stream delivered is always a
 					// prefix of it (a resuming client acknowledges by the last one).
-					return answered, last
+					return answered, last, n
 				}
+				n++
 				if id != nil && !answered && answers(data, id) {
 					answered = true
 				}
@@ -553,7 +562,33 @@ func (c *ClientConn) events(body io.Reader, id []byte) (answered bool, last stri
 			data = append(data, v...)
 		}
 	}
-	return answered, last
+	return answered, last, n
+}
+
+// idleBody closes an event stream's body when no event data came for idle.
+type idleBody struct {
+	io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+}
+
+func newIdleBody(body io.ReadCloser, idle time.Duration) *idleBody {
+	b := &idleBody{ReadCloser: body, idle: idle}
+	b.timer = time.AfterFunc(idle, func() { _ = body.Close() })
+	return b
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if bytes.Contains(p[:n], []byte("data:")) {
+		b.timer.Reset(b.idle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.ReadCloser.Close()
 }
 
 // deliver queues m for Read; it reports false, without queueing, once the
