@@ -33,11 +33,11 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			return nil, err
 		}
 		id := p.newID()
-		params, err := json.Marshal(map[string]any{
-			"name":      req.Params.Name,
-			"arguments": req.Params.Arguments,
-			"_meta":     map[string]any{"progressToken": json.RawMessage(id)},
-		})
+		call := map[string]any{"name": req.Params.Name, "_meta": map[string]any{"progressToken": json.RawMessage(id)}}
+		if req.Params.Arguments != nil {
+			call["arguments"] = req.Params.Arguments
+		}
+		params, err := json.Marshal(call)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -390,4 +392,79 @@ func (b *cutBody) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// server-everything's resources, prompts and completions through the gateway,
+// as the upstream gives them.
+func TestEverythingResourcesPromptsCompletions(t *testing.T) {
+	r := newRig(t, stdioUpstream(t, ""))
+	c := e2etest.NewClient(t, r.dialHTTP(t))
+	c.Initialize(`{}`)
+	ask := func(id, method, params string) e2etest.Msg {
+		t.Helper()
+		c.Send(`{"jsonrpc":"2.0","id":%q,"method":%q,"params":%s}`, id, method, params)
+		m, _ := c.Response(strconv.Quote(id))
+		if m.Error != nil {
+			t.Fatalf("%s: %s", method, m.Raw)
+		}
+		return m
+	}
+	list := ask("rl", "resources/list", `{}`)
+	var resources struct {
+		Resources []struct {
+			URI string `json:"uri"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(list.Result, &resources); err != nil || len(resources.Resources) == 0 {
+		t.Fatalf("resources/list: %s", list.Raw)
+	}
+	uri := resources.Resources[0].URI
+	if m := ask("rr", "resources/read", fmt.Sprintf(`{"uri":%q}`, uri)); !strings.Contains(string(m.Result), uri) {
+		t.Fatalf("resources/read %s: %s", uri, m.Raw)
+	}
+	if m := ask("rt", "resources/templates/list", `{}`); !strings.Contains(string(m.Result), "demo://resource/dynamic/text/{resourceId}") {
+		t.Fatalf("resources/templates/list: %s", m.Raw)
+	}
+	if m := ask("rd", "resources/read", `{"uri":"demo://resource/dynamic/text/7"}`); !strings.Contains(string(m.Result), "demo://resource/dynamic/text/7") {
+		t.Fatalf("a templated resource: %s", m.Raw)
+	}
+	if m := ask("pg", "prompts/get", `{"name":"simple-prompt"}`); !strings.Contains(string(m.Result), "This is a simple prompt without arguments.") {
+		t.Fatalf("prompts/get: %s", m.Raw)
+	}
+	m := ask("cc", "completion/complete", `{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"name","value":"A"},"context":{"arguments":{"department":"Engineering"}}}`)
+	if !strings.Contains(string(m.Result), `"Alice"`) {
+		t.Fatalf("completion/complete: %s", m.Raw)
+	}
+}
+
+// A client of the 2026-07-28 era with the Tasks extension gets
+// server-everything's long-running tool as a task (the upstream speaks
+// 2025-11-25 and knows nothing of it): a task id at once, then its result from
+// tasks/get on another connection.
+func TestEverythingAsTask(t *testing.T) {
+	r := newRig(t, stdioUpstream(t, ""))
+	tasks := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
+	c := e2etest.NewClient(t, r.dialHTTP(t))
+	c.Modern(`"t"`, "tools/call", fmt.Sprintf(`"name":%q,"arguments":{"duration":0.4,"steps":2}`, longRunning), tasks)
+	m, _ := c.Response(`"t"`)
+	var created struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	if err := json.Unmarshal(m.Result, &created); err != nil || created.ResultType != "task" || created.TaskID == "" {
+		t.Fatalf("tools/call as a task: %s", m.Raw)
+	}
+	g := e2etest.NewClient(t, r.dialWS(t))
+	var last e2etest.Msg
+	i := 0
+	poll.Until(t, 20*time.Second, "the task to complete", func() bool {
+		i++
+		id := fmt.Sprintf(`"g%d"`, i)
+		g.Modern(id, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, created.TaskID), tasks)
+		last, _ = g.Response(id)
+		return strings.Contains(string(last.Result), `"completed"`)
+	})
+	if !strings.Contains(string(last.Result), "Steps: 2.") {
+		t.Fatalf("the finished task: %s", last.Raw)
+	}
 }

@@ -390,6 +390,11 @@ func (g *Gateway) request(ctx context.Context, method string, params any) (json.
 		return nil, err
 	}
 	raw, err := p.call(ctx, method, b)
+	if e, ok := err.(*spec.Error); ok {
+		// mcp-go answers a handler's error (of anything but a tool) with -32603
+		// and the error's text: the upstream's message, not our rendering of it.
+		return nil, errors.New(e.Message)
+	}
 	return raw, upstreamErr(err)
 }
 

@@ -204,7 +204,11 @@ func (g *Gateway) readResource(ctx context.Context, req mcpgo.ReadResourceReques
 }
 
 func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
-	raw, err := g.request(ctx, "prompts/get", map[string]any{"name": req.Params.Name, "arguments": req.Params.Arguments})
+	params := map[string]any{"name": req.Params.Name}
+	if req.Params.Arguments != nil {
+		params["arguments"] = req.Params.Arguments
+	}
+	raw, err := g.request(ctx, "prompts/get", params)
 	if err != nil {
 		return nil, err
 	}
