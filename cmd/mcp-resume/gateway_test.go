@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -110,5 +112,99 @@ func TestGatewayEverythingStdio(t *testing.T) {
 	}
 	if progress != 2 || !strings.Contains(e2etest.Text(resp), "Steps: 2.") {
 		t.Fatalf("%d progress, result %s", progress, resp.Raw)
+	}
+}
+
+// Two gateways on one NATS, each in front of its own server-everything child:
+// a long-running call started on A is resumed on B with its progress and
+// result; an elicitation of server-everything asked in a call on A is answered
+// through B and reaches the upstream's tool on A.
+func TestGatewayCluster(t *testing.T) {
+	path := everything.Path(t)
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	args := func(name string) string {
+		return "gateway --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " -- node " + path + " stdio"
+	}
+	a := spawnNet(t, args("a"), 1)[0]
+	b := spawnNet(t, args("b"), 1)[0]
+	caps := `{"resumableRequests":{},"elicitation":{}}`
+	client := func(url string) *e2etest.Client {
+		c := e2etest.NewClient(t, streamable.Dial(url, nil))
+		c.Initialize(caps)
+		return c
+	}
+
+	ca := client(a.URL)
+	ca.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":0.6,"steps":3},"_meta":{"progressToken":"p1"}}}`)
+	p1 := e2etest.PolicyOf(t, ca.Next())
+	ca.Close()
+	cb := client(b.URL)
+	cb.Resume(`1`, p1.ResumeToken)
+	resp, before := cb.Response("1")
+	progress := 0
+	for _, m := range before {
+		if m.Method == "notifications/progress" {
+			progress++
+			if e2etest.Progress(m) != progress {
+				t.Fatalf("progress on B: %s, want %d", m.Raw, progress)
+			}
+		}
+	}
+	if progress != 3 || !strings.Contains(e2etest.Text(resp), "Steps: 3.") {
+		t.Fatalf("resume on B: %d progress, %s", progress, resp.Raw)
+	}
+
+	ca = client(a.URL)
+	ca.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"trigger-elicitation-request","arguments":{}}}`)
+	p2 := e2etest.PolicyOf(t, ca.Next())
+	ca.Until(func(m e2etest.Msg) bool { return m.Method == "elicitation/create" })
+	ca.Close()
+	cb.Resume(`2`, p2.ResumeToken)
+	asked := cb.Until(func(m e2etest.Msg) bool { return m.Method == "elicitation/create" })
+	cb.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Grace Hopper"}}}`, asked[len(asked)-1].ID)
+	resp, _ = cb.Response("2")
+	if !strings.Contains(string(resp.Raw), "Grace Hopper") {
+		t.Fatalf("elicitation answered through B: %s", resp.Raw)
+	}
+}
+
+// With --data-dir, a result the upstream returned while its client was away
+// survives the gateway's restart (SIGKILL): the client resumes on the new
+// process and gets it.
+func TestGatewayDataDirRestart(t *testing.T) {
+	path := everything.Path(t)
+	args := "gateway --http 127.0.0.1:0 --data-dir " + t.TempDir() + " -- node " + path + " stdio"
+	first := spawnNet(t, args, 1)[0]
+	c := e2etest.NewClient(t, streamable.Dial(first.URL, nil))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":0.3,"steps":3},"_meta":{"progressToken":"p"}}}`)
+	p := e2etest.PolicyOf(t, c.Next())
+	c.Close()
+	w := e2etest.NewClient(t, streamable.Dial(first.URL, nil))
+	w.Initialize(`{"resumableRequests":{}}`)
+	w.WaitStatus("1", p.ResumeToken, func(st e2etest.Status) bool { return st.Status == "completed" })
+	first.Kill()
+	_ = first.Stop(syscall.SIGKILL)
+
+	second := spawnNet(t, args, 1)[0]
+	c = e2etest.NewClient(t, streamable.Dial(second.URL, nil))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Resume(`1`, p.ResumeToken)
+	resp, before := c.Response("1")
+	if !strings.Contains(e2etest.Text(resp), "Steps: 3.") {
+		t.Fatalf("after the restart: %s", resp.Raw)
+	}
+	progress := 0
+	for _, m := range before {
+		if m.Method == "notifications/progress" {
+			progress++
+		}
+	}
+	if progress != 3 {
+		t.Fatalf("%d progress notifications replayed, want the 3 the client never got", progress)
 	}
 }
