@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -55,6 +56,9 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	}
 	g, err := gateway.New(context.Background(), opts)
 	if err != nil {
+		if f.upstream != "" && f.upstreamTokenEnv == "" && strings.Contains(err.Error(), "401") {
+			err = fmt.Errorf("%w\n(the upstream wants a token: put it in an environment variable and name it with --upstream-token-env)", err)
+		}
 		return nil, err
 	}
 	info := g.ServerInfo()

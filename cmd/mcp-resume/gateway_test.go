@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -206,5 +207,31 @@ func TestGatewayDataDirRestart(t *testing.T) {
 	}
 	if progress != 3 {
 		t.Fatalf("%d progress notifications replayed, want the 3 the client never got", progress)
+	}
+}
+
+// An HTTP upstream that wants a bearer token (here mcp-resume serve
+// --api-keys): without --upstream-token-env the gateway does not start and says
+// why; with it, calls go through.
+func TestGatewayUpstreamToken(t *testing.T) {
+	const key = "gateway-test-key-0123456789abcdef"
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("gw:"+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := spawnNet(t, "serve --http 127.0.0.1:0 --api-keys "+keys, 1)[0]
+
+	var out strings.Builder
+	err := run([]string{"gateway", "--http", "127.0.0.1:0", "--upstream", up.URL}, strings.NewReader(""), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("gateway without the upstream's token: %v, want a 401", err)
+	}
+
+	t.Setenv("MR_TEST_UPSTREAM_TOKEN", key)
+	gw := spawnNet(t, "gateway --http 127.0.0.1:0 --upstream "+up.URL+" --upstream-token-env MR_TEST_UPSTREAM_TOKEN", 1)[0]
+	var stdout, stderr strings.Builder
+	if err := run([]string{"call", "--url", gw.URL, "countdown", "seconds=0.3", "steps=3"}, strings.NewReader(""), &stdout, &stderr); err != nil ||
+		!strings.Contains(stdout.String(), "countdown done: 3 of 3 steps") {
+		t.Fatalf("call through the gateway: %v; %q %q", err, stdout.String(), stderr.String())
 	}
 }
