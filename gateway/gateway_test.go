@@ -1,0 +1,60 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/gateway"
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
+)
+
+// A tool the upstream adds while the gateway runs: the upstream says its list
+// changed (on its GET stream), the gateway lists again, tells its own clients,
+// and serves the new tool.
+func TestListChangedFollowed(t *testing.T) {
+	upSrv := server.NewMCPServer("up", "1", server.WithToolCapabilities(true))
+	demo.Add(upSrv)
+	up := mcp.New(upSrv, nil)
+	h := streamable.NewHandler(up, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Close()
+		hs.Close()
+		up.Close()
+	})
+	r := newRig(t, gateway.Options{URL: hs.URL})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"l0","method":"tools/list"}`)
+	if m, _ := c.Response(`"l0"`); strings.Contains(string(m.Result), `"late"`) || !strings.Contains(string(m.Result), `"countdown"`) {
+		t.Fatalf("tools/list before: %s", m.Raw)
+	}
+
+	upSrv.AddTool(mcpgo.NewTool("late", mcpgo.WithString("text")), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("late tool ran"), nil
+	})
+	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/tools/list_changed" })
+	i := 0
+	poll.Until(t, 10*time.Second, "the new tool served", func() bool {
+		i++
+		id := fmt.Sprintf(`"l%d"`, i)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/list"}`, id)
+		m, _ := c.Response(id)
+		return strings.Contains(string(m.Result), `"late"`)
+	})
+	c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"late","arguments":{}}}`)
+	if m, _ := c.Response(`"c"`); e2etest.Text(m) != "late tool ran" {
+		t.Fatalf("the new tool: %s", m.Raw)
+	}
+}
