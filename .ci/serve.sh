@@ -2,12 +2,18 @@
 # 127.0.0.1:0 ARGS...` in the background and sets $url (the endpoint, read from the
 # start-up log), $pid and $bin (the binary). stop_server sends SIGTERM and
 # requires a clean exit.
-serve() {
-  local log
+serve() { start serve "$@"; }
+
+# gateway ARGS... is serve for `gateway --http 127.0.0.1:0 ARGS...`.
+gateway() { start gateway "$@"; }
+
+start() {
+  local log cmd=$1
+  shift
   bin=$(mktemp -d)/mcp-resume
   go build -o "$bin" ./cmd/mcp-resume
   log=$(mktemp)
-  "$bin" serve --http 127.0.0.1:0 "$@" 2>"$log" &
+  "$bin" "$cmd" --http 127.0.0.1:0 "$@" 2>"$log" &
   pid=$!
   trap 'kill $pid 2>/dev/null || true' EXIT
   url=""

@@ -73,18 +73,20 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 // stream carried it (HTTP), else the only call running. With several calls
 // running on a stdio upstream, a message that names none of them belongs to
 // none: the stdio transport does not say which request a server request is for.
-func (g *Gateway) callOf(via []byte) *upcall {
+//
+// It also returns how many calls run.
+func (g *Gateway) callOf(via []byte) (*upcall, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if via != nil {
-		return g.calls[string(via)]
+		return g.calls[string(via)], len(g.calls)
 	}
 	if len(g.calls) == 1 {
 		for _, uc := range g.calls {
-			return uc
+			return uc, 1
 		}
 	}
-	return nil
+	return nil, len(g.calls)
 }
 
 // serverRequest answers a request of the upstream: its questions to a client
@@ -100,7 +102,7 @@ func (g *Gateway) serverRequest(p *peer, m *spec.Message, via []byte) {
 		p.respond(m.ID, nil, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+m.Method))
 		return
 	}
-	uc := g.callOf(via)
+	uc, running := g.callOf(via)
 	switch {
 	case m.Method == string(mcpgo.MethodListRoots) && (uc == nil || !hasRoots(uc.ctx)):
 		// Asked outside any call (servers ask at start-up, and when told the
@@ -109,7 +111,7 @@ func (g *Gateway) serverRequest(p *peer, m *spec.Message, via []byte) {
 		p.respond(m.ID, json.RawMessage(`{"roots":[]}`), nil)
 		return
 	case uc == nil:
-		g.log.Warn().Str("method", m.Method).Msg("an upstream request of no call the gateway can tell: none or several run, and the transport does not say which it is for")
+		g.log.Warn().Str("method", m.Method).Int("running", running).Msg("an upstream request of no call the gateway can tell: none or several run, and the transport does not say which it is for")
 		p.respond(m.ID, nil, spec.NewError(spec.CodeInternalError, ReasonUnattributed,
 			"the gateway cannot tell which of its calls this request belongs to"))
 		return
@@ -145,7 +147,7 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 		params["progressToken"] = uc.token
 		g.send(uc, m.Method, params)
 	case "notifications/message":
-		uc := g.callOf(via)
+		uc, _ := g.callOf(via)
 		if uc == nil {
 			g.log.Debug().RawJSON("params", m.Params).Msg("upstream log message of no call")
 			return
@@ -155,6 +157,11 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 			return
 		}
 		g.send(uc, m.Method, params)
+	case "notifications/resources/updated":
+		var params map[string]any
+		if json.Unmarshal(m.Params, &params) == nil {
+			g.updated(params)
+		}
 	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
 		select {
 		case g.mirrorQ <- struct{}{}:

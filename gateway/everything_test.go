@@ -468,3 +468,28 @@ func TestEverythingAsTask(t *testing.T) {
 		t.Fatalf("the finished task: %s", last.Raw)
 	}
 }
+
+// resources/subscribe through the gateway: server-everything's simulated
+// updates (toggle-subscriber-updates sends one at once) reach the session that
+// subscribed, and not another.
+func TestEverythingResourceUpdates(t *testing.T) {
+	r := newRig(t, stdioUpstream(t, ""))
+	const uri = "demo://resource/static/document/architecture.md"
+	a := e2etest.NewClient(t, r.dialWS(t))
+	a.Initialize(`{}`)
+	b := e2etest.NewClient(t, r.dialWS(t))
+	b.Initialize(`{}`)
+	a.Send(`{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":%q}}`, uri)
+	if m, _ := a.Response(`"s"`); m.Error != nil {
+		t.Fatalf("subscribe: %s", m.Raw)
+	}
+	a.Send(`{"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"toggle-subscriber-updates","arguments":{}}}`)
+	a.Until(func(m e2etest.Msg) bool {
+		return m.Method == "notifications/resources/updated" && strings.Contains(string(m.Params), uri)
+	})
+	for _, m := range b.Quiet(`"q"`) {
+		if m.Method == "notifications/resources/updated" {
+			t.Fatalf("a session that did not subscribe got %s", m.Raw)
+		}
+	}
+}

@@ -134,6 +134,7 @@ type Gateway struct {
 	calls   map[string]*upcall
 	mirrorQ chan struct{}     // capacity 1: the lists changed upstream
 	lists   map[string]string // a digest of each list as last mirrored
+	subs    subscriptions
 }
 
 // upcall is a tools/call running on the upstream, by its upstream request id.
@@ -166,7 +167,7 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	if o.Logger != nil {
 		log = *o.Logger
 	}
-	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1), lists: map[string]string{}}
+	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	p, init, err := g.connect(ctx)
 	if err != nil {
@@ -325,6 +326,8 @@ func (g *Gateway) supervise(p *peer) {
 			if err == nil {
 				if err = g.mirror(g.ctx, np); err != nil {
 					np.close()
+				} else {
+					g.resubscribe(g.ctx, np)
 				}
 			}
 			if err == nil {
@@ -423,4 +426,12 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	return base.RoundTrip(r)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -17,8 +17,9 @@ func (g *Gateway) newServer(init initResult) *server.MCPServer {
 	c := init.Capabilities
 	opts := []server.ServerOption{server.WithToolCapabilities(true)}
 	if c.Resources != nil {
-		opts = append(opts, server.WithResourceCapabilities(false, true))
+		opts = append(opts, server.WithResourceCapabilities(c.Resources.Subscribe, true))
 	}
+	opts = append(opts, server.WithHooks(g.hooks()))
 	if c.Prompts != nil {
 		opts = append(opts, server.WithPromptCapabilities(true))
 	}
