@@ -155,9 +155,9 @@ func TestEverythingHTTPUpstream(t *testing.T) {
 }
 
 // 50 concurrent long-running calls of server-everything through the gateway,
-// their client connections (WebSocket) cut at random points several times each,
-// each resumed on a new connection with the ack extension: every result, and
-// every progress value exactly once and in order.
+// their client connections (WebSocket, then Streamable HTTP) cut at random
+// points several times each, each resumed on a new connection with the ack
+// extension: every result, and every progress value exactly once and in order.
 func TestEverythingCuts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
@@ -169,26 +169,46 @@ func TestEverythingCuts(t *testing.T) {
 	init := len(c.Initialize(`{}`).Raw)
 	c.Close()
 	p := faultproxy.New(t, r.srv.Listener.Addr().String(), init+300, init+1500)
-	url := "ws://" + p.Addr() + "/ws"
-	const calls, steps = 50, 20
-	reconnects := make([]int, calls)
-	var wg sync.WaitGroup
-	for i := range calls {
-		wg.Go(func() {
-			call := &faultproxy.Call{N: i, Steps: steps, Tool: longRunning,
-				Args: fmt.Sprintf(`{"duration":2,"steps":%d}`, steps), Want: fmt.Sprintf("Steps: %d.", steps)}
-			if err := driveWS(url, call, &reconnects[i]); err != nil {
-				t.Errorf("call %d: %v", i, err)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	for _, tc := range []struct {
+		name  string
+		steps int // enough that each call's stream is cut at least twice
+		dial  func(context.Context) (transport.Conn, error)
+	}{
+		{"ws", 20, func(ctx context.Context) (transport.Conn, error) {
+			return ws.Dial(ctx, "ws://"+p.Addr()+"/ws", &ws.DialOptions{Options: ws.Options{CloseTimeout: 100 * time.Millisecond}})
+		}},
+		// Over HTTP the requests of a call share the budget of the connections
+		// they go on (keep-alive): twice the steps.
+		{"http", 40, func(context.Context) (transport.Conn, error) {
+			return streamable.Dial("http://"+p.Addr()+"/mcp", &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const calls = 50
+			steps, dial := tc.steps, tc.dial
+			reconnects := make([]int, calls)
+			var wg sync.WaitGroup
+			for i := range calls {
+				wg.Go(func() {
+					call := &faultproxy.Call{N: i, Steps: steps, Tool: longRunning,
+						Args: fmt.Sprintf(`{"duration":2,"steps":%d}`, steps), Want: fmt.Sprintf("Steps: %d.", steps)}
+					if err := drive(dial, call, &reconnects[i]); err != nil {
+						t.Errorf("call %d: %v", i, err)
+					}
+				})
 			}
+			wg.Wait()
+			faultproxy.CheckReconnects(t, p, reconnects)
 		})
 	}
-	wg.Wait()
-	faultproxy.CheckReconnects(t, p, reconnects)
 }
 
-// driveWS drives call to its result through any number of cuts, each attempt on
-// a new WebSocket connection.
-func driveWS(url string, call *faultproxy.Call, reconnects *int) error {
+// drive drives call to its result through any number of cuts, each attempt on
+// a new connection.
+func drive(dial func(context.Context) (transport.Conn, error), call *faultproxy.Call, reconnects *int) error {
 	for attempt := 0; !call.Done(); attempt++ {
 		if attempt > 100 {
 			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, call.Progress())
@@ -199,7 +219,7 @@ func driveWS(url string, call *faultproxy.Call, reconnects *int) error {
 		err := func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := ws.Dial(ctx, url, &ws.DialOptions{Options: ws.Options{CloseTimeout: 100 * time.Millisecond}})
+			c, err := dial(ctx)
 			if err != nil {
 				return nil // cut during the handshake
 			}
