@@ -58,3 +58,26 @@ func TestListChangedFollowed(t *testing.T) {
 		t.Fatalf("the new tool: %s", m.Raw)
 	}
 }
+
+// A client's cancel reaches the upstream: the upstream's handler of the call
+// stops (its core counts no call), over a Streamable HTTP upstream.
+func TestCancelGoesUpstream(t *testing.T) {
+	up := mcp.New(demo.Server("up"), nil)
+	h := streamable.NewHandler(up, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Close()
+		hs.Close()
+		up.Close()
+	})
+	r := newRig(t, gateway.Options{URL: hs.URL})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":30,"steps":30},"_meta":{"progressToken":"pk"}}}`)
+	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
+	if n := up.Calls(); n != 1 {
+		t.Fatalf("the upstream runs %d calls, want 1", n)
+	}
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"k"}}`)
+	poll.Until(t, 10*time.Second, "the upstream's call to stop", func() bool { return up.Calls() == 0 })
+}
