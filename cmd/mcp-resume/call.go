@@ -13,7 +13,9 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -31,11 +33,13 @@ var errCancelled = errors.New("cancelled")
 // target is where call and status connect: one of --url, --ws, --stdio.
 type target struct {
 	url, ws, stdio string
+	wsPing         time.Duration
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
 	fs.StringVar(&t.url, "url", "", "Streamable HTTP endpoint (default http://127.0.0.1:8080/mcp)")
 	fs.StringVar(&t.ws, "ws", "", "WebSocket endpoint (ws://host:port/ws)")
+	fs.DurationVar(&t.wsPing, "ws-ping", 20*time.Second, "with --ws: ping a quiet connection this often; one whose pong is half as late is taken for dead and the call resumed on a new connection (on HTTP, a stream silent for 2.5 times the keepalive the server announces is)")
 	fs.StringVar(&t.stdio, "stdio", "", "start this command and speak MCP on its stdin and stdout (split on spaces)")
 }
 
@@ -54,7 +58,7 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 	case t.ws != "":
 		hdr, _ := clientKey()
 		return func(ctx context.Context) (transport.Conn, error) {
-			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr})
+			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr, Options: ws.Options{PingInterval: t.wsPing, PingTimeout: t.wsPing / 2}})
 		}, nil
 	case t.stdio != "":
 		argv := strings.Fields(t.stdio)
@@ -127,9 +131,17 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 
 	bar := newProgressView(stderr)
+	var why atomic.Pointer[string] // what ended the last connection
 	c, err := connectClient(ctx, dial, &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume call", Version: version},
 		Elicitation: elicitFrom(stdin, stderr, bar),
+		OnConnectionLost: func(err error) {
+			s := "connection lost"
+			if silent := (*streamable.SilenceError)(nil); errors.As(err, &silent) {
+				s = silent.Error()
+			}
+			why.Store(&s)
+		},
 	})
 	if err != nil {
 		return err
@@ -145,7 +157,13 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				bar.line(fmt.Sprintf("request %s is resumable (maxWait %v); resume token %s", p.RequestID, p.MaxWait, p.Token))
 			}
 		},
-		Resumed: func() { bar.line("connection lost; resumed on a new connection") },
+		Resumed: func() {
+			s := "connection lost"
+			if w := why.Load(); w != nil {
+				s = *w
+			}
+			bar.line(s + "; resumed on a new connection")
+		},
 	})
 	bar.done()
 	if err != nil {

@@ -4,7 +4,6 @@
 package faultproxy
 
 import (
-	"io"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -23,11 +22,23 @@ type Proxy struct {
 
 	mu   sync.Mutex // guards rng and open
 	rng  *rand.Rand
-	open map[net.Conn]struct{}
+	open map[net.Conn]*pair // each end of a forwarded pair
 
-	cuts atomic.Int64
-	wg   sync.WaitGroup
+	cuts      atomic.Int64
+	wg        sync.WaitGroup
+	closed    chan struct{} // closed by Close
+	closeOnce sync.Once
 }
+
+// pair is a forwarded connection: its two ends' stall.
+type pair struct {
+	stall   chan struct{} // closed by Stall
+	stalled bool          // guarded by Proxy.mu
+}
+
+// NoCut, as both budget bounds of New, makes a proxy that never cuts: for
+// tests of Stall alone.
+const NoCut = 1 << 40
 
 // New starts a proxy to target on a loopback port. Each connection may carry
 // between lo and hi-1 bytes from the server before it is cut. The proxy is closed,
@@ -38,7 +49,10 @@ func New(t testing.TB, target string, lo, hi int) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, lo: lo, hi: hi, rng: rand.New(rand.NewPCG(1, 2)), open: map[net.Conn]struct{}{}}
+	if hi <= lo {
+		hi = lo + 1
+	}
+	p := &Proxy{ln: ln, target: target, lo: lo, hi: hi, rng: rand.New(rand.NewPCG(1, 2)), open: map[net.Conn]*pair{}, closed: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -73,9 +87,11 @@ func (p *Proxy) forward(c net.Conn) {
 		c.Close()
 		return
 	}
+	pr := &pair{stall: make(chan struct{})}
+	stall := pr.stall
 	p.mu.Lock()
 	budget := p.lo + p.rng.IntN(p.hi-p.lo)
-	p.open[c], p.open[s] = struct{}{}, struct{}{}
+	p.open[c], p.open[s] = pr, pr
 	p.mu.Unlock()
 	closeBoth := func() {
 		c.Close()
@@ -89,19 +105,68 @@ func (p *Proxy) forward(c net.Conn) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		_, _ = io.Copy(s, c)
+		p.pipe(s, c, -1, stall)
 		closeBoth()
 	}()
-	n, _ := io.CopyN(c, s, int64(budget))
-	if n == int64(budget) {
+	if p.pipe(c, s, int64(budget), stall) == int64(budget) {
 		p.cuts.Add(1)
 	}
+}
+
+// pipe copies src to dst, up to limit bytes (negative: no limit), and returns
+// how many it copied. Once the pair is stalled it copies nothing more and reads
+// nothing more (the kernels' buffers fill, as on a dead path) until the proxy
+// closes.
+func (p *Proxy) pipe(dst, src net.Conn, limit int64, stall <-chan struct{}) int64 {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for limit < 0 || n < limit {
+		chunk := buf
+		if limit >= 0 && int64(len(chunk)) > limit-n {
+			chunk = chunk[:limit-n]
+		}
+		m, err := src.Read(chunk)
+		if m > 0 {
+			select {
+			case <-stall:
+				<-p.closed
+				return n
+			default:
+			}
+			if _, werr := dst.Write(chunk[:m]); werr != nil {
+				return n
+			}
+			n += int64(m)
+		}
+		if err != nil {
+			return n
+		}
+	}
+	return n
+}
+
+// Stall makes every connection open now stop carrying bytes, both ways, without
+// closing (a laptop that slept, a NAT that forgot the flow); connections made
+// after work. It returns how many connections it stalled.
+func (p *Proxy) Stall() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, pr := range p.open {
+		if !pr.stalled {
+			pr.stalled = true
+			close(pr.stall)
+			n++
+		}
+	}
+	return n
 }
 
 // Close stops accepting, cuts every open connection and waits for the proxy's
 // goroutines. It is safe to call more than once.
 func (p *Proxy) Close() {
 	p.ln.Close()
+	p.closeOnce.Do(func() { close(p.closed) })
 	p.mu.Lock()
 	for c := range p.open {
 		c.Close()

@@ -45,6 +45,11 @@ type Options struct {
 	// itself (progress of no call of this client, list changes, ...).
 	OnNotification func(method string, params json.RawMessage)
 
+	// OnConnectionLost is told why each connection ended (as its transport said:
+	// a *streamable.SilenceError when it carried nothing for too long), before
+	// the client reconnects. It runs on the client's own goroutine.
+	OnConnectionLost func(err error)
+
 	// MinBackoff and MaxBackoff bound the wait between reconnection attempts (with
 	// jitter, doubling from MinBackoff). A resumable request's minWait is waited at
 	// least. Defaults 100ms and 5s.
@@ -379,6 +384,9 @@ func (c *Client) loop(l *link) {
 			return
 		}
 		minWait := c.lost(l)
+		if f := c.opts.OnConnectionLost; f != nil {
+			f(l.err)
+		}
 		if l = c.reconnect(minWait); l == nil {
 			return
 		}

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -40,6 +42,8 @@ type ClientConn struct {
 	in         chan Inbound
 	failOnLoss bool
 	reportLoss bool
+	silence    time.Duration // ClientOptions.Silence
+	keepAlive  atomic.Int64  // the server's announced keepalive (ns); 0 until it announced one
 
 	mu        sync.Mutex // guards the fields below
 	err       error      // why the connection ended, when not by Close (ErrStreamLost)
@@ -83,7 +87,32 @@ type ClientOptions struct {
 	// that talks to a server of its own choosing (the gateway) resumes that one
 	// stream (Resume) or fails that one request.
 	ReportStreamLoss bool
+	// Silence bounds how long a request's event stream, the GET stream, or a
+	// request waiting for its answer may carry no byte at all before it is taken
+	// for a dead connection (a laptop that slept, a NAT that forgot the flow: no
+	// FIN, no RST, nothing): the stream is dropped and, with FailOnStreamLoss,
+	// the ClientConn ends with a *SilenceError. 0 means 2.5 times the keepalive
+	// interval the server announces on its event streams (HeaderKeepAlive), or
+	// DefaultSilence before it announced one, when FailOnStreamLoss is set (a
+	// client that resumes on a new connection), and no bound otherwise;
+	// negative means no bound.
+	Silence time.Duration
 }
+
+// DefaultSilence is ClientOptions.Silence's window before a server announced
+// its keepalive: 2.5 times this project's default keepalive (20 s).
+const DefaultSilence = 50 * time.Second
+
+// SilenceError is why a ClientConn ended when a stream carried nothing for its
+// Silence window. It is an ErrStreamLost.
+type SilenceError struct{ Window time.Duration }
+
+func (e *SilenceError) Error() string {
+	return fmt.Sprintf("no data for %s", e.Window.Round(time.Millisecond))
+}
+
+// Is makes a SilenceError an ErrStreamLost.
+func (e *SilenceError) Is(target error) bool { return target == ErrStreamLost }
 
 // Inbound is one thing ReadInbound returns: a message, with the id of the
 // request whose event stream carried it (Via, nil for a JSON body or the GET
@@ -132,7 +161,7 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 		o.Protocol = "2025-06-18"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan Inbound, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss, reportLoss: o.ReportStreamLoss, keep: o.Keep}
+	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan Inbound, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss, reportLoss: o.ReportStreamLoss, silence: o.Silence, keep: o.Keep}
 }
 
 // SessionID returns the session id the server issued, or "".
@@ -182,11 +211,12 @@ func (c *ClientConn) lostErr() error {
 	return c.err
 }
 
-// lose ends the connection after a stream loss, unless it is closed already.
-func (c *ClientConn) lose() {
+// lose ends the connection after a stream loss (why: ErrStreamLost or a
+// *SilenceError), unless it is closed already.
+func (c *ClientConn) lose(why error) {
 	c.mu.Lock()
 	if c.ctx.Err() == nil && c.err == nil {
-		c.err = ErrStreamLost
+		c.err = why
 	}
 	c.mu.Unlock()
 	c.cancel()
@@ -273,7 +303,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 		}
 		c.mu.Unlock()
 	}
-	resp, err := c.client.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return transport.ErrClosed
@@ -308,7 +338,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 // answer, in the kept session, and delivers the answer.
 func (c *ClientConn) keepSession(resp *http.Response, msg []byte, sid string) error {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := readAll(resp.Body)
 	if err != nil {
 		return c.closedOr(err)
 	}
@@ -361,12 +391,12 @@ func (c *ClientConn) reopen(ctx context.Context, used string) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := c.client.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := readAll(resp.Body)
 	sid := resp.Header.Get(HeaderSessionID)
 	if err != nil || resp.StatusCode != http.StatusOK || sid == "" {
 		if sid != "" { // opened, but its answer was lost: end it rather than leave it idle
@@ -420,7 +450,7 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 	if lastEventID != "" {
 		req.Header.Set(HeaderLastEventID, lastEventID)
 	}
-	resp, err := c.client.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -449,7 +479,7 @@ func (c *ClientConn) Resume(id []byte, lastEventID string, idle time.Duration) e
 	req.Header.Set(HeaderProtocolVersion, c.protocol)
 	c.mu.Unlock()
 	req.Header.Set(HeaderLastEventID, lastEventID)
-	resp, err := c.client.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return c.closedOr(err)
 	}
@@ -490,18 +520,22 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 				id = requestID(sent)
 			}
 			answered, last, n := c.events(resp.Body, id)
+			silent := silenceOf(resp.Body)
 			switch {
+			case silent != nil && c.failOnLoss:
+				// Whatever stream it was (the GET stream too): the connection is dead.
+				c.lose(silent)
 			case answered || id == nil:
 			case c.reportLoss:
 				c.deliver(Inbound{Via: id, Lost: true, LastEventID: last, Delivered: n})
 			default:
-				c.lose()
+				c.lose(ErrStreamLost)
 			}
 		}()
 		return nil
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := readAll(resp.Body)
 	if err != nil {
 		return c.closedOr(err)
 	}
@@ -644,13 +678,107 @@ func (c *ClientConn) Delete(ctx context.Context) error {
 		return err
 	}
 	req.Header.Set(HeaderSessionID, c.SessionID())
-	resp, err := c.client.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return errors.New("DELETE: " + resp.Status)
+	}
+	return nil
+}
+
+// readAll reads a response body; a body cut short by the Silence window says
+// so.
+func readAll(body io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		if silent := silenceOf(body); silent != nil {
+			return b, silent
+		}
+	}
+	return b, err
+}
+
+// window is the Silence bound in force now; 0 for none.
+func (c *ClientConn) window() time.Duration {
+	switch {
+	case c.silence < 0:
+		return 0
+	case c.silence > 0:
+		return c.silence
+	case !c.failOnLoss:
+		return 0
+	}
+	if ka := time.Duration(c.keepAlive.Load()); ka > 0 {
+		return ka * 5 / 2
+	}
+	return DefaultSilence
+}
+
+// do makes an HTTP request bounded by the Silence window: its answer's headers
+// must come, and then its body must carry a byte, at least that often, else the
+// request is cancelled and its error (or the body's, silenceOf) says so.
+func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
+	w := c.window()
+	if w <= 0 {
+		return c.client.Do(req)
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	silent := &SilenceError{Window: w}
+	t := time.AfterFunc(w, func() { cancel(silent) })
+	resp, err := c.client.Do(req.WithContext(ctx))
+	t.Stop()
+	if err != nil {
+		cancel(nil)
+		if errors.Is(context.Cause(ctx), silent) {
+			return nil, silent
+		}
+		return nil, err
+	}
+	if v, perr := strconv.ParseFloat(resp.Header.Get(HeaderKeepAlive), 64); perr == nil && v > 0 {
+		c.keepAlive.Store(int64(v * float64(time.Second)))
+		if c.silence == 0 {
+			w = c.window()
+			silent.Window = w
+		}
+	}
+	resp.Body = &silentBody{ReadCloser: resp.Body, ctx: ctx, cancel: cancel, silent: silent,
+		window: w, timer: time.AfterFunc(w, func() { cancel(silent) })}
+	return resp, nil
+}
+
+// silentBody is a response body whose request is cancelled when no byte comes
+// for its window.
+type silentBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	silent *SilenceError
+	window time.Duration
+	timer  *time.Timer
+}
+
+func (b *silentBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.window)
+	}
+	return n, err
+}
+
+func (b *silentBody) Close() error {
+	b.timer.Stop()
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// silenceOf is the SilenceError that ended body, or nil.
+func silenceOf(body io.Reader) *SilenceError {
+	if b, ok := body.(*silentBody); ok && errors.Is(context.Cause(b.ctx), b.silent) {
+		return b.silent
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,11 @@ const (
 	HeaderSessionID       = "Mcp-Session-Id"
 	HeaderProtocolVersion = "Mcp-Protocol-Version"
 	HeaderLastEventID     = "Last-Event-Id"
+	// HeaderKeepAlive, on an event stream's response, is the server's keepalive
+	// interval in seconds: the stream carries at least a comment that often. A
+	// client takes a stream silent for much longer (ClientOptions.Silence) for a
+	// dead connection.
+	HeaderKeepAlive = "Mcp-Resume-Keepalive"
 )
 
 // Versions are the protocol versions served (spec.Versions). A request without
@@ -109,6 +115,8 @@ type Handler struct {
 	core *mcp.Server
 	opts Options
 	log  zerolog.Logger
+	// keepAliveHeader is opts.KeepAlive in seconds, as HeaderKeepAlive says it.
+	keepAliveHeader string
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*session
@@ -120,7 +128,8 @@ var _ http.Handler = (*Handler)(nil)
 // NewHandler returns a Handler serving core.
 func NewHandler(core *mcp.Server, opts *Options) *Handler {
 	o := opts.withDefaults()
-	return &Handler{core: core, opts: o, log: *o.Logger, sessions: make(map[string]*session)}
+	return &Handler{core: core, opts: o, log: *o.Logger, sessions: make(map[string]*session),
+		keepAliveHeader: strconv.FormatFloat(o.KeepAlive.Seconds(), 'f', -1, 64)}
 }
 
 // Close ends every session as a server shutdown does: their streams close, their

@@ -177,6 +177,7 @@ func (st *stream) startSSELocked() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	h.Set(HeaderKeepAlive, st.s.h.keepAliveHeader)
 	st.w.WriteHeader(http.StatusOK)
 	b := st.buf[:0]
 	if st.key != "" && !st.modern {
