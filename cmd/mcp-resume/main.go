@@ -151,6 +151,7 @@ type serveFlags struct {
 	sessionIdle    time.Duration
 	streamIdle     time.Duration
 	keepAlive      time.Duration
+	userTimeout    time.Duration
 	conformance    bool
 	maxWait        time.Duration
 	minWait        time.Duration
@@ -214,7 +215,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.StringVar(&f.origins, "allowed-origins", "", "Origin header values accepted, comma-separated, * for any (default: http(s) origins on loopback names)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", 10*time.Minute, "end an HTTP session with no open stream after this long (its resumable requests live on)")
 	fs.DurationVar(&f.streamIdle, "stream-idle", 0, "close a request's event stream after this long without an event; the client reconnects with Last-Event-ID (0: never)")
-	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "an SSE stream quiet this long gets a keepalive comment")
+	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "an event stream quiet this long gets a keepalive comment; the interval is announced on every stream (Mcp-Resume-Keepalive), and mcp-resume's clients take a stream silent for 2.5 times it for a dead connection")
+	fs.DurationVar(&f.userTimeout, "tcp-user-timeout", 30*time.Second, "a connection whose peer acknowledges nothing written for this long is dropped (TCP_USER_TIMEOUT, Linux) and its requests detached: a client that vanished without closing (a laptop that slept) is found at the next keepalive, not after the kernel's 15 minutes of retransmissions (0: the kernel's default)")
 	fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")
@@ -446,7 +448,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 	}
 	var lns []listener
 	listen := func(addr string, mux *http.ServeMux) error {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := transport.Listen(ctx, addr, f.userTimeout)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -24,6 +25,7 @@ type Proxy struct {
 	rng  *rand.Rand
 	open map[net.Conn]*pair // each end of a forwarded pair
 
+	small     bool // NewStaller: small socket buffers on both sides
 	cuts      atomic.Int64
 	wg        sync.WaitGroup
 	closed    chan struct{} // closed by Close
@@ -45,6 +47,11 @@ const NoCut = 1 << 40
 // with every connection it holds, when the test ends.
 func New(t testing.TB, target string, lo, hi int) *Proxy {
 	t.Helper()
+	return start(t, target, lo, hi, false)
+}
+
+func start(t testing.TB, target string, lo, hi int, small bool) *Proxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -52,12 +59,24 @@ func New(t testing.TB, target string, lo, hi int) *Proxy {
 	if hi <= lo {
 		hi = lo + 1
 	}
-	p := &Proxy{ln: ln, target: target, lo: lo, hi: hi, rng: rand.New(rand.NewPCG(1, 2)), open: map[net.Conn]*pair{}, closed: make(chan struct{})}
+	p := &Proxy{ln: ln, target: target, lo: lo, hi: hi, rng: rand.New(rand.NewPCG(1, 2)), open: map[net.Conn]*pair{}, closed: make(chan struct{}), small: small}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
 	return p
 }
+
+// NewStaller starts a proxy that never cuts, for Stall, whose sockets have
+// small buffers on the way from the server: a stalled connection's server finds
+// its writes blocked after a few kilobytes, as on a path whose window closed,
+// instead of after the megabytes loopback buffers hold.
+func NewStaller(t testing.TB, target string) *Proxy {
+	t.Helper()
+	return start(t, target, NoCut, NoCut, true)
+}
+
+// smallBuffer is the socket buffer size of NewStaller's sockets.
+const smallBuffer = 4 << 10
 
 // Addr returns the proxy's address (host:port).
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
@@ -82,7 +101,19 @@ func (p *Proxy) accept() {
 }
 
 func (p *Proxy) forward(c net.Conn) {
-	s, err := net.Dial("tcp", p.target)
+	var d net.Dialer
+	if p.small {
+		// Small on the way to the client only: what a client sends (a large
+		// request) is not slowed down.
+		_ = c.(*net.TCPConn).SetWriteBuffer(smallBuffer)
+		// Set before connecting: the window offered to the server is fixed then.
+		d.Control = func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) {
+				_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, smallBuffer)
+			})
+		}
+	}
+	s, err := d.Dial("tcp", p.target)
 	if err != nil {
 		c.Close()
 		return
