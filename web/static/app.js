@@ -83,7 +83,7 @@
 
   function send(msg) {
     demo.sent.push(msg);
-    ws.send(JSON.stringify(msg));
+    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
   }
 
   // request sends one of our own requests (not the call) and resolves with its result.
@@ -101,16 +101,60 @@
     return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws';
   }
 
+  // A page cannot see WebSocket pings, so it checks the connection itself: a
+  // ping every HEARTBEAT ms, and a connection that brought nothing (no answer, no
+  // message) for twice that is taken for dead (a laptop that slept, a path that
+  // stopped carrying bytes without closing) and the call resumed on a new one.
+  // ?heartbeat=MS sets it (the browser test uses a short one).
+  const HEARTBEAT = Number(new URLSearchParams(location.search).get('heartbeat')) || 10000;
+  let heard = 0; // when the current connection last brought a message
+  let beat = null;
+
+  function heartbeat(sock) {
+    clearInterval(beat);
+    heard = Date.now();
+    beat = setInterval(() => {
+      if (ws !== sock) { clearInterval(beat); return; }
+      const quiet = Date.now() - heard;
+      if (quiet > 2 * HEARTBEAT) {
+        clearInterval(beat);
+        lost(sock, 'no data for ' + (quiet / 1000).toFixed(1) + ' s');
+        sock.onclose = null;
+        sock.close(4001, 'silent');
+        return;
+      }
+      request('ping', {}).catch(() => {});
+    }, HEARTBEAT);
+  }
+
+  // lost settles what a connection that ended leaves: its pending requests
+  // fail, a running call is detached (the server keeps it), and a new connection
+  // is made.
+  function lost(sock, why) {
+    if (ws !== sock) return;
+    ws = null;
+    for (const p of pending.values()) p.reject(new Error('connection closed'));
+    pending.clear();
+    setConn('disconnected');
+    log('connection lost (' + why + ')');
+    if (call && !FINAL.includes(call.state)) setState('detached', 'the server keeps it running');
+    if (!unloading) setTimeout(connect, Math.min(5000, 250 * 2 ** retries++));
+  }
+
   function connect() {
     setConn('connecting');
     const sock = new WebSocket(wsURL(), 'mcp');
     ws = sock;
     sock.onopen = async () => {
       retries = 0;
+      heartbeat(sock);
       try {
         await request('initialize', {
           protocolVersion: '2025-06-18',
-          capabilities: { resumableRequests: {} },
+          // Ack mode: the server keeps every message until the page acknowledges
+          // it (on resume), so what a dying connection held in buffers is sent
+          // again: every progress step exactly once.
+          capabilities: { resumableRequests: { extensions: [ACK] } },
           clientInfo: { name: 'mcp-resume demo page', version: '1' },
         });
         send({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -122,19 +166,12 @@
       }
     };
     sock.onmessage = (e) => {
+      heard = Date.now();
       let m;
       try { m = JSON.parse(e.data); } catch { log('unreadable message'); return; }
       onMessage(m);
     };
-    sock.onclose = (e) => {
-      if (ws !== sock) return;
-      for (const p of pending.values()) p.reject(new Error('connection closed'));
-      pending.clear();
-      setConn('disconnected');
-      log('connection closed (' + e.code + (e.reason ? ' ' + e.reason : '') + ')');
-      if (call && !FINAL.includes(call.state)) setState('detached', 'the server keeps it running');
-      if (!unloading) setTimeout(connect, Math.min(5000, 250 * 2 ** retries++));
-    };
+    sock.onclose = (e) => lost(sock, 'closed, ' + e.code + (e.reason ? ' ' + e.reason : ''));
   }
 
   // recover picks up a call this tab started before a reload or a drop.

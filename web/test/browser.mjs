@@ -3,11 +3,13 @@
 //
 //   PAGE_URL=http://127.0.0.1:8080/ ARTIFACTS=../../artifacts/browser node browser.mjs
 //
-// A call survives a reload and a dropped connection without being started again,
-// Cancel ends it on the server, and a call as a task survives a reload too. Screenshots go to $ARTIFACTS.
+// A call survives a reload, a dropped connection and a connection that goes
+// silent without being started again, Cancel ends it on the server, and a call as
+// a task survives a reload too. Screenshots go to $ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -167,4 +169,57 @@ test('a call as a task survives a reload: the page polls it again and gets its r
   assert.equal(await page.textContent('#result'), 'countdown done: 3 of 3 steps');
   await shot(page, 'task-completed.png');
   await page.close();
+});
+
+// stallProxy forwards TCP connections to the server; stall() makes every open
+// one stop carrying bytes, both ways, without closing (a laptop that slept).
+async function stallProxy(target) {
+  const pairs = [];
+  const server = createServer((c) => {
+    const s = connect(Number(target.port), target.hostname);
+    c.pipe(s);
+    s.pipe(c);
+    const end = () => { c.destroy(); s.destroy(); };
+    c.on('error', end);
+    s.on('error', end);
+    pairs.push([c, s]);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: server.address().port,
+    stall() {
+      for (const [c, s] of pairs.splice(0)) {
+        c.unpipe(s);
+        s.unpipe(c);
+        c.pause();
+        s.pause();
+      }
+    },
+    close() {
+      server.close();
+      for (const [c, s] of pairs) { c.destroy(); s.destroy(); }
+    },
+  };
+}
+
+test('a connection that goes silent is found by the heartbeat and the call resumed', async () => {
+  const proxy = await stallProxy(new URL(pageURL));
+  const page = await context.newPage();
+  // The page's WebSocket goes through the proxy; its heartbeat every 500 ms.
+  await page.goto(pageURL + '?heartbeat=500&ws=' + encodeURIComponent('ws://127.0.0.1:' + proxy.port + '/ws'));
+  const steps = 8;
+  await startCall(page, 4, steps);
+  await waitProgress(page, 2);
+  proxy.stall();
+  await waitState(page, 'completed');
+  const events = await page.evaluate(() => window.mcpDemo.events);
+  const progress = events.filter((e) => e.kind === 'progress').map((e) => e.progress);
+  assert.deepEqual(progress, Array.from({ length: steps }, (_, i) => i + 1), 'every step once, in order');
+  const msgs = await sent(page);
+  assert.equal(msgs.filter((m) => m.method === 'tools/call').length, 1);
+  assert.equal(msgs.filter((m) => m.method === 'requests/resume').length, 1);
+  assert.ok((await page.textContent('#log')).includes('no data for'), 'the page says why it reconnected');
+  await shot(page, 'after-silence.png');
+  await page.close();
+  proxy.close();
 });
