@@ -23,6 +23,9 @@ type Harness struct {
 	// Calls, when set, returns the server's calls being handled (mcp.Server.Calls):
 	// the suite then also checks that a cancelled call's handler has stopped.
 	Calls func() int
+	// Stall, when set, opens a connection through a path that stall makes stop
+	// carrying bytes, both ways, without closing (faultproxy's stall mode).
+	Stall func(t testing.TB) (conn transport.Conn, stall func())
 }
 
 const resumableCaps = `{"resumableRequests":{}}`
@@ -53,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Takeover", func(t *testing.T) { takeover(t, h) })
 	t.Run("CancelAttached", func(t *testing.T) { cancelAttached(t, h) })
 	t.Run("BadInput", func(t *testing.T) { badInput(t, h) })
+	t.Run("StallTakeover", func(t *testing.T) { stallTakeover(t, h) })
 	t.Run("2026-07-28", func(t *testing.T) { runModern(t, h) })
 }
 
@@ -205,6 +209,48 @@ func ackFiveDrops(t *testing.T, h Harness) {
 		t.Fatalf("got %d progress, result %s", len(progress), result.Raw)
 	}
 	ackedEnd(t, c, `"ack"`, pol.ResumeToken, ack)
+}
+
+// stallTakeover: a call's connection stops carrying bytes mid-call without
+// closing (the server cannot tell yet); the client resumes from a new
+// connection at once, with its ack: the new connection takes the call over, and
+// every message after the ack arrives exactly once, the result included.
+func stallTakeover(t *testing.T, h Harness) {
+	if h.Stall == nil {
+		t.Skip("the harness cannot stall a connection")
+	}
+	caps := `{"resumableRequests":{"extensions":["io.mcp-resume/ack"]}}`
+	conn, stall := h.Stall(t)
+	c := NewClient(t, conn)
+	c.Initialize(caps)
+	callCountdown(c, `"st"`, 1, 10)
+	pol := PolicyOf(t, c.Next())
+	var ack uint64
+	var progress []int
+	for len(progress) < 3 {
+		m := c.Next()
+		ack = m.Seq()
+		progress = append(progress, Progress(m))
+	}
+	stall()
+	n := h.client(t, caps)
+	n.Send(`{"jsonrpc":"2.0","id":"st","method":"requests/resume","params":{"resumeToken":%q,"_meta":{"io.mcp-resume/ack":%d}}}`, pol.ResumeToken, ack)
+	resp, before := n.Response(`"st"`)
+	for _, m := range before {
+		if m.Seq() <= ack {
+			t.Fatalf("seq %d delivered again after ack %d: %s", m.Seq(), ack, m.Raw)
+		}
+		ack = m.Seq()
+		progress = append(progress, Progress(m))
+	}
+	for i, p := range progress {
+		if p != i+1 {
+			t.Fatalf("progress %v: want 1..10 exactly once, in order", progress)
+		}
+	}
+	if len(progress) != 10 || Text(resp) != "countdown done: 10 of 10 steps" {
+		t.Fatalf("got progress %v, result %s", progress, resp.Raw)
+	}
 }
 
 // ackedEnd checks the answers about a finished request, id, whose final response

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
@@ -54,6 +55,12 @@ func TestEndToEndHTTP(t *testing.T) {
 		Dial:      func(t testing.TB) transport.Conn { return s.dial(t) },
 		Reconnect: true,
 		Calls:     s.core.Calls,
+		Stall: func(t testing.TB) (transport.Conn, func()) {
+			p := faultproxy.New(t, s.srv.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
+			c := streamable.Dial("http://"+p.Addr()+"/mcp", nil)
+			t.Cleanup(func() { _ = c.Close() })
+			return c, func() { p.Stall() }
+		},
 	})
 }
 

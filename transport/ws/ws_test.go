@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -84,5 +85,16 @@ func TestConnContract(t *testing.T) {
 // WebSocket, and the client resumes on a new one.
 func TestEndToEndWS(t *testing.T) {
 	s := newServer(t, &mcp.Options{Tools: demo.Policies()}, nil)
-	e2etest.Run(t, e2etest.Harness{Dial: s.dial, Reconnect: true, Calls: s.core.Calls})
+	e2etest.Run(t, e2etest.Harness{Dial: s.dial, Reconnect: true, Calls: s.core.Calls, Stall: s.stallable})
+}
+
+// stallable dials through a proxy of its own, and returns the proxy's Stall.
+func (s *server) stallable(t testing.TB) (transport.Conn, func()) {
+	p := faultproxy.New(t, s.srv.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
+	c, err := ws.Dial(t.Context(), "ws://"+p.Addr()+"/ws", &ws.DialOptions{Options: ws.Options{CloseTimeout: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, func() { p.Stall() }
 }
