@@ -86,9 +86,11 @@ const callUsage = `usage: mcp-resume call [--url URL | --ws URL | --stdio CMD] [
 
 Calls TOOL and prints its result. Values are JSON when they parse as JSON
 (5, true, {"a":1}, "quoted"), strings otherwise. The call survives connection
-loss and server restarts within the server's maxWait: it is resumed on a new
-connection. Progress shows as a bar on a terminal, as lines otherwise (stderr).
-Ctrl-C cancels the request on the server and exits.
+loss within the server's maxWait: it is resumed on a new connection. A server
+restart (with --data-dir or --nats-url) keeps a finished call's result; a call
+still running then fails, unless the server runs its tool again (--restartable),
+when its progress starts over. Progress shows as a bar on a terminal, as lines
+otherwise (stderr). Ctrl-C cancels the request on the server and exits.
 
 flags:
 `
@@ -123,14 +125,15 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dial, err := tg.dialer(stderr)
+	bar := newProgressView(stderr)
+	// A --stdio child's log lines go above the bar, not into it.
+	dial, err := tg.dialer(bar.lines())
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	bar := newProgressView(stderr)
 	var why atomic.Pointer[string] // what ended the last connection
 	c, err := connectClient(ctx, dial, &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume call", Version: version},

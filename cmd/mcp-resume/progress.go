@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,8 +19,10 @@ type progressView struct {
 	w   io.Writer
 	tty bool
 
-	mu    sync.Mutex // guards shown
+	mu    sync.Mutex // guards the fields below
 	shown bool       // a bar is on the current line
+	last  float64    // the last progress shown
+	seen  bool       // some progress was shown
 }
 
 func newProgressView(w io.Writer) *progressView {
@@ -41,6 +44,10 @@ const barWidth = 30
 func (v *progressView) progress(p client.Progress) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.seen && p.Progress < v.last {
+		v.lineLocked(fmt.Sprintf("progress went back from %g to %g: the server ran the call again from the start (a restartable tool, after a restart)", v.last, p.Progress))
+	}
+	v.last, v.seen = p.Progress, true
 	if !v.tty {
 		if p.Total > 0 {
 			fmt.Fprintf(v.w, "progress %g/%g %s\n", p.Progress, p.Total, p.Message)
@@ -64,11 +71,44 @@ func (v *progressView) progress(p client.Progress) {
 func (v *progressView) line(s string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.lineLocked(s)
+}
+
+func (v *progressView) lineLocked(s string) {
 	if v.shown {
 		fmt.Fprint(v.w, "\r\033[K")
 		v.shown = false
 	}
 	fmt.Fprintln(v.w, s)
+}
+
+// lines is a writer whose complete lines are printed with line (a child's
+// log lines above the bar); a partial line waits for its end.
+func (v *progressView) lines() io.Writer { return &lineWriter{v: v} }
+
+type lineWriter struct {
+	v   *progressView
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.v.line(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 { // a line without end: show what came
+		w.v.line(string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
 }
 
 // done ends the bar's line.

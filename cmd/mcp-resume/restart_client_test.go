@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -121,5 +123,38 @@ func TestClientSurvivesServerRestart(t *testing.T) {
 	}
 	if c.Reconnects() < 1 {
 		t.Errorf("the client never reconnected")
+	}
+}
+
+// `mcp-resume call` across a restart of a server that runs the call again
+// (--restartable): the result arrives, and when the progress starts over the
+// client says why instead of jumping back without a word.
+func TestCallSaysProgressStartsOver(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := "--data-dir " + t.TempDir() + " --restartable countdown"
+	kill := spawnHTTP(t, addr, args)
+	var stdout, stderr logbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"call", "--url", "http://" + addr + "/mcp", "countdown", "seconds=2", "steps=4"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	poll.Until(t, 20*time.Second, "progress 2/4", func() bool { return strings.Contains(stderr.String(), "progress 2/4") })
+	kill()
+	spawnHTTP(t, addr, args)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("call: %v; stderr %q", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no result; stderr %q", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "countdown done: 4 of 4 steps") || !strings.Contains(stderr.String(), "the server ran the call again from the start") {
+		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
 }
