@@ -138,7 +138,22 @@
     setConn('disconnected');
     log('connection lost (' + why + ')');
     if (call && !FINAL.includes(call.state)) setState('detached', 'the server keeps it running');
-    if (!unloading) setTimeout(connect, Math.min(5000, 250 * 2 ** retries++));
+    if (unloading) return;
+    if (!sock.opened) {
+      // Refused before it opened: a browser does not say why (1006). Ask over
+      // HTTP whether the server wants an API key, which a page cannot send on a
+      // WebSocket handshake (browsers set no headers there).
+      fetch(wsURL().replace(/^ws/, 'http'), { cache: 'no-store' }).then((r) => {
+        if (r.status === 401) {
+          setConn('unauthorized');
+          log('this server requires an API key (serve --api-keys), which a browser page cannot send on a WebSocket handshake; use mcp-resume call, or a server without --api-keys');
+          return;
+        }
+        setTimeout(connect, Math.min(5000, 250 * 2 ** retries++));
+      }, () => setTimeout(connect, Math.min(5000, 250 * 2 ** retries++)));
+      return;
+    }
+    setTimeout(connect, Math.min(5000, 250 * 2 ** retries++));
   }
 
   function connect() {
@@ -146,6 +161,7 @@
     const sock = new WebSocket(wsURL(), 'mcp');
     ws = sock;
     sock.onopen = async () => {
+      sock.opened = true;
       retries = 0;
       heartbeat(sock);
       try {

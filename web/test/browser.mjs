@@ -223,3 +223,14 @@ test('a connection that goes silent is found by the heartbeat and the call resum
   await page.close();
   proxy.close();
 });
+
+test('against a server that wants an API key, the page says so instead of connecting forever', async () => {
+  const keyed = process.env.KEYED_PAGE_URL;
+  assert.ok(keyed, 'KEYED_PAGE_URL is set (.ci/browser starts a server with --api-keys)');
+  const page = await context.newPage();
+  await page.goto(keyed);
+  await page.waitForSelector('#conn[data-conn="unauthorized"]', { timeout: 15000 });
+  assert.ok((await page.textContent('#log')).includes('requires an API key'), 'the log says why');
+  await shot(page, 'unauthorized.png');
+  await page.close();
+});
