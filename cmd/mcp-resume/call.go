@@ -121,7 +121,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return errors.New("call: no tool named")
 	}
 	tool := fs.Arg(0)
-	arguments, err := parseArgs(fs.Args()[1:])
+	arguments, rawArgs, err := parseArgsRaw(fs.Args()[1:])
 	if err != nil {
 		return err
 	}
@@ -150,6 +150,9 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
+	if err := checkArgs(ctx, c, tool, arguments, rawArgs, bar); err != nil {
+		return err
+	}
 	if asTask || detach {
 		return callTask(ctx, c, tool, arguments, detach, asJSON, stdout, bar)
 	}
@@ -203,12 +206,20 @@ func printResult(stdout io.Writer, res *mcpgo.CallToolResult, asJSON bool, what 
 
 // parseArgs turns key=value pairs into tool arguments.
 func parseArgs(pairs []string) (map[string]any, error) {
+	out, _, err := parseArgsRaw(pairs)
+	return out, err
+}
+
+// parseArgsRaw is parseArgs with the text each value came from.
+func parseArgsRaw(pairs []string) (map[string]any, map[string]string, error) {
 	out := map[string]any{}
+	raw := map[string]string{}
 	for _, kv := range pairs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("argument %q: want key=value", kv)
+			return nil, nil, fmt.Errorf("argument %q: want key=value", kv)
 		}
+		raw[k] = v
 		var j any
 		if json.Unmarshal([]byte(v), &j) == nil {
 			out[k] = j
@@ -216,7 +227,31 @@ func parseArgs(pairs []string) (map[string]any, error) {
 			out[k] = v
 		}
 	}
-	return out, nil
+	return out, raw, nil
+}
+
+// checkArgs checks a call's arguments against the tool's input schema before
+// the call is sent, and says what is wrong. A server that cannot list its
+// tools is left to judge the call itself.
+func checkArgs(ctx context.Context, c *client.Client, tool string, args map[string]any, raw map[string]string, bar *progressView) error {
+	all, err := listTools(ctx, c)
+	if err != nil {
+		return nil
+	}
+	for _, t := range all {
+		if t.Name == tool {
+			warn, err := t.schema.check(tool, args, raw)
+			if warn != "" {
+				bar.line("warning: " + warn)
+			}
+			return err
+		}
+	}
+	names := make([]string, len(all))
+	for i, t := range all {
+		names[i] = t.Name
+	}
+	return fmt.Errorf("the server has no tool %q (it has: %s)", tool, strings.Join(names, ", "))
 }
 
 // elicitFrom answers elicitation requests from lines of stdin: a single-field

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
@@ -137,14 +141,52 @@ func TestCallStdio(t *testing.T) {
 	}
 }
 
-// An argument that is not a number where the demo tool wants one is a tool
-// error, not the default silently.
-func TestCallBadNumber(t *testing.T) {
+// call checks the arguments against the tool's input schema before it sends
+// the call, and says what is wrong; a string argument typed as digits goes as
+// the string; an argument the schema does not name is a warning.
+func TestCallChecksArguments(t *testing.T) {
 	httpURL, _ := callServer(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"countdown", "seconds=abc"}, `countdown: seconds must be number, got "abc" (its arguments: fail (boolean), seconds (number), steps (number))`},
+		{[]string{"echo"}, "echo: text is required"},
+		{[]string{"countdwn"}, `the server has no tool "countdwn" (it has: ask, countdown, echo, summarize)`},
+	} {
+		var out, errw bytes.Buffer
+		err := run(append([]string{"call", "--url", httpURL}, tc.args...), nil, &out, &errw)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != 2 {
+			t.Errorf("call %v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
 	var out, errw bytes.Buffer
-	err := run([]string{"call", "--url", httpURL, "countdown", "seconds=abc"}, nil, &out, &errw)
-	if err == nil || !strings.Contains(out.String(), "seconds must be a number, got abc") {
-		t.Fatalf("err %v, stdout %q", err, out.String())
+	if err := run([]string{"call", "--url", httpURL, "echo", "text=5"}, nil, &out, &errw); err != nil || out.String() != "5\n" {
+		t.Fatalf("echo text=5: %v, %q", err, out.String())
+	}
+	out.Reset()
+	errw.Reset()
+	if err := run([]string{"call", "--url", httpURL, "countdown", "seconds=0.05", "steps=1", "secnds=3"}, nil, &out, &errw); err != nil ||
+		!strings.Contains(errw.String(), "warning: countdown names no argument secnds") {
+		t.Fatalf("an unknown argument: %v, stderr %q", err, errw.String())
+	}
+}
+
+// The demo tool itself refuses a non-number where it wants one (a client that
+// does not check first gets a tool error, not the default silently).
+func TestCountdownRefusesNonNumber(t *testing.T) {
+	httpURL, _ := callServer(t)
+	dial := func(context.Context) (transport.Conn, error) {
+		return streamable.Dial(httpURL, &streamable.ClientOptions{FailOnStreamLoss: true}), nil
+	}
+	c, err := client.Connect(t.Context(), dial, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.CallTool(t.Context(), "countdown", map[string]any{"seconds": "abc"}, nil)
+	if err != nil || !res.IsError || !strings.Contains(fmt.Sprint(res.Content), "seconds must be a number, got abc") {
+		t.Fatalf("%v %+v", err, res)
 	}
 }
 
@@ -160,6 +202,9 @@ func TestToolsCommand(t *testing.T) {
 			if !regexp.MustCompile(`(?m)^` + name + ` +\S`).MatchString(out.String()) {
 				t.Errorf("tools %v: no line for %s in %q", flags, name, out.String())
 			}
+		}
+		if !strings.Contains(out.String(), "arguments: text (string, required)") {
+			t.Errorf("tools %v: no arguments in %q", flags, out.String())
 		}
 	}
 	var out, errw bytes.Buffer

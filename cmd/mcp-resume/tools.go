@@ -54,7 +54,42 @@ func tools(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	var all []mcpgo.Tool
+	all, err := listTools(ctx, c)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		raws := make([]json.RawMessage, len(all))
+		for i, t := range all {
+			raws[i] = t.raw
+		}
+		b, _ := json.MarshalIndent(map[string]any{"tools": raws}, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	for _, t := range all {
+		desc, _, _ := strings.Cut(t.Description, "\n")
+		fmt.Fprintf(stdout, "%-20s %s\n", t.Name, desc)
+		if args := t.schema.describe(); args != "" {
+			fmt.Fprintf(stdout, "%-20s arguments: %s\n", "", args)
+		}
+	}
+	return nil
+}
+
+// toolInfo is one tool of a tools/list: its name, description, input schema
+// and the tool as the server gave it.
+type toolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	schema      inputSchema
+	raw         json.RawMessage
+}
+
+// listTools reads every page of the server's tools/list.
+func listTools(ctx context.Context, c *client.Client) ([]toolInfo, error) {
+	var all []toolInfo
 	var cursor string
 	for {
 		params := map[string]any{}
@@ -63,25 +98,26 @@ func tools(args []string, stdout, stderr io.Writer) error {
 		}
 		raw, err := c.Call(ctx, "tools/list", params, nil)
 		if err != nil {
-			return fmt.Errorf("tools/list: %w", err)
+			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		var page mcpgo.ListToolsResult
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
 		if err := json.Unmarshal(raw, &page); err != nil {
-			return fmt.Errorf("tools/list result: %w", err)
+			return nil, fmt.Errorf("tools/list result: %w", err)
 		}
-		all = append(all, page.Tools...)
-		if cursor = string(page.NextCursor); cursor == "" {
-			break
+		for _, r := range page.Tools {
+			var t toolInfo
+			if err := json.Unmarshal(r, &t); err != nil {
+				return nil, fmt.Errorf("tools/list result: %w", err)
+			}
+			_ = json.Unmarshal(t.InputSchema, &t.schema) // an odd schema is not checked
+			t.raw = r
+			all = append(all, t)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return all, nil
 		}
 	}
-	if asJSON {
-		b, _ := json.MarshalIndent(map[string]any{"tools": all}, "", "  ")
-		fmt.Fprintln(stdout, string(b))
-		return nil
-	}
-	for _, t := range all {
-		desc, _, _ := strings.Cut(t.Description, "\n")
-		fmt.Fprintf(stdout, "%-20s %s\n", t.Name, desc)
-	}
-	return nil
 }
