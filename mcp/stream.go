@@ -95,6 +95,16 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 	return nil
 }
 
+// Busy reports whether the session has work a client may come back for: a call
+// whose handler runs, or a request it delivered that a stream reconnect
+// (Last-Event-ID) could take up again. A session that is not busy and has no
+// stream holds nothing but itself; a transport may let it go sooner.
+func (ss *Session) Busy() bool {
+	ss.c.mu.Lock()
+	defer ss.c.mu.Unlock()
+	return len(ss.c.running) > 0 || len(ss.c.attached) > 0
+}
+
 // Close ends the session. With cancel (the client ended it), every request it
 // started or resumed is cancelled; without (it expired, or the server is shutting
 // down), requests whose client holds their token stay resumable for maxWait from

@@ -95,6 +95,9 @@ const (
 	// ReasonTooManyRequests (-32600): the client's principal has the maximum of
 	// requests in flight; this one was not run. Retryable once one has finished.
 	ReasonTooManyRequests Reason = "too_many_requests"
+	// ReasonTooManySessions: initialize refused, the server (or the client's
+	// principal or address) holds as many sessions as it may, all of them in use.
+	ReasonTooManySessions Reason = "too_many_sessions"
 
 	// Streamable HTTP (transport/streamable): each goes with the HTTP status named.
 

@@ -149,6 +149,10 @@ type serveFlags struct {
 	hosts          string
 	origins        string
 	sessionIdle    time.Duration
+	emptyIdle      time.Duration
+	maxSessions    int
+	maxSessionsP   int
+	maxSessionsA   int
 	streamIdle     time.Duration
 	keepAlive      time.Duration
 	userTimeout    time.Duration
@@ -214,6 +218,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.StringVar(&f.hosts, "allowed-hosts", "", "Host header values accepted, comma-separated, * for any (default: loopback names, plus the --http host when it is a name or a non-wildcard address)")
 	fs.StringVar(&f.origins, "allowed-origins", "", "Origin header values accepted, comma-separated, * for any (default: http(s) origins on loopback names)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", 10*time.Minute, "end an HTTP session with no open stream after this long (its resumable requests live on)")
+	fs.DurationVar(&f.emptyIdle, "empty-session-idle", time.Minute, "end sooner an HTTP session with no open stream and no work (no call running, nothing a stream reconnect could take up): a client that initialized and was cut off")
+	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "HTTP sessions open at once; at the bound a new one takes the place of the least recently used one without an open stream, and initialize is refused (503, too_many_sessions) when all have one (negative: no bound)")
+	fs.IntVar(&f.maxSessionsP, "max-sessions-per-principal", 1000, "HTTP sessions of one principal (--api-keys; without keys, every client is one principal), the same way")
+	fs.IntVar(&f.maxSessionsA, "max-sessions-per-address", 1000, "HTTP sessions initialized from one remote address, the same way")
 	fs.DurationVar(&f.streamIdle, "stream-idle", 0, "close a request's event stream after this long without an event; the client reconnects with Last-Event-ID (0: never)")
 	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "an event stream quiet this long gets a keepalive comment; the interval is announced on every stream (Mcp-Resume-Keepalive), and mcp-resume's clients take a stream silent for 2.5 times it for a dead connection")
 	fs.DurationVar(&f.userTimeout, "tcp-user-timeout", 30*time.Second, "a connection whose peer acknowledges nothing written for this long is dropped (TCP_USER_TIMEOUT, Linux) and its requests detached: a client that vanished without closing (a laptop that slept) is found at the next keepalive, not after the kernel's 15 minutes of retransmissions (0: the kernel's default)")
@@ -419,14 +427,18 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		log.Warn().Bool("auth", false).Msg("authentication off: anyone who can reach the listeners can call tools (give --api-keys)")
 	}
 	h := streamable.NewHandler(core, &streamable.Options{
-		Keys:            keys,
-		AllowedHosts:    allowedHosts(f.hosts, f.httpAddr),
-		AllowedOrigins:  splitList(f.origins),
-		MaxMessageBytes: f.maxMessage,
-		SessionIdle:     f.sessionIdle,
-		StreamIdle:      f.streamIdle,
-		KeepAlive:       f.keepAlive,
-		Logger:          &log,
+		Keys:                    keys,
+		AllowedHosts:            allowedHosts(f.hosts, f.httpAddr),
+		AllowedOrigins:          splitList(f.origins),
+		MaxMessageBytes:         f.maxMessage,
+		SessionIdle:             f.sessionIdle,
+		EmptySessionIdle:        f.emptyIdle,
+		MaxSessions:             f.maxSessions,
+		MaxSessionsPerPrincipal: f.maxSessionsP,
+		MaxSessionsPerAddress:   f.maxSessionsA,
+		StreamIdle:              f.streamIdle,
+		KeepAlive:               f.keepAlive,
+		Logger:                  &log,
 	})
 	wsh := ws.NewHandler(core, &ws.AcceptOptions{
 		Options: ws.Options{

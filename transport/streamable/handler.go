@@ -53,6 +53,19 @@ type Options struct {
 	Keys *transport.KeySet
 	// MaxMessageBytes bounds a POST body. Default transport.DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// EmptySessionIdle ends sooner a session with no open stream and no work
+	// (mcp.Session.Busy: no call running, nothing a stream reconnect could take
+	// up), as a client that initialized and was cut off leaves: after this long.
+	// Default 1 minute, and never longer than SessionIdle.
+	EmptySessionIdle time.Duration
+	// MaxSessions bounds the sessions open at once; MaxSessionsPerPrincipal
+	// those of one principal (API keys); MaxSessionsPerAddress those
+	// initialized from one remote address. At a bound, a new session takes the
+	// place of the one in its scope with no open stream that was used least
+	// recently, which ends as an expired one does; when every one has a stream,
+	// initialize is refused: HTTP 503, reason too_many_sessions. Defaults
+	// 10,000, 1,000 and 1,000; negative: no bound.
+	MaxSessions, MaxSessionsPerPrincipal, MaxSessionsPerAddress int
 	// SessionIdle ends a session that has had no open stream for this long. Its
 	// resumable requests stay resumable from another session. Default 10 minutes.
 	SessionIdle time.Duration
@@ -96,6 +109,16 @@ func (o *Options) withDefaults() Options {
 		}
 	}
 	def(&v.SessionIdle, 10*time.Minute)
+	def(&v.EmptySessionIdle, time.Minute)
+	v.EmptySessionIdle = min(v.EmptySessionIdle, v.SessionIdle)
+	defInt := func(n *int, val int) {
+		if *n == 0 {
+			*n = val
+		}
+	}
+	defInt(&v.MaxSessions, 10000)
+	defInt(&v.MaxSessionsPerPrincipal, 1000)
+	defInt(&v.MaxSessionsPerAddress, 1000)
 	def(&v.KeepAlive, 20*time.Second)
 	def(&v.Retry, time.Second)
 	def(&v.WriteTimeout, 30*time.Second)
@@ -118,9 +141,11 @@ type Handler struct {
 	// keepAliveHeader is opts.KeepAlive in seconds, as HeaderKeepAlive says it.
 	keepAliveHeader string
 
-	mu       sync.Mutex // guards the fields below
-	sessions map[string]*session
-	closed   bool
+	mu          sync.Mutex // guards the fields below
+	sessions    map[string]*session
+	byPrincipal map[string]int // sessions in sessions, by principal
+	byAddress   map[string]int // ... by remote address
+	closed      bool
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -129,6 +154,7 @@ var _ http.Handler = (*Handler)(nil)
 func NewHandler(core *mcp.Server, opts *Options) *Handler {
 	o := opts.withDefaults()
 	return &Handler{core: core, opts: o, log: *o.Logger, sessions: make(map[string]*session),
+		byPrincipal: map[string]int{}, byAddress: map[string]int{},
 		keepAliveHeader: strconv.FormatFloat(o.KeepAlive.Seconds(), 'f', -1, 64)}
 }
 
@@ -238,8 +264,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 
 	var s *session
 	if class.Opens && r.Header.Get(HeaderSessionID) == "" {
-		if s = h.newSession(principal, transport.RemoteIP(r)); s == nil {
-			failID(w, http.StatusServiceUnavailable, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		var refused *spec.Error
+		if s, refused = h.newSession(principal, transport.RemoteIP(r)); s == nil {
+			failID(w, http.StatusServiceUnavailable, m.ID, refused)
 			return
 		}
 		w.Header().Set(HeaderSessionID, s.id)
@@ -373,11 +400,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, principal strin
 	if s == nil {
 		return
 	}
-	h.mu.Lock()
-	if h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
-	}
-	h.mu.Unlock()
+	h.forget(s)
 	s.end(true)
 	w.WriteHeader(http.StatusOK)
 }
@@ -421,19 +444,96 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 }
 
 // newSession starts a session for principal; remote is the address of the client
-// that initialized it (its requests' limit on failed token checks).
-func (h *Handler) newSession(principal, remote string) *session {
-	s := &session{h: h, id: uuid.NewString(), streams: make(map[*stream]struct{})}
+// that initialized it (its requests' limit on failed token checks, and its
+// scope in MaxSessionsPerAddress). It returns nil and the error to answer when
+// the handler is closed or the session bounds are reached with every session
+// in use.
+func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
+	s := &session{h: h, id: uuid.NewString(), streams: make(map[*stream]struct{}), principal: principal, remote: remote}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
-		return nil
+		h.mu.Unlock()
+		return nil, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
+	}
+	var evicted []*session
+	for _, scope := range []struct {
+		n, max int
+		in     func(*session) bool
+	}{
+		{len(h.sessions), h.opts.MaxSessions, func(*session) bool { return true }},
+		{h.byPrincipal[principal], h.opts.MaxSessionsPerPrincipal, func(o *session) bool { return o.principal == principal }},
+		{h.byAddress[remote], h.opts.MaxSessionsPerAddress, func(o *session) bool { return o.remote == remote }},
+	} {
+		if scope.max < 0 || scope.n < scope.max {
+			continue
+		}
+		v := h.victimLocked(scope.in)
+		if v == nil {
+			h.mu.Unlock()
+			for _, e := range evicted {
+				e.end(false)
+			}
+			h.log.Warn().Str("principal", principal).Str("remote", remote).Msg("initialize refused: too many sessions, all in use")
+			return nil, spec.NewError(spec.CodeInternalError, spec.ReasonTooManySessions, "too many sessions, all in use; try again later")
+		}
+		h.forgetLocked(v)
+		evicted = append(evicted, v)
 	}
 	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote})
 	s.log = h.log.With().Str("session", s.id).Logger()
 	h.sessions[s.id] = s
+	h.byPrincipal[principal]++
+	h.byAddress[remote]++
+	s.used = time.Now()
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
-	return s
+	h.mu.Unlock()
+	for _, e := range evicted {
+		e.log.Debug().Msg("session ended to make room for a new one")
+		e.end(false)
+	}
+	return s, nil
+}
+
+// victimLocked is the session in scope to end for a new one: the one with no
+// open stream that was used least recently (a client that was cut off, not
+// one between two of its requests); nil when every one has a stream. h.mu is
+// held; it scans every session, which happens only at a bound.
+func (h *Handler) victimLocked(in func(*session) bool) *session {
+	var victim *session
+	var at time.Time
+	for _, o := range h.sessions {
+		if !in(o) {
+			continue
+		}
+		used, streaming := o.lastUsed()
+		if streaming {
+			continue
+		}
+		if victim == nil || used.Before(at) {
+			victim, at = o, used
+		}
+	}
+	return victim
+}
+
+// forget removes s from the handler's tables, if it is still there.
+func (h *Handler) forget(s *session) {
+	h.mu.Lock()
+	h.forgetLocked(s)
+	h.mu.Unlock()
+}
+
+func (h *Handler) forgetLocked(s *session) {
+	if h.sessions[s.id] != s {
+		return
+	}
+	delete(h.sessions, s.id)
+	if h.byPrincipal[s.principal]--; h.byPrincipal[s.principal] <= 0 {
+		delete(h.byPrincipal, s.principal)
+	}
+	if h.byAddress[s.remote]--; h.byAddress[s.remote] <= 0 {
+		delete(h.byAddress, s.remote)
+	}
 }
 
 // statelessSession returns a session for one 2026-era request: in no table, it

@@ -19,12 +19,19 @@ type session struct {
 
 	// stateless: the session of one 2026-era request; it ends with its stream.
 	stateless bool
+	// principal and remote: whose it is, and the address that initialized it
+	// (the scopes of the session bounds).
+	principal, remote string
 
 	mu      sync.Mutex // guards the fields below
 	streams map[*stream]struct{}
 	def     *stream     // the standalone GET stream, if open
 	idle    *time.Timer // ends the session after SessionIdle with no stream
-	ended   bool
+	used    time.Time   // when it was created or a stream of it last ended
+	// extended: expire found work after EmptySessionIdle and gave the session
+	// the rest of SessionIdle.
+	extended bool
+	ended    bool
 }
 
 // newStream opens a stream on the session for the request with key (see idKey);
@@ -76,24 +83,46 @@ func (s *session) streamDone(st *stream) {
 	if s.def == st {
 		s.def = nil
 	}
+	s.used = time.Now()
 	if len(s.streams) == 0 && !s.ended {
-		s.idle.Reset(s.h.opts.SessionIdle)
+		s.extended = false
+		s.idle.Reset(s.idleFor())
 	}
 }
 
-// expire ends a session that has had no stream for SessionIdle.
+// idleFor is how long the session may stay without a stream: SessionIdle, or
+// EmptySessionIdle when it has no work a client could come back for.
+func (s *session) idleFor() time.Duration {
+	if s.core.Busy() {
+		return s.h.opts.SessionIdle
+	}
+	return s.h.opts.EmptySessionIdle
+}
+
+// lastUsed is when the session was last used, and whether it has an open
+// stream (in use now).
+func (s *session) lastUsed() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used, len(s.streams) > 0
+}
+
+// expire ends a session that has had no stream for its idle time. One that was
+// let go early for having no work but has some now (a call came and runs, with
+// its stream gone) waits the rest of SessionIdle.
 func (s *session) expire() {
 	s.mu.Lock()
 	busy := s.ended || len(s.streams) > 0
+	if !busy && s.core.Busy() && s.h.opts.EmptySessionIdle < s.h.opts.SessionIdle && !s.extended {
+		s.extended = true
+		s.idle.Reset(s.h.opts.SessionIdle - s.h.opts.EmptySessionIdle)
+		busy = true
+	}
 	s.mu.Unlock()
 	if busy {
 		return
 	}
-	s.h.mu.Lock()
-	if s.h.sessions[s.id] == s {
-		delete(s.h.sessions, s.id)
-	}
-	s.h.mu.Unlock()
+	s.h.forget(s)
 	s.log.Debug().Msg("session expired")
 	s.end(false)
 }
