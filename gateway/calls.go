@@ -51,11 +51,18 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, errNotSent) && unsent < maxUnsent:
-			// The upstream never saw the call: send it to the next connection.
+			// The upstream never saw the call: send it to the next connection,
+			// once this one is out of service (a child that died may still have
+			// taken the write into its pipe).
 			unsent++
+			p.close()
+			g.replaced(ctx, p)
 			continue
 		case (errors.Is(err, errLost) || errors.Is(err, errStreamLost)) && g.opts.Restartable(req.Params.Name):
 			g.log.Info().Str("tool", req.Params.Name).Msg("upstream lost during a restartable call; running it again")
+			if errors.Is(err, errLost) { // the connection, not one stream of it
+				g.replaced(ctx, p)
+			}
 			continue
 		}
 		if err != nil {

@@ -295,6 +295,31 @@ func (g *Gateway) install(p *peer) {
 	g.mu.Unlock()
 }
 
+// lost takes p out of service, if it is the live connection: calls wait for
+// the next one from now on.
+func (g *Gateway) lost(p *peer) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.up == p {
+		g.up = nil
+		g.ready = make(chan struct{})
+	}
+}
+
+// replaced waits until p is no longer the live connection (the supervisor
+// took it out of service), up to ConnectTimeout.
+func (g *Gateway) replaced(ctx context.Context, p *peer) {
+	t := time.NewTimer(g.opts.ConnectTimeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+	case <-g.ctx.Done():
+	case <-t.C:
+	}
+	g.lost(p)
+}
+
 // supervise starts the upstream again whenever its connection ends, until Close.
 func (g *Gateway) supervise(p *peer) {
 	defer g.wg.Done()
@@ -309,10 +334,7 @@ func (g *Gateway) supervise(p *peer) {
 		case <-g.ctx.Done():
 			return
 		}
-		g.mu.Lock()
-		g.up = nil
-		g.ready = make(chan struct{})
-		g.mu.Unlock()
+		g.lost(p)
 		p.close()
 		if g.ctx.Err() != nil {
 			return

@@ -90,6 +90,9 @@ func (p *peer) read(ctx context.Context) {
 				p.g.log.Warn().Err(err).Msg("upstream message skipped")
 				continue
 			}
+			// Out of service before the pending calls hear of it, so that a call
+			// sent again waits for the next connection instead of this one.
+			p.g.lost(p)
 			p.fail(err)
 			return
 		}
