@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/internal/conformance"
@@ -478,7 +479,9 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
 		pr.register(mux)
-		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), timer)))
+		sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_http_sessions", Help: "Streamable HTTP sessions open"},
+			func() float64 { return float64(h.Sessions()) })
+		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), timer, sessions)))
 		if err := listen(f.httpAddr, mux); err != nil {
 			return err
 		}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
+)
+
+// TestChurnSoak is the churn of issue 26 against the binary with default
+// flags: rounds of 100 concurrent 2-second countdown calls whose connections
+// are cut at random points, each reconnect a new session resuming with the
+// token and the ack (the worst client for the server: one that keeps no
+// session), then a quiet period. Every interval it prints the server's
+// goroutines, RSS and sessions (from /metrics) and the calls and progress
+// lost; at the end the server must be back under 500 goroutines and 400 MiB,
+// with every result received and no progress lost.
+//
+// Short form (in go test ./..., and so in .ci/run): 15 s of churn, 5 s quiet.
+// Long form: MR_SOAK=4m MR_SOAK_IDLE=2m MR_SOAK_EVERY=1m go test -run TestChurnSoak -v ./cmd/mcp-resume/
+func TestChurnSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	churn, idle, every := envDuration("MR_SOAK", 15*time.Second), envDuration("MR_SOAK_IDLE", 5*time.Second), envDuration("MR_SOAK_EVERY", 5*time.Second)
+	l := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	host := strings.TrimSuffix(strings.TrimPrefix(l.URL, "http://"), "/mcp")
+	p := faultproxy.New(t, host, 400, 1800)
+	tr := &http.Transport{MaxIdleConnsPerHost: 100}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	dial := func(context.Context) (transport.Conn, error) {
+		return streamable.Dial("http://"+p.Addr()+"/mcp", &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+	}
+
+	var calls, results, lost, failed atomic.Int64
+	report := func(phase string) (goroutines, rss, sessions float64) {
+		m := scrape(t, "http://"+host+"/metrics")
+		goroutines, rss, sessions = m["go_goroutines"], m["process_resident_memory_bytes"], m["mcp_resume_http_sessions"]
+		t.Logf("%-6s goroutines %5.0f  RSS %6.1f MiB  sessions %5.0f  calls %6d  results %6d  failed %d  progress lost %d",
+			phase, goroutines, rss/(1<<20), sessions, calls.Load(), results.Load(), failed.Load(), lost.Load())
+		return
+	}
+	stop := time.Now().Add(churn)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; time.Now().Before(stop); n++ {
+			var wg sync.WaitGroup
+			for i := range 100 {
+				wg.Go(func() {
+					calls.Add(1)
+					call := &faultproxy.Call{N: n*100 + i, Steps: 20, Tool: "countdown", Args: `{"seconds":2,"steps":20}`, Want: "countdown done: 20 of 20 steps"}
+					var reconnects int
+					if err := drive(dial, call, &reconnects); err != nil {
+						failed.Add(1)
+						t.Errorf("call %d: %v", call.N, err)
+						return
+					}
+					results.Add(1)
+					lost.Add(int64(call.Steps - len(call.Progress())))
+				})
+			}
+			wg.Wait()
+		}
+	}()
+	start := time.Now()
+churning:
+	for {
+		select {
+		case <-done:
+			break churning
+		case <-tick.C:
+			report(fmt.Sprintf("%.0fs", time.Since(start).Seconds()))
+		}
+	}
+	report("churned")
+	tr.CloseIdleConnections()
+	quiet := time.NewTimer(idle)
+	defer quiet.Stop()
+quieting:
+	for {
+		select {
+		case <-quiet.C:
+			break quieting
+		case <-tick.C:
+			report(fmt.Sprintf("%.0fs", time.Since(start).Seconds()))
+		}
+	}
+	goroutines, rss, _ := report("idle")
+	if goroutines > 500 || rss > 400<<20 || results.Load() != calls.Load() || lost.Load() != 0 {
+		t.Fatalf("after the churn and %v quiet: %.0f goroutines (want <= 500), %.1f MiB RSS (<= 400), %d of %d results, %d progress lost",
+			idle, goroutines, rss/(1<<20), results.Load(), calls.Load(), lost.Load())
+	}
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+// scrape reads the unlabelled samples of a Prometheus text exposition.
+func scrape(t testing.TB, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(val, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// drive drives call to its result through any number of cuts, each attempt on
+// a new connection (a new session).
+func drive(dial func(context.Context) (transport.Conn, error), call *faultproxy.Call, reconnects *int) error {
+	for attempt := 0; !call.Done(); attempt++ {
+		if attempt > 200 {
+			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, call.Progress())
+		}
+		if attempt > 0 {
+			*reconnects++
+		}
+		err := func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := dial(ctx)
+			if err != nil {
+				return nil
+			}
+			defer c.Close()
+			send := func(msg string) bool { return c.Write(ctx, []byte(msg)) == nil }
+			if !send(faultproxy.InitializeAck) {
+				return nil
+			}
+			if b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), `"id":0`) {
+				return nil
+			}
+			if !send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`) || !send(call.Request(attempt)) {
+				return nil
+			}
+			for {
+				b, err := c.Read(ctx)
+				if err != nil {
+					return nil
+				}
+				if done, err := call.Take(b); done || err != nil {
+					return err
+				}
+			}
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return call.Check()
+}
