@@ -122,7 +122,7 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 	if !c.s.admit(c.principal) {
 		c.mu.Unlock()
 		cancel(errClientCancel)
-		c.log.Debug().Str("request", key).Msg("request refused: too many in flight")
+		c.debug().Str("request", key).Msg("request refused: too many in flight")
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
 			"too many requests of this principal in flight; retry when one has finished"))
 		return
@@ -177,7 +177,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		// Broadcasts (list changes) reach only sessions registered with mcp-go;
 		// the filter the listen sets decides which of them the client gets.
 		if err := s.srv.RegisterSession(ctx, cl.sess); err != nil {
-			cl.c.log.Warn().Err(err).Msg("registering a subscription")
+			cl.c.logger().Warn().Err(err).Msg("registering a subscription")
 		} else {
 			defer s.srv.UnregisterSession(ctx, cl.sess.SessionID())
 		}
@@ -217,7 +217,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if cause != nil {
 		// Cancelled by the client, expired, shut down, or its connection is gone:
 		// no response (a cancelled request gets none, and nobody would read it).
-		cl.c.log.Debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
+		cl.c.debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
 		return
 	}
 	if r == nil {
@@ -225,7 +225,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		return
 	}
 	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
-		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("completing")
+		cl.c.debug().Err(err).Str("request", string(cl.id)).Msg("completing")
 	}
 	if failed(resp) {
 		cl.taskStatus("failed")
@@ -332,7 +332,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	}
 	r, tok, err := s.eng.Start(cl.id, &so)
 	if err != nil {
-		c.log.Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
+		c.logger().Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil
 	}
 	if cl.task {
@@ -344,7 +344,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 			data = cl.legacyTaskResult(tid)
 		}
 		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: data}); err != nil {
-			c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("writing a task's creation")
+			c.debug().Err(err).Str("request", string(cl.id)).Msg("writing a task's creation")
 		}
 	}
 	if rd != nil {
@@ -473,7 +473,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	}
 	kind, key := classify(n)
 	if _, err := r.Append(kind, key, func(seq uint64) []byte { return encodeNotification(n, cl.stamp(seq)) }); err != nil {
-		cl.c.log.Debug().Err(err).Str("request", string(cl.id)).Msg("queueing a notification")
+		cl.c.debug().Err(err).Str("request", string(cl.id)).Msg("queueing a notification")
 	}
 }
 

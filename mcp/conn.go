@@ -76,7 +76,9 @@ type connState struct {
 	ctx    context.Context // values only (mcp-go session); ends when the session does
 	cancel context.CancelFunc
 	sess   *connSession
-	log    zerolog.Logger
+	// log is the session's logger, with its id and principal, made on first use
+	// (logger): an idle session holds none.
+	log atomic.Pointer[zerolog.Logger]
 	// replay: the transport reconnects streams by event id (Streamable HTTP), so
 	// every call gets an outbox, even for a client that did not ask for
 	// resumability (it never sees a policy, a token or a sequence number; only its
@@ -153,17 +155,11 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		// One request: mcp-go keys it by this id (and the request's id), and its
 		// logs name the request, not a session.
 		c.sess = newConnSession(c, "r"+strconv.FormatUint(s.nextSession.Add(1), 36))
-		c.log = s.log
 		return c
 	}
 	c.sess = newConnSession(c, uuid.NewString())
-	lc := s.log.With().Str("session", c.sess.id)
-	if c.principal != "" {
-		lc = lc.Str("principal", c.principal)
-	}
-	c.log = lc.Logger()
 	if err := s.srv.RegisterSession(ctx, c.sess); err != nil {
-		c.log.Warn().Err(err).Msg("registering the session with mcp-go")
+		c.logger().Warn().Err(err).Msg("registering the session with mcp-go")
 	}
 	if def != nil {
 		c.startPumpLocked()
@@ -202,11 +198,11 @@ func (c *connState) stopPumpLocked() {
 // means the stream is going away; its transport notices.
 func (c *connState) send(st Stream, k Kind, msg []byte) {
 	if st == nil {
-		c.log.Debug().Msg("no stream for a message; dropped")
+		c.debug().Msg("no stream for a message; dropped")
 		return
 	}
 	if err := st.Write(c.ctx, Message{Kind: k, Data: msg}); err != nil {
-		c.log.Debug().Err(err).Msg("write failed")
+		c.debug().Err(err).Msg("write failed")
 	}
 }
 
@@ -282,4 +278,31 @@ func (c *connState) streamClosed(st Stream) {
 		cl.connectionLost()
 	}
 	c.retriesClosed(st)
+}
+
+// logger is the session's logger: the server's, with the session's id and
+// principal (a stateless session's requests are named by their own logs).
+func (c *connState) logger() *zerolog.Logger {
+	if l := c.log.Load(); l != nil {
+		return l
+	}
+	l := c.s.log
+	if !c.stateless {
+		lc := c.s.log.With().Str("session", c.sess.id)
+		if c.principal != "" {
+			lc = lc.Str("principal", c.principal)
+		}
+		l = lc.Logger()
+	}
+	c.log.CompareAndSwap(nil, &l)
+	return c.log.Load()
+}
+
+// debug is logger().Debug(), without making the logger while debug logs are
+// off (a nil event logs nothing).
+func (c *connState) debug() *zerolog.Event {
+	if c.s.log.GetLevel() > zerolog.DebugLevel || zerolog.GlobalLevel() > zerolog.DebugLevel {
+		return nil
+	}
+	return c.logger().Debug()
 }

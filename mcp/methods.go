@@ -87,7 +87,7 @@ func (c *connState) rateLimited(st Stream, id spec.ID) bool {
 	}
 	e := spec.NewError(spec.CodeInvalidRequest, spec.ReasonRateLimited, "too many failed token checks; retry later")
 	e.RetryAfter = int64((w + time.Second - 1) / time.Second)
-	c.log.Debug().Stringer("retryAfter", w).Msg("token check refused: rate limited")
+	c.debug().Stringer("retryAfter", w).Msg("token check refused: rate limited")
 	c.replyError(st, id, e)
 	return true
 }
@@ -170,7 +170,7 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 			c.replyError(st, m.ID, wireError(err))
 			return
 		}
-		c.log.Debug().Str("request", string(m.ID)).Msg("resumed")
+		c.debug().Str("request", string(m.ID)).Msg("resumed")
 	}()
 }
 
@@ -180,7 +180,7 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 func (c *connState) cancelled(m *spec.Message) {
 	p, err := spec.DecodeCancelledParams(m.Params)
 	if err != nil {
-		c.log.Debug().Err(err).Msg("malformed notifications/cancelled; ignored")
+		c.debug().Err(err).Msg("malformed notifications/cancelled; ignored")
 		return
 	}
 	key := string(p.RequestID)
@@ -204,7 +204,7 @@ func (c *connState) cancelled(m *spec.Message) {
 	}
 	if p.ResumeToken != "" {
 		if c.s.fail.wait(c.limitKey) > 0 {
-			c.log.Debug().Str("request", key).Msg("cancel by token while rate limited; ignored")
+			c.debug().Str("request", key).Msg("cancel by token while rate limited; ignored")
 			return
 		}
 		if r, err := c.lookup(p.ResumeToken, p.RequestID); err == nil {
@@ -212,7 +212,7 @@ func (c *connState) cancelled(m *spec.Message) {
 			return
 		}
 	}
-	c.log.Debug().Str("request", key).Msg("cancel for a request not attached here; ignored")
+	c.debug().Str("request", key).Msg("cancel for a request not attached here; ignored")
 }
 
 // outgoing is a server-to-client request waiting for its answer.
@@ -248,7 +248,7 @@ func (s *Server) routeResponse(c *connState, m *spec.Message, raw []byte) {
 		}
 		return
 	}
-	c.log.Warn().Str("id", string(m.ID)).Msg("response to an unknown request id; dropped")
+	c.logger().Warn().Str("id", string(m.ID)).Msg("response to an unknown request id; dropped")
 }
 
 // answer hands m to the server-to-client request of this instance it answers,
@@ -297,10 +297,10 @@ func (s *Server) forwardAnswer(c *connState, inst string, id spec.ID, raw []byte
 		err = rep.Error()
 	}
 	if err != nil {
-		c.log.Warn().Err(err).Str("id", string(id)).Str("instance", inst).Msg("forwarding a response to the instance that asked; dropped")
+		c.logger().Warn().Err(err).Str("id", string(id)).Str("instance", inst).Msg("forwarding a response to the instance that asked; dropped")
 		return
 	}
-	c.log.Debug().Str("id", string(id)).Str("instance", inst).Msg("response forwarded to the instance that asked")
+	c.debug().Str("id", string(id)).Str("instance", inst).Msg("response forwarded to the instance that asked")
 }
 
 // peerAnswer takes a client's response that another instance forwarded

@@ -230,7 +230,7 @@ func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *Sessi
 		if err != nil {
 			var tl *transport.TooLargeError
 			if errors.As(err, &tl) {
-				ss.c.log.Warn().Int("limit", tl.Limit).Msg("message too large; skipped")
+				ss.c.logger().Warn().Int("limit", tl.Limit).Msg("message too large; skipped")
 				ss.c.replyError(st, nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge, tl.Error()))
 				continue
 			}
@@ -241,7 +241,7 @@ func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *Sessi
 		}
 		m, derr := spec.Decode(raw)
 		if derr != nil {
-			ss.c.log.Debug().Str("error", derr.Message).Msg("bad message")
+			ss.c.debug().Str("error", derr.Message).Msg("bad message")
 			ss.c.replyError(st, derr.ID, derr)
 			continue
 		}
@@ -360,7 +360,7 @@ func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
 		}
 	}
 	resp := c.s.srv.HandleMessage(c.s.srv.WithContext(c.ctx, c.sess), raw)
-	c.log.Debug().Bool("resumable", c.resumable.Load()).Msg("initialized")
+	c.debug().Bool("resumable", c.resumable.Load()).Msg("initialized")
 	var patch func(any) any
 	if c.resumable.Load() { // a plain client sees plain MCP
 		patch = c.s.advertise

@@ -652,7 +652,7 @@ func (c *benchClient) decode(b *testing.B, data []byte) *benchMsg {
 // while their sessions wait for SessionIdle.
 func BenchmarkIdleSession(b *testing.B) {
 	core := mcp.New(mcpgoToolServer(), nil)
-	h := streamable.NewHandler(core, nil)
+	h := streamable.NewHandler(core, &streamable.Options{MaxSessions: -1, MaxSessionsPerPrincipal: -1, MaxSessionsPerAddress: -1})
 	srv := httptest.NewServer(h)
 	defer func() {
 		h.Close()

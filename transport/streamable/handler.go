@@ -480,7 +480,6 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 		evicted = append(evicted, v)
 	}
 	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote})
-	s.log = h.log.With().Str("session", s.id).Logger()
 	h.sessions[s.id] = s
 	h.byPrincipal[principal]++
 	h.byAddress[remote]++
@@ -488,7 +487,7 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
 	h.mu.Unlock()
 	for _, e := range evicted {
-		e.log.Debug().Msg("session ended to make room for a new one")
+		e.h.log.Debug().Str("session", e.id).Msg("session ended to make room for a new one")
 		e.end(false)
 	}
 	return s, nil
@@ -545,7 +544,7 @@ func (h *Handler) statelessSession(principal, remote string) *session {
 	if closed {
 		return nil
 	}
-	return &session{h: h, log: h.log, stateless: true, streams: make(map[*stream]struct{}, 1),
+	return &session{h: h, stateless: true, streams: make(map[*stream]struct{}, 1),
 		core: h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote, Stateless: true})}
 }
 

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/mcp-resume/mcp-resume/mcp"
 )
 
@@ -15,7 +13,6 @@ type session struct {
 	h    *Handler
 	id   string
 	core *mcp.Session
-	log  zerolog.Logger
 
 	// stateless: the session of one 2026-era request; it ends with its stream.
 	stateless bool
@@ -123,7 +120,7 @@ func (s *session) expire() {
 		return
 	}
 	s.h.forget(s)
-	s.log.Debug().Msg("session expired")
+	s.h.log.Debug().Str("session", s.id).Msg("session expired")
 	s.end(false)
 }
 
