@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
@@ -117,7 +118,9 @@ func envDuration(name string, def time.Duration) time.Duration {
 // scrape reads the unlabelled samples of a Prometheus text exposition.
 func scrape(t testing.TB, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	// No keep-alive: a scrape leaves no connection (and goroutine) behind on
+	// the server it measures.
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,4 +182,60 @@ func drive(dial func(context.Context) (transport.Conn, error), call *faultproxy.
 		}
 	}
 	return call.Check()
+}
+
+// Five `mcp-resume call countdown seconds=4 steps=4` at once through a proxy
+// that cuts their connections every few hundred bytes (after the call's
+// set-up): each keeps one session on the server however often it reconnects,
+// and when they are done the server is back within 10 goroutines of where it
+// was.
+func TestCLIChurnLeavesNothing(t *testing.T) {
+	l := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	host := strings.TrimSuffix(strings.TrimPrefix(l.URL, "http://"), "/mcp")
+	metricsURL := "http://" + host + "/metrics"
+	base := scrape(t, metricsURL)["go_goroutines"]
+	// Enough for initialize, the call and its resume policy on one connection;
+	// then cut mid-progress (about 3 progress notifications a connection).
+	p := faultproxy.New(t, host, 1500, 2200)
+	var wg sync.WaitGroup
+	var maxSessions atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if n := int64(scrape(t, metricsURL)["mcp_resume_http_sessions"]); n > maxSessions.Load() {
+					maxSessions.Store(n)
+				}
+			}
+		}
+	}()
+	for i := range 5 {
+		wg.Go(func() {
+			var stdout, stderr strings.Builder
+			if err := run([]string{"call", "--url", "http://" + p.Addr() + "/mcp", "countdown", "seconds=4", "steps=4"}, strings.NewReader(""), &stdout, &stderr); err != nil ||
+				!strings.Contains(stdout.String(), "countdown done: 4 of 4 steps") {
+				t.Errorf("call %d: %v; stdout %q; stderr %q", i, err, stdout.String(), stderr.String())
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if p.Cuts() < 5 {
+		t.Fatalf("%d cuts: the proxy did not cut the calls", p.Cuts())
+	}
+	if n := maxSessions.Load(); n > 5 {
+		t.Fatalf("%d sessions at once, want one per call at most", n)
+	}
+	p.Close()
+	var g float64
+	poll.Until(t, 20*time.Second, "the server's goroutines back within 10 of where they were", func() bool {
+		g = scrape(t, metricsURL)["go_goroutines"]
+		return g <= base+10
+	})
+	t.Logf("goroutines %v before, %v after; %d connections cut; at most %d sessions", base, g, p.Cuts(), maxSessions.Load())
 }
