@@ -102,7 +102,15 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 func (ss *Session) Busy() bool {
 	ss.c.mu.Lock()
 	defer ss.c.mu.Unlock()
-	return len(ss.c.running) > 0 || len(ss.c.attached) > 0
+	if len(ss.c.running) > 0 {
+		return true
+	}
+	for _, t := range ss.c.attached {
+		if !t.r.Gone() {
+			return true
+		}
+	}
+	return false
 }
 
 // Close ends the session. With cancel (the client ended it), every request it
