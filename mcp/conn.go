@@ -157,7 +157,11 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		c.sess = newConnSession(c, "r"+strconv.FormatUint(s.nextSession.Add(1), 36))
 		return c
 	}
-	c.sess = newConnSession(c, uuid.NewString())
+	id := uuid.NewString()
+	if opts != nil && opts.id != "" {
+		id = opts.id
+	}
+	c.sess = newConnSession(c, id)
 	if err := s.srv.RegisterSession(ctx, c.sess); err != nil {
 		c.logger().Warn().Err(err).Msg("registering the session with mcp-go")
 	}

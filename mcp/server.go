@@ -203,6 +203,9 @@ type SessionOptions struct {
 	// need no session (a Streamable HTTP POST of that era is one such session):
 	// it costs no goroutine, and a 2025-era request on it is refused.
 	Stateless bool
+
+	// id, when set (Unpark), is the session's id instead of a new one.
+	id string
 }
 
 // Serve serves one connection until it closes or ctx ends, then closes it. Requests

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -111,6 +112,62 @@ func (ss *Session) Busy() bool {
 		}
 	}
 	return false
+}
+
+// Parked is a session with no stream and no work, let go and kept as what its
+// client may come back with: its id, principal and rate-limit bucket, and what its
+// initialize said (client info, capabilities, protocol version, log level,
+// resumable requests and acks). It holds no goroutine, no context and no
+// mcp-go registration; Server.Unpark takes it up again.
+type Parked struct {
+	id, principal, limitKey         string
+	info                            mcpgo.Implementation
+	caps                            mcpgo.ClientCapabilities
+	protocol                        string
+	level                           mcpgo.LoggingLevel
+	initialized, resumable, ackMode bool
+}
+
+// ID is the parked session's id.
+func (p *Parked) ID() string { return p.id }
+
+// Principal is whose the parked session is.
+func (p *Parked) Principal() string { return p.principal }
+
+// Park lets the session go and returns what takes it up again, when it has no
+// work (Busy) and is not stateless; otherwise it returns nil and the session is
+// unchanged. The caller must have closed its streams; the session is not to be
+// used after a successful Park.
+func (ss *Session) Park() *Parked {
+	c := ss.c
+	if c.stateless || ss.Busy() {
+		return nil
+	}
+	sess := c.sess
+	sess.mu.Lock()
+	p := &Parked{id: sess.id, principal: c.principal, limitKey: c.limitKey, info: sess.info, caps: sess.caps,
+		protocol: sess.protocol, level: sess.level}
+	sess.mu.Unlock()
+	p.initialized, p.resumable, p.ackMode = sess.initialized.Load(), c.resumable.Load(), c.ackMode.Load()
+	ss.Close(false)
+	return p
+}
+
+// Unpark takes a parked session up again: a session with the same id, principal
+// and state, as if it had never been let go.
+func (s *Server) Unpark(p *Parked) *Session {
+	ss := s.NewSession(&SessionOptions{Principal: p.principal, id: p.id})
+	c, sess := ss.c, ss.c.sess
+	c.limitKey = p.limitKey
+	sess.mu.Lock()
+	sess.info, sess.caps, sess.protocol, sess.level = p.info, p.caps, p.protocol, p.level
+	sess.mu.Unlock()
+	if p.initialized {
+		sess.initialized.Store(true)
+	}
+	c.resumable.Store(p.resumable)
+	c.ackMode.Store(p.ackMode)
+	return ss
 }
 
 // Close ends the session. With cancel (the client ended it), every request it

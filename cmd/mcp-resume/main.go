@@ -219,7 +219,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.StringVar(&f.hosts, "allowed-hosts", "", "Host header values accepted, comma-separated, * for any (default: loopback names, plus the --http host when it is a name or a non-wildcard address)")
 	fs.StringVar(&f.origins, "allowed-origins", "", "Origin header values accepted, comma-separated, * for any (default: http(s) origins on loopback names)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", 10*time.Minute, "end an HTTP session with no open stream after this long (its resumable requests live on)")
-	fs.DurationVar(&f.emptyIdle, "empty-session-idle", time.Minute, "end sooner an HTTP session with no open stream and no work (no call running, nothing a stream reconnect could take up): a client that initialized and was cut off")
+	fs.DurationVar(&f.emptyIdle, "empty-session-idle", time.Minute, "park an HTTP session with no open stream and no work (no call running, nothing a stream reconnect could take up) after this long: about 500 bytes and no goroutine until --session-idle, taken up again by its client's next request")
 	fs.IntVar(&f.maxSessions, "max-sessions", 10000, "HTTP sessions open at once; at the bound a new one takes the place of the least recently used one without an open stream, and initialize is refused (503, too_many_sessions) when all have one (negative: no bound)")
 	fs.IntVar(&f.maxSessionsP, "max-sessions-per-principal", 1000, "HTTP sessions of one principal (--api-keys; without keys, every client is one principal), the same way")
 	fs.IntVar(&f.maxSessionsA, "max-sessions-per-address", 1000, "HTTP sessions initialized from one remote address, the same way")

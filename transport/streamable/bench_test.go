@@ -697,3 +697,60 @@ func BenchmarkIdleSession(b *testing.B) {
 		b.Fatalf("%d sessions, want %d", got, n+1)
 	}
 }
+
+// BenchmarkParkedSession is BenchmarkIdleSession once the sessions are parked
+// (EmptySessionIdle after their last stream, no work): what a session a client
+// left holds until SessionIdle.
+func BenchmarkParkedSession(b *testing.B) {
+	core := mcp.New(mcpgoToolServer(), nil)
+	h := streamable.NewHandler(core, &streamable.Options{MaxSessions: -1, MaxSessionsPerPrincipal: -1, MaxSessionsPerAddress: -1, EmptySessionIdle: time.Millisecond})
+	srv := httptest.NewServer(h)
+	defer func() {
+		h.Close()
+		srv.Close()
+		core.Close()
+	}()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+	open := func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.Header.Get("Mcp-Session-Id") == "" {
+			b.Fatal("no session")
+		}
+	}
+	open() // warm up: the connection, the first session's allocations
+	heap := func() (uint64, int) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc, runtime.NumGoroutine()
+	}
+	h0, g0 := heap()
+	n := 0
+	for b.Loop() {
+		open()
+		n++
+	}
+	for deadline := time.Now().Add(30 * time.Second); h.Parked() < n+1; { // every session parked (EmptySessionIdle after its stream ended)
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d sessions parked", h.Parked(), n+1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h1, g1 := heap()
+	b.ReportMetric(float64(int64(h1)-int64(h0))/float64(n), "bytes/session")
+	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/session")
+	if got := h.Sessions(); got != n+1 {
+		b.Fatalf("%d sessions, want %d", got, n+1)
+	}
+}

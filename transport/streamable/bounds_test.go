@@ -62,19 +62,29 @@ func TestSessionBounds(t *testing.T) {
 }
 
 // A session with no stream and no work (a client that initialized and went
-// away) is let go after EmptySessionIdle; one with a request a stream
-// reconnect could take up waits SessionIdle.
-func TestEmptySessionReleasedSooner(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{EmptySessionIdle: 100 * time.Millisecond, SessionIdle: time.Hour})
+// away) is parked after EmptySessionIdle: let go but for what its client may
+// come back with. Its client's next request takes it up again, as it was (its
+// resumable requests capability included); one with a request a stream
+// reconnect could take up is not parked.
+func TestEmptySessionParked(t *testing.T) {
+	s := newServer(t, nil, &streamable.Options{EmptySessionIdle: 50 * time.Millisecond, SessionIdle: time.Hour})
 	empty := e2etest.NewClient(t, streamable.Dial(s.url, nil))
-	empty.Initialize(`{}`)
+	empty.Initialize(`{"resumableRequests":{}}`)
 	busy := e2etest.NewClient(t, streamable.Dial(s.url, nil))
 	busy.Initialize(`{"resumableRequests":{}}`)
 	busy.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":30,"steps":30},"_meta":{"progressToken":"p"}}}`)
 	e2etest.PolicyOf(t, busy.Next())
 	busy.Close() // its stream goes; the call runs on, reconnectable in the session
-	poll.Until(t, 10*time.Second, "the empty session released", func() bool { return s.h.Sessions() == 1 })
-	if s.core.Calls() != 1 {
-		t.Fatalf("%d calls running, want the busy session's one", s.core.Calls())
+	poll.Until(t, 10*time.Second, "the empty session parked", func() bool { return s.h.Parked() == 1 })
+	if s.h.Sessions() != 2 || s.core.Calls() != 1 {
+		t.Fatalf("%d sessions (%d parked), %d calls; want 2 (1 parked) and the busy session's call", s.h.Sessions(), s.h.Parked(), s.core.Calls())
+	}
+	empty.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.1,"steps":1},"_meta":{"progressToken":"q"}}}`)
+	resp, before := empty.Response("2")
+	if e2etest.Text(resp) != "countdown done: 1 of 1 steps" || len(before) == 0 || before[0].Method != spec.MethodResumePolicy {
+		t.Fatalf("the parked session taken up again: %s after %d messages, want the result after a resume policy", resp.Raw, len(before))
+	}
+	if s.h.Parked() != 0 {
+		t.Fatalf("%d parked after the session was used again", s.h.Parked())
 	}
 }

@@ -143,8 +143,10 @@ type Handler struct {
 
 	mu          sync.Mutex // guards the fields below
 	sessions    map[string]*session
-	byPrincipal map[string]int // sessions in sessions, by principal
-	byAddress   map[string]int // ... by remote address
+	parked      map[string]*parkedSession // sessions let go for having nothing, until SessionIdle
+	sweep       *time.Timer               // ends parked sessions past SessionIdle; nil while none is parked
+	byPrincipal map[string]int            // sessions in sessions, by principal
+	byAddress   map[string]int            // ... by remote address
 	closed      bool
 }
 
@@ -153,7 +155,7 @@ var _ http.Handler = (*Handler)(nil)
 // NewHandler returns a Handler serving core.
 func NewHandler(core *mcp.Server, opts *Options) *Handler {
 	o := opts.withDefaults()
-	return &Handler{core: core, opts: o, log: *o.Logger, sessions: make(map[string]*session),
+	return &Handler{core: core, opts: o, log: *o.Logger, sessions: make(map[string]*session), parked: map[string]*parkedSession{},
 		byPrincipal: map[string]int{}, byAddress: map[string]int{},
 		keepAliveHeader: strconv.FormatFloat(o.KeepAlive.Seconds(), 'f', -1, 64)}
 }
@@ -171,17 +173,96 @@ func (h *Handler) Close() {
 		all = append(all, s)
 	}
 	h.sessions = map[string]*session{}
+	h.parked = map[string]*parkedSession{}
+	if h.sweep != nil {
+		h.sweep.Stop()
+	}
 	h.mu.Unlock()
 	for _, s := range all {
 		s.end(false)
 	}
 }
 
-// Sessions returns the number of live sessions.
+// Sessions returns the number of sessions, parked ones included.
 func (h *Handler) Sessions() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.sessions)
+	return len(h.sessions) + len(h.parked)
+}
+
+// Parked returns the number of parked sessions.
+func (h *Handler) Parked() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.parked)
+}
+
+// parkedSession is a session let go after EmptySessionIdle for having no stream
+// and no work: what its client may come back with (mcp.Parked) and what the
+// session bounds count. It is taken up again by the next request with its id,
+// and ends SessionIdle after it was last used.
+type parkedSession struct {
+	p      *mcp.Parked
+	remote string
+	used   time.Time
+}
+
+// park replaces live session s by its parked form p.
+func (h *Handler) park(s *session, p *mcp.Parked) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.id] != s || h.closed {
+		return
+	}
+	delete(h.sessions, s.id)
+	h.parked[s.id] = &parkedSession{p: p, remote: s.remote, used: s.used}
+	if h.sweep == nil {
+		h.sweep = time.AfterFunc(h.sweepEvery(), h.sweepParked)
+	}
+}
+
+func (h *Handler) sweepEvery() time.Duration { return max(h.opts.SessionIdle/4, time.Second) }
+
+// sweepParked ends the parked sessions unused for SessionIdle.
+func (h *Handler) sweepParked() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for id, ps := range h.parked {
+		if now.Sub(ps.used) >= h.opts.SessionIdle {
+			h.forgetParkedLocked(id, ps)
+		}
+	}
+	if len(h.parked) == 0 || h.closed {
+		h.sweep = nil
+		return
+	}
+	h.sweep.Reset(h.sweepEvery())
+}
+
+func (h *Handler) forgetParkedLocked(id string, ps *parkedSession) {
+	delete(h.parked, id)
+	h.countLocked(ps.p.Principal(), ps.remote, -1)
+}
+
+// countLocked adds d to the session counts of principal and remote.
+func (h *Handler) countLocked(principal, remote string, d int) {
+	if h.byPrincipal[principal] += d; h.byPrincipal[principal] <= 0 {
+		delete(h.byPrincipal, principal)
+	}
+	if h.byAddress[remote] += d; h.byAddress[remote] <= 0 {
+		delete(h.byAddress, remote)
+	}
+}
+
+// unparkLocked takes parked session id up again as a live session.
+func (h *Handler) unparkLocked(id string, ps *parkedSession) *session {
+	delete(h.parked, id)
+	s := &session{h: h, id: id, streams: make(map[*stream]struct{}), principal: ps.p.Principal(), remote: ps.remote,
+		core: h.core.Unpark(ps.p), used: time.Now()}
+	h.sessions[id] = s
+	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
+	return s
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -431,6 +512,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 	}
 	h.mu.Lock()
 	s, closed := h.sessions[sid], h.closed
+	if ps := h.parked[sid]; s == nil && ps != nil && !closed && ps.p.Principal() == principal {
+		s = h.unparkLocked(sid, ps)
+	}
 	h.mu.Unlock()
 	if closed { // every session ended with Close: not one the client should re-initialize
 		failID(w, http.StatusServiceUnavailable, id, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
@@ -458,13 +542,17 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 	var evicted []*session
 	for _, scope := range []struct {
 		n, max int
-		in     func(*session) bool
+		in     func(principal, remote string) bool
 	}{
-		{len(h.sessions), h.opts.MaxSessions, func(*session) bool { return true }},
-		{h.byPrincipal[principal], h.opts.MaxSessionsPerPrincipal, func(o *session) bool { return o.principal == principal }},
-		{h.byAddress[remote], h.opts.MaxSessionsPerAddress, func(o *session) bool { return o.remote == remote }},
+		{len(h.sessions) + len(h.parked), h.opts.MaxSessions, func(string, string) bool { return true }},
+		{h.byPrincipal[principal], h.opts.MaxSessionsPerPrincipal, func(p, _ string) bool { return p == principal }},
+		{h.byAddress[remote], h.opts.MaxSessionsPerAddress, func(_, r string) bool { return r == remote }},
 	} {
 		if scope.max < 0 || scope.n < scope.max {
+			continue
+		}
+		if id, ps := h.parkedVictimLocked(scope.in); ps != nil {
+			h.forgetParkedLocked(id, ps)
 			continue
 		}
 		v := h.victimLocked(scope.in)
@@ -481,8 +569,7 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 	}
 	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote})
 	h.sessions[s.id] = s
-	h.byPrincipal[principal]++
-	h.byAddress[remote]++
+	h.countLocked(principal, remote, 1)
 	s.used = time.Now()
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
 	h.mu.Unlock()
@@ -497,11 +584,11 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 // open stream that was used least recently (a client that was cut off, not
 // one between two of its requests); nil when every one has a stream. h.mu is
 // held; it scans every session, which happens only at a bound.
-func (h *Handler) victimLocked(in func(*session) bool) *session {
+func (h *Handler) victimLocked(in func(principal, remote string) bool) *session {
 	var victim *session
 	var at time.Time
 	for _, o := range h.sessions {
-		if !in(o) {
+		if !in(o.principal, o.remote) {
 			continue
 		}
 		used, streaming := o.lastUsed()
@@ -513,6 +600,19 @@ func (h *Handler) victimLocked(in func(*session) bool) *session {
 		}
 	}
 	return victim
+}
+
+// parkedVictimLocked is the parked session in scope used least recently (a
+// parked session goes before any live one); nil when none is parked.
+func (h *Handler) parkedVictimLocked(in func(principal, remote string) bool) (string, *parkedSession) {
+	var vid string
+	var victim *parkedSession
+	for id, ps := range h.parked {
+		if in(ps.p.Principal(), ps.remote) && (victim == nil || ps.used.Before(victim.used)) {
+			vid, victim = id, ps
+		}
+	}
+	return vid, victim
 }
 
 // forget removes s from the handler's tables, if it is still there.
@@ -527,12 +627,7 @@ func (h *Handler) forgetLocked(s *session) {
 		return
 	}
 	delete(h.sessions, s.id)
-	if h.byPrincipal[s.principal]--; h.byPrincipal[s.principal] <= 0 {
-		delete(h.byPrincipal, s.principal)
-	}
-	if h.byAddress[s.remote]--; h.byAddress[s.remote] <= 0 {
-		delete(h.byAddress, s.remote)
-	}
+	h.countLocked(s.principal, s.remote, -1)
 }
 
 // statelessSession returns a session for one 2026-era request: in no table, it

@@ -115,6 +115,18 @@ func (s *session) expire() {
 		s.idle.Reset(s.h.opts.SessionIdle - s.h.opts.EmptySessionIdle)
 		busy = true
 	}
+	if !busy && !s.extended {
+		// Nothing to come back for: parked (a few hundred bytes) until
+		// SessionIdle, taken up again by the client's next request.
+		if p := s.core.Park(); p != nil {
+			s.ended = true
+			s.idle.Stop()
+			s.mu.Unlock()
+			s.h.park(s, p)
+			s.h.log.Debug().Str("session", s.id).Msg("session parked")
+			return
+		}
+	}
 	s.mu.Unlock()
 	if busy {
 		return
