@@ -53,10 +53,13 @@ type Options struct {
 	Keys *transport.KeySet
 	// MaxMessageBytes bounds a POST body. Default transport.DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// EmptySessionIdle ends sooner a session with no open stream and no work
-	// (mcp.Session.Busy: no call running, nothing a stream reconnect could take
-	// up), as a client that initialized and was cut off leaves: after this long.
-	// Default 1 minute, and never longer than SessionIdle.
+	// EmptySessionIdle: a session without an open stream is checked this long
+	// after its last stream ended, and again as often while it has work
+	// (mcp.Session.Busy: a call running, a delivered request not ended). Once
+	// it has none it is parked: let go but for what its client may come back
+	// with (mcp.Parked, a few hundred bytes), taken up again by the client's
+	// next request, ended SessionIdle after its last use. Default 1 minute, and
+	// never longer than SessionIdle.
 	EmptySessionIdle time.Duration
 	// MaxSessions bounds the sessions open at once; MaxSessionsPerPrincipal
 	// those of one principal (API keys); MaxSessionsPerAddress those
@@ -66,8 +69,9 @@ type Options struct {
 	// initialize is refused: HTTP 503, reason too_many_sessions. Defaults
 	// 10,000, 1,000 and 1,000; negative: no bound.
 	MaxSessions, MaxSessionsPerPrincipal, MaxSessionsPerAddress int
-	// SessionIdle ends a session that has had no open stream for this long. Its
-	// resumable requests stay resumable from another session. Default 10 minutes.
+	// SessionIdle ends a session, parked or not, that has had no open stream for
+	// this long. Its resumable requests stay resumable from another session.
+	// Default 10 minutes.
 	SessionIdle time.Duration
 	// KeepAlive: an open event stream quiet this long (nothing flushed) gets an SSE
 	// comment, which keeps proxies from cutting it and notices a dead client.

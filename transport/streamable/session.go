@@ -25,10 +25,7 @@ type session struct {
 	def     *stream     // the standalone GET stream, if open
 	idle    *time.Timer // ends the session after SessionIdle with no stream
 	used    time.Time   // when it was created or a stream of it last ended
-	// extended: expire found work after EmptySessionIdle and gave the session
-	// the rest of SessionIdle.
-	extended bool
-	ended    bool
+	ended   bool
 }
 
 // newStream opens a stream on the session for the request with key (see idKey);
@@ -82,18 +79,8 @@ func (s *session) streamDone(st *stream) {
 	}
 	s.used = time.Now()
 	if len(s.streams) == 0 && !s.ended {
-		s.extended = false
-		s.idle.Reset(s.idleFor())
+		s.idle.Reset(s.h.opts.EmptySessionIdle)
 	}
-}
-
-// idleFor is how long the session may stay without a stream: SessionIdle, or
-// EmptySessionIdle when it has no work a client could come back for.
-func (s *session) idleFor() time.Duration {
-	if s.core.Busy() {
-		return s.h.opts.SessionIdle
-	}
-	return s.h.opts.EmptySessionIdle
 }
 
 // lastUsed is when the session was last used, and whether it has an open
@@ -104,33 +91,31 @@ func (s *session) lastUsed() (time.Time, bool) {
 	return s.used, len(s.streams) > 0
 }
 
-// expire ends a session that has had no stream for its idle time. One that was
-// let go early for having no work but has some now (a call came and runs, with
-// its stream gone) waits the rest of SessionIdle.
+// expire runs EmptySessionIdle after the session's last stream ended, and
+// again every EmptySessionIdle while it has work: a session with no work is
+// parked (a few hundred bytes until SessionIdle, taken up again by its client's
+// next request); one that still has work when SessionIdle has passed since its
+// last use ends.
 func (s *session) expire() {
 	s.mu.Lock()
-	busy := s.ended || len(s.streams) > 0
-	if !busy && s.core.Busy() && s.h.opts.EmptySessionIdle < s.h.opts.SessionIdle && !s.extended {
-		s.extended = true
-		s.idle.Reset(s.h.opts.SessionIdle - s.h.opts.EmptySessionIdle)
-		busy = true
-	}
-	if !busy && !s.extended {
-		// Nothing to come back for: parked (a few hundred bytes) until
-		// SessionIdle, taken up again by the client's next request.
-		if p := s.core.Park(); p != nil {
-			s.ended = true
-			s.idle.Stop()
-			s.mu.Unlock()
-			s.h.park(s, p)
-			s.h.log.Debug().Str("session", s.id).Msg("session parked")
-			return
-		}
-	}
-	s.mu.Unlock()
-	if busy {
+	if s.ended || len(s.streams) > 0 {
+		s.mu.Unlock()
 		return
 	}
+	quiet := time.Since(s.used)
+	if p := s.core.Park(); p != nil {
+		s.ended = true
+		s.mu.Unlock()
+		s.h.park(s, p)
+		s.h.log.Debug().Str("session", s.id).Msg("session parked")
+		return
+	}
+	if left := s.h.opts.SessionIdle - quiet; left > 0 {
+		s.idle.Reset(min(s.h.opts.EmptySessionIdle, left))
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
 	s.h.forget(s)
 	s.h.log.Debug().Str("session", s.id).Msg("session expired")
 	s.end(false)
