@@ -184,7 +184,7 @@ func drive(dial func(context.Context) (transport.Conn, error), call *faultproxy.
 	return call.Check()
 }
 
-// Five `mcp-resume call countdown seconds=4 steps=4` at once through a proxy
+// Five `mcp-resume call countdown seconds=4 steps=8` at once through a proxy
 // that cuts their connections every few hundred bytes (after the call's
 // set-up): each keeps one session on the server however often it reconnects,
 // and when they are done the server is back within 10 goroutines of where it
@@ -217,8 +217,8 @@ func TestCLIChurnLeavesNothing(t *testing.T) {
 	for i := range 5 {
 		wg.Go(func() {
 			var stdout, stderr strings.Builder
-			if err := run([]string{"call", "--url", "http://" + p.Addr() + "/mcp", "countdown", "seconds=4", "steps=4"}, strings.NewReader(""), &stdout, &stderr); err != nil ||
-				!strings.Contains(stdout.String(), "countdown done: 4 of 4 steps") {
+			if err := run([]string{"call", "--url", "http://" + p.Addr() + "/mcp", "countdown", "seconds=4", "steps=8"}, strings.NewReader(""), &stdout, &stderr); err != nil ||
+				!strings.Contains(stdout.String(), "countdown done: 8 of 8 steps") {
 				t.Errorf("call %d: %v; stdout %q; stderr %q", i, err, stdout.String(), stderr.String())
 			}
 		})
