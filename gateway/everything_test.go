@@ -195,7 +195,7 @@ func TestEverythingCuts(t *testing.T) {
 				wg.Go(func() {
 					call := &faultproxy.Call{N: i, Steps: steps, Tool: longRunning,
 						Args: fmt.Sprintf(`{"duration":2,"steps":%d}`, steps), Want: fmt.Sprintf("Steps: %d.", steps)}
-					if err := drive(dial, call, &reconnects[i]); err != nil {
+					if err := faultproxy.Drive(dial, call, &reconnects[i], 100); err != nil {
 						t.Errorf("call %d: %v", i, err)
 					}
 				})
@@ -204,51 +204,6 @@ func TestEverythingCuts(t *testing.T) {
 			faultproxy.CheckReconnects(t, p, reconnects)
 		})
 	}
-}
-
-// drive drives call to its result through any number of cuts, each attempt on
-// a new connection.
-func drive(dial func(context.Context) (transport.Conn, error), call *faultproxy.Call, reconnects *int) error {
-	for attempt := 0; !call.Done(); attempt++ {
-		if attempt > 100 {
-			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, call.Progress())
-		}
-		if attempt > 0 {
-			*reconnects++
-		}
-		err := func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, err := dial(ctx)
-			if err != nil {
-				return nil // cut during the handshake
-			}
-			defer c.Close()
-			send := func(msg string) bool { return c.Write(ctx, []byte(msg)) == nil }
-			if !send(faultproxy.InitializeAck) {
-				return nil
-			}
-			if b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), `"id":0`) {
-				return nil
-			}
-			if !send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`) || !send(call.Request(attempt)) {
-				return nil
-			}
-			for {
-				b, err := c.Read(ctx)
-				if err != nil {
-					return nil // cut
-				}
-				if done, err := call.Take(b); done || err != nil {
-					return err
-				}
-			}
-		}()
-		if err != nil {
-			return err
-		}
-	}
-	return call.Check()
 }
 
 // server-everything's elicitation and sampling tools through the gateway: the

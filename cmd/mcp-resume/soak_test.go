@@ -66,7 +66,7 @@ func TestChurnSoak(t *testing.T) {
 					calls.Add(1)
 					call := &faultproxy.Call{N: n*100 + i, Steps: 20, Tool: "countdown", Args: `{"seconds":2,"steps":20}`, Want: "countdown done: 20 of 20 steps"}
 					var reconnects int
-					if err := drive(dial, call, &reconnects); err != nil {
+					if err := faultproxy.Drive(dial, call, &reconnects, 200); err != nil {
 						failed.Add(1)
 						t.Errorf("call %d: %v", call.N, err)
 						return
@@ -139,51 +139,6 @@ func scrape(t testing.TB, url string) map[string]float64 {
 	return out
 }
 
-// drive drives call to its result through any number of cuts, each attempt on
-// a new connection (a new session).
-func drive(dial func(context.Context) (transport.Conn, error), call *faultproxy.Call, reconnects *int) error {
-	for attempt := 0; !call.Done(); attempt++ {
-		if attempt > 200 {
-			return fmt.Errorf("no result after %d attempts (progress %v)", attempt, call.Progress())
-		}
-		if attempt > 0 {
-			*reconnects++
-		}
-		err := func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, err := dial(ctx)
-			if err != nil {
-				return nil
-			}
-			defer c.Close()
-			send := func(msg string) bool { return c.Write(ctx, []byte(msg)) == nil }
-			if !send(faultproxy.InitializeAck) {
-				return nil
-			}
-			if b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), `"id":0`) {
-				return nil
-			}
-			if !send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`) || !send(call.Request(attempt)) {
-				return nil
-			}
-			for {
-				b, err := c.Read(ctx)
-				if err != nil {
-					return nil
-				}
-				if done, err := call.Take(b); done || err != nil {
-					return err
-				}
-			}
-		}()
-		if err != nil {
-			return err
-		}
-	}
-	return call.Check()
-}
-
 // Five `mcp-resume call countdown seconds=4 steps=8` at once through a proxy
 // that cuts their connections every few hundred bytes (after the call's
 // set-up): each keeps one session on the server however often it reconnects,
@@ -200,7 +155,8 @@ func TestCLIChurnLeavesNothing(t *testing.T) {
 	var wg sync.WaitGroup
 	var maxSessions atomic.Int64
 	stop := make(chan struct{})
-	go func() {
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -213,7 +169,7 @@ func TestCLIChurnLeavesNothing(t *testing.T) {
 				}
 			}
 		}
-	}()
+	})
 	for i := range 5 {
 		wg.Go(func() {
 			var stdout, stderr strings.Builder
@@ -225,6 +181,7 @@ func TestCLIChurnLeavesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
+	sampler.Wait()
 	if p.Cuts() < 5 {
 		t.Fatalf("%d cuts: the proxy did not cut the calls", p.Cuts())
 	}

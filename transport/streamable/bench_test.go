@@ -650,60 +650,20 @@ func (c *benchClient) decode(b *testing.B, data []byte) *benchMsg {
 // clients initialize and go away without DELETE (as a client cut off does), and
 // the live heap and goroutines grow by bytes/session and goroutines/session
 // while their sessions wait for SessionIdle.
-func BenchmarkIdleSession(b *testing.B) {
-	core := mcp.New(mcpgoToolServer(), nil)
-	h := streamable.NewHandler(core, &streamable.Options{MaxSessions: -1, MaxSessionsPerPrincipal: -1, MaxSessionsPerAddress: -1})
-	srv := httptest.NewServer(h)
-	defer func() {
-		h.Close()
-		srv.Close()
-		core.Close()
-	}()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
-	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
-	open := func() {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(init))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := hc.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		if resp.Header.Get("Mcp-Session-Id") == "" {
-			b.Fatal("no session")
-		}
-	}
-	open() // warm up: the connection, the first session's allocations
-	heap := func() (uint64, int) {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc, runtime.NumGoroutine()
-	}
-	h0, g0 := heap()
-	n := 0
-	for b.Loop() {
-		open()
-		n++
-	}
-	h1, g1 := heap()
-	b.ReportMetric(float64(int64(h1)-int64(h0))/float64(n), "bytes/session")
-	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/session")
-	if got := h.Sessions(); got != n+1 {
-		b.Fatalf("%d sessions, want %d", got, n+1)
-	}
-}
+func BenchmarkIdleSession(b *testing.B) { benchSessions(b, false) }
 
 // BenchmarkParkedSession is BenchmarkIdleSession once the sessions are parked
 // (EmptySessionIdle after their last stream, no work): what a session a client
 // left holds until SessionIdle.
-func BenchmarkParkedSession(b *testing.B) {
+func BenchmarkParkedSession(b *testing.B) { benchSessions(b, true) }
+
+func benchSessions(b *testing.B, parked bool) {
+	opts := &streamable.Options{MaxSessions: -1, MaxSessionsPerPrincipal: -1, MaxSessionsPerAddress: -1}
+	if parked {
+		opts.EmptySessionIdle = time.Millisecond
+	}
 	core := mcp.New(mcpgoToolServer(), nil)
-	h := streamable.NewHandler(core, &streamable.Options{MaxSessions: -1, MaxSessionsPerPrincipal: -1, MaxSessionsPerAddress: -1, EmptySessionIdle: time.Millisecond})
+	h := streamable.NewHandler(core, opts)
 	srv := httptest.NewServer(h)
 	defer func() {
 		h.Close()
@@ -741,7 +701,7 @@ func BenchmarkParkedSession(b *testing.B) {
 		open()
 		n++
 	}
-	for deadline := time.Now().Add(30 * time.Second); h.Parked() < n+1; { // every session parked (EmptySessionIdle after its stream ended)
+	for deadline := time.Now().Add(30 * time.Second); parked && h.Parked() < n+1; { // every session parked
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d sessions parked", h.Parked(), n+1)
 		}
