@@ -139,7 +139,7 @@ func scrape(t testing.TB, url string) map[string]float64 {
 	return out
 }
 
-// Five `mcp-resume call countdown seconds=4 steps=8` at once through a proxy
+// Five `mcp-resume call countdown seconds=4 steps=16` at once through a proxy
 // that cuts their connections every few hundred bytes (after the call's
 // set-up): each keeps one session on the server however often it reconnects,
 // and when they are done the server is back within 10 goroutines of where it
@@ -149,9 +149,9 @@ func TestCLIChurnLeavesNothing(t *testing.T) {
 	host := strings.TrimSuffix(strings.TrimPrefix(l.URL, "http://"), "/mcp")
 	metricsURL := "http://" + host + "/metrics"
 	base := scrape(t, metricsURL)["go_goroutines"]
-	// Enough for initialize, the call and its resume policy on one connection;
-	// then cut mid-progress (about 3 progress notifications a connection).
-	p := faultproxy.New(t, host, 1500, 2200)
+	// Enough for initialize, tools/list (call checks its arguments), the call
+	// and its resume policy on one connection; then cut mid-progress.
+	p := faultproxy.New(t, host, 3000, 3800)
 	var wg sync.WaitGroup
 	var maxSessions atomic.Int64
 	stop := make(chan struct{})
@@ -173,8 +173,8 @@ func TestCLIChurnLeavesNothing(t *testing.T) {
 	for i := range 5 {
 		wg.Go(func() {
 			var stdout, stderr strings.Builder
-			if err := run([]string{"call", "--url", "http://" + p.Addr() + "/mcp", "countdown", "seconds=4", "steps=8"}, strings.NewReader(""), &stdout, &stderr); err != nil ||
-				!strings.Contains(stdout.String(), "countdown done: 8 of 8 steps") {
+			if err := run([]string{"call", "--url", "http://" + p.Addr() + "/mcp", "countdown", "seconds=4", "steps=16"}, strings.NewReader(""), &stdout, &stderr); err != nil ||
+				!strings.Contains(stdout.String(), "countdown done: 16 of 16 steps") {
 				t.Errorf("call %d: %v; stdout %q; stderr %q", i, err, stdout.String(), stderr.String())
 			}
 		})
