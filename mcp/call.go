@@ -58,12 +58,9 @@ type call struct {
 	// upstream's own error): the request answers it as it is, not as mcp-go's
 	// -32603.
 	failure *spec.Error
-	timer   *time.Timer   // for Mode After: promotes the call when it fires
-	done    bool          // the handler returned
-	lost    bool          // the connection went away before the request became resumable
-	stop    chan struct{} // closed to stop the notification pump
-	fin     chan struct{} // closed when the pump has delivered everything
-	room    chan struct{} // capacity 1: the pump took a notification (see callSession.UpgradeToSSEWhenReceiveNotification)
+	timer   *time.Timer // for Mode After: promotes the call when it fires
+	done    bool        // the handler returned
+	lost    bool        // the connection went away before the request became resumable
 }
 
 // startCall starts handling request m in its own goroutine. mr is the envelope
@@ -410,43 +407,9 @@ func (cl *call) connectionLost() {
 	}
 }
 
-// startPump starts delivering the notifications the handler sends on ch.
-func (cl *call) startPump(ch chan mcp.JSONRPCNotification) {
-	cl.stop, cl.fin, cl.room = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
-	go func() {
-		defer close(cl.fin)
-		for {
-			select {
-			case n := <-ch:
-				select {
-				case cl.room <- struct{}{}:
-				default: // told already
-				}
-				cl.deliver(n)
-			case <-cl.stop:
-				for {
-					select {
-					case n := <-ch:
-						cl.deliver(n)
-					default:
-						return
-					}
-				}
-			}
-		}
-	}()
-}
-
 // flush runs after the handler returned: the notifications it sent are delivered
-// before its response. Notifications sent later (from goroutines the handler left
-// behind) are not delivered: the session's channel is sealed.
-func (cl *call) flush() {
-	cl.sess.once.Do(func() {}) // seal: a first NotificationChannel call from now on gets nil
-	if cl.stop != nil {
-		close(cl.stop)
-		<-cl.fin
-	}
-}
+// before its response (notifier.seal).
+func (cl *call) flush() { cl.sess.notes.seal(cl) }
 
 // deliver sends one notification of the call: through the outbox when resumable,
 // straight to the connection otherwise.

@@ -120,8 +120,7 @@ type callSession struct {
 	// session is its connection's.
 	own *ownSession
 
-	once sync.Once
-	ch   chan mcp.JSONRPCNotification
+	notes notifier
 }
 
 // ownSession is the session state of one 2026-era request.
@@ -191,48 +190,19 @@ func (s *callSession) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
 	return s.own.filter, true
 }
 
-// NotificationChannel starts the request's notification pump on first use, so a
-// request that never notifies costs no goroutine.
+// NotificationChannel is the request's own channel (notifier), made on first
+// use; nil once the handler returned.
 func (s *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
-	s.once.Do(func() {
-		s.ch = make(chan mcp.JSONRPCNotification, 256)
-		s.cl.startPump(s.ch)
-	})
-	return s.ch
+	return s.notes.channel(s.cl)
 }
 
-// UpgradeToSSEWhenReceiveNotification is the back-pressure on a tool's
-// notifications. mcp-go calls it on the tool's goroutine right before its
-// non-blocking send into NotificationChannel (server.SendNotificationToClient),
-// which fails with ErrNotificationChannelBlocked when the channel is full: a tool
-// that notifies in a tight loop, faster than the pump queues and writes, would lose
-// most of the burst, uncounted, before the outbox ever saw it. It waits for room
-// instead, so the tool runs at the pace its messages are taken, and every one is
-// queued (the outbox's budget then decides, counting what it drops). The wait
-// ends when the call or its request does (cancelled, expired), or the channel is
-// sealed. The name is mcp-go's: on its own Streamable HTTP transport the hook
-// switches a response to SSE.
+// UpgradeToSSEWhenReceiveNotification is mcp-go's hook right before each send
+// into NotificationChannel (server.SendNotificationToClient), on the sender's
+// goroutine: the notifier counts the send, waits for room when the channel is
+// full, and starts its drainer (notifier.announce). The name is mcp-go's: on its
+// own Streamable HTTP transport the hook switches a response to SSE.
 func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
-	s.NotificationChannel()
-	if s.ch == nil || len(s.ch) < cap(s.ch) { // sealed (the send drops it, as documented), or room
-		return
-	}
-	cl := s.cl
-	var ended <-chan struct{} // the request's end, when it is resumable
-	if r := cl.request(); r != nil {
-		ended = r.Context().Done()
-	}
-	for len(s.ch) == cap(s.ch) {
-		select {
-		case <-cl.room:
-		case <-cl.fin:
-			return
-		case <-cl.ctx.Done():
-			return
-		case <-ended:
-			return
-		}
-	}
+	s.notes.announce(s.cl)
 }
 
 func (s *callSession) SetLogLevel(l mcp.LoggingLevel) {

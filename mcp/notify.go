@@ -1,0 +1,151 @@
+package mcp
+
+import (
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// notifyDepth is how many notifications of one call mcp-go's channel holds
+// before the tool waits for room (see announce).
+const notifyDepth = 16
+
+// notifier carries one call's notifications from mcp-go's channel to the call
+// (call.deliver) without a goroutine of its own while none is on the way: mcp-go
+// calls UpgradeToSSEWhenReceiveNotification (announce) on the tool's goroutine
+// right before each non-blocking send into the channel, so every send is known
+// before it lands, and a drainer goroutine runs only while announced sends are
+// not yet taken. A detached request whose tool notifies now and then (a
+// countdown) thus holds a small channel and no goroutine between its
+// notifications.
+//
+// A subscriptions/listen is the exception: mcp-go broadcasts to it (list
+// changes) without announcing, so its drainer runs until the call ends.
+type notifier struct {
+	mu       sync.Mutex
+	ch       chan mcp.JSONRPCNotification // made on first use
+	done     chan struct{}                // closed when sealed (made with ch)
+	room     chan struct{}                // capacity 1: the drainer took a notification
+	sealed   bool                         // the handler returned: sends from now on are dropped
+	expected int                          // announced sends not yet taken
+	draining bool                         // a drainer runs
+	wg       sync.WaitGroup               // the drainer
+}
+
+// channel returns the channel mcp-go sends the call's notifications into, made
+// on first use; nil once sealed (a send to it is dropped, as mcp-go does for a
+// full channel).
+func (n *notifier) channel(cl *call) chan<- mcp.JSONRPCNotification {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sealed {
+		return nil
+	}
+	if n.ch == nil {
+		n.ch, n.done, n.room = make(chan mcp.JSONRPCNotification, notifyDepth), make(chan struct{}), make(chan struct{}, 1)
+		if cl.listen {
+			n.startLocked(cl)
+		}
+	}
+	return n.ch
+}
+
+func (n *notifier) startLocked(cl *call) {
+	n.draining = true
+	n.wg.Add(1)
+	go n.drain(cl)
+}
+
+// announce is told that a send into the channel follows: it waits while the
+// channel is full of announced sends (the back-pressure on a tool that notifies
+// in a tight loop, which would otherwise lose most of a burst to mcp-go's
+// non-blocking send), counts the send, and starts the drainer if none runs. The
+// wait ends, and the send then goes as mcp-go sends it (dropped when full), when
+// the call or its request ends, or the channel is sealed.
+func (n *notifier) announce(cl *call) {
+	if n.channel(cl) == nil {
+		return
+	}
+	var ended <-chan struct{} // the request's end, once it is resumable
+	if r := cl.request(); r != nil {
+		ended = r.Context().Done()
+	}
+	n.mu.Lock()
+	for !n.sealed && n.expected >= cap(n.ch) {
+		n.mu.Unlock()
+		select {
+		case <-n.room:
+		case <-n.done:
+			return
+		case <-cl.ctx.Done():
+			return
+		case <-ended:
+			return
+		}
+		n.mu.Lock()
+	}
+	defer n.mu.Unlock()
+	if n.sealed {
+		return
+	}
+	n.expected++
+	if !n.draining {
+		n.startLocked(cl)
+	}
+}
+
+// drain delivers the channel's notifications, in order, until no announced send
+// is left to take (for a listen: until sealed) or the channel is sealed (seal
+// delivers the rest).
+func (n *notifier) drain(cl *call) {
+	defer n.wg.Done()
+	for {
+		n.mu.Lock()
+		if n.expected == 0 && !cl.listen {
+			n.draining = false
+			n.mu.Unlock()
+			return
+		}
+		n.mu.Unlock()
+		select {
+		case m := <-n.ch:
+			n.mu.Lock()
+			n.expected = max(0, n.expected-1)
+			n.mu.Unlock()
+			select {
+			case n.room <- struct{}{}:
+			default: // told already
+			}
+			cl.deliver(m)
+		case <-n.done:
+			n.mu.Lock()
+			n.draining = false
+			n.mu.Unlock()
+			return
+		}
+	}
+}
+
+// seal runs after the handler returned: the notifications it sent are delivered,
+// in order, before its response. Notifications sent later (from goroutines the
+// handler left behind) are dropped.
+func (n *notifier) seal(cl *call) {
+	n.mu.Lock()
+	n.sealed = true
+	if n.done != nil {
+		close(n.done)
+	}
+	n.mu.Unlock()
+	n.wg.Wait()
+	if n.ch == nil {
+		return
+	}
+	for {
+		select {
+		case m := <-n.ch:
+			cl.deliver(m)
+		default:
+			return
+		}
+	}
+}
