@@ -21,6 +21,10 @@ func wireError(err error) *spec.Error {
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidAck, "the acknowledgement names a message this request has not sent")
 	case errors.Is(err, resume.ErrCancelled):
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the request was cancelled")
+	case errors.Is(err, resume.ErrEvicted):
+		e := spec.NewError(spec.CodeInvalidParams, spec.ReasonExpired, "the request's result was released early: the server keeps only so many results, and so many bytes of them, and this was the oldest")
+		e.Detail = "evicted"
+		return e
 	case errors.Is(err, resume.ErrExpired), errors.Is(err, resume.ErrEnded):
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonExpired, "the request expired or its result is no longer kept")
 	case errors.Is(err, resume.ErrClosed):

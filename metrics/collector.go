@@ -16,7 +16,7 @@ type Collector struct {
 	eng *resume.Engine
 
 	requests, tasks, attached, detached, queued, tombstones *prometheus.Desc
-	resumes, expired, tokenFailures, unreadable             *prometheus.Desc
+	resumes, expired, evicted, tokenFailures, unreadable    *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -36,6 +36,7 @@ func NewCollector(eng *resume.Engine) *Collector {
 		tombstones:    d("tombstones", "Ended requests still answered expired or cancelled."),
 		resumes:       d("resumes_total", "Requests attached to a stream again: requests/resume, and Last-Event-ID reconnects on Streamable HTTP."),
 		expired:       d("expired_total", "Requests that ended expired: no client within maxWait, a result unacknowledged past its retention, or released past max-retained."),
+		evicted:       d("evicted_total", "Results released before their retention ended, the oldest first, to keep the server within max-retained or max-queued-bytes (among expired_total)."),
 		tokenFailures: d("token_failures_total", "Lookups by token answered not_found: a wrong token or id, another principal's token, or a request long gone."),
 		unreadable:    d("unreadable_records_total", "Stored records skipped because the store could not decode them, counted at each listing (recovery, each claim sweep after an instance is lost); they stay in the store."),
 	}
@@ -43,7 +44,7 @@ func NewCollector(eng *resume.Engine) *Collector {
 
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.requests, c.tasks, c.attached, c.detached, c.queued, c.tombstones, c.resumes, c.expired, c.tokenFailures, c.unreadable} {
+	for _, d := range []*prometheus.Desc{c.requests, c.tasks, c.attached, c.detached, c.queued, c.tombstones, c.resumes, c.expired, c.evicted, c.tokenFailures, c.unreadable} {
 		ch <- d
 	}
 }
@@ -69,6 +70,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.tombstones, st.Tombstones)
 	counter(c.resumes, st.Attaches)
 	counter(c.expired, st.Expired)
+	counter(c.evicted, st.Evicted)
 	counter(c.tokenFailures, st.TokenFailures)
 	counter(c.unreadable, st.Unreadable)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,14 @@ var (
 	// ErrAckAhead: an acknowledgement names a message the request has not given
 	// out; it was not applied.
 	ErrAckAhead = errors.New("resume: acknowledgement past the last message")
+	// ErrEvicted: the request's result was released before its retention ended,
+	// to keep the engine within MaxRetained or its byte budgets (MaxBytes,
+	// MaxBytesPerPrincipal), the oldest kept result first. It is an ErrExpired.
+	ErrEvicted = fmt.Errorf("%w: its result was released early, the server's bound on kept results being reached", ErrExpired)
+	// ErrFull: the byte budget (MaxBytes, or MaxBytesPerPrincipal of the
+	// principal's) is used up by queued messages even with every kept result
+	// released; the new request is not resumable.
+	ErrFull = errors.New("resume: the byte budget for queued messages is used up")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("resume: engine closed")
 )
@@ -69,6 +78,19 @@ type Options struct {
 	MaxRetained int
 	// QueueBytes is each request's byte budget for queued messages. Default 1 MiB.
 	QueueBytes int
+	// MaxBytes bounds the bytes of every request's queued messages together,
+	// kept results included. Past it, the oldest kept results are released first
+	// (they answer ErrEvicted); a running request that queues more has its
+	// droppable messages dropped as its QueueBytes would drop them (older progress
+	// of a token, then notifications, oldest first; never a response or a
+	// server-to-client request); and Start returns ErrFull while the budget is
+	// still used up. Default 1 GiB; negative: no bound.
+	MaxBytes int64
+	// MaxBytesPerPrincipal is MaxBytes for the requests of each principal
+	// (StartOptions.Principal; requests without one are bounded by MaxBytes only):
+	// past it, that principal's oldest kept results go, and its new requests get
+	// ErrFull. Default MaxBytes/4; negative: no bound.
+	MaxBytesPerPrincipal int64
 	// Restarted encodes the final response given, when the engine starts, to a
 	// request that the store holds as processing: it was running when an earlier
 	// process stopped (see recover.go). seq is the response's sequence number.
@@ -123,6 +145,12 @@ func (o *Options) withDefaults() Options {
 	if v.QueueBytes <= 0 {
 		v.QueueBytes = 1 << 20
 	}
+	if v.MaxBytes == 0 {
+		v.MaxBytes = 1 << 30
+	}
+	if v.MaxBytesPerPrincipal == 0 && v.MaxBytes > 0 {
+		v.MaxBytesPerPrincipal = v.MaxBytes / 4
+	}
 	if v.Restarted == nil {
 		v.Restarted = restartedResponse
 	}
@@ -152,10 +180,14 @@ type Engine struct {
 	// runningBy counts running by principal (MaxLivePerPrincipal); principals
 	// with none are not in it, nor is "".
 	runningBy map[string]int
-	retained  int        // live requests that ended and keep their result (MaxRetained)
-	retainQ   []*Request // ended requests in the order they ended; may hold gone ones
-	tombs     map[TokenHash]tombstone
-	tombQ     []TokenHash // insertion order, for expiry and the count bound
+	retained  int // live requests that ended and keep their result (MaxRetained)
+	// all counts the bytes of every live request's queued messages (MaxBytes);
+	// byPrincipal each principal's (MaxBytesPerPrincipal), "" not among them.
+	all         usage
+	byPrincipal map[string]*usage
+	retainQ     []*Request // ended requests in the order they ended; may hold gone ones
+	tombs       map[TokenHash]tombstone
+	tombQ       []TokenHash // insertion order, for expiry and the count bound
 	// restartable: recovered requests to run again (see Restartable).
 	restartable []*Request
 	closed      bool
@@ -177,6 +209,7 @@ type Engine struct {
 	// Counters since New, for Stats.
 	attaches      atomic.Uint64 // successful Request.Attach calls (resumes, reconnects)
 	expired       atomic.Uint64 // requests that ended expired (maxWait, retention, MaxRetained)
+	evicted       atomic.Uint64 // results released early (MaxRetained, MaxBytes)
 	tokenFailures atomic.Uint64 // lookups answered ErrUnknown
 	unreadable    atomic.Uint64 // stored records Store.Records could not decode
 }
@@ -185,7 +218,23 @@ type tombstone struct {
 	id        []byte
 	principal string
 	state     State
+	evicted   bool // released early (ErrEvicted)
 	at        time.Time
+}
+
+// err is what a lookup of the ended request answers.
+func (t tombstone) err() error {
+	if t.evicted {
+		return ErrEvicted
+	}
+	return t.state.endedErr()
+}
+
+// usage counts the bytes of queued messages: of every request, or of one
+// principal's.
+type usage struct {
+	bytes atomic.Int64
+	refs  int // the requests counted in it (guarded by Engine.mu); a principal's goes at 0
 }
 
 // New returns an engine over store. Requests the store already holds (a durable
@@ -202,12 +251,13 @@ func New(store Store, opts *Options) *Engine {
 	ctx, stop := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
-		live:      make(map[TokenHash]*Request),
-		runningBy: make(map[string]int),
-		tombs:     make(map[TokenHash]tombstone),
-		durations: [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
-		tm:        timers{epoch: time.Now()},
-		sinkWatch: make(map[peerSink]func()),
+		live:        make(map[TokenHash]*Request),
+		runningBy:   make(map[string]int),
+		byPrincipal: make(map[string]*usage),
+		tombs:       make(map[TokenHash]tombstone),
+		durations:   [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
+		tm:          timers{epoch: time.Now()},
+		sinkWatch:   make(map[peerSink]func()),
 	}
 	if o.Peers != nil {
 		e.peers, e.self = o.Peers, o.Peers.Self()
@@ -256,6 +306,9 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if so == nil {
 		so = &StartOptions{}
 	}
+	if e.over(so.Principal) {
+		e.trim() // the oldest kept results make room, if they can
+	}
 	tok, h := newToken()
 	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode, payload: so.Payload, task: so.Task}
 	base := context.Background()
@@ -274,15 +327,21 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		e.mu.Unlock()
 		r.cancel(ErrLimit)
 		return nil, "", ErrLimit
+	case e.overLocked(so.Principal):
+		e.mu.Unlock()
+		r.cancel(ErrFull)
+		return nil, "", ErrFull
 	}
 	e.live[h] = r
 	e.addRunningLocked(so.Principal, 1)
+	r.use = e.useLocked(so.Principal)
 	e.mu.Unlock()
 
 	if err := e.put(r, StateProcessing); err != nil { // r is not shared yet
 		e.mu.Lock()
 		delete(e.live, h)
 		e.addRunningLocked(so.Principal, -1)
+		e.releaseUseLocked(r)
 		e.mu.Unlock()
 		r.cancel(err)
 		return nil, "", err
@@ -335,7 +394,7 @@ func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, 
 	t, tomb := e.tombs[h]
 	e.mu.Unlock()
 	if tomb && bytes.Equal(t.id, id) && t.principal == principal && time.Since(t.at) < e.opts.TombstoneTTL {
-		return nil, t.state.endedErr()
+		return nil, t.err()
 	}
 	if e.peers != nil && !held && !tomb {
 		if r, err := e.lookupShared(h, id, principal); !errors.Is(err, ErrUnknown) {
@@ -446,22 +505,123 @@ func (e *Engine) retainLocked(r *Request) {
 	}
 }
 
-// trim releases the oldest kept results while more than MaxRetained are kept.
-// It takes no request's lock while holding e.mu.
+// over says whether the byte budget of principal's requests, or of all, is
+// used up.
+func (e *Engine) over(principal string) bool {
+	if e.opts.MaxBytes > 0 && e.all.bytes.Load() >= e.opts.MaxBytes {
+		return true
+	}
+	if principal == "" || e.opts.MaxBytesPerPrincipal <= 0 {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.overLocked(principal)
+}
+
+// overLocked is over, called with e.mu held.
+func (e *Engine) overLocked(principal string) bool {
+	if e.opts.MaxBytes > 0 && e.all.bytes.Load() >= e.opts.MaxBytes {
+		return true
+	}
+	u := e.byPrincipal[principal]
+	return u != nil && e.opts.MaxBytesPerPrincipal > 0 && u.bytes.Load() >= e.opts.MaxBytesPerPrincipal
+}
+
+// useLocked returns the usage a new live request of principal counts its bytes
+// in (nil for ""), counting the request in it. Called with e.mu held.
+func (e *Engine) useLocked(principal string) *usage {
+	if principal == "" {
+		return nil
+	}
+	u := e.byPrincipal[principal]
+	if u == nil {
+		u = &usage{}
+		e.byPrincipal[principal] = u
+	}
+	u.refs++
+	return u
+}
+
+// releaseUseLocked uncounts r from its principal's usage, which goes with its
+// last request. Called with e.mu held.
+func (e *Engine) releaseUseLocked(r *Request) {
+	if u := r.use; u != nil {
+		if u.refs--; u.refs <= 0 {
+			delete(e.byPrincipal, r.principal)
+		}
+		r.use = nil
+	}
+}
+
+// addBytes counts d more bytes of queued messages of r.
+func (e *Engine) addBytes(r *Request, d int) {
+	r.held.Add(int64(d))
+	e.all.bytes.Add(int64(d))
+	if r.use != nil {
+		r.use.bytes.Add(int64(d))
+	}
+}
+
+// trim releases the oldest kept results while more than MaxRetained are kept, or
+// while the byte budget of all requests, or of a principal's, is passed (then the
+// oldest results of that principal's requests). It takes no request's lock while
+// holding e.mu.
 func (e *Engine) trim() {
 	e.mu.Lock()
 	var victims []*Request
-	for e.retained-len(victims) > e.opts.MaxRetained && len(e.retainQ) > 0 {
-		v := e.retainQ[0]
-		e.retainQ[0] = nil
-		e.retainQ = e.retainQ[1:]
-		if !v.gone.Load() {
-			victims = append(victims, v)
+	over := e.all.bytes.Load() - e.opts.MaxBytes // > 0: bytes to release
+	if e.opts.MaxBytes <= 0 {
+		over = 0
+	}
+	var overBy map[*usage]int64 // principals' bytes to release
+	if e.opts.MaxBytesPerPrincipal > 0 {
+		for _, u := range e.byPrincipal {
+			if d := u.bytes.Load() - e.opts.MaxBytesPerPrincipal; d > 0 {
+				if overBy == nil {
+					overBy = make(map[*usage]int64)
+				}
+				overBy[u] = d
+			}
 		}
+	}
+	i := 0
+	for ; i < len(e.retainQ) && (e.retained-len(victims) > e.opts.MaxRetained || over > 0 || len(overBy) > 0); i++ {
+		v := e.retainQ[i]
+		if v.gone.Load() {
+			continue
+		}
+		d, mine := overBy[v.use]
+		if !mine && e.retained-len(victims) <= e.opts.MaxRetained && over <= 0 {
+			continue // only some principals are over, and not v's
+		}
+		victims = append(victims, v)
+		held := v.held.Load()
+		over -= held
+		if mine {
+			if d -= held; d > 0 {
+				overBy[v.use] = d
+			} else {
+				delete(overBy, v.use)
+			}
+		}
+	}
+	if len(victims) > 0 {
+		// Victims leave the queue as they are freed (gone); the ones passed over
+		// stay, in order.
+		picked := make(map[*Request]bool, len(victims))
+		for _, v := range victims {
+			picked[v] = true
+		}
+		e.retainQ = slices.DeleteFunc(e.retainQ, func(q *Request) bool { return picked[q] })
 	}
 	e.mu.Unlock()
 	for _, v := range victims {
 		v.mu.Lock()
+		if !v.gone.Load() {
+			v.evicted = true
+			e.evicted.Add(1)
+		}
 		v.freeLocked(StateExpired)
 		v.mu.Unlock()
 	}
@@ -477,6 +637,7 @@ func (e *Engine) forget(r *Request, final State) {
 	if r.inRetainQ {
 		e.retained--
 	}
+	e.releaseUseLocked(r)
 	// Age out old tombstones first (they were inserted in time order), then bound
 	// the count.
 	var aged []TokenHash // with Peers, their records go too
@@ -495,7 +656,7 @@ func (e *Engine) forget(r *Request, final State) {
 		e.tombQ[0] = TokenHash{}
 		e.tombQ = e.tombQ[1:]
 	}
-	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, at: now}
+	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, evicted: r.evicted, at: now}
 	if final == StateExpired {
 		e.expired.Add(1)
 	}

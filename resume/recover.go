@@ -236,8 +236,10 @@ func (e *Engine) revive(r *Request, register func()) bool {
 		return false
 	}
 	e.live[r.hash] = r
+	r.use = e.useLocked(r.principal)
 	register()
 	e.mu.Unlock()
+	e.addBytes(r, r.q.bytes)
 	r.mu.Lock()
 	r.scheduleLocked()
 	r.mu.Unlock()

@@ -507,7 +507,7 @@ func (e *Engine) byHash(h TokenHash) (*Request, error) {
 		return r, nil
 	}
 	if t, ok := e.tombs[h]; ok {
-		return nil, t.state.endedErr()
+		return nil, t.err()
 	}
 	return nil, ErrUnknown
 }

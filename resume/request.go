@@ -41,8 +41,14 @@ type Request struct {
 	// delivered: the final response was written to an attached client, so the
 	// shorter DeliveredRetention applies.
 	delivered bool
-	inRetainQ bool        // counted in the engine's retained results (guarded by r.mu)
-	gone      atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	inRetainQ bool // counted in the engine's retained results (guarded by r.mu)
+	evicted   bool // freed early to keep the engine within its bounds (ErrEvicted)
+	// use counts the request's bytes for its principal's budget (nil without a
+	// principal; set and cleared under Engine.mu); held mirrors q.bytes, for the
+	// engine to read without r.mu.
+	use  *usage
+	held atomic.Int64
+	gone atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// final is how the request left the engine, once gone: cancelled, expired, or
 	// completed or failed when the client acknowledged its response.
 	final State
@@ -161,7 +167,13 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		}
 	}
 	r.q.add(m, r.e.store == nil)
-	if drop := r.q.enforce(r.e.opts.QueueBytes); len(drop) > 0 {
+	r.e.addBytes(r, len(m.Data))
+	budget := r.e.opts.QueueBytes
+	over := r.e.over(r.principal)
+	if over {
+		budget = 0 // keep only what cannot go: the newest progress, responses, requests
+	}
+	if drop := r.q.enforce(budget); len(drop) > 0 {
 		r.discardLocked(drop)
 	}
 	if next != r.state {
@@ -175,7 +187,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		r.setStateLocked(next)
 	}
 	r.mu.Unlock()
-	if k == KindResponse {
+	if k == KindResponse || over {
 		r.e.trim()
 	}
 	r.kick(m)
@@ -424,6 +436,7 @@ func (r *Request) freeLocked(final State) {
 	default:
 		r.cancel(ErrEnded)
 	}
+	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{dropped: r.q.dropped}
 	r.e.forget(r, final)
 }
@@ -431,7 +444,12 @@ func (r *Request) freeLocked(final State) {
 // endedErrLocked is the error of a call on a request that has left the engine:
 // ErrEnded, and what ended it (ErrCancelled, ErrExpired or ErrAcknowledged), as
 // its tombstone tells a lookup.
-func (r *Request) endedErrLocked() error { return endedError{r.final.endedErr()} }
+func (r *Request) endedErrLocked() error {
+	if r.evicted {
+		return endedError{ErrEvicted}
+	}
+	return endedError{r.final.endedErr()}
+}
 
 type endedError struct{ cause error }
 
@@ -439,7 +457,9 @@ func (e endedError) Error() string   { return ErrEnded.Error() + ": " + e.cause.
 func (e endedError) Unwrap() []error { return []error{ErrEnded, e.cause} }
 
 func (r *Request) discardLocked(seqs []uint64) {
+	before := r.q.bytes
 	r.q.remove(seqs)
+	r.e.addBytes(r, r.q.bytes-before)
 	if r.e.store == nil {
 		return
 	}

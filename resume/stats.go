@@ -21,6 +21,9 @@ type Stats struct {
 	// Expired counts requests that ended expired: no client within maxWait, a
 	// result unacknowledged past its retention, or released past MaxRetained.
 	Expired uint64
+	// Evicted counts the results among them released early (MaxRetained,
+	// MaxBytes, MaxBytesPerPrincipal).
+	Evicted uint64
 	// TokenFailures counts lookups answered ErrUnknown: a wrong token, a wrong id,
 	// another principal's token, or a request long gone.
 	TokenFailures uint64
@@ -75,6 +78,7 @@ func (e *Engine) Stats() Stats {
 	}
 	st.Attaches = e.attaches.Load()
 	st.Expired = e.expired.Load()
+	st.Evicted = e.evicted.Load()
 	st.TokenFailures = e.tokenFailures.Load()
 	st.Unreadable = e.unreadable.Load()
 	return st
