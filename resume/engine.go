@@ -91,6 +91,16 @@ type Options struct {
 	// past it, that principal's oldest kept results go, and its new requests get
 	// ErrFull. Default MaxBytes/4; negative: no bound.
 	MaxBytesPerPrincipal int64
+	// ReplayWindowBytes and ReplayWindow bound what a request keeps of the
+	// messages it delivered to a client that does not acknowledge (no ack
+	// extension): the newest ReplayWindowBytes of them, for ReplayWindow after
+	// the last. A client that acknowledges for the first time when it resumes
+	// (Attach with an ack), or that retried its call (AttachAll), gets again
+	// those after its ack, so what its lost connection held in buffers is not
+	// lost. Defaults 32 KiB and one minute; a negative ReplayWindowBytes keeps
+	// none.
+	ReplayWindowBytes int
+	ReplayWindow      time.Duration
 	// Restarted encodes the final response given, when the engine starts, to a
 	// request that the store holds as processing: it was running when an earlier
 	// process stopped (see recover.go). seq is the response's sequence number.
@@ -145,6 +155,10 @@ func (o *Options) withDefaults() Options {
 	if v.QueueBytes <= 0 {
 		v.QueueBytes = 1 << 20
 	}
+	if v.ReplayWindowBytes == 0 {
+		v.ReplayWindowBytes = 32 << 10
+	}
+	def(&v.ReplayWindow, time.Minute)
 	if v.MaxBytes == 0 {
 		v.MaxBytes = 1 << 30
 	}

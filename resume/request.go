@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,14 @@ type Request struct {
 	// engine to read without r.mu.
 	use  *usage
 	held atomic.Int64
-	gone atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	// win holds the messages last delivered without ack mode, oldest first
+	// (bounded by Options.ReplayWindowBytes; let go ReplayWindow after winAt, the
+	// last delivery): a client that acknowledges for the first time when it
+	// resumes gets again those that its lost connection held in buffers.
+	win      []Message
+	winBytes int
+	winAt    time.Time
+	gone     atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// final is how the request left the engine, once gone: cancelled, expired, or
 	// completed or failed when the client acknowledged its response.
 	final State
@@ -65,6 +73,9 @@ type attachment struct {
 	sink     Sink
 	cursor   uint64 // highest seq written to sink (or acknowledged before attaching)
 	draining bool   // a goroutine is in drain for this attachment
+	// win: messages of the replay window to write again, in order among the
+	// queued ones (see Request.win).
+	win []Message
 }
 
 // ID returns the request's JSON-RPC id, raw.
@@ -213,7 +224,22 @@ func (r *Request) Attach(sink Sink, ack uint64) error {
 	if r.remote != nil {
 		return r.remoteAttach(sink, ack, ack)
 	}
-	if err := r.attach(sink, ack, ack); err != nil {
+	if err := r.attach(sink, ack, ack, false); err != nil {
+		return err
+	}
+	r.kick(Message{})
+	return nil
+}
+
+// AttachAll is Attach for a client that has seen nothing of the request (it
+// retried its call, whose first connection died before the resume policy came):
+// every message the request still holds is written, those of the replay window
+// included. A request another instance owns gets Attach(sink, 0).
+func (r *Request) AttachAll(sink Sink) error {
+	if r.remote != nil {
+		return r.remoteAttach(sink, 0, 0)
+	}
+	if err := r.attach(sink, 0, 0, true); err != nil {
 		return err
 	}
 	r.kick(Message{})
@@ -229,7 +255,7 @@ func (r *Request) reattach(sink Sink, written uint64) error {
 	if r.remote != nil {
 		return r.remoteAttach(sink, 0, written)
 	}
-	if err := r.attach(sink, 0, written); err != nil {
+	if err := r.attach(sink, 0, written, false); err != nil {
 		return err
 	}
 	r.kick(Message{})
@@ -237,8 +263,10 @@ func (r *Request) reattach(sink Sink, written uint64) error {
 }
 
 // attach is Attach without the writing: the client acknowledged every message up
-// to ack, and sink was written every message up to written (>= ack).
-func (r *Request) attach(sink Sink, ack, written uint64) error {
+// to ack, and sink was written every message up to written (>= ack). With all,
+// the client has seen nothing. An ack, or all, writes again the messages of the
+// replay window after it.
+func (r *Request) attach(sink Sink, ack, written uint64, all bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
@@ -247,13 +275,20 @@ func (r *Request) attach(sink Sink, ack, written uint64) error {
 	if err := r.ackLocked(ack); err != nil {
 		return err // refused, or the client has it all: nothing to attach
 	}
+	var win []Message
+	if ack > 0 || all {
+		if time.Since(r.winAt) > r.e.opts.ReplayWindow {
+			r.trimWinLocked(0)
+		}
+		win = slices.Clone(r.win) // ackLocked let go of those up to ack
+	}
 	if written > ack && !r.ackMode {
 		// Delivered, as deliver would have counted them.
 		if drop := r.q.upTo(written, func(k Kind) bool { return !k.retained() }); len(drop) > 0 {
 			r.discardLocked(drop)
 		}
 	}
-	r.att = &attachment{sink: sink, cursor: max(ack, written)}
+	r.att = &attachment{sink: sink, cursor: max(ack, written), win: win}
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
 	return nil
@@ -341,6 +376,11 @@ func (r *Request) ackLocked(ack uint64) error {
 	if drop := r.q.upTo(ack, nil); len(drop) > 0 {
 		r.discardLocked(drop)
 	}
+	i := 0
+	for i < len(r.win) && r.win[i].Seq <= ack {
+		i++
+	}
+	r.dropWinLocked(i)
 	if r.state.Ended() && len(r.q.entries) == 0 {
 		r.freeLocked(r.state) // the client has the final response
 		return ErrAcknowledged
@@ -438,6 +478,7 @@ func (r *Request) freeLocked(final State) {
 	}
 	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{dropped: r.q.dropped}
+	r.dropWinLocked(len(r.win))
 	r.e.forget(r, final)
 }
 
@@ -490,15 +531,15 @@ func (r *Request) kick(last Message) {
 func (r *Request) drain(a *attachment, next Message) {
 	for {
 		r.mu.Lock()
-		if r.att != a || !r.q.hasAfter(a.cursor) {
+		if r.att != a || (!r.q.hasAfter(a.cursor) && len(a.win) == 0) {
 			a.draining = false
 			r.mu.Unlock()
 			return
 		}
-		after := a.cursor
+		after, win := a.cursor, len(a.win) > 0
 		r.mu.Unlock()
 
-		if next.Seq != 0 && next.Seq == after+1 {
+		if next.Seq != 0 && next.Seq == after+1 && !win {
 			if !r.deliver(a, next) {
 				return
 			}
@@ -514,10 +555,73 @@ func (r *Request) drain(a *attachment, next Message) {
 				r.detachAfterFailure(a)
 				return
 			}
-			if !r.deliver(a, m) {
+			if !r.deliverWin(a, m.Seq) || !r.deliver(a, m) {
 				return
 			}
 		}
+		if !r.deliverWin(a, math.MaxUint64) {
+			return
+		}
+	}
+}
+
+// deliverWin writes a's messages of the replay window numbered below before. It
+// reports whether the drain goes on, as deliver does.
+func (r *Request) deliverWin(a *attachment, before uint64) bool {
+	for {
+		r.mu.Lock()
+		if r.att != a || len(a.win) == 0 || a.win[0].Seq >= before {
+			r.mu.Unlock()
+			return true
+		}
+		m := a.win[0]
+		a.win = a.win[1:]
+		r.mu.Unlock()
+		if !r.deliver(a, m) {
+			return false
+		}
+	}
+}
+
+// keepLocked puts m, just delivered without ack mode, in the replay window, and
+// lets the oldest go past Options.ReplayWindowBytes.
+func (r *Request) keepLocked(m Message) {
+	if r.e.opts.ReplayWindowBytes <= 0 {
+		return
+	}
+	r.win = append(r.win, m)
+	r.winBytes += len(m.Data)
+	r.e.addBytes(r, len(m.Data))
+	r.winAt = time.Now()
+	r.trimWinLocked(r.e.opts.ReplayWindowBytes)
+}
+
+// trimWinLocked lets go of the replay window's oldest messages until it holds at
+// most limit bytes.
+func (r *Request) trimWinLocked(limit int) {
+	i, b := 0, r.winBytes
+	for i < len(r.win) && b > limit {
+		b -= len(r.win[i].Data)
+		i++
+	}
+	r.dropWinLocked(i)
+}
+
+// dropWinLocked lets go of the replay window's n oldest messages.
+func (r *Request) dropWinLocked(n int) {
+	if n == 0 {
+		return
+	}
+	d := 0
+	for _, m := range r.win[:n] {
+		d += len(m.Data)
+	}
+	r.winBytes -= d
+	r.e.addBytes(r, -d)
+	if n == len(r.win) {
+		r.win = nil
+	} else {
+		r.win = slices.Delete(r.win, 0, n)
 	}
 }
 
@@ -554,6 +658,9 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 	// intermediate message written successfully is not sent again.
 	if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
 		r.discardLocked([]uint64{m.Seq})
+		if !r.gone.Load() {
+			r.keepLocked(m)
+		}
 	}
 	if m.Kind == KindResponse && !r.delivered && !r.gone.Load() {
 		r.delivered = true
