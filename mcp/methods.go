@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -68,30 +67,6 @@ func ackOf(m *spec.RequestMeta) uint64 {
 	return *m.Ack
 }
 
-// lookup finds a request by token for this session's principal; a failed check
-// (not_found) is charged to the session's rate limit bucket.
-func (c *connState) lookup(token string, id []byte) (*resume.Request, error) {
-	r, err := c.s.eng.LookupAs(token, id, c.principal)
-	if errors.Is(err, resume.ErrUnknown) {
-		c.s.fail.fail(c.limitKey)
-	}
-	return r, err
-}
-
-// rateLimited answers the request id with rate_limited, and returns true, when the
-// session's principal (or remote address) failed too many token checks of late.
-func (c *connState) rateLimited(st Stream, id spec.ID) bool {
-	w := c.s.fail.wait(c.limitKey)
-	if w <= 0 {
-		return false
-	}
-	e := spec.NewError(spec.CodeInvalidRequest, spec.ReasonRateLimited, "too many failed token checks; retry later")
-	e.RetryAfter = int64((w + time.Second - 1) / time.Second)
-	c.debug().Stringer("retryAfter", w).Msg("token check refused: rate limited")
-	c.replyError(st, id, e)
-	return true
-}
-
 // getStatus answers requests/getStatus. It resets the request's timers and never
 // delivers messages.
 func (c *connState) getStatus(m *spec.Message, st Stream) {
@@ -100,10 +75,10 @@ func (c *connState) getStatus(m *spec.Message, st Stream) {
 		c.replyError(st, m.ID, perr)
 		return
 	}
-	if c.rateLimited(st, m.ID) {
+	r, wait, err := c.lookup(p.ResumeToken, p.RequestID)
+	if c.rateLimited(st, m.ID, wait) {
 		return
 	}
-	r, err := c.lookup(p.ResumeToken, p.RequestID)
 	if err == nil {
 		err = r.Touch(ackOf(p.Meta))
 	}
@@ -148,10 +123,10 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 		c.replyError(st, m.ID, perr)
 		return
 	}
-	if c.rateLimited(st, m.ID) {
+	r, wait, err := c.lookup(p.ResumeToken, m.ID)
+	if c.rateLimited(st, m.ID, wait) {
 		return
 	}
-	r, err := c.lookup(p.ResumeToken, m.ID)
 	if err != nil {
 		c.replyError(st, m.ID, wireError(err))
 		return
@@ -203,11 +178,12 @@ func (c *connState) cancelled(m *spec.Message) {
 		return
 	}
 	if p.ResumeToken != "" {
-		if c.s.fail.wait(c.limitKey) > 0 {
+		r, wait, err := c.lookup(p.ResumeToken, p.RequestID)
+		if wait > 0 {
 			c.debug().Str("request", key).Msg("cancel by token while rate limited; ignored")
 			return
 		}
-		if r, err := c.lookup(p.ResumeToken, p.RequestID); err == nil {
+		if err == nil {
 			r.Cancel()
 			return
 		}

@@ -105,20 +105,22 @@ type retried struct {
 // retry handles the retry of a request that is waiting for input: its answers go
 // to the waiting tool, and st becomes the request's next round.
 func (c *connState) retry(m *spec.Message, st Stream, state string) {
-	if c.rateLimited(st, m.ID) {
-		return
-	}
 	invalid := func() {
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
 			"requestState is not one this server handed out, or its request has ended"))
 	}
 	rs, ok := decodeState(state)
 	if !ok {
-		c.s.fail.fail(c.limitKey)
+		if c.rateLimited(st, m.ID, c.badToken()) {
+			return
+		}
 		invalid()
 		return
 	}
-	r, err := c.lookup(rs.Token, rs.ID)
+	r, wait, err := c.lookup(rs.Token, rs.ID)
+	if c.rateLimited(st, m.ID, wait) {
+		return
+	}
 	if err != nil {
 		invalid()
 		return

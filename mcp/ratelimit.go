@@ -1,9 +1,13 @@
 package mcp
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // Defaults of the failed token check limit (Options.TokenFailureBurst and
@@ -13,19 +17,52 @@ const (
 	DefaultTokenFailureRefill = time.Second
 )
 
-// failLimiter is the brute-force protection of resume tokens: one token bucket per
-// key (a principal; a remote address for sessions without one), spent by each failed token check (a
-// getStatus, resume or cancel by token answered not_found) and refilled at one
-// failure per refill interval up to burst. A key whose bucket is empty has its
-// token checks refused until the bucket holds one failure again. It reads the
-// clock through time.Now, so tests drive it with testing/synctest.
+// addressBurstFactor is how many times TokenFailureBurst a principal's (or, without
+// one, a remote address's) bucket of failed token checks holds: the allowance
+// that bounds an attacker who opens a new session for each guess.
+const addressBurstFactor = 100
+
+// failLimiter is the brute-force protection of resume tokens. Each failed token
+// check (a getStatus, resume, cancel, retry or task request by token answered
+// not_found) spends one failure from two token buckets: its session's, which
+// holds burst failures, and its address's (a principal; a remote address for
+// sessions without one), which holds addressBurstFactor times as many. Each
+// regains one failure per refill. A token check is refused while either bucket
+// of its session is empty, unless it names a request the session carries (see
+// connState.lookup).
+//
+// So an attacker gets burst checked guesses from one session and
+// addressBurstFactor*burst from one address in a burst, then one per refill per
+// address however many sessions it opens; a session is held back by others'
+// failures only once its address's whole allowance is gone, and never from a
+// request it carries.
+//
+// A bucket is stored only while it is not full, and a bucket charged with n
+// failures is full again within n refill intervals: on average the buckets held
+// in each map number at most the failed checks of one refill interval (the
+// failure rate times refill), plus the full ones that the next sweep (when the
+// maps have doubled since the last, or a minute later) forgets.
+// It reads the clock through time.Now, so tests drive it with testing/synctest.
 type failLimiter struct {
-	burst  float64
 	refill time.Duration
 
-	mu      sync.Mutex
-	buckets map[string]*bucket
-	sweepAt int
+	mu        sync.Mutex // guards the fields below
+	sessions  buckets    // by session id
+	addresses buckets    // by connState.limitKey
+	sweepAt   int        // size of the two maps at which full buckets are swept out
+	sweptAt   time.Time  // when they last were
+}
+
+// sweepEvery is how often, at the most, a failure sweeps the full buckets out
+// when the maps have not grown to their sweep size.
+const sweepEvery = time.Minute
+
+// minBucketSweep is the smallest size of the bucket maps at which they are swept.
+const minBucketSweep = 1024
+
+type buckets struct {
+	burst float64
+	m     map[string]*bucket
 }
 
 type bucket struct {
@@ -44,58 +81,164 @@ func newFailLimiter(burst int, refill time.Duration) *failLimiter {
 	if burst < 0 || refill < 0 {
 		return nil
 	}
-	return &failLimiter{burst: float64(burst), refill: refill, buckets: make(map[string]*bucket), sweepAt: 1024}
+	return &failLimiter{
+		refill:    refill,
+		sessions:  buckets{burst: float64(burst), m: make(map[string]*bucket)},
+		addresses: buckets{burst: float64(addressBurstFactor * burst), m: make(map[string]*bucket)},
+		sweepAt:   minBucketSweep,
+		sweptAt:   time.Now(),
+	}
 }
 
 // level returns key's bucket brought up to now (nil when it is full: not stored).
-func (l *failLimiter) level(key string, now time.Time) *bucket {
-	b := l.buckets[key]
+func (bs *buckets) level(key string, now time.Time, refill time.Duration) *bucket {
+	b := bs.m[key]
 	if b == nil {
 		return nil
 	}
-	b.tokens = math.Min(l.burst, b.tokens+float64(now.Sub(b.at))/float64(l.refill))
+	b.tokens = math.Min(bs.burst, b.tokens+float64(now.Sub(b.at))/float64(refill))
 	b.at = now
-	if b.tokens >= l.burst {
-		delete(l.buckets, key)
+	if b.tokens >= bs.burst {
+		delete(bs.m, key)
 		return nil
 	}
 	return b
 }
 
-// wait returns how long key stays limited; 0 when it is not.
-func (l *failLimiter) wait(key string) time.Duration {
+// waitLocked returns how long key's bucket stays empty; 0 when it is not.
+func (bs *buckets) waitLocked(key string, now time.Time, refill time.Duration) time.Duration {
+	if b := bs.level(key, now, refill); b != nil && b.tokens < 1 {
+		return time.Duration((1 - b.tokens) * float64(refill))
+	}
+	return 0
+}
+
+// failLocked spends one failure from key's bucket.
+func (bs *buckets) failLocked(key string, now time.Time, refill time.Duration) {
+	b := bs.level(key, now, refill)
+	if b == nil {
+		b = &bucket{tokens: bs.burst, at: now}
+		bs.m[key] = b
+	}
+	b.tokens = math.Max(0, b.tokens-1)
+}
+
+// wait returns how long the session (session "": none, as for a stateless one)
+// at address stays limited; 0 when it is not.
+func (l *failLimiter) wait(session, address string) time.Duration {
 	if l == nil {
 		return 0
 	}
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if b := l.level(key, now); b != nil && b.tokens < 1 {
-		return time.Duration((1 - b.tokens) * float64(l.refill))
+	w := l.addresses.waitLocked(address, now, l.refill)
+	if session != "" {
+		w = max(w, l.sessions.waitLocked(session, now, l.refill))
 	}
-	return 0
+	return w
 }
 
-// fail spends one failure from key's bucket.
-func (l *failLimiter) fail(key string) {
+// fail spends one failure from the buckets of session and address.
+func (l *failLimiter) fail(session, address string) {
 	if l == nil {
 		return
 	}
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.level(key, now)
-	if b == nil {
-		b = &bucket{tokens: l.burst, at: now}
-		l.buckets[key] = b
+	l.addresses.failLocked(address, now, l.refill)
+	if session != "" {
+		l.sessions.failLocked(session, now, l.refill)
 	}
-	b.tokens = math.Max(0, b.tokens-1)
-	if len(l.buckets) >= l.sweepAt {
-		// Buckets that refilled are forgotten, so the map holds only keys that
+	if n := len(l.sessions.m) + len(l.addresses.m); n >= l.sweepAt || now.Sub(l.sweptAt) >= sweepEvery {
+		// Buckets that refilled are forgotten, so the maps hold only keys that
 		// failed recently.
-		for k := range l.buckets {
-			l.level(k, now)
+		for _, bs := range []*buckets{&l.sessions, &l.addresses} {
+			for k := range bs.m {
+				bs.level(k, now, l.refill)
+			}
 		}
-		l.sweepAt = max(1024, 2*len(l.buckets))
+		l.sweepAt = max(minBucketSweep, 2*(len(l.sessions.m)+len(l.addresses.m)))
+		l.sweptAt = now
 	}
+}
+
+// size returns the number of buckets stored (for tests).
+func (l *failLimiter) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sessions.m) + len(l.addresses.m)
+}
+
+// limitKeys returns the buckets this session's failed token checks spend from:
+// its own (none for a stateless session, which carries one request) and its
+// principal's or remote address's.
+func (c *connState) limitKeys() (session, address string) {
+	if !c.stateless {
+		session = c.sess.id
+	}
+	return session, c.limitKey
+}
+
+// lookup is a token check: it finds the request of token and id for this
+// session's principal. While the session is rate limited (failLimiter), the
+// check is refused, with wait > 0 how long until it may check again, unless it
+// names a request this session carries (it started it, and its handler runs, or
+// has it attached): the session evidently holds that token already, so the check
+// tells it nothing, and no failure of another session can lock an owner out of
+// its own request. A failed check (not_found) is charged to the session and its
+// address.
+func (c *connState) lookup(token string, id []byte) (r *resume.Request, wait time.Duration, err error) {
+	session, address := c.limitKeys()
+	if wait = c.s.fail.wait(session, address); wait > 0 {
+		if a, b := c.carried(id); a != nil || b != nil {
+			if r, err := c.s.eng.LookupAs(token, id, c.principal); err == nil && (r == a || r == b) {
+				return r, 0, nil
+			}
+		}
+		return nil, wait, nil
+	}
+	r, err = c.s.eng.LookupAs(token, id, c.principal)
+	if errors.Is(err, resume.ErrUnknown) {
+		c.s.fail.fail(session, address)
+	}
+	return r, 0, err
+}
+
+// badToken is a token check of something that is no token this server handed
+// out (a malformed request state or task id): refused, with the wait, while the
+// session is rate limited; otherwise charged as a failure (0).
+func (c *connState) badToken() time.Duration {
+	session, address := c.limitKeys()
+	if w := c.s.fail.wait(session, address); w > 0 {
+		return w
+	}
+	c.s.fail.fail(session, address)
+	return 0
+}
+
+// carried returns the requests with id that this session carries: the one
+// attached here and the one started here whose handler runs (nil when none).
+func (c *connState) carried(id []byte) (attached, running *resume.Request) {
+	c.mu.Lock()
+	cl, t := c.running[string(id)], c.attached[string(id)]
+	c.mu.Unlock()
+	if cl != nil {
+		running = cl.request()
+	}
+	return t.r, running
+}
+
+// rateLimited answers the request id with rate_limited, and returns true, when
+// wait (from lookup or badToken) says the token check was refused.
+func (c *connState) rateLimited(st Stream, id spec.ID, wait time.Duration) bool {
+	if wait <= 0 {
+		return false
+	}
+	e := spec.NewError(spec.CodeInvalidRequest, spec.ReasonRateLimited, "too many failed token checks; retry later")
+	e.RetryAfter = int64((wait + time.Second - 1) / time.Second)
+	c.debug().Stringer("retryAfter", wait).Msg("token check refused: rate limited")
+	c.replyError(st, id, e)
+	return true
 }

@@ -33,17 +33,23 @@ type Options struct {
 	// Logger receives the core's logs. Nil means none. Tokens are never logged.
 	Logger *zerolog.Logger
 	// TokenFailureBurst and TokenFailureRefill limit failed token checks
-	// (brute-force protection): a getStatus, resume or cancel by token answered
-	// not_found spends one failure from the bucket of the session's principal, or,
-	// for a session without one (no authentication), from the bucket of its
-	// remote address (SessionOptions.Remote). Authenticated sessions are not
-	// limited by address, so that one principal's failures never hold back
-	// another's behind the same address. A bucket holds TokenFailureBurst failures
-	// and regains one every TokenFailureRefill. While its bucket is empty, token
-	// checks from the session are not made: getStatus and resume are answered
-	// rate_limited (retryable, with error.data.retryAfter in seconds) and cancels
-	// by token are ignored. 0 means the defaults (DefaultTokenFailureBurst,
-	// DefaultTokenFailureRefill); a negative value turns the limit off.
+	// (brute-force protection): a getStatus, resume, cancel, retry or task
+	// request by token answered not_found spends one failure from the bucket of
+	// its session, which holds TokenFailureBurst failures, and one from the bucket
+	// of the session's principal, or, for a session without one (no
+	// authentication), of its remote address (SessionOptions.Remote), which holds
+	// 100 times as many. Each bucket regains one failure every TokenFailureRefill.
+	// While either bucket of a session is empty, its token checks are not made:
+	// getStatus, resume and the rest are answered rate_limited (retryable, with
+	// error.data.retryAfter in seconds) and cancels by token are ignored, except
+	// for a request the session carries (started there and still running, or
+	// attached there), which it is never refused. So a session that guesses is
+	// limited on its own; others behind its address are limited only once the
+	// address's whole allowance is gone (a new session per guess), and never for
+	// their own requests. Authenticated sessions are not limited by address, so
+	// that one principal's failures never hold back another's. 0 means the
+	// defaults (DefaultTokenFailureBurst, DefaultTokenFailureRefill); a negative
+	// value turns the limit off.
 	TokenFailureBurst  int
 	TokenFailureRefill time.Duration
 	// MaxConcurrentPerPrincipal caps the requests of each principal in flight

@@ -82,8 +82,8 @@ func (cl *call) watchTasks(ids []string) {
 		if !ok {
 			continue
 		}
-		if _, err := c.lookup(tid.Token, tid.ID); err != nil {
-			continue // another principal's, or gone: not acknowledged
+		if r, _, err := c.lookup(tid.Token, tid.ID); r == nil || err != nil {
+			continue // another principal's, gone, or refused (rate limited): not acknowledged
 		}
 		known = append(known, &watched{tid: tid})
 		acked = append(acked, s)

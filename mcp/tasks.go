@@ -108,17 +108,19 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	unknown := func() {
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task"))
 	}
-	if c.rateLimited(st, m.ID) {
-		return
-	}
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		c.s.fail.fail(c.limitKey)
+		if c.rateLimited(st, m.ID, c.badToken()) {
+			return
+		}
 		unknown()
 		return
 	}
 	ack := func() { c.reply(st, spec.EncodeResponse(m.ID, json.RawMessage(`{"resultType":"complete"}`))) }
-	r, err := c.lookup(tid.Token, tid.ID)
+	r, wait, err := c.lookup(tid.Token, tid.ID)
+	if c.rateLimited(st, m.ID, wait) {
+		return
+	}
 	if err != nil {
 		switch {
 		case !errors.Is(err, resume.ErrCancelled):

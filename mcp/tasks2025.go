@@ -102,12 +102,11 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 	unknown := func() {
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task"))
 	}
-	if c.rateLimited(st, m.ID) {
-		return
-	}
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		c.s.fail.fail(c.limitKey)
+		if c.rateLimited(st, m.ID, c.badToken()) {
+			return
+		}
 		unknown()
 		return
 	}
@@ -116,7 +115,10 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 		b, _ := json.Marshal(v)
 		c.reply(st, spec.EncodeResponse(m.ID, b))
 	}
-	r, err := c.lookup(tid.Token, tid.ID)
+	r, wait, err := c.lookup(tid.Token, tid.ID)
+	if c.rateLimited(st, m.ID, wait) {
+		return
+	}
 	if err != nil {
 		switch {
 		case !errors.Is(err, resume.ErrCancelled):
