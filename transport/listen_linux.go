@@ -29,3 +29,13 @@ func userTimeout(c *net.TCPConn) time.Duration {
 	})
 	return time.Duration(ms) * time.Millisecond
 }
+
+// fileLimit is the process's open-file limit (RLIMIT_NOFILE, as Go raised it
+// at start), or 0 when it is unknown or unlimited.
+func fileLimit() int {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
+		return 0
+	}
+	return int(r.Cur)
+}

@@ -146,6 +146,7 @@ type serveFlags struct {
 	wsAddr         string
 	wsPing         time.Duration
 	wsPingTimeout  time.Duration
+	wsInitTimeout  time.Duration
 	path           string
 	hosts          string
 	origins        string
@@ -157,6 +158,8 @@ type serveFlags struct {
 	streamIdle     time.Duration
 	keepAlive      time.Duration
 	userTimeout    time.Duration
+	maxConns       int
+	maxConnsA      int
 	conformance    bool
 	maxWait        time.Duration
 	minWait        time.Duration
@@ -216,6 +219,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.StringVar(&f.wsAddr, "ws", "", "also serve WebSocket (/ws) and the demo page (/) on a listener of their own at this address (they are on the --http listener too)")
 	fs.DurationVar(&f.wsPing, "ws-ping", 20*time.Second, "interval of WebSocket keepalive pings (negative: none)")
 	fs.DurationVar(&f.wsPingTimeout, "ws-ping-timeout", 10*time.Second, "a WebSocket peer whose pong is this late is taken for dead: its connection is dropped and its requests detached")
+	fs.DurationVar(&f.wsInitTimeout, "ws-init-timeout", 10*time.Second, "a WebSocket connection that has not sent initialize (or a 2026-era request) this long after its handshake is closed (1008) (negative: no bound)")
 	fs.StringVar(&f.hosts, "allowed-hosts", "", "Host header values accepted, comma-separated, * for any (default: loopback names, plus the --http host when it is a name or a non-wildcard address)")
 	fs.StringVar(&f.origins, "allowed-origins", "", "Origin header values accepted, comma-separated, * for any (default: http(s) origins on loopback names)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", 10*time.Minute, "end an HTTP session with no open stream after this long (its resumable requests live on)")
@@ -226,6 +230,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.DurationVar(&f.streamIdle, "stream-idle", 0, "close a request's event stream after this long without an event; the client reconnects with Last-Event-ID (0: never)")
 	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "an event stream quiet this long gets a keepalive comment; the interval is announced on every stream (Mcp-Resume-Keepalive), and mcp-resume's clients take a stream silent for 2.5 times it for a dead connection")
 	fs.DurationVar(&f.userTimeout, "tcp-user-timeout", 30*time.Second, "a connection whose peer acknowledges nothing written for this long is dropped (TCP_USER_TIMEOUT, Linux) and its requests detached: a client that vanished without closing (a laptop that slept) is found at the next keepalive, not after the kernel's 15 minutes of retransmissions (0: the kernel's default)")
+	fs.IntVar(&f.maxConns, "max-conns", transport.DefaultMaxConns(), "TCP connections open at once over the --http and --ws listeners (default 10000, or three quarters of the open-file limit when lower); past it a new connection is answered 503 too_many_connections and closed (negative: no bound)")
+	fs.IntVar(&f.maxConnsA, "max-conns-per-address", transport.DefaultMaxConnsPerAddress, "TCP connections open at once from one remote address (IPv6: one /64), the same way")
 	fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")
@@ -447,6 +453,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 			PingInterval:    f.wsPing,
 			PingTimeout:     f.wsPingTimeout,
 		},
+		InitTimeout:    f.wsInitTimeout,
 		AllowedHosts:   slices.Concat(allowedHosts(f.hosts, f.httpAddr), allowedHosts(f.hosts, f.wsAddr)),
 		Keys:           keys,
 		AllowedOrigins: splitList(f.origins),
@@ -460,8 +467,9 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		srv *http.Server
 	}
 	var lns []listener
+	limit := transport.NewConnLimit(f.maxConns, f.maxConnsA) // one for every listener: the files are the process's
 	listen := func(addr string, mux *http.ServeMux) error {
-		ln, err := transport.Listen(ctx, addr, f.userTimeout)
+		ln, err := transport.Listen(ctx, addr, &transport.ListenOptions{UserTimeout: f.userTimeout, Limit: limit})
 		if err != nil {
 			return err
 		}
@@ -481,7 +489,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		pr.register(mux)
 		sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_http_sessions", Help: "Streamable HTTP sessions open"},
 			func() float64 { return float64(h.Sessions()) })
-		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), timer, sessions)))
+		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), append([]prometheus.Collector{timer, sessions}, connMetrics(limit, wsh)...)...)))
 		if err := listen(f.httpAddr, mux); err != nil {
 			return err
 		}
@@ -534,6 +542,25 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		err = nil
 	}
 	return err
+}
+
+// connMetrics exports limit (the connections open, and those refused at each
+// bound) and the WebSocket connections wsh closed for not initializing.
+func connMetrics(limit *transport.ConnLimit, wsh *ws.Handler) []prometheus.Collector {
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_connections", Help: "TCP connections open on the --http and --ws listeners"},
+		func() float64 { return float64(limit.Conns()) })
+	refused := func(bound string, n func(total, perAddress uint64) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_resume_connections_refused_total",
+			Help:        "TCP connections refused at --max-conns (bound=total) or --max-conns-per-address (bound=address)",
+			ConstLabels: prometheus.Labels{"bound": bound}},
+			func() float64 { return float64(n(limit.Refused())) })
+	}
+	return []prometheus.Collector{open,
+		refused("total", func(total, _ uint64) uint64 { return total }),
+		refused("address", func(_, perAddress uint64) uint64 { return perAddress }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_resume_ws_init_timeouts_total",
+			Help: "WebSocket connections closed for sending no initialize within --ws-init-timeout"},
+			func() float64 { return float64(wsh.InitTimeouts()) })}
 }
 
 // allowedHosts is --allowed-hosts, or by default the loopback names plus the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -87,17 +88,32 @@ type Conn struct {
 	fail error      // why we dropped the connection (keepalive), for Read
 
 	eof bool // the peer's close frame was read; owned by the reader
+
+	// With an init deadline (AcceptOptions.InitTimeout): opened is closed by
+	// the reader at the first message that opens a session, and the watcher
+	// closes the connection when the deadline comes first (noInit).
+	initTimeout time.Duration
+	opened      chan struct{}
+	isOpen      bool // opened is closed; owned by the reader
+	noInit      atomic.Bool
 }
 
 var _ transport.Conn = (*Conn)(nil)
 
-func newConn(c *websocket.Conn, raw *rawConn, o Options) *Conn {
+// newConn returns a Conn over c. With initTimeout > 0 (a server's), the peer
+// must open a session within that long (see AcceptOptions.InitTimeout).
+func newConn(c *websocket.Conn, raw *rawConn, o Options, initTimeout time.Duration) *Conn {
 	c.SetReadLimit(-1) // Read enforces the limit itself, without closing
 	ctx, cancel := context.WithCancel(context.Background())
-	conn := &Conn{ws: c, raw: raw, opts: o, life: ctx, cancel: cancel, closed: make(chan struct{})}
-	if o.PingInterval > 0 {
+	conn := &Conn{ws: c, raw: raw, opts: o, life: ctx, cancel: cancel, closed: make(chan struct{}),
+		initTimeout: initTimeout, opened: make(chan struct{})}
+	if initTimeout <= 0 {
+		conn.isOpen = true
+		close(conn.opened)
+	}
+	if o.PingInterval > 0 || initTimeout > 0 {
 		conn.wg.Add(1)
-		go conn.keepalive()
+		go conn.watch()
 	}
 	return conn
 }
@@ -132,8 +148,23 @@ func (c *Conn) Read(ctx context.Context) ([]byte, error) {
 		if tooLarge {
 			return nil, &transport.TooLargeError{Limit: c.opts.MaxMessageBytes}
 		}
+		if !c.isOpen && opens(msg) {
+			c.isOpen = true
+			close(c.opened)
+		}
 		return msg, nil
 	}
+}
+
+// opens reports whether msg opens a session: an initialize request, or a
+// request of the 2026-07-28 era, which needs none.
+func opens(msg []byte) bool {
+	m, err := spec.Decode(msg)
+	if err != nil {
+		return false
+	}
+	class := mcp.Classify(m)
+	return class.Opens || class.Modern
 }
 
 var errBinary = spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spec.ReasonBinaryFrame,
@@ -201,27 +232,31 @@ func (c *Conn) Close() error {
 }
 
 // closeWith sends a close frame with code and reason, waits for the peer's up to
-// CloseTimeout, and drops the connection. Only the first call does anything.
+// CloseTimeout, and drops the connection. Only the first call does anything;
+// every call returns once the connection's watcher has stopped.
 func (c *Conn) closeWith(code websocket.StatusCode, reason string) {
-	c.closeOnce.Do(func() {
-		close(c.closed)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = c.ws.Close(code, reason)
-		}()
-		t := time.NewTimer(c.opts.CloseTimeout)
-		select {
-		case <-done:
-		case <-t.C:
-			_ = c.raw.Close()
-			<-done
-		}
-		t.Stop()
+	c.closeOnce.Do(func() { c.shut(code, reason) })
+	c.wg.Wait()
+}
+
+// shut is closeWith but for waiting for the watcher (which calls it too).
+func (c *Conn) shut(code websocket.StatusCode, reason string) {
+	close(c.closed)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.ws.Close(code, reason)
+	}()
+	t := time.NewTimer(c.opts.CloseTimeout)
+	select {
+	case <-done:
+	case <-t.C:
 		_ = c.raw.Close()
-		c.cancel()
-		c.wg.Wait()
-	})
+		<-done
+	}
+	t.Stop()
+	_ = c.raw.Close()
+	c.cancel()
 }
 
 // drop ends the connection at once, without a close handshake: Read returns err.
@@ -263,17 +298,41 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// keepalive pings the peer every PingInterval and drops the connection when a
-// pong does not come within PingTimeout.
-func (c *Conn) keepalive() {
+// watch pings the peer every PingInterval and drops the connection when a
+// pong does not come within PingTimeout; with an init deadline, it closes the
+// connection (1008, policy violation) when the peer has not opened a session
+// by then.
+func (c *Conn) watch() {
 	defer c.wg.Done()
-	t := time.NewTicker(c.opts.PingInterval)
-	defer t.Stop()
+	var ping, initC <-chan time.Time
+	if c.opts.PingInterval > 0 {
+		t := time.NewTicker(c.opts.PingInterval)
+		defer t.Stop()
+		ping = t.C
+	}
+	opened := c.opened
+	if c.initTimeout > 0 {
+		t := time.NewTimer(c.initTimeout)
+		defer t.Stop()
+		initC = t.C
+	}
 	for {
 		select {
 		case <-c.life.Done():
 			return
-		case <-t.C:
+		case <-opened:
+			opened, initC = nil, nil
+			if ping == nil {
+				return
+			}
+			continue
+		case <-initC:
+			c.closeOnce.Do(func() {
+				c.noInit.Store(true)
+				c.shut(websocket.StatusPolicyViolation, fmt.Sprintf("no initialize within %v", c.initTimeout))
+			})
+			return
+		case <-ping:
 		}
 		ctx, cancel := context.WithTimeout(c.life, c.opts.PingTimeout)
 		err := c.ws.Ping(ctx)

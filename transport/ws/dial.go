@@ -73,5 +73,5 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return newConn(c, raw, o.Options.withDefaults()), nil
+	return newConn(c, raw, o.Options.withDefaults(), 0), nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -35,6 +36,12 @@ type AcceptOptions struct {
 	// connection's resumable requests are bound to the key's principal
 	// (Conn.Principal). Nil: no authentication.
 	Keys *transport.KeySet
+	// InitTimeout bounds the time from the upgrade to the client's first
+	// message that opens a session: an initialize request, or a request of the
+	// 2026-07-28 era (which needs none). A connection that has sent none by
+	// then is closed with 1008 (policy violation), so that connections that
+	// never initialize cannot pile up. Default 10s; negative: no bound.
+	InitTimeout time.Duration
 	// Logger receives the transport's logs. Nil means none.
 	Logger *zerolog.Logger
 }
@@ -47,6 +54,9 @@ func (o *AcceptOptions) withDefaults() AcceptOptions {
 	v.Options = v.Options.withDefaults()
 	if len(v.AllowedHosts) == 0 {
 		v.AllowedHosts = transport.LoopbackHosts
+	}
+	if v.InitTimeout == 0 {
+		v.InitTimeout = 10 * time.Second
 	}
 	if v.Logger == nil {
 		nop := zerolog.Nop()
@@ -98,7 +108,7 @@ func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, er
 	}
 	// Deadlines the HTTP server set for the handshake must not cut the connection.
 	_ = hw.conn.SetDeadline(time.Time{})
-	conn := newConn(c, hw.conn, o.Options)
+	conn := newConn(c, hw.conn, o.Options, o.InitTimeout)
 	conn.principal = principal
 	return conn, nil
 }
@@ -133,6 +143,8 @@ type Handler struct {
 	conns  map[*Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup // connections being served
+
+	initTimeouts atomic.Uint64 // connections closed for sending no initialize in time
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -174,12 +186,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	delete(h.conns, c)
 	h.mu.Unlock()
+	if c.noInit.Load() {
+		h.initTimeouts.Add(1)
+		h.log.Debug().Str("remote", r.RemoteAddr).Stringer("initTimeout", h.opts.InitTimeout).Msg("WebSocket closed: no initialize in time")
+		return
+	}
 	ev := h.log.Debug()
 	if err != nil {
 		ev = h.log.Info().Err(err)
 	}
 	ev.Str("remote", r.RemoteAddr).Msg("WebSocket disconnected")
 }
+
+// InitTimeouts returns the number of connections closed so far for opening
+// no session within AcceptOptions.InitTimeout.
+func (h *Handler) InitTimeouts() uint64 { return h.initTimeouts.Load() }
 
 // Conns returns the number of connections being served.
 func (h *Handler) Conns() int {
