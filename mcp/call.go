@@ -44,6 +44,9 @@ type call struct {
 	legacyTask bool          // ... asked for with params.task (2025-11-25): a task at once
 	taskID     *taskID       // the legacy task's id, once it is one (guarded by mu)
 	patch      func(any) any // edits the result before it is encoded; may be nil
+	// key: the call key the client named the call with (spec.MetaKey), which
+	// becomes its request's token; "" for none.
+	key string
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req *resume.Request // set once the request is resumable
@@ -58,6 +61,9 @@ type call struct {
 	// upstream's own error): the request answers it as it is, not as mcp-go's
 	// -32603.
 	failure *spec.Error
+	// refusal: the call may not run (its key names another request); the
+	// middleware answers it instead of running the tool.
+	refusal *spec.Error
 	timer   *time.Timer // for Mode After: promotes the call when it fires
 	done    bool        // the handler returned
 	lost    bool        // the connection went away before the request became resumable
@@ -101,6 +107,28 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 			cancel(errClientCancel)
 			c.replyError(st, m.ID, spec.NewError(spec.CodeMethodNotFound, "", "this tool runs only as a task: call it with params.task"))
 			return
+		}
+	}
+	if m.Method == string(mcp.MethodToolsCall) && cl.resumable && !cl.task {
+		ck, kerr := spec.CallKey(m.Params)
+		if kerr != nil {
+			cancel(errClientCancel)
+			c.replyError(st, m.ID, kerr)
+			return
+		}
+		if ck != "" {
+			switch r, err := c.s.eng.LookupKey(ck, m.ID, c.principal); {
+			case err == nil: // sent again: the call runs already, or has its result
+				cancel(errClientCancel)
+				c.rejoin(r, m.ID, ck, st, mr != nil)
+				return
+			case errors.Is(err, resume.ErrUnknown):
+				cl.key = ck
+			default: // ended: what a resume would answer
+				cancel(errClientCancel)
+				c.replyError(st, m.ID, wireError(err))
+				return
+			}
 		}
 	}
 	c.mu.Lock()
@@ -250,6 +278,15 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 			}
 			ctx = cs.cl.apply(ctx, p)
 		}
+		cs.cl.mu.Lock()
+		refusal := cs.cl.refusal
+		if refusal != nil {
+			cs.cl.failure = refusal
+		}
+		cs.cl.mu.Unlock()
+		if refusal != nil {
+			return nil, refusal
+		}
 		res, err := next(ctx, req)
 		var se *spec.Error
 		if errors.As(err, &se) {
@@ -313,8 +350,14 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	// policy, no sequence numbers, whatever the client declared.
 	hidden := !cl.resumable || cl.task
 	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: sinkOf(cl.st), Principal: c.principal, Task: cl.task}
+	if !hidden {
+		so.Token = cl.key
+	}
 	if restartable && !hidden {
 		so.Payload = bytes.Clone(cl.raw)
+		if cl.key != "" {
+			so.Payload = spec.WithoutKey(so.Payload) // a secret, not stored
+		}
 	}
 	var rd *round
 	switch {
@@ -328,6 +371,10 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		so.Sink = rd
 	}
 	r, tok, err := s.eng.Start(cl.id, &so)
+	if errors.Is(err, resume.ErrExists) {
+		cl.refusal = spec.NewError(spec.CodeInvalidParams, spec.ReasonKeyInUse, "the call key names another request: choose a new key for each call")
+		return nil
+	}
 	if err != nil {
 		c.logger().Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil

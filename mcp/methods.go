@@ -149,6 +149,32 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 	}()
 }
 
+// rejoin answers a tools/call sent again with the key of a call that is known
+// (spec.MetaKey): the client lost the first one's connection, maybe before its
+// resume policy came. The policy is written again, then everything the request
+// holds (Request.AttachAll), as a resume would, but from its first message.
+func (c *connState) rejoin(r *resume.Request, id spec.ID, key string, st Stream, modern bool) {
+	snk := sinkOf(st)
+	if modern {
+		rs := requestState{ID: id, Token: key}
+		snk = &round{st: st, id: id, orig: id, state: rs.encode()}
+	}
+	p := spec.ResumePolicyParams{RequestID: id, ResumeToken: key, MaxWait: &c.s.caps.MaxWait, MinWait: &c.s.caps.MinWait}
+	if err := st.Write(c.ctx, Message{Kind: KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}); err != nil {
+		return
+	}
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		if err := r.AttachAll(snk); err != nil {
+			c.replyError(st, id, wireError(err))
+			return
+		}
+		c.track(r, false, st, snk)
+		c.debug().Str("request", string(id)).Msg("call sent again; attached")
+	}()
+}
+
 // cancelled handles notifications/cancelled. A request attached to this connection,
 // or one named with its resume token (our extension), is cancelled; anything else
 // is ignored, as JSON-RPC allows no answer to a notification.

@@ -146,7 +146,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	s.caps = spec.ServerCapability{
 		MaxWait:    int64(eff.MaxWait / time.Second),
 		MinWait:    int64(eff.MinWait / time.Second),
-		Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck},
+		Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck, spec.ExtensionKey},
 	}
 	s.tasks = s.opts.tasksOffered()
 	if s.opts.MaxConcurrentPerPrincipal == 0 {

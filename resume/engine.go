@@ -41,6 +41,9 @@ var (
 	// principal's) is used up by queued messages even with every kept result
 	// released; the new request is not resumable.
 	ErrFull = errors.New("resume: the byte budget for queued messages is used up")
+	// ErrExists: a request with StartOptions.Token is live, or ended with its
+	// tombstone still kept.
+	ErrExists = errors.New("resume: a request with this token exists")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("resume: engine closed")
 )
@@ -312,6 +315,11 @@ type StartOptions struct {
 	// Task marks the request as a task (the Tasks extension, or the 2025-11-25
 	// form): counted apart in Stats.
 	Task bool
+	// Token, when set, is the request's token instead of a new random one: a key
+	// the client chose and sent with its call, so that it can find the request
+	// without having received its policy. The caller vouches that it is
+	// unguessable. Start returns ErrExists when a request with it is known.
+	Token string
 }
 
 // Start registers a new resumable request with JSON-RPC id id. It returns the
@@ -323,7 +331,12 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if e.over(so.Principal) {
 		e.trim() // the oldest kept results make room, if they can
 	}
-	tok, h := newToken()
+	tok, h := so.Token, TokenHash{}
+	if tok == "" {
+		tok, h = newToken()
+	} else {
+		h = HashToken(tok)
+	}
 	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode, payload: so.Payload, task: so.Task}
 	base := context.Background()
 	if so.Values != nil {
@@ -345,6 +358,10 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		e.mu.Unlock()
 		r.cancel(ErrFull)
 		return nil, "", ErrFull
+	case so.Token != "" && e.knownLocked(h):
+		e.mu.Unlock()
+		r.cancel(ErrExists)
+		return nil, "", ErrExists
 	}
 	e.live[h] = r
 	e.addRunningLocked(so.Principal, 1)
@@ -398,6 +415,17 @@ func (e *Engine) Lookup(token string, id []byte) (*Request, error) {
 // owned by another instance is returned as a proxy (see peers.go), and one whose
 // owner is lost is claimed first.
 func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, error) {
+	r, err := e.LookupKey(token, id, principal)
+	if errors.Is(err, ErrUnknown) {
+		e.tokenFailures.Add(1)
+	}
+	return r, err
+}
+
+// LookupKey is LookupAs for a token the client chose itself (StartOptions.Token):
+// not finding one is how a keyed call starts, not a failed token check, and is
+// not counted as one.
+func (e *Engine) LookupKey(token string, id []byte, principal string) (*Request, error) {
 	h := HashToken(token)
 	e.mu.Lock()
 	r, held := e.live[h]
@@ -415,7 +443,6 @@ func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, 
 			return r, err
 		}
 	}
-	e.tokenFailures.Add(1)
 	return nil, ErrUnknown
 }
 
@@ -517,6 +544,14 @@ func (e *Engine) retainLocked(r *Request) {
 	if len(e.retainQ) > 2*e.retained+64 { // drop the gone ones, amortized
 		e.retainQ = slices.DeleteFunc(e.retainQ, func(q *Request) bool { return q.gone.Load() })
 	}
+}
+
+// knownLocked says whether a request with hash h is live or has a tombstone.
+// Called with e.mu held.
+func (e *Engine) knownLocked(h TokenHash) bool {
+	_, live := e.live[h]
+	_, tomb := e.tombs[h]
+	return live || tomb
 }
 
 // over says whether the byte budget of principal's requests, or of all, is

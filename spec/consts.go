@@ -29,6 +29,19 @@ const (
 	// MetaDropped, in a getStatus result, counts messages dropped under the
 	// request's byte budget (log notifications) or coalesced (older progress).
 	MetaDropped = "io.mcp-resume/dropped"
+	// MetaKey, in the `_meta` of a tools/call's params, names the call with a key
+	// the client chose (unguessable: KeyMinLen to KeyMaxLen characters of the
+	// base64url alphabet, '.' or '~'). The key is the request's resume token: the
+	// client can ask its status or resume it before its policy arrived, and a
+	// tools/call sent again with the same key and id attaches to the call instead
+	// of running the tool twice.
+	MetaKey = "io.mcp-resume/key"
+)
+
+// Bounds of a call key (MetaKey): 22 characters of base64url carry 128 bits.
+const (
+	KeyMinLen = 22
+	KeyMaxLen = 128
 )
 
 // Extension names, listed by the server's advertisement and, for ExtensionAck, by a
@@ -36,6 +49,8 @@ const (
 const (
 	ExtensionSeq = "io.mcp-resume/seq"
 	ExtensionAck = "io.mcp-resume/ack"
+	// ExtensionKey: the server takes call keys (MetaKey).
+	ExtensionKey = "io.mcp-resume/key"
 )
 
 // JSON-RPC 2.0 error codes.
@@ -135,4 +150,13 @@ const (
 	// ReasonBinaryFrame (-32600, id null): a binary WebSocket message; messages are
 	// text. The message is skipped and the connection stays open.
 	ReasonBinaryFrame Reason = "binary_frame"
+
+	// Call keys (MetaKey).
+
+	// ReasonInvalidKey (-32602): a call key that is not a string of KeyMinLen to
+	// KeyMaxLen characters of the base64url alphabet, '.' or '~'.
+	ReasonInvalidKey Reason = "invalid_key"
+	// ReasonKeyInUse (-32602): the call key names another request (another id) of
+	// this principal.
+	ReasonKeyInUse Reason = "key_in_use"
 )

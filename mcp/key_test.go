@@ -1,0 +1,117 @@
+package mcp_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+const callKey = "k3y-of-a-call_chosen-at-random-0123456789"
+
+// countingServer has a tool "steps" that sends progress 1-3, one a second, and
+// counts how often it runs.
+func countingServer(runs *atomic.Int32) *server.MCPServer {
+	s := demo.Server("test")
+	s.AddTool(mcpgo.NewTool("steps"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		runs.Add(1)
+		srv := server.ServerFromContext(ctx)
+		for i := 1; i <= 3; i++ {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Second):
+			}
+			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": i})
+		}
+		return mcpgo.NewToolResultText("done"), nil
+	})
+	return s
+}
+
+const keyedCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"steps","_meta":{"progressToken":"p","io.mcp-resume/key":%q}}}`
+
+// A call named with a key whose connection is lost, before or after its policy
+// came, is found by its key: getStatus with the key as token answers, and the
+// same tools/call sent again attaches to the running call (its policy again,
+// then every message from the first, nothing twice) instead of running the tool
+// a second time.
+func TestCallKeySentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int32
+		core := mcp.New(countingServer(&runs), nil)
+		dial := serveCore(t, core)
+		a := e2etest.NewClient(t, dial(t))
+		init := a.Initialize(`{"resumableRequests":{}}`)
+		if !strings.Contains(string(init.Raw), spec.ExtensionKey) {
+			t.Fatalf("initialize does not advertise %s: %s", spec.ExtensionKey, init.Raw)
+		}
+		a.Send(keyedCall, callKey)
+		if pol := e2etest.PolicyOf(t, a.Next()); pol.ResumeToken != callKey {
+			t.Fatalf("the policy's token is not the call's key")
+		}
+		if m := a.Next(); m.Method != spec.MethodProgress || m.Seq() != 1 {
+			t.Fatalf("first connection: %s, want progress 1", m.Raw)
+		}
+		a.Close() // lost with progress 1 in its buffers, say, and the policy
+
+		b := e2etest.NewClient(t, dial(t))
+		b.Initialize(`{"resumableRequests":{}}`)
+		if st, err := b.GetStatus("9", "7", callKey); err != nil || st.Status != string(spec.StatusProcessing) {
+			t.Fatalf("getStatus by key: %+v %v", st, err)
+		}
+		time.Sleep(time.Second) // progress 2 queued while detached
+		b.Send(keyedCall, callKey)
+		if pol := e2etest.PolicyOf(t, b.Next()); pol.ResumeToken != callKey {
+			t.Fatalf("the policy sent again does not carry the key")
+		}
+		resp, before := b.Response("7")
+		var progress []uint64
+		for _, m := range before {
+			if m.Method == spec.MethodProgress {
+				progress = append(progress, m.Seq())
+			}
+		}
+		if len(progress) != 3 || progress[0] != 1 || progress[2] != 3 || resp.Error != nil {
+			t.Fatalf("sent again: progress seqs %v, response %s; want 1, 2, 3 and the result", progress, resp.Raw)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the tool ran %d times, want once", n)
+		}
+	})
+}
+
+// A key that is not one, or that names another request, is refused with a
+// reason, and the tool does not run.
+func TestCallKeyRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int32
+		core := mcp.New(countingServer(&runs), nil)
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{"resumableRequests":{}}`)
+		c.Send(keyedCall, "short")
+		if m, _ := c.Response("7"); m.Error == nil || m.Error.Reason != spec.ReasonInvalidKey {
+			t.Fatalf("a short key: %s, want invalid_key", m.Raw)
+		}
+		c.Send(keyedCall, callKey)
+		e2etest.PolicyOf(t, c.Next())
+		c.Send(strings.Replace(keyedCall, `"id":7`, `"id":8`, 1), callKey)
+		if m, _ := c.Response("8"); m.Error == nil || m.Error.Reason != spec.ReasonKeyInUse {
+			t.Fatalf("the key of another call: %s, want key_in_use", m.Raw)
+		}
+		c.Response("7")
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the tool ran %d times, want once", n)
+		}
+	})
+}
