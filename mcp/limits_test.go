@@ -2,9 +2,11 @@ package mcp_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 
+	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -64,5 +66,32 @@ func TestMaxLivePerPrincipalCalls(t *testing.T) {
 			}
 		}
 		startBlock(t, bob, "1")
+	})
+}
+
+// Past the engine's byte budget the oldest kept result goes first, and its
+// client is told why: expired, detail evicted.
+func TestByteBudgetEvictsOldest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxBytes: 6 << 10}})
+		dial := serveCore(t, core)
+		big := strings.Repeat("x", 4<<10)
+		var toks []string
+		for range 2 {
+			c := e2etest.NewClient(t, dial(t))
+			c.Initialize(`{"resumableRequests":{}}`)
+			c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, big)
+			toks = append(toks, e2etest.PolicyOf(t, c.Next()).ResumeToken)
+			c.Close() // gone before the result: it is kept
+			synctest.Wait()
+		}
+		c := e2etest.NewClient(t, dial(t))
+		c.Initialize(`{"resumableRequests":{}}`)
+		if _, err := c.GetStatus("2", "1", toks[0]); err == nil || err.Reason != spec.ReasonExpired || err.Detail != "evicted" {
+			t.Fatalf("the oldest result past the byte budget: %+v, want expired, detail evicted", err)
+		}
+		if st, err := c.GetStatus("3", "1", toks[1]); err != nil || st.Status != string(spec.StatusCompleted) {
+			t.Fatalf("the newest result: %+v %v", st, err)
+		}
 	})
 }

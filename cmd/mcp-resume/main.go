@@ -160,6 +160,7 @@ type serveFlags struct {
 	userTimeout    time.Duration
 	maxConns       int
 	maxConnsA      int
+	bodyTimeout    time.Duration
 	conformance    bool
 	maxWait        time.Duration
 	minWait        time.Duration
@@ -169,6 +170,8 @@ type serveFlags struct {
 	maxLive        int
 	maxRetained    int
 	queueBytes     int
+	queuedBytes    int64
+	queuedBytesP   int64
 	maxMessage     int
 	policies       string
 	defaultPolicy  string
@@ -232,6 +235,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.DurationVar(&f.userTimeout, "tcp-user-timeout", 30*time.Second, "a connection whose peer acknowledges nothing written for this long is dropped (TCP_USER_TIMEOUT, Linux) and its requests detached: a client that vanished without closing (a laptop that slept) is found at the next keepalive, not after the kernel's 15 minutes of retransmissions (0: the kernel's default)")
 	fs.IntVar(&f.maxConns, "max-conns", transport.DefaultMaxConns(), "TCP connections open at once over the --http and --ws listeners (default 10000, or three quarters of the open-file limit when lower); past it a new connection is answered 503 too_many_connections and closed (negative: no bound)")
 	fs.IntVar(&f.maxConnsA, "max-conns-per-address", transport.DefaultMaxConnsPerAddress, "TCP connections open at once from one remote address (IPv6: one /64), the same way")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", 30*time.Second, "a Streamable HTTP POST whose body has not fully arrived this long after its head is answered 408 (request_timeout) and its connection closed; the event stream that follows is not bounded by it (negative: no bound)")
 	fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")
@@ -241,6 +245,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.IntVar(&f.maxLive, "max-live", 10000, "maximum running resumable requests; past it new calls run without a resume policy")
 	fs.IntVar(&f.maxRetained, "max-retained", 100000, "maximum finished requests whose results are kept; past it the oldest is released")
 	fs.IntVar(&f.queueBytes, "queue-bytes", 1<<20, "byte budget of each request's queued messages")
+	fs.Int64Var(&f.queuedBytes, "max-queued-bytes", defaultQueuedBytes(), "byte budget of everything kept for every request together, results included (default: a quarter of the machine's or the cgroup's memory); at it the oldest kept results go first (answering expired, detail evicted), and new calls run without a resume policy while it stays used up (negative: no budget)")
+	fs.Int64Var(&f.queuedBytesP, "max-queued-bytes-per-principal", 0, "the same budget for the requests of each principal (--api-keys) (0: a quarter of --max-queued-bytes; negative: none)")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", transport.DefaultMaxMessageBytes, "largest message accepted from a client")
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
 	fs.StringVar(&f.defaultPolicy, "default-policy", "always", "resume policy of tools not named in --policy")
@@ -353,7 +359,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
-			MaxLivePerPrincipal: f.maxLiveP, Peers: peers,
+			MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP, Peers: peers,
 		},
 		DefaultPolicy: def,
 		Tools:         tools,
@@ -438,6 +444,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		AllowedHosts:            allowedHosts(f.hosts, f.httpAddr),
 		AllowedOrigins:          splitList(f.origins),
 		MaxMessageBytes:         f.maxMessage,
+		BodyTimeout:             f.bodyTimeout,
 		SessionIdle:             f.sessionIdle,
 		EmptySessionIdle:        f.emptyIdle,
 		MaxSessions:             f.maxSessions,
@@ -473,7 +480,12 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		if err != nil {
 			return err
 		}
-		lns = append(lns, listener{ln, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.New(log, "", 0)}})
+		// A request's head must come within 10 s (a WebSocket handshake's too);
+		// a connection between requests is closed after 2 minutes (an idle
+		// keep-alive connection counts toward --max-conns). No ReadTimeout: it
+		// would cut the event streams; --body-timeout bounds a POST body.
+		lns = append(lns, listener{ln, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+			ErrorLog: stdlog.New(log, "", 0)}})
 		return nil
 	}
 	closeAll := func() {

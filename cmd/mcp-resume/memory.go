@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// defaultQueuedBytes is --max-queued-bytes' default: a quarter of the memory
+// this process may use (the machine's, or its cgroup's limit when lower), or
+// 1 GiB when neither can be read.
+func defaultQueuedBytes() int64 {
+	mem := machineMemory()
+	if lim := cgroupLimit(); lim > 0 && (mem == 0 || lim < mem) {
+		mem = lim
+	}
+	if mem == 0 {
+		return 1 << 30
+	}
+	return mem / 4
+}
+
+// machineMemory returns MemTotal from /proc/meminfo in bytes, or 0.
+func machineMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// cgroupLimit returns the cgroup v2 memory limit of this process in bytes, or
+// 0 when there is none or it cannot be read.
+func cgroupLimit() int64 {
+	b, err := os.ReadFile("/sys/fs/cgroup/memory.max")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64) // "max": no limit
+	if err != nil {
+		return 0
+	}
+	return n
+}
