@@ -10,10 +10,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// ReasonTooManyConnections is the error.data.reason of the answer to a
-// connection refused at a ConnLimit bound.
-const ReasonTooManyConnections spec.Reason = "too_many_connections"
-
 // DefaultMaxConnsPerAddress is the default bound of connections from one
 // remote address. Loopback is one address: it is high enough for a local
 // client with hundreds of calls in flight, each on a connection of its own.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,13 @@ type Options struct {
 	Keys *transport.KeySet
 	// MaxMessageBytes bounds a POST body. Default transport.DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// BodyTimeout bounds the reading of a POST body, from the end of the
+	// request's head: a body that has not fully arrived by then is answered
+	// 408 with reason request_timeout (when the client still reads) and its
+	// connection closed. It covers the body only, not the event stream that
+	// may follow (unlike http.Server.ReadTimeout, which would cut every stream
+	// it outlived). Default 30s; negative: no bound.
+	BodyTimeout time.Duration
 	// EmptySessionIdle: a session without an open stream is checked this long
 	// after its last stream ended, and again as often while it has work
 	// (mcp.Session.Busy: a call running, a delivered request not ended). Once
@@ -111,6 +119,9 @@ func (o *Options) withDefaults() Options {
 		if *d <= 0 {
 			*d = val
 		}
+	}
+	if v.BodyTimeout == 0 {
+		v.BodyTimeout = 30 * time.Second
 	}
 	def(&v.SessionIdle, 10*time.Minute)
 	def(&v.EmptySessionIdle, time.Minute)
@@ -317,12 +328,18 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 			"Accept must include application/json and text/event-stream"))
 		return
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
+	raw, err := h.readBody(w, r)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			fail(w, http.StatusRequestEntityTooLarge, spec.NewError(spec.CodeInvalidRequest, spec.ReasonMessageTooLarge,
 				(&transport.TooLargeError{Limit: h.opts.MaxMessageBytes}).Error()))
+			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			h.log.Info().Str("remote", r.RemoteAddr).Stringer("bodyTimeout", h.opts.BodyTimeout).Msg("POST body not received in time; connection closed")
+			fail(w, http.StatusRequestTimeout, spec.NewError(spec.CodeInvalidRequest, transport.ReasonRequestTimeout,
+				"the request body did not arrive within "+h.opts.BodyTimeout.String()))
 			return
 		}
 		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeParseError, spec.ReasonParseError, "reading the body: "+err.Error()))
@@ -392,6 +409,25 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		st.startSSE()
 	}
 	st.serve(r)
+}
+
+// readBody reads a POST body of at most MaxMessageBytes within BodyTimeout.
+// The read deadline is lifted once the body is in: the connection goes on to
+// carry the answer's event stream, and the read net/http keeps pending on it
+// (to notice the client go away) must not fail at the deadline. (net/http
+// lifts it too as it starts that read, at the body's end; TestBodyTimeout
+// checks a stream that outlives the deadline.)
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if h.opts.BodyTimeout <= 0 {
+		return io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return raw, err
 }
 
 // postModern handles a POST of the 2026-07-28 era: one request, on a session of
