@@ -78,7 +78,10 @@ type Options struct {
 	// 10,000, 1,000 and 1,000; negative: no bound.
 	MaxSessions, MaxSessionsPerPrincipal, MaxSessionsPerAddress int
 	// SessionIdle ends a session, parked or not, that has had no open stream for
-	// this long. Its resumable requests stay resumable from another session.
+	// this long, and one whose only open stream is its standalone GET stream
+	// when its client has sent nothing (no request, no new stream) for this
+	// long: keepalive comments keep the connection up but say nothing of the
+	// client. Its resumable requests stay resumable from another session.
 	// Default 10 minutes.
 	SessionIdle time.Duration
 	// KeepAlive: an open event stream quiet this long (nothing flushed) gets an SSE
@@ -273,8 +276,9 @@ func (h *Handler) countLocked(principal, remote string, d int) {
 // unparkLocked takes parked session id up again as a live session.
 func (h *Handler) unparkLocked(id string, ps *parkedSession) *session {
 	delete(h.parked, id)
+	now := time.Now()
 	s := &session{h: h, id: id, streams: make(map[*stream]struct{}), principal: ps.p.Principal(), remote: ps.remote,
-		core: h.core.Unpark(ps.p), used: time.Now()}
+		core: h.core.Unpark(ps.p), used: now, heard: now}
 	h.sessions[id] = s
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
 	return s
@@ -564,6 +568,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 		failID(w, http.StatusNotFound, id, errUnknownSession)
 		return nil
 	}
+	s.touch()
 	return s
 }
 
@@ -611,6 +616,7 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 	h.sessions[s.id] = s
 	h.countLocked(principal, remote, 1)
 	s.used = time.Now()
+	s.heard = s.used
 	s.idle = time.AfterFunc(h.opts.SessionIdle, s.expire)
 	h.mu.Unlock()
 	for _, e := range evicted {

@@ -23,9 +23,32 @@ type session struct {
 	mu      sync.Mutex // guards the fields below
 	streams map[*stream]struct{}
 	def     *stream     // the standalone GET stream, if open
-	idle    *time.Timer // ends the session after SessionIdle with no stream
+	idle    *time.Timer // runs expire while no request's stream is open
 	used    time.Time   // when it was created or a stream of it last ended
-	ended   bool
+	// heard is when the client last sent a request on the session (a
+	// message, a stream); keepalive comments on its streams do not count.
+	heard time.Time
+	ended bool
+}
+
+// touch notes that the client sent a request on the session.
+func (s *session) touch() {
+	s.mu.Lock()
+	s.heard = time.Now()
+	s.mu.Unlock()
+}
+
+// onlyDefaultLocked reports whether the session's one open stream is its
+// standalone GET stream, which carries no request of the client: the session
+// is idle unless its client sends something.
+func (s *session) onlyDefaultLocked() bool {
+	return s.def != nil && len(s.streams) == 1
+}
+
+// quietLeftLocked is how long the client may stay silent before the session
+// has heard nothing for SessionIdle.
+func (s *session) quietLeftLocked() time.Duration {
+	return max(s.h.opts.SessionIdle-time.Since(s.heard), 0)
 }
 
 // newStream opens a stream on the session for the request with key (see idKey);
@@ -56,7 +79,9 @@ func (s *session) openDefault(w http.ResponseWriter) *stream {
 	}
 	s.def = st
 	s.streams[st] = struct{}{}
-	s.idle.Stop()
+	if s.onlyDefaultLocked() { // the clock of a session that only listens
+		s.idle.Reset(s.quietLeftLocked())
+	}
 	s.mu.Unlock()
 	s.core.SetDefaultStream(st)
 	return st
@@ -78,8 +103,12 @@ func (s *session) streamDone(st *stream) {
 		s.def = nil
 	}
 	s.used = time.Now()
-	if len(s.streams) == 0 && !s.ended {
+	switch {
+	case s.ended:
+	case len(s.streams) == 0:
 		s.idle.Reset(s.h.opts.EmptySessionIdle)
+	case s.onlyDefaultLocked():
+		s.idle.Reset(s.quietLeftLocked())
 	}
 }
 
@@ -95,10 +124,30 @@ func (s *session) lastUsed() (time.Time, bool) {
 // again every EmptySessionIdle while it has work: a session with no work is
 // parked (a few hundred bytes until SessionIdle, taken up again by its client's
 // next request); one that still has work when SessionIdle has passed since its
-// last use ends.
+// last use ends. A session whose only open stream is its standalone GET
+// stream ends when its client has sent nothing for SessionIdle: the stream
+// closes, and its requests are detached as when a client goes away (the
+// resumable ones run on, for maxWait). While a request's stream is open, it
+// does not run.
 func (s *session) expire() {
 	s.mu.Lock()
-	if s.ended || len(s.streams) > 0 {
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	if s.onlyDefaultLocked() {
+		if left := s.quietLeftLocked(); left > 0 {
+			s.idle.Reset(left)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.h.forget(s)
+		s.h.log.Debug().Str("session", s.id).Msg("session expired: its client sent nothing, with only its GET stream open")
+		s.end(false)
+		return
+	}
+	if len(s.streams) > 0 {
 		s.mu.Unlock()
 		return
 	}
