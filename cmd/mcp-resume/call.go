@@ -86,7 +86,9 @@ const callUsage = `usage: mcp-resume call [--url URL | --ws URL | --stdio CMD] [
 
 Calls TOOL and prints its result. Values are JSON when they parse as JSON
 (5, true, {"a":1}, "quoted"), strings otherwise. The call survives connection
-loss within the server's maxWait: it is resumed on a new connection. A server
+loss within the server's maxWait: it is resumed on a new connection, and
+stderr says so as it happens ("connection lost, reconnecting (attempt N)",
+then "resumed" once the server took the call up again). A server
 restart (with --data-dir or --nats-url) keeps a finished call's result; a call
 still running then fails, unless the server runs its tool again (--restartable),
 when its progress starts over. Progress shows as a bar on a terminal, as lines
@@ -134,17 +136,18 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var why atomic.Pointer[string] // what ended the last connection
+	var why atomic.Pointer[string] // what ended the last connection, when it says more than "lost"
 	c, err := connectClient(ctx, dial, &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume call", Version: version},
 		Elicitation: elicitFrom(stdin, stderr, bar),
 		OnConnectionLost: func(err error) {
-			s := "connection lost"
+			s := ""
 			if silent := (*streamable.SilenceError)(nil); errors.As(err, &silent) {
 				s = silent.Error()
 			}
 			why.Store(&s)
 		},
+		OnReconnecting: func(attempt int, err error) { bar.line(reconnecting(attempt, why.Load(), err)) },
 	})
 	if err != nil {
 		return err
@@ -163,13 +166,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				bar.line(fmt.Sprintf("request %s is resumable (maxWait %v); resume token %s", p.RequestID, p.MaxWait, p.Token))
 			}
 		},
-		Resumed: func() {
-			s := "connection lost"
-			if w := why.Load(); w != nil {
-				s = *w
-			}
-			bar.line(s + "; resumed on a new connection")
-		},
+		ResumeAccepted: func() { bar.line("resumed") },
 	})
 	bar.done()
 	if err != nil {
@@ -177,9 +174,31 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "cancelled: the request was cancelled on the server")
 			return errCancelled
 		}
+		if re := (*client.ResumeError)(nil); errors.As(err, &re) && re.Reason() == spec.ReasonNotFound {
+			return fmt.Errorf("call %s: %w\n%s", tool, err, hintNotFound)
+		}
 		return fmt.Errorf("call %s: %w", tool, err)
 	}
 	return printResult(stdout, res, asJSON, "call "+tool)
+}
+
+// hintNotFound follows a resume answered not_found: the token is right (the
+// server gave it), so the server lost the request.
+const hintNotFound = "hint: the server no longer knows the call; if it restarted, it may have run without --data-dir (or --nats-url), which keep requests across a restart. Whether the tool ran to its end is unknown."
+
+// reconnecting is the line call prints as it dials again after a lost
+// connection: why it was lost (when the transport said more than that) on the
+// first attempt, why the previous attempt failed on the next ones.
+func reconnecting(attempt int, why *string, lastErr error) string {
+	s := "connection lost"
+	if attempt == 1 && why != nil && *why != "" {
+		s += " (" + *why + ")"
+	}
+	s += fmt.Sprintf(", reconnecting (attempt %d)", attempt)
+	if lastErr != nil {
+		s += ": the last attempt failed: " + lastErr.Error()
+	}
+	return s
 }
 
 // printResult prints a tool's result: its text, or with asJSON the whole result.

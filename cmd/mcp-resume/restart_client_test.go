@@ -158,3 +158,47 @@ func TestCallSaysProgressStartsOver(t *testing.T) {
 		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
 }
+
+// `mcp-resume call` against a server that is killed mid-call and started again
+// without --data-dir: stderr says each reconnection attempt as it happens (the
+// ones while the server is down with why the last one failed), never says
+// "resumed" (the new server does not know the call), and the error is followed
+// by a hint that the server may have restarted without --data-dir.
+func TestCallAfterRestartWithoutDataDir(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	kill := spawnHTTP(t, addr, "")
+
+	var stdout, stderr logbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"call", "--url", "http://" + addr + "/mcp", "countdown", "seconds=30", "steps=30"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	poll.Until(t, 20*time.Second, "progress 1/30", func() bool { return strings.Contains(stderr.String(), "progress 1/30") })
+	kill()
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("stderr %q", stderr.String())
+		}
+	}()
+	poll.Until(t, 20*time.Second, "a second attempt", func() bool {
+		return strings.Contains(stderr.String(), "connection lost, reconnecting (attempt 2): the last attempt failed: ")
+	})
+	spawnHTTP(t, addr, "")
+
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("call still running 60 s after the restart; stderr %q", stderr.String())
+	}
+	if err == nil || !strings.Contains(err.Error(), "not_found") || !strings.Contains(err.Error(), "\nhint: ") || !strings.Contains(err.Error(), "without --data-dir") {
+		t.Fatalf("call: %v, want not_found and the hint; stderr %q", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "connection lost, reconnecting (attempt 1)\n") || strings.Contains(stderr.String(), "\nresumed\n") {
+		t.Fatalf("stderr %q: want the reconnection attempts and no \"resumed\"", stderr.String())
+	}
+}

@@ -15,14 +15,15 @@ import (
 // whose connections stop carrying bytes (no FIN, no RST) two steps into the
 // call, on Streamable HTTP and on WebSocket. The client notices the silence
 // (HTTP: 2.5 times the 200 ms keepalive the server announces; WebSocket: a
-// ping every 200 ms), says so, resumes on a new connection, prints each
-// progress step once and the result.
+// ping every 200 ms), says so as it reconnects, says "resumed" once the server
+// took the call up again (its next progress step arrives), prints each progress
+// step once and the result.
 func TestCallThroughStall(t *testing.T) {
 	l := spawnNet(t, "serve --http 127.0.0.1:0 --keepalive 200ms", 1)[0]
 	host := strings.TrimSuffix(strings.TrimPrefix(l.URL, "http://"), "/mcp")
 	for _, tc := range []struct{ name, flag, path, notice string }{
-		{"http", "--url", "/mcp", "no data for 500ms; resumed on a new connection"},
-		{"ws", "--ws", "/ws", "resumed on a new connection"},
+		{"http", "--url", "/mcp", "connection lost (no data for 500ms), reconnecting (attempt 1)\n"},
+		{"ws", "--ws", "/ws", "connection lost, reconnecting (attempt 1)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := faultproxy.New(t, host, faultproxy.NoCut, faultproxy.NoCut)
@@ -45,8 +46,10 @@ func TestCallThroughStall(t *testing.T) {
 			case <-time.After(60 * time.Second):
 				t.Fatalf("no result within 60 s; stderr %q", stderr.String())
 			}
-			if !strings.Contains(stdout.String(), "countdown done: 10 of 10 steps") || !strings.Contains(stderr.String(), tc.notice) {
-				t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+			lost := strings.Index(stderr.String(), tc.notice)
+			resumed := strings.Index(stderr.String(), "\nresumed\n")
+			if !strings.Contains(stdout.String(), "countdown done: 10 of 10 steps") || lost < 0 || resumed < lost {
+				t.Fatalf("stdout %q, stderr %q: want %q, then \"resumed\"", stdout.String(), stderr.String(), tc.notice)
 			}
 			for i := 1; i <= 10; i++ {
 				if n := strings.Count(stderr.String(), "progress "+strconv.Itoa(i)+"/10"); n != 1 {

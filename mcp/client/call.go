@@ -21,9 +21,17 @@ type CallOptions struct {
 	// Policy is called when the server makes the call resumable (and again if a
 	// later policy replaces the token).
 	Policy func(Policy)
-	// Resumed is called each time the call is resumed on a new connection, before
-	// what the server kept for it arrives.
+	// Resumed is called each time a resume of the call is sent on a new
+	// connection, before what the server kept for it arrives; the server may
+	// still refuse it (a *ResumeError).
 	Resumed func()
+	// ResumeAccepted is called once the server has taken up a resume of the call:
+	// when the first message of the call arrives on the new connection (a
+	// progress notification, or its final response when that is not a
+	// *ResumeError), before it is handled. A call resumed while its tool sends
+	// nothing is confirmed only by its response. Never called for a resume the
+	// server refuses.
+	ResumeAccepted func()
 	// Idempotent says the call may run twice on the server: when its connection is
 	// lost before the server made it resumable, it is sent again (same id) on the
 	// next connection instead of failing with ErrNotResumable. For read-only tools.
@@ -68,6 +76,10 @@ type call struct {
 	policy   *Policy   // nil until the server makes it resumable
 	lastSeq  uint64    // highest sequence number received
 	heard    time.Time // when the server last showed this request alive, for maxWait
+
+	// unconfirmed: the resume on link has had no message of the call back yet
+	// (ResumeAccepted is due). Guarded by Client.mu.
+	unconfirmed bool
 }
 
 func (c *Client) newCall(method string, opts *CallOptions) *call {
@@ -77,6 +89,17 @@ func (c *Client) newCall(method string, opts *CallOptions) *call {
 		cl.opts = *opts
 	}
 	return cl
+}
+
+// acceptedLocked returns ResumeAccepted when a message of cl has just arrived on
+// l, the link its unconfirmed resume went out on (nil otherwise), and marks the
+// resume confirmed.
+func acceptedLocked(cl *call, l *link) func() {
+	if !cl.unconfirmed || cl.link != l {
+		return nil
+	}
+	cl.unconfirmed = false
+	return cl.opts.ResumeAccepted
 }
 
 // finishLocked ends cl once with a result or an error.

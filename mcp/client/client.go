@@ -49,6 +49,11 @@ type Options struct {
 	// a *streamable.SilenceError when it carried nothing for too long), before
 	// the client reconnects. It runs on the client's own goroutine.
 	OnConnectionLost func(err error)
+	// OnReconnecting is told of each attempt to connect again after a loss, just
+	// before it dials: attempt counts from 1 since the loss, and err is why the
+	// attempt before failed (nil for the first). It runs on the client's own
+	// goroutine.
+	OnReconnecting func(attempt int, err error)
 
 	// MinBackoff and MaxBackoff bound the wait between reconnection attempts (with
 	// jitter, doubling from MinBackoff). A resumable request's minWait is waited at
@@ -122,6 +127,10 @@ type link struct {
 	err  error         // why the reader returned; read after done
 
 	since time.Time // when it was installed; guarded by Client.mu
+	// heard: a progress notification or a response of one of the client's calls
+	// arrived on it, so the server is there (with a kept Streamable HTTP
+	// session, initialize is answered without it); guarded by Client.mu.
+	heard bool
 }
 
 // liveLink is how long a link must have lived for its end to count as the start
@@ -303,7 +312,7 @@ func (c *Client) install(l *link) {
 		if cl.finished || !cl.sent || cl.link != nil || cl.policy == nil {
 			continue
 		}
-		cl.link, cl.resuming = l, true
+		cl.link, cl.resuming, cl.unconfirmed = l, true, true
 		p := spec.ResumeParams{ResumeToken: cl.policy.Token}
 		ack := cl.lastSeq
 		p.Meta = &spec.RequestMeta{Ack: &ack}
@@ -374,6 +383,13 @@ func (c *Client) current(ctx context.Context) (*link, error) {
 // calls it carried, and reconnects.
 func (c *Client) loop(l *link) {
 	defer c.wg.Done()
+	// Attempts since the last link that proved alive: a link that ends before it
+	// lived liveLink, nothing of its calls heard, counts as a failed attempt
+	// (a Streamable HTTP client with a kept session "connects" without a word
+	// to the server, and finds out with its first request), so the backoff and
+	// the count go on.
+	dials := 0
+	var lastErr error
 	for {
 		select {
 		case <-l.done:
@@ -384,10 +400,18 @@ func (c *Client) loop(l *link) {
 			return
 		}
 		minWait := c.lost(l)
+		c.mu.Lock()
+		alive := l.heard || time.Since(l.since) >= liveLink
+		c.mu.Unlock()
+		if alive {
+			dials, lastErr = 0, nil
+		} else {
+			lastErr = l.err
+		}
 		if f := c.opts.OnConnectionLost; f != nil {
 			f(l.err)
 		}
-		if l = c.reconnect(minWait); l == nil {
+		if l, dials = c.reconnect(minWait, dials, lastErr); l == nil {
 			return
 		}
 		c.reconnects.Add(1)
@@ -428,7 +452,7 @@ func (c *Client) lost(l *link) time.Duration {
 			if time.Since(l.since) >= liveLink {
 				cl.heard = time.Now()
 			}
-			cl.link, cl.resuming = nil, false
+			cl.link, cl.resuming, cl.unconfirmed = nil, false, false
 			minWait = max(minWait, cl.policy.MinWait)
 		}
 	}
@@ -437,28 +461,34 @@ func (c *Client) lost(l *link) time.Duration {
 
 // reconnect dials until a link is up, waiting minWait first and backing off
 // between attempts; while no call needs a connection it waits for one that does.
-// It fails calls whose maxWait passed. It returns nil when the client closes.
-func (c *Client) reconnect(minWait time.Duration) *link {
+// It fails calls whose maxWait passed. dials attempts failed already since the
+// last link that proved alive, the last with lastErr; it returns the link (nil
+// when the client closes) and the attempts including its own.
+func (c *Client) reconnect(minWait time.Duration, dials int, lastErr error) (*link, int) {
 	since := time.Now()
-	for attempt := 0; ; attempt++ {
+	for attempt := dials; ; attempt++ {
 		wait := c.backoff(attempt)
 		if d := time.Until(since.Add(minWait)); d > wait {
 			wait = d
 		}
 		if !sleep(c.ctx, wait) {
-			return nil
+			return nil, dials
 		}
 		if !c.wanted() {
 			select {
 			case <-c.demand:
-				attempt = -1
+				attempt, dials, lastErr = -1, 0, nil
 				continue
 			case <-c.ctx.Done():
-				return nil
+				return nil, dials
 			}
+		}
+		if dials++; c.opts.OnReconnecting != nil {
+			c.opts.OnReconnecting(dials, lastErr)
 		}
 		l, err := c.connect(c.ctx)
 		if err != nil {
+			lastErr = err
 			c.mu.Lock()
 			c.lastErr = err
 			c.mu.Unlock()
@@ -470,10 +500,10 @@ func (c *Client) reconnect(minWait time.Duration) *link {
 		if closed {
 			_ = l.conn.Close()
 			<-l.done
-			return nil
+			return nil, dials
 		}
 		c.install(l)
-		return l
+		return l, dials
 	}
 }
 

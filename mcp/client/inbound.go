@@ -42,7 +42,7 @@ func (c *Client) handle(l *link, raw []byte) error {
 	case spec.KindResponse:
 		c.response(l, m)
 	case spec.KindNotification:
-		c.notification(m)
+		c.notification(l, m)
 	case spec.KindRequest:
 		c.serverRequest(l, m)
 	}
@@ -58,29 +58,47 @@ func (c *Client) response(l *link, m *spec.Message) {
 		c.mu.Unlock()
 		return
 	}
-	if m.Error != nil {
-		var e spec.Error
-		if err := json.Unmarshal(m.Error, &e); err != nil {
-			e = spec.Error{Code: spec.CodeInternalError, Message: fmt.Sprintf("undecodable error object %.200s", m.Error)}
-		}
-		e.ID = cl.id
-		var err error = &e
-		if cl.resuming && cl.link == l && resumeReasons[e.Reason] {
-			err = &ResumeError{ID: cl.id, Err: &e}
-		}
-		c.finishLocked(cl, nil, err)
-	} else {
-		c.finishLocked(cl, m.Result, nil)
+	if !cl.internal && cl.link == l {
+		l.heard = true
 	}
+	if m.Error == nil {
+		if f := acceptedLocked(cl, l); f != nil {
+			c.mu.Unlock()
+			f()
+			c.mu.Lock()
+		}
+		c.finishLocked(cl, m.Result, nil)
+		c.mu.Unlock()
+		return
+	}
+	var e spec.Error
+	if err := json.Unmarshal(m.Error, &e); err != nil {
+		e = spec.Error{Code: spec.CodeInternalError, Message: fmt.Sprintf("undecodable error object %.200s", m.Error)}
+	}
+	e.ID = cl.id
+	var err error = &e
+	switch resume := cl.resuming && cl.link == l; {
+	case resume && resumeReasons[e.Reason]:
+		err = &ResumeError{ID: cl.id, Err: &e}
+	case resume && e.Reason == spec.ReasonRateLimited:
+		// The server did not check the token: the resume was not taken up.
+	default:
+		if f := acceptedLocked(cl, l); f != nil {
+			c.mu.Unlock()
+			f()
+			c.mu.Lock()
+		}
+	}
+	c.finishLocked(cl, nil, err)
 	c.mu.Unlock()
 }
 
-func (c *Client) notification(m *spec.Message) {
+func (c *Client) notification(l *link, m *spec.Message) {
 	switch m.Method {
 	case spec.MethodResumePolicy:
 		c.policy(m.Params)
 	case spec.MethodProgress:
-		c.progress(m)
+		c.progress(l, m)
 	case "notifications/message":
 		if seq := spec.ReadSeq(m.Params); seq > 0 {
 			c.mu.Lock()
@@ -167,8 +185,9 @@ func (c *Client) policy(params json.RawMessage) {
 }
 
 // progress delivers a call's progress once: by its token, which is the call's id,
-// and its sequence number.
-func (c *Client) progress(m *spec.Message) {
+// and its sequence number. The first that arrives on l after the call's resume
+// there confirms it (ResumeAccepted), even one sent again.
+func (c *Client) progress(l *link, m *spec.Message) {
 	var p struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
 		Progress      float64         `json:"progress"`
@@ -187,8 +206,19 @@ func (c *Client) progress(m *spec.Message) {
 		c.other(m)
 		return
 	}
-	if cl.finished || (seq > 0 && seq <= cl.lastSeq) {
+	if cl.finished {
 		c.mu.Unlock()
+		return
+	}
+	if cl.link == l {
+		l.heard = true
+	}
+	accepted := acceptedLocked(cl, l)
+	if seq > 0 && seq <= cl.lastSeq {
+		c.mu.Unlock()
+		if accepted != nil {
+			accepted()
+		}
 		return // a message sent again after a resume
 	}
 	if seq > 0 {
@@ -197,6 +227,9 @@ func (c *Client) progress(m *spec.Message) {
 	cl.heard = time.Now()
 	f := cl.opts.Progress
 	c.mu.Unlock()
+	if accepted != nil {
+		accepted()
+	}
 	if f != nil {
 		f(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message, Seq: seq})
 	}
