@@ -123,6 +123,12 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 				c.rejoin(r, m.ID, ck, st, mr != nil)
 				return
 			case errors.Is(err, resume.ErrUnknown):
+				if !c.s.holdKey(c.principal, ck) {
+					cancel(errClientCancel)
+					c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
+						"the call with this key runs, but not as a resumable request: it ends with the connection it came on"))
+					return
+				}
 				cl.key = ck
 			default: // ended: what a resume would answer
 				cancel(errClientCancel)
@@ -135,11 +141,13 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 	if c.closed {
 		c.mu.Unlock()
 		cancel(errConnectionLost)
+		cl.releaseKey()
 		return
 	}
 	if _, dup := c.running[key]; dup {
 		c.mu.Unlock()
 		cancel(errClientCancel)
+		cl.releaseKey()
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
 			"a request with id "+key+" is already in flight on this connection"))
 		return
@@ -147,6 +155,7 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 	if !c.s.admit(c.principal) {
 		c.mu.Unlock()
 		cancel(errClientCancel)
+		cl.releaseKey()
 		c.debug().Str("request", key).Msg("request refused: too many in flight")
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
 			"too many requests of this principal in flight; retry when one has finished"))
@@ -162,6 +171,48 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 		defer c.s.calls.Add(-1)
 		cl.run(m, raw)
 	})
+}
+
+// holdKey records a keyed call of principal in flight, or reports false when
+// one with that key already is.
+func (s *Server) holdKey(principal, key string) bool {
+	k := keySlot(principal, key)
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.keyed[k] {
+		return false
+	}
+	s.keyed[k] = true
+	return true
+}
+
+func keySlot(principal, key string) string {
+	h := resume.HashToken(key)
+	return principal + "\x00" + string(h[:])
+}
+
+// releaseKey lets go of the call's key among the keyed calls in flight (once
+// it is a request of the engine, which knows it, or once the call ended). A
+// call that ended with its connection, before it became a request, leaves its
+// key's tombstone in the engine: sent again, it is answered cancelled.
+func (cl *call) releaseKey() {
+	if cl.key == "" {
+		return
+	}
+	s := cl.c.s
+	s.keyMu.Lock()
+	held := s.keyed[keySlot(cl.c.principal, cl.key)]
+	delete(s.keyed, keySlot(cl.c.principal, cl.key))
+	s.keyMu.Unlock()
+	if !held {
+		return
+	}
+	cl.mu.Lock()
+	lost := cl.lost && cl.req == nil
+	cl.mu.Unlock()
+	if lost {
+		s.eng.TombstoneKey(cl.key, cl.id, cl.c.principal)
+	}
 }
 
 // admit counts a new request of principal in flight, or returns false when
@@ -226,6 +277,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	}
 	cl.mu.Unlock()
 	cl.flush()
+	cl.releaseKey()
 	cl.c.mu.Lock()
 	if cl.c.running[string(cl.id)] == cl {
 		delete(cl.c.running, string(cl.id))
@@ -402,16 +454,25 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	if !hidden {
 		p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
 		msg := Message{Kind: KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}
-		if err := cl.st.Write(c.ctx, msg); err != nil {
+		if err := cl.st.Write(c.ctx, msg); err != nil && cl.key == "" {
 			// The client never got the token, so nobody can resume: behave as if
 			// the connection was lost before the request became resumable.
 			r.Cancel()
 			cl.lost = true
 			cl.cancel(errConnectionLost)
 			return nil
+		} else if err != nil {
+			// The client holds the key, which is the token: the request runs
+			// on, detached, for the call sent again.
+			r.Detach(so.Sink)
 		}
 	}
 	cl.req, cl.hidden = r, hidden
+	if cl.key != "" && !hidden { // the engine knows the key from now on
+		s.keyMu.Lock()
+		delete(s.keyed, keySlot(c.principal, cl.key))
+		s.keyMu.Unlock()
+	}
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	}

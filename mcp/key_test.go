@@ -115,3 +115,37 @@ func TestCallKeyRefused(t *testing.T) {
 		}
 	})
 }
+
+// A keyed call of a tool that is never resumable runs once: sent again while it
+// runs, it is refused not_resumable; once its connection is gone (which cancels
+// it), cancelled.
+func TestCallKeyNotResumable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		causes := make(chan error, 2)
+		core := mcp.New(blockServer(causes), &mcp.Options{Tools: map[string]mcp.Policy{"block": {Mode: mcp.Never}}})
+		dial := serveCore(t, core)
+		a := e2etest.NewClient(t, dial(t))
+		a.Initialize(`{"resumableRequests":{}}`)
+		const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block","_meta":{"io.mcp-resume/key":%q}}}`
+		a.Send(call, callKey)
+		synctest.Wait() // running, plainly
+
+		b := e2etest.NewClient(t, dial(t))
+		b.Initialize(`{"resumableRequests":{}}`)
+		b.Send(call, callKey)
+		if m, _ := b.Response("7"); m.Error == nil || m.Error.Reason != spec.ReasonNotResumable {
+			t.Fatalf("sent again while it runs plainly: %s, want not_resumable", m.Raw)
+		}
+		a.Close()
+		<-causes // cancelled with its connection
+		synctest.Wait()
+		b.Send(call, callKey)
+		if m, _ := b.Response("7"); m.Error == nil || m.Error.Reason != spec.ReasonCancelled {
+			t.Fatalf("sent again after its connection was lost: %s, want cancelled", m.Raw)
+		}
+		synctest.Wait()
+		if n := core.Calls(); n != 0 {
+			t.Fatalf("%d calls running: the tool ran a second time", n)
+		}
+	})
+}

@@ -12,8 +12,14 @@ import (
 
 // adopt attaches r to st, one of this session's streams: it takes r over from any
 // other stream and writes r's pending messages there.
-func (c *connState) adopt(r *resume.Request, st Stream, snk resume.Sink, ack uint64) error {
-	if err := r.Attach(snk, ack); err != nil {
+// acked: the client sent an acknowledgement (0 included), so what the request's
+// replay window holds after ack is written again.
+func (c *connState) adopt(r *resume.Request, st Stream, snk resume.Sink, ack uint64, acked bool) error {
+	attach := r.Attach
+	if acked {
+		attach = r.AttachAcked
+	}
+	if err := attach(snk, ack); err != nil {
 		return err
 	}
 	c.track(r, false, st, snk)
@@ -141,7 +147,8 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 	c.s.wg.Add(1)
 	go func() {
 		defer c.s.wg.Done()
-		if err := c.adopt(r, st, snk, max(ackOf(p.Meta), after)); err != nil {
+		acked := p.Meta != nil && p.Meta.Ack != nil
+		if err := c.adopt(r, st, snk, max(ackOf(p.Meta), after), acked); err != nil {
 			c.replyError(st, m.ID, wireError(err))
 			return
 		}

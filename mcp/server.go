@@ -93,6 +93,12 @@ type Server struct {
 	inflightMu sync.Mutex
 	inflight   map[string]int // requests in flight by principal (none: not in it)
 
+	keyMu sync.Mutex
+	// keyed holds the keys (principal and key hash) of keyed calls in flight that
+	// are not requests of the engine (yet): a call sent again with one of them
+	// is refused, not run a second time.
+	keyed map[string]bool
+
 	restartMu sync.Mutex // guards restarted
 	// restarted is the session of requests run again after a restart or a claim
 	// (made on first use: a claim may come at any time).
@@ -128,6 +134,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		pool:     newWorkers(),
 		fail:     newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
 		inflight: make(map[string]int),
+		keyed:    make(map[string]bool),
 	}
 	if eo.Peers != nil {
 		// One instance of a cluster: its server-to-client request ids name it, so

@@ -546,6 +546,22 @@ func (e *Engine) retainLocked(r *Request) {
 	}
 }
 
+// TombstoneKey records that the call keyed token (StartOptions.Token), with id
+// and principal, ended before it became a request of the engine: cancelled with
+// the connection it ran on. Until the tombstone goes, a lookup of the key
+// answers ErrCancelled, so that the call sent again is not run a second time.
+// A key the engine knows is left as it is.
+func (e *Engine) TombstoneKey(token string, id []byte, principal string) {
+	h := HashToken(token)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.knownLocked(h) {
+		return
+	}
+	e.tombs[h] = tombstone{id: bytes.Clone(id), principal: principal, state: StateCancelled, at: time.Now()}
+	e.tombQ = append(e.tombQ, h)
+}
+
 // knownLocked says whether a request with hash h is live or has a tombstone.
 // Called with e.mu held.
 func (e *Engine) knownLocked(h TokenHash) bool {

@@ -482,7 +482,7 @@ func (e *Engine) servePeer(_ context.Context, from string, c PeerCall) PeerReply
 		if c.Op == PeerReattach {
 			ack = 0 // written, not acknowledged
 		}
-		if err := r.attach(s, ack, c.Ack, false); err != nil {
+		if err := r.attach(s, ack, c.Ack, attachPlain); err != nil {
 			return PeerReply{Err: PeerError(err)}
 		}
 		e.watchSink(r, s)

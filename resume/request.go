@@ -224,7 +224,21 @@ func (r *Request) Attach(sink Sink, ack uint64) error {
 	if r.remote != nil {
 		return r.remoteAttach(sink, ack, ack)
 	}
-	if err := r.attach(sink, ack, ack, false); err != nil {
+	if err := r.attach(sink, ack, ack, attachPlain); err != nil {
+		return err
+	}
+	r.kick(Message{})
+	return nil
+}
+
+// AttachAcked is Attach for a client that sent an acknowledgement, 0 included
+// (it has received nothing): the messages of the replay window after ack are
+// written again, and the request is in ack mode from now on.
+func (r *Request) AttachAcked(sink Sink, ack uint64) error {
+	if r.remote != nil {
+		return r.remoteAttach(sink, ack, ack)
+	}
+	if err := r.attach(sink, ack, ack, attachAcked); err != nil {
 		return err
 	}
 	r.kick(Message{})
@@ -239,7 +253,7 @@ func (r *Request) AttachAll(sink Sink) error {
 	if r.remote != nil {
 		return r.remoteAttach(sink, 0, 0)
 	}
-	if err := r.attach(sink, 0, 0, true); err != nil {
+	if err := r.attach(sink, 0, 0, attachAll); err != nil {
 		return err
 	}
 	r.kick(Message{})
@@ -255,18 +269,27 @@ func (r *Request) reattach(sink Sink, written uint64) error {
 	if r.remote != nil {
 		return r.remoteAttach(sink, 0, written)
 	}
-	if err := r.attach(sink, 0, written, false); err != nil {
+	if err := r.attach(sink, 0, written, attachPlain); err != nil {
 		return err
 	}
 	r.kick(Message{})
 	return nil
 }
 
+// How attach treats the replay window.
+type attachMode int
+
+const (
+	attachPlain attachMode = iota // an ack > 0 counts as acked
+	attachAcked                   // the client acknowledged ack, 0 included
+	attachAll                     // the client has seen nothing, and does not acknowledge
+)
+
 // attach is Attach without the writing: the client acknowledged every message up
-// to ack, and sink was written every message up to written (>= ack). With all,
-// the client has seen nothing. An ack, or all, writes again the messages of the
-// replay window after it.
-func (r *Request) attach(sink Sink, ack, written uint64, all bool) error {
+// to ack, and sink was written every message up to written (>= ack). An
+// acknowledgement, or attachAll, writes again the messages of the replay window
+// after it.
+func (r *Request) attach(sink Sink, ack, written uint64, mode attachMode) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
@@ -275,8 +298,14 @@ func (r *Request) attach(sink Sink, ack, written uint64, all bool) error {
 	if err := r.ackLocked(ack); err != nil {
 		return err // refused, or the client has it all: nothing to attach
 	}
+	if mode == attachAcked && !r.ackMode { // an ack of 0, which ackLocked leaves
+		r.ackMode = true
+		if err := r.e.put(r, r.state); err != nil {
+			r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
+		}
+	}
 	var win []Message
-	if ack > 0 || all {
+	if ack > 0 || mode != attachPlain {
 		if time.Since(r.winAt) > r.e.opts.ReplayWindow {
 			r.trimWinLocked(0)
 		}

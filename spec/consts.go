@@ -159,4 +159,8 @@ const (
 	// ReasonKeyInUse (-32602): the call key names another request (another id) of
 	// this principal.
 	ReasonKeyInUse Reason = "key_in_use"
+	// ReasonNotResumable (-32602): a tools/call sent again with the key of a call
+	// that runs, but not as a resumable request (its tool's policy): it ends with
+	// the connection it came on, and is not run a second time.
+	ReasonNotResumable Reason = "not_resumable"
 )

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a target and cuts each one (both directions)
@@ -20,6 +21,9 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 	lo, hi int // byte budget range per connection
+	// life, when not zero, cuts each connection after a random time in
+	// [life[0], life[1]) instead of after a byte budget (NewTimed).
+	life [2]time.Duration
 
 	mu   sync.Mutex // guards rng and open
 	rng  *rand.Rand
@@ -63,6 +67,18 @@ func start(t testing.TB, target string, lo, hi int, small bool) *Proxy {
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
+	return p
+}
+
+// NewTimed starts a proxy that cuts each connection after a random time between
+// lo and hi, whatever it carries: as a flaky network does, mid-message or
+// between messages, on a quiet connection as on a busy one.
+func NewTimed(t testing.TB, target string, lo, hi time.Duration) *Proxy {
+	t.Helper()
+	p := start(t, target, NoCut, NoCut, false)
+	p.mu.Lock()
+	p.life = [2]time.Duration{lo, max(hi, lo+1)}
+	p.mu.Unlock()
 	return p
 }
 
@@ -122,6 +138,10 @@ func (p *Proxy) forward(c net.Conn) {
 	stall := pr.stall
 	p.mu.Lock()
 	budget := p.lo + p.rng.IntN(p.hi-p.lo)
+	var life time.Duration
+	if p.life[1] > 0 {
+		life = p.life[0] + time.Duration(p.rng.Int64N(int64(p.life[1]-p.life[0])))
+	}
 	p.open[c], p.open[s] = pr, pr
 	p.mu.Unlock()
 	closeBoth := func() {
@@ -133,6 +153,14 @@ func (p *Proxy) forward(c net.Conn) {
 		p.mu.Unlock()
 	}
 	defer closeBoth()
+	if life > 0 {
+		var once sync.Once
+		cut := time.AfterFunc(life, func() {
+			once.Do(func() { p.cuts.Add(1) })
+			closeBoth()
+		})
+		defer cut.Stop()
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

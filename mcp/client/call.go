@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,7 +39,15 @@ type CallOptions struct {
 	// lost before the server made it resumable, it is sent again (same id) on the
 	// next connection instead of failing with ErrNotResumable. For read-only tools.
 	// A plain server's progress then starts again from the beginning.
+	// (Unneeded with a server that takes call keys: see Resent.)
 	Idempotent bool
+	// Resent is called when a tools/call is sent again on a new connection
+	// because the one it was sent on was lost before its policy came. The client
+	// names every tools/call with a random key when the server takes keys
+	// (io.mcp-resume/key): such a call is sent again with its key, and the server
+	// attaches it to the call it already runs (or runs it, if the first never
+	// arrived) instead of running the tool twice.
+	Resent func()
 }
 
 // Progress is one notifications/progress of a call.
@@ -63,10 +74,12 @@ type call struct {
 	opts     CallOptions
 	internal bool // initialize: belongs to one link, not resumed
 
-	done   chan struct{} // closed by finishLocked
-	resend chan struct{} // an Idempotent call lost before its policy (capacity 1)
-	result json.RawMessage
-	err    error
+	done    chan struct{} // closed by finishLocked
+	resend  chan struct{} // an Idempotent or keyed call lost before its policy (capacity 1)
+	callKey string        // the call's io.mcp-resume/key, "" for none
+	plain   bool          // progress came before any policy: the server runs it plainly (guarded by Client.mu)
+	result  json.RawMessage
+	err     error
 
 	// Guarded by Client.mu.
 	finished bool
@@ -149,6 +162,9 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 // carries a progress token of its own.
 func (c *Client) Call(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
 	cl := c.newCall(method, opts)
+	if method == spec.MethodToolsCall && c.takesKeys() {
+		cl.callKey = newCallKey()
+	}
 	p, err := encodeParams(params, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s params: %w", method, err)
@@ -202,10 +218,24 @@ func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
 	}
 }
 
+// takesKeys reports whether the server advertised call keys.
+func (c *Client) takesKeys() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.caps != nil && slices.Contains(c.caps.Extensions, spec.ExtensionKey)
+}
+
+// newCallKey returns a random call key: 256 bits, base64url (43 characters).
+func newCallKey() string {
+	var b [32]byte
+	_, _ = crand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
 // encodeParams encodes params, adding _meta.progressToken (the call's id) when
-// progress is wanted.
+// progress is wanted, and the call's key when it has one.
 func encodeParams(params any, cl *call, progress bool) (json.RawMessage, error) {
-	if params == nil && !progress {
+	if params == nil && !progress && cl.callKey == "" {
 		return nil, nil
 	}
 	fields := map[string]json.RawMessage{}
@@ -220,14 +250,19 @@ func encodeParams(params any, cl *call, progress bool) (json.RawMessage, error) 
 			}
 		}
 	}
-	if progress {
+	if progress || cl.callKey != "" {
 		meta := map[string]json.RawMessage{}
 		if m, ok := fields["_meta"]; ok {
 			if err := json.Unmarshal(m, &meta); err != nil {
 				return nil, fmt.Errorf("_meta must be an object: %w", err)
 			}
 		}
-		meta["progressToken"] = json.RawMessage(cl.id)
+		if progress {
+			meta["progressToken"] = json.RawMessage(cl.id)
+		}
+		if cl.callKey != "" {
+			meta[spec.MetaKey], _ = json.Marshal(cl.callKey)
+		}
 		fields["_meta"], _ = json.Marshal(meta)
 	}
 	return json.Marshal(fields)

@@ -45,6 +45,12 @@ type Options struct {
 	// itself (progress of no call of this client, list changes, ...).
 	OnNotification func(method string, params json.RawMessage)
 
+	// NoAckExtension leaves the ack extension out of what initialize declares:
+	// the client acknowledges only when it resumes, as clients that do not know
+	// the extension up front do (the server's replay window keeps such clients
+	// exact). For tests of that path and peers that must not declare it.
+	NoAckExtension bool
+
 	// OnConnectionLost is told why each connection ended (as its transport said:
 	// a *streamable.SilenceError when it carried nothing for too long), before
 	// the client reconnects. It runs on the client's own goroutine.
@@ -230,10 +236,18 @@ func (c *Client) connect(ctx context.Context) (*link, error) {
 	return l, nil
 }
 
+// extensions returns the resumableRequests extensions initialize declares.
+func (c *Client) extensions() []string {
+	if c.opts.NoAckExtension {
+		return nil
+	}
+	return []string{spec.ExtensionAck}
+}
+
 // initialize performs the handshake on l.
 func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResult, error) {
 	caps := map[string]any{
-		spec.CapabilityName: spec.ClientCapability{Extensions: []string{spec.ExtensionAck}},
+		spec.CapabilityName: spec.ClientCapability{Extensions: c.extensions()},
 	}
 	if c.opts.Sampling != nil {
 		caps["sampling"] = map[string]any{}
@@ -426,6 +440,12 @@ func (c *Client) lost(l *link) time.Duration {
 	_ = l.conn.Close()
 	var perr *ProtocolError
 	errors.As(l.err, &perr)
+	var resent []func() // called once c.mu is released
+	defer func() {
+		for _, f := range resent {
+			f()
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.link == l {
@@ -440,6 +460,17 @@ func (c *Client) lost(l *link) time.Duration {
 		switch {
 		case perr != nil:
 			c.finishLocked(cl, nil, perr)
+		case cl.policy == nil && cl.callKey != "" && !cl.plain && !cl.internal:
+			// Sent again with its key: the server attaches it to the call it
+			// runs, whose messages (numbered as before) it sends from the first.
+			cl.sent, cl.link = false, nil
+			select {
+			case cl.resend <- struct{}{}:
+			default:
+			}
+			if f := cl.opts.Resent; f != nil {
+				resent = append(resent, f)
+			}
 		case cl.policy == nil && cl.opts.Idempotent && !cl.internal:
 			cl.sent, cl.link, cl.lastSeq = false, nil, 0
 			select {

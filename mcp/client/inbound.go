@@ -210,6 +210,9 @@ func (c *Client) progress(l *link, m *spec.Message) {
 		c.mu.Unlock()
 		return
 	}
+	if cl.policy == nil {
+		cl.plain = true // the server runs it without a policy (so far)
+	}
 	if cl.link == l {
 		l.heard = true
 	}
