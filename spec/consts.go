@@ -142,6 +142,15 @@ const (
 	// ReasonStreamConflict (409): a second standalone GET stream for a session.
 	ReasonStreamConflict Reason = "stream_conflict"
 
+	// The network listener and HTTP (package transport, transport/streamable).
+
+	// ReasonTooManyConnections (HTTP 503, -32603): a connection refused at a
+	// connection bound (serve --max-conns, --max-conns-per-address).
+	ReasonTooManyConnections Reason = "too_many_connections"
+	// ReasonRequestTimeout (HTTP 408, -32600): a request whose body did not arrive
+	// within serve --body-timeout.
+	ReasonRequestTimeout Reason = "request_timeout"
+
 	// WebSocket (transport/ws).
 
 	// ReasonSubprotocolRequired (HTTP 400, before the upgrade): the client did not

@@ -123,7 +123,7 @@ var (
 // refusal is the HTTP response a refused connection gets: 503, a JSON-RPC
 // error without an id (reason too_many_connections), Connection: close.
 func refusal(msg string) []byte {
-	body := spec.EncodeError(nil, spec.NewError(spec.CodeInternalError, ReasonTooManyConnections, msg))
+	body := spec.EncodeError(nil, spec.NewError(spec.CodeInternalError, spec.ReasonTooManyConnections, msg))
 	b := []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: ")
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, "\r\n\r\n"...)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // Connections accepted by Listen carry the user timeout, with a limit or
@@ -116,7 +117,7 @@ func refused(t *testing.T, status int, body, what string) {
 		}
 	}
 	if err := json.Unmarshal([]byte(body), &m); err != nil || status != http.StatusServiceUnavailable ||
-		m.Error.Data.Reason != string(ReasonTooManyConnections) || !strings.Contains(m.Error.Message, what) {
+		m.Error.Data.Reason != string(spec.ReasonTooManyConnections) || !strings.Contains(m.Error.Message, what) {
 		t.Fatalf("connection over the bound answered %d %s, want 503 too_many_connections (%s)", status, body, what)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
-	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -51,8 +51,8 @@ func TestServeConnLimits(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a fourth handshake from the address: %v %v, want 503", resp, err)
 	}
-	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), string(transport.ReasonTooManyConnections)) {
-		t.Fatalf("the refusal's body %s, want %s", b, transport.ReasonTooManyConnections)
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), string(spec.ReasonTooManyConnections)) {
+		t.Fatalf("the refusal's body %s, want %s", b, spec.ReasonTooManyConnections)
 	}
 
 	// Another address is served: initialize and a call.

@@ -342,7 +342,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			h.log.Info().Str("remote", r.RemoteAddr).Stringer("bodyTimeout", h.opts.BodyTimeout).Msg("POST body not received in time; connection closed")
-			fail(w, http.StatusRequestTimeout, spec.NewError(spec.CodeInvalidRequest, transport.ReasonRequestTimeout,
+			fail(w, http.StatusRequestTimeout, spec.NewError(spec.CodeInvalidRequest, spec.ReasonRequestTimeout,
 				"the request body did not arrive within "+h.opts.BodyTimeout.String()))
 			return
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
@@ -46,7 +45,7 @@ func TestBodyTimeout(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err := json.Unmarshal(b, &m); err != nil || resp.StatusCode != http.StatusRequestTimeout || m.Error.Data.Reason != string(transport.ReasonRequestTimeout) {
+	if err := json.Unmarshal(b, &m); err != nil || resp.StatusCode != http.StatusRequestTimeout || m.Error.Data.Reason != string(spec.ReasonRequestTimeout) {
 		t.Fatalf("a body that stopped: %s %s, want 408 request_timeout", resp.Status, b)
 	}
 	if took < bodyTimeout {
