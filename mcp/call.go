@@ -47,6 +47,10 @@ type call struct {
 	// key: the call key the client named the call with (spec.MetaKey), which
 	// becomes its request's token; "" for none.
 	key string
+	// survives: the call has a key and becomes resumable as its tool starts
+	// (Mode Always): a connection lost before then does not cancel it, since its
+	// client can find it by the key.
+	survives bool
 
 	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
 	req *resume.Request // set once the request is resumable
@@ -130,6 +134,7 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 					return
 				}
 				cl.key = ck
+				cl.survives = c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
 			default: // ended: what a resume would answer
 				cancel(errClientCancel)
 				c.replyError(st, m.ID, wireError(err))
@@ -503,6 +508,9 @@ func (cl *call) connectionLost() {
 	cl.mu.Lock()
 	r := cl.req
 	keep := r != nil && (cl.modern == nil || cl.resumable || cl.task || cl.round.answered())
+	if r == nil && cl.survives && !cl.done {
+		keep = true // promote makes it a request, detached (its policy's write fails)
+	}
 	if !keep {
 		cl.lost = true
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 )
@@ -52,14 +54,9 @@ func chaos(t *testing.T, p *faultproxy.Proxy, dial client.Dialer) {
 	fewest.Store(1 << 30)
 	for i := range clients {
 		wg.Go(func() {
-			var c *client.Client
-			for attempt := 0; c == nil; attempt++ { // the first connection may be cut too
-				var err error
-				c, err = client.Connect(t.Context(), dial, &client.Options{MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
-				if err != nil && attempt > 50 {
-					t.Errorf("client %d: connect: %v", i, err)
-					return
-				}
+			c := connectThroughCuts(t, dial, &client.Options{MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+			if c == nil {
+				return
 			}
 			defer func() { reconnects.Add(c.Reconnects()); _ = c.Close() }()
 			var cwg sync.WaitGroup
@@ -81,18 +78,7 @@ func chaos(t *testing.T, p *faultproxy.Proxy, dial client.Dialer) {
 					resumes.Add(int64(resumed))
 					for f := fewest.Load(); int64(resumed) < f && !fewest.CompareAndSwap(f, int64(resumed)); f = fewest.Load() {
 					}
-					if got := text(t, res); got != fmt.Sprintf("countdown done: %d of %d steps", steps, steps) {
-						t.Errorf("call %d/%d: result %q", i, j, got)
-					}
-					for k, v := range progress {
-						if v != k+1 {
-							t.Errorf("call %d/%d: progress %v, want 1..%d once each in order", i, j, progress, steps)
-							return
-						}
-					}
-					if len(progress) != steps {
-						t.Errorf("call %d/%d: progress %v, want 1..%d", i, j, progress, steps)
-					}
+					checkCountdown(t, fmt.Sprintf("call %d/%d", i, j), res, progress, steps)
 					if resumed < minCuts {
 						t.Errorf("call %d/%d: resumed %d times, want at least %d", i, j, resumed, minCuts)
 					}
@@ -106,5 +92,36 @@ func chaos(t *testing.T, p *faultproxy.Proxy, dial client.Dialer) {
 		clients*perCli, results.Load(), p.Cuts(), reconnects.Load(), resumes.Load(), fewest.Load(), time.Since(start).Round(time.Millisecond))
 	if results.Load() != clients*perCli {
 		t.Errorf("%d results, want %d", results.Load(), clients*perCli)
+	}
+}
+
+// connectThroughCuts connects a client through a proxy that may cut the first
+// connection too, trying again; nil (the test failed) when it cannot.
+func connectThroughCuts(t *testing.T, dial client.Dialer, opts *client.Options) *client.Client {
+	for attempt := 0; ; attempt++ {
+		c, err := client.Connect(t.Context(), dial, opts)
+		if err == nil {
+			return c
+		}
+		if attempt > 100 {
+			t.Errorf("connect: %v", err)
+			return nil
+		}
+	}
+}
+
+// checkCountdown checks a countdown call's result and that its progress came
+// 1..steps, each once, in order.
+func checkCountdown(t *testing.T, what string, res *mcpgo.CallToolResult, progress []int, steps int) {
+	t.Helper()
+	if got := text(t, res); got != fmt.Sprintf("countdown done: %d of %d steps", steps, steps) {
+		t.Errorf("%s: result %q", what, got)
+	}
+	ok := len(progress) == steps
+	for k, v := range progress {
+		ok = ok && v == k+1
+	}
+	if !ok {
+		t.Errorf("%s: progress %v, want 1..%d once each in order", what, progress, steps)
 	}
 }

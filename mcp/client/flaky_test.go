@@ -48,14 +48,9 @@ func flaky(t *testing.T, p *faultproxy.Proxy, dial client.Dialer) {
 	var results, resumes, resent atomic.Int64
 	for i := range clients {
 		wg.Go(func() {
-			var c *client.Client
-			for attempt := 0; c == nil; attempt++ { // the first connection may be cut too
-				var err error
-				c, err = client.Connect(t.Context(), dial, &client.Options{MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond, NoAckExtension: true})
-				if err != nil && attempt > 100 {
-					t.Errorf("client %d: connect: %v", i, err)
-					return
-				}
+			c := connectThroughCuts(t, dial, &client.Options{MinBackoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond, NoAckExtension: true})
+			if c == nil {
+				return
 			}
 			defer func() { _ = c.Close() }()
 			var cwg sync.WaitGroup
@@ -72,19 +67,7 @@ func flaky(t *testing.T, p *faultproxy.Proxy, dial client.Dialer) {
 						return
 					}
 					results.Add(1)
-					if got := text(t, res); got != fmt.Sprintf("countdown done: %d of %d steps", steps, steps) {
-						t.Errorf("call %d/%d: result %q", i, j, got)
-					}
-					if len(progress) != steps {
-						t.Errorf("call %d/%d: progress %v, want 1..%d once each in order", i, j, progress, steps)
-						return
-					}
-					for k, v := range progress {
-						if v != k+1 {
-							t.Errorf("call %d/%d: progress %v, want 1..%d once each in order", i, j, progress, steps)
-							return
-						}
-					}
+					checkCountdown(t, fmt.Sprintf("call %d/%d", i, j), res, progress, steps)
 				})
 			}
 			cwg.Wait()
