@@ -135,7 +135,15 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //     overwrite its successor's record).
 //   - Append adds a message whose Seq is greater than every Seq appended before for
 //     that request; Append for an unknown request returns ErrNotFound.
-//   - Discard removes the named messages; numbers not held are ignored.
+//   - Discard removes the named messages; numbers not held are ignored. This
+//     Store's Replay never yields them again; a durable store may delete them
+//     from storage later (in batches), but no later than the Put of the
+//     request's final state or its Delete: a process that stops before may
+//     leave a few to the next, which replays them (a client with acks has them
+//     already).
+//   - Append may return before the message is durable; the Put of a final
+//     state (completed, failed) and Delete wait for every message appended
+//     before: what a later process finds of an ended request is exact.
 //   - Replay yields, in ascending Seq, the messages held with Seq > after at the time
 //     of the call, then stops. For an unknown request it yields one ErrNotFound.
 //     A message appended during the iteration may or may not be yielded.

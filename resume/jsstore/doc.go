@@ -13,7 +13,7 @@
 // # Hygiene
 //
 // Nothing grows with the number of requests ever made: Discard deletes delivered
-// messages (a run at the head of a queue in one subject purge), Delete purges the
+// messages, in batches (a run at the head of a queue in one subject purge), Delete purges the
 // request's subject from the stream and its key's subject from the bucket's stream,
 // so no KV delete marker is left behind. Per-message TTLs are not used. As a safety
 // net for what no process deletes (an instance that never comes back), the stream
@@ -26,8 +26,18 @@
 // # What this process keeps
 //
 // For each request it has put or read, the store keeps the stream sequence of each
-// queued message (numbers only, not the data): Discard deletes by stream sequence,
-// and Replay starts at the first message wanted. A request of an earlier process is
+// queued message (numbers only, but for the newest 64, kept whole, and for those
+// whose publish is not acknowledged yet): Discard deletes by stream sequence, and
+// Replay starts at the first message wanted.
+//
+// # Writes
+//
+// Append does not wait for the stream: publishes are pipelined on the connection,
+// in order, and acknowledged in the background. The Put of a request's final
+// state, Delete and Sweep wait for every message before them (sending again, with
+// its message id, a publish whose acknowledgement failed); a Replay gives an
+// unacknowledged message from the publish itself. A crash can lose what a running
+// request published in its last moments; a finished request is stored exactly. A request of an earlier process is
 // indexed on first use by reading its subject. One store instance per engine;
 // engines of several processes share a stream and a bucket only as instances of
 // a cluster (resume/cluster), each request owned by one of them (Record.Owner,

@@ -106,13 +106,42 @@ type Store struct {
 // process, or found in the bucket); its index is complete once loaded.
 type request struct {
 	loaded bool
-	held   []loc  // ascending seq (and so ascending stream sequence)
+	held   []loc  // ascending seq
 	rev    uint64 // the revision of its record this store last wrote or read; 0: unknown
 	owner  string // the record's Owner at rev
+	// doomed: discarded messages still in the stream, deleted in batches (see
+	// Discard).
+	doomed []loc
+	// pendFrom: held messages numbered below it are all acknowledged (reapLocked).
+	pendFrom uint64
 }
 
-// loc places one message: its sequence number in the request, and in the stream.
-type loc struct{ seq, sseq uint64 }
+// loc places one message: its sequence number in the request, and in the stream
+// (0 while its publish is unacknowledged: pend is set then).
+type loc struct {
+	seq, sseq uint64
+	pend      *pending
+	// data: the message, kept for the newest tailKeep messages a request holds,
+	// which Replay then gives from memory (a client that reconnects, or a drain
+	// past a gap, wants the newest; they come even while NATS is away).
+	data []byte
+}
+
+// tailKeep is how many of a request's newest messages the index keeps whole.
+const tailKeep = 64
+
+// pending is a publish not yet acknowledged (see settle).
+type pending struct {
+	seq    uint64                 // the message's number in its request
+	mu     sync.Mutex             // guards the fields below
+	fut    jetstream.PubAckFuture // the latest publish
+	failed bool                   // fut failed (its error channel is read once)
+	sseq   uint64                 // where it sits, once acknowledged
+}
+
+// discardBatch is how many discarded messages of a request wait in the stream
+// before they are deleted together (a request's Delete takes the rest).
+const discardBatch = 64
 
 var _ resume.Store = (*Store)(nil)
 
@@ -181,6 +210,14 @@ func (s *Store) subject(h resume.TokenHash) string { return s.opts.Subject + "."
 // whose requests another instance claimed meanwhile, out of their records in the
 // moments before it finds its lease gone.
 func (s *Store) Put(ctx context.Context, rec resume.Record) error {
+	if rec.State.Ended() {
+		// The durability point of a request's messages: its final state is
+		// stored only after them, and after the deletion of those it
+		// discarded (a later process recovers it as it is now).
+		if err := s.sweep(ctx, rec.Hash); err != nil {
+			return err
+		}
+	}
 	val := encodeRecord(rec)
 	s.mu.Lock()
 	var rev uint64
@@ -269,9 +306,19 @@ func (s *Store) get(ctx context.Context, h resume.TokenHash) (*resume.Record, ui
 	return rec, e.Revision(), nil
 }
 
-// Append publishes a message on the request's subject and waits for the stream to
-// acknowledge it. While NATS is unreachable the publish is sent again with the
-// same message id, which the stream's deduplication window absorbs, for up to
+// Append publishes a message on the request's subject without waiting for the
+// stream to acknowledge it: publishes are pipelined, in order, on the
+// connection (at most the client's PublishAsyncMaxPending at once), and their
+// acknowledgements recorded as they come (reapLocked). What needs the message
+// stored waits for its acknowledgement (settle): the Put of a request's final
+// state (so a stored final state always comes with the messages before it),
+// Delete and Sweep; a publish whose acknowledgement failed is sent again then,
+// with the same message id. A Replay does not wait: it gives an unacknowledged
+// message from the publish itself.
+//
+// While the connection is not up, Append publishes and waits instead: the
+// publish is sent again with the same message id,
+// which the stream's deduplication window absorbs, for up to
 // Options.OutageWait. A publish that fails may still be stored (its
 // acknowledgement was lost, or the client sends it from its reconnect buffer
 // later); this process's Replay never yields it, but a later process that indexes
@@ -283,6 +330,12 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 	subj := s.subject(h)
 	data := wire.EncodeMessage(m)
 	id := jetstream.WithMsgID(key(h) + "." + fmt.Sprint(m.Seq))
+	if s.js.Conn().Status() == nats.CONNECTED {
+		if fut, err := s.js.PublishAsync(subj, data, id); err == nil {
+			s.index(h, loc{seq: m.Seq, pend: &pending{seq: m.Seq, fut: fut}, data: data})
+			return nil
+		}
+	}
 	var ack *jetstream.PubAck
 	err := s.retry(ctx, func(ctx context.Context) error {
 		var err error
@@ -292,18 +345,185 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 	if err != nil {
 		return fmt.Errorf("jsstore: publishing message %d of %s: %w", m.Seq, key(h)[:12], err)
 	}
-	s.mu.Lock()
-	if r := s.reqs[h]; r != nil && r.loaded {
-		r.held = append(r.held, loc{m.Seq, ack.Sequence})
-	}
-	s.mu.Unlock()
+	s.index(h, loc{seq: m.Seq, sseq: ack.Sequence, data: data})
 	return nil
 }
 
-// Discard deletes messages from the stream. A run of messages at the head of the
-// request's queue goes in one subject purge, others one by one. The messages leave
-// this process's index first: one whose deletion fails is not replayed here, and
-// goes with a later purge of the head or with Delete.
+// index adds l to request h's index.
+func (s *Store) index(h resume.TokenHash, l loc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.reqs[h]; r != nil && r.loaded {
+		r.held = append(r.held, l)
+		for i := len(r.held) - tailKeep - 1; i >= 0 && r.held[i].data != nil; i-- {
+			r.held[i].data = nil
+		}
+		reapLocked(r)
+	}
+}
+
+// reapLocked records the acknowledgements that have come for request r's oldest
+// pending publishes, without waiting, so that a request appended to without
+// pause holds only its publishes in flight, not every message's.
+func reapLocked(r *request) {
+	i, _ := slices.BinarySearchFunc(r.held, r.pendFrom, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+	for ; i < len(r.held); i++ {
+		l := &r.held[i]
+		if l.pend == nil {
+			continue
+		}
+		l.pend.mu.Lock()
+		fut, failed := l.pend.fut, l.pend.failed
+		l.pend.mu.Unlock()
+		if failed {
+			break
+		}
+		select {
+		case ack := <-fut.Ok():
+			l.pend.mu.Lock()
+			if l.pend.fut == fut {
+				l.pend.sseq = ack.Sequence
+			}
+			l.pend.mu.Unlock()
+			l.sseq, l.pend = ack.Sequence, nil
+		default:
+		}
+		if l.pend != nil {
+			break
+		}
+	}
+	if i < len(r.held) {
+		r.pendFrom = r.held[i].seq
+	} else if n := len(r.held); n > 0 {
+		r.pendFrom = r.held[n-1].seq + 1
+	}
+}
+
+// settle waits until every message of request h indexed now (held, and discarded
+// but not yet deleted) is stored, and records where each sits. Publishes whose
+// acknowledgement failed (the connection was lost: nats.go fails every
+// acknowledgement outstanding then) are sent again together, pipelined, with
+// their message ids, which the deduplication window absorbs for any that was
+// stored after all; for up to Options.OutageWait.
+func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
+	end := time.Now().Add(s.opts.OutageWait)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		s.mu.Lock()
+		r := s.reqs[h]
+		var wait []*pending
+		if r != nil {
+			for _, ls := range [][]loc{r.held, r.doomed} {
+				for _, l := range ls {
+					if l.pend != nil {
+						wait = append(wait, l.pend)
+					}
+				}
+			}
+		}
+		s.mu.Unlock()
+		if len(wait) == 0 {
+			return nil
+		}
+		var failed []*pending
+		for _, p := range wait {
+			ok, err := s.outcome(ctx, h, p, end)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				failed = append(failed, p)
+			}
+		}
+		if len(failed) == 0 {
+			continue // those indexed meanwhile, if any
+		}
+		if !s.await(ctx, end, pause) && s.js.Conn().Status() != nats.CONNECTED {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("jsstore: publishing %d messages of %s: %w", len(failed), key(h)[:12], nats.ErrConnectionReconnecting)
+		}
+		for _, p := range failed {
+			p.republish(s)
+		}
+	}
+}
+
+// outcome waits for pending publish p's acknowledgement, until end: true when
+// it is stored (and recorded in h's index), false when it must be sent again.
+func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end time.Time) (bool, error) {
+	p.mu.Lock()
+	fut, sseq, failed := p.fut, p.sseq, p.failed
+	p.mu.Unlock()
+	if failed {
+		return false, nil
+	}
+	if sseq == 0 {
+		t := time.NewTimer(max(time.Until(end), time.Millisecond))
+		defer t.Stop()
+		select {
+		case ack := <-fut.Ok():
+			sseq = ack.Sequence
+		case <-fut.Err():
+			p.mu.Lock()
+			if p.fut == fut {
+				p.failed = true
+			}
+			p.mu.Unlock()
+			return false, nil
+		case <-t.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		p.mu.Lock()
+		if p.fut == fut {
+			p.sseq = sseq
+		}
+		p.mu.Unlock()
+	}
+	s.record(h, p, sseq)
+	return true, nil
+}
+
+// republish sends p again, asynchronously, with its message id.
+func (p *pending) republish(s *Store) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sseq != 0 {
+		return
+	}
+	old := p.fut.Msg()
+	if fut, err := s.js.PublishMsgAsync(&nats.Msg{Subject: old.Subject, Data: old.Data, Header: old.Header}); err == nil {
+		p.fut, p.failed = fut, false
+	}
+}
+
+// record notes where p sits in request h's index.
+func (s *Store) record(h resume.TokenHash, p *pending, sseq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reqs[h]
+	if r == nil {
+		return
+	}
+	if i, ok := slices.BinarySearchFunc(r.held, p.seq, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) }); ok && r.held[i].pend == p {
+		r.held[i].sseq, r.held[i].pend = sseq, nil
+	}
+	for i := range r.doomed {
+		if r.doomed[i].pend == p {
+			r.doomed[i].sseq, r.doomed[i].pend = sseq, nil
+		}
+	}
+}
+
+// Discard takes messages out of the request's index at once (Replay no longer
+// yields them) and deletes them from the stream in batches: once discardBatch of
+// them wait, they are deleted together, in one subject purge when they are the
+// oldest of the request's messages (a delivered prefix: the common case), one by
+// one otherwise. The request's Delete takes the rest. A process that stops
+// before a batch is deleted leaves those messages to the next one, which
+// replays them again: a client with acks knows them already.
 func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64) error {
 	if len(seqs) == 0 {
 		return nil
@@ -323,22 +543,58 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 	for _, q := range seqs {
 		drop[q] = true
 	}
-	var gone []loc
-	prefix := 0 // how many of the oldest held messages go
-	for i, l := range r.held {
+	for _, l := range r.held {
 		if drop[l.seq] {
-			gone = append(gone, l)
-			if prefix == i {
-				prefix++
-			}
+			r.doomed = append(r.doomed, l)
 		}
 	}
 	r.held = slices.DeleteFunc(r.held, func(l loc) bool { return drop[l.seq] })
+	full := len(r.doomed) >= discardBatch
 	s.mu.Unlock()
+	if !full {
+		return nil
+	}
+	return s.sweep(ctx, h)
+}
 
-	if len(gone) > 1 && prefix == len(gone) {
+// Sweep makes the stream hold exactly what request h's index holds now: every
+// message appended is stored (its publish acknowledged) and every message
+// discarded is deleted, which Append and Discard leave to later. For readers of
+// the stream itself (another process); a request's final state and its Delete
+// do it anyway.
+func (s *Store) Sweep(ctx context.Context, h resume.TokenHash) error { return s.sweep(ctx, h) }
+
+// sweep deletes request h's discarded messages from the stream, once every
+// message indexed is stored.
+func (s *Store) sweep(ctx context.Context, h resume.TokenHash) error {
+	if err := s.settle(ctx, h); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	r := s.reqs[h]
+	if r == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	gone := r.doomed
+	r.doomed = nil
+	// One purge of the subject below the last discarded message takes them all
+	// when every message still held sits after it (and is acknowledged).
+	var top uint64
+	for _, l := range gone {
+		top = max(top, l.sseq)
+	}
+	prefix := true
+	for _, l := range r.held {
+		if l.pend != nil || l.sseq < top {
+			prefix = false
+			break
+		}
+	}
+	s.mu.Unlock()
+	if len(gone) > 1 && prefix {
 		err := s.retry(ctx, func(ctx context.Context) error {
-			return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h)), jetstream.WithPurgeSequence(gone[len(gone)-1].sseq+1))
+			return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h)), jetstream.WithPurgeSequence(top+1))
 		})
 		if err != nil {
 			return fmt.Errorf("jsstore: purging %d messages of %s: %w", len(gone), key(h)[:12], err)
@@ -360,10 +616,12 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 	return nil
 }
 
-// Replay reads the request's indexed messages after a sequence number from the
-// stream, one direct get each, up to the last one indexed at the call. Only
-// indexed messages are read: not a publish that failed but was stored all the
-// same (see Append), nor a discarded message whose deletion failed.
+// Replay reads the request's indexed messages after a sequence number, up to the
+// last one indexed at the call, in order: the newest (tailKeep) and those whose
+// publish is not acknowledged yet from memory (a Replay does not wait for the
+// store), the others from the stream, replayBatch direct gets at once.
+// Only indexed messages are read: not a publish that failed but was stored all
+// the same (see Append), nor a discarded message.
 func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
 	return func(yield func(resume.Message, error) bool) {
 		if err := s.ensure(ctx, h); err != nil {
@@ -377,60 +635,77 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 			yield(resume.Message{}, resume.ErrNotFound)
 			return
 		}
-		var last uint64
-		if n := len(r.held); n > 0 {
-			last = r.held[n-1].seq
-		}
+		i, _ := slices.BinarySearchFunc(r.held, after+1, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+		todo := slices.Clone(r.held[i:])
 		s.mu.Unlock()
 		subj := s.subject(h)
-		for next := after + 1; next <= last; {
-			l, ok := s.held(h, next)
-			if !ok || l.seq > last {
-				return // discarded, or the request deleted
+		for len(todo) > 0 {
+			batch := todo[:min(len(todo), replayBatch)]
+			todo = todo[len(batch):]
+			msgs, errs := make([]*jetstream.RawStreamMsg, len(batch)), make([]error, len(batch))
+			var wg sync.WaitGroup
+			for j, l := range batch {
+				wg.Go(func() {
+					if l.data != nil { // among the newest: from memory
+						msgs[j] = &jetstream.RawStreamMsg{Subject: subj, Data: l.data}
+						return
+					}
+					if l.pend != nil { // not acknowledged yet: read from the publish itself
+						l.pend.mu.Lock()
+						m := l.pend.fut.Msg()
+						l.pend.mu.Unlock()
+						msgs[j] = &jetstream.RawStreamMsg{Subject: m.Subject, Data: m.Data}
+						return
+					}
+					errs[j] = s.retry(ctx, func(ctx context.Context) error {
+						var err error
+						msgs[j], err = s.stream.GetMsg(ctx, l.sseq)
+						return err
+					})
+				})
 			}
-			next = l.seq + 1
-			var raw *jetstream.RawStreamMsg
-			err := s.retry(ctx, func(ctx context.Context) error {
-				var err error
-				raw, err = s.stream.GetMsg(ctx, l.sseq)
-				return err
-			})
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				continue // discarded meanwhile
-			}
-			if err != nil {
-				yield(resume.Message{}, fmt.Errorf("jsstore: reading message %d of %s at %d: %w", l.seq, key(h)[:12], l.sseq, err))
-				return
-			}
-			m, err := wire.DecodeMessage(raw.Data)
-			if err == nil && (raw.Subject != subj || m.Seq != l.seq) {
-				err = fmt.Errorf("%w: %s message %d where message %d of %s was", errCodec, raw.Subject, m.Seq, l.seq, key(h)[:12])
-			}
-			if err != nil {
-				yield(resume.Message{}, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err))
-				return
-			}
-			if !yield(m, nil) {
-				return
+			wg.Wait()
+			for j, l := range batch {
+				raw, err := msgs[j], errs[j]
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					continue // deleted meanwhile (the request ended)
+				}
+				if err != nil {
+					yield(resume.Message{}, fmt.Errorf("jsstore: reading message %d of %s at %d: %w", l.seq, key(h)[:12], l.sseq, err))
+					return
+				}
+				m, err := wire.DecodeMessage(raw.Data)
+				if err == nil && (raw.Subject != subj || m.Seq != l.seq) {
+					err = fmt.Errorf("%w: %s message %d where message %d of %s was", errCodec, raw.Subject, m.Seq, l.seq, key(h)[:12])
+				}
+				if err != nil {
+					yield(resume.Message{}, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err))
+					return
+				}
+				if !s.isHeld(h, l.seq) {
+					continue // discarded meanwhile
+				}
+				if !yield(m, nil) {
+					return
+				}
 			}
 		}
 	}
 }
 
-// held returns where the first indexed message of request h numbered seq or more
-// sits, if any.
-func (s *Store) held(h resume.TokenHash, seq uint64) (loc, bool) {
+// replayBatch is how many messages a Replay reads from the stream at once.
+const replayBatch = 64
+
+// isHeld reports whether request h still holds message seq.
+func (s *Store) isHeld(h resume.TokenHash, seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.reqs[h]
 	if r == nil {
-		return loc{}, false
+		return false
 	}
-	i, _ := slices.BinarySearchFunc(r.held, seq, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
-	if i == len(r.held) {
-		return loc{}, false
-	}
-	return r.held[i], true
+	_, ok := slices.BinarySearchFunc(r.held, seq, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+	return ok
 }
 
 // Delete purges the request's subject from the stream and its key's subject from
@@ -440,7 +715,11 @@ func (s *Store) held(h resume.TokenHash, seq uint64) (loc, bool) {
 // Deletes that succeed, a few at a time, one try each: else its record would stay
 // until MaxAge, and the next process would recover it.
 func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
-	err := s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h) })
+	// A publish still unacknowledged would land after the purge.
+	err := s.settle(ctx, h)
+	if err == nil {
+		err = s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h) })
+	}
 	s.mu.Lock()
 	// Forgotten last, so that a Replay meanwhile finds nothing in the stream
 	// instead of loading the request again.
@@ -618,7 +897,10 @@ func (s *Store) scan(ctx context.Context, h resume.TokenHash) ([]loc, error) {
 	for from := uint64(1); ; {
 		raw, err := s.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return held, nil
+			// A publish sent again after its acknowledgement failed sits after
+			// messages appended later: the index is in the request's order.
+			slices.SortStableFunc(held, func(a, b loc) int { return cmp.Compare(a.seq, b.seq) })
+			return slices.CompactFunc(held, func(a, b loc) bool { return a.seq == b.seq }), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: reading %s at %d: %w", key(h)[:12], from, err)
@@ -627,7 +909,7 @@ func (s *Store) scan(ctx context.Context, h resume.TokenHash) ([]loc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: message at %d: %w", raw.Sequence, err)
 		}
-		held = append(held, loc{m.Seq, raw.Sequence})
+		held = append(held, loc{seq: m.Seq, sseq: raw.Sequence})
 		from = raw.Sequence + 1
 	}
 }

@@ -115,7 +115,12 @@ func (c *coldReads) Get(ctx context.Context, h resume.TokenHash) (*resume.Record
 	return c.fresh().Get(ctx, h)
 }
 
+// Replay reads through a fresh store once the writer's stream holds what its
+// index does (its appends acknowledged, its discards deleted: Sweep).
 func (c *coldReads) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
+	if err := c.Sweep(ctx, h); err != nil && !errors.Is(err, resume.ErrNotFound) {
+		return func(yield func(resume.Message, error) bool) { yield(resume.Message{}, err) }
+	}
 	return c.fresh().Replay(ctx, h, after)
 }
 

@@ -210,7 +210,14 @@ func testOutage(t *testing.T, o outage) {
 		t.Errorf("the request cancelled during the outage, whose Delete failed: Get: %v, want its record", err)
 	}
 
-	fresh, err := jsstore.New(ctx, js, sopts) // what a new process would see
+	// What a new process would see once this one's appends are stored (Append
+	// returns before; the Put of a final state, Delete and Sweep wait for them).
+	for _, w := range writers {
+		if err := st.Sweep(ctx, w.h); err != nil {
+			t.Errorf("request %s: Sweep: %v", w.id, err)
+		}
+	}
+	fresh, err := jsstore.New(ctx, js, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
