@@ -1,0 +1,92 @@
+package streamable_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+)
+
+// BenchmarkHTTPDurable: what asking for durability costs end to end, over
+// loopback Streamable HTTP with a resumable client: the same server with its
+// requests in memory and on an embedded file-backed JetStream (serve
+// --data-dir, --sync periodic and --sync always). Each iteration makes one echo
+// call (timed: echo-p50-us) and one call that sends a burst of progress
+// notifications (progress/s). Compare the sub-benchmarks of one run.
+func BenchmarkHTTPDurable(b *testing.B) {
+	for _, store := range []struct {
+		name string
+		open func(b *testing.B) resume.Store // nil: in memory
+	}{
+		{"memory", nil},
+		{"data-dir-periodic", func(b *testing.B) resume.Store { return embeddedStore(b, false) }},
+		{"data-dir-always", func(b *testing.B) resume.Store { return embeddedStore(b, true) }},
+	} {
+		b.Run("store="+store.name, func(b *testing.B) {
+			opts := &mcp.Options{}
+			if store.open != nil {
+				opts.Store = store.open(b)
+			}
+			c := newBenchClient(b, benchTarget{name: store.name, caps: `{"resumableRequests":{}}`, start: func() (string, func()) { return startOursWith(opts) }})
+			burst := fmt.Sprintf(`{"name":"burst","arguments":{"count":%d},"_meta":{"progressToken":"p"}}`, burstCount)
+			notes := 0
+			count := func(m *benchMsg) {
+				if m.Method == "notifications/progress" {
+					notes++
+				}
+			}
+			c.call(b, 1, `{"name":"echo","arguments":{"text":"hello"}}`, nil, checkEcho)
+			var echo []time.Duration
+			var inBursts time.Duration
+			id := 1
+			for b.Loop() {
+				id++
+				t0 := time.Now()
+				c.call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, nil)
+				echo = append(echo, time.Since(t0))
+				id++
+				t0 = time.Now()
+				c.call(b, id, burst, count, nil)
+				inBursts += time.Since(t0)
+			}
+			if notes != len(echo)*burstCount {
+				b.Fatalf("%d progress notifications in %d bursts of %d", notes, len(echo), burstCount)
+			}
+			slices.Sort(echo)
+			b.ReportMetric(float64(echo[len(echo)/2].Nanoseconds())/1000, "echo-p50-us")
+			b.ReportMetric(float64(notes)/inBursts.Seconds(), "progress/s")
+		})
+	}
+}
+
+// embeddedStore is a JetStream store on an embedded file-backed server, as serve
+// --data-dir runs it, stopped when b ends.
+func embeddedStore(b *testing.B, syncAlways bool) resume.Store {
+	srv, err := embedded.Start(&embedded.Options{Dir: b.TempDir(), SyncAlways: syncAlways})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := jsstore.New(context.Background(), js, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
