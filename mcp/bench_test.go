@@ -9,13 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -342,23 +339,6 @@ func reportP50(b *testing.B, d []time.Duration) {
 
 // benchJetStream starts an embedded, file-backed nats-server and returns a store on it.
 func benchJetStream(b *testing.B) resume.Store {
-	srv, err := embedded.Start(&embedded.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := jsstore.New(context.Background(), js, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	st, _, _ := jstest.Start(b, false)
 	return st
 }

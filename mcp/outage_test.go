@@ -10,15 +10,13 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -47,24 +45,7 @@ func TestStoreOutageGetStatus(t *testing.T) {
 		}},
 	} {
 		t.Run(tr.name, func(t *testing.T) {
-			ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(ns.Shutdown)
-			nc, err := ns.Connect(nats.MaxReconnects(-1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(nc.Close)
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := jsstore.New(t.Context(), js, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, ns, nc := jstest.Start(t, false, nats.MaxReconnects(-1))
 			srv := demo.Server("test")
 			srv.AddTool(mcpgo.NewTool("quiet"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 				<-ctx.Done()

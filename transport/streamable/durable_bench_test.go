@@ -1,18 +1,14 @@
 package streamable_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 )
 
 // BenchmarkHTTPDurable: what asking for durability costs end to end, over
@@ -27,8 +23,8 @@ func BenchmarkHTTPDurable(b *testing.B) {
 		open func(b *testing.B) resume.Store // nil: in memory
 	}{
 		{"memory", nil},
-		{"data-dir-periodic", func(b *testing.B) resume.Store { return embeddedStore(b, false) }},
-		{"data-dir-always", func(b *testing.B) resume.Store { return embeddedStore(b, true) }},
+		{"data-dir-periodic", func(b *testing.B) resume.Store { st, _, _ := jstest.Start(b, false); return st }},
+		{"data-dir-always", func(b *testing.B) resume.Store { st, _, _ := jstest.Start(b, true); return st }},
 	} {
 		b.Run("store="+store.name, func(b *testing.B) {
 			opts := &mcp.Options{}
@@ -65,28 +61,4 @@ func BenchmarkHTTPDurable(b *testing.B) {
 			b.ReportMetric(float64(notes)/inBursts.Seconds(), "progress/s")
 		})
 	}
-}
-
-// embeddedStore is a JetStream store on an embedded file-backed server, as serve
-// --data-dir runs it, stopped when b ends.
-func embeddedStore(b *testing.B, syncAlways bool) resume.Store {
-	srv, err := embedded.Start(&embedded.Options{Dir: b.TempDir(), SyncAlways: syncAlways})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := jsstore.New(context.Background(), js, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return st
 }
