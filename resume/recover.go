@@ -16,7 +16,10 @@ import (
 // with its queued messages (rebuilt from Store.Replay) and a fresh Retention clock:
 //
 //   - completed or failed (its final response is stored): resumable as it was; a
-//     requests/resume replays what is queued, the final response last.
+//     requests/resume replays what is queued, the final response last. A record
+//     still processing whose final response is stored (the process stopped
+//     between the two) ends as the response says: failed for a JSON-RPC error or
+//     a tool error, completed otherwise; never run again.
 //   - processing and restartable (started with StartOptions.Payload): it processes
 //     again, detached, with what it had queued (but its unanswered server-to-client
 //     requests), and Engine.Restartable hands it to the caller to run again; the
@@ -153,7 +156,7 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 	}
 	var q outbox
 	var inputs []uint64 // unanswered server-to-client requests
-	hasResponse := false
+	var resp []byte     // the final response, if stored
 	for m, err := range e.store.Replay(e.ctx, rec.Hash, 0) {
 		if errors.Is(err, ErrNotFound) { // deleted meanwhile
 			e.dropStored(rec)
@@ -170,23 +173,34 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 		q.last = m.Seq
 		switch m.Kind {
 		case KindResponse:
-			hasResponse = true
+			resp = m.Data
 		case KindRequest:
 			inputs = append(inputs, m.Seq)
 		}
 	}
-	return e.recoverReplayed(rec, q, inputs, hasResponse, lost)
+	return e.recoverReplayed(rec, q, inputs, resp, lost)
 }
 
 // recoverReplayed is recoverOne once rec's messages are read: q holds them,
-// inputs names its unanswered server-to-client requests.
-func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, hasResponse bool, lost func(id []byte, seq uint64) []byte) recovered {
+// inputs names its unanswered server-to-client requests, resp is its final
+// response (nil when none is stored).
+func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp []byte, lost func(id []byte, seq uint64) []byte) recovered {
+	hasResponse := resp != nil
 	state, how := rec.State, recoveredResumable
 	switch {
 	case state == StateProcessing && hasResponse:
 		// The process stopped between storing the final response and the final
-		// state: the response is what counts.
+		// state: the response says how the request ended (a tool error or a
+		// JSON-RPC error is failed, never completed), and that is stored now,
+		// without the payload, so that no later process runs it again.
 		state = StateCompleted
+		if responseFailed(resp) {
+			state = StateFailed
+		}
+		rec.State, rec.Payload = state, nil
+		if err := e.store.Put(e.ctx, rec); err != nil {
+			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("storing the final state of a recovered request")
+		}
 	case state == StateProcessing && rec.Payload != nil:
 		return e.recoverRestartable(rec, q, inputs, lost)
 	case state == StateProcessing:
@@ -274,7 +288,7 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost 
 		return recoveredDropped
 	case full:
 		rec.Payload = nil
-		return e.recoverReplayed(rec, q, inputs, false, lost) // fails it as restarted
+		return e.recoverReplayed(rec, q, inputs, nil, lost) // fails it as restarted
 	}
 	e.discardInputs(rec, &q, inputs)
 	newEpoch(&rec, &q)
@@ -301,6 +315,22 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost 
 func newEpoch(rec *Record, q *outbox) {
 	rec.Epoch = max(rec.Epoch, uint32(q.last>>32)) + 1
 	q.last = max(q.last, uint64(rec.Epoch)<<32)
+}
+
+// responseFailed reports whether resp, a stored final response, ends its request
+// as failed: a JSON-RPC error, or a tools/call result with isError true (as the
+// request's Complete was told). One that does not decode counts as completed.
+func responseFailed(resp []byte) bool {
+	var m struct {
+		Error  json.RawMessage `json:"error"`
+		Result struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(resp, &m); err != nil {
+		return false
+	}
+	return (len(m.Error) > 0 && string(m.Error) != "null") || m.Result.IsError
 }
 
 func (e *Engine) dropStored(rec Record) {

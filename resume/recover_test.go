@@ -321,3 +321,46 @@ func TestRecoverOtherOwner(t *testing.T) {
 		t.Fatalf("stored record after the ack: %+v, %v; want this engine's, in ack mode", got, err)
 	}
 }
+
+// TestRecoverResponseWithoutFinalState: a process that stopped between storing a
+// request's final response and its final state (the record still says
+// processing) leaves the response to say how the request ended: a tool error
+// (result.isError) or a JSON-RPC error is failed, never completed; a plain result
+// is completed. (Issue 24: failed requests reported completed after a kill -9.)
+func TestRecoverResponseWithoutFinalState(t *testing.T) {
+	for _, tc := range []struct {
+		name, resp string
+		want       resume.State
+	}{
+		{"result", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"_meta":{"io.mcp-resume/seq":2}}}`, resume.StateCompleted},
+		{"result isError false", `{"jsonrpc":"2.0","id":1,"result":{"isError":false,"content":[]}}`, resume.StateCompleted},
+		{"tool error", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"no"}],"isError":true,"_meta":{"io.mcp-resume/seq":2}}}`, resume.StateFailed},
+		{"JSON-RPC error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom","data":{"_meta":{"io.mcp-resume/seq":2}}}}`, resume.StateFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := memstore.New()
+			e1 := resume.New(st, nil)
+			r, tok := start(t, e1, `1`, nil)
+			appendMsg(t, r, resume.KindProgress, "p")
+			// The response reached the store, the final state did not.
+			if err := st.Append(t.Context(), resume.HashToken(tok), resume.Message{Seq: 2, Kind: resume.KindResponse, Data: []byte(tc.resp)}); err != nil {
+				t.Fatal(err)
+			}
+			e1.Close()
+
+			e2 := resume.New(st, nil)
+			defer e2.Close()
+			got, err := e2.Lookup(tok, []byte(`1`))
+			if err != nil {
+				t.Fatalf("Lookup after the restart: %v", err)
+			}
+			if s := got.Status(); s.State != tc.want || !s.HasPending {
+				t.Fatalf("recovered as %s (pending %v), want %s with its response pending", s.State, s.HasPending, tc.want)
+			}
+			rec, err := st.Get(t.Context(), resume.HashToken(tok))
+			if err != nil || rec.State != tc.want {
+				t.Fatalf("stored record after the recovery: %+v, %v; want state %s", rec, err, tc.want)
+			}
+		})
+	}
+}
