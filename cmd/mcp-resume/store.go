@@ -48,6 +48,15 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 		}
 		var err error
 		srv, err = embedded.Start(&embedded.Options{Dir: f.dataDir, SyncAlways: f.sync == "always"})
+		if inUse := (*embedded.DirInUseError)(nil); errors.As(err, &inUse) {
+			// Another process recovering and running this one's requests, or
+			// this one theirs, would run calls twice: one process per directory.
+			holder := "another process"
+			if inUse.PID != 0 {
+				holder = fmt.Sprintf("pid %d", inUse.PID)
+			}
+			return nil, nil, nil, fmt.Errorf("data directory %s is in use by %s (another mcp-resume serve or gateway); stop it or choose another --data-dir", f.dataDir, holder)
+		}
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--data-dir: %w", err)
 		}

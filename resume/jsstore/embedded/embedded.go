@@ -14,6 +14,17 @@
 // last flush. Options.SyncAlways flushes before each acknowledgement instead:
 // nothing acknowledged is lost, at a large cost in throughput and latency per
 // write (measured in the package jsstore's benchmarks).
+//
+// # One server per directory
+//
+// A Server holds an exclusive lock (flock(2)) on the file LockFile in its
+// directory from before it starts until Shutdown has returned, and writes its
+// process id there. Start on a directory held by another Server, in this
+// process or another, fails at once with a *DirInUseError naming the holder's
+// pid: two servers on one directory would each take the other's requests for
+// their own. The operating system drops the lock when its process ends, killed
+// or not, so a lock file left behind never stands in the way. Where flock(2)
+// does not exist (Windows) no lock is taken.
 package embedded
 
 import (
@@ -45,12 +56,15 @@ type Options struct {
 
 // Server is a running embedded NATS server.
 type Server struct {
-	ns   *server.Server
-	addr string // the client listener's address (Options.Listen), "" when none
+	ns     *server.Server
+	addr   string // the client listener's address (Options.Listen), "" when none
+	unlock func() // releases the directory's lock
 }
 
-// Start starts a server and waits until it is ready for connections.
-func Start(o *Options) (*Server, error) {
+// Start locks o.Dir (creating it if need be), starts a server on it and waits
+// until it is ready for connections. It fails at once with a *DirInUseError when
+// another Server holds the directory.
+func Start(o *Options) (srv *Server, err error) {
 	if o == nil {
 		o = &Options{}
 	}
@@ -85,6 +99,15 @@ func Start(o *Options) (*Server, error) {
 			so.Port = server.RANDOM_PORT
 		}
 	}
+	unlock, err := lockDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
 	ns, err := server.NewServer(so)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
@@ -99,7 +122,7 @@ func Start(o *Options) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("embedded: the NATS server was not ready within %s", wait)
 	}
-	srv := &Server{ns: ns}
+	srv = &Server{ns: ns, unlock: unlock}
 	if a := ns.Addr(); a != nil {
 		srv.addr = a.String()
 	}
@@ -136,8 +159,10 @@ func (s *Server) Addr() string { return s.addr }
 func (s *Server) NATS() *server.Server { return s.ns }
 
 // Shutdown stops the server and waits until it has: its files are closed and
-// flushed, and a new server may start on the same directory.
+// flushed, its lock on the directory is released, and a new server may start on
+// the same directory. Call it once.
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+	s.unlock()
 }
