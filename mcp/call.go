@@ -191,6 +191,16 @@ func (s *Server) holdKey(principal, key string) bool {
 	return true
 }
 
+// dropKey forgets a keyed call in flight; it reports whether it was held.
+func (s *Server) dropKey(principal, key string) bool {
+	k := keySlot(principal, key)
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	held := s.keyed[k]
+	delete(s.keyed, k)
+	return held
+}
+
 func keySlot(principal, key string) string {
 	h := resume.HashToken(key)
 	return principal + "\x00" + string(h[:])
@@ -205,11 +215,7 @@ func (cl *call) releaseKey() {
 		return
 	}
 	s := cl.c.s
-	s.keyMu.Lock()
-	held := s.keyed[keySlot(cl.c.principal, cl.key)]
-	delete(s.keyed, keySlot(cl.c.principal, cl.key))
-	s.keyMu.Unlock()
-	if !held {
+	if !s.dropKey(cl.c.principal, cl.key) {
 		return
 	}
 	cl.mu.Lock()
@@ -474,9 +480,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	}
 	cl.req, cl.hidden = r, hidden
 	if cl.key != "" && !hidden { // the engine knows the key from now on
-		s.keyMu.Lock()
-		delete(s.keyed, keySlot(c.principal, cl.key))
-		s.keyMu.Unlock()
+		s.dropKey(c.principal, cl.key)
 	}
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })

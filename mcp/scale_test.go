@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -114,24 +115,20 @@ func TestDetachedScale(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%g,"steps":%d},"_meta":{"progressToken":%d}}}`, i, seconds, steps, i)
 	}
-	for {
+	poll.Until(t, 5*time.Minute, "every resume policy", func() bool {
 		conn.mu.Lock()
-		got := len(conn.tokens)
-		conn.mu.Unlock()
-		if got == n {
-			break
-		}
-		runtime.Gosched()
-		if time.Since(start) > 5*time.Minute {
-			t.Fatalf("%d of %d resume policies after 5 minutes", got, n)
-		}
-	}
+		defer conn.mu.Unlock()
+		return len(conn.tokens) == n
+	})
 	started := time.Since(start)
 	_ = conn.Close() // every request detaches
 	<-served
 
-	// Let every request queue progress a few times while detached.
-	time.Sleep(3 * step)
+	// Every request queues progress while detached: wait until they hold two
+	// notifications each on average (each is over 100 bytes).
+	poll.Until(t, 10*step+time.Minute, "progress queued while detached", func() bool {
+		return core.Engine().Stats().QueuedBytes >= 2*n*100
+	})
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)

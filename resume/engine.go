@@ -584,6 +584,15 @@ func (e *Engine) over(principal string) bool {
 	return e.overLocked(principal)
 }
 
+// overFor is over for r's principal, without the engine's lock (r's usage is
+// at hand): the check every Append makes. Called with r.mu held.
+func (e *Engine) overFor(r *Request) bool {
+	if e.opts.MaxBytes > 0 && e.all.bytes.Load() >= e.opts.MaxBytes {
+		return true
+	}
+	return r.use != nil && e.opts.MaxBytesPerPrincipal > 0 && r.use.bytes.Load() >= e.opts.MaxBytesPerPrincipal
+}
+
 // overLocked is over, called with e.mu held.
 func (e *Engine) overLocked(principal string) bool {
 	if e.opts.MaxBytes > 0 && e.all.bytes.Load() >= e.opts.MaxBytes {

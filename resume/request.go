@@ -180,7 +180,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	r.q.add(m, r.e.store == nil)
 	r.e.addBytes(r, len(m.Data))
 	budget := r.e.opts.QueueBytes
-	over := r.e.over(r.principal)
+	over := r.e.overFor(r)
 	if over {
 		budget = 0 // keep only what cannot go: the newest progress, responses, requests
 	}

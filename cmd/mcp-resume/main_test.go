@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -47,9 +48,16 @@ func (p *procConn) Close() error {
 	return err
 }
 
-func spawn(t testing.TB, args string) transport.Conn {
+// self returns the command that runs this test binary as mcp-resume with args.
+func self(args string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "MCP_RESUME_TEST_ARGS="+args)
+	return cmd
+}
+
+// stdioPipes returns the pipes to cmd's stdin and from its stdout (not started).
+func stdioPipes(t testing.TB, cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser) {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +66,12 @@ func spawn(t testing.TB, args string) transport.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return stdin, stdout
+}
+
+func spawn(t testing.TB, args string) transport.Conn {
+	cmd := self(args)
+	stdin, stdout := stdioPipes(t, cmd)
 	if testing.Verbose() {
 		cmd.Stderr = os.Stderr
 	}

@@ -421,16 +421,8 @@ type recoveryProc struct {
 
 func startRecoveryProc(t *testing.T, args string) *recoveryProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "MCP_RESUME_TEST_ARGS="+args)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd := self(args)
+	stdin, stdout := stdioPipes(t, cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,8 +25,7 @@ import (
 // connections. The returned function kills it (SIGKILL) and waits for it.
 func spawnHTTP(t *testing.T, addr, args string) (kill func()) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "MCP_RESUME_TEST_ARGS=serve --http "+addr+" "+args)
+	cmd := self("serve --http " + addr + " " + args)
 	if testing.Verbose() {
 		cmd.Stderr = os.Stderr
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,8 +38,7 @@ type startLine struct {
 // test and must exit 0, unless the test killed it (startLine.Kill).
 func spawnNet(t *testing.T, args string, want int) []startLine {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "MCP_RESUME_TEST_ARGS="+args)
+	cmd := self(args)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

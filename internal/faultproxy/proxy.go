@@ -51,10 +51,10 @@ const NoCut = 1 << 40
 // with every connection it holds, when the test ends.
 func New(t testing.TB, target string, lo, hi int) *Proxy {
 	t.Helper()
-	return start(t, target, lo, hi, false)
+	return start(t, target, lo, hi, false, [2]time.Duration{})
 }
 
-func start(t testing.TB, target string, lo, hi int, small bool) *Proxy {
+func start(t testing.TB, target string, lo, hi int, small bool, life [2]time.Duration) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,7 +63,7 @@ func start(t testing.TB, target string, lo, hi int, small bool) *Proxy {
 	if hi <= lo {
 		hi = lo + 1
 	}
-	p := &Proxy{ln: ln, target: target, lo: lo, hi: hi, rng: rand.New(rand.NewPCG(1, 2)), open: map[net.Conn]*pair{}, closed: make(chan struct{}), small: small}
+	p := &Proxy{ln: ln, target: target, lo: lo, hi: hi, rng: rand.New(rand.NewPCG(1, 2)), open: map[net.Conn]*pair{}, closed: make(chan struct{}), small: small, life: life}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -75,11 +75,7 @@ func start(t testing.TB, target string, lo, hi int, small bool) *Proxy {
 // between messages, on a quiet connection as on a busy one.
 func NewTimed(t testing.TB, target string, lo, hi time.Duration) *Proxy {
 	t.Helper()
-	p := start(t, target, NoCut, NoCut, false)
-	p.mu.Lock()
-	p.life = [2]time.Duration{lo, max(hi, lo+1)}
-	p.mu.Unlock()
-	return p
+	return start(t, target, NoCut, NoCut, false, [2]time.Duration{lo, max(hi, lo+1)})
 }
 
 // NewStaller starts a proxy that never cuts, for Stall, whose sockets have
@@ -88,7 +84,7 @@ func NewTimed(t testing.TB, target string, lo, hi time.Duration) *Proxy {
 // instead of after the megabytes loopback buffers hold.
 func NewStaller(t testing.TB, target string) *Proxy {
 	t.Helper()
-	return start(t, target, NoCut, NoCut, true)
+	return start(t, target, NoCut, NoCut, true, [2]time.Duration{})
 }
 
 // smallBuffer is the socket buffer size of NewStaller's sockets.
