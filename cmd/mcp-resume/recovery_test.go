@@ -288,7 +288,7 @@ func (rc *recoveryCheck) handle(p *recoveryProc, m e2etest.Msg) {
 			rc.t.Errorf("%s: a response to nothing sent: %s", rc.name, m.Raw)
 			return
 		}
-		rc.final(r, m, "live")
+		rc.final(r, m, "live", -1)
 		if rc.rng.IntN(3) == 0 && r.token != "" {
 			rc.ack(p, r)
 		}
@@ -303,8 +303,10 @@ func (rc *recoveryCheck) ack(p *recoveryProc, r *tracked) {
 }
 
 // final records r's final response m, or checks it against the one received
-// before.
-func (rc *recoveryCheck) final(r *tracked, m e2etest.Msg, how string) {
+// before. After a restart (server n >= 0), a request whose acknowledgement or
+// cancel was sent may have been deleted by the store before the kill: one that
+// comes back as server_restarted is that known store fault (see deleted).
+func (rc *recoveryCheck) final(r *tracked, m e2etest.Msg, how string, n int) {
 	var res struct {
 		IsError bool `json:"isError"`
 	}
@@ -317,6 +319,8 @@ func (rc *recoveryCheck) final(r *tracked, m e2etest.Msg, how string) {
 	}
 	seq := finalSeq(m)
 	switch {
+	case r.final && n >= 0 && (r.ackSent || r.cancelSent) && reason == spec.ReasonServerRestarted && r.reason == "":
+		rc.deleted(n, "%s final response of %v: %s, not the one received before", how, r, m.Raw)
 	case r.final && (text != r.text || res.IsError != r.isError || reason != r.reason):
 		rc.t.Errorf("%s: %s final response of %v: %s, not the one received before", rc.name, how, r, m.Raw)
 	case reason == "" && (text != r.want || res.IsError != (r.kind == kindFail)):
@@ -372,7 +376,7 @@ func (rc *recoveryCheck) check(p *recoveryProc, r *tracked, n int) {
 	if m.Error != nil && m.Error.Reason == spec.ReasonServerRestarted && st.Status != "failed" {
 		t.Errorf("%s, server %d: %v answered server_restarted on resume, status %q", rc.name, n, r, st.Status)
 	}
-	rc.final(r, m, fmt.Sprintf("server %d: resumed", n))
+	rc.final(r, m, fmt.Sprintf("server %d: resumed", n), n)
 	if rc.rng.IntN(3) == 0 {
 		if _, serr := p.getStatus(r, r.seq); serr != nil {
 			t.Errorf("%s, server %d: the ack of %v: %v", rc.name, n, r, serr)
