@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,6 +93,7 @@ type Store struct {
 	kv     jetstream.KeyValue  // records
 	kvs    jetstream.Stream    // the bucket's own stream, for deleting a key without a marker
 	js     jetstream.JetStream // for publishing
+	api    string              // the JetStream API's subject prefix, for batched reads
 	// timeout bounds one try of a call whose ctx has no deadline (the client's
 	// default, which JetStream would apply itself).
 	timeout time.Duration
@@ -183,8 +186,15 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: the stream of bucket %s: %w", o.Bucket, err)
 	}
+	api := jetstream.DefaultAPIPrefix
+	switch jo := js.Options(); {
+	case jo.Domain != "":
+		api = "$JS." + jo.Domain + ".API."
+	case jo.APIPrefix != "":
+		api = strings.TrimSuffix(jo.APIPrefix, ".") + "."
+	}
 	return &Store{
-		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, timeout: js.Options().DefaultTimeout,
+		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, api: api, timeout: js.Options().DefaultTimeout,
 		reqs: make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
 	}, nil
 }
@@ -619,7 +629,7 @@ func (s *Store) sweep(ctx context.Context, h resume.TokenHash) error {
 // Replay reads the request's indexed messages after a sequence number, up to the
 // last one indexed at the call, in order: the newest (tailKeep) and those whose
 // publish is not acknowledged yet from memory (a Replay does not wait for the
-// store), the others from the stream, replayBatch direct gets at once.
+// store), the others from the stream, replayBatch of them in one batched direct get.
 // Only indexed messages are read: not a publish that failed but was stored all
 // the same (see Append), nor a discarded message.
 func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
@@ -642,45 +652,47 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 		for len(todo) > 0 {
 			batch := todo[:min(len(todo), replayBatch)]
 			todo = todo[len(batch):]
-			msgs, errs := make([]*jetstream.RawStreamMsg, len(batch)), make([]error, len(batch))
-			var wg sync.WaitGroup
-			for j, l := range batch {
-				wg.Go(func() {
-					if l.data != nil { // among the newest: from memory
-						msgs[j] = &jetstream.RawStreamMsg{Subject: subj, Data: l.data}
-						return
-					}
-					if l.pend != nil { // not acknowledged yet: read from the publish itself
-						l.pend.mu.Lock()
-						m := l.pend.fut.Msg()
-						l.pend.mu.Unlock()
-						msgs[j] = &jetstream.RawStreamMsg{Subject: m.Subject, Data: m.Data}
-						return
-					}
-					errs[j] = s.retry(ctx, func(ctx context.Context) error {
-						var err error
-						msgs[j], err = s.stream.GetMsg(ctx, l.sseq)
-						return err
-					})
-				})
+			var fromStream []loc
+			for _, l := range batch {
+				if l.data == nil && l.pend == nil {
+					fromStream = append(fromStream, l)
+				}
 			}
-			wg.Wait()
-			for j, l := range batch {
-				raw, err := msgs[j], errs[j]
-				if errors.Is(err, jetstream.ErrMsgNotFound) {
-					continue // deleted meanwhile (the request ended)
-				}
+			var stored map[uint64]resume.Message
+			if len(fromStream) > 0 {
+				err := s.retry(ctx, func(ctx context.Context) error {
+					var err error
+					stored, err = s.readBatch(ctx, subj, fromStream)
+					return err
+				})
 				if err != nil {
-					yield(resume.Message{}, fmt.Errorf("jsstore: reading message %d of %s at %d: %w", l.seq, key(h)[:12], l.sseq, err))
+					yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], fromStream[0].seq, err))
 					return
 				}
-				m, err := wire.DecodeMessage(raw.Data)
-				if err == nil && (raw.Subject != subj || m.Seq != l.seq) {
-					err = fmt.Errorf("%w: %s message %d where message %d of %s was", errCodec, raw.Subject, m.Seq, l.seq, key(h)[:12])
-				}
-				if err != nil {
-					yield(resume.Message{}, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err))
-					return
+			}
+			for _, l := range batch {
+				var m resume.Message
+				switch {
+				case l.data != nil || l.pend != nil: // the newest, or not acknowledged yet: from memory
+					data := l.data
+					if data == nil {
+						l.pend.mu.Lock()
+						data = l.pend.fut.Msg().Data
+						l.pend.mu.Unlock()
+					}
+					var err error
+					if m, err = wire.DecodeMessage(data); err == nil && m.Seq != l.seq {
+						err = fmt.Errorf("%w: message %d where message %d of %s was", errCodec, m.Seq, l.seq, key(h)[:12])
+					}
+					if err != nil {
+						yield(resume.Message{}, err)
+						return
+					}
+				default:
+					var ok bool
+					if m, ok = stored[l.seq]; !ok {
+						continue // deleted meanwhile (the request ended)
+					}
 				}
 				if !s.isHeld(h, l.seq) {
 					continue // discarded meanwhile
@@ -694,7 +706,79 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 }
 
 // replayBatch is how many messages a Replay reads from the stream at once.
-const replayBatch = 64
+const replayBatch = 256
+
+// readBatch reads the messages of subject subj that locs place in the stream
+// with one batched direct get (the subject's messages from the first of them on,
+// without headers, up to an end-of-batch marker) and returns those it found, by
+// their number in the request. Messages of the subject it did not ask for
+// (discarded, not yet deleted) are passed over; one the batch did not reach is
+// read on its own.
+func (s *Store) readBatch(ctx context.Context, subj string, locs []loc) (map[uint64]resume.Message, error) {
+	want := make(map[uint64]loc, len(locs))
+	from := locs[0].sseq
+	for _, l := range locs {
+		want[l.seq] = l
+		from = min(from, l.sseq)
+	}
+	nc := s.js.Conn()
+	sub, err := nc.SubscribeSync(nc.NewRespInbox())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	req, _ := json.Marshal(struct {
+		Seq       uint64 `json:"seq"`
+		NextFor   string `json:"next_by_subj"`
+		Batch     int    `json:"batch"`
+		NoHeaders bool   `json:"no_hdr"`
+	}{from, subj, len(locs) + discardBatch, true})
+	if err := nc.PublishRequest(s.api+"DIRECT.GET."+s.opts.Stream, sub.Subject, req); err != nil {
+		return nil, err
+	}
+	got := make(map[uint64]resume.Message, len(locs))
+	for done := false; !done; {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			msg, err := wire.DecodeMessage(m.Data)
+			if err != nil {
+				return nil, fmt.Errorf("jsstore: batched read of %s: %w", subj, err)
+			}
+			if _, ok := want[msg.Seq]; ok {
+				got[msg.Seq] = msg
+			}
+		case "204", "404": // end of batch; nothing (more) of the subject
+			done = true
+		default:
+			return nil, fmt.Errorf("jsstore: batched read of %s: status %s %s", subj, status, m.Header.Get("Description"))
+		}
+	}
+	for seq, l := range want {
+		if _, ok := got[seq]; ok {
+			continue
+		}
+		raw, err := s.stream.GetMsg(ctx, l.sseq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		msg, err := wire.DecodeMessage(raw.Data)
+		if err == nil && (raw.Subject != subj || msg.Seq != seq) {
+			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, raw.Subject, msg.Seq, seq)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
+		}
+		got[seq] = msg
+	}
+	return got, nil
+}
 
 // isHeld reports whether request h still holds message seq.
 func (s *Store) isHeld(h resume.TokenHash, seq uint64) bool {
