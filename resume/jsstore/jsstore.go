@@ -447,20 +447,48 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 		if len(failed) == 0 {
 			continue // those indexed meanwhile, if any
 		}
-		if !s.await(ctx, end, pause) && s.js.Conn().Status() != nats.CONNECTED {
+		if !s.await(ctx, end, pause) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("jsstore: publishing %d messages of %s: %w", len(failed), key(h)[:12], nats.ErrConnectionReconnecting)
+			if s.js.Conn().Status() != nats.CONNECTED {
+				return fmt.Errorf("jsstore: publishing %d messages of %s: %w", len(failed), key(h)[:12], nats.ErrConnectionReconnecting)
+			}
+			// Connected past the OutageWait: try again, at the pace of the
+			// pauses, for as long as an acknowledgement may take.
+			if time.Now().After(end.Add(ackWait)) {
+				return fmt.Errorf("jsstore: publishing %d messages of %s: no acknowledgement", len(failed), key(h)[:12])
+			}
+			if err := sleep(ctx, pause); err != nil {
+				return err
+			}
 		}
 		for _, p := range failed {
-			p.republish(s)
+			p.republish(ctx, s)
 		}
 	}
 }
 
-// outcome waits for pending publish p's acknowledgement, until end: true when
-// it is stored (and recorded in h's index), false when it must be sent again.
+// ackWait bounds the wait for a publish's acknowledgement while connected (an
+// acknowledgement can be lost without the connection, as when a stream's leader
+// changes): the publish is sent again after it.
+const ackWait = 5 * time.Second
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// outcome waits for pending publish p's acknowledgement, until end (while
+// connected, for ackWait at least): true when it is stored (and recorded in h's
+// index), false when it must be sent again.
 func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end time.Time) (bool, error) {
 	p.mu.Lock()
 	fut, sseq, failed := p.fut, p.sseq, p.failed
@@ -469,7 +497,11 @@ func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end
 		return false, nil
 	}
 	if sseq == 0 {
-		t := time.NewTimer(max(time.Until(end), time.Millisecond))
+		wait := max(time.Until(end), time.Millisecond)
+		if s.js.Conn().Status() == nats.CONNECTED {
+			wait = max(wait, ackWait)
+		}
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case ack := <-fut.Ok():
@@ -496,17 +528,36 @@ func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end
 	return true, nil
 }
 
-// republish sends p again, asynchronously, with its message id.
-func (p *pending) republish(s *Store) {
+// republish sends p again with its message id: asynchronously, or, when the
+// connection's window of publishes in flight stays full (other requests' Appends
+// keep it so), synchronously, so that settling a request is not starved by the
+// appends of others. A publish that fails leaves p failed, for the next round.
+func (p *pending) republish(ctx context.Context, s *Store) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sseq != 0 {
+	old, sseq := p.fut, p.sseq
+	p.mu.Unlock()
+	if sseq != 0 {
 		return
 	}
-	old := p.fut.Msg()
-	if fut, err := s.js.PublishMsgAsync(&nats.Msg{Subject: old.Subject, Data: old.Data, Header: old.Header}); err == nil {
-		p.fut, p.failed = fut, false
+	msg := &nats.Msg{Subject: old.Msg().Subject, Data: old.Msg().Data, Header: old.Msg().Header}
+	fut, err := s.js.PublishMsgAsync(msg)
+	var ack *jetstream.PubAck
+	if err != nil {
+		if ack, err = s.js.PublishMsg(ctx, msg); err != nil {
+			return
+		}
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fut != old {
+		return
+	}
+	if ack != nil {
+		p.sseq = ack.Sequence
+	} else {
+		p.fut = fut
+	}
+	p.failed = false
 }
 
 // record notes where p sits in request h's index.
