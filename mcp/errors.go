@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -31,4 +32,30 @@ func wireError(err error) *spec.Error {
 		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
 	}
 	return spec.NewError(spec.CodeInternalError, "", "internal error")
+}
+
+// endedResponse is the engine's Options.Ended: the final response of a request
+// that ended without its handler's, {code: -32602, data: {reason:
+// "server_restarted" or "owner_lost"}}, with the sequence number in data._meta
+// like every other message of a resumable request.
+func endedResponse(id []byte, seq uint64, cause error) []byte {
+	reason := spec.ReasonServerRestarted
+	if errors.Is(cause, resume.ErrOwnerLost) {
+		reason = spec.ReasonOwnerLost
+	}
+	type data struct {
+		Reason spec.Reason       `json:"reason"`
+		Meta   map[string]uint64 `json:"_meta"`
+	}
+	obj := struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    data   `json:"data"`
+	}{
+		Code:    spec.CodeInvalidParams,
+		Message: cause.Error(),
+		Data:    data{Reason: reason, Meta: map[string]uint64{spec.MetaSeq: seq}},
+	}
+	b, _ := json.Marshal(obj) // cannot fail: fixed types
+	return spec.EncodeErrorRaw(spec.ID(id), b)
 }

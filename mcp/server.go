@@ -126,6 +126,9 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		eo = *o.Engine
 	}
 	eo.Logger = &log
+	if eo.Ended == nil {
+		eo.Ended = endedResponse
+	}
 	var p [6]byte
 	_, _ = rand.Read(p[:])
 	s := &Server{

@@ -54,9 +54,10 @@
 // A durable Store (package jsstore) outlives the process. New recovers what it holds
 // (Store.Records, then Replay for each): a completed or failed request comes back
 // resumable with its queued messages; one that was processing ends as failed with
-// Options.Restarted's response (by default -32602, reason server_restarted) queued
-// as its final response. The engine stores a request's final state right after its
-// final response, so a restart tells the two apart. See recover.go.
+// Options.Ended's response for ErrRestarted queued as its final response. The
+// engine stores a request's final state right after its final response, and the
+// response itself says whether it failed (Message.Failed), so a restart tells
+// them apart. See recover.go.
 //
 // # Bounded memory
 //

@@ -46,6 +46,13 @@ var (
 	ErrExists = errors.New("resume: a request with this token exists")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("resume: engine closed")
+	// ErrRestarted ends, with Options.Ended's response, a request that the
+	// store holds as processing when the engine starts: it was running when an
+	// earlier process stopped (see recover.go).
+	ErrRestarted = errors.New("the server restarted while the request was running")
+	// ErrOwnerLost ends, with Options.Ended's response, a request that was
+	// processing when its owner, another instance, was lost (see peers.go).
+	ErrOwnerLost = errors.New("the instance running the request was lost")
 )
 
 // Options configure an Engine. The zero value of each field means its default.
@@ -104,15 +111,12 @@ type Options struct {
 	// none.
 	ReplayWindowBytes int
 	ReplayWindow      time.Duration
-	// Restarted encodes the final response given, when the engine starts, to a
-	// request that the store holds as processing: it was running when an earlier
-	// process stopped (see recover.go). seq is the response's sequence number.
-	// Default: a JSON-RPC error -32602 with data.reason "server_restarted".
-	Restarted func(id []byte, seq uint64) []byte
-	// OwnerLost is like Restarted, for a request that was processing when its
-	// owner, another instance, was lost (see peers.go). Default: a JSON-RPC error
-	// -32602 with data.reason "owner_lost".
-	OwnerLost func(id []byte, seq uint64) []byte
+	// Ended encodes the final response of a request that ended without its
+	// handler's: cause is ErrRestarted or ErrOwnerLost, seq the response's
+	// sequence number. The protocol's layer supplies it (package mcp: the MCP
+	// error with its reason); the default is a JSON-RPC 2.0 internal error
+	// (-32603) with cause's text.
+	Ended func(id []byte, seq uint64, cause error) []byte
 	// Peers, when set, makes the engine one instance of a cluster sharing its
 	// Store (see peers.go). Nil: the engine owns every request in its Store.
 	Peers Peers
@@ -168,11 +172,8 @@ func (o *Options) withDefaults() Options {
 	if v.MaxBytesPerPrincipal == 0 && v.MaxBytes > 0 {
 		v.MaxBytesPerPrincipal = v.MaxBytes / 4
 	}
-	if v.Restarted == nil {
-		v.Restarted = restartedResponse
-	}
-	if v.OwnerLost == nil {
-		v.OwnerLost = ownerLostResponse
+	if v.Ended == nil {
+		v.Ended = endedResponse
 	}
 	if v.Logger == nil {
 		nop := zerolog.Nop()

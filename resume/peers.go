@@ -23,7 +23,7 @@ import (
 //   - When an owner's lease lapses (Peers.Watch, Peers.OnDeparted), its requests
 //     are claimed (Store.Claim, one winner) and recovered by the claimer as after
 //     a restart (recover.go), except that a request that was processing ends with
-//     Options.OwnerLost's response (reason owner_lost), or runs again if
+//     Options.Ended's response for ErrOwnerLost, or runs again if
 //     restartable. A proxy attached at the time re-attaches its sink to the
 //     claimed request, so the client gets the rest of the messages, then that
 //     response, without resuming.

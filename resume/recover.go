@@ -6,8 +6,6 @@ import (
 	"errors"
 	"iter"
 	"time"
-
-	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // Recovery. A durable store outlives the process: when an engine starts (New), every
@@ -27,8 +25,9 @@ import (
 //     result.
 //   - processing: its handler died with the old process, so it ends now as failed.
 //     Its unanswered server-to-client requests are dropped (nobody waits for the
-//     answers), and Options.Restarted's response (by default a JSON-RPC error with
-//     data.reason "server_restarted") is queued as its final response. getStatus
+//     answers), and Options.Ended's response for ErrRestarted (package mcp's: a
+//     JSON-RPC error with data.reason "server_restarted") is queued as its final
+//     response. getStatus
 //     answers status "failed"; requests/resume delivers what is queued, then that
 //     error under the request's id.
 //   - anything else (its response already acknowledged, a state never stored):
@@ -119,7 +118,7 @@ func (e *Engine) recoverStored() {
 	}
 	var resumable, restarted, rerun, dropped, left int
 	for _, rec := range recs {
-		switch e.recoverOne(rec, e.opts.Restarted) {
+		switch e.recoverOne(rec, ErrRestarted) {
 		case recoveredLeft:
 			left++
 		case recoveredResumable:
@@ -149,14 +148,14 @@ const (
 
 // recoverOne brings back one stored request, or deletes it. A request that was
 // processing (and is not restartable) ends with lost's response.
-func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte) recovered {
+func (e *Engine) recoverOne(rec Record, lost error) recovered {
 	if rec.tombstone() { // this instance's own, from before: nothing to bring back
 		e.dropStored(rec)
 		return recoveredDropped
 	}
 	var q outbox
 	var inputs []uint64 // unanswered server-to-client requests
-	var resp []byte     // the final response, if stored
+	var resp *Message   // the final response, if stored
 	for m, err := range e.store.Replay(e.ctx, rec.Hash, 0) {
 		if errors.Is(err, ErrNotFound) { // deleted meanwhile
 			e.dropStored(rec)
@@ -173,7 +172,7 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 		q.last = m.Seq
 		switch m.Kind {
 		case KindResponse:
-			resp = m.Data
+			resp = &m
 		case KindRequest:
 			inputs = append(inputs, m.Seq)
 		}
@@ -184,7 +183,7 @@ func (e *Engine) recoverOne(rec Record, lost func(id []byte, seq uint64) []byte)
 // recoverReplayed is recoverOne once rec's messages are read: q holds them,
 // inputs names its unanswered server-to-client requests, resp is its final
 // response (nil when none is stored).
-func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp []byte, lost func(id []byte, seq uint64) []byte) recovered {
+func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp *Message, lost error) recovered {
 	hasResponse := resp != nil
 	state, how := rec.State, recoveredResumable
 	switch {
@@ -194,7 +193,7 @@ func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp []b
 		// JSON-RPC error is failed, never completed), and that is stored now,
 		// without the payload, so that no later process runs it again.
 		state = StateCompleted
-		if responseFailed(resp) {
+		if resp.Failed {
 			state = StateFailed
 		}
 		rec.State, rec.Payload = state, nil
@@ -207,7 +206,7 @@ func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp []b
 		e.discardInputs(rec, &q, inputs)
 		newEpoch(&rec, &q)
 		m := Message{Seq: q.next(), Kind: KindResponse}
-		m.Data = lost(rec.ID, m.Seq)
+		m.Data, m.Failed = e.opts.Ended(rec.ID, m.Seq, lost), true
 		if err := e.store.Append(e.ctx, rec.Hash, m); err != nil {
 			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("queueing the response of a restarted request; dropped")
 			e.dropStored(rec)
@@ -276,7 +275,7 @@ func (e *Engine) discardInputs(rec Record, q *outbox, inputs []uint64) {
 // processes again, detached, keeping what it had queued except its unanswered
 // server-to-client requests (the new run asks again), for the caller to run it
 // again (Restartable). Past MaxLive (or MaxLivePerPrincipal) it is failed like any other restarted request.
-func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost func(id []byte, seq uint64) []byte) recovered {
+func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost error) recovered {
 	e.mu.Lock()
 	_, dup := e.live[rec.Hash]
 	closed, full := e.closed, e.fullLocked(rec.Principal)
@@ -317,55 +316,18 @@ func newEpoch(rec *Record, q *outbox) {
 	q.last = max(q.last, uint64(rec.Epoch)<<32)
 }
 
-// responseFailed reports whether resp, a stored final response, ends its request
-// as failed: a JSON-RPC error, or a tools/call result with isError true (as the
-// request's Complete was told). One that does not decode counts as completed.
-func responseFailed(resp []byte) bool {
-	var m struct {
-		Error  json.RawMessage `json:"error"`
-		Result struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(resp, &m); err != nil {
-		return false
-	}
-	return (len(m.Error) > 0 && string(m.Error) != "null") || m.Result.IsError
-}
-
 func (e *Engine) dropStored(rec Record) {
 	if err := e.store.Delete(e.ctx, rec.Hash); err != nil {
 		e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("deleting a stored request")
 	}
 }
 
-// restartedResponse is the default Options.Restarted: the JSON-RPC error
-// {code: -32602, data: {reason: "server_restarted"}}, with the sequence number in
-// data._meta like every other message of a resumable request.
-func restartedResponse(id []byte, seq uint64) []byte {
-	return endedResponse(id, seq, spec.ReasonServerRestarted, "the server restarted while the request was running")
-}
-
-// ownerLostResponse is the default Options.OwnerLost: like restartedResponse,
-// with data.reason "owner_lost".
-func ownerLostResponse(id []byte, seq uint64) []byte {
-	return endedResponse(id, seq, spec.ReasonOwnerLost, "the instance running the request was lost")
-}
-
-func endedResponse(id []byte, seq uint64, reason spec.Reason, msg string) []byte {
-	type data struct {
-		Reason spec.Reason       `json:"reason"`
-		Meta   map[string]uint64 `json:"_meta"`
-	}
-	obj := struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    data   `json:"data"`
-	}{
-		Code:    spec.CodeInvalidParams,
-		Message: msg,
-		Data:    data{Reason: reason, Meta: map[string]uint64{spec.MetaSeq: seq}},
-	}
-	b, _ := json.Marshal(obj) // cannot fail: fixed types
-	return spec.EncodeErrorRaw(spec.ID(id), b)
+// endedResponse is the default Options.Ended: a JSON-RPC 2.0 error, code -32603,
+// whose message is cause's.
+func endedResponse(id []byte, _ uint64, cause error) []byte {
+	msg, _ := json.Marshal(cause.Error()) // cannot fail: a string
+	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	b = append(b, `,"error":{"code":-32603,"message":`...)
+	b = append(b, msg...)
+	return append(b, "}}"...)
 }

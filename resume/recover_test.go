@@ -7,11 +7,24 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/memstore"
-	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// restarted is the default final response of a request that was running when its
-// process stopped, as a client reads it.
+// withEnded sets o's Options.Ended to one that names the cause in data.reason and
+// the sequence number in data._meta.seq, as package mcp's does with its own
+// names.
+func withEnded(o *resume.Options) *resume.Options {
+	if o == nil {
+		o = &resume.Options{}
+	}
+	o.Ended = func(id []byte, seq uint64, cause error) []byte {
+		reason := map[error]string{resume.ErrRestarted: "server_restarted", resume.ErrOwnerLost: "owner_lost"}[cause]
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":%q,"data":{"reason":%q,"_meta":{"seq":%d}}}}`, id, cause, reason, seq)
+	}
+	return o
+}
+
+// restarted is the final response (withEnded's) of a request that was running when
+// its process stopped, as a client reads it.
 type restarted struct {
 	ID    json.RawMessage `json:"id"`
 	Error struct {
@@ -38,7 +51,7 @@ func (s *testSink) raw(i int) []byte {
 // gone.
 func TestRecover(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, nil)
+	e1 := resume.New(st, withEnded(nil))
 	done, tokDone := start(t, e1, `"done"`, nil)
 	appendMsg(t, done, resume.KindProgress, "p")
 	complete(t, done)
@@ -50,7 +63,7 @@ func TestRecover(t *testing.T) {
 	e1.Close()
 	wantCause(t, running.Context(), resume.ErrClosed)
 
-	e2 := resume.New(st, nil)
+	e2 := resume.New(st, withEnded(nil))
 	defer e2.Close()
 	if n := e2.Live(); n != 2 {
 		t.Fatalf("recovered %d requests, want 2", n)
@@ -93,8 +106,8 @@ func TestRecover(t *testing.T) {
 	if err := json.Unmarshal(sink.raw(1), &resp); err != nil {
 		t.Fatalf("running: response %q: %v", sink.raw(1), err)
 	}
-	if string(resp.ID) != `7` || resp.Error.Code != spec.CodeInvalidParams ||
-		resp.Error.Data.Reason != string(spec.ReasonServerRestarted) || resp.Error.Data.Meta[spec.MetaSeq] != 1<<32+1 {
+	if string(resp.ID) != `7` || resp.Error.Code != -32602 ||
+		resp.Error.Data.Reason != "server_restarted" || resp.Error.Data.Meta["seq"] != 1<<32+1 {
 		t.Fatalf("running: response %s", sink.raw(1))
 	}
 	if sink.raw(2) != nil {
@@ -126,7 +139,7 @@ func TestRecover(t *testing.T) {
 	}
 
 	// A third engine finds nothing to recover.
-	e3 := resume.New(st, nil)
+	e3 := resume.New(st, withEnded(nil))
 	defer e3.Close()
 	if n := e3.Live(); n != 0 {
 		t.Fatalf("third engine recovered %d requests", n)
@@ -138,13 +151,13 @@ func TestRecover(t *testing.T) {
 // completed one alike.
 func TestRecoverPrincipal(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, nil)
+	e1 := resume.New(st, withEnded(nil))
 	done, tokDone := start(t, e1, `1`, &resume.StartOptions{Principal: "alice"})
 	complete(t, done)
 	_, tokRunning := start(t, e1, `2`, &resume.StartOptions{Principal: "alice"})
 	e1.Close()
 
-	e2 := resume.New(st, nil)
+	e2 := resume.New(st, withEnded(nil))
 	defer e2.Close()
 	for _, c := range []struct {
 		tok, id string
@@ -163,14 +176,14 @@ func TestRecoverPrincipal(t *testing.T) {
 // failed as restarted, with what it had queued and the server_restarted response.
 func TestRecoverRestartablePastMaxLive(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, nil)
+	e1 := resume.New(st, withEnded(nil))
 	for _, id := range []string{`1`, `2`} {
 		r, _ := start(t, e1, id, &resume.StartOptions{Payload: []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call"}`)})
 		appendMsg(t, r, resume.KindProgress, "p")
 	}
 	e1.Close()
 
-	e2 := resume.New(st, &resume.Options{MaxLive: 1})
+	e2 := resume.New(st, withEnded(&resume.Options{MaxLive: 1}))
 	defer e2.Close()
 	rerun := e2.Restartable()
 	if len(rerun) != 1 || e2.Live() != 2 {
@@ -203,7 +216,7 @@ func TestRecoverRestartablePastMaxLive(t *testing.T) {
 // restarted error, and the new run of a restartable request, whole.
 func TestRecoverNumbersAfterAcked(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, nil)
+	e1 := resume.New(st, withEnded(nil))
 	lost, tokLost := start(t, e1, `"lost"`, nil)
 	rerun, tokRerun := start(t, e1, `"rerun"`, &resume.StartOptions{Payload: []byte(`{"rerun":1}`)})
 	var acks [2]uint64
@@ -219,7 +232,7 @@ func TestRecoverNumbersAfterAcked(t *testing.T) {
 	}
 	e1.Close()
 
-	e2 := resume.New(st, nil)
+	e2 := resume.New(st, withEnded(nil))
 	defer e2.Close()
 	r, err := e2.Lookup(tokLost, []byte(`"lost"`))
 	if err != nil {
@@ -229,7 +242,7 @@ func TestRecoverNumbersAfterAcked(t *testing.T) {
 	attach(t, r, s, acks[0])
 	var rst restarted
 	if err := json.Unmarshal(s.raw(0), &rst); err != nil || s.raw(1) != nil ||
-		rst.Error.Data.Reason != string(spec.ReasonServerRestarted) || rst.Error.Data.Meta[spec.MetaSeq] <= acks[0] {
+		rst.Error.Data.Reason != "server_restarted" || rst.Error.Data.Meta["seq"] <= acks[0] {
 		t.Fatalf("resume of a restarted request after ack %d: %s, want the restarted error numbered after it", acks[0], s.raw(0))
 	}
 
@@ -256,7 +269,7 @@ func TestRecoverNumbersAfterAcked(t *testing.T) {
 // writes stays queued until acknowledged, so a second resume gets it again.
 func TestRecoverKeepsAckMode(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, nil)
+	e1 := resume.New(st, withEnded(nil))
 	fromStart, tokStart := start(t, e1, `"start"`, &resume.StartOptions{AckMode: true, Payload: []byte(`{}`)})
 	switched, tokSwitched := start(t, e1, `"switched"`, &resume.StartOptions{Payload: []byte(`{}`)})
 	for _, r := range []*resume.Request{fromStart, switched} {
@@ -274,7 +287,7 @@ func TestRecoverKeepsAckMode(t *testing.T) {
 	}
 	e1.Close()
 
-	e2 := resume.New(st, nil)
+	e2 := resume.New(st, withEnded(nil))
 	defer e2.Close()
 	for _, c := range []struct {
 		id, tok string
@@ -308,7 +321,7 @@ func TestRecoverOtherOwner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := resume.New(st, nil)
+	e := resume.New(st, withEnded(nil))
 	defer e.Close()
 	r, err := e.Lookup("tok", []byte(`1`))
 	if err != nil {
@@ -324,31 +337,32 @@ func TestRecoverOtherOwner(t *testing.T) {
 
 // TestRecoverResponseWithoutFinalState: a process that stopped between storing a
 // request's final response and its final state (the record still says
-// processing) leaves the response to say how the request ended: a tool error
-// (result.isError) or a JSON-RPC error is failed, never completed; a plain result
-// is completed. (Issue 24: failed requests reported completed after a kill -9.)
+// processing) leaves the response to say how the request ended: one that
+// Complete was told failed (a tool error, a JSON-RPC error: Message.Failed) is
+// failed, never completed; the others are completed. (Issue 24: failed requests
+// reported completed after a kill -9.)
 func TestRecoverResponseWithoutFinalState(t *testing.T) {
 	for _, tc := range []struct {
-		name, resp string
-		want       resume.State
+		name   string
+		failed bool
+		want   resume.State
 	}{
-		{"result", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"_meta":{"io.mcp-resume/seq":2}}}`, resume.StateCompleted},
-		{"result isError false", `{"jsonrpc":"2.0","id":1,"result":{"isError":false,"content":[]}}`, resume.StateCompleted},
-		{"tool error", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"no"}],"isError":true,"_meta":{"io.mcp-resume/seq":2}}}`, resume.StateFailed},
-		{"JSON-RPC error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom","data":{"_meta":{"io.mcp-resume/seq":2}}}}`, resume.StateFailed},
+		{"completed", false, resume.StateCompleted},
+		{"failed", true, resume.StateFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := memstore.New()
-			e1 := resume.New(st, nil)
+			e1 := resume.New(st, withEnded(nil))
 			r, tok := start(t, e1, `1`, nil)
 			appendMsg(t, r, resume.KindProgress, "p")
 			// The response reached the store, the final state did not.
-			if err := st.Append(t.Context(), resume.HashToken(tok), resume.Message{Seq: 2, Kind: resume.KindResponse, Data: []byte(tc.resp)}); err != nil {
+			resp := resume.Message{Seq: 2, Kind: resume.KindResponse, Data: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), Failed: tc.failed}
+			if err := st.Append(t.Context(), resume.HashToken(tok), resp); err != nil {
 				t.Fatal(err)
 			}
 			e1.Close()
 
-			e2 := resume.New(st, nil)
+			e2 := resume.New(st, withEnded(nil))
 			defer e2.Close()
 			got, err := e2.Lookup(tok, []byte(`1`))
 			if err != nil {

@@ -120,7 +120,7 @@ var errUnreachable = errors.New("resume: the owning instance did not answer")
 var errProxy = errors.New("resume: the request runs on another instance")
 
 // claim takes rec over from its lost owner (Store.Claim) and recovers it here as
-// after a restart, with Options.OwnerLost's response for a request that was
+// after a restart, with Options.Ended's response (ErrOwnerLost) for a request that was
 // processing (or a new run when restartable, which claimAll and resolve hand to
 // Options.OnRestartable once for all they claimed). It returns the live request
 // and whether it is to run again, or ErrClaimed when another instance claimed it
@@ -138,7 +138,7 @@ func (e *Engine) claim(rec Record) (*Request, bool, error) {
 		}
 		return nil, false, ErrUnknown
 	}
-	how := e.recoverOne(*got, e.opts.OwnerLost)
+	how := e.recoverOne(*got, ErrOwnerLost)
 	e.log.Info().Str("request", string(rec.ID)).Str("owner", rec.Owner).Bool("rerun", how == recoveredRerun).
 		Msg("claimed a request of a lost instance")
 	e.mu.Lock()

@@ -169,7 +169,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 		return 0, fmt.Errorf("appending to a %s request: %w", st, ErrEnded)
 	}
 	seq := r.q.next()
-	m := Message{Seq: seq, Kind: k, Key: key, Data: encode(seq)}
+	m := Message{Seq: seq, Kind: k, Key: key, Data: encode(seq), Failed: next == StateFailed}
 	// The Store call stays under r.mu so that messages reach it in sequence order.
 	if r.e.store != nil {
 		if err := r.e.store.Append(r.e.ctx, r.hash, m); err != nil {

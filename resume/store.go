@@ -35,6 +35,10 @@ type Message struct {
 	// Data is the complete encoded message. A Store keeps it as given (it may keep the
 	// slice itself); nobody modifies it after Append.
 	Data []byte
+	// Failed marks a final response (KindResponse) that ends its request as
+	// failed (Request.Complete's failed): a restart that finds the response
+	// without the final state reads the outcome here, not from Data.
+	Failed bool
 }
 
 // State is where a request is in its lifecycle.

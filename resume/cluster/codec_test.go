@@ -40,6 +40,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	msgs := []resume.Message{
 		{Seq: 1, Kind: resume.KindProgress, Key: `"tok"`, Data: []byte(`{"jsonrpc":"2.0"}`)},
 		{Seq: 1<<64 - 1, Kind: resume.KindResponse},
+		{Seq: 3, Kind: resume.KindResponse, Data: []byte(`{"error":{}}`), Failed: true},
 	}
 	for _, m := range msgs {
 		got, err := wire.DecodeMessage(wire.EncodeMessage(m))

@@ -18,7 +18,6 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
-	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // sink collects what is written to it.
@@ -138,12 +137,15 @@ func TestRestart(t *testing.T) {
 		}
 		var resp struct {
 			ID    json.RawMessage `json:"id"`
-			Error spec.Error      `json:"error"`
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
 		}
 		if err := json.Unmarshal(got[0].Data, &resp); err != nil {
 			t.Fatal(err)
 		}
-		if string(resp.ID) != c.id || resp.Error.Code != spec.CodeInvalidParams || resp.Error.Reason != spec.ReasonServerRestarted {
+		if string(resp.ID) != c.id || resp.Error.Code != -32603 || resp.Error.Message != resume.ErrRestarted.Error() || !got[0].Failed {
 			t.Fatalf("%s: response %s", c.id, got[0].Data)
 		}
 		if err := r.Touch(got[0].Seq); err != nil || !r.Gone() {

@@ -348,7 +348,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			{Seq: 1, Kind: resume.KindNotification, Data: []byte(`{"log":1}`)},
 			{Seq: 2, Kind: resume.KindProgress, Key: `"tok-7"`, Data: []byte(`{"p":2}`)},
 			{Seq: 3, Kind: resume.KindRequest, Data: []byte(`{"ask":3}`)},
-			{Seq: 1 << 40, Kind: resume.KindResponse, Data: []byte(`{"result":{}}`)},
+			{Seq: 1 << 40, Kind: resume.KindResponse, Data: []byte(`{"error":{}}`), Failed: true},
 		}
 		for _, m := range want {
 			if err := s.Append(ctx, h, m); err != nil {
@@ -364,7 +364,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 				t.Fatalf("Replay yielded more than %d messages", len(want))
 			}
 			w := want[i]
-			if m.Seq != w.Seq || m.Kind != w.Kind || m.Key != w.Key || !bytes.Equal(m.Data, w.Data) {
+			if m.Seq != w.Seq || m.Kind != w.Kind || m.Key != w.Key || !bytes.Equal(m.Data, w.Data) || m.Failed != w.Failed {
 				t.Fatalf("message %d = %+v (data %q), want %+v (data %q)", i, m, m.Data, w, w.Data)
 			}
 			i++

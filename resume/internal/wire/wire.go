@@ -2,7 +2,8 @@
 // keeps (one stream message per outbox message) and that a cluster's instances
 // send each other (inbox deliveries), with the varint helpers both codecs use.
 //
-//	message: version (1), kind, varint seq, varint len(key), key, data
+//	message: version (1), kind (failedBit set for Message.Failed), varint seq,
+//	         varint len(key), key, data
 package wire
 
 import (
@@ -15,13 +16,20 @@ import (
 // Version is the message encoding's version byte.
 const Version = 1
 
+// failedBit marks, in the kind byte, a final response that failed.
+const failedBit = 0x80
+
 // ErrMalformed is what DecodeMessage returns for bytes it did not encode.
 var ErrMalformed = errors.New("malformed message encoding")
 
 // EncodeMessage encodes m.
 func EncodeMessage(m resume.Message) []byte {
 	b := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(m.Key)+len(m.Data))
-	b = append(b, Version, byte(m.Kind))
+	kind := byte(m.Kind)
+	if m.Failed {
+		kind |= failedBit
+	}
+	b = append(b, Version, kind)
 	b = binary.AppendUvarint(b, m.Seq)
 	b = AppendString(b, m.Key)
 	return append(b, m.Data...)
@@ -33,7 +41,7 @@ func DecodeMessage(b []byte) (resume.Message, error) {
 	if len(b) < 2 || b[0] != Version {
 		return resume.Message{}, ErrMalformed
 	}
-	m := resume.Message{Kind: resume.Kind(b[1])}
+	m := resume.Message{Kind: resume.Kind(b[1] &^ failedBit), Failed: b[1]&failedBit != 0}
 	b = b[2:]
 	var ok bool
 	if m.Seq, b, ok = Uvarint(b); !ok {
