@@ -58,7 +58,7 @@ func startCluster(t *testing.T, n int, lease time.Duration, tools map[string]mcp
 		if err != nil {
 			t.Fatal(err)
 		}
-		core := mcp.New(demo.Server("test"), &mcp.Options{Store: st, Engine: &resume.Options{Peers: node}, Tools: tools})
+		core := mcp.New(demo.Server("test"), &mcp.Options{Store: st, Engine: &resume.Options{Cluster: node}, Tools: tools})
 		// Cleanups run last first: the core, then the node, then the connection.
 		t.Cleanup(nc.Close)
 		t.Cleanup(node.Close)

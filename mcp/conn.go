@@ -117,7 +117,7 @@ type connState struct {
 // tracked is a request delivered by a session. hidden: made resumable only for
 // this session's stream reconnects; the client holds no token.
 type tracked struct {
-	r      *resume.Request
+	r      resume.Handle
 	hidden bool
 	sink   resume.Sink // where it was attached
 	// task: a task read here (tasks/result); it belongs to its principal, not

@@ -14,7 +14,7 @@ import (
 // other stream and writes r's pending messages there.
 // acked: the client sent an acknowledgement (0 included), so what the request's
 // replay window holds after ack is written again.
-func (c *connState) adopt(r *resume.Request, st Stream, snk resume.Sink, ack uint64, acked bool) error {
+func (c *connState) adopt(r resume.Handle, st Stream, snk resume.Sink, ack uint64, acked bool) error {
 	attach := r.Attach
 	if acked {
 		attach = r.AttachAcked
@@ -29,7 +29,7 @@ func (c *connState) adopt(r *resume.Request, st Stream, snk resume.Sink, ack uin
 // track records that r, attached to st (as snk), is delivered by this session:
 // for its detach or cancel when the session (or st) ends, for cancellation by
 // id, and for stream reconnects.
-func (c *connState) track(r *resume.Request, hidden bool, st Stream, snk resume.Sink) {
+func (c *connState) track(r resume.Handle, hidden bool, st Stream, snk resume.Sink) {
 	c.trackAs(tracked{r: r, hidden: hidden, sink: snk}, st)
 }
 
@@ -160,7 +160,7 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 // (spec.MetaKey): the client lost the first one's connection, maybe before its
 // resume policy came. The policy is written again, then everything the request
 // holds (Request.AttachAll), as a resume would, but from its first message.
-func (c *connState) rejoin(r *resume.Request, id spec.ID, key string, st Stream, modern bool) {
+func (c *connState) rejoin(r resume.Handle, id spec.ID, key string, st Stream, modern bool) {
 	snk := sinkOf(st)
 	if modern {
 		rs := requestState{ID: id, Token: key}
@@ -197,12 +197,13 @@ func (c *connState) cancelled(m *spec.Message) {
 	c.mu.Unlock()
 	if r == nil && cl != nil {
 		cl.mu.Lock()
-		r = cl.req
+		req := cl.req
 		cl.mu.Unlock()
-		if r == nil {
+		if req == nil {
 			cl.cancel(errClientCancel)
 			return
 		}
+		r = req
 	}
 	if r != nil {
 		// Delivered by this session. (A request another session took over since
@@ -284,7 +285,7 @@ func (s *Server) answer(m *spec.Message) bool {
 // askedBy names the instance of the cluster that sent the server-to-client request
 // id answers, when it is another one: its ids are "mr-<instance>-<n>".
 func (s *Server) askedBy(id spec.ID) string {
-	if s.peers == nil {
+	if s.cluster == nil {
 		return ""
 	}
 	var str string
@@ -293,7 +294,7 @@ func (s *Server) askedBy(id spec.ID) string {
 	}
 	rest, ok := strings.CutPrefix(str, "mr-")
 	i := strings.LastIndexByte(rest, '-')
-	if !ok || i <= 0 || rest[:i] == s.peers.Self() {
+	if !ok || i <= 0 || rest[:i] == s.cluster.Self() {
 		return ""
 	}
 	return rest[:i]
@@ -301,11 +302,7 @@ func (s *Server) askedBy(id spec.ID) string {
 
 // forwardAnswer sends a client's response to the instance that asked.
 func (s *Server) forwardAnswer(c *connState, inst string, id spec.ID, raw []byte) {
-	rep, err := s.peers.Call(c.ctx, inst, resume.PeerCall{Op: resume.PeerAnswer, Data: raw})
-	if err == nil {
-		err = rep.Error()
-	}
-	if err != nil {
+	if err := s.cluster.Forward(c.ctx, inst, raw); err != nil {
 		c.logger().Warn().Err(err).Str("id", string(id)).Str("instance", inst).Msg("forwarding a response to the instance that asked; dropped")
 		return
 	}

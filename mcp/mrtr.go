@@ -98,7 +98,7 @@ func inputRequired(req []byte, state string) (json.RawMessage, error) {
 // before the round has its answer, the request is cancelled (2026-07-28: closing
 // a response stream cancels its request).
 type retried struct {
-	r  *resume.Request
+	r  resume.Handle
 	rd *round
 }
 
@@ -186,7 +186,7 @@ func (s *Server) inputResponse(c *connState, key string, res json.RawMessage) {
 // the session) and that had no answer yet.
 func (c *connState) retriesClosed(st Stream) {
 	c.mu.Lock()
-	var cancel []*resume.Request
+	var cancel []resume.Handle
 	for k, rt := range c.retries {
 		if st != nil && rt.rd.st != st {
 			continue

@@ -189,11 +189,11 @@ func (c *connState) limitKeys() (session, address string) {
 // tells it nothing, and no failure of another session can lock an owner out of
 // its own request. A failed check (not_found) is charged to the session and its
 // address.
-func (c *connState) lookup(token string, id []byte) (r *resume.Request, wait time.Duration, err error) {
+func (c *connState) lookup(token string, id []byte) (r resume.Handle, wait time.Duration, err error) {
 	session, address := c.limitKeys()
 	if wait = c.s.fail.wait(session, address); wait > 0 {
 		if a, b := c.carried(id); a != nil || b != nil {
-			if r, err := c.s.eng.LookupAs(token, id, c.principal); err == nil && (r == a || r == b) {
+			if r, err := c.s.eng.LookupAs(token, id, c.principal); err == nil && (r == a || b != nil && r == resume.Handle(b)) {
 				return r, 0, nil
 			}
 		}
@@ -220,7 +220,7 @@ func (c *connState) badToken() time.Duration {
 
 // carried returns the requests with id that this session carries: the one
 // attached here and the one started here whose handler runs (nil when none).
-func (c *connState) carried(id []byte) (attached, running *resume.Request) {
+func (c *connState) carried(id []byte) (attached resume.Handle, running *resume.Request) {
 	c.mu.Lock()
 	cl, t := c.running[string(id)], c.attached[string(id)]
 	c.mu.Unlock()

@@ -20,6 +20,19 @@ import (
 )
 
 // Options configure a Server. Nil means defaults.
+// Cluster is what a Server needs of the cluster its engine is an instance of
+// (resume.Options.Cluster; package cluster's Node): the engine's side, and the
+// routing of a client's answer to the instance that sent the server-to-client
+// request it answers (ids of those requests name their instance). A
+// resume.Cluster without it serves no answers across instances.
+type Cluster interface {
+	resume.Cluster
+	// Forward sends answer to instance, whose OnAnswer function takes it.
+	Forward(ctx context.Context, instance string, answer []byte) error
+	// OnAnswer sets the receiver of the answers other instances forward here.
+	OnAnswer(fn func(answer []byte) error)
+}
+
 type Options struct {
 	// Store holds queued messages and results. Default: none, and the engine keeps
 	// them in memory itself (see resume.New).
@@ -76,7 +89,7 @@ type Server struct {
 	caps spec.ServerCapability
 
 	idPrefix string        // for server-to-client request ids, unique per process
-	peers    resume.Peers  // the other instances (Options.Engine.Peers); nil for none
+	cluster  Cluster       // the other instances (Options.Engine.Cluster); nil for none
 	nextID   atomic.Uint64 // for server-to-client request ids
 	// nextSession numbers stateless sessions (SessionOptions.Stateless).
 	nextSession atomic.Uint64
@@ -139,12 +152,12 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		inflight: make(map[string]int),
 		keyed:    make(map[string]bool),
 	}
-	if eo.Peers != nil {
+	if cl, ok := eo.Cluster.(Cluster); ok {
 		// One instance of a cluster: its server-to-client request ids name it, so
 		// that another instance forwards the client's answers here.
-		s.peers = eo.Peers
-		s.idPrefix = "mr-" + eo.Peers.Self() + "-"
-		eo.Answer = s.peerAnswer
+		s.cluster = cl
+		s.idPrefix = "mr-" + cl.Self() + "-"
+		cl.OnAnswer(s.peerAnswer)
 		eo.OnRestartable = s.rerunRestartable
 	}
 	// A tool written for the 2025 era asks its client through mcp-go's

@@ -157,17 +157,22 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 // taskGet reads the task's state from what its outbox holds: its questions and
 // its response. A task another instance owns is read through a sink attached
 // for the moment (which takes the task over from a client attached to it then).
-func (c *connState) taskGet(r *resume.Request, tid *taskID) json.RawMessage {
+func (c *connState) taskGet(h resume.Handle, tid *taskID) json.RawMessage {
 	var cap taskCapture
-	_ = r.Touch(0) // a task someone polls lives on, as getStatus keeps a request
-	held, err := r.Peek()
+	_ = h.Touch(0) // a task someone polls lives on, as getStatus keeps a request
+	var held []resume.Message
+	var err error
+	r, local := h.(*resume.Request)
+	if local {
+		held, err = r.Peek()
+	}
 	switch {
-	case errors.Is(err, resume.ErrRemote):
+	case !local:
 		// Its owner says what there is to wait for; its messages come to the
 		// sink attached here from the owner, after the attach has returned.
-		rs := r.Status()
+		rs := h.Status()
 		cap.got = make(chan struct{}, 1)
-		if err := r.Attach(&cap, 0); err == nil {
+		if err := h.Attach(&cap, 0); err == nil {
 			wait := time.NewTimer(remoteRead)
 			for !cap.has(rs) {
 				select {
@@ -178,7 +183,7 @@ func (c *connState) taskGet(r *resume.Request, tid *taskID) json.RawMessage {
 				break
 			}
 			wait.Stop()
-			r.Detach(&cap)
+			h.Detach(&cap)
 		} else if errors.Is(err, resume.ErrCancelled) {
 			return taskObject(tid, "cancelled", nil, c.s.eng.Options())
 		}

@@ -154,7 +154,7 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 
 // legacyStatus reads a task's status in the 2025-11-25 form, where a tool
 // result with isError makes it failed.
-func (c *connState) legacyStatus(r *resume.Request) string {
+func (c *connState) legacyStatus(r resume.Handle) string {
 	tid := &taskID{}
 	var obj struct {
 		Status string          `json:"status"`

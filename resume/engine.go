@@ -51,7 +51,7 @@ var (
 	// earlier process stopped (see recover.go).
 	ErrRestarted = errors.New("the server restarted while the request was running")
 	// ErrOwnerLost ends, with Options.Ended's response, a request that was
-	// processing when its owner, another instance, was lost (see peers.go).
+	// processing when its owner, another instance, was lost (see Cluster).
 	ErrOwnerLost = errors.New("the instance running the request was lost")
 )
 
@@ -117,17 +117,13 @@ type Options struct {
 	// error with its reason); the default is a JSON-RPC 2.0 internal error
 	// (-32603) with cause's text.
 	Ended func(id []byte, seq uint64, cause error) []byte
-	// Peers, when set, makes the engine one instance of a cluster sharing its
-	// Store (see peers.go). Nil: the engine owns every request in its Store.
-	Peers Peers
+	// Cluster, when set, makes the engine one instance of several sharing its
+	// Store (see Cluster). Nil: the engine owns every request in its Store.
+	Cluster Cluster
 	// OnRestartable is called, on a goroutine of its own, when requests to run
 	// again are ready in Restartable after New has returned (claimed from a lost
 	// instance). Recovery in New does not call it: the caller asks Restartable.
 	OnRestartable func()
-	// Answer receives a client's response, forwarded by another instance, to a
-	// server-to-client request this instance sent (PeerAnswer). Its error goes back
-	// to the forwarding instance.
-	Answer func(data []byte) error
 	// Logger receives the engine's logs. Nil means none.
 	Logger *zerolog.Logger
 }
@@ -184,13 +180,14 @@ func (o *Options) withDefaults() Options {
 
 // Engine is the registry of resumable requests. It is safe for concurrent use.
 type Engine struct {
-	opts  Options
-	store Store
-	peers Peers  // nil for a single instance
-	self  string // peers.Self(), the Owner of the requests this engine starts
-	log   *zerolog.Logger
-	ctx   context.Context // ends at Close; used for Store calls
-	stop  context.CancelFunc
+	opts    Options
+	store   Store
+	cluster Cluster  // nil for a single instance
+	self    string   // cluster.Self(), the Owner of the requests this engine starts
+	others  []Record // other owners' records found by recoverStored, for Bind
+	log     *zerolog.Logger
+	ctx     context.Context // ends at Close; used for Store calls
+	stop    context.CancelFunc
 
 	mu      sync.Mutex // guards the fields below
 	live    map[TokenHash]*Request
@@ -209,15 +206,13 @@ type Engine struct {
 	// restartable: recovered requests to run again (see Restartable).
 	restartable []*Request
 	closed      bool
-	// sinkWatch holds, for each remote sink a request is attached to, the stop of
-	// the watch that detaches it when the sink's instance is lost.
-	sinkWatch map[peerSink]func()
 	// claimMu is held through each claim, from Store.Claim until the request is
 	// live here, so that a lookup finding a request claimed by this engine waits
-	// for it (remote.go).
+	// for it (Held).
 	claimMu sync.Mutex
-	// bg: goroutines the engine starts (replays for other instances, the
-	// OnRestartable call), which Close waits for. Added to under mu, unless closed.
+	// bg: goroutines the engine starts (the OnRestartable call) and those its
+	// Cluster runs in it (Enter), which Close waits for. Added to under mu,
+	// unless closed.
 	bg sync.WaitGroup
 
 	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
@@ -259,12 +254,12 @@ type usage struct {
 // store, after a restart) are recovered first: see recover.go. A nil store means
 // none: the engine keeps every queued message in its own memory (with its
 // outbox's index) and nothing outlives it. That is what a Store in memory would
-// do, without keeping a second copy of each request's record and index. Peers
-// need a store the instances share.
+// do, without keeping a second copy of each request's record and index. A
+// Cluster needs a store the instances share.
 func New(store Store, opts *Options) *Engine {
 	o := opts.withDefaults()
-	if store == nil && o.Peers != nil {
-		panic("resume: Options.Peers needs a Store that the instances share")
+	if store == nil && o.Cluster != nil {
+		panic("resume: Options.Cluster needs a Store that the instances share")
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	e := &Engine{
@@ -275,15 +270,15 @@ func New(store Store, opts *Options) *Engine {
 		tombs:       make(map[TokenHash]tombstone),
 		durations:   [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
 		tm:          timers{epoch: time.Now()},
-		sinkWatch:   make(map[peerSink]func()),
 	}
-	if o.Peers != nil {
-		e.peers, e.self = o.Peers, o.Peers.Self()
+	if o.Cluster != nil {
+		e.cluster, e.self = o.Cluster, o.Cluster.Self()
 	}
 	e.recoverStored()
-	if e.peers != nil {
-		e.peers.Handle(e.servePeer)
-		e.peers.OnDeparted(e.sweep)
+	if e.cluster != nil {
+		others := e.others
+		e.others = nil
+		e.cluster.Bind(e, others)
 	}
 	return e
 }
@@ -403,7 +398,7 @@ func (e *Engine) Restartable() []*Request {
 
 // Lookup finds the request for token whose id is id, started without a principal
 // (see LookupAs).
-func (e *Engine) Lookup(token string, id []byte) (*Request, error) {
+func (e *Engine) Lookup(token string, id []byte) (Handle, error) {
 	return e.LookupAs(token, id, "")
 }
 
@@ -412,10 +407,10 @@ func (e *Engine) Lookup(token string, id []byte) (*Request, error) {
 // and an unknown request all give ErrUnknown, along the same path; an ended
 // request that the caller holds the right token for, as its principal, gives
 // ErrExpired or ErrCancelled while its tombstone lives.
-// With Peers, a request this engine does not hold is looked up in the Store: one
-// owned by another instance is returned as a proxy (see peers.go), and one whose
-// owner is lost is claimed first.
-func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, error) {
+// With a Cluster, a request this engine does not hold is looked up in the Store,
+// and the Cluster resolves it: a proxy when another instance owns it, the
+// request claimed here when its owner is lost.
+func (e *Engine) LookupAs(token string, id []byte, principal string) (Handle, error) {
 	r, err := e.LookupKey(token, id, principal)
 	if errors.Is(err, ErrUnknown) {
 		e.tokenFailures.Add(1)
@@ -426,7 +421,7 @@ func (e *Engine) LookupAs(token string, id []byte, principal string) (*Request, 
 // LookupKey is LookupAs for a token the client chose itself (StartOptions.Token):
 // not finding one is how a keyed call starts, not a failed token check, and is
 // not counted as one.
-func (e *Engine) LookupKey(token string, id []byte, principal string) (*Request, error) {
+func (e *Engine) LookupKey(token string, id []byte, principal string) (Handle, error) {
 	h := HashToken(token)
 	e.mu.Lock()
 	r, held := e.live[h]
@@ -439,7 +434,7 @@ func (e *Engine) LookupKey(token string, id []byte, principal string) (*Request,
 	if tomb && bytes.Equal(t.id, id) && t.principal == principal && time.Since(t.at) < e.opts.TombstoneTTL {
 		return nil, t.err()
 	}
-	if e.peers != nil && !held && !tomb {
+	if e.cluster != nil && !held && !tomb {
 		if r, err := e.lookupShared(h, id, principal); !errors.Is(err, ErrUnknown) {
 			return r, err
 		}
@@ -463,11 +458,9 @@ func (e *Engine) Close() {
 	for _, r := range e.live {
 		reqs = append(reqs, r)
 	}
-	watches := e.sinkWatch
-	e.sinkWatch = map[peerSink]func(){}
 	e.mu.Unlock()
-	for _, stop := range watches {
-		stop()
+	if e.cluster != nil {
+		e.cluster.Leave()
 	}
 	e.stopTimers()
 	for _, r := range reqs {
@@ -477,8 +470,8 @@ func (e *Engine) Close() {
 	e.bg.Wait()
 }
 
-// enter counts the calling goroutine, run by Peers (a call, a departure, a
-// watch), among those Close waits for, unless the engine is closed: then it
+// enter counts the calling goroutine (one the Cluster runs: a call, a
+// departure, a watch; or a background task), among those Close waits for, unless the engine is closed: then it
 // returns false and the caller does nothing. A true return is paired with
 // e.bg.Done().
 func (e *Engine) enter() bool {
@@ -715,7 +708,7 @@ func (e *Engine) forget(r *Request, final State) {
 	e.releaseUseLocked(r)
 	// Age out old tombstones first (they were inserted in time order), then bound
 	// the count.
-	var aged []TokenHash // with Peers, their records go too
+	var aged []TokenHash // with a Cluster, their records go too
 	for len(e.tombQ) > 0 {
 		h := e.tombQ[0]
 		t, ok := e.tombs[h]
@@ -724,7 +717,7 @@ func (e *Engine) forget(r *Request, final State) {
 		}
 		if ok {
 			delete(e.tombs, h)
-			if e.peers != nil {
+			if e.cluster != nil {
 				aged = append(aged, h)
 			}
 		}
@@ -738,12 +731,12 @@ func (e *Engine) forget(r *Request, final State) {
 	e.tombQ = append(e.tombQ, r.hash)
 	e.mu.Unlock()
 	if e.store == nil {
-		return // and no Peers
+		return // and no Cluster
 	}
 	if err := e.store.Delete(e.ctx, r.hash); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("deleting an ended request from the store")
 	}
-	if e.peers == nil {
+	if e.cluster == nil {
 		return
 	}
 	// The other instances of a cluster read the tombstone from the store: a record

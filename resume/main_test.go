@@ -183,7 +183,7 @@ func start(t testing.TB, e *resume.Engine, id string, so *resume.StartOptions) (
 	return r, tok
 }
 
-func attach(t testing.TB, r *resume.Request, s resume.Sink, ack uint64) {
+func attach(t testing.TB, r resume.Handle, s resume.Sink, ack uint64) {
 	t.Helper()
 	if err := r.Attach(s, ack); err != nil {
 		t.Fatalf("Attach(ack=%d): %v", ack, err)

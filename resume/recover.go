@@ -50,9 +50,10 @@ import (
 // (a run queues fewer than 2^32 messages), and a client's ack or duplicate check
 // never mistakes a new message for an old one.
 
-// With Peers, an engine recovers only the requests it owned (the same Self as the
-// earlier process), and claims those of instances that are gone (see peers.go);
-// the requests of live instances are theirs.
+// With a Cluster, an engine recovers only the requests it owned (the same Self
+// as the earlier process), and hands the others to the Cluster (Bind), which
+// claims those of instances that are gone; the requests of live instances are
+// theirs.
 
 // storedRecords yields the records the store holds (Store.Records). A record the
 // store cannot read is counted (Stats.Unreadable), logged and skipped, and stays
@@ -85,14 +86,13 @@ func (e *Engine) recoverStored() {
 		return
 	}
 	start := time.Now()
-	var recs, lost []Record
-	alive := map[string]bool{}
+	var recs []Record
 	for rec := range e.storedRecords("recovering those listed") {
 		if rec.Owner == e.self {
 			recs = append(recs, rec)
 			continue
 		}
-		if e.peers == nil {
+		if e.cluster == nil {
 			// Another owner's (a store a cluster used before): this engine
 			// owns every request in its store, and only the owner's writes
 			// pass (Store.Put), so it becomes the owner first.
@@ -103,16 +103,8 @@ func (e *Engine) recoverStored() {
 			}
 			continue
 		}
-		a, ok := alive[rec.Owner]
-		if !ok {
-			a = e.peers.Alive(e.ctx, rec.Owner)
-			alive[rec.Owner] = a
-		}
-		if !a && !rec.tombstone() {
-			lost = append(lost, rec)
-		}
+		e.others = append(e.others, rec)
 	}
-	e.claimAll(lost) // what is to run again, New's caller takes from Restartable
 	if len(recs) == 0 {
 		return
 	}
@@ -149,7 +141,7 @@ const (
 // recoverOne brings back one stored request, or deletes it. A request that was
 // processing (and is not restartable) ends with lost's response.
 func (e *Engine) recoverOne(rec Record, lost error) recovered {
-	if rec.tombstone() { // this instance's own, from before: nothing to bring back
+	if rec.Tombstone() { // this instance's own, from before: nothing to bring back
 		e.dropStored(rec)
 		return recoveredDropped
 	}

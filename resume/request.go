@@ -31,8 +31,6 @@ type Request struct {
 	// task: started as a task (StartOptions.Task), for Stats. Not stored: a
 	// recovered task counts as a request.
 	task bool
-	// remote is set on a proxy: a request another instance owns (remote.go).
-	remote *remote
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -106,9 +104,6 @@ type Status struct {
 
 // Status returns a snapshot of the request.
 func (r *Request) Status() Status {
-	if r.remote != nil {
-		return r.remoteStatus()
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Status{
@@ -126,14 +121,6 @@ func (r *Request) Gone() bool { return r.gone.Load() }
 
 // Attached reports whether sink is the request's current sink.
 func (r *Request) Attached(sink Sink) bool {
-	if r.remote != nil {
-		if nx, _ := r.remote.current(); nx != nil {
-			return nx.Attached(sink)
-		}
-		r.remote.mu.Lock()
-		defer r.remote.mu.Unlock()
-		return r.remote.sink == sink
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.att != nil && r.att.sink == sink
@@ -159,9 +146,6 @@ func (r *Request) Complete(failed bool, encode func(seq uint64) []byte) (uint64,
 }
 
 func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, next State) (uint64, error) {
-	if r.remote != nil {
-		return 0, errProxy
-	}
 	r.mu.Lock()
 	if r.state.Ended() {
 		st := r.state
@@ -221,9 +205,6 @@ func (r *Request) recordLocked(state State) Record {
 // ErrExpired or ErrAcknowledged), ErrAcknowledged when ack covers the final
 // response, and ErrAckAhead for an ack past the last message.
 func (r *Request) Attach(sink Sink, ack uint64) error {
-	if r.remote != nil {
-		return r.remoteAttach(sink, ack, ack)
-	}
 	if err := r.attach(sink, ack, ack, attachPlain); err != nil {
 		return err
 	}
@@ -235,9 +216,6 @@ func (r *Request) Attach(sink Sink, ack uint64) error {
 // (it has received nothing): the messages of the replay window after ack are
 // written again, and the request is in ack mode from now on.
 func (r *Request) AttachAcked(sink Sink, ack uint64) error {
-	if r.remote != nil {
-		return r.remoteAttach(sink, ack, ack)
-	}
 	if err := r.attach(sink, ack, ack, attachAcked); err != nil {
 		return err
 	}
@@ -248,28 +226,10 @@ func (r *Request) AttachAcked(sink Sink, ack uint64) error {
 // AttachAll is Attach for a client that has seen nothing of the request (it
 // retried its call, whose first connection died before the resume policy came):
 // every message the request still holds is written, those of the replay window
-// included. A request another instance owns gets Attach(sink, 0).
+// included. (A proxy of a request another instance owns attaches as
+// Attach(sink, 0).)
 func (r *Request) AttachAll(sink Sink) error {
-	if r.remote != nil {
-		return r.remoteAttach(sink, 0, 0)
-	}
 	if err := r.attach(sink, 0, 0, attachAll); err != nil {
-		return err
-	}
-	r.kick(Message{})
-	return nil
-}
-
-// reattach is Attach for a failover (see remote.go): the proxy whose owner was lost
-// wrote every message up to written to sink, but that is not the client's
-// acknowledgement. Without ack mode those messages were delivered, and leave the
-// request as deliver would have let them go; with it they stay until the client
-// acknowledges them. The mode stays as it was.
-func (r *Request) reattach(sink Sink, written uint64) error {
-	if r.remote != nil {
-		return r.remoteAttach(sink, 0, written)
-	}
-	if err := r.attach(sink, 0, written, attachPlain); err != nil {
 		return err
 	}
 	r.kick(Message{})
@@ -326,10 +286,6 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode attachMode) error 
 // Detach detaches the request from sink, if sink is its current sink, and starts
 // the maxWait clock of a processing request.
 func (r *Request) Detach(sink Sink) {
-	if r.remote != nil {
-		r.remoteDetach(sink)
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.att != nil && r.att.sink == sink {
@@ -339,9 +295,6 @@ func (r *Request) Detach(sink Sink) {
 
 // Touch resets the request's timers (requests/getStatus) and applies ack when > 0.
 func (r *Request) Touch(ack uint64) error {
-	if r.remote != nil {
-		return r.remoteTouch(ack)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
@@ -360,9 +313,6 @@ func (r *Request) Touch(ack uint64) error {
 // Resolve drops the server-to-client request with sequence number seq: the client
 // answered it.
 func (r *Request) Resolve(seq uint64) {
-	if r.remote != nil {
-		return // an answer is routed to the instance that asked (Options.Answer)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.gone.Load() && r.q.has(seq) {
@@ -374,10 +324,6 @@ func (r *Request) Resolve(seq uint64) {
 // dropped (no response is sent) and it is freed. Cancelling an ended request that
 // still holds its result frees it as well.
 func (r *Request) Cancel() {
-	if r.remote != nil {
-		r.remoteCancel()
-		return
-	}
 	r.mu.Lock()
 	if r.gone.Load() {
 		r.mu.Unlock()
@@ -723,12 +669,8 @@ func (r *Request) detachLocked() {
 // Peek returns the messages the request holds that a client must still get,
 // server-to-client requests and the final response (KindRequest, KindResponse),
 // without attaching anything or changing any state: a read of a task's state
-// (tasks/get) while a client may be attached to it elsewhere. A request another
-// instance owns is not read here: ErrRemote.
+// (tasks/get) while a client may be attached to it elsewhere.
 func (r *Request) Peek() ([]Message, error) {
-	if r.remote != nil {
-		return nil, ErrRemote
-	}
 	if r.gone.Load() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -745,6 +687,3 @@ func (r *Request) Peek() ([]Message, error) {
 	}
 	return out, nil
 }
-
-// ErrRemote: the request is owned by another instance of the cluster (Peek).
-var ErrRemote = errors.New("resume: the request is owned by another instance")

@@ -89,10 +89,10 @@ type Record struct {
 	// Principal is who started the request (StartOptions.Principal), "" for none:
 	// a recovered request stays bound to it.
 	Principal string
-	// Owner names the instance whose engine runs the request (Options.Peers'
-	// Self; "" for an engine without peers). Only the owner writes the request's
+	// Owner names the instance whose engine runs the request (Options.Cluster's
+	// Self; "" for an engine without one). Only the owner writes the request's
 	// messages and state; another instance serves a client through the owner (see
-	// peers.go), and takes the request over (Store.Claim) once the owner is gone.
+	// Cluster), and takes the request over (Store.Claim) once the owner is gone.
 	Owner string
 	// AckMode: the request keeps each message until the client acknowledges it
 	// (StartOptions.AckMode, or a client's first ack). A recovered request keeps
@@ -158,7 +158,7 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //     and the iteration goes on past it; any other error ends the iteration.
 //     The engine calls it once, in New, to recover the requests a durable store
 //     kept from an earlier process (see Engine), and again when an instance
-//     sharing the store is lost (Peers); it skips unreadable records, and leaves
+//     sharing the store is lost (Cluster); it skips unreadable records, and leaves
 //     them in the store.
 //   - Claim moves a request to a new owner, atomically: it sets the record's
 //     Owner to "to" and returns the record as it now is if its Owner was "from",
@@ -166,7 +166,7 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //     ErrNotFound for a request it does not hold. Of many Claims racing from the
 //     same owner, exactly one succeeds.
 //
-// A store shared by several instances (Options.Peers) sees each request written by
+// A store shared by several instances (Options.Cluster) sees each request written by
 // one engine at a time: its owner's, then its claimer's.
 type Store interface {
 	Put(ctx context.Context, rec Record) error

@@ -32,6 +32,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/metrics"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/cluster"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
@@ -332,7 +333,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		tools[name] = p
 	}
 
-	store, peers, closeStore, err := openStore(context.Background(), &f, log)
+	store, node, closeStore, err := openStore(context.Background(), &f, log)
 	if err != nil {
 		return err
 	}
@@ -359,7 +360,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
-			MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP, Peers: peers,
+			MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP, Cluster: asCluster(node),
 		},
 		DefaultPolicy: def,
 		Tools:         tools,
@@ -371,7 +372,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	})
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx := shutDownOnLeaseLoss(sctx, peers, log)
+	ctx := shutDownOnLeaseLoss(sctx, node, log)
 	if f.stdio {
 		log.Info().Str("version", version).Str("transport", "stdio").Stringer("maxWait", f.maxWait).Msg("mcp-resume serving")
 		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
@@ -399,13 +400,21 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 // errLeaseLost ends serve when this instance lost its lease in the cluster.
 var errLeaseLost = errors.New("this instance lost its lease in the cluster (NATS unreachable for longer than --lease?) and shut down, so that the other instances alone run the requests they took over; start it again")
 
-// shutDownOnLeaseLoss returns ctx, also ended (cause errLeaseLost) when peers,
-// a cluster node, finds its lease lapsed or taken: the other instances take over
-// this one's requests, so it must stop running them. The process shuts down
-// gracefully and exits non-zero; a supervisor starts it again with a fresh lease.
-func shutDownOnLeaseLoss(ctx context.Context, peers resume.Peers, log zerolog.Logger) context.Context {
-	node, ok := peers.(interface{ Lost() <-chan struct{} })
-	if !ok {
+// asCluster is node as the engine's Cluster: nil without one.
+func asCluster(node *cluster.Node) resume.Cluster {
+	if node == nil {
+		return nil
+	}
+	return node
+}
+
+// shutDownOnLeaseLoss returns ctx, also ended (cause errLeaseLost) when node,
+// this instance's membership of a cluster, finds its lease lapsed or taken: the
+// other instances take over this one's requests, so it must stop running them.
+// The process shuts down gracefully and exits non-zero; a supervisor starts it
+// again with a fresh lease.
+func shutDownOnLeaseLoss(ctx context.Context, node *cluster.Node, log zerolog.Logger) context.Context {
+	if node == nil {
 		return ctx
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

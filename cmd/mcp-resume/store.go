@@ -23,8 +23,8 @@ const defaultLease = 10 * time.Second
 
 // openStore returns the store --data-dir or --nats-url ask for, the cluster the
 // instance joins (--nats-url), and the function that closes both once the core is
-// closed; nil store and peers for the in-memory default.
-func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.Store, resume.Peers, func(), error) {
+// closed; nil store and node for the in-memory default.
+func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.Store, *cluster.Node, func(), error) {
 	switch f.sync {
 	case "periodic", "always":
 	default:

@@ -17,7 +17,7 @@ func (n *Node) callSubject(instance string) string { return n.opts.Subject + "."
 // runs on a goroutine of its own, with a context that ends when the caller stops
 // waiting or at Close; the reply goes back when the handler returns. Calls that
 // come before Handle are answered "closed".
-func (n *Node) Handle(h func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply) {
+func (n *Node) Handle(h func(ctx context.Context, from string, c PeerCall) PeerReply) {
 	n.mu.Lock()
 	n.handler = h
 	n.mu.Unlock()
@@ -27,12 +27,12 @@ func (n *Node) Handle(h func(ctx context.Context, from string, c resume.PeerCall
 // longer than the instance holds its lease (see awaiting). The error says that
 // no reply came: no such instance (nats.ErrNoResponders, at once), a timeout, the
 // instance departed, or ErrClosed; a reply's own error is in PeerReply.Err.
-func (n *Node) Call(ctx context.Context, instance string, c resume.PeerCall) (resume.PeerReply, error) {
+func (n *Node) Call(ctx context.Context, instance string, c PeerCall) (PeerReply, error) {
 	if n.isClosed() {
-		return resume.PeerReply{}, ErrClosed
+		return PeerReply{}, ErrClosed
 	}
 	if !validName(instance) {
-		return resume.PeerReply{}, fmt.Errorf("cluster: call to %q: not an instance name", instance)
+		return PeerReply{}, fmt.Errorf("cluster: call to %q: not an instance name", instance)
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
 	defer cancel()
@@ -42,11 +42,11 @@ func (n *Node) Call(ctx context.Context, instance string, c resume.PeerCall) (re
 	data := encodeCall(n.opts.Name, time.Until(deadline), c)
 	m, err := n.nc.RequestWithContext(ctx, n.callSubject(instance), data)
 	if err != nil {
-		return resume.PeerReply{}, fmt.Errorf("cluster: call (op %d) to %s: %w", c.Op, instance, causeOf(ctx, err))
+		return PeerReply{}, fmt.Errorf("cluster: call (op %d) to %s: %w", c.Op, instance, causeOf(ctx, err))
 	}
 	r, err := decodeReply(m.Data)
 	if err != nil {
-		return resume.PeerReply{}, fmt.Errorf("cluster: reply from %s: %w", instance, err)
+		return PeerReply{}, fmt.Errorf("cluster: reply from %s: %w", instance, err)
 	}
 	return r, nil
 }
@@ -57,7 +57,7 @@ func (n *Node) serve(m *nats.Msg) {
 	c, err := decodeCall(m.Data)
 	if err != nil {
 		n.log.Warn().Err(err).Int("bytes", len(m.Data)).Msg("a malformed call")
-		n.respond(m, encodeReply(resume.PeerReply{Err: "failed"}))
+		n.respond(m, encodeReply(PeerReply{Err: "failed"}))
 		return
 	}
 	n.mu.Lock()
@@ -73,7 +73,7 @@ func (n *Node) serve(m *nats.Msg) {
 	})
 	n.mu.Unlock()
 	if !ok {
-		n.respond(m, encodeReply(resume.PeerReply{Err: resume.PeerError(resume.ErrClosed)}))
+		n.respond(m, encodeReply(PeerReply{Err: PeerError(resume.ErrClosed)}))
 	}
 }
 

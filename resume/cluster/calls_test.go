@@ -20,20 +20,20 @@ func TestCallRoundTrip(t *testing.T) {
 	a, b := pair(t)
 	type got struct {
 		from     string
-		c        resume.PeerCall
+		c        cluster.PeerCall
 		deadline time.Duration
 	}
 	calls := make(chan got, 1)
-	reply := resume.PeerReply{
+	reply := cluster.PeerReply{
 		Status: resume.Status{State: resume.StateCompleted, HasPending: true, HasInput: true, Dropped: 1 << 40, QueuedBytes: 123456},
 		Err:    "ended",
 	}
-	b.Handle(func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply {
+	b.Handle(func(ctx context.Context, from string, c cluster.PeerCall) cluster.PeerReply {
 		d, _ := ctx.Deadline()
 		calls <- got{from, c, time.Until(d)}
 		return reply
 	})
-	c := resume.PeerCall{Op: resume.PeerAttach, Ack: 1<<63 + 5, Inbox: "mr.ctl.alpha.in.0123", Data: []byte(`{"x":1}`)}
+	c := cluster.PeerCall{Op: cluster.PeerAttach, Ack: 1<<63 + 5, Inbox: "mr.ctl.alpha.in.0123", Data: []byte(`{"x":1}`)}
 	for i := range c.Hash {
 		c.Hash[i] = byte(i + 1)
 	}
@@ -59,12 +59,12 @@ func TestCallRoundTrip(t *testing.T) {
 	}
 
 	// The zero values: a success, an empty status, no data.
-	reply = resume.PeerReply{}
-	r, err = b.Call(ctxT(t), "beta", resume.PeerCall{Op: resume.PeerCancel})
-	if err != nil || r != (resume.PeerReply{}) || r.Error() != nil {
+	reply = cluster.PeerReply{}
+	r, err = b.Call(ctxT(t), "beta", cluster.PeerCall{Op: cluster.PeerCancel})
+	if err != nil || r != (cluster.PeerReply{}) || r.Error() != nil {
 		t.Errorf("Call to itself: %+v, %v", r, err)
 	}
-	if g := receive(t, calls, "the call to itself"); g.from != "beta" || !reflect.DeepEqual(g.c, resume.PeerCall{Op: resume.PeerCancel}) {
+	if g := receive(t, calls, "the call to itself"); g.from != "beta" || !reflect.DeepEqual(g.c, cluster.PeerCall{Op: cluster.PeerCancel}) {
 		t.Errorf("call to itself: %+v", g)
 	}
 }
@@ -74,32 +74,32 @@ func TestCallsConcurrent(t *testing.T) {
 	t.Parallel()
 	a, b := pair(t)
 	started, release := make(chan struct{}), make(chan struct{})
-	b.Handle(func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply {
+	b.Handle(func(ctx context.Context, from string, c cluster.PeerCall) cluster.PeerReply {
 		switch c.Op {
-		case resume.PeerAttach:
+		case cluster.PeerAttach:
 			close(started)
 			select {
 			case <-release:
-				return resume.PeerReply{Status: resume.Status{State: resume.StateProcessing}}
+				return cluster.PeerReply{Status: resume.Status{State: resume.StateProcessing}}
 			case <-ctx.Done():
-				return resume.PeerReply{Err: "failed"}
+				return cluster.PeerReply{Err: "failed"}
 			}
 		default:
 			close(release)
-			return resume.PeerReply{}
+			return cluster.PeerReply{}
 		}
 	})
 	attached := make(chan error, 1)
 	ctx := ctxT(t)
 	go func() {
-		r, err := a.Call(ctx, "beta", resume.PeerCall{Op: resume.PeerAttach})
+		r, err := a.Call(ctx, "beta", cluster.PeerCall{Op: cluster.PeerAttach})
 		if err == nil {
 			err = r.Error()
 		}
 		attached <- err
 	}()
 	receive(t, started, "the attach")
-	if _, err := a.Call(ctxT(t), "beta", resume.PeerCall{Op: resume.PeerTouch}); err != nil {
+	if _, err := a.Call(ctxT(t), "beta", cluster.PeerCall{Op: cluster.PeerTouch}); err != nil {
 		t.Fatal(err)
 	}
 	if err := receive(t, attached, "the attach's reply"); err != nil {
@@ -110,7 +110,7 @@ func TestCallsConcurrent(t *testing.T) {
 func TestCallBeforeHandle(t *testing.T) {
 	t.Parallel()
 	a, _ := pair(t)
-	r, err := a.Call(ctxT(t), "beta", resume.PeerCall{Op: resume.PeerTouch})
+	r, err := a.Call(ctxT(t), "beta", cluster.PeerCall{Op: cluster.PeerTouch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +123,14 @@ func TestCallUnknownInstance(t *testing.T) {
 	t.Parallel()
 	a, _ := pair(t)
 	start := time.Now()
-	_, err := a.Call(ctxT(t), "gamma", resume.PeerCall{Op: resume.PeerTouch})
+	_, err := a.Call(ctxT(t), "gamma", cluster.PeerCall{Op: cluster.PeerTouch})
 	if !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("Call to an unknown instance: %v, want no responders", err)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Call to an unknown instance took %s", d)
 	}
-	if _, err := a.Call(ctxT(t), "a.>", resume.PeerCall{Op: resume.PeerTouch}); err == nil {
+	if _, err := a.Call(ctxT(t), "a.>", cluster.PeerCall{Op: cluster.PeerTouch}); err == nil {
 		t.Error("Call to a wildcard succeeded")
 	}
 }
@@ -144,14 +144,14 @@ func TestCallTimeout(t *testing.T) {
 	b, _ := join(t, srv, options(t, "beta"))
 	release := make(chan struct{})
 	budget := make(chan time.Duration, 1)
-	b.Handle(func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply {
+	b.Handle(func(ctx context.Context, from string, c cluster.PeerCall) cluster.PeerReply {
 		d, _ := ctx.Deadline()
 		budget <- time.Until(d)
 		<-release
-		return resume.PeerReply{}
+		return cluster.PeerReply{}
 	})
 	start := time.Now()
-	_, err := a.Call(context.Background(), "beta", resume.PeerCall{Op: resume.PeerTouch})
+	_, err := a.Call(context.Background(), "beta", cluster.PeerCall{Op: cluster.PeerTouch})
 	close(release)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Call to a stuck handler: %v, want a deadline", err)
@@ -169,15 +169,17 @@ func TestCallTimeout(t *testing.T) {
 func TestCallAfterClose(t *testing.T) {
 	t.Parallel()
 	a, b := pair(t)
-	b.Handle(func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply { return resume.PeerReply{} })
-	if _, err := a.Call(ctxT(t), "beta", resume.PeerCall{Op: resume.PeerTouch}); err != nil {
+	b.Handle(func(ctx context.Context, from string, c cluster.PeerCall) cluster.PeerReply {
+		return cluster.PeerReply{}
+	})
+	if _, err := a.Call(ctxT(t), "beta", cluster.PeerCall{Op: cluster.PeerTouch}); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
-	if _, err := a.Call(ctxT(t), "beta", resume.PeerCall{Op: resume.PeerTouch}); !errors.Is(err, nats.ErrNoResponders) {
+	if _, err := a.Call(ctxT(t), "beta", cluster.PeerCall{Op: cluster.PeerTouch}); !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("Call to a closed node: %v, want no responders", err)
 	}
-	if _, err := b.Call(ctxT(t), "alpha", resume.PeerCall{Op: resume.PeerTouch}); !errors.Is(err, cluster.ErrClosed) {
+	if _, err := b.Call(ctxT(t), "alpha", cluster.PeerCall{Op: cluster.PeerTouch}); !errors.Is(err, cluster.ErrClosed) {
 		t.Errorf("Call from a closed node: %v, want ErrClosed", err)
 	}
 }
@@ -189,17 +191,17 @@ func TestCloseEndsHandlers(t *testing.T) {
 	a, b := pair(t)
 	started := make(chan struct{})
 	var ended error
-	b.Handle(func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply {
+	b.Handle(func(ctx context.Context, from string, c cluster.PeerCall) cluster.PeerReply {
 		close(started)
 		<-ctx.Done()
 		time.Sleep(10 * time.Millisecond) // Close must wait for this
 		ended = ctx.Err()
-		return resume.PeerReply{}
+		return cluster.PeerReply{}
 	})
 	ctx := ctxT(t)
 	called := make(chan error, 1)
 	go func() {
-		_, err := a.Call(ctx, "beta", resume.PeerCall{Op: resume.PeerAttach})
+		_, err := a.Call(ctx, "beta", cluster.PeerCall{Op: cluster.PeerAttach})
 		called <- err
 	}()
 	receive(t, started, "the call")
@@ -217,9 +219,9 @@ func TestMalformed(t *testing.T) {
 	srv := startServer(t)
 	a, _ := join(t, srv, options(t, "alpha"))
 	var called atomic.Bool
-	a.Handle(func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply {
+	a.Handle(func(ctx context.Context, from string, c cluster.PeerCall) cluster.PeerReply {
 		called.Store(true)
-		return resume.PeerReply{}
+		return cluster.PeerReply{}
 	})
 	inbox, closeInbox := a.Listen(func(resume.Message) error { called.Store(true); return nil })
 	defer closeInbox()

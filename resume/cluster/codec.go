@@ -31,10 +31,10 @@ var errCodec = errors.New("cluster: malformed peer message")
 type call struct {
 	from   string
 	budget time.Duration // how long the caller waits for the reply; 0: unknown
-	c      resume.PeerCall
+	c      PeerCall
 }
 
-func encodeCall(from string, budget time.Duration, c resume.PeerCall) []byte {
+func encodeCall(from string, budget time.Duration, c PeerCall) []byte {
 	b := make([]byte, 0, 2+len(c.Hash)+4*binary.MaxVarintLen64+len(from)+len(c.Inbox)+len(c.Data))
 	b = append(b, codecVersion, byte(c.Op))
 	b = append(b, c.Hash[:]...)
@@ -50,7 +50,7 @@ func decodeCall(b []byte) (call, error) {
 	if len(b) < 2+len(v.c.Hash) || b[0] != codecVersion {
 		return call{}, errCodec
 	}
-	v.c.Op = resume.PeerOp(b[1])
+	v.c.Op = PeerOp(b[1])
 	b = b[2+copy(v.c.Hash[:], b[2:]):]
 	var ms uint64
 	var ok bool
@@ -78,7 +78,7 @@ const (
 	flagInput
 )
 
-func encodeReply(r resume.PeerReply) []byte {
+func encodeReply(r PeerReply) []byte {
 	s := r.Status
 	b := make([]byte, 0, 3+2*binary.MaxVarintLen64+len(r.Err))
 	var flags byte
@@ -94,11 +94,11 @@ func encodeReply(r resume.PeerReply) []byte {
 	return append(b, r.Err...)
 }
 
-func decodeReply(b []byte) (resume.PeerReply, error) {
+func decodeReply(b []byte) (PeerReply, error) {
 	if len(b) < 3 || b[0] != codecVersion {
-		return resume.PeerReply{}, errCodec
+		return PeerReply{}, errCodec
 	}
-	var r resume.PeerReply
+	var r PeerReply
 	s := &r.Status
 	s.State = resume.State(b[1])
 	s.HasPending = b[2]&flagPending != 0
@@ -106,11 +106,11 @@ func decodeReply(b []byte) (resume.PeerReply, error) {
 	b = b[3:]
 	var ok bool
 	if s.Dropped, b, ok = wire.Uvarint(b); !ok {
-		return resume.PeerReply{}, errCodec
+		return PeerReply{}, errCodec
 	}
 	var q uint64
 	if q, b, ok = wire.Uvarint(b); !ok || q > uint64(math.MaxInt) {
-		return resume.PeerReply{}, errCodec
+		return PeerReply{}, errCodec
 	}
 	s.QueuedBytes = int(q)
 	r.Err = string(b)

@@ -17,8 +17,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		h[i] = byte(255 - i)
 	}
 	calls := []call{
-		{from: "alpha", budget: 4999 * time.Millisecond, c: resume.PeerCall{Op: resume.PeerAnswer, Hash: h, Ack: 1<<64 - 1, Inbox: "mr.ctl.beta.in.00ff", Data: []byte("{}")}},
-		{from: "b", c: resume.PeerCall{Op: resume.PeerTouch}},
+		{from: "alpha", budget: 4999 * time.Millisecond, c: PeerCall{Op: PeerAnswer, Hash: h, Ack: 1<<64 - 1, Inbox: "mr.ctl.beta.in.00ff", Data: []byte("{}")}},
+		{from: "b", c: PeerCall{Op: PeerTouch}},
 	}
 	for _, c := range calls {
 		got, err := decodeCall(encodeCall(c.from, c.budget, c.c))
@@ -26,7 +26,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			t.Errorf("call %+v: decoded %+v, %v", c, got, err)
 		}
 	}
-	replies := []resume.PeerReply{
+	replies := []PeerReply{
 		{},
 		{Status: resume.Status{State: resume.StateExpired, HasInput: true, Dropped: 1<<64 - 1, QueuedBytes: math.MaxInt}, Err: "failed"},
 		{Status: resume.Status{State: resume.StateProcessing, HasPending: true, QueuedBytes: 1}},
@@ -51,7 +51,7 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestCodecRejects(t *testing.T) {
-	good := encodeCall("alpha", time.Second, resume.PeerCall{Op: resume.PeerTouch, Inbox: "x"})
+	good := encodeCall("alpha", time.Second, PeerCall{Op: PeerTouch, Inbox: "x"})
 	for _, b := range [][]byte{nil, {1}, {2, 1}, good[:34], good[:len(good)-1], append([]byte{9}, good[1:]...)} {
 		if _, err := decodeCall(b); err == nil {
 			t.Errorf("decodeCall(%x) succeeded", b)
@@ -73,8 +73,8 @@ func TestCodecRejects(t *testing.T) {
 // panicking, and what they accept encodes to bytes that decode to the same.
 // (Not to the same bytes: a varint may be padded, 0xff 0x00 for 0x7f.)
 func FuzzDecode(f *testing.F) {
-	f.Add(encodeCall("alpha", time.Second, resume.PeerCall{Op: resume.PeerAttach, Ack: 3, Inbox: "i", Data: []byte("d")}))
-	f.Add(encodeReply(resume.PeerReply{Status: resume.Status{State: 1, HasPending: true, Dropped: 2, QueuedBytes: 3}, Err: "ended"}))
+	f.Add(encodeCall("alpha", time.Second, PeerCall{Op: PeerAttach, Ack: 3, Inbox: "i", Data: []byte("d")}))
+	f.Add(encodeReply(PeerReply{Status: resume.Status{State: 1, HasPending: true, Dropped: 2, QueuedBytes: 3}, Err: "ended"}))
 	f.Add(wire.EncodeMessage(resume.Message{Seq: 9, Kind: resume.KindRequest, Key: "k", Data: []byte("d")}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if c, err := decodeCall(b); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/cluster"
 )
 
 // lastRefresh returns when the server stored instance's lease last.
@@ -236,10 +237,10 @@ func TestCallsEndWhenInstanceDeparts(t *testing.T) {
 	a.Watch("beta", lost) // alpha knows beta's lease, as after any poll since beta joined
 
 	took, release := make(chan struct{}, 2), make(chan struct{})
-	b.Handle(func(context.Context, string, resume.PeerCall) resume.PeerReply {
+	b.Handle(func(context.Context, string, cluster.PeerCall) cluster.PeerReply {
 		took <- struct{}{}
 		<-release
-		return resume.PeerReply{}
+		return cluster.PeerReply{}
 	})
 	inbox, closeInbox := b.Listen(func(resume.Message) error {
 		took <- struct{}{}
@@ -251,7 +252,7 @@ func TestCallsEndWhenInstanceDeparts(t *testing.T) {
 
 	ended := make(chan error, 2)
 	go func() {
-		_, err := a.Call(context.Background(), "beta", resume.PeerCall{Op: resume.PeerAttach})
+		_, err := a.Call(context.Background(), "beta", cluster.PeerCall{Op: cluster.PeerAttach})
 		ended <- err
 	}()
 	go func() { ended <- a.Deliver(context.Background(), inbox, resume.Message{Seq: 1, Data: []byte(`{}`)}) }()

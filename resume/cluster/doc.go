@@ -1,8 +1,12 @@
-// Package cluster connects the engines of several mcp-resume instances over NATS:
-// Node implements resume.Peers, the membership (leases), the calls between
-// instances and the inboxes that carry an attached request's messages to the
-// instance its client is connected to. resume.Peers' doc tells how the engine
-// uses them.
+// Package cluster connects the engines of several mcp-resume instances over NATS.
+// Node is an engine's resume.Cluster (serve.go): it resolves a request another
+// instance owns to a proxy (proxy.go), whose calls go to the owner, or claims it
+// from a lost owner; it answers the calls of other instances' proxies for the
+// requests its engine owns, claims the requests of instances that depart, and
+// forwards a client's answers to the instance that asked. Below that, it is the
+// membership (leases), the calls between instances and the inboxes that carry
+// an attached request's messages to the instance its client is connected to.
+// resume.Cluster's doc tells who owns what.
 //
 // # Leases
 //

@@ -13,8 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
-
-	"github.com/mcp-resume/mcp-resume/resume"
 )
 
 // Options configure a Node. The zero value of each field means its default. Every
@@ -109,8 +107,8 @@ func randomHex(n int) string {
 var ErrClosed = errors.New("cluster: the node is closed")
 
 // Node is this instance's membership of a cluster: its lease, its control
-// subscription and its inboxes. It implements resume.Peers; its methods are safe
-// for concurrent use.
+// subscription and its inboxes, and its engine's resume.Cluster once bound. Its
+// methods are safe for concurrent use.
 type Node struct {
 	opts Options
 	nc   *nats.Conn
@@ -131,16 +129,16 @@ type Node struct {
 
 	mu       sync.Mutex // guards the fields below
 	closed   bool
-	handler  func(ctx context.Context, from string, c resume.PeerCall) resume.PeerReply
+	handler  func(ctx context.Context, from string, c PeerCall) PeerReply
 	departed []func(instance string)
 	inboxes  map[*nats.Subscription]struct{}
 	known    map[string]lease                // instances seen holding a lease (departures.go)
 	watches  map[string]map[*watch]string    // per instance, each watch and the incarnation it watches
 	waiting  map[string]map[*waiter]struct{} // per instance, the Calls and Delivers to it in flight (see awaiting)
 	polls    uint64                          // polls started
-}
 
-var _ resume.Peers = (*Node)(nil)
+	side engineSide // the engine's, once bound (serve.go)
+}
 
 // Join creates the lease bucket if needed, takes the lease of opts.Name, and
 // starts serving calls. When the name's lease is held (by a live instance, or by

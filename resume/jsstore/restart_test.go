@@ -329,7 +329,7 @@ func completed(t *testing.T, e *resume.Engine, n int) []started {
 
 // recoveredCompleted looks c up on e, and checks it is completed with its result
 // pending.
-func recoveredCompleted(t *testing.T, e *resume.Engine, c started) *resume.Request {
+func recoveredCompleted(t *testing.T, e *resume.Engine, c started) resume.Handle {
 	t.Helper()
 	r, err := e.Lookup(c.tok, []byte(c.id))
 	if err != nil {

@@ -1,0 +1,205 @@
+package resume
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/rs/zerolog"
+)
+
+// Handle is a client's hold on a request, wherever it runs: the *Request itself
+// on the instance that runs it, or, in a cluster, a proxy on another instance
+// (package cluster) that forwards each call to the owner. Lookups return one.
+type Handle interface {
+	// ID returns the request's JSON-RPC id, raw.
+	ID() []byte
+	// Status returns a snapshot of the request.
+	Status() Status
+	// Gone reports whether the request has left the engine (see Request.Gone).
+	Gone() bool
+	// Attached reports whether sink is the request's current sink.
+	Attached(sink Sink) bool
+	// Touch resets the request's timers and applies ack when > 0.
+	Touch(ack uint64) error
+	// Attach, AttachAcked and AttachAll attach the request to sink: see
+	// Request's.
+	Attach(sink Sink, ack uint64) error
+	AttachAcked(sink Sink, ack uint64) error
+	AttachAll(sink Sink) error
+	// Detach detaches the request from sink, if sink is its current sink.
+	Detach(sink Sink)
+	// Cancel ends the request as cancelled.
+	Cancel()
+}
+
+var _ Handle = (*Request)(nil)
+
+// Cluster makes the engine one instance of several that share its Store
+// (Options.Cluster; package cluster implements it over NATS). Everything about
+// the other instances is the Cluster's: the engine starts, runs and recovers its
+// own requests, and asks the Cluster for the others'.
+//
+//   - The engine that starts a request owns it (Record.Owner is Self): only the
+//     owner runs its handler, writes its messages and state, and keeps it in
+//     memory.
+//   - A lookup of a request the engine does not hold reads its record from the
+//     Store; found, with the right id and principal, the Cluster resolves it:
+//     a proxy Handle when a live instance owns it, or the request itself once
+//     claimed here from a lost owner (Engine.Claim).
+//   - When an owner is lost, its requests are claimed and recovered by the
+//     claimer as after a restart, except that one that was processing ends with
+//     Options.Ended's response for ErrOwnerLost, or runs again if restartable.
+type Cluster interface {
+	// Self names this instance: non-empty, and unique among the live instances.
+	Self() string
+	// Bind hands the Cluster its engine, with the records of other owners that
+	// the engine found in the Store. New calls it once, after recovering the
+	// engine's own requests and before returning; requests claimed from lost
+	// instances within Bind go to Restartable for New's caller to run again.
+	Bind(e *Engine, others []Record)
+	// Resolve returns what serves rec, a request owned by another instance (or
+	// by this one under a claim in progress), here.
+	Resolve(rec Record) (Handle, error)
+	// Leave stops the Cluster's work for the engine; Close calls it first.
+	// Calls from other instances that come later are refused (Engine.Enter).
+	Leave()
+}
+
+// What package cluster uses of the engine and its requests.
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// Context returns the engine's context, ended by Close: for Store calls and
+// calls to other instances made on the engine's behalf.
+func (e *Engine) Context() context.Context { return e.ctx }
+
+// Logger returns the engine's logger.
+func (e *Engine) Logger() *zerolog.Logger { return e.log }
+
+// Enter counts the calling goroutine (a call from another instance, a lease
+// watch) among those Close waits for, unless the engine is closing: then it
+// returns false and the caller does nothing. A true return is paired with Exit.
+func (e *Engine) Enter() bool { return e.enter() }
+
+// Exit ends what Enter began.
+func (e *Engine) Exit() { e.bg.Done() }
+
+// Held returns the request with hash h that this engine holds, waiting for a
+// claim in progress that may be recovering it; ErrUnknown, or its tombstone's
+// error, when it holds none. A caller holding h has read it from the Store, so
+// the token was checked there.
+func (e *Engine) Held(h TokenHash) (*Request, error) {
+	if r, err := e.byHash(h); !errors.Is(err, ErrUnknown) {
+		return r, err
+	}
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	return e.byHash(h)
+}
+
+// byHash finds a request this engine holds.
+func (e *Engine) byHash(h TokenHash) (*Request, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.live[h]; ok {
+		return r, nil
+	}
+	if t, ok := e.tombs[h]; ok {
+		return nil, t.err()
+	}
+	return nil, ErrUnknown
+}
+
+// StoredRecords lists the Store's records (see storedRecords).
+func (e *Engine) StoredRecords(then string) iter.Seq[Record] { return e.storedRecords(then) }
+
+// lookupShared finds a request this engine does not hold in the shared Store.
+func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (Handle, error) {
+	rec, err := e.store.Get(e.ctx, h)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			e.log.Warn().Err(err).Msg("looking a request up in the shared store")
+		}
+		return nil, ErrUnknown
+	}
+	if !bytes.Equal(rec.ID, id) || rec.Principal != principal {
+		return nil, ErrUnknown
+	}
+	if rec.Tombstone() { // an ended request's tombstone, kept by its owner (forget)
+		return nil, rec.endedErr()
+	}
+	return e.cluster.Resolve(*rec)
+}
+
+// Tombstone reports whether rec is an ended request's tombstone, not a request:
+// its owner keeps one in a shared Store while it remembers the request ended.
+func (rec *Record) Tombstone() bool {
+	return rec.State == StateCancelled || rec.State == StateExpired
+}
+
+// endedErr is what a lookup of the tombstone rec answers, as the owner's own
+// tombstone would (State.endedErr): a stored tombstone says cancelled or expired
+// only, and marks an acknowledged request with Acknowledged.
+func (rec *Record) endedErr() error {
+	if rec.Acknowledged {
+		return ErrAcknowledged
+	}
+	return rec.State.endedErr()
+}
+
+// Claim takes rec over from its lost owner (Store.Claim) and recovers it here as
+// after a restart, with Options.Ended's response for ErrOwnerLost for a request
+// that was processing, or a new run when restartable (the caller then calls
+// RestartableReady, once for all it claimed). It returns the live request and
+// whether it is to run again, or ErrClaimed when another instance claimed it
+// first, or ErrUnknown.
+func (e *Engine) Claim(rec Record) (*Request, bool, error) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	got, err := e.store.Claim(e.ctx, rec.Hash, rec.Owner, e.self)
+	switch {
+	case errors.Is(err, ErrClaimed):
+		return nil, false, err
+	case err != nil:
+		if !errors.Is(err, ErrNotFound) {
+			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("claiming a request of a lost instance")
+		}
+		return nil, false, ErrUnknown
+	}
+	how := e.recoverOne(*got, ErrOwnerLost)
+	e.log.Info().Str("request", string(rec.ID)).Str("owner", rec.Owner).Bool("rerun", how == recoveredRerun).
+		Msg("claimed a request of a lost instance")
+	e.mu.Lock()
+	r := e.live[rec.Hash]
+	e.mu.Unlock()
+	if r == nil {
+		return nil, false, ErrUnknown
+	}
+	return r, how == recoveredRerun, nil
+}
+
+// Trim applies the engine's bounds on kept results after claims added some.
+func (e *Engine) Trim() { e.trim() }
+
+// RestartableReady tells Options.OnRestartable that Restartable has requests to
+// run again (claimed from a lost instance after New returned).
+func (e *Engine) RestartableReady() {
+	if e.opts.OnRestartable != nil {
+		e.goBackground(e.opts.OnRestartable)
+	}
+}
+
+// AttachWritten is Attach for a sink on another instance, which was written
+// every message up to written (>= ack) but acknowledged only ack: without ack
+// mode the messages written count as delivered; the mode stays as it was. What
+// is queued after written is written by deliver, which the caller runs (on a
+// goroutine of its own when the answer to a call must not wait for a replay).
+func (r *Request) AttachWritten(sink Sink, ack, written uint64) (deliver func(), err error) {
+	if err := r.attach(sink, ack, written, attachPlain); err != nil {
+		return nil, err
+	}
+	return func() { r.kick(Message{}) }, nil
+}
