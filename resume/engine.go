@@ -333,12 +333,13 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	} else {
 		h = HashToken(tok)
 	}
-	r := &Request{e: e, id: bytes.Clone(id), hash: h, principal: so.Principal, created: time.Now(), state: StateProcessing, ackMode: so.AckMode, payload: so.Payload, task: so.Task}
 	base := context.Background()
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
 	}
-	r.ctx, r.cancel = context.WithCancelCause(base)
+	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload}
+	r := e.newRequest(base, rec, outbox{})
+	r.task = so.Task
 
 	e.mu.Lock()
 	switch {

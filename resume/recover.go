@@ -219,21 +219,18 @@ func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp *Me
 
 	// No handler runs for it: its context ends when it is freed, like any other.
 	// Its Retention clock runs from now.
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: state, q: q, ackMode: rec.AckMode, epoch: rec.Epoch}
+	rec.State = state
+	r := e.newRequest(context.Background(), rec, q)
 	if !e.revive(r, func() { e.retainLocked(r) }) {
 		return recoveredDropped
 	}
 	return how
 }
 
-// revive makes a recovered request live: its own context, its entry in the
-// registry (with register's bookkeeping, under e.mu), and its clock. It reports
-// false, and r is dropped, when the engine is closed or already holds the request.
+// revive makes a recovered request live: its entry in the registry (with
+// register's bookkeeping, under e.mu), and its clock. It reports false, and r is
+// dropped, when the engine is closed or already holds the request.
 func (e *Engine) revive(r *Request, register func()) bool {
-	if len(r.q.entries) <= 1 { // point entries at r's own array, not the copy's
-		r.q.entries = append(r.q.first[:0], r.q.entries...)
-	}
-	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	e.mu.Lock()
 	if _, dup := e.live[r.hash]; dup || e.closed {
 		e.mu.Unlock()
@@ -290,7 +287,8 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost 
 		e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("storing the epoch of a request run again")
 	}
 	// Processing and detached: its maxWait clock runs from now.
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, state: StateProcessing, q: q, payload: rec.Payload, ackMode: rec.AckMode, epoch: rec.Epoch}
+	rec.State = StateProcessing
+	r := e.newRequest(context.Background(), rec, q)
 	if !e.revive(r, func() {
 		e.addRunningLocked(r.principal, 1)
 		e.restartable = append(e.restartable, r)

@@ -66,6 +66,21 @@ type Request struct {
 	queued bool
 }
 
+// newRequest returns the request rec describes, holding q, on a context of its
+// own from base: every Request is made here, started (Start) or recovered.
+func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request {
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
+		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch}
+	if rec.State == StateProcessing {
+		r.payload = rec.Payload
+	}
+	if len(r.q.entries) <= 1 { // point entries at r's own array, not the copy's
+		r.q.entries = append(r.q.first[:0], r.q.entries...)
+	}
+	r.ctx, r.cancel = context.WithCancelCause(base)
+	return r
+}
+
 // attachment is one period of a request being attached to a sink.
 type attachment struct {
 	sink     Sink
