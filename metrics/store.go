@@ -32,14 +32,24 @@ func NewStoreTimer() *StoreTimer {
 func (t *StoreTimer) Describe(ch chan<- *prometheus.Desc) { t.hist.Describe(ch) }
 func (t *StoreTimer) Collect(ch chan<- prometheus.Metric) { t.hist.Collect(ch) }
 
-// Wrap returns s with every call timed. The result keeps s's contract.
+// Wrap returns s with every call timed. The result keeps s's contract, and is
+// a resume.Lister, or a Lister and a Claimer, when s is.
 func (t *StoreTimer) Wrap(s resume.Store) resume.Store {
-	return &timedStore{s: s,
+	ts := &timedStore{s: s,
 		put: t.hist.WithLabelValues("put"), get: t.hist.WithLabelValues("get"), appendOp: t.hist.WithLabelValues("append"),
 		discard: t.hist.WithLabelValues("discard"), replay: t.hist.WithLabelValues("replay"),
 		del: t.hist.WithLabelValues("delete"), records: t.hist.WithLabelValues("records"),
 		claim: t.hist.WithLabelValues("claim"),
 	}
+	ls, list := s.(resume.Lister)
+	cs, claim := s.(resume.Claimer)
+	switch {
+	case list && claim:
+		return timedShared{timedListed{ts, ls}, cs}
+	case list:
+		return timedListed{ts, ls}
+	}
+	return ts
 }
 
 type timedStore struct {
@@ -81,13 +91,29 @@ func (s *timedStore) Replay(ctx context.Context, h resume.TokenHash, after uint6
 	return timedSeq(s.replay, s.s.Replay(ctx, h, after))
 }
 
-func (s *timedStore) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
-	return timedSeq(s.records, s.s.Records(ctx))
+// timedListed is a timed resume.Lister.
+type timedListed struct {
+	*timedStore
+	ls resume.Lister
 }
 
-func (s *timedStore) Claim(ctx context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
+var _ resume.Lister = timedListed{}
+
+func (s timedListed) Records(ctx context.Context) iter.Seq2[resume.Record, error] {
+	return timedSeq(s.records, s.ls.Records(ctx))
+}
+
+// timedShared is a timed resume.Lister and resume.Claimer.
+type timedShared struct {
+	timedListed
+	cs resume.Claimer
+}
+
+var _ resume.Claimer = timedShared{}
+
+func (s timedShared) Claim(ctx context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
 	defer since(s.claim, time.Now())
-	return s.s.Claim(ctx, h, from, to)
+	return s.cs.Claim(ctx, h, from, to)
 }
 
 // timedSeq observes the time from the start of an iteration to its end (or the

@@ -258,8 +258,12 @@ type usage struct {
 // Cluster needs a store the instances share.
 func New(store Store, opts *Options) *Engine {
 	o := opts.withDefaults()
-	if store == nil && o.Cluster != nil {
-		panic("resume: Options.Cluster needs a Store that the instances share")
+	if o.Cluster != nil {
+		_, list := store.(Lister)
+		_, claim := store.(Claimer)
+		if !list || !claim {
+			panic("resume: Options.Cluster needs a Store that the instances share, a Lister and a Claimer")
+		}
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	e := &Engine{

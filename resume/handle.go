@@ -159,7 +159,7 @@ func (rec *Record) endedErr() error {
 func (e *Engine) Claim(rec Record) (*Request, bool, error) {
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
-	got, err := e.store.Claim(e.ctx, rec.Hash, rec.Owner, e.self)
+	got, err := e.store.(Claimer).Claim(e.ctx, rec.Hash, rec.Owner, e.self)
 	switch {
 	case errors.Is(err, ErrClaimed):
 		return nil, false, err

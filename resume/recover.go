@@ -62,7 +62,11 @@ import (
 func (e *Engine) storedRecords(then string) iter.Seq[Record] {
 	return func(yield func(Record) bool) {
 		n := 0
-		for rec, err := range e.store.Records(e.ctx) {
+		ls, ok := e.store.(Lister)
+		if !ok {
+			return
+		}
+		for rec, err := range ls.Records(e.ctx) {
 			switch {
 			case errors.Is(err, ErrUnreadable):
 				e.unreadable.Add(1)
@@ -96,7 +100,12 @@ func (e *Engine) recoverStored() {
 			// Another owner's (a store a cluster used before): this engine
 			// owns every request in its store, and only the owner's writes
 			// pass (Store.Put), so it becomes the owner first.
-			if got, err := e.store.Claim(e.ctx, rec.Hash, rec.Owner, e.self); err != nil {
+			cl, ok := e.store.(Claimer)
+			if !ok {
+				e.log.Error().Str("request", string(rec.ID)).Str("owner", rec.Owner).Msg("a stored request of another owner, and a store that cannot move it (no Claim); not recovered, left in the store")
+				continue
+			}
+			if got, err := cl.Claim(e.ctx, rec.Hash, rec.Owner, e.self); err != nil {
 				e.log.Error().Err(err).Str("request", string(rec.ID)).Msg("taking over a stored request of another owner failed; not recovered, left in the store")
 			} else {
 				recs = append(recs, *got)

@@ -152,6 +152,9 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //     of the call, then stops. For an unknown request it yields one ErrNotFound.
 //     A message appended during the iteration may or may not be yielded.
 //   - Delete removes the record and every message; deleting twice is not an error.
+//
+// Optional: a Store that outlives its process implements Lister, and one that
+// instances share (Options.Cluster) Lister and Claimer:
 //   - Records yields every record held, in no particular order, then stops; a
 //     record put or deleted during the iteration may or may not be yielded. An
 //     error wrapping ErrUnreadable stands for one record the Store cannot decode,
@@ -175,7 +178,21 @@ type Store interface {
 	Discard(ctx context.Context, h TokenHash, seqs ...uint64) error
 	Replay(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
 	Delete(ctx context.Context, h TokenHash) error
+}
+
+// Lister is a Store whose records outlive the process: New recovers the
+// requests it lists (see Store's contract for Records). Without it, New
+// recovers nothing.
+type Lister interface {
+	Store
 	Records(ctx context.Context) iter.Seq2[Record, error]
+}
+
+// Claimer is a Store that moves a request from one owner to another (see
+// Store's contract for Claim): a cluster's claims of a lost instance's requests,
+// and an engine without a Cluster taking over records a cluster left.
+type Claimer interface {
+	Store
 	Claim(ctx context.Context, h TokenHash, from, to string) (*Record, error)
 }
 

@@ -146,7 +146,10 @@ type pending struct {
 // before they are deleted together (a request's Delete takes the rest).
 const discardBatch = 64
 
-var _ resume.Store = (*Store)(nil)
+var (
+	_ resume.Lister  = (*Store)(nil)
+	_ resume.Claimer = (*Store)(nil)
+)
 
 // New returns a store on js, creating its stream and bucket, or updating their
 // configuration to opts.

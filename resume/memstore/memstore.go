@@ -23,7 +23,10 @@ type request struct {
 	first [1]resume.Message // msgs' array while it holds at most one (saves an allocation)
 }
 
-var _ resume.Store = (*Store)(nil)
+var (
+	_ resume.Lister  = (*Store)(nil)
+	_ resume.Claimer = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store { return &Store{reqs: make(map[resume.TokenHash]*request)} }

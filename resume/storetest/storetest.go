@@ -173,7 +173,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 	})
 	t.Run("Records", func(t *testing.T) {
 		s := newStore(t)
-		for r, err := range s.Records(ctx) {
+		for r, err := range lister(t, s).Records(ctx) {
 			t.Fatalf("empty store yielded %+v, %v", r, err)
 		}
 		a, b, c := put(t, s, "a"), put(t, s, "b"), put(t, s, "c")
@@ -191,7 +191,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			t.Fatalf("Delete: %v", err)
 		}
 		got := map[resume.TokenHash]resume.Record{}
-		for r, err := range s.Records(ctx) {
+		for r, err := range lister(t, s).Records(ctx) {
 			if err != nil {
 				t.Fatalf("Records: %v", err)
 			}
@@ -213,7 +213,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			t.Fatalf("record d = %+v", r)
 		}
 		n := 0
-		for range s.Records(ctx) {
+		for range lister(t, s).Records(ctx) {
 			n++
 			break
 		}
@@ -253,7 +253,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			}
 		}
 		n := 0
-		for got, err := range s.Records(ctx) {
+		for got, err := range lister(t, s).Records(ctx) {
 			if err != nil {
 				t.Fatalf("Records: %v", err)
 			}
@@ -270,7 +270,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 		s := newStore(t)
 		h := hash("a")
 		rec := resume.Record{Hash: h, ID: []byte(`"a"`), State: resume.StateProcessing, Created: time.Unix(1, 0), Principal: "alice", Payload: []byte(`{"p":1}`), Owner: "A", AckMode: true, Epoch: 2}
-		if _, err := s.Claim(ctx, h, "A", "B"); !errors.Is(err, resume.ErrNotFound) {
+		if _, err := claimer(t, s).Claim(ctx, h, "A", "B"); !errors.Is(err, resume.ErrNotFound) {
 			t.Fatalf("Claim of an unknown request: %v, want ErrNotFound", err)
 		}
 		if err := s.Put(ctx, rec); err != nil {
@@ -279,7 +279,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 		if got, err := s.Get(ctx, h); err != nil || got.Owner != "A" {
 			t.Fatalf("Get = %+v, %v; want owner A", got, err)
 		}
-		if _, err := s.Claim(ctx, h, "C", "B"); !errors.Is(err, resume.ErrClaimed) {
+		if _, err := claimer(t, s).Claim(ctx, h, "C", "B"); !errors.Is(err, resume.ErrClaimed) {
 			t.Fatalf("Claim from the wrong owner: %v, want ErrClaimed", err)
 		}
 		// Racing claims from the owner all saw: exactly one wins.
@@ -291,7 +291,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			go func() {
 				defer wg.Done()
 				to := fmt.Sprint("B", i)
-				got, err := s.Claim(ctx, h, "A", to)
+				got, err := claimer(t, s).Claim(ctx, h, "A", to)
 				switch {
 				case err == nil:
 					if got.Owner != to || string(got.ID) != `"a"` || got.Principal != "alice" || string(got.Payload) != `{"p":1}` || got.State != resume.StateProcessing || !got.AckMode || got.Epoch != 2 {
@@ -315,7 +315,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 		if got, err := s.Get(ctx, h); err != nil || got.Owner != won[0] || string(got.Payload) != `{"p":1}` {
 			t.Fatalf("Get after Claim = %+v, %v; want owner %s", got, err, won[0])
 		}
-		for r, err := range s.Records(ctx) {
+		for r, err := range lister(t, s).Records(ctx) {
 			if err != nil || r.Owner != won[0] {
 				t.Fatalf("Records after Claim: %+v, %v", r, err)
 			}
@@ -414,4 +414,24 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			}
 		}
 	})
+}
+
+// lister is s as a resume.Lister; a store that is not one skips the test.
+func lister(t *testing.T, s resume.Store) resume.Lister {
+	t.Helper()
+	ls, ok := s.(resume.Lister)
+	if !ok {
+		t.Skip("not a resume.Lister")
+	}
+	return ls
+}
+
+// claimer is s as a resume.Claimer; a store that is not one skips the test.
+func claimer(t *testing.T, s resume.Store) resume.Claimer {
+	t.Helper()
+	cs, ok := s.(resume.Claimer)
+	if !ok {
+		t.Skip("not a resume.Claimer")
+	}
+	return cs
 }
