@@ -152,6 +152,10 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //     of the call, then stops. For an unknown request it yields one ErrNotFound.
 //     A message appended during the iteration may or may not be yielded.
 //   - Delete removes the record and every message; deleting twice is not an error.
+//     A durable store keeps a deletion as it keeps a write: once Delete has
+//     returned, no later process finds the request (Get, Records, Replay), even
+//     after a crash; the engine answers an acknowledgement or a cancel only
+//     after it. A crash during Delete may leave the request whole, or gone.
 //
 // Optional: a Store that outlives its process implements Lister, and one that
 // instances share (Options.Cluster) Lister and Claimer:

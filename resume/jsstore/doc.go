@@ -7,15 +7,16 @@
 // One stream (Options.Stream, default MCP_RESUME) holds every queued message, on a
 // subject of its request: <Options.Subject>.<SHA-256 of the token, hex>. A message
 // is stored as its kind, sequence number, coalescing key and data. One KV bucket
-// (Options.Bucket, default mcp-resume, history 1) holds the records, keyed by the
-// same hex hash.
+// (Options.Bucket, default mcp-resume) holds the records, keyed by the same hex
+// hash, one revision per key: each write rolls the key's earlier revision up
+// (Nats-Rollup), under a history of 8 that the server's own limit never reaches.
 //
 // # Hygiene
 //
 // Nothing grows with the number of requests ever made: Discard deletes delivered
-// messages, in batches (a run at the head of a queue in one subject purge), Delete purges the
-// request's subject from the stream and its key's subject from the bucket's stream,
-// so no KV delete marker is left behind. Per-message TTLs are not used. As a safety
+// messages, in batches (a run at the head of a queue in one subject purge), Delete purges
+// its key's subject from the bucket's stream and the request's subject from the
+// stream, so no KV delete marker is left behind. Per-message TTLs are not used. As a safety
 // net for what no process deletes (an instance that never comes back), the stream
 // and the bucket age entries out after Options.MaxAge. Publishes carry a message id
 // (hash and sequence number) so that the retries of a publish whose
@@ -37,9 +38,23 @@
 // state, Delete and Sweep wait for every message before them (sending again, with
 // its message id, a publish whose acknowledgement failed); a Replay gives an
 // unacknowledged message from the publish itself. A crash can lose what a running
-// request published in its last moments; a finished request is stored exactly. A request of an earlier process is
-// indexed on first use by reading its subject. One store instance per engine;
-// engines of several processes share a stream and a bucket only as instances of
-// a cluster (resume/cluster), each request owned by one of them (Record.Owner,
-// Claim).
+// request published in its last moments; a finished request is stored exactly. A
+// request of an earlier process is indexed on first use by reading its subject.
+// One store instance per engine; engines of several processes share a stream and
+// a bucket only as instances of a cluster (resume/cluster), each request owned by
+// one of them (Record.Owner, Claim).
+//
+// # Crashes
+//
+// Every deletion the store makes is one the server keeps across a crash of its
+// process (SIGKILL), with or without sync always: a purge or a message deletion
+// leaves a tombstone in the stream's files. A revision the server drops on its
+// own for the history limit does not (nats-server's file store notes it only in
+// its index, written every two minutes and at a clean shutdown): after a crash
+// it is read again, and the history limit hides it again only behind a newer
+// revision. With history 1 and Delete's purge of the newest revision, a deleted
+// request came back after a crash as its record before the final state
+// (processing: it failed as server_restarted, or ran again). Hence the rollups:
+// the server never drops a revision on its own, and a deleted request stays
+// deleted once Delete has returned (TestDeleteSurvivesKill).
 package jsstore

@@ -146,6 +146,21 @@ type pending struct {
 // before they are deleted together (a request's Delete takes the rest).
 const discardBatch = 64
 
+// recordHistory is the bucket's history: how many revisions of a key the
+// server keeps before it drops the oldest on its own. The store keeps one, by
+// itself (see write); the rest is room, so that the server never drops a
+// revision on its own.
+//
+// Why it matters: a revision the server drops for the history limit is dropped
+// without a tombstone in the stream's files (nats-server's file store records
+// such a removal only in its index, written every two minutes and at a clean
+// shutdown), while a purge writes one. After a crash the dropped revision is
+// read again from its block; the limit enforced at startup hides it behind the
+// newer revision as long as that one is there, but once the newer one is purged
+// (Delete) the older one was the record after the crash: a deleted request came
+// back as it was before its final state (issue 24).
+const recordHistory = 8
+
 var (
 	_ resume.Lister  = (*Store)(nil)
 	_ resume.Claimer = (*Store)(nil)
@@ -177,7 +192,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
 		Description: "mcp-resume: records of resumable requests, keyed by token hash",
-		History:     1,
+		History:     recordHistory,
 		TTL:         o.MaxAge,
 		Storage:     storage,
 		Replicas:    o.Replicas,
@@ -244,9 +259,9 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 	if known {
 		rev, err = s.replace(ctx, rec, val, rev)
 	} else {
-		rev, err = s.kv.Create(ctx, key(rec.Hash), val)
+		rev, err = s.create(ctx, key(rec.Hash), val)
 		fresh = err == nil
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		if errors.Is(err, errStale) {
 			rev, err = s.replace(ctx, rec, val, 0)
 		}
 	}
@@ -274,8 +289,8 @@ func (s *Store) replace(ctx context.Context, rec resume.Record, val []byte, rev 
 	k := key(rec.Hash)
 	for range 3 {
 		if rev != 0 {
-			n, err := s.kv.Update(ctx, k, val, rev)
-			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			n, err := s.write(ctx, k, val, rev)
+			if !errors.Is(err, errStale) {
 				return n, err
 			}
 		}
@@ -286,7 +301,11 @@ func (s *Store) replace(ctx context.Context, rec resume.Record, val []byte, rev 
 			// the revision): by an instance that claimed it and let it go.
 			return 0, fmt.Errorf("deleted by another instance: %w", resume.ErrClaimed)
 		case errors.Is(err, resume.ErrNotFound):
-			return s.kv.Create(ctx, k, val)
+			n, err := s.create(ctx, k, val)
+			if !errors.Is(err, errStale) {
+				return n, err
+			}
+			continue // created meanwhile
 		case err != nil:
 			return 0, err
 		case cur.Owner != rec.Owner:
@@ -295,6 +314,50 @@ func (s *Store) replace(ctx context.Context, rec resume.Record, val []byte, rev 
 		rev = curRev
 	}
 	return 0, errors.New("the record kept changing")
+}
+
+// errStale: a write expected a revision of the record that is not its last.
+var errStale = errors.New("the record's revision changed")
+
+// write stores val under key k, expecting rev as its last revision (0: none),
+// and returns the new revision, or errStale. It is the bucket's put, with a
+// rollup: the server purges every earlier revision of the key as it stores this
+// one, leaving a tombstone for each in the stream's files, so that none is ever
+// dropped for the history limit (see recordHistory).
+func (s *Store) write(ctx context.Context, k string, val []byte, rev uint64) (uint64, error) {
+	subj := "$KV." + s.opts.Bucket + "." + k
+	if s.api != jetstream.DefaultAPIPrefix { // as the KV client does through a domain or prefix
+		subj = s.api + subj
+	}
+	m := &nats.Msg{Subject: subj, Data: val}
+	if rev != 0 { // else there is no earlier revision (or a delete marker, see create)
+		m.Header = nats.Header{jetstream.MsgRollup: []string{jetstream.MsgRollupSubject}}
+	}
+	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return 0, fmt.Errorf("%w (not %d)", errStale, rev)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// create writes val as a new record under key k: errStale when the key holds a
+// record. A delete marker that a KV client left there (this store leaves none)
+// counts as no record.
+func (s *Store) create(ctx context.Context, k string, val []byte) (uint64, error) {
+	rev, err := s.write(ctx, k, val, 0)
+	if !errors.Is(err, errStale) {
+		return rev, err
+	}
+	last, gerr := s.kvs.GetLastMsgForSubject(ctx, "$KV."+s.opts.Bucket+"."+k)
+	if gerr != nil || (last.Header.Get("KV-Operation") != "DEL" && last.Header.Get("KV-Operation") != "PURGE") {
+		return 0, err
+	}
+	return s.write(ctx, k, val, last.Sequence)
 }
 
 // Get returns a record from the bucket.
@@ -846,12 +909,19 @@ func (s *Store) isHeld(h resume.TokenHash, seq uint64) bool {
 	return ok
 }
 
-// Delete purges the request's subject from the stream and its key's subject from
-// the bucket's stream. Neither leaves a marker behind (kv.Delete and kv.Purge would
-// leave one per key until PurgeDeletes). A request whose purge fails (NATS
-// unreachable for longer than Options.OutageWait) is purged again by the next
-// Deletes that succeed, a few at a time, one try each: else its record would stay
-// until MaxAge, and the next process would recover it.
+// Delete purges the request's key's subject from the bucket's stream, then its
+// subject from the stream. Neither leaves a marker behind (kv.Delete and kv.Purge
+// would leave one per key until PurgeDeletes). A purge is kept across a crash of
+// the server (it leaves a tombstone per message in the stream's files, or
+// removes a block that it empties), and the
+// key holds no earlier revision that a crash could bring back (see write): once
+// Delete has returned, no later process finds the request. The record goes
+// first, so that a crash between the two purges leaves messages that no record
+// names (nothing reads them; they age out after Options.MaxAge), never a record
+// whose messages are gone. A request whose purge fails (NATS unreachable for
+// longer than Options.OutageWait) is purged again by the next Deletes that
+// succeed, a few at a time, one try each: else its record would stay until
+// MaxAge, and the next process would recover it.
 func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	// A publish still unacknowledged would land after the purge.
 	err := s.settle(ctx, h)
@@ -888,13 +958,13 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	return nil
 }
 
-// purge removes request h's messages and record.
+// purge removes request h's record, then its messages.
 func (s *Store) purge(ctx context.Context, h resume.TokenHash) error {
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h))); err != nil {
-		return fmt.Errorf("purging its messages: %w", err)
-	}
 	if err := s.kvs.Purge(ctx, jetstream.WithPurgeSubject("$KV."+s.opts.Bucket+"."+key(h))); err != nil {
 		return fmt.Errorf("purging its record: %w", err)
+	}
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h))); err != nil {
+		return fmt.Errorf("purging its messages: %w", err)
 	}
 	return nil
 }
@@ -978,9 +1048,9 @@ func (s *Store) Claim(ctx context.Context, h resume.TokenHash, from, to string) 
 		return nil, resume.ErrClaimed
 	}
 	rec.Owner = to
-	rev, err = s.kv.Update(ctx, key(h), encodeRecord(*rec), rev)
+	rev, err = s.write(ctx, key(h), encodeRecord(*rec), rev)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if errors.Is(err, errStale) {
 			return nil, resume.ErrClaimed
 		}
 		return nil, fmt.Errorf("jsstore: claiming record %s: %w", key(h)[:12], err)

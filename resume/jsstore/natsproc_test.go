@@ -17,16 +17,20 @@ import (
 )
 
 // The test binary doubles as a NATS server in a process of its own, so that its
-// memory is measured apart from ours: with natsProcEnv set to a directory,
-// TestMain runs natsProc instead of the tests.
-const natsProcEnv = "MR_NATS_PROCESS_DIR"
+// memory is measured apart from ours, and so that it can be killed (SIGKILL):
+// with natsProcEnv set to a directory, TestMain runs natsProc instead of the
+// tests. natsProcSyncEnv set to 1 syncs every write (embedded.Options.SyncAlways).
+const (
+	natsProcEnv     = "MR_NATS_PROCESS_DIR"
+	natsProcSyncEnv = "MR_NATS_PROCESS_SYNC"
+)
 
 // natsProc runs an embedded server on dir, listening on a free loopback port,
 // and prints its client URL on a line; then it answers each line read from stdin
 // with a line of JSON, its memory, and stops when stdin closes. It returns the
 // exit code.
 func natsProc(dir string) int {
-	srv, err := embedded.Start(&embedded.Options{Dir: dir, Listen: "127.0.0.1:0"})
+	srv, err := embedded.Start(&embedded.Options{Dir: dir, Listen: "127.0.0.1:0", SyncAlways: os.Getenv(natsProcSyncEnv) == "1"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -80,17 +84,31 @@ func readMem() mem {
 
 // natsProcess is a NATS server in a child process (see natsProc).
 type natsProcess struct {
-	URL string
-	in  io.WriteCloser
-	out *bufio.Reader
+	URL    string
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	killed bool // by kill: its exit is no error
 }
 
 // startNATSProcess starts a NATS server in a child process, with a fresh
 // directory; it stops when the test ends.
 func startNATSProcess(t testing.TB) *natsProcess {
 	t.Helper()
+	return startNATSProcessOn(t, t.TempDir(), false)
+}
+
+// startNATSProcessOn starts a NATS server in a child process on dir, syncing
+// every write when syncAlways is set; it stops when the test ends, unless kill
+// ended it before.
+func startNATSProcessOn(t testing.TB, dir string, syncAlways bool) *natsProcess {
+	t.Helper()
+	sync := "0"
+	if syncAlways {
+		sync = "1"
+	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), natsProcEnv+"="+t.TempDir())
+	cmd.Env = append(os.Environ(), natsProcEnv+"="+dir, natsProcSyncEnv+"="+sync)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -103,19 +121,35 @@ func startNATSProcess(t testing.TB) *natsProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p := &natsProcess{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	t.Cleanup(func() {
+		if p.killed {
+			return
+		}
 		in.Close() // the server stops, the process exits
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("the NATS process: %v", err)
 		}
 	})
-	p := &natsProcess{in: in, out: bufio.NewReader(out)}
 	url, err := p.out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("the NATS process did not start: %v", err)
 	}
 	p.URL = strings.TrimSpace(url)
 	return p
+}
+
+// kill ends the child process with SIGKILL, as a crash would, and waits for it:
+// the server neither flushes nor writes its state, and its lock on the
+// directory is gone once kill returns.
+func (p *natsProcess) kill(t testing.TB) {
+	t.Helper()
+	p.killed = true
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatalf("killing the NATS process: %v", err)
+	}
+	_ = p.cmd.Wait() // "signal: killed"
+	p.in.Close()
 }
 
 // mem returns the child process's memory.
