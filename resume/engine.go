@@ -752,7 +752,7 @@ func (e *Engine) forget(r *Request, final State) {
 		ts = StateCancelled
 	}
 	tomb := r.recordLocked(ts)
-	tomb.AckMode, tomb.Epoch = false, 0 // nothing to say: a record an older instance reads too
+	tomb.AckMode, tomb.Epoch = false, 0 // nothing to say for a tombstone
 	// Ended with its result (completed, failed) yet freed: only the client's ack
 	// of the response does that.
 	tomb.Acknowledged = final == StateCompleted || final == StateFailed

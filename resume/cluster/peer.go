@@ -27,8 +27,7 @@ const (
 	PeerAnswer
 	// PeerReattach: as PeerAttach, but Ack is what a proxy whose owner was lost
 	// wrote to its client, not the client's acknowledgement (see
-	// proxy.reattach). An instance older than this op fails it; the caller then
-	// attaches with PeerAttach and Ack, as such an instance did itself.
+	// reattach).
 	PeerReattach
 )
 
@@ -55,7 +54,6 @@ var peerErrs = []struct {
 	err  error
 }{
 	{"unknown", resume.ErrUnknown}, {"cancelled", resume.ErrCancelled}, {"expired", resume.ErrExpired},
-	// Newer codes: an instance that does not know them reads a failed call.
 	{"acknowledged", resume.ErrAcknowledged}, {"ack_ahead", resume.ErrAckAhead},
 	{"ended", resume.ErrEnded}, {"closed", resume.ErrClosed},
 }

@@ -246,12 +246,6 @@ func (p *proxy) attach(sink resume.Sink, ack, written uint64) error {
 		c.Op, c.Ack = PeerReattach, written
 	}
 	_, nx, err := p.call(c)
-	if c.Op == PeerReattach && errors.Is(err, errRemote) {
-		// An owner older than PeerReattach: attach with what was written as an
-		// ack, which also switches the request to ack mode (the older way).
-		c.Op = PeerAttach
-		_, nx, err = p.call(c)
-	}
 	if nx != nil {
 		// The failover attached sink to the successor after what it was
 		// written, which is not an acknowledgement: the client's own ack is
