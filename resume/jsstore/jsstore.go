@@ -242,7 +242,7 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 		// The durability point of a request's messages: its final state is
 		// stored only after them, and after the deletion of those it
 		// discarded (a later process recovers it as it is now).
-		if err := s.sweep(ctx, rec.Hash); err != nil {
+		if err := s.sweep(ctx, rec.Hash, true); err != nil {
 			return err
 		}
 	}
@@ -681,7 +681,7 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 	if !full {
 		return nil
 	}
-	return s.sweep(ctx, h)
+	return s.sweep(ctx, h, false)
 }
 
 // Sweep makes the stream hold exactly what request h's index holds now: every
@@ -689,11 +689,15 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 // discarded is deleted, which Append and Discard leave to later. For readers of
 // the stream itself (another process); a request's final state and its Delete
 // do it anyway.
-func (s *Store) Sweep(ctx context.Context, h resume.TokenHash) error { return s.sweep(ctx, h) }
+func (s *Store) Sweep(ctx context.Context, h resume.TokenHash) error { return s.sweep(ctx, h, true) }
 
 // sweep deletes request h's discarded messages from the stream, once every
-// message indexed is stored.
-func (s *Store) sweep(ctx context.Context, h resume.TokenHash) error {
+// message indexed is stored; all of them, or (for a Discard's batch) all but the
+// newest when one purge takes them: that one stays in the stream, still
+// discarded, until the next sweep. A purge that empties the stream's last block
+// makes the server remove the block's file and create a new one for the next
+// message, which a request streaming alone would pay at every batch.
+func (s *Store) sweep(ctx context.Context, h resume.TokenHash, all bool) error {
 	if err := s.settle(ctx, h); err != nil {
 		return err
 	}
@@ -718,10 +722,16 @@ func (s *Store) sweep(ctx context.Context, h resume.TokenHash) error {
 			break
 		}
 	}
+	below := top + 1
+	if len(gone) > 1 && prefix && !all {
+		i := slices.IndexFunc(gone, func(l loc) bool { return l.sseq == top })
+		r.doomed = append(r.doomed, gone[i])
+		below = top
+	}
 	s.mu.Unlock()
 	if len(gone) > 1 && prefix {
 		err := s.retry(ctx, func(ctx context.Context) error {
-			return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h)), jetstream.WithPurgeSequence(top+1))
+			return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h)), jetstream.WithPurgeSequence(below))
 		})
 		if err != nil {
 			return fmt.Errorf("jsstore: purging %d messages of %s: %w", len(gone), key(h)[:12], err)
