@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -98,10 +99,14 @@ type Store struct {
 	// default, which JetStream would apply itself).
 	timeout time.Duration
 
-	mu   sync.Mutex // guards reqs, undeleted and every request's fields
+	mu   sync.Mutex // guards reqs, undeleted, dirty, armed and every request's fields
 	reqs map[resume.TokenHash]*request
 	// undeleted: requests whose Delete failed, to purge again (see Delete).
 	undeleted map[resume.TokenHash]struct{}
+	// dirty: requests with messages appended but not sent yet (see Append);
+	// armed: a flush of them is scheduled.
+	dirty map[resume.TokenHash]struct{}
+	armed bool
 }
 
 // request is what this process knows of a request's messages: where each one
@@ -117,6 +122,11 @@ type request struct {
 	doomed []loc
 	// pendFrom: held messages numbered below it are all acknowledged (reapLocked).
 	pendFrom uint64
+	// unsent: messages appended and not sent yet, in order (see Append).
+	unsent []*pending
+	// fmu is held while a batch of unsent messages is sent, so that batches go
+	// out in order.
+	fmu sync.Mutex
 }
 
 // loc places one message: its sequence number in the request, and in the stream
@@ -133,14 +143,27 @@ type loc struct {
 // tailKeep is how many of a request's newest messages the index keeps whole.
 const tailKeep = 64
 
-// pending is a publish not yet acknowledged (see settle).
+// pending is a message appended and not yet acknowledged by the stream: not
+// sent yet (see Append), or sent and waiting (see settle).
 type pending struct {
-	seq    uint64                 // the message's number in its request
-	mu     sync.Mutex             // guards the fields below
-	fut    jetstream.PubAckFuture // the latest publish
-	failed bool                   // fut failed (its error channel is read once)
-	sseq   uint64                 // where it sits, once acknowledged
+	seq     uint64                 // the message's number in its request
+	msg     *nats.Msg              // the publish: subject, data and message id
+	mu      sync.Mutex             // guards the fields below
+	sent    bool                   // published at least once
+	dropped bool                   // discarded before it was sent: never sent
+	fut     jetstream.PubAckFuture // the latest publish; nil while unsent or failed to send
+	failed  bool                   // fut failed (its error channel is read once)
+	sseq    uint64                 // where it sits, once acknowledged
 }
+
+// flushDelay is how long an appended message waits before it is sent to the
+// stream, and flushBatch how many of a request's messages wait at most: one
+// delivered and discarded meanwhile (a client attached without acks) is never
+// sent, nor deleted after.
+const (
+	flushDelay = time.Millisecond
+	flushBatch = 256
+)
 
 // discardBatch is how many discarded messages of a request wait in the stream
 // before they are deleted together (a request's Delete takes the rest).
@@ -214,6 +237,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	return &Store{
 		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, api: api, timeout: js.Options().DefaultTimeout,
 		reqs: make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
+		dirty: make(map[resume.TokenHash]struct{}),
 	}, nil
 }
 
@@ -405,13 +429,15 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 	}
 	subj := s.subject(h)
 	data := wire.EncodeMessage(m)
-	id := jetstream.WithMsgID(key(h) + "." + fmt.Sprint(m.Seq))
+	msgID := key(h) + "." + strconv.FormatUint(m.Seq, 10)
 	if s.js.Conn().Status() == nats.CONNECTED {
-		if fut, err := s.js.PublishAsync(subj, data, id); err == nil {
-			s.index(h, loc{seq: m.Seq, pend: &pending{seq: m.Seq, fut: fut}, data: data})
-			return nil
+		p := &pending{seq: m.Seq, msg: &nats.Msg{Subject: subj, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
+		if s.queue(h, loc{seq: m.Seq, pend: p, data: data}) >= flushBatch {
+			s.flush(h)
 		}
+		return nil
 	}
+	id := jetstream.WithMsgID(msgID)
 	var ack *jetstream.PubAck
 	err := s.retry(ctx, func(ctx context.Context) error {
 		var err error
@@ -438,6 +464,87 @@ func (s *Store) index(h resume.TokenHash, l loc) {
 	}
 }
 
+// queue indexes l, whose message is not sent yet, and schedules its sending;
+// it returns how many of request h's messages wait.
+func (s *Store) queue(h resume.TokenHash, l loc) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reqs[h]
+	if r == nil || !r.loaded {
+		return 0
+	}
+	r.held = append(r.held, l)
+	for i := len(r.held) - tailKeep - 1; i >= 0 && r.held[i].data != nil; i-- {
+		r.held[i].data = nil
+	}
+	reapLocked(r)
+	r.unsent = append(r.unsent, l.pend)
+	if !s.armed {
+		s.armed = true
+		time.AfterFunc(flushDelay, s.flushDirty)
+	}
+	s.dirty[h] = struct{}{}
+	return len(r.unsent)
+}
+
+// flushDirty sends the waiting messages of every request.
+func (s *Store) flushDirty() {
+	s.mu.Lock()
+	hs := make([]resume.TokenHash, 0, len(s.dirty))
+	for h := range s.dirty {
+		hs = append(hs, h)
+	}
+	clear(s.dirty)
+	s.armed = false
+	s.mu.Unlock()
+	for _, h := range hs {
+		s.flush(h)
+	}
+}
+
+// flush sends request h's waiting messages, pipelined, in order.
+func (s *Store) flush(h resume.TokenHash) {
+	s.mu.Lock()
+	r := s.reqs[h]
+	s.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.fmu.Lock()
+	defer r.fmu.Unlock()
+	s.mu.Lock()
+	ps := r.unsent
+	r.unsent = nil
+	s.mu.Unlock()
+	for _, p := range ps {
+		p.send(s)
+	}
+}
+
+// send publishes p, unless it was sent or dropped already. A publish that
+// cannot be sent (the connection's window of publishes in flight stays full, or
+// the connection went) leaves p failed, for settle to send again.
+func (p *pending) send(s *Store) {
+	p.mu.Lock()
+	if p.sent || p.dropped {
+		p.mu.Unlock()
+		return
+	}
+	p.sent = true // from now on a Discard deletes it from the stream
+	p.mu.Unlock()
+	fut, err := s.js.PublishMsgAsync(p.msg)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fut != nil || p.sseq != 0 { // settle sent it meanwhile
+		return
+	}
+	if err != nil {
+		p.failed = true
+		return
+	}
+	p.fut = fut
+}
+
 // reapLocked records the acknowledgements that have come for request r's oldest
 // pending publishes, without waiting, so that a request appended to without
 // pause holds only its publishes in flight, not every message's.
@@ -451,7 +558,7 @@ func reapLocked(r *request) {
 		l.pend.mu.Lock()
 		fut, failed := l.pend.fut, l.pend.failed
 		l.pend.mu.Unlock()
-		if failed {
+		if failed || fut == nil {
 			break
 		}
 		select {
@@ -482,6 +589,7 @@ func reapLocked(r *request) {
 // their message ids, which the deduplication window absorbs for any that was
 // stored after all; for up to Options.OutageWait.
 func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
+	s.flush(h)
 	end := time.Now().Add(s.opts.OutageWait)
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
 		s.mu.Lock()
@@ -490,7 +598,7 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 		if r != nil {
 			for _, ls := range [][]loc{r.held, r.doomed} {
 				for _, l := range ls {
-					if l.pend != nil {
+					if l.pend != nil && !l.pend.isDropped() {
 						wait = append(wait, l.pend)
 					}
 				}
@@ -557,9 +665,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 // index), false when it must be sent again.
 func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end time.Time) (bool, error) {
 	p.mu.Lock()
-	fut, sseq, failed := p.fut, p.sseq, p.failed
+	fut, sseq, failed, dropped := p.fut, p.sseq, p.failed, p.dropped
 	p.mu.Unlock()
-	if failed {
+	if dropped {
+		return true, nil // never sent: nothing to wait for, nothing stored
+	}
+	if failed || fut == nil {
 		return false, nil
 	}
 	if sseq == 0 {
@@ -594,22 +705,42 @@ func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end
 	return true, nil
 }
 
-// republish sends p again with its message id: asynchronously, or, when the
+// drop marks p, a message discarded, never to be sent, and reports whether it
+// was not sent yet (false for nil: a message in the stream).
+func (p *pending) drop() bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sent {
+		return false
+	}
+	p.dropped = true
+	return true
+}
+
+func (p *pending) isDropped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+// republish sends p (again) with its message id: asynchronously, or, when the
 // connection's window of publishes in flight stays full (other requests' Appends
 // keep it so), synchronously, so that settling a request is not starved by the
 // appends of others. A publish that fails leaves p failed, for the next round.
 func (p *pending) republish(ctx context.Context, s *Store) {
 	p.mu.Lock()
-	old, sseq := p.fut, p.sseq
+	old, sseq, dropped := p.fut, p.sseq, p.dropped
 	p.mu.Unlock()
-	if sseq != 0 {
+	if sseq != 0 || dropped {
 		return
 	}
-	msg := &nats.Msg{Subject: old.Msg().Subject, Data: old.Msg().Data, Header: old.Msg().Header}
-	fut, err := s.js.PublishMsgAsync(msg)
+	fut, err := s.js.PublishMsgAsync(p.msg)
 	var ack *jetstream.PubAck
 	if err != nil {
-		if ack, err = s.js.PublishMsg(ctx, msg); err != nil {
+		if ack, err = s.js.PublishMsg(ctx, p.msg); err != nil {
 			return
 		}
 	}
@@ -623,7 +754,7 @@ func (p *pending) republish(ctx context.Context, s *Store) {
 	} else {
 		p.fut = fut
 	}
-	p.failed = false
+	p.sent, p.failed = true, false
 }
 
 // record notes where p sits in request h's index.
@@ -671,7 +802,7 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 		drop[q] = true
 	}
 	for _, l := range r.held {
-		if drop[l.seq] {
+		if drop[l.seq] && !l.pend.drop() {
 			r.doomed = append(r.doomed, l)
 		}
 	}
@@ -803,9 +934,7 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 				case l.data != nil || l.pend != nil: // the newest, or not acknowledged yet: from memory
 					data := l.data
 					if data == nil {
-						l.pend.mu.Lock()
-						data = l.pend.fut.Msg().Data
-						l.pend.mu.Unlock()
+						data = l.pend.msg.Data
 					}
 					var err error
 					if m, err = wire.DecodeMessage(data); err == nil && m.Seq != l.seq {
@@ -933,7 +1062,15 @@ func (s *Store) isHeld(h resume.TokenHash, seq uint64) bool {
 // succeed, a few at a time, one try each: else its record would stay until
 // MaxAge, and the next process would recover it.
 func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
-	// A publish still unacknowledged would land after the purge.
+	// A message not sent yet never is; a publish still unacknowledged would
+	// land after the purge.
+	s.mu.Lock()
+	if r := s.reqs[h]; r != nil {
+		for _, p := range r.unsent {
+			p.drop()
+		}
+	}
+	s.mu.Unlock()
 	err := s.settle(ctx, h)
 	if err == nil {
 		err = s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h) })
