@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 )
 
 // Options configure a Node. The zero value of each field means its default. Every
@@ -37,7 +38,11 @@ type Options struct {
 	CallTimeout time.Duration
 	// Memory keeps the bucket in memory instead of on disk.
 	Memory bool
-	// Replicas of the bucket (a NATS cluster). Default 1.
+	// Replicas of the bucket, 1 to 5, each on another server of a NATS cluster.
+	// Join scales a bucket that exists with another count to it, and fails with
+	// an error naming both counts when JetStream cannot. Default: the count it
+	// has, 1 for a new one (a node joining without a count leaves a replicated
+	// bucket as it is).
 	Replicas int
 	// Logger receives the node's logs. Nil means none.
 	Logger *zerolog.Logger
@@ -68,9 +73,6 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if v.CallTimeout <= 0 {
 		v.CallTimeout = 5 * time.Second
-	}
-	if v.Replicas <= 0 {
-		v.Replicas = 1
 	}
 	return v, nil
 }
@@ -159,16 +161,20 @@ func Join(ctx context.Context, nc *nats.Conn, opts *Options) (*Node, error) {
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
+	r, had, err := replicas.For(ctx, js, "KV_"+o.Bucket, o.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, err)
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
 		Description: "mcp-resume: leases of the cluster's instances, keyed by name",
 		History:     1,
 		TTL:         o.Lease,
 		Storage:     storage,
-		Replicas:    o.Replicas,
+		Replicas:    r,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, err)
+		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, replicas.Error(err, r, had))
 	}
 	log := zerolog.Nop()
 	if o.Logger != nil {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
 
 	"github.com/nats-io/nats.go"
@@ -32,7 +33,13 @@ type Options struct {
 	Bucket string
 	// Memory keeps the stream and the bucket in memory instead of on disk.
 	Memory bool
-	// Replicas of the stream and the bucket (a cluster). Default 1.
+	// Replicas of the stream and the bucket, 1 to 5, each on another server of a
+	// NATS cluster. New scales a stream or bucket that exists with another count
+	// to it (JetStream copies its messages to the new replicas, or drops some),
+	// and fails with an error naming both counts when JetStream cannot (a single
+	// server, fewer servers than replicas). Default: the count they have, 1 for
+	// new ones (a store opened without a count leaves a replicated stream as it
+	// is).
 	Replicas int
 	// MaxAge bounds how long a message or a record is kept: a safety net for the
 	// ones no process deletes (an instance gone for good). It must exceed the
@@ -68,9 +75,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.Bucket == "" {
 		v.Bucket = "mcp-resume"
-	}
-	if v.Replicas <= 0 {
-		v.Replicas = 1
 	}
 	if v.MaxAge <= 0 {
 		v.MaxAge = 24 * time.Hour
@@ -156,6 +160,10 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
+	streamR, had, err := replicas.For(ctx, js, o.Stream, o.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, err)
+	}
 	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        o.Stream,
 		Description: "mcp-resume: queued messages of resumable requests, one subject per request",
@@ -165,11 +173,15 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		MaxAge:      o.MaxAge,
 		Duplicates:  o.Duplicates,
 		Storage:     storage,
-		Replicas:    o.Replicas,
+		Replicas:    streamR,
 		AllowDirect: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, err)
+		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, replicas.Error(err, streamR, had))
+	}
+	bucketR, had, err := replicas.For(ctx, js, "KV_"+o.Bucket, o.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, err)
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
@@ -177,10 +189,10 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		History:     1,
 		TTL:         o.MaxAge,
 		Storage:     storage,
-		Replicas:    o.Replicas,
+		Replicas:    bucketR,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, err)
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, replicas.Error(err, bucketR, had))
 	}
 	kvs, err := js.Stream(ctx, "KV_"+o.Bucket)
 	if err != nil {
