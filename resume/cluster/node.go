@@ -294,18 +294,44 @@ func (n *Node) loseLease() { n.loseOnce.Do(func() { close(n.lost) }) }
 func (n *Node) Self() string { return n.opts.Name }
 
 // Alive reports whether instance holds a lease now: false for a name that cannot
-// be an instance's, and when the bucket cannot be read.
+// be an instance's, and when the bucket gives no answer within CallTimeout (see
+// readLease).
 func (n *Node) Alive(ctx context.Context, instance string) bool {
 	if !validName(instance) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
-	defer cancel()
-	_, err := n.kv.Get(ctx, instance)
+	_, err := n.readLease(ctx, instance)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		n.log.Warn().Err(err).Str("peer", instance).Msg("reading a lease failed")
 	}
 	return err == nil
+}
+
+// readLease reads instance's lease. NATS can fail to answer for a moment while
+// the lease is there: a server of a NATS cluster goes, and a read in flight
+// through it with it, or the bucket's replicas stop serving reads (no
+// responders) while its leadership moves. Taken for the lease's absence, that
+// would have the caller claim the requests of a live instance. So each try gets
+// a fifth of CallTimeout, and a failure other than ErrKeyNotFound is tried again
+// until ctx ends or CallTimeout has passed; then the last error is returned.
+func (n *Node) readLease(ctx context.Context, instance string) (jetstream.KeyValueEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
+	defer cancel()
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, n.opts.CallTimeout/10) {
+		tctx, tcancel := context.WithTimeout(ctx, n.opts.CallTimeout/5)
+		e, err := n.kv.Get(tctx, instance)
+		tcancel()
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return e, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
 }
 
 // Close leaves the cluster: it stops refreshing and polling, deletes its lease (so
