@@ -424,7 +424,9 @@ func reapLocked(r *request) {
 // settle waits until every message of request h indexed now (held, and discarded
 // but not yet deleted) is stored, and records where each sits. Publishes whose
 // acknowledgement failed (the connection was lost: nats.go fails every
-// acknowledgement outstanding then) are sent again together, pipelined, with
+// acknowledgement outstanding then) or has not come within the client's default
+// timeout (the publish or its acknowledgement was lost with a server of a NATS
+// cluster, the connection staying up) are sent again together, pipelined, with
 // their message ids, which the deduplication window absorbs for any that was
 // stored after all; for up to Options.OutageWait.
 func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
@@ -471,8 +473,9 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 	}
 }
 
-// outcome waits for pending publish p's acknowledgement, until end: true when
-// it is stored (and recorded in h's index), false when it must be sent again.
+// outcome waits for pending publish p's acknowledgement, for the client's
+// default timeout, until end at the latest: true when it is stored (and recorded
+// in h's index), false when it must be sent again.
 func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end time.Time) (bool, error) {
 	p.mu.Lock()
 	fut, sseq, failed := p.fut, p.sseq, p.failed
@@ -481,7 +484,7 @@ func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end
 		return false, nil
 	}
 	if sseq == 0 {
-		t := time.NewTimer(max(time.Until(end), time.Millisecond))
+		t := time.NewTimer(max(min(time.Until(end), s.timeout), time.Millisecond))
 		defer t.Stop()
 		select {
 		case ack := <-fut.Ok():
