@@ -76,7 +76,17 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 		}
 	} else {
 		var err error
+		// A server that goes silent (its machine lost, a partition) must be
+		// noticed, and a server reached again, well within the lease: nats.go
+		// pings every 2 minutes by default, and waits 2 seconds before it dials
+		// a server of its pool again (all of it, with one URL). Pinging every
+		// twentieth of the lease, two pings unanswered declare the connection
+		// stale within 3/20 of it, the dial comes a twentieth later, and the
+		// refresh after the one lost with the connection (a third of the lease
+		// later at most) comes before the lease lapses.
+		tick := max(f.lease/20, 100*time.Millisecond)
 		nc, err = nats.Connect(f.natsURL, nats.Name("mcp-resume"), nats.MaxReconnects(-1),
+			nats.PingInterval(tick), nats.MaxPingsOutstanding(2), nats.ReconnectWait(min(tick, 2*time.Second)),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 				log.Warn().Err(err).Msg("NATS disconnected; reconnecting")
 			}),
