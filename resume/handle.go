@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -116,14 +118,20 @@ func (e *Engine) byHash(h TokenHash) (*Request, error) {
 // StoredRecords lists the Store's records (see storedRecords).
 func (e *Engine) StoredRecords(then string) iter.Seq[Record] { return e.storedRecords(then) }
 
-// lookupShared finds a request this engine does not hold in the shared Store.
+// lookupShared finds a request this engine does not hold in the shared Store. A
+// Store that gives no answer fails the lookup with its error: the request is not
+// known to be absent, and a client told not_found would give it up.
 func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (Handle, error) {
-	rec, err := e.store.Get(e.ctx, h)
-	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
-			e.log.Warn().Err(err).Msg("looking a request up in the shared store")
-		}
+	rec, err := e.getShared(h)
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return nil, ErrUnknown
+	case errors.Is(err, ErrUnreadable):
+		e.log.Warn().Err(err).Msg("looking a request up in the shared store")
+		return nil, ErrUnknown
+	case err != nil:
+		e.log.Warn().Err(err).Msg("looking a request up in the shared store")
+		return nil, fmt.Errorf("looking the request up in the shared store: %w", err)
 	}
 	if !bytes.Equal(rec.ID, id) || rec.Principal != principal {
 		return nil, ErrUnknown
@@ -132,6 +140,38 @@ func (e *Engine) lookupShared(h TokenHash, id []byte, principal string) (Handle,
 		return nil, rec.endedErr()
 	}
 	return e.cluster.Resolve(*rec)
+}
+
+// A lookup's read of the shared Store: each try is bounded by sharedTry, and
+// the tries by sharedWait (see getShared).
+const (
+	sharedTry  = time.Second
+	sharedWait = 5 * time.Second
+)
+
+// getShared reads h's record for a lookup. A Store on a NATS cluster can fail to
+// answer for a moment while the record is there: a server of the cluster goes,
+// and a read in flight through it with it, or the replicas stop serving reads
+// while the bucket's leadership moves. So each try is bounded by sharedTry, and a
+// failure other than ErrNotFound or ErrUnreadable is tried again until sharedWait
+// has passed.
+func (e *Engine) getShared(h TokenHash) (*Record, error) {
+	end := time.Now().Add(sharedWait)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 250*time.Millisecond) {
+		ctx, cancel := context.WithTimeout(e.ctx, sharedTry)
+		rec, err := e.store.Get(ctx, h)
+		cancel()
+		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnreadable) || time.Until(end) < pause {
+			return rec, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-e.ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
 }
 
 // Tombstone reports whether rec is an ended request's tombstone, not a request:

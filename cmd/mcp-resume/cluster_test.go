@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
@@ -202,4 +203,51 @@ func TestClusterTasks(t *testing.T) {
 	if err := run([]string{"task", "--url", b.URL, "result", id}, nil, &out, &errw); err != nil || out.String() != "countdown done: 2 of 2 steps\n" {
 		t.Fatalf("task result on B after A was killed: %v %q\n%s", err, out.String(), errw.String())
 	}
+}
+
+// A NATS server that goes silent (a machine lost, a partition: the connection
+// carries nothing more but is not closed) is noticed within a fraction of the
+// lease: the instance reconnects and refreshes its lease again before it lapses,
+// instead of finding it lapsed minutes later (nats.go's own pings, every two
+// minutes) and shutting down. Here the only server's connections go through a
+// proxy that stalls those open; a new connection goes through.
+func TestServeReconnectsFromSilentNATS(t *testing.T) {
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	px := faultproxy.NewStaller(t, ns.Addr())
+	const lease = 4 * time.Second
+	spawnNet(t, "serve --http 127.0.0.1:0 --nats-url nats://"+px.Addr()+" --instance quiet --lease "+lease.String(), 1)
+	nc, err := ns.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), "mcp-resume-leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := func() uint64 {
+		e, err := kv.Get(t.Context(), "quiet")
+		if err != nil {
+			t.Fatalf("the lease: %v", err)
+		}
+		return e.Revision()
+	}
+	// Stalled just after a refresh: the lease lapses a lease after it.
+	first := rev()
+	poll.Until(t, lease, "a refresh of the lease", func() bool { return rev() > first })
+	if n := px.Stall(); n != 1 {
+		t.Fatalf("stalled %d connections, want the instance's one", n)
+	}
+	stalled, last := time.Now(), rev()
+	// A refresh from now on comes over a new connection.
+	poll.Until(t, lease, "the lease refreshed over a new connection", func() bool { return rev() > last })
+	t.Logf("the lease refreshed again %v after the connection stalled (lease %v)", time.Since(stalled).Round(time.Millisecond), lease)
 }

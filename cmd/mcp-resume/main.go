@@ -182,6 +182,8 @@ type serveFlags struct {
 	natsURL        string
 	instance       string
 	lease          time.Duration
+	replicas       int
+	replicasSet    bool // --replicas was given
 	sync           string
 	apiKeys        string
 	insecureNoAuth bool
@@ -257,6 +259,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.StringVar(&f.natsURL, "nats-url", "", "keep queued messages and results in an existing NATS JetStream, shared by every instance on it: any instance serves getStatus and resume of any request")
 	fs.StringVar(&f.instance, "instance", "", "with --nats-url: this instance's name in the cluster, letters, digits, - and _ (default: a random one); the same name after a restart recovers its requests")
 	fs.DurationVar(&f.lease, "lease", defaultLease, "with --nats-url: the instance's lease; when one lapses (the instance died), the others end its running requests with owner_lost, or run restartable ones again")
+	fs.IntVar(&f.replicas, "replicas", 0, "with --nats-url: copies of the JetStream stream and KV buckets the instances share, 1 to 5, each on another server of the NATS cluster (3 survive the loss of one server); an existing stream or bucket with another count is scaled to it (default: keep their count, 1 for new ones)")
 	fs.StringVar(&f.sync, "sync", "periodic", "--data-dir disk flushes: periodic (fast; a machine crash can lose what was acknowledged since the last flush) or always (fsync before each acknowledgement; slower)")
 	fs.StringVar(&f.apiKeys, "api-keys", "", "require a bearer API key on HTTP and WebSocket: a file of principal:key lines (# comments); "+envServerKeys+" adds keys in the same format (comma- or newline-separated). Each resumable request is bound to its key's principal")
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys")
@@ -267,6 +270,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.replicasSet = f.replicasSet || fl.Name == "replicas" })
 	if !gw && fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments (got %q); to serve another MCP server, use mcp-resume gateway -- CMD ARGS", fs.Args())
 	}

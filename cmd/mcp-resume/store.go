@@ -17,6 +17,10 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 )
 
+// replicasMax is the largest --replicas: JetStream keeps at most five copies of
+// a stream.
+const replicasMax = 5
+
 // defaultLease is --lease's default: an instance that dies is noticed this long
 // (and up to a quarter more) after its last refresh.
 const defaultLease = 10 * time.Second
@@ -37,6 +41,12 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 		return nil, nil, nil, errors.New("--sync always applies to --data-dir; an existing NATS syncs by its own configuration (jetstream { sync_interval: always })")
 	case f.natsURL == "" && (f.instance != "" || f.lease != defaultLease):
 		return nil, nil, nil, errors.New("--instance and --lease apply to --nats-url (a cluster of instances)")
+	case f.replicasSet && f.dataDir != "":
+		return nil, nil, nil, errors.New("--replicas applies to --nats-url (a cluster of NATS servers); the embedded server of --data-dir is a single node, which keeps one copy")
+	case f.replicasSet && f.natsURL == "":
+		return nil, nil, nil, errors.New("--replicas applies to --nats-url (a cluster of NATS servers)")
+	case f.replicasSet && (f.replicas < 1 || f.replicas > replicasMax):
+		return nil, nil, nil, fmt.Errorf("--replicas %d: want 1 to %d", f.replicas, replicasMax)
 	case f.dataDir == "" && f.natsURL == "":
 		return nil, nil, func() {}, nil
 	}
@@ -66,7 +76,17 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 		}
 	} else {
 		var err error
+		// A server that goes silent (its machine lost, a partition) must be
+		// noticed, and a server reached again, well within the lease: nats.go
+		// pings every 2 minutes by default, and waits 2 seconds before it dials
+		// a server of its pool again (all of it, with one URL). Pinging every
+		// twentieth of the lease, two pings unanswered declare the connection
+		// stale within 3/20 of it, the dial comes a twentieth later, and the
+		// refresh after the one lost with the connection (a third of the lease
+		// later at most) comes before the lease lapses.
+		tick := max(f.lease/20, 100*time.Millisecond)
 		nc, err = nats.Connect(f.natsURL, nats.Name("mcp-resume"), nats.MaxReconnects(-1),
+			nats.PingInterval(tick), nats.MaxPingsOutstanding(2), nats.ReconnectWait(min(tick, 2*time.Second)),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 				log.Warn().Err(err).Msg("NATS disconnected; reconnecting")
 			}),
@@ -89,14 +109,14 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 	if err == nil {
 		var st *jsstore.Store
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		st, err = jsstore.New(sctx, js, nil)
+		st, err = jsstore.New(sctx, js, &jsstore.Options{Replicas: f.replicas})
 		cancel()
 		if err == nil {
 			ev := log.Info().Str("store", "jetstream")
 			if srv != nil {
 				ev = ev.Str("dataDir", f.dataDir).Str("sync", f.sync)
 			} else {
-				ev = ev.Str("nats", nc.ConnectedUrlRedacted())
+				ev = ev.Str("nats", nc.ConnectedUrlRedacted()).Int("replicas", st.Stream().CachedInfo().Config.Replicas)
 			}
 			ev.Msg("store open")
 			if srv != nil {
@@ -104,7 +124,8 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 			}
 			// An existing NATS: this instance joins the cluster of those sharing it.
 			jctx, cancel := context.WithTimeout(ctx, f.lease+30*time.Second)
-			node, err = cluster.Join(jctx, nc, &cluster.Options{Name: f.instance, Lease: f.lease, CallTimeout: min(5*time.Second, f.lease/2), Logger: &log})
+			node, err = cluster.Join(jctx, nc, &cluster.Options{Name: f.instance, Lease: f.lease, CallTimeout: min(5*time.Second, f.lease/2),
+				Replicas: f.replicas, Logger: &log})
 			cancel()
 			if err == nil {
 				log.Info().Str("instance", node.Self()).Stringer("lease", f.lease).Msg("joined the cluster")

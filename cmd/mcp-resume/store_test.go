@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -261,5 +262,33 @@ func TestTaskCommandsAcrossRestart(t *testing.T) {
 	out.Reset()
 	if err := run([]string{"task", "--url", second.URL, "--json", "get", id}, nil, &out, &errw); err != nil || !strings.Contains(out.String(), `"status": "completed"`) {
 		t.Fatalf("task get after the restart: %v %q", err, out.String())
+	}
+}
+
+// --replicas: only with --nats-url, 1 to 5, each refused at once with a message
+// that says why; on a NATS server that is not a cluster, the store refuses more
+// than one replica naming the count; serve --help has it.
+func TestReplicasFlag(t *testing.T) {
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	for _, tc := range []struct{ args, want string }{
+		{"serve --stdio --data-dir " + t.TempDir() + " --replicas 3", "--replicas applies to --nats-url (a cluster of NATS servers); the embedded server of --data-dir is a single node"},
+		{"serve --stdio --replicas 3", "--replicas applies to --nats-url"},
+		{"serve --stdio --nats-url nats://127.0.0.1:1 --replicas 0", "--replicas 0: want 1 to 5"},
+		{"serve --stdio --nats-url nats://127.0.0.1:1 --replicas 6", "--replicas 6: want 1 to 5"},
+		{"serve --stdio --nats-url " + ns.ClientURL() + " --replicas 3", "stream MCP_RESUME: creating it with 3 replicas: nats: API error: code=500 err_code=10074 description=replicas > 1 not supported in non-clustered mode"},
+	} {
+		var out strings.Builder
+		err := run(strings.Fields(tc.args), strings.NewReader(""), &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+	var out strings.Builder
+	if err := run([]string{"serve", "--help"}, nil, &out, &out); exitCode(err) != 0 || !strings.Contains(out.String(), "-replicas int") {
+		t.Errorf("serve --help: %v, no --replicas in:\n%s", err, out.String())
 	}
 }

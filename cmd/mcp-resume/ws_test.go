@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -31,6 +32,8 @@ type startLine struct {
 	// did not exit 0, with its stderr besides the logs. Only the first call
 	// signals; a stopped process gets nothing at the end of the test.
 	Stop func(sig os.Signal) error `json:"-"`
+	// Warnings returns the log lines at level warn or error so far.
+	Warnings func() string `json:"-"`
 }
 
 // spawnNet starts `mcp-resume serve ARGS` as a subprocess and returns the start-up
@@ -54,6 +57,7 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	lines := make(chan startLine, want)
 	drained := make(chan struct{})
 	var other strings.Builder // stderr that is not a log line; read once drained
+	var warnings logbuf.Buffer
 	go func() {
 		defer close(drained)
 		sc := bufio.NewScanner(stderr)
@@ -61,11 +65,14 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 			var l struct {
 				startLine
 				Message string `json:"message"`
+				Level   string `json:"level"`
 			}
 			switch err := json.Unmarshal(sc.Bytes(), &l); {
 			case err != nil: // not a log line: a panic, a race report
 				other.Write(sc.Bytes())
 				other.WriteByte('\n')
+			case l.Level == "warn" || l.Level == "error":
+				_, _ = fmt.Fprintf(&warnings, "%s\n", sc.Bytes())
 			case l.Message == "mcp-resume serving":
 				lines <- l.startLine
 			}
@@ -97,7 +104,7 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	for range want {
 		select {
 		case l := <-lines:
-			l.Kill, l.Stop = kill, stop
+			l.Kill, l.Stop, l.Warnings = kill, stop, warnings.String
 			out = append(out, l)
 		case <-time.After(20 * time.Second):
 			t.Fatalf("serve %s: %d start-up lines, want %d", args, len(out), want)

@@ -1,5 +1,3 @@
-// Package jstest is a test helper: an embedded, file-backed JetStream server on
-// a temporary directory, as serve --data-dir runs one, with a store on it.
 package jstest
 
 import (

@@ -35,16 +35,14 @@ func (n *Node) OnDeparted(fn func(instance string)) {
 // Watch calls lost once, on a goroutine of its own, when the lease that instance
 // holds now lapses, is deleted or passes to another process: at the poll that
 // finds it so. lost is called at once when instance holds no lease (or it cannot
-// be read). stop cancels the watch; it does not wait for a lost already running.
-// Close cancels every watch.
+// be read within CallTimeout: see readLease). stop cancels the watch; it does not
+// wait for a lost already running. Close cancels every watch.
 func (n *Node) Watch(instance string, lost func()) (stop func()) {
 	noop := func() {}
 	var e jetstream.KeyValueEntry
 	err := errors.New("not an instance name")
 	if validName(instance) {
-		ctx, cancel := context.WithTimeout(n.ctx, n.opts.CallTimeout)
-		e, err = n.kv.Get(ctx, instance)
-		cancel()
+		e, err = n.readLease(n.ctx, instance)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -19,8 +19,9 @@ import (
 // never a later one's. nats.go runs a subscription's handler for one message at a
 // time, so deliver sees the messages one by one in the order they arrived. close
 // unsubscribes and waits until the server knows (Delivers fail after: no
-// responders); it does not wait for a deliver already running. When the subscription cannot be made (the connection
-// is closed, or the node), every Deliver to the inbox fails.
+// responders); it does not wait for a deliver already running. When the
+// subscription cannot be made (the connection is closed, or the node), every
+// Deliver to the inbox fails.
 func (n *Node) Listen(deliver func(resume.Message) error) (inbox string, close func()) {
 	inbox = n.opts.Subject + "." + n.opts.Name + ".in." + randomHex(8)
 	var closed atomic.Bool
@@ -40,7 +41,14 @@ func (n *Node) Listen(deliver func(resume.Message) error) (inbox string, close f
 		n.respond(m, []byte(text))
 	})
 	if err == nil {
-		err = n.nc.FlushTimeout(n.opts.CallTimeout) // the server knows of the subscription
+		// The server knows of the subscription once the flush returns. A flush
+		// that a lost connection cuts short (nats.go fails it as if the
+		// connection were closed) leaves the subscription in place: the client
+		// sends it again first thing on its new connection, before what it
+		// publishes next (the attach that makes Delivers come).
+		if ferr := n.nc.FlushTimeout(n.opts.CallTimeout); ferr != nil && n.nc.IsClosed() {
+			err = ferr
+		}
 	}
 	if err != nil {
 		n.log.Warn().Err(err).Str("inbox", inbox).Msg("opening an inbox failed")

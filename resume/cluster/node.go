@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 )
 
 // Options configure a Node. The zero value of each field means its default. Every
@@ -35,7 +37,11 @@ type Options struct {
 	CallTimeout time.Duration
 	// Memory keeps the bucket in memory instead of on disk.
 	Memory bool
-	// Replicas of the bucket (a NATS cluster). Default 1.
+	// Replicas of the bucket, 1 to 5, each on another server of a NATS cluster.
+	// Join scales a bucket that exists with another count to it, and fails with
+	// an error naming both counts when JetStream cannot. Default: the count it
+	// has, 1 for a new one (a node joining without a count leaves a replicated
+	// bucket as it is).
 	Replicas int
 	// Logger receives the node's logs. Nil means none.
 	Logger *zerolog.Logger
@@ -66,9 +72,6 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if v.CallTimeout <= 0 {
 		v.CallTimeout = 5 * time.Second
-	}
-	if v.Replicas <= 0 {
-		v.Replicas = 1
 	}
 	return v, nil
 }
@@ -157,16 +160,20 @@ func Join(ctx context.Context, nc *nats.Conn, opts *Options) (*Node, error) {
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
+	r, had, err := replicas.For(ctx, js, "KV_"+o.Bucket, o.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, err)
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
 		Description: "mcp-resume: leases of the cluster's instances, keyed by name",
 		History:     1,
 		TTL:         o.Lease,
 		Storage:     storage,
-		Replicas:    o.Replicas,
+		Replicas:    r,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, err)
+		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, replicas.Error(err, r, had))
 	}
 	log := zerolog.Nop()
 	if o.Logger != nil {
@@ -286,18 +293,44 @@ func (n *Node) loseLease() { n.loseOnce.Do(func() { close(n.lost) }) }
 func (n *Node) Self() string { return n.opts.Name }
 
 // Alive reports whether instance holds a lease now: false for a name that cannot
-// be an instance's, and when the bucket cannot be read.
+// be an instance's, and when the bucket gives no answer within CallTimeout (see
+// readLease).
 func (n *Node) Alive(ctx context.Context, instance string) bool {
 	if !validName(instance) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
-	defer cancel()
-	_, err := n.kv.Get(ctx, instance)
+	_, err := n.readLease(ctx, instance)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		n.log.Warn().Err(err).Str("peer", instance).Msg("reading a lease failed")
 	}
 	return err == nil
+}
+
+// readLease reads instance's lease. NATS can fail to answer for a moment while
+// the lease is there: a server of a NATS cluster goes, and a read in flight
+// through it with it, or the bucket's replicas stop serving reads (no
+// responders) while its leadership moves. Taken for the lease's absence, that
+// would have the caller claim the requests of a live instance. So each try gets
+// a fifth of CallTimeout, and a failure other than ErrKeyNotFound is tried again
+// until ctx ends or CallTimeout has passed; then the last error is returned.
+func (n *Node) readLease(ctx context.Context, instance string) (jetstream.KeyValueEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
+	defer cancel()
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, n.opts.CallTimeout/10) {
+		tctx, tcancel := context.WithTimeout(ctx, n.opts.CallTimeout/5)
+		e, err := n.kv.Get(tctx, instance)
+		tcancel()
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return e, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
 }
 
 // Close leaves the cluster: it stops refreshing and polling, deletes its lease (so

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
 )
 
@@ -144,5 +148,47 @@ func TestLeaseLost(t *testing.T) {
 	receive(t, a.Lost(), "Lost after the lease was deleted")
 	if a.Alive(ctxT(t), "alpha") {
 		t.Fatal("alpha holds a lease again after losing it")
+	}
+}
+
+// Options.Replicas on a cluster of three NATS servers: a node joining with a
+// count gives the lease bucket that many replicas; one joining without leaves
+// the bucket's count as it is.
+func TestJoinReplicas(t *testing.T) {
+	t.Parallel()
+	c := jstest.StartCluster(t, 3)
+	replicas := func(nc *nats.Conn) int {
+		t.Helper()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := js.Stream(ctxT(t), "KV_mcp-resume-leases")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo().Config.Replicas
+	}
+	join := func(name string, replicas int) *nats.Conn {
+		t.Helper()
+		nc, err := nats.Connect(c.URLs(0), nats.MaxReconnects(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		o := options(t, name)
+		o.Replicas = replicas
+		n, err := cluster.Join(ctxT(t), nc, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return nc
+	}
+	if got := replicas(join("alpha", 3)); got != 3 {
+		t.Fatalf("joined with 3 replicas: the bucket has %d", got)
+	}
+	if got := replicas(join("beta", 0)); got != 3 {
+		t.Fatalf("joined without a count: the bucket has %d replicas, want the 3 it had", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
 
 	"github.com/nats-io/nats.go"
@@ -33,7 +34,13 @@ type Options struct {
 	Bucket string
 	// Memory keeps the stream and the bucket in memory instead of on disk.
 	Memory bool
-	// Replicas of the stream and the bucket (a cluster). Default 1.
+	// Replicas of the stream and the bucket, 1 to 5, each on another server of a
+	// NATS cluster. New scales a stream or bucket that exists with another count
+	// to it (JetStream copies its messages to the new replicas, or drops some),
+	// and fails with an error naming both counts when JetStream cannot (a single
+	// server, fewer servers than replicas). Default: the count they have, 1 for
+	// new ones (a store opened without a count leaves a replicated stream as it
+	// is).
 	Replicas int
 	// MaxAge bounds how long a message or a record is kept: a safety net for the
 	// ones no process deletes (an instance gone for good). It must exceed the
@@ -69,9 +76,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.Bucket == "" {
 		v.Bucket = "mcp-resume"
-	}
-	if v.Replicas <= 0 {
-		v.Replicas = 1
 	}
 	if v.MaxAge <= 0 {
 		v.MaxAge = 24 * time.Hour
@@ -197,6 +201,10 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
+	streamR, had, err := replicas.For(ctx, js, o.Stream, o.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, err)
+	}
 	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        o.Stream,
 		Description: "mcp-resume: queued messages of resumable requests, one subject per request",
@@ -206,11 +214,15 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		MaxAge:      o.MaxAge,
 		Duplicates:  o.Duplicates,
 		Storage:     storage,
-		Replicas:    o.Replicas,
+		Replicas:    streamR,
 		AllowDirect: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, err)
+		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, replicas.Error(err, streamR, had))
+	}
+	bucketR, had, err := replicas.For(ctx, js, "KV_"+o.Bucket, o.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, err)
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
@@ -218,10 +230,10 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		History:     recordHistory,
 		TTL:         o.MaxAge,
 		Storage:     storage,
-		Replicas:    o.Replicas,
+		Replicas:    bucketR,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, err)
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, replicas.Error(err, bucketR, had))
 	}
 	kvs, err := js.Stream(ctx, "KV_"+o.Bucket)
 	if err != nil {
@@ -585,7 +597,9 @@ func reapLocked(r *request) {
 // settle waits until every message of request h indexed now (held, and discarded
 // but not yet deleted) is stored, and records where each sits. Publishes whose
 // acknowledgement failed (the connection was lost: nats.go fails every
-// acknowledgement outstanding then) are sent again together, pipelined, with
+// acknowledgement outstanding then) or has not come within the client's default
+// timeout (the publish or its acknowledgement was lost with a server of a NATS
+// cluster, the connection staying up) are sent again together, pipelined, with
 // their message ids, which the deduplication window absorbs for any that was
 // stored after all; for up to Options.OutageWait.
 func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
@@ -630,7 +644,7 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 			}
 			// Connected past the OutageWait: try again, at the pace of the
 			// pauses, for as long as an acknowledgement may take.
-			if time.Now().After(end.Add(ackWait)) {
+			if time.Now().After(end.Add(s.timeout)) {
 				return fmt.Errorf("jsstore: publishing %d messages of %s: no acknowledgement", len(failed), key(h)[:12])
 			}
 			if err := sleep(ctx, pause); err != nil {
@@ -642,11 +656,6 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 		}
 	}
 }
-
-// ackWait bounds the wait for a publish's acknowledgement while connected (an
-// acknowledgement can be lost without the connection, as when a stream's leader
-// changes): the publish is sent again after it.
-const ackWait = 5 * time.Second
 
 // sleep waits for d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
@@ -660,9 +669,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// outcome waits for pending publish p's acknowledgement, until end (while
-// connected, for ackWait at least): true when it is stored (and recorded in h's
-// index), false when it must be sent again.
+// outcome waits for pending publish p's acknowledgement: while connected for the
+// client's default timeout (an acknowledgement can be lost with a server of a
+// NATS cluster while the connection stays up, and nats.go fails outstanding ones
+// only when the connection drops), otherwise until end; true when it is stored
+// (and recorded in h's index), false when it must be sent again.
 func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end time.Time) (bool, error) {
 	p.mu.Lock()
 	fut, sseq, failed, dropped := p.fut, p.sseq, p.failed, p.dropped
@@ -676,7 +687,7 @@ func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end
 	if sseq == 0 {
 		wait := max(time.Until(end), time.Millisecond)
 		if s.js.Conn().Status() == nats.CONNECTED {
-			wait = max(wait, ackWait)
+			wait = s.timeout
 		}
 		t := time.NewTimer(wait)
 		defer t.Stop()

@@ -1,0 +1,239 @@
+package jstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcp-resume/mcp-resume/internal/poll"
+)
+
+// Cluster is a JetStream cluster of nats-servers in the test process: each with
+// a store directory of its own, routed to all the others on loopback, serving
+// clients on a loopback port of its own. Its methods are safe for concurrent use.
+type Cluster struct {
+	servers []*server.Server
+	urls    []string
+
+	mu   sync.Mutex // guards down
+	down []bool     // servers shut down by Shutdown
+}
+
+// account is the account the tests' clients use: the servers' global one.
+const account = "$G"
+
+// clusterPatience bounds the cluster's waits: for the servers to start and
+// elect a meta leader, for a stream's leader.
+const clusterPatience = 30 * time.Second
+
+// StartCluster starts n servers named n0, n1, ... in one cluster (three for
+// replicated streams that survive the loss of a server) and waits until the
+// JetStream meta leader has all n as peers and every server is current: an R(n)
+// stream can then be created through any of them. Every server still running
+// is shut down when tb ends.
+//
+// The route ports are picked by listening on port 0 and closing the listener
+// just before a server takes the port (every server must know all the routes
+// when it starts): another process could take one in that moment, and the
+// servers then fail to become ready.
+func StartCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	ports := freePorts(tb, n)
+	routes := make([]*url.URL, n)
+	for i, p := range ports {
+		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)}
+	}
+	c := &Cluster{down: make([]bool, n)}
+	tb.Cleanup(c.shutdownAll)
+	for i := range n {
+		ns, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i),
+			Host:       "127.0.0.1",
+			Port:       server.RANDOM_PORT,
+			JetStream:  true,
+			StoreDir:   tb.TempDir(),
+			Cluster:    server.ClusterOpts{Name: "mcp-resume-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes, // its own among them: a server knows itself and skips it
+			NoSigs:     true,
+			NoLog:      true,
+			MaxPayload: 8 << 20, // as embedded's: a queued message is a whole MCP message
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.mu.Lock()
+		c.servers = append(c.servers, ns)
+		c.mu.Unlock()
+		go ns.Start()
+	}
+	for i, ns := range c.servers {
+		if !ns.ReadyForConnections(clusterPatience) {
+			tb.Fatalf("server n%d not ready within %v (its route port %d taken meanwhile?)", i, clusterPatience, ports[i])
+		}
+		c.urls = append(c.urls, ns.ClientURL())
+	}
+	poll.Until(tb, clusterPatience, fmt.Sprintf("a JetStream meta leader with %d peers, every server current", n), func() bool {
+		leaders := 0
+		for _, ns := range c.servers {
+			if !ns.JetStreamIsCurrent() {
+				return false
+			}
+			if ns.JetStreamIsLeader() {
+				leaders++
+				if len(ns.JetStreamClusterPeers()) != n {
+					return false
+				}
+			}
+		}
+		return leaders == 1
+	})
+	return c
+}
+
+// freePorts returns n distinct loopback TCP ports that were free a moment ago.
+func freePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer ln.Close() // all held until all are picked: n distinct ports
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// Len is the number of servers, those shut down included.
+func (c *Cluster) Len() int { return len(c.servers) }
+
+// URL is server i's client URL (nats://127.0.0.1:PORT).
+func (c *Cluster) URL(i int) string { return c.urls[i] }
+
+// URLs is every server's client URL, comma-separated, as nats.Connect takes a
+// server pool, beginning with server first (the others follow in order).
+func (c *Cluster) URLs(first int) string {
+	urls := append(append([]string(nil), c.urls[first:]...), c.urls[:first]...)
+	return strings.Join(urls, ",")
+}
+
+// Name is server i's name (n0, n1, ...), as JetStream's cluster info gives it.
+func (c *Cluster) Name(i int) string { return c.servers[i].Name() }
+
+// Server returns server i, for inspection.
+func (c *Cluster) Server(i int) *server.Server { return c.servers[i] }
+
+// Shutdown stops server i and waits until it has stopped: its clients are
+// disconnected, and the leaders it held have been handed over (nats-server
+// steps its Raft leaders down as it shuts down). Call it once per server.
+func (c *Cluster) Shutdown(i int) {
+	c.mu.Lock()
+	c.down[i] = true
+	c.mu.Unlock()
+	c.servers[i].Shutdown()
+	c.servers[i].WaitForShutdown()
+}
+
+func (c *Cluster) shutdownAll() {
+	for i, ns := range c.servers {
+		c.mu.Lock()
+		down := c.down[i]
+		c.down[i] = true
+		c.mu.Unlock()
+		if !down {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	}
+}
+
+func (c *Cluster) running(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.down[i]
+}
+
+// StreamLeader returns the index of the running server that leads stream (a
+// KV bucket's is KV_<bucket>), or -1 when none does now.
+func (c *Cluster) StreamLeader(stream string) int {
+	for i, ns := range c.servers {
+		if c.running(i) && ns.JetStreamIsStreamLeader(account, stream) {
+			return i
+		}
+	}
+	return -1
+}
+
+// MetaLeader returns the index of the running server that leads JetStream's
+// meta group, or -1 when none does now.
+func (c *Cluster) MetaLeader() int {
+	for i, ns := range c.servers {
+		if c.running(i) && ns.JetStreamIsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitStreamLeader waits until a running server leads stream and returns its
+// index.
+func (c *Cluster) WaitStreamLeader(tb testing.TB, stream string) int {
+	tb.Helper()
+	leader := -1
+	poll.Until(tb, clusterPatience, "a leader of stream "+stream, func() bool {
+		leader = c.StreamLeader(stream)
+		return leader >= 0
+	})
+	return leader
+}
+
+// MoveStreamLeader makes server to the leader of stream, asking the current
+// leader to step down in its favour through nc (any client connection to the
+// cluster), and waits until it leads. Nothing happens when it leads already.
+func (c *Cluster) MoveStreamLeader(tb testing.TB, nc *nats.Conn, stream string, to int) {
+	tb.Helper()
+	if c.WaitStreamLeader(tb, stream) == to {
+		return
+	}
+	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": c.Name(to)}})
+	msg, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, req, clusterPatience)
+	if err != nil {
+		tb.Fatalf("stepping the leader of stream %s down for %s: %v", stream, c.Name(to), err)
+	}
+	var resp struct {
+		Error *struct {
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Error != nil {
+		tb.Fatalf("stepping the leader of stream %s down for %s: %s", stream, c.Name(to), msg.Data)
+	}
+	poll.Until(tb, clusterPatience, fmt.Sprintf("%s to lead stream %s", c.Name(to), stream), func() bool {
+		return c.StreamLeader(stream) == to
+	})
+}
+
+// Clients returns how many client connections named name server i has.
+func (c *Cluster) Clients(tb testing.TB, i int, name string) int {
+	tb.Helper()
+	cz, err := c.servers[i].Connz(&server.ConnzOptions{Limit: 1 << 16})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	for _, ci := range cz.Conns {
+		if ci.Name == name {
+			n++
+		}
+	}
+	return n
+}

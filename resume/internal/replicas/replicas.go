@@ -1,0 +1,48 @@
+// Package replicas decides the replica count of a stream (or a KV bucket's
+// stream) that the JetStream store or a cluster node creates or updates: the
+// count asked for, or, when none is, the count the stream has already, so that
+// a process started without one does not scale a replicated stream down to one
+// copy (JetStream takes a missing count for 1, also in an update).
+package replicas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Max is the most replicas JetStream keeps of a stream.
+const Max = 5
+
+// For returns the replica count to configure stream with, want when it is
+// positive, else the count the stream has (1 when it does not exist), and the
+// count the stream has now (0 when it does not exist).
+func For(ctx context.Context, js jetstream.JetStream, stream string, want int) (use, had int, err error) {
+	s, err := js.Stream(ctx, stream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+	case err != nil:
+		return 0, 0, fmt.Errorf("reading its configuration: %w", err)
+	default:
+		had = s.CachedInfo().Config.Replicas
+	}
+	use = want
+	if use <= 0 {
+		use = max(had, 1)
+	}
+	return use, had, nil
+}
+
+// Error wraps err, the failure to create or update a stream with use replicas
+// that had had (0: it did not exist), naming both counts when they differ.
+func Error(err error, use, had int) error {
+	switch had {
+	case 0:
+		return fmt.Errorf("creating it with %d replicas: %w", use, err)
+	case use:
+		return fmt.Errorf("updating it (%d replicas): %w", use, err)
+	}
+	return fmt.Errorf("changing its replicas from %d to %d: %w", had, use, err)
+}
