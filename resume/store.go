@@ -145,7 +145,8 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //     request's final state or its Delete: a process that stops before may
 //     leave a few to the next, which replays them (a client with acks has them
 //     already).
-//   - Append may return before the message is durable; the Put of a final
+//   - Append may return before the message is durable, or even sent (and a
+//     message discarded before it was sent need never be); the Put of a final
 //     state (completed, failed) and Delete wait for every message appended
 //     before: what a later process finds of an ended request is exact.
 //   - Replay yields, in ascending Seq, the messages held with Seq > after at the time

@@ -33,8 +33,12 @@
 //
 // # Writes
 //
-// Append does not wait for the stream: publishes are pipelined on the connection,
-// in order, and acknowledged in the background. The Put of a request's final
+// Append does not wait for the stream, nor publish at once: a message waits up to
+// flushDelay (1 ms), or until flushBatch (256) of its request wait, and is then
+// published, pipelined on the connection, in order, and acknowledged in the
+// background. A message discarded before it was sent (delivered to a client
+// attached without acks) is never sent, so a request streaming to such a client
+// costs the stream nothing. The Put of a request's final
 // state, Delete and Sweep wait for every message before them (sending again, with
 // its message id, a publish whose acknowledgement failed); a Replay gives an
 // unacknowledged message from the publish itself. A crash can lose what a running

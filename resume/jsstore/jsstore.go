@@ -418,10 +418,12 @@ func (s *Store) get(ctx context.Context, h resume.TokenHash) (*resume.Record, ui
 	return rec, e.Revision(), nil
 }
 
-// Append publishes a message on the request's subject without waiting for the
-// stream to acknowledge it: publishes are pipelined, in order, on the
-// connection (at most the client's PublishAsyncMaxPending at once), and their
-// acknowledgements recorded as they come (reapLocked). What needs the message
+// Append queues a message for its request's subject (queue): it is published
+// after flushDelay, or once flushBatch of the request's messages wait, or when
+// something needs it stored, unless discarded before (Discard drops it unsent).
+// Publishes are pipelined, in order, on the connection (at most the client's
+// PublishAsyncMaxPending at once), and their acknowledgements recorded as they
+// come (reapLocked). What needs the message
 // stored waits for its acknowledgement (settle): the Put of a request's final
 // state (so a stored final state always comes with the messages before it),
 // Delete and Sweep; a publish whose acknowledgement failed is sent again then,
