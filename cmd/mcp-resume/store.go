@@ -109,7 +109,9 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 	if err == nil {
 		var st *jsstore.Store
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		st, err = jsstore.New(sctx, js, &jsstore.Options{Replicas: f.replicas})
+		// The embedded server of --data-dir is this process's alone; --sync
+		// always asks for every write before it is answered.
+		st, err = jsstore.New(sctx, js, &jsstore.Options{Replicas: f.replicas, DeferRecords: srv != nil && f.sync == "periodic"})
 		cancel()
 		if err == nil {
 			ev := log.Info().Str("store", "jetstream")

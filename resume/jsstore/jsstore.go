@@ -61,6 +61,15 @@ type Options struct {
 	// deduplication window could be stored twice. Default 30 seconds (and
 	// Duplicates). Put, Get and Claim do not wait.
 	OutageWait time.Duration
+	// DeferRecords lets the record of a new request wait like its messages
+	// (flushDelay) before it is written, and a request that ends meanwhile be
+	// written once, with its final state, beside its last messages: a quick call
+	// costs one round trip to the store instead of three. A crash within the
+	// wait loses the request (a client that got its resume policy is answered
+	// not_found after the restart). Only for a store no other process reads
+	// (serve --data-dir with --sync periodic): in a cluster another instance
+	// looks records up.
+	DeferRecords bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -131,6 +140,10 @@ type request struct {
 	// fmu is held while a batch of unsent messages is sent, so that batches go
 	// out in order.
 	fmu sync.Mutex
+	// unwritten: the record of a new request, not written yet (DeferRecords);
+	// fresh: no record of it was ever written.
+	unwritten *resume.Record
+	fresh     bool
 }
 
 // loc places one message: its sequence number in the request, and in the stream
@@ -274,7 +287,20 @@ func (s *Store) subject(h resume.TokenHash) string { return s.opts.Subject + "."
 // whose requests another instance claimed meanwhile, out of their records in the
 // moments before it finds its lease gone.
 func (s *Store) Put(ctx context.Context, rec resume.Record) error {
+	if s.opts.DeferRecords && rec.State == resume.StateProcessing && s.deferRecord(rec) {
+		return nil
+	}
 	if rec.State.Ended() {
+		s.mu.Lock()
+		r := s.reqs[rec.Hash]
+		if r != nil {
+			r.unwritten = nil // this one replaces it
+		}
+		fresh := r != nil && r.fresh
+		s.mu.Unlock()
+		if fresh {
+			return s.putFresh(ctx, rec)
+		}
 		// The durability point of a request's messages: its final state is
 		// stored only after them, and after the deletion of those it
 		// discarded (a later process recovers it as it is now).
@@ -282,10 +308,87 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 			return err
 		}
 	}
+	return s.putNow(ctx, rec)
+}
+
+// deferRecord keeps rec, the record of a request still processing, to be written
+// with the request's waiting messages (flush), when no record of the request
+// was written yet; it reports whether it did.
+func (s *Store) deferRecord(rec resume.Record) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, known := s.reqs[rec.Hash]
+	switch {
+	case !known:
+		r = &request{loaded: true, fresh: true}
+		s.reqs[rec.Hash] = r
+	case r.unwritten == nil:
+		return false
+	}
+	r.unwritten, r.owner = &rec, rec.Owner
+	s.dirtyLocked(rec.Hash)
+	return true
+}
+
+// kvMsg is the publish that writes val as key k's revision after rev.
+func (s *Store) kvMsg(k string, val []byte, rev uint64) *nats.Msg {
+	subj := "$KV." + s.opts.Bucket + "." + k
+	if s.api != jetstream.DefaultAPIPrefix { // as the KV client does through a domain or prefix
+		subj = s.api + subj
+	}
+	m := &nats.Msg{Subject: subj, Data: val}
+	if rev != 0 { // else there is no earlier revision (or a delete marker, see create)
+		m.Header = nats.Header{jetstream.MsgRollup: []string{jetstream.MsgRollupSubject}}
+	}
+	return m
+}
+
+// putFresh writes rec, the final state of a request whose record was never
+// written (DeferRecords), together with its waiting messages: its record is
+// published beside them, not after their acknowledgements, and Put returns once
+// all are stored. A crash before that may leave the record without its last
+// messages, as it would leave the request unknown had the record waited; once
+// Put has returned, the request is stored exactly. Anything unusual (the key
+// has an older revision, a publish fails) falls back to putNow.
+func (s *Store) putFresh(ctx context.Context, rec resume.Record) error {
+	h := rec.Hash
+	s.flush(h) // the messages go out first
+	fut, err := s.js.PublishMsgAsync(s.kvMsg(key(h), encodeRecord(rec), 0), jetstream.WithExpectLastSequencePerSubject(0))
+	if err := s.sweep(ctx, h, true); err != nil {
+		return err
+	}
+	var rev uint64
+	if err == nil {
+		t := time.NewTimer(s.timeout)
+		select {
+		case ack := <-fut.Ok():
+			rev = ack.Sequence
+		case <-fut.Err():
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if rev == 0 {
+		return s.putNow(ctx, rec)
+	}
+	s.mu.Lock()
+	if r := s.reqs[h]; r != nil {
+		r.rev, r.owner, r.fresh = rev, rec.Owner, false
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// putNow writes rec.
+func (s *Store) putNow(ctx context.Context, rec resume.Record) error {
 	val := encodeRecord(rec)
 	s.mu.Lock()
 	var rev uint64
 	r, known := s.reqs[rec.Hash]
+	if known && r.fresh {
+		known = false // created, not replaced
+	}
 	if known && r.owner == rec.Owner {
 		rev = r.rev // else 0: read and check the owner first
 	}
@@ -310,7 +413,7 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 		r = &request{loaded: fresh}
 		s.reqs[rec.Hash] = r
 	}
-	r.rev, r.owner = rev, rec.Owner
+	r.rev, r.owner, r.fresh = rev, rec.Owner, false
 	s.mu.Unlock()
 	return nil
 }
@@ -361,15 +464,7 @@ var errStale = errors.New("the record's revision changed")
 // one, leaving a tombstone for each in the stream's files, so that none is ever
 // dropped for the history limit (see recordHistory).
 func (s *Store) write(ctx context.Context, k string, val []byte, rev uint64) (uint64, error) {
-	subj := "$KV." + s.opts.Bucket + "." + k
-	if s.api != jetstream.DefaultAPIPrefix { // as the KV client does through a domain or prefix
-		subj = s.api + subj
-	}
-	m := &nats.Msg{Subject: subj, Data: val}
-	if rev != 0 { // else there is no earlier revision (or a delete marker, see create)
-		m.Header = nats.Header{jetstream.MsgRollup: []string{jetstream.MsgRollupSubject}}
-	}
-	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+	ack, err := s.js.PublishMsg(ctx, s.kvMsg(k, val, rev), jetstream.WithExpectLastSequencePerSubject(rev))
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
@@ -398,6 +493,13 @@ func (s *Store) create(ctx context.Context, k string, val []byte) (uint64, error
 
 // Get returns a record from the bucket.
 func (s *Store) Get(ctx context.Context, h resume.TokenHash) (*resume.Record, error) {
+	s.mu.Lock()
+	if r := s.reqs[h]; r != nil && r.unwritten != nil {
+		rec := *r.unwritten
+		s.mu.Unlock()
+		return &rec, nil
+	}
+	s.mu.Unlock()
 	rec, _, err := s.get(ctx, h)
 	return rec, err
 }
@@ -493,12 +595,17 @@ func (s *Store) queue(h resume.TokenHash, l loc) int {
 	}
 	reapLocked(r)
 	r.unsent = append(r.unsent, l.pend)
+	s.dirtyLocked(h)
+	return len(r.unsent)
+}
+
+// dirtyLocked schedules the flush of request h's waiting writes.
+func (s *Store) dirtyLocked(h resume.TokenHash) {
 	if !s.armed {
 		s.armed = true
 		time.AfterFunc(flushDelay, s.flushDirty)
 	}
 	s.dirty[h] = struct{}{}
-	return len(r.unsent)
 }
 
 // flushDirty sends the waiting messages of every request.
@@ -516,7 +623,8 @@ func (s *Store) flushDirty() {
 	}
 }
 
-// flush sends request h's waiting messages, pipelined, in order.
+// flush writes request h's record if it waits (a failure leaves it waiting, for
+// the next flush), and sends its waiting messages, pipelined, in order.
 func (s *Store) flush(h resume.TokenHash) {
 	s.mu.Lock()
 	r := s.reqs[h]
@@ -526,6 +634,23 @@ func (s *Store) flush(h resume.TokenHash) {
 	}
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
+	s.mu.Lock()
+	rec := r.unwritten
+	r.unwritten = nil
+	s.mu.Unlock()
+	if rec != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		err := s.putNow(ctx, *rec)
+		cancel()
+		if err != nil {
+			s.mu.Lock()
+			if s.reqs[h] == r && r.unwritten == nil && r.fresh {
+				r.unwritten = rec
+				s.dirtyLocked(h)
+			}
+			s.mu.Unlock()
+		}
+	}
 	s.mu.Lock()
 	ps := r.unsent
 	r.unsent = nil
@@ -1082,6 +1207,7 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 		for _, p := range r.unsent {
 			p.drop()
 		}
+		r.unwritten = nil
 	}
 	s.mu.Unlock()
 	err := s.settle(ctx, h)
