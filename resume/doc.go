@@ -1,6 +1,17 @@
 // Package resume is the resumable-request engine: MCP-agnostic, with no I/O of its
 // own besides its Store and the Sinks it is handed.
 //
+// # Seams
+//
+// The engine is local: it starts, runs and recovers the requests of this process.
+// Start returns the *Request (the handler's side: Append, Complete, Context);
+// lookups return a Handle (the client's side: Status, Touch, Attach, Detach,
+// Cancel), the *Request itself or, with a Cluster (package cluster), a proxy of a
+// request another instance owns. The protocol's layer (package mcp) supplies
+// the encoding of the responses the engine makes itself (Options.Ended) and maps
+// its errors to wire errors. A Store needs Put, Get, Append, Discard, Replay and
+// Delete; a durable one is also a Lister (recovery), a shared one a Claimer.
+//
 // # Lifecycle
 //
 // A request is started with Engine.Start, which draws a 256-bit token, keeps only its

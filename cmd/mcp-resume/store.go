@@ -96,7 +96,15 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 		}
 	}
 	var node *cluster.Node
+	var st *jsstore.Store
 	closeAll := func() { // after the core is closed: no store call is left
+		if st != nil { // what waits to be written goes before the connection
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := st.Close(ctx); err != nil {
+				log.Warn().Err(err).Msg("writing what waited for the store at shutdown")
+			}
+			cancel()
+		}
 		if node != nil {
 			node.Close() // a graceful leave: the others claim what was left running
 		}
@@ -107,7 +115,6 @@ func openStore(ctx context.Context, f *serveFlags, log zerolog.Logger) (resume.S
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
-		var st *jsstore.Store
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		// The embedded server of --data-dir is this process's alone; --sync
 		// always asks for every write before it is answered.

@@ -953,6 +953,25 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 	return s.sweep(ctx, h, false)
 }
 
+// Close writes what waits (the records and messages written behind, see
+// Append) and waits until the stream has acknowledged every message, so that a
+// graceful stop leaves everything appended stored. The store is not used after.
+func (s *Store) Close(ctx context.Context) error {
+	s.mu.Lock()
+	hs := make([]resume.TokenHash, 0, len(s.reqs))
+	for h := range s.reqs {
+		hs = append(hs, h)
+	}
+	s.mu.Unlock()
+	var first error
+	for _, h := range hs {
+		if err := s.settle(ctx, h); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Sweep makes the stream hold exactly what request h's index holds now: every
 // message appended is stored (its publish acknowledged) and every message
 // discarded is deleted, which Append and Discard leave to later. For readers of
