@@ -92,6 +92,39 @@ func BenchmarkOutbox(b *testing.B) {
 	}
 }
 
+// BenchmarkOutboxStored: BenchmarkOutbox for a client with acks, acknowledging
+// every 1,024th message: each message is written to the stream (a request with
+// 256 waiting sends them: the store cannot skip one as it skips a message
+// delivered and discarded before it was sent), and deleted once acknowledged.
+func BenchmarkOutboxStored(b *testing.B) {
+	for _, bs := range benchStores {
+		b.Run(bs.name, func(b *testing.B) {
+			st, js := bs.open(b)
+			e := resume.New(st, nil)
+			defer e.Close()
+			r, _, err := e.Start([]byte("1"), &resume.StartOptions{Sink: nopSink{}, AckMode: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				seq, err := r.Append(resume.KindNotification, "", progress)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if seq%1024 == 0 {
+					if err := r.Touch(seq); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			if js != nil {
+				b.ReportMetric(rawPublishRate(b, js, max(b.N, 1000)), "raw-msgs/s")
+			}
+		})
+	}
+}
+
 // BenchmarkReplay1000: a requests/resume that replays 1,000 queued messages (ack
 // mode keeps them queued, so every iteration replays the same 1,000), all
 // stored: the newest 64 come from the store's memory, the rest from the stream.

@@ -1119,7 +1119,7 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 }
 
 // replayBatch is how many messages a Replay reads from the stream at once.
-const replayBatch = 256
+const replayBatch = 1024
 
 // readBatch reads the messages of subject subj that locs place in the stream
 // with one batched direct get (the subject's messages from the first of them on,
