@@ -1118,6 +1118,45 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 	}
 }
 
+// leaderGet reads the message at stream sequence sseq through the stream's
+// leader, not a direct get, which any replica answers: a replica that lags the
+// leader (a NATS cluster, --replicas) misses the newest messages, and a message
+// a batched read did not bring is read here, so that a miss means deleted.
+func (s *Store) leaderGet(ctx context.Context, sseq uint64) (subject string, data []byte, err error) {
+	req, _ := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{sseq})
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	m, err := s.js.Conn().RequestWithContext(rctx, s.api+"STREAM.MSG.GET."+s.opts.Stream, req)
+	if err != nil {
+		return "", nil, err
+	}
+	var resp struct {
+		Message *struct {
+			Subject string `json:"subject"`
+			Data    []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return "", nil, fmt.Errorf("jsstore: reading message %d: %w", sseq, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		return "", nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return "", nil, &jetstream.APIError{Code: resp.Error.Code, ErrorCode: jetstream.ErrorCode(resp.Error.ErrCode), Description: resp.Error.Description}
+	case resp.Message == nil:
+		return "", nil, fmt.Errorf("jsstore: reading message %d: an empty answer", sseq)
+	}
+	return resp.Message.Subject, resp.Message.Data, nil
+}
+
 // replayBatch is how many messages a Replay reads from the stream at once.
 const replayBatch = 1024
 
@@ -1174,16 +1213,16 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc) (map[uin
 		if _, ok := got[seq]; ok {
 			continue
 		}
-		raw, err := s.stream.GetMsg(ctx, l.sseq)
+		rawSubj, data, err := s.leaderGet(ctx, l.sseq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		msg, err := wire.DecodeMessage(raw.Data)
-		if err == nil && (raw.Subject != subj || msg.Seq != seq) {
-			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, raw.Subject, msg.Seq, seq)
+		msg, err := wire.DecodeMessage(data)
+		if err == nil && (rawSubj != subj || msg.Seq != seq) {
+			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, rawSubj, msg.Seq, seq)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
