@@ -136,7 +136,9 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 //     fails, right after appending its final response. Put does not replace a
 //     record whose Owner is not rec.Owner: it returns ErrClaimed and changes
 //     nothing (an instance whose request was claimed while it was cut off cannot
-//     overwrite its successor's record).
+//     overwrite its successor's record). A store that writes the record of a new
+//     request later (jsstore's DeferRecords, for a store no other instance
+//     shares) returns nil at once and cannot report that.
 //   - Append adds a message whose Seq is greater than every Seq appended before for
 //     that request; Append for an unknown request returns ErrNotFound.
 //   - Discard removes the named messages; numbers not held are ignored. This

@@ -112,7 +112,7 @@ type Store struct {
 	// default, which JetStream would apply itself).
 	timeout time.Duration
 
-	mu   sync.Mutex // guards reqs, undeleted, dirty, armed and every request's fields
+	mu   sync.Mutex // guards reqs, undeleted, dirty, armed, closed and every request's fields
 	reqs map[resume.TokenHash]*request
 	// undeleted: requests whose Delete failed, to purge again (see Delete).
 	undeleted map[resume.TokenHash]struct{}
@@ -120,6 +120,8 @@ type Store struct {
 	// armed: a flush of them is scheduled.
 	dirty map[resume.TokenHash]struct{}
 	armed bool
+	// closed: Close has run; nothing is scheduled any more.
+	closed bool
 }
 
 // request is what this process knows of a request's messages: where each one
@@ -140,10 +142,14 @@ type request struct {
 	// fmu is held while a batch of unsent messages is sent, so that batches go
 	// out in order.
 	fmu sync.Mutex
-	// unwritten: the record of a new request, not written yet (DeferRecords);
-	// fresh: no record of it was ever written.
-	unwritten *resume.Record
-	fresh     bool
+	// unwritten: the record of a new request, to be written by flush
+	// (DeferRecords); shown: the newest record put and not known to be written,
+	// which Get answers with; fresh: no record of it was written yet; gen counts
+	// the Puts of the request, so that a flush whose write failed does not put
+	// back a record a newer Put replaced.
+	unwritten, shown *resume.Record
+	fresh            bool
+	gen              uint64
 }
 
 // loc places one message: its sequence number in the request, and in the stream
@@ -181,6 +187,15 @@ const (
 	flushDelay = time.Millisecond
 	flushBatch = 256
 )
+
+// ackPatience is how long, past its OutageWait, settle goes on sending again
+// what the stream has not acknowledged while the connection is up: a stream
+// whose window of publishes in flight is full acknowledges late, not never.
+const ackPatience = 5 * time.Second
+
+// recordRetry is how long a deferred record whose write found NATS away waits
+// before it is tried again.
+const recordRetry = 100 * time.Millisecond
 
 // discardBatch is how many discarded messages of a request wait in the stream
 // before they are deleted together (a request's Delete takes the rest).
@@ -290,16 +305,20 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 	if s.opts.DeferRecords && rec.State == resume.StateProcessing && s.deferRecord(rec) {
 		return nil
 	}
-	if rec.State.Ended() {
-		s.mu.Lock()
-		r := s.reqs[rec.Hash]
-		if r != nil {
-			r.unwritten = nil // this one replaces it
-		}
-		fresh := r != nil && r.fresh
-		s.mu.Unlock()
+	s.mu.Lock()
+	r := s.reqs[rec.Hash]
+	fresh := r != nil && r.fresh
+	if r != nil {
+		r.gen++
+		r.unwritten = nil // this one replaces it
 		if fresh {
-			return s.putFresh(ctx, rec)
+			r.shown = &rec
+		}
+	}
+	s.mu.Unlock()
+	if rec.State.Ended() {
+		if fresh {
+			return s.putFresh(ctx, rec, r)
 		}
 		// The durability point of a request's messages: its final state is
 		// stored only after them, and after the deletion of those it
@@ -322,10 +341,13 @@ func (s *Store) deferRecord(rec resume.Record) bool {
 	case !known:
 		r = &request{loaded: true, fresh: true}
 		s.reqs[rec.Hash] = r
-	case r.unwritten == nil:
+	case !r.fresh:
 		return false
 	}
-	r.unwritten, r.owner = &rec, rec.Owner
+	// While the request's first record is being written (fresh), a newer one
+	// waits for the flush after it, in order.
+	r.gen++
+	r.unwritten, r.shown, r.owner = &rec, &rec, rec.Owner
 	s.dirtyLocked(rec.Hash)
 	return true
 }
@@ -350,10 +372,28 @@ func (s *Store) kvMsg(k string, val []byte, rev uint64) *nats.Msg {
 // messages, as it would leave the request unknown had the record waited; once
 // Put has returned, the request is stored exactly. Anything unusual (the key
 // has an older revision, a publish fails) falls back to putNow.
-func (s *Store) putFresh(ctx context.Context, rec resume.Record) error {
+func (s *Store) putFresh(ctx context.Context, rec resume.Record, r *request) error {
 	h := rec.Hash
-	s.flush(h) // the messages go out first
+	r.fmu.Lock() // after a flush writing its first record, if one is
+	s.mu.Lock()
+	fresh, gen := r.fresh, r.gen
+	ps := r.unsent
+	if fresh {
+		r.unsent = nil
+	}
+	s.mu.Unlock()
+	if !fresh { // written meanwhile: replaced as any other
+		r.fmu.Unlock()
+		if err := s.sweep(ctx, h, true); err != nil {
+			return err
+		}
+		return s.putNow(ctx, rec)
+	}
+	for _, p := range ps { // the messages go out first
+		p.send(s)
+	}
 	fut, err := s.js.PublishMsgAsync(s.kvMsg(key(h), encodeRecord(rec), 0), jetstream.WithExpectLastSequencePerSubject(0))
+	r.fmu.Unlock()
 	if err := s.sweep(ctx, h, true); err != nil {
 		return err
 	}
@@ -370,14 +410,17 @@ func (s *Store) putFresh(ctx context.Context, rec resume.Record) error {
 		t.Stop()
 	}
 	if rev == 0 {
-		return s.putNow(ctx, rec)
+		err = s.putNow(ctx, rec)
 	}
 	s.mu.Lock()
-	if r := s.reqs[h]; r != nil {
+	if rev != 0 {
 		r.rev, r.owner, r.fresh = rev, rec.Owner, false
 	}
+	if r.gen == gen {
+		r.shown = nil
+	}
 	s.mu.Unlock()
-	return nil
+	return err
 }
 
 // putNow writes rec.
@@ -494,8 +537,8 @@ func (s *Store) create(ctx context.Context, k string, val []byte) (uint64, error
 // Get returns a record from the bucket.
 func (s *Store) Get(ctx context.Context, h resume.TokenHash) (*resume.Record, error) {
 	s.mu.Lock()
-	if r := s.reqs[h]; r != nil && r.unwritten != nil {
-		rec := *r.unwritten
+	if r := s.reqs[h]; r != nil && r.shown != nil {
+		rec := *r.shown
 		s.mu.Unlock()
 		return &rec, nil
 	}
@@ -601,6 +644,9 @@ func (s *Store) queue(h resume.TokenHash, l loc) int {
 
 // dirtyLocked schedules the flush of request h's waiting writes.
 func (s *Store) dirtyLocked(h resume.TokenHash) {
+	if s.closed {
+		return
+	}
 	if !s.armed {
 		s.armed = true
 		time.AfterFunc(flushDelay, s.flushDirty)
@@ -635,21 +681,29 @@ func (s *Store) flush(h resume.TokenHash) {
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
 	s.mu.Lock()
-	rec := r.unwritten
+	rec, gen := r.unwritten, r.gen
 	r.unwritten = nil
 	s.mu.Unlock()
 	if rec != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		err := s.putNow(ctx, *rec)
 		cancel()
-		if err != nil {
-			s.mu.Lock()
-			if s.reqs[h] == r && r.unwritten == nil && r.fresh {
-				r.unwritten = rec
-				s.dirtyLocked(h)
-			}
-			s.mu.Unlock()
+		s.mu.Lock()
+		switch {
+		case r.gen != gen || s.reqs[h] != r: // put again, or deleted, meanwhile
+		case err == nil || !unreachable(err) || s.closed || s.js.Conn().IsClosed():
+			r.shown = nil // written, or never will be (claimed, unreadable: the engine holds it)
+		default: // NATS away: again in a while
+			r.unwritten = rec
+			time.AfterFunc(recordRetry, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.reqs[h] == r && r.unwritten != nil {
+					s.dirtyLocked(h)
+				}
+			})
 		}
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	ps := r.unsent
@@ -770,8 +824,9 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 				return fmt.Errorf("jsstore: publishing %d messages of %s: %w", len(failed), key(h)[:12], nats.ErrConnectionReconnecting)
 			}
 			// Connected past the OutageWait: try again, at the pace of the
-			// pauses, for as long as an acknowledgement may take.
-			if time.Now().After(end.Add(s.timeout)) {
+			// pauses, for as long as acknowledgements may take under load
+			// (ackPatience), not just one call's timeout.
+			if time.Now().After(end.Add(max(s.timeout, ackPatience))) {
 				return fmt.Errorf("jsstore: publishing %d messages of %s: no acknowledgement", len(failed), key(h)[:12])
 			}
 			if err := sleep(ctx, pause); err != nil {
@@ -969,6 +1024,9 @@ func (s *Store) Close(ctx context.Context) error {
 			first = err
 		}
 	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	return first
 }
 
@@ -1265,7 +1323,8 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 		for _, p := range r.unsent {
 			p.drop()
 		}
-		r.unwritten = nil
+		r.gen++
+		r.unwritten, r.shown = nil, nil
 	}
 	s.mu.Unlock()
 	err := s.settle(ctx, h)
