@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/hex"
@@ -108,6 +109,8 @@ type Store struct {
 	kvs    jetstream.Stream    // the bucket's own stream, for deleting a key without a marker
 	js     jetstream.JetStream // for publishing
 	api    string              // the JetStream API's subject prefix, for batched reads
+	// replicated: the bucket has replicas, whose reads may lag its leader.
+	replicated bool
 	// timeout bounds one try of a call whose ctx has no deadline (the client's
 	// default, which JetStream would apply itself).
 	timeout time.Duration
@@ -263,6 +266,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, replicas.Error(err, bucketR, had))
 	}
+
 	kvs, err := js.Stream(ctx, "KV_"+o.Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: the stream of bucket %s: %w", o.Bucket, err)
@@ -276,7 +280,8 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	}
 	return &Store{
 		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, api: api, timeout: js.Options().DefaultTimeout,
-		reqs: make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
+		replicated: kvs.CachedInfo().Config.Replicas > 1,
+		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
 		dirty: make(map[resume.TokenHash]struct{}),
 	}, nil
 }
@@ -550,6 +555,9 @@ func (s *Store) Get(ctx context.Context, h resume.TokenHash) (*resume.Record, er
 // get reads a record and the revision of its key.
 func (s *Store) get(ctx context.Context, h resume.TokenHash) (*resume.Record, uint64, error) {
 	e, err := s.kv.Get(ctx, key(h))
+	if errors.Is(err, jetstream.ErrKeyNotFound) && s.replicated {
+		return s.getFromLeader(ctx, h)
+	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, resume.ErrNotFound
 	}
@@ -561,6 +569,27 @@ func (s *Store) get(ctx context.Context, h resume.TokenHash) (*resume.Record, ui
 		return nil, 0, unreadable(e.Key(), err)
 	}
 	return rec, e.Revision(), nil
+}
+
+// getFromLeader is get through the bucket's leader: a replica answers a KV get,
+// and one that lags the leader does not have a record written a moment ago (a
+// request started on another instance, looked up here at once).
+func (s *Store) getFromLeader(ctx context.Context, h resume.TokenHash) (*resume.Record, uint64, error) {
+	subj := "$KV." + s.opts.Bucket + "." + key(h)
+	m, err := s.leaderRead(ctx, "KV_"+s.opts.Bucket, struct {
+		LastBySubj string `json:"last_by_subj"`
+	}{subj})
+	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && (bytes.Contains(m.Header, []byte("KV-Operation: DEL")) || bytes.Contains(m.Header, []byte("KV-Operation: PURGE")))) {
+		return nil, 0, resume.ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("jsstore: getting record %s: %w", key(h)[:12], err)
+	}
+	rec, err := decodeRecord(h, m.Data)
+	if err != nil {
+		return nil, 0, unreadable(key(h), err)
+	}
+	return rec, m.Seq, nil
 }
 
 // Append queues a message for its request's subject (queue): it is published
@@ -1181,38 +1210,53 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 // leader (a NATS cluster, --replicas) misses the newest messages, and a message
 // a batched read did not bring is read here, so that a miss means deleted.
 func (s *Store) leaderGet(ctx context.Context, sseq uint64) (subject string, data []byte, err error) {
-	req, _ := json.Marshal(struct {
+	m, err := s.leaderRead(ctx, s.opts.Stream, struct {
 		Seq uint64 `json:"seq"`
 	}{sseq})
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	m, err := s.js.Conn().RequestWithContext(rctx, s.api+"STREAM.MSG.GET."+s.opts.Stream, req)
 	if err != nil {
 		return "", nil, err
 	}
+	return m.Subject, m.Data, nil
+}
+
+// leaderMsg is a stream message as the stream's leader gives it.
+type leaderMsg struct {
+	Subject string `json:"subject"`
+	Seq     uint64 `json:"seq"`
+	Header  []byte `json:"hdrs"`
+	Data    []byte `json:"data"`
+}
+
+// leaderRead asks stream's leader for the message req names
+// (STREAM.MSG.GET): jetstream.ErrMsgNotFound when there is none.
+func (s *Store) leaderRead(ctx context.Context, stream string, req any) (*leaderMsg, error) {
+	body, _ := json.Marshal(req)
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	m, err := s.js.Conn().RequestWithContext(rctx, s.api+"STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return nil, err
+	}
 	var resp struct {
-		Message *struct {
-			Subject string `json:"subject"`
-			Data    []byte `json:"data"`
-		} `json:"message"`
-		Error *struct {
+		Message *leaderMsg `json:"message"`
+		Error   *struct {
 			Code        int    `json:"code"`
 			ErrCode     int    `json:"err_code"`
 			Description string `json:"description"`
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return "", nil, fmt.Errorf("jsstore: reading message %d: %w", sseq, err)
+		return nil, fmt.Errorf("jsstore: reading from %s: %w", stream, err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
-		return "", nil, jetstream.ErrMsgNotFound
+		return nil, jetstream.ErrMsgNotFound
 	case resp.Error != nil:
-		return "", nil, &jetstream.APIError{Code: resp.Error.Code, ErrorCode: jetstream.ErrorCode(resp.Error.ErrCode), Description: resp.Error.Description}
+		return nil, &jetstream.APIError{Code: resp.Error.Code, ErrorCode: jetstream.ErrorCode(resp.Error.ErrCode), Description: resp.Error.Description}
 	case resp.Message == nil:
-		return "", nil, fmt.Errorf("jsstore: reading message %d: an empty answer", sseq)
+		return nil, fmt.Errorf("jsstore: reading from %s: an empty answer", stream)
 	}
-	return resp.Message.Subject, resp.Message.Data, nil
+	return resp.Message, nil
 }
 
 // replayBatch is how many messages a Replay reads from the stream at once.
