@@ -1262,59 +1262,49 @@ func (s *Store) leaderRead(ctx context.Context, stream string, req any) (*leader
 // replayBatch is how many messages a Replay reads from the stream at once.
 const replayBatch = 1024
 
-// readBatch reads the messages of subject subj that locs place in the stream
-// with one batched direct get (the subject's messages from the first of them on,
-// without headers, up to an end-of-batch marker) and returns those it found, by
-// their number in the request. Messages of the subject it did not ask for
-// (discarded, not yet deleted) are passed over; one the batch did not reach is
-// read on its own.
+// readBatch reads the messages locs place, all of subject subj, with batched
+// direct gets: each asks for the subject's messages from the lowest stream
+// sequence still wanted, as many as the span up to the highest could hold
+// (at most maxBatchSpan), so that messages of the subject the index does not
+// hold (a publish that failed but was stored, see Append) do not cut a batch
+// short. A wanted message a batch went past without bringing was deleted, or
+// the replica that answered lags: it is read through the stream's leader.
 func (s *Store) readBatch(ctx context.Context, subj string, locs []loc) (map[uint64]resume.Message, error) {
-	want := make(map[uint64]loc, len(locs))
-	from := locs[0].sseq
-	for _, l := range locs {
-		want[l.seq] = l
-		from = min(from, l.sseq)
-	}
-	nc := s.js.Conn()
-	sub, err := nc.SubscribeSync(nc.NewRespInbox())
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	req, _ := json.Marshal(struct {
-		Seq       uint64 `json:"seq"`
-		NextFor   string `json:"next_by_subj"`
-		Batch     int    `json:"batch"`
-		NoHeaders bool   `json:"no_hdr"`
-	}{from, subj, len(locs) + discardBatch, true})
-	if err := nc.PublishRequest(s.api+"DIRECT.GET."+s.opts.Stream, sub.Subject, req); err != nil {
-		return nil, err
-	}
 	got := make(map[uint64]resume.Message, len(locs))
-	for done := false; !done; {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
+	missing := locs
+	var confirm []loc // skipped by a batch: deleted, or a lagging replica
+	for len(missing) > 0 {
+		from, to := missing[0].sseq, missing[0].sseq
+		for _, l := range missing {
+			from, to = min(from, l.sseq), max(to, l.sseq)
+		}
+		n := int(min(to-from+1, maxBatchSpan))
+		if err := s.directBatch(ctx, subj, from, n, missing, got); err != nil {
 			return nil, err
 		}
-		switch status := m.Header.Get("Status"); status {
-		case "":
-			msg, err := wire.DecodeMessage(m.Data)
-			if err != nil {
-				return nil, fmt.Errorf("jsstore: batched read of %s: %w", subj, err)
+		var reached uint64 // the highest stream sequence a wanted message came from
+		for _, l := range missing {
+			if _, ok := got[l.seq]; ok {
+				reached = max(reached, l.sseq)
 			}
-			if _, ok := want[msg.Seq]; ok {
-				got[msg.Seq] = msg
-			}
-		case "204", "404": // end of batch; nothing (more) of the subject
-			done = true
-		default:
-			return nil, fmt.Errorf("jsstore: batched read of %s: status %s %s", subj, status, m.Header.Get("Description"))
 		}
+		var rest []loc
+		for _, l := range missing {
+			switch _, ok := got[l.seq]; {
+			case ok:
+			case l.sseq < reached || n == int(to-from+1):
+				confirm = append(confirm, l) // the batch went past it, or covered the span
+			default:
+				rest = append(rest, l)
+			}
+		}
+		if len(rest) == len(missing) { // no progress
+			confirm = append(confirm, rest...)
+			break
+		}
+		missing = rest
 	}
-	for seq, l := range want {
-		if _, ok := got[seq]; ok {
-			continue
-		}
+	for _, l := range confirm {
 		rawSubj, data, err := s.leaderGet(ctx, l.sseq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // deleted meanwhile
@@ -1323,15 +1313,62 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc) (map[uin
 			return nil, err
 		}
 		msg, err := wire.DecodeMessage(data)
-		if err == nil && (rawSubj != subj || msg.Seq != seq) {
-			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, rawSubj, msg.Seq, seq)
+		if err == nil && (rawSubj != subj || msg.Seq != l.seq) {
+			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, rawSubj, msg.Seq, l.seq)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
 		}
-		got[seq] = msg
+		got[l.seq] = msg
 	}
 	return got, nil
+}
+
+// maxBatchSpan bounds the messages one batched direct get asks for.
+const maxBatchSpan = 8192
+
+// directBatch reads up to n messages of subj from stream sequence from, in one
+// batched direct get without headers, and adds those locs place to got.
+func (s *Store) directBatch(ctx context.Context, subj string, from uint64, n int, locs []loc, got map[uint64]resume.Message) error {
+	want := make(map[uint64]bool, len(locs))
+	for _, l := range locs {
+		want[l.seq] = true
+	}
+	nc := s.js.Conn()
+	sub, err := nc.SubscribeSync(nc.NewRespInbox())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	req, _ := json.Marshal(struct {
+		Seq       uint64 `json:"seq"`
+		NextFor   string `json:"next_by_subj"`
+		Batch     int    `json:"batch"`
+		NoHeaders bool   `json:"no_hdr"`
+	}{from, subj, n, true})
+	if err := nc.PublishRequest(s.api+"DIRECT.GET."+s.opts.Stream, sub.Subject, req); err != nil {
+		return err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			msg, err := wire.DecodeMessage(m.Data)
+			if err != nil {
+				return fmt.Errorf("jsstore: batched read of %s: %w", subj, err)
+			}
+			if want[msg.Seq] {
+				got[msg.Seq] = msg
+			}
+		case "204", "404": // end of batch; nothing (more) of the subject
+			return nil
+		default:
+			return fmt.Errorf("jsstore: batched read of %s: status %s %s", subj, status, m.Header.Get("Description"))
+		}
+	}
 }
 
 // isHeld reports whether request h still holds message seq.
