@@ -380,7 +380,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	r.mu.Lock()
 	if so.Sink != nil {
-		r.att = &attachment{sink: so.Sink}
+		r.newAttachmentLocked(so.Sink, 0, nil)
 	} else {
 		r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
 	}

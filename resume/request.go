@@ -55,6 +55,9 @@ type Request struct {
 	winBytes int
 	winAt    time.Time
 	gone     atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	// lastW is the write lock of the latest attachment, detached or not (see
+	// attachment.wmu).
+	lastW *sync.Mutex
 	// final is how the request left the engine, once gone: cancelled, expired, or
 	// completed or failed when the client acknowledged its response.
 	final State
@@ -89,7 +92,25 @@ type attachment struct {
 	// win: messages of the replay window to write again, in order among the
 	// queued ones (see Request.win).
 	win []Message
+	// wmu is held through each write to sink and what follows it (a delivered
+	// message discarded); prevW is the previous attachment's, which this one's
+	// first drain waits for (see drain). Separate allocations, so that a
+	// request keeps no detached sink alive through them.
+	wmu, prevW *sync.Mutex
 }
+
+// newAttachmentLocked makes sink the request's attachment, after the previous
+// one's write in flight, if any (see drain). Called with r.mu held.
+func (r *Request) newAttachmentLocked(sink Sink, cursor uint64, win []Message) *attachment {
+	a := &attachment{sink: sink, cursor: cursor, win: win, wmu: new(sync.Mutex), prevW: r.lastW}
+	r.att, r.lastW = a, a.wmu
+	return a
+}
+
+// takeoverWait bounds how long a new attachment's first drain waits for the
+// previous attachment's write in flight: a client that resumes must not wait
+// behind a connection that stalled (its write may then be delivered twice).
+const takeoverWait = 50 * time.Millisecond
 
 // ID returns the request's JSON-RPC id, raw.
 func (r *Request) ID() []byte { return r.id }
@@ -292,7 +313,7 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode attachMode) error 
 			r.discardLocked(drop)
 		}
 	}
-	r.att = &attachment{sink: sink, cursor: max(ack, written), win: win}
+	r.newAttachmentLocked(sink, max(ack, written), win)
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
 	return nil
@@ -519,6 +540,13 @@ func (r *Request) kick(last Message) {
 // attachment's very next one is written as it is (the common case of a live
 // client: it is what the Store would return).
 func (r *Request) drain(a *attachment, next Message) {
+	// A message the previous attachment was writing when this one took over
+	// (or came after a detach) is delivered, and so discarded, or not: wait for
+	// the outcome before replaying, or it could be written to both.
+	if p := a.prevW; p != nil {
+		a.prevW = nil
+		waitIdle(p, takeoverWait)
+	}
 	for {
 		r.mu.Lock()
 		if r.att != a || (!r.q.hasAfter(a.cursor) && len(a.win) == 0) {
@@ -637,6 +665,8 @@ func (r *Request) replay(after uint64) iter.Seq2[Message, error] {
 // deliver writes one message to a and records it. It reports whether the drain
 // goes on: false when the write failed or a is no longer the request's attachment.
 func (r *Request) deliver(a *attachment, m Message) bool {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
 	if err := a.sink.Write(r.e.ctx, m); err != nil {
 		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("write failed; detaching")
 		r.detachAfterFailure(a)
@@ -701,4 +731,16 @@ func (r *Request) Peek() ([]Message, error) {
 		}
 	}
 	return out, nil
+}
+
+// waitIdle waits until no write holds mu, for at most d.
+func waitIdle(mu *sync.Mutex, d time.Duration) {
+	end := time.Now().Add(d)
+	for !mu.TryLock() {
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	mu.Unlock()
 }

@@ -608,3 +608,62 @@ func TestDetachedSinkIsReleased(t *testing.T) {
 	}
 	t.Fatal("the detached sink is still referenced after 10 collections")
 }
+
+// A client that resumes while its old connection is still writing a message
+// (the old one dropped mid-write, or the resume came first) gets the message
+// once: the new attachment waits for that write's outcome before it replays.
+// A write that stalls does not hold the resume up for longer than a moment.
+func TestTakeoverWaitsForWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, nil)
+		r, _ := start(t, e, `1`, nil)
+		a := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 2)}
+		attach(t, r, a, 0)
+		appended := make(chan struct{})
+		go func() {
+			defer close(appended)
+			appendAsync(t, r) // written by Append: blocks in a
+		}()
+		synctest.Wait()
+
+		b := newSink()
+		attached := make(chan struct{})
+		go func() {
+			defer close(attached)
+			if err := r.Attach(b, 0); err != nil {
+				t.Error(err)
+			}
+		}()
+		synctest.Wait()
+		wantSeqs(t, "sink B while A writes", b.seqs(t))
+		close(a.gate) // the write to A completes: the message is delivered
+		<-appended
+		<-attached
+		if got := decode(t, <-a.written); got.seq != 1 {
+			t.Fatalf("sink A got seq %d, want 1", got.seq)
+		}
+		wantSeqs(t, "sink B after A's write", b.seqs(t))
+
+		// A stalled write: the next attachment replays after a while.
+		c := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 2)}
+		attach(t, r, c, 0)
+		go appendAsync(t, r)
+		synctest.Wait()
+		d := newSink()
+		start := time.Now()
+		attach(t, r, d, 0)
+		if waited := time.Since(start); waited <= 0 || waited > time.Second {
+			t.Fatalf("the resume waited %v for a stalled write", waited)
+		}
+		wantSeqs(t, "sink D after C stalled", d.seqs(t), 2)
+		close(c.gate)
+		synctest.Wait()
+	})
+}
+
+// appendAsync is appendMsg of a notification for a goroutine of the test's.
+func appendAsync(t *testing.T, r *resume.Request) {
+	if _, err := r.Append(resume.KindNotification, "", encoder("notification", "")); err != nil {
+		t.Error(err)
+	}
+}
