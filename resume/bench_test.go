@@ -111,27 +111,37 @@ func detachedRequestMemory(b *testing.B, store func() resume.Store) {
 // as the core makes it for a short tools/call: Start attached to a sink, Complete
 // with a prebuilt response, which is written to the sink and then retained for
 // DeliveredRetention (default options, so results pile up as in a busy server).
-// store=none is the core's default (the engine keeps the messages itself).
+// store=none is the core's default (the engine keeps the messages itself);
+// full: MaxRetained (10,000 here) results are kept before the first request,
+// so each one that ends releases the oldest, as in a server that has been busy
+// for a while.
 func BenchmarkStartComplete(b *testing.B) {
+	resp := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"_meta":{"io.mcp-resume/seq":1},"content":[{"type":"text","text":"hello"}]}}`)
+	encode := func(uint64) []byte { return resp }
+	id := []byte(`12345`)
+	call := func(b *testing.B, e *resume.Engine) {
+		r, _, err := e.Start(id, &resume.StartOptions{Sink: discardSink{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Complete(false, encode); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, bc := range []struct {
 		name  string
 		store resume.Store
-	}{{"store=none", nil}, {"store=mem", memstore.New()}} {
+		full  int
+	}{{"store=none", nil, 0}, {"store=mem", memstore.New(), 0}, {"store=none/full", nil, 10_000}} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := resume.New(bc.store, nil)
+			e := resume.New(bc.store, &resume.Options{MaxRetained: bc.full}) // 0: the default, 100,000
 			defer e.Close()
-			resp := []byte(`{"jsonrpc":"2.0","id":12345,"result":{"_meta":{"io.mcp-resume/seq":1},"content":[{"type":"text","text":"hello"}]}}`)
-			encode := func(uint64) []byte { return resp }
-			id := []byte(`12345`)
+			for range bc.full {
+				call(b, e)
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				r, _, err := e.Start(id, &resume.StartOptions{Sink: discardSink{}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := r.Complete(false, encode); err != nil {
-					b.Fatal(err)
-				}
+				call(b, e)
 			}
 		})
 	}

@@ -106,3 +106,38 @@ func TestMaxBytesPerPrincipal(t *testing.T) {
 		}
 	})
 }
+
+// A result passed over while another principal's were released stays the
+// oldest: the next release for MaxRetained takes it first.
+func TestEvictionKeepsOrderOfPassedOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		resp := size("response", "")
+		e, _ := newEngine(t, &resume.Options{MaxRetained: 4, MaxBytesPerPrincipal: int64(2*resp + resp/2)})
+		bob, bobTok := start(t, e, `b`, &resume.StartOptions{Principal: "bob"})
+		complete(t, bob)
+		var toks []string
+		for i := range 3 { // alice's first goes; bob's, older, is passed over
+			r, tok := start(t, e, fmt.Sprint(i), &resume.StartOptions{Principal: "alice"})
+			complete(t, r)
+			toks = append(toks, tok)
+		}
+		if _, err := e.LookupAs(bobTok, []byte(`b`), "bob"); err != nil {
+			t.Fatalf("bob's result within his budget: %v", err)
+		}
+		carol, carolTok := start(t, e, `c`, &resume.StartOptions{Principal: "carol"})
+		complete(t, carol)
+		dave, _ := start(t, e, `d`, &resume.StartOptions{Principal: "dave"})
+		complete(t, dave) // a fifth kept result: the oldest goes
+		if _, err := e.LookupAs(bobTok, []byte(`b`), "bob"); !errors.Is(err, resume.ErrEvicted) {
+			t.Errorf("bob's result, the oldest past MaxRetained: %v, want ErrEvicted", err)
+		}
+		for i := 1; i < 3; i++ {
+			if _, err := e.LookupAs(toks[i], []byte(fmt.Sprint(i)), "alice"); err != nil {
+				t.Errorf("alice's result %d: %v", i, err)
+			}
+		}
+		if _, err := e.LookupAs(carolTok, []byte(`c`), "carol"); err != nil {
+			t.Errorf("carol's result: %v", err)
+		}
+	})
+}

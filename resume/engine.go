@@ -658,6 +658,12 @@ func (e *Engine) trim() {
 			}
 		}
 	}
+	// Everything the loop passes is a victim, gone, or passed over (kept: its
+	// principal is not over); the passed-over ones move up, in order, to the
+	// end of the scanned prefix, and the rest of it is dropped. One pass over
+	// what was scanned: a trim at MaxRetained, once per ended request, must
+	// not cost a scan of every kept result.
+	var passed []*Request
 	i := 0
 	for ; i < len(e.retainQ) && (e.retained-len(victims) > e.opts.MaxRetained || over > 0 || len(overBy) > 0); i++ {
 		v := e.retainQ[i]
@@ -666,7 +672,8 @@ func (e *Engine) trim() {
 		}
 		d, mine := overBy[v.use]
 		if !mine && e.retained-len(victims) <= e.opts.MaxRetained && over <= 0 {
-			continue // only some principals are over, and not v's
+			passed = append(passed, v) // only some principals are over, and not v's
+			continue
 		}
 		victims = append(victims, v)
 		held := v.held.Load()
@@ -679,14 +686,11 @@ func (e *Engine) trim() {
 			}
 		}
 	}
-	if len(victims) > 0 {
-		// Victims leave the queue as they are freed (gone); the ones passed over
-		// stay, in order.
-		picked := make(map[*Request]bool, len(victims))
-		for _, v := range victims {
-			picked[v] = true
-		}
-		e.retainQ = slices.DeleteFunc(e.retainQ, func(q *Request) bool { return picked[q] })
+	if i > 0 {
+		from := i - len(passed)
+		copy(e.retainQ[from:i], passed)
+		clear(e.retainQ[:from]) // the array keeps no freed request alive
+		e.retainQ = e.retainQ[from:]
 	}
 	e.mu.Unlock()
 	for _, v := range victims {
