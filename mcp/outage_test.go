@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,17 +72,24 @@ func TestStoreOutageGetStatus(t *testing.T) {
 			ns.Shutdown() // the store is unreachable: chatty's Appends wait
 			poll.Until(t, 10*time.Second, "the store's connection to go down", func() bool { return nc.Status() != nats.CONNECTED })
 			<-stalled // chatty's Append waits for the store now
-			for i := range 5 {
+			var took [5]time.Duration
+			for i := range took {
 				t0 := time.Now()
 				st, serr := c.GetStatus("9", "1", quiet)
-				took := time.Since(t0)
+				took[i] = time.Since(t0)
 				if serr != nil || st.Status != string(spec.StatusProcessing) {
 					t.Fatalf("getStatus of the quiet request during the outage: %+v %v", st, serr)
 				}
-				t.Logf("getStatus %d during the outage: %v", i, took)
-				if took > time.Second {
-					t.Fatalf("getStatus of the quiet request took %v during the outage: it waited for the store", took)
+				t.Logf("getStatus %d during the outage: %v", i, took[i])
+				if took[i] > time.Second {
+					t.Fatalf("getStatus of the quiet request took %v during the outage: it waited for the store", took[i])
 				}
+			}
+			// The target: 50 ms. Each answer is bounded loosely above, so that a
+			// loaded CI machine's pause does not fail the test; their median is not.
+			slices.Sort(took[:])
+			if med := took[len(took)/2]; med > 50*time.Millisecond {
+				t.Fatalf("getStatus during the outage: median %v of %v, want <= 50ms", med, took)
 			}
 		})
 	}
