@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,6 +32,12 @@ type instance struct {
 // startCluster starts a NATS server (JetStream, in memory) and n instances on it,
 // with a short lease, and tools' policies (nil: the default).
 func startCluster(t *testing.T, n int, lease time.Duration, tools map[string]mcp.Policy) []*instance {
+	t.Helper()
+	return startClusterOf(t, n, lease, tools, func() *server.MCPServer { return demo.Server("test") })
+}
+
+// startClusterOf is startCluster with each instance's server made by newServer.
+func startClusterOf(t *testing.T, n int, lease time.Duration, tools map[string]mcp.Policy, newServer func() *server.MCPServer) []*instance {
 	t.Helper()
 	srv, err := embedded.Start(&embedded.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -58,7 +65,7 @@ func startCluster(t *testing.T, n int, lease time.Duration, tools map[string]mcp
 		if err != nil {
 			t.Fatal(err)
 		}
-		core := mcp.New(demo.Server("test"), &mcp.Options{Store: st, Engine: &resume.Options{Cluster: node}, Tools: tools})
+		core := mcp.New(newServer(), &mcp.Options{Store: st, Engine: &resume.Options{Cluster: node}, Tools: tools})
 		// Cleanups run last first: the core, then the node, then the connection.
 		t.Cleanup(nc.Close)
 		t.Cleanup(node.Close)
@@ -75,6 +82,43 @@ func TestEndToEndCluster(t *testing.T) {
 	var next atomic.Int64
 	dial := func(t testing.TB) transport.Conn { return ins[next.Add(1)%2].dial(t) }
 	e2etest.Run(t, e2etest.Harness{Dial: dial, Reconnect: true})
+}
+
+// A keyed call sent again through another instance than its owner's attaches
+// as it would on the owner: its policy again, then every message from the
+// first, the one the lost connection was written included (the owner's replay
+// window), and the tool runs once.
+func TestClusterCallKeySentAgain(t *testing.T) {
+	var runs atomic.Int32
+	ins := startClusterOf(t, 2, 5*time.Second, nil, func() *server.MCPServer { return countingServer(&runs) })
+	a := e2etest.NewClient(t, ins[0].dial(t))
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(keyedCall, callKey)
+	e2etest.PolicyOf(t, a.Next())
+	if m := a.Next(); m.Method != spec.MethodProgress || m.Seq() != 1 {
+		t.Fatalf("first connection: %s, want progress 1", m.Raw)
+	}
+	a.Close() // lost with progress 1 in its buffers, say
+
+	b := e2etest.NewClient(t, ins[1].dial(t))
+	b.Initialize(`{"resumableRequests":{}}`)
+	b.Send(keyedCall, callKey)
+	if pol := e2etest.PolicyOf(t, b.Next()); pol.ResumeToken != callKey {
+		t.Fatalf("the policy sent again does not carry the key")
+	}
+	resp, before := b.Response("7")
+	var progress []uint64
+	for _, m := range before {
+		if m.Method == spec.MethodProgress {
+			progress = append(progress, m.Seq())
+		}
+	}
+	if len(progress) != 3 || progress[0] != 1 || progress[2] != 3 || resp.Error != nil {
+		t.Fatalf("sent again through the other instance: progress seqs %v, response %s; want 1, 2, 3 and the result", progress, resp.Raw)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
+	}
 }
 
 // An owner that dies: its running requests end failed with owner_lost, served by

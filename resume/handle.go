@@ -232,13 +232,14 @@ func (e *Engine) RestartableReady() {
 	}
 }
 
-// AttachWritten is Attach for a sink on another instance, which was written
-// every message up to written (>= ack) but acknowledged only ack: without ack
-// mode the messages written count as delivered; the mode stays as it was. What
-// is queued after written is written by deliver, which the caller runs (on a
-// goroutine of its own when the answer to a call must not wait for a replay).
-func (r *Request) AttachWritten(sink Sink, ack, written uint64) (deliver func(), err error) {
-	if err := r.attach(sink, ack, written, attachPlain); err != nil {
+// AttachWritten is Attach, AttachAcked or AttachAll (mode) for a sink on
+// another instance, which was written every message up to written (>= ack) but
+// acknowledged only ack: without ack mode the messages written count as
+// delivered. What is queued after written is written by deliver, which the
+// caller runs (on a goroutine of its own when the answer to a call must not wait
+// for a replay).
+func (r *Request) AttachWritten(sink Sink, ack, written uint64, mode AttachMode) (deliver func(), err error) {
+	if err := r.attach(sink, ack, written, mode); err != nil {
 		return nil, err
 	}
 	return func() { r.kick(Message{}) }, nil

@@ -241,7 +241,7 @@ func (r *Request) recordLocked(state State) Record {
 // ErrExpired or ErrAcknowledged), ErrAcknowledged when ack covers the final
 // response, and ErrAckAhead for an ack past the last message.
 func (r *Request) Attach(sink Sink, ack uint64) error {
-	if err := r.attach(sink, ack, ack, attachPlain); err != nil {
+	if err := r.attach(sink, ack, ack, AttachModePlain); err != nil {
 		return err
 	}
 	r.kick(Message{})
@@ -252,7 +252,7 @@ func (r *Request) Attach(sink Sink, ack uint64) error {
 // (it has received nothing): the messages of the replay window after ack are
 // written again, and the request is in ack mode from now on.
 func (r *Request) AttachAcked(sink Sink, ack uint64) error {
-	if err := r.attach(sink, ack, ack, attachAcked); err != nil {
+	if err := r.attach(sink, ack, ack, AttachModeAcked); err != nil {
 		return err
 	}
 	r.kick(Message{})
@@ -262,30 +262,31 @@ func (r *Request) AttachAcked(sink Sink, ack uint64) error {
 // AttachAll is Attach for a client that has seen nothing of the request (it
 // retried its call, whose first connection died before the resume policy came):
 // every message the request still holds is written, those of the replay window
-// included. (A proxy of a request another instance owns attaches as
-// Attach(sink, 0).)
+// included.
 func (r *Request) AttachAll(sink Sink) error {
-	if err := r.attach(sink, 0, 0, attachAll); err != nil {
+	if err := r.attach(sink, 0, 0, AttachModeAll); err != nil {
 		return err
 	}
 	r.kick(Message{})
 	return nil
 }
 
-// How attach treats the replay window.
-type attachMode int
+// AttachMode is how an attach treats the replay window: as Attach, AttachAcked
+// or AttachAll does (for AttachWritten, which serves all three for another
+// instance).
+type AttachMode uint8
 
 const (
-	attachPlain attachMode = iota // an ack > 0 counts as acked
-	attachAcked                   // the client acknowledged ack, 0 included
-	attachAll                     // the client has seen nothing, and does not acknowledge
+	AttachModePlain AttachMode = iota // an ack > 0 counts as acked
+	AttachModeAcked                   // the client acknowledged ack, 0 included
+	AttachModeAll                     // the client has seen nothing, and does not acknowledge
 )
 
 // attach is Attach without the writing: the client acknowledged every message up
 // to ack, and sink was written every message up to written (>= ack). An
-// acknowledgement, or attachAll, writes again the messages of the replay window
+// acknowledgement, or AttachModeAll, writes again the messages of the replay window
 // after it.
-func (r *Request) attach(sink Sink, ack, written uint64, mode attachMode) error {
+func (r *Request) attach(sink Sink, ack, written uint64, mode AttachMode) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone.Load() {
@@ -294,14 +295,14 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode attachMode) error 
 	if err := r.ackLocked(ack); err != nil {
 		return err // refused, or the client has it all: nothing to attach
 	}
-	if mode == attachAcked && !r.ackMode { // an ack of 0, which ackLocked leaves
+	if mode == AttachModeAcked && !r.ackMode { // an ack of 0, which ackLocked leaves
 		r.ackMode = true
 		if err := r.e.put(r, r.state); err != nil {
 			r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
 		}
 	}
 	var win []Message
-	if ack > 0 || mode != attachPlain {
+	if ack > 0 || mode != AttachModePlain {
 		if time.Since(r.winAt) > r.e.opts.ReplayWindow {
 			r.trimWinLocked(0)
 		}

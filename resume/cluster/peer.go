@@ -29,6 +29,12 @@ const (
 	// wrote to its client, not the client's acknowledgement (see
 	// reattach).
 	PeerReattach
+	// PeerAttachAcked: as PeerAttach, for AttachAcked (Ack was the client's
+	// explicit acknowledgement, 0 included: the replay window is written again).
+	PeerAttachAcked
+	// PeerAttachAll: as PeerAttach, for AttachAll (the client has seen nothing:
+	// every message held, the replay window's included). Ack is 0.
+	PeerAttachAll
 )
 
 // PeerCall is one call from an instance to another.

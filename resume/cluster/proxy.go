@@ -139,14 +139,14 @@ func (p *proxy) failover(ownerLost bool) resume.Handle {
 func reattach(h resume.Handle, sink resume.Sink, written uint64) error {
 	switch h := h.(type) {
 	case *resume.Request:
-		deliver, err := h.AttachWritten(sink, 0, written)
+		deliver, err := h.AttachWritten(sink, 0, written, resume.AttachModePlain)
 		if err != nil {
 			return err
 		}
 		deliver()
 		return nil
 	case *proxy:
-		return h.attach(sink, 0, written)
+		return h.attach(sink, 0, written, PeerReattach)
 	}
 	return h.Attach(sink, 0)
 }
@@ -210,20 +210,29 @@ func (p *proxy) Attached(sink resume.Sink) bool {
 	return p.sink == sink
 }
 
-func (p *proxy) Attach(sink resume.Sink, ack uint64) error { return p.attach(sink, ack, ack) }
+func (p *proxy) Attach(sink resume.Sink, ack uint64) error {
+	return p.attach(sink, ack, ack, PeerAttach)
+}
 
-// AttachAcked is Attach: the owner's replay window is not carried across
-// instances.
-func (p *proxy) AttachAcked(sink resume.Sink, ack uint64) error { return p.attach(sink, ack, ack) }
+// AttachAcked and AttachAll ask the owner for its own: the replay window is
+// the owner's.
+func (p *proxy) AttachAcked(sink resume.Sink, ack uint64) error {
+	return p.attach(sink, ack, ack, PeerAttachAcked)
+}
 
-// AttachAll is Attach(sink, 0), for the same reason.
-func (p *proxy) AttachAll(sink resume.Sink) error { return p.attach(sink, 0, 0) }
+func (p *proxy) AttachAll(sink resume.Sink) error { return p.attach(sink, 0, 0, PeerAttachAll) }
 
-// attach is Attach (written == ack) or a failover's reattach (ack 0).
-func (p *proxy) attach(sink resume.Sink, ack, written uint64) error {
+// attach is Attach, AttachAcked or AttachAll (op, with written == ack) or a
+// failover's reattach (op PeerReattach, ack 0).
+func (p *proxy) attach(sink resume.Sink, ack, written uint64, op PeerOp) error {
 	if nx, _ := p.current(); nx != nil {
-		if written > ack {
+		switch op {
+		case PeerReattach:
 			return reattach(nx, sink, written)
+		case PeerAttachAcked:
+			return nx.AttachAcked(sink, ack)
+		case PeerAttachAll:
+			return nx.AttachAll(sink)
 		}
 		return nx.Attach(sink, ack)
 	}
@@ -241,9 +250,9 @@ func (p *proxy) attach(sink resume.Sink, ack, written uint64) error {
 	if oldWatch != nil {
 		oldWatch()
 	}
-	c := PeerCall{Op: PeerAttach, Ack: ack, Inbox: inbox}
-	if written > ack {
-		c.Op, c.Ack = PeerReattach, written
+	c := PeerCall{Op: op, Ack: ack, Inbox: inbox}
+	if op == PeerReattach {
+		c.Ack = written
 	}
 	_, nx, err := p.call(c)
 	if nx != nil {

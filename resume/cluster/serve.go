@@ -195,13 +195,18 @@ func (n *Node) servePeer(_ context.Context, from string, c PeerCall) PeerReply {
 			return PeerReply{Err: PeerError(err)}
 		}
 		return PeerReply{Status: r.Status()}
-	case PeerAttach, PeerReattach:
+	case PeerAttach, PeerReattach, PeerAttachAcked, PeerAttachAll:
 		s := peerSink{n, c.Inbox}
-		ack := c.Ack
-		if c.Op == PeerReattach {
+		ack, mode := c.Ack, resume.AttachModePlain
+		switch c.Op {
+		case PeerReattach:
 			ack = 0 // written, not acknowledged
+		case PeerAttachAcked:
+			mode = resume.AttachModeAcked
+		case PeerAttachAll:
+			mode = resume.AttachModeAll
 		}
-		deliver, err := r.AttachWritten(s, ack, c.Ack)
+		deliver, err := r.AttachWritten(s, ack, c.Ack, mode)
 		if err != nil {
 			return PeerReply{Err: PeerError(err)}
 		}
