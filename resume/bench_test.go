@@ -176,3 +176,38 @@ func BenchmarkLookupRefused(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendOverBudget measures one Append of a principal past its byte
+// budget (its request holds server-to-client requests, which cannot go, and it
+// has no kept result left to release) on an engine keeping 20,000 results of
+// other clients: what every message of such a principal's requests costs.
+func BenchmarkAppendOverBudget(b *testing.B) {
+	e := resume.New(nil, &resume.Options{MaxBytesPerPrincipal: 1 << 10})
+	defer e.Close()
+	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	for i := range 20_000 {
+		r, _, err := e.Start([]byte(strconv.Itoa(i)), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Complete(false, func(uint64) []byte { return resp }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r, _, err := e.Start([]byte(`"a"`), &resume.StartOptions{Principal: "alice"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	question := make([]byte, 2<<10)
+	if _, err := r.Append(resume.KindRequest, "", func(uint64) []byte { return question }); err != nil {
+		b.Fatal(err)
+	}
+	msg := progressMsg("tok-123", 3)
+	encode := func(uint64) []byte { return msg }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Append(resume.KindProgress, `"tok-123"`, encode); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

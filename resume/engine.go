@@ -195,12 +195,11 @@ type Engine struct {
 	// runningBy counts running by principal (MaxLivePerPrincipal); principals
 	// with none are not in it, nor is "".
 	runningBy map[string]int
-	retained  int // live requests that ended and keep their result (MaxRetained)
-	// all counts the bytes of every live request's queued messages (MaxBytes);
-	// byPrincipal each principal's (MaxBytesPerPrincipal), "" not among them.
+	// all counts the bytes of every live request's queued messages (MaxBytes)
+	// and its kept results (MaxRetained); byPrincipal each principal's
+	// (MaxBytesPerPrincipal), "" not among them.
 	all         usage
 	byPrincipal map[string]*usage
-	retainQ     []*Request // ended requests in the order they ended; may hold gone ones
 	tombs       map[TokenHash]tombstone
 	tombQ       []TokenHash // insertion order, for expiry and the count bound
 	// restartable: recovered requests to run again (see Restartable).
@@ -243,11 +242,40 @@ func (t tombstone) err() error {
 	return t.state.endedErr()
 }
 
-// usage counts the bytes of queued messages: of every request, or of one
-// principal's.
+// usage counts the bytes of queued messages and the kept results: of every
+// request, or of one principal's.
 type usage struct {
 	bytes atomic.Int64
 	refs  int // the requests counted in it (guarded by Engine.mu); a principal's goes at 0
+	// retainQ holds the ended requests that keep their result, in the order
+	// they ended, and may hold gone ones; retained counts those not gone
+	// (guarded by Engine.mu).
+	retainQ  []*Request
+	retained int
+}
+
+// retain counts r, ended, among u's kept results. Called with Engine.mu held.
+func (u *usage) retain(r *Request) {
+	u.retained++
+	u.retainQ = push(u.retainQ, r)
+	if len(u.retainQ) > 2*u.retained+64 { // drop the gone ones, amortized
+		u.retainQ = slices.DeleteFunc(u.retainQ, func(q *Request) bool { return q.gone.Load() })
+	}
+}
+
+// release picks u's oldest kept results not picked yet, while more says there
+// is more to release, and reports each to took. Called with Engine.mu held.
+func (u *usage) release(more func() bool, took func(*Request)) {
+	i := 0
+	for ; i < len(u.retainQ) && more(); i++ {
+		if v := u.retainQ[i]; !v.gone.Load() && !v.victim {
+			v.victim = true
+			took(v)
+		}
+	}
+	// What was passed is picked or gone.
+	clear(u.retainQ[:i]) // the array keeps no freed request alive
+	u.retainQ = u.retainQ[i:]
 }
 
 // New returns an engine over store. Requests the store already holds (a durable
@@ -329,7 +357,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		so = &StartOptions{}
 	}
 	if e.over(so.Principal) {
-		e.trim() // the oldest kept results make room, if they can
+		e.trim(so.Principal, false) // the oldest kept results make room, if they can
 	}
 	tok, h := so.Token, TokenHash{}
 	if tok == "" {
@@ -538,10 +566,9 @@ func (e *Engine) leftProcessing(r *Request, kept bool) {
 // (MaxRetained). Called with e.mu held.
 func (e *Engine) retainLocked(r *Request) {
 	r.inRetainQ = true
-	e.retained++
-	e.retainQ = push(e.retainQ, r)
-	if len(e.retainQ) > 2*e.retained+64 { // drop the gone ones, amortized
-		e.retainQ = slices.DeleteFunc(e.retainQ, func(q *Request) bool { return q.gone.Load() })
+	e.all.retain(r)
+	if r.use != nil {
+		r.use.retain(r)
 	}
 }
 
@@ -636,62 +663,39 @@ func (e *Engine) addBytes(r *Request, d int) {
 	}
 }
 
-// trim releases the oldest kept results while more than MaxRetained are kept, or
-// while the byte budget of all requests, or of a principal's, is passed (then the
-// oldest results of that principal's requests). It takes no request's lock while
-// holding e.mu.
-func (e *Engine) trim() {
+// trim releases the oldest kept results of principal (every principal's when
+// everyone) while its byte budget is passed, then the oldest of all while more
+// than MaxRetained are kept or the byte budget of all requests is passed. Each
+// costs what it releases, not a scan of what is kept. It takes no request's
+// lock while holding e.mu.
+func (e *Engine) trim(principal string, everyone bool) {
 	e.mu.Lock()
 	var victims []*Request
 	over := e.all.bytes.Load() - e.opts.MaxBytes // > 0: bytes to release
 	if e.opts.MaxBytes <= 0 {
 		over = 0
 	}
-	var overBy map[*usage]int64 // principals' bytes to release
-	if e.opts.MaxBytesPerPrincipal > 0 {
-		for _, u := range e.byPrincipal {
-			if d := u.bytes.Load() - e.opts.MaxBytesPerPrincipal; d > 0 {
-				if overBy == nil {
-					overBy = make(map[*usage]int64)
-				}
-				overBy[u] = d
+	if per := e.opts.MaxBytesPerPrincipal; per > 0 {
+		budget := func(u *usage) {
+			d := u.bytes.Load() - per
+			u.release(func() bool { return d > 0 }, func(v *Request) {
+				victims = append(victims, v)
+				d -= v.held.Load()
+				over -= v.held.Load()
+			})
+		}
+		if everyone {
+			for _, u := range e.byPrincipal {
+				budget(u)
 			}
+		} else if u := e.byPrincipal[principal]; principal != "" && u != nil {
+			budget(u)
 		}
 	}
-	// Everything the loop passes is a victim, gone, or passed over (kept: its
-	// principal is not over); the passed-over ones move up, in order, to the
-	// end of the scanned prefix, and the rest of it is dropped. One pass over
-	// what was scanned: a trim at MaxRetained, once per ended request, must
-	// not cost a scan of every kept result.
-	var passed []*Request
-	i := 0
-	for ; i < len(e.retainQ) && (e.retained-len(victims) > e.opts.MaxRetained || over > 0 || len(overBy) > 0); i++ {
-		v := e.retainQ[i]
-		if v.gone.Load() {
-			continue
-		}
-		d, mine := overBy[v.use]
-		if !mine && e.retained-len(victims) <= e.opts.MaxRetained && over <= 0 {
-			passed = append(passed, v) // only some principals are over, and not v's
-			continue
-		}
+	e.all.release(func() bool { return e.all.retained-len(victims) > e.opts.MaxRetained || over > 0 }, func(v *Request) {
 		victims = append(victims, v)
-		held := v.held.Load()
-		over -= held
-		if mine {
-			if d -= held; d > 0 {
-				overBy[v.use] = d
-			} else {
-				delete(overBy, v.use)
-			}
-		}
-	}
-	if i > 0 {
-		from := i - len(passed)
-		copy(e.retainQ[from:i], passed)
-		clear(e.retainQ[:from]) // the array keeps no freed request alive
-		e.retainQ = e.retainQ[from:]
-	}
+		over -= v.held.Load()
+	})
 	e.mu.Unlock()
 	for _, v := range victims {
 		v.mu.Lock()
@@ -712,7 +716,10 @@ func (e *Engine) forget(r *Request, final State) {
 		delete(e.live, r.hash)
 	}
 	if r.inRetainQ {
-		e.retained--
+		e.all.retained--
+		if r.use != nil {
+			r.use.retained--
+		}
 	}
 	e.releaseUseLocked(r)
 	// Age out old tombstones first (they were inserted in time order), then bound

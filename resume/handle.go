@@ -222,7 +222,7 @@ func (e *Engine) Claim(rec Record) (*Request, bool, error) {
 }
 
 // Trim applies the engine's bounds on kept results after claims added some.
-func (e *Engine) Trim() { e.trim() }
+func (e *Engine) Trim() { e.trim("", true) }
 
 // RestartableReady tells Options.OnRestartable that Restartable has requests to
 // run again (claimed from a lost instance after New returned).

@@ -132,7 +132,7 @@ func (e *Engine) recoverStored() {
 			dropped++
 		}
 	}
-	e.trim()
+	e.trim("", true)
 	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("rerun", rerun).Int("dropped", dropped).Int("left", left).
 		Stringer("took", time.Since(start)).Msg("recovered the requests of an earlier process")
 }

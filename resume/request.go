@@ -41,6 +41,7 @@ type Request struct {
 	// shorter DeliveredRetention applies.
 	delivered bool
 	inRetainQ bool // counted in the engine's retained results (guarded by r.mu)
+	victim    bool // picked by a trim, to be freed (guarded by Engine.mu)
 	evicted   bool // freed early to keep the engine within its bounds (ErrEvicted)
 	// use counts the request's bytes for its principal's budget (nil without a
 	// principal; set and cleared under Engine.mu); held mirrors q.bytes, for the
@@ -219,7 +220,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	}
 	r.mu.Unlock()
 	if k == KindResponse || over {
-		r.e.trim()
+		r.e.trim(r.principal, false)
 	}
 	r.kick(m)
 	return seq, nil
