@@ -85,7 +85,15 @@ func (q *outbox) remove(seqs []uint64) {
 	if len(seqs) == 1 { // the common case: one delivered message
 		if i, ok := q.find(seqs[0]); ok {
 			q.bytes -= int(q.entries[i].size)
-			q.entries = slices.Delete(q.entries, i, i+1)
+			if i == 0 {
+				// The oldest, delivered: a replay drops the queue one by one
+				// from its head, which must not cost a copy of the rest each
+				// time. The array's head is given back when add outgrows it.
+				q.entries[0] = entry{}
+				q.entries = q.entries[1:]
+			} else {
+				q.entries = slices.Delete(q.entries, i, i+1)
+			}
 		}
 	} else {
 		drop := make(map[uint64]bool, len(seqs))
