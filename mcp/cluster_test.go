@@ -102,23 +102,7 @@ func TestClusterCallKeySentAgain(t *testing.T) {
 
 	b := e2etest.NewClient(t, ins[1].dial(t))
 	b.Initialize(`{"resumableRequests":{}}`)
-	b.Send(keyedCall, callKey)
-	if pol := e2etest.PolicyOf(t, b.Next()); pol.ResumeToken != callKey {
-		t.Fatalf("the policy sent again does not carry the key")
-	}
-	resp, before := b.Response("7")
-	var progress []uint64
-	for _, m := range before {
-		if m.Method == spec.MethodProgress {
-			progress = append(progress, m.Seq())
-		}
-	}
-	if len(progress) != 3 || progress[0] != 1 || progress[2] != 3 || resp.Error != nil {
-		t.Fatalf("sent again through the other instance: progress seqs %v, response %s; want 1, 2, 3 and the result", progress, resp.Raw)
-	}
-	if n := runs.Load(); n != 1 {
-		t.Fatalf("the tool ran %d times, want once", n)
-	}
+	sendKeyedAgain(t, b, &runs)
 }
 
 // An owner that dies: its running requests end failed with owner_lost, served by

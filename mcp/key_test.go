@@ -71,24 +71,32 @@ func TestCallKeySentAgain(t *testing.T) {
 			t.Fatalf("getStatus by key: %+v %v", st, err)
 		}
 		time.Sleep(time.Second) // progress 2 queued while detached
-		b.Send(keyedCall, callKey)
-		if pol := e2etest.PolicyOf(t, b.Next()); pol.ResumeToken != callKey {
-			t.Fatalf("the policy sent again does not carry the key")
-		}
-		resp, before := b.Response("7")
-		var progress []uint64
-		for _, m := range before {
-			if m.Method == spec.MethodProgress {
-				progress = append(progress, m.Seq())
-			}
-		}
-		if len(progress) != 3 || progress[0] != 1 || progress[2] != 3 || resp.Error != nil {
-			t.Fatalf("sent again: progress seqs %v, response %s; want 1, 2, 3 and the result", progress, resp.Raw)
-		}
-		if n := runs.Load(); n != 1 {
-			t.Fatalf("the tool ran %d times, want once", n)
-		}
+		sendKeyedAgain(t, b, &runs)
 	})
+}
+
+// sendKeyedAgain sends keyedCall again on c and checks that it attached to the
+// running call: the policy again, progress 1, 2 and 3 (the first from the
+// replay window), the result, and one run of the tool.
+func sendKeyedAgain(t *testing.T, c *e2etest.Client, runs *atomic.Int32) {
+	t.Helper()
+	c.Send(keyedCall, callKey)
+	if pol := e2etest.PolicyOf(t, c.Next()); pol.ResumeToken != callKey {
+		t.Fatalf("the policy sent again does not carry the key")
+	}
+	resp, before := c.Response("7")
+	var progress []uint64
+	for _, m := range before {
+		if m.Method == spec.MethodProgress {
+			progress = append(progress, m.Seq())
+		}
+	}
+	if len(progress) != 3 || progress[0] != 1 || progress[2] != 3 || resp.Error != nil {
+		t.Fatalf("sent again: progress seqs %v, response %s; want 1, 2, 3 and the result", progress, resp.Raw)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
+	}
 }
 
 // A key that is not one, or that names another request, is refused with a
