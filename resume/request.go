@@ -641,7 +641,9 @@ func (r *Request) dropWinLocked(n int) {
 	if n == len(r.win) {
 		r.win = nil
 	} else {
-		r.win = slices.Delete(r.win, 0, n)
+		// From the head, as the queue's: no copy of the rest per message.
+		clear(r.win[:n])
+		r.win = r.win[n:]
 	}
 }
 
