@@ -542,12 +542,18 @@ func (r *Request) kick(last Message) {
 // attachment's very next one is written as it is (the common case of a live
 // client: it is what the Store would return).
 func (r *Request) drain(a *attachment, next Message) {
-	// A message the previous attachment was writing when this one took over
-	// (or came after a detach) is delivered, and so discarded, or not: wait for
-	// the outcome before replaying, or it could be written to both.
+	// Without acks, a message the previous attachment was writing when this
+	// one took over (or came after a detach) is delivered, and so discarded, or
+	// not: wait for the outcome before replaying, or it could be written to
+	// both. (With acks the client drops what it gets twice.)
 	if p := a.prevW; p != nil {
 		a.prevW = nil
-		waitIdle(p, takeoverWait)
+		r.mu.Lock()
+		acks := r.ackMode
+		r.mu.Unlock()
+		if !acks {
+			waitIdle(p, takeoverWait)
+		}
 	}
 	for {
 		r.mu.Lock()

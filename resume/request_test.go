@@ -658,6 +658,25 @@ func TestTakeoverWaitsForWrite(t *testing.T) {
 		wantSeqs(t, "sink D after C stalled", d.seqs(t), 2)
 		close(c.gate)
 		synctest.Wait()
+
+		// With acks, a resume does not wait: the client drops what it gets twice.
+		f := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 2)}
+		if err := r.AttachAcked(f, 2); err != nil {
+			t.Fatal(err)
+		}
+		go appendAsync(t, r)
+		synctest.Wait()
+		g := newSink()
+		start = time.Now()
+		if err := r.AttachAcked(g, 2); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("a resume with acks waited %v for the old connection's write", waited)
+		}
+		wantSeqs(t, "sink G, with acks", g.seqs(t), 3)
+		close(f.gate)
+		synctest.Wait()
 	})
 }
 
