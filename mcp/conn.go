@@ -105,11 +105,12 @@ type connState struct {
 	// onStream (replay mode only) lists the requests attached to each open
 	// stream, so that a closing stream detaches its own requests without a scan
 	// of every request the session carried.
-	onStream map[Stream][]tracked
-	retries  map[string]retried // 2026 rounds attached by retries here, by the retry's id text
-	sweepAt  int                // size of attached at which gone requests are swept out
-	closed   bool
-	pumpStop chan struct{} // closed to stop the session's pump; nil when none runs
+	onStream     map[Stream][]tracked
+	retries      map[string]retried // 2026 rounds attached by retries here, by the retry's id text
+	sweepAt      int                // size of attached at which gone requests are swept out
+	retrySweepAt int                // size of retries at which answered rounds are swept out
+	closed       bool
+	pumpStop     chan struct{} // closed to stop the session's pump; nil when none runs
 
 	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump, forwarded answers)
 }
@@ -134,7 +135,7 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	c := &connState{
 		s: s, ctx: ctx, cancel: cancel, def: def, replay: replay,
 		running: make(map[string]*call, 1),
-		sweepAt: minSweep,
+		sweepAt: minSweep, retrySweepAt: minSweep,
 	}
 	if replay {
 		c.onStream = make(map[Stream][]tracked)

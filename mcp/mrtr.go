@@ -149,12 +149,15 @@ func (c *connState) retry(m *spec.Message, st Stream, state string) {
 	if c.retries == nil {
 		c.retries = make(map[string]retried)
 	}
-	if len(c.retries) >= minSweep { // a long-lived connection: forget answered rounds
+	// A long-lived connection forgets answered rounds, in amortized sweeps (as
+	// attached requests are: see trackAs).
+	if len(c.retries) >= c.retrySweepAt {
 		for k, rt := range c.retries {
 			if rt.rd.answered() || rt.r.Gone() {
 				delete(c.retries, k)
 			}
 		}
+		c.retrySweepAt = max(minSweep, 2*len(c.retries))
 	}
 	c.retries[string(m.ID)] = retried{r: r, rd: rd}
 	c.mu.Unlock()
