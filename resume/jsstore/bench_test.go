@@ -3,6 +3,7 @@ package jsstore_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -216,4 +217,39 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-ns")
 	b.ReportMetric(at(0.99), "p99-ns")
+}
+
+// BenchmarkReattachReplay: a client without acks reattaching to a request that
+// queued 5,000 notifications (about 650 KB) while detached: each replayed
+// message is written, then discarded as delivered.
+func BenchmarkReattachReplay(b *testing.B) {
+	for _, bs := range benchStores[:2] {
+		b.Run(bs.name, func(b *testing.B) {
+			st, _ := bs.open(b)
+			e := resume.New(st, nil)
+			defer e.Close()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				r, _, err := e.Start([]byte(strconv.Itoa(i)), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range 5_000 {
+					if _, err := r.Append(resume.KindNotification, "", progress); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s := &countSink{}
+				b.StartTimer()
+				if err := r.Attach(s, 0); err != nil { // replays before it returns
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if s.n != 5_000 {
+					b.Fatalf("replayed %d messages, want 5,000", s.n)
+				}
+				r.Cancel()
+			}
+		})
+	}
 }

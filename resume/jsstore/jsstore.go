@@ -1019,16 +1019,32 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 		s.mu.Unlock()
 		return nil
 	}
-	drop := make(map[uint64]bool, len(seqs))
-	for _, q := range seqs {
-		drop[q] = true
-	}
-	for _, l := range r.held {
-		if drop[l.seq] && !l.pend.drop() {
-			r.doomed = append(r.doomed, l)
+	if len(seqs) == 1 {
+		// One delivered message, most often the oldest (a replay drains the
+		// queue from its head): no scan of the index, no copy of it.
+		if i, ok := slices.BinarySearchFunc(r.held, seqs[0], func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) }); ok {
+			if l := r.held[i]; !l.pend.drop() {
+				r.doomed = append(r.doomed, l)
+			}
+			if i == 0 {
+				r.held[0] = loc{}
+				r.held = r.held[1:]
+			} else {
+				r.held = slices.Delete(r.held, i, i+1)
+			}
 		}
+	} else {
+		drop := make(map[uint64]bool, len(seqs))
+		for _, q := range seqs {
+			drop[q] = true
+		}
+		for _, l := range r.held {
+			if drop[l.seq] && !l.pend.drop() {
+				r.doomed = append(r.doomed, l)
+			}
+		}
+		r.held = slices.DeleteFunc(r.held, func(l loc) bool { return drop[l.seq] })
 	}
-	r.held = slices.DeleteFunc(r.held, func(l loc) bool { return drop[l.seq] })
 	full := len(r.doomed) >= discardBatch
 	s.mu.Unlock()
 	if !full {

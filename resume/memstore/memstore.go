@@ -85,7 +85,11 @@ func (s *Store) Discard(_ context.Context, h resume.TokenHash, seqs ...uint64) e
 	for _, seq := range seqs {
 		if i, found := r.find(seq); found {
 			r.msgs[i] = resume.Message{}
-			r.msgs = slices.Delete(r.msgs, i, i+1)
+			if i == 0 { // the oldest, delivered: no copy of the rest
+				r.msgs = r.msgs[1:]
+			} else {
+				r.msgs = slices.Delete(r.msgs, i, i+1)
+			}
 		}
 	}
 	if len(r.msgs) == 0 {
