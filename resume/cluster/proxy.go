@@ -300,6 +300,16 @@ func (p *proxy) deliver(sink resume.Sink, m resume.Message) error {
 	p.mu.Unlock()
 	if m.Kind == resume.KindResponse {
 		p.gone.Store(true) // the client has the result; the owner keeps it for a while
+		// Nothing comes after it: the proxy lets go of its inbox and its watch of
+		// the owner, and the owner of the sink, as when the client's connection
+		// closes (a long-lived one may carry many requests). A client that asks
+		// again attaches anew. Not on the inbox's own delivery.
+		if e := p.n.side.e; e.Enter() {
+			go func() {
+				defer e.Exit()
+				p.Detach(sink)
+			}()
+		}
 	}
 	return nil
 }

@@ -18,11 +18,24 @@ type engineSide struct {
 	e      *resume.Engine
 	answer func(data []byte) error // OnAnswer's
 
-	mu sync.Mutex // guards sinkWatch
-	// sinkWatch holds, for each remote sink a request is attached to, the stop of
-	// the watch of the sink's instance.
-	sinkWatch map[peerSink]func()
+	mu sync.Mutex // guards sinkWatch and sweepAt
+	// sinkWatch holds, for each remote sink a request is attached to, the
+	// watch of the sink's instance. Entries whose request let the sink go
+	// without a PeerDetach (it ended, or another sink took over) leave in
+	// amortized sweeps (sweepAt: the size at which the next one runs).
+	sinkWatch map[peerSink]*sinkWatch
+	sweepAt   int
 }
+
+// sinkWatch is a request attached to a remote sink, and the stop of the watch
+// of the sink's instance.
+type sinkWatch struct {
+	r    *resume.Request
+	stop func()
+}
+
+// minSinkSweep is the smallest size of sinkWatch at which it is swept.
+const minSinkSweep = 64
 
 var _ resume.Cluster = (*Node)(nil)
 
@@ -32,7 +45,8 @@ var _ resume.Cluster = (*Node)(nil)
 // owner is gone. Call it once: resume.New does.
 func (n *Node) Bind(e *resume.Engine, others []resume.Record) {
 	n.side.e = e
-	n.side.sinkWatch = make(map[peerSink]func())
+	n.side.sinkWatch = make(map[peerSink]*sinkWatch)
+	n.side.sweepAt = minSinkSweep
 	n.Handle(n.servePeer)
 	n.OnDeparted(n.sweep)
 	var lost []resume.Record
@@ -55,10 +69,10 @@ func (n *Node) Bind(e *resume.Engine, others []resume.Record) {
 func (n *Node) Leave() {
 	n.side.mu.Lock()
 	watches := n.side.sinkWatch
-	n.side.sinkWatch = map[peerSink]func(){}
+	n.side.sinkWatch = map[peerSink]*sinkWatch{}
 	n.side.mu.Unlock()
-	for _, stop := range watches {
-		stop()
+	for _, w := range watches {
+		w.stop()
 	}
 }
 
@@ -239,19 +253,44 @@ func (n *Node) watchSink(r *resume.Request, s peerSink) {
 		}
 	})
 	n.side.mu.Lock()
-	if old := n.side.sinkWatch[s]; old != nil {
-		defer old()
+	old := n.side.sinkWatch[s]
+	n.side.sinkWatch[s] = &sinkWatch{r: r, stop: stop}
+	var sweep []peerSink
+	var ws []*sinkWatch
+	if len(n.side.sinkWatch) >= n.side.sweepAt {
+		for k, w := range n.side.sinkWatch {
+			sweep, ws = append(sweep, k), append(ws, w)
+		}
+		n.side.sweepAt = max(minSinkSweep, 2*len(n.side.sinkWatch))
 	}
-	n.side.sinkWatch[s] = stop
 	n.side.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+	// The requests are asked without the lock (a request's lock is never taken
+	// under it); an entry replaced meanwhile stays.
+	var stops []func()
+	for i, k := range sweep {
+		if w := ws[i]; w.r.Gone() || !w.r.Attached(k) {
+			n.side.mu.Lock()
+			if n.side.sinkWatch[k] == w {
+				delete(n.side.sinkWatch, k)
+				stops = append(stops, w.stop)
+			}
+			n.side.mu.Unlock()
+		}
+	}
+	for _, stop := range stops {
+		stop()
+	}
 }
 
 func (n *Node) unwatchSink(s peerSink) {
 	n.side.mu.Lock()
-	stop := n.side.sinkWatch[s]
+	w := n.side.sinkWatch[s]
 	delete(n.side.sinkWatch, s)
 	n.side.mu.Unlock()
-	if stop != nil {
-		stop()
+	if w != nil {
+		w.stop()
 	}
 }
