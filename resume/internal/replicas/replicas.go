@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -20,7 +22,7 @@ const Max = 5
 // positive, else the count the stream has (1 when it does not exist), and the
 // count the stream has now (0 when it does not exist).
 func For(ctx context.Context, js jetstream.JetStream, stream string, want int) (use, had int, err error) {
-	s, err := js.Stream(ctx, stream)
+	s, err := info(ctx, js, stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 	case err != nil:
@@ -33,6 +35,24 @@ func For(ctx context.Context, js jetstream.JetStream, stream string, want int) (
 		use = max(had, 1)
 	}
 	return use, had, nil
+}
+
+// tryTimeout bounds one request for a stream's configuration: JetStream drops
+// API requests in flight while its cluster elects a leader (a fresh cluster, a
+// server lost), and one asked again is answered by the new leader.
+const tryTimeout = 2 * time.Second
+
+// info reads stream's configuration, asking again each tryTimeout while the
+// request goes unanswered, until ctx ends.
+func info(ctx context.Context, js jetstream.JetStream, stream string) (jetstream.Stream, error) {
+	for {
+		try, cancel := context.WithTimeout(ctx, tryTimeout)
+		s, err := js.Stream(try, stream)
+		cancel()
+		if ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders)) {
+			return s, err
+		}
+	}
 }
 
 // Error wraps err, the failure to create or update a stream with use replicas
