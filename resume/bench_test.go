@@ -243,3 +243,38 @@ func BenchmarkReattachReplay(b *testing.B) {
 		r.Cancel()
 	}
 }
+
+// BenchmarkAppendDetachedFull measures one Append of a detached request whose
+// queue is at its byte budget (QueueBytes, 1 MiB: about 6,500 such messages), so
+// that each message queued drops the oldest: a tool that streams while its
+// client is away. kind=progress: progress of one token, each replacing the last
+// under pressure; kind=notification: notifications, oldest dropped first.
+func BenchmarkAppendDetachedFull(b *testing.B) {
+	for _, k := range []struct {
+		name string
+		kind resume.Kind
+		key  string
+	}{{"kind=progress", resume.KindProgress, `"tok-123"`}, {"kind=notification", resume.KindNotification, ""}} {
+		b.Run(k.name, func(b *testing.B) {
+			e := resume.New(nil, nil)
+			defer e.Close()
+			r, _, err := e.Start([]byte(`1`), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			msg := progressMsg("tok-123", 3)
+			encode := func(uint64) []byte { return msg }
+			for range (1 << 20) / len(msg) * 2 {
+				if _, err := r.Append(resume.KindNotification, "", encode); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Append(k.kind, k.key, encode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

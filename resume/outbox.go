@@ -12,6 +12,14 @@ type outbox struct {
 	bytes   int
 	last    uint64 // last sequence number given out
 	dropped uint64 // messages dropped under the budget
+	// superseded holds the numbers of progress entries a newer one of the same
+	// key replaced (some may have left since): what enforce drops first, without
+	// a scan of the queue. The newest progress of each key is pkey's pseq, or in
+	// pmore once a second key comes (rare: one call, one progress token).
+	superseded []uint64
+	pkey       string
+	pseq       uint64
+	pmore      map[string]uint64
 }
 
 type entry struct {
@@ -35,6 +43,32 @@ func (q *outbox) add(m Message, keep bool) {
 	}
 	q.entries = append(q.entries, e)
 	q.bytes += len(m.Data)
+	if m.Kind == KindProgress {
+		q.supersede(m.Key, m.Seq)
+	}
+}
+
+// supersede records seq as the newest progress of key, and the one it replaces,
+// if still queued, as superseded.
+func (q *outbox) supersede(key string, seq uint64) {
+	var prev uint64
+	switch {
+	case q.pseq == 0 || q.pkey == key:
+		prev, q.pkey, q.pseq = q.pseq, key, seq
+	default:
+		if q.pmore == nil {
+			q.pmore = make(map[string]uint64)
+		}
+		prev = q.pmore[key]
+		q.pmore[key] = seq
+	}
+	if prev == 0 || !q.has(prev) {
+		return
+	}
+	q.superseded = append(q.superseded, prev)
+	if len(q.superseded) > 2*len(q.entries)+16 { // let go of those that left, amortized
+		q.superseded = slices.DeleteFunc(q.superseded, func(s uint64) bool { return !q.has(s) })
+	}
 }
 
 func (q *outbox) find(seq uint64) (int, bool) {
@@ -122,19 +156,13 @@ func (q *outbox) enforce(budget int) []uint64 {
 	}
 	var drop []uint64
 	size := q.bytes
-	seen := make(map[string]bool)
-	for i := len(q.entries) - 1; i >= 0; i-- {
-		e := q.entries[i]
-		if e.kind != KindProgress {
-			continue
-		}
-		if seen[e.key] {
-			drop = append(drop, e.seq)
-			size -= int(e.size)
-		} else {
-			seen[e.key] = true
+	for _, seq := range q.superseded {
+		if i, ok := q.find(seq); ok {
+			drop = append(drop, seq)
+			size -= int(q.entries[i].size)
 		}
 	}
+	q.superseded = q.superseded[:0]
 	for _, e := range q.entries {
 		if size <= budget {
 			break

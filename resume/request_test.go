@@ -686,3 +686,19 @@ func appendAsync(t *testing.T, r *resume.Request) {
 		t.Error(err)
 	}
 }
+
+// Progress of several keys, interleaved: under the budget every message stays;
+// past it, all but the newest of each key go at once, and what comes after
+// stays until the budget is passed again.
+func TestBudgetCoalescesInterleavedKeys(t *testing.T) {
+	e, _ := newEngine(t, &resume.Options{QueueBytes: msgSize*20 + msgSize/2})
+	r, _ := start(t, e, `1`, nil)
+	keys := []string{"p", "q", "r"}
+	for i := range 30 {
+		appendMsg(t, r, resume.KindProgress, keys[i%3])
+	}
+	a := newSink()
+	attach(t, r, a, 0)
+	// The 21st passed the budget: 19, 20 and 21 were the newest of their keys.
+	wantSeqs(t, "coalesced progress", a.seqs(t), 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30)
+}
