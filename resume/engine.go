@@ -770,10 +770,17 @@ func (e *Engine) forget(r *Request, final State) {
 	if err := e.store.Put(e.ctx, tomb); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
 	}
-	for _, h := range aged {
-		if err := e.store.Delete(e.ctx, h); err != nil {
-			e.log.Warn().Err(err).Msg("deleting an old tombstone from the store")
-		}
+	// Those that aged out meanwhile go behind this request's lock, not under
+	// it: after a quiet TombstoneTTL they may be thousands, one store round
+	// trip each.
+	if len(aged) > 0 {
+		e.goBackground(func() {
+			for _, h := range aged {
+				if err := e.store.Delete(e.ctx, h); err != nil {
+					e.log.Warn().Err(err).Msg("deleting an old tombstone from the store")
+				}
+			}
+		})
 	}
 }
 

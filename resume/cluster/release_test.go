@@ -2,8 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -93,4 +95,43 @@ func TestProxyReleasesWhatItHeld(t *testing.T) {
 	if _, _, as := a.Held(); as < live || as > 2*live+10 {
 		t.Errorf("the owner watches %d remote sinks for %d attached requests", as, live)
 	}
+}
+
+// In a cluster an ended request leaves a tombstone in the store for the other
+// instances; it goes from the store when the owner's tombstone ages out (on the
+// next request that ends after TombstoneTTL), off that request's path.
+func TestTombstoneRecordsAgeOut(t *testing.T) {
+	a, _ := pair(t)
+	st := memstore.New()
+	const ttl = 100 * time.Millisecond
+	ea := resume.New(st, &resume.Options{Cluster: a, TombstoneTTL: ttl})
+	t.Cleanup(ea.Close)
+	var hashes []resume.TokenHash
+	for i := range 50 {
+		r, tok, err := ea.Start([]byte(fmt.Sprint(i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Cancel()
+		hashes = append(hashes, resume.HashToken(tok))
+	}
+	for _, h := range hashes {
+		if rec, err := st.Get(context.Background(), h); err != nil || rec.State != resume.StateCancelled {
+			t.Fatalf("a cancelled request's tombstone in the store: %+v, %v", rec, err)
+		}
+	}
+	time.Sleep(2 * ttl) // the tombstones age out: the next request that ends takes them
+	r, _, err := ea.Start([]byte(`last`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Cancel()
+	poll.Until(t, patience, "the aged tombstones to leave the store", func() bool {
+		for _, h := range hashes {
+			if _, err := st.Get(context.Background(), h); !errors.Is(err, resume.ErrNotFound) {
+				return false
+			}
+		}
+		return true
+	})
 }
