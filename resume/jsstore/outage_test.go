@@ -182,6 +182,13 @@ func testOutage(t *testing.T, o outage) {
 	for _, w := range writers {
 		acked[w] = w.acked()
 	}
+	defer func() {
+		if t.Failed() {
+			for _, w := range writers {
+				t.Logf("request %s: %d appended (%d at the reconnect), %d failed, attached %v, %+v", w.id, w.acked(), acked[w], w.failed(), w.out != nil, w.r.Status())
+			}
+		}
+	}()
 	waitFor(t, "5 more messages of each request", each(func(w *writer) bool { return w.acked() >= acked[w]+5 }))
 	stopWriters()
 	side.Wait()
