@@ -1,6 +1,7 @@
 package jstest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 )
@@ -95,7 +97,37 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 		}
 		return leaders == 1
 	})
+	c.waitAPI(tb)
 	return c
+}
+
+// waitAPI waits until the cluster's JetStream API creates and deletes a stream
+// on every server's connection: a leader elected moments ago may be replaced
+// (under load it often is), and requests in flight then go unanswered, which a
+// test would take for a failure of its own.
+func (c *Cluster) waitAPI(tb testing.TB) {
+	tb.Helper()
+	for i, u := range c.urls {
+		nc, err := nats.Connect(u)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			tb.Fatal(err)
+		}
+		name := fmt.Sprintf("JSTEST_READY_%d", i)
+		poll.Until(tb, clusterPatience, "the JetStream API to create and delete a stream on "+c.servers[i].Name(), func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"jstest.ready." + name}, Replicas: len(c.servers)}); err != nil {
+				return false
+			}
+			return js.DeleteStream(ctx, name) == nil
+		})
+		nc.Close()
+	}
 }
 
 // freePorts returns n distinct loopback TCP ports that were free a moment ago.
