@@ -1,6 +1,10 @@
 package resume
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/mcp-resume/mcp-resume/resume/internal/queue"
+)
 
 // outbox is the engine's index of a request's queued messages: numbers, kinds, keys
 // and sizes, and the bytes only for an engine without a Store (otherwise they live
@@ -119,15 +123,7 @@ func (q *outbox) remove(seqs []uint64) {
 	if len(seqs) == 1 { // the common case: one delivered message
 		if i, ok := q.find(seqs[0]); ok {
 			q.bytes -= int(q.entries[i].size)
-			if i == 0 {
-				// The oldest, delivered: a replay drops the queue one by one
-				// from its head, which must not cost a copy of the rest each
-				// time. The array's head is given back when add outgrows it.
-				q.entries[0] = entry{}
-				q.entries = q.entries[1:]
-			} else {
-				q.entries = slices.Delete(q.entries, i, i+1)
-			}
+			q.entries = queue.Remove(q.entries, i) // a replay drops the head, one by one
 		}
 	} else {
 		drop := make(map[uint64]bool, len(seqs))

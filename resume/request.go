@@ -58,7 +58,7 @@ type Request struct {
 	gone     atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// lastW is the write lock of the latest attachment, detached or not (see
 	// attachment.wmu).
-	lastW *sync.Mutex
+	lastW writeLock
 	// final is how the request left the engine, once gone: cancelled, expired, or
 	// completed or failed when the client acknowledged its response.
 	final State
@@ -97,13 +97,13 @@ type attachment struct {
 	// message discarded); prevW is the previous attachment's, which this one's
 	// first drain waits for (see drain). Separate allocations, so that a
 	// request keeps no detached sink alive through them.
-	wmu, prevW *sync.Mutex
+	wmu, prevW writeLock
 }
 
 // newAttachmentLocked makes sink the request's attachment, after the previous
 // one's write in flight, if any (see drain). Called with r.mu held.
 func (r *Request) newAttachmentLocked(sink Sink, cursor uint64, win []Message) *attachment {
-	a := &attachment{sink: sink, cursor: cursor, win: win, wmu: new(sync.Mutex), prevW: r.lastW}
+	a := &attachment{sink: sink, cursor: cursor, win: win, wmu: make(writeLock, 1), prevW: r.lastW}
 	r.att, r.lastW = a, a.wmu
 	return a
 }
@@ -552,7 +552,7 @@ func (r *Request) drain(a *attachment, next Message) {
 		acks := r.ackMode
 		r.mu.Unlock()
 		if !acks {
-			waitIdle(p, takeoverWait)
+			p.waitIdle(takeoverWait)
 		}
 	}
 	for {
@@ -675,8 +675,8 @@ func (r *Request) replay(after uint64) iter.Seq2[Message, error] {
 // deliver writes one message to a and records it. It reports whether the drain
 // goes on: false when the write failed or a is no longer the request's attachment.
 func (r *Request) deliver(a *attachment, m Message) bool {
-	a.wmu.Lock()
-	defer a.wmu.Unlock()
+	a.wmu <- struct{}{}
+	defer func() { <-a.wmu }()
 	if err := a.sink.Write(r.e.ctx, m); err != nil {
 		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("write failed; detaching")
 		r.detachAfterFailure(a)
@@ -743,14 +743,17 @@ func (r *Request) Peek() ([]Message, error) {
 	return out, nil
 }
 
-// waitIdle waits until no write holds mu, for at most d.
-func waitIdle(mu *sync.Mutex, d time.Duration) {
-	end := time.Now().Add(d)
-	for !mu.TryLock() {
-		if time.Now().After(end) {
-			return
-		}
-		time.Sleep(100 * time.Microsecond)
+// writeLock is an attachment's write lock (attachment.wmu): a token in it while
+// a write holds it. A channel, so that a wait for it can end at a deadline.
+type writeLock chan struct{}
+
+// waitIdle waits until no write holds l, for at most d.
+func (l writeLock) waitIdle(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case l <- struct{}{}:
+		<-l
+	case <-t.C:
 	}
-	mu.Unlock()
 }

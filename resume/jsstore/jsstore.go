@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/resume/internal/queue"
 	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
 
@@ -1026,12 +1027,7 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 			if l := r.held[i]; !l.pend.drop() {
 				r.doomed = append(r.doomed, l)
 			}
-			if i == 0 {
-				r.held[0] = loc{}
-				r.held = r.held[1:]
-			} else {
-				r.held = slices.Delete(r.held, i, i+1)
-			}
+			r.held = queue.Remove(r.held, i)
 		}
 	} else {
 		drop := make(map[uint64]bool, len(seqs))

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/internal/queue"
 )
 
 // Store keeps records and messages in maps. The zero value is not usable; use New.
@@ -84,12 +85,7 @@ func (s *Store) Discard(_ context.Context, h resume.TokenHash, seqs ...uint64) e
 	}
 	for _, seq := range seqs {
 		if i, found := r.find(seq); found {
-			r.msgs[i] = resume.Message{}
-			if i == 0 { // the oldest, delivered: no copy of the rest
-				r.msgs = r.msgs[1:]
-			} else {
-				r.msgs = slices.Delete(r.msgs, i, i+1)
-			}
+			r.msgs = queue.Remove(r.msgs, i)
 		}
 	}
 	if len(r.msgs) == 0 {
