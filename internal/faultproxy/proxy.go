@@ -1,6 +1,7 @@
-// Package faultproxy is a test helper: a TCP proxy on loopback that cuts every
-// connection it forwards at a random point, for the fault tests of the transports
-// (transport/streamable, transport/ws).
+// Package faultproxy is a test helper: a TCP proxy on loopback that cuts the
+// connections it forwards: each at a random point (the fault tests of the
+// transports, transport/streamable and transport/ws), or all of them when the
+// test says so (Down, Up: a network to NATS that goes away and comes back).
 package faultproxy
 
 import (
@@ -29,7 +30,8 @@ type Proxy struct {
 	rng  *rand.Rand
 	open map[net.Conn]*pair // each end of a forwarded pair
 
-	small     bool // NewStaller: small socket buffers on both sides
+	small     bool        // NewStaller: small socket buffers on both sides
+	down      atomic.Bool // Down: every connection is closed as it comes
 	cuts      atomic.Int64
 	wg        sync.WaitGroup
 	closed    chan struct{} // closed by Close
@@ -104,6 +106,10 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
+		if p.down.Load() {
+			c.Close()
+			continue
+		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -133,6 +139,12 @@ func (p *Proxy) forward(c net.Conn) {
 	pr := &pair{stall: make(chan struct{})}
 	stall := pr.stall
 	p.mu.Lock()
+	if p.down.Load() { // went down while this one was dialing
+		p.mu.Unlock()
+		c.Close()
+		s.Close()
+		return
+	}
 	budget := p.lo + p.rng.IntN(p.hi-p.lo)
 	var life time.Duration
 	if p.life[1] > 0 {
@@ -216,6 +228,27 @@ func (p *Proxy) Stall() int {
 	}
 	return n
 }
+
+// Down cuts every open connection and closes each new one as soon as it is
+// accepted, until Up: the peer is unreachable, though it runs (a network gone).
+// It returns how many connections it cut. With New(t, target, NoCut, NoCut) the
+// proxy cuts nothing else: the test decides when the network fails.
+func (p *Proxy) Down() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down.Store(true)
+	n := 0
+	for c := range p.open {
+		c.Close()
+		n++
+	}
+	clear(p.open)
+	p.cuts.Add(int64(n / 2))
+	return n / 2
+}
+
+// Up lets connections through again after Down.
+func (p *Proxy) Up() { p.down.Store(false) }
 
 // Close stops accepting, cuts every open connection and waits for the proxy's
 // goroutines. It is safe to call more than once.

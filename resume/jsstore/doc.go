@@ -36,7 +36,10 @@
 // Append does not wait for the stream, nor publish at once: a message waits up to
 // flushDelay (1 ms), or until flushBatch (256) of its request wait, and is then
 // published, pipelined on the connection, in order, and acknowledged in the
-// background. A message discarded before it was sent (delivered to a client
+// background, with at most maxInFlight (256) of the store's publishes in flight:
+// a writer faster than the stream waits for it, and nothing that waits for an
+// acknowledgement waits behind more than that (see window). While the connection
+// is down nothing is published, and Append waits for it (Options.OutageWait). A message discarded before it was sent (delivered to a client
 // attached without acks) is never sent, so a request streaming to such a client
 // costs the stream nothing. With Options.DeferRecords a new request's record
 // waits the same way (Get answers with it meanwhile), and one that ends first is

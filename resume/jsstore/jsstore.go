@@ -115,6 +115,8 @@ type Store struct {
 	// timeout bounds one try of a call whose ctx has no deadline (the client's
 	// default, which JetStream would apply itself).
 	timeout time.Duration
+	// win holds the message publishes in flight (see window).
+	win *window
 
 	mu   sync.Mutex // guards reqs, undeleted, dirty, armed, closed and every request's fields
 	reqs map[resume.TokenHash]*request
@@ -173,14 +175,14 @@ const tailKeep = 64
 // pending is a message appended and not yet acknowledged by the stream: not
 // sent yet (see Append), or sent and waiting (see settle).
 type pending struct {
-	seq     uint64                 // the message's number in its request
-	msg     *nats.Msg              // the publish: subject, data and message id
-	mu      sync.Mutex             // guards the fields below
-	sent    bool                   // published at least once
-	dropped bool                   // discarded before it was sent: never sent
-	fut     jetstream.PubAckFuture // the latest publish; nil while unsent or failed to send
-	failed  bool                   // fut failed (its error channel is read once)
-	sseq    uint64                 // where it sits, once acknowledged
+	seq     uint64     // the message's number in its request
+	msg     *nats.Msg  // the publish: subject, data and message id
+	mu      sync.Mutex // guards the fields below
+	sent    bool       // published at least once
+	dropped bool       // discarded before it was sent: never sent
+	att     *attempt   // the latest publish; nil while unsent or failed to send
+	failed  bool       // att failed, or could not be sent: to be sent again
+	sseq    uint64     // where it sits, once acknowledged
 }
 
 // flushDelay is how long an appended message waits before it is sent to the
@@ -281,6 +283,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	}
 	return &Store{
 		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, api: api, timeout: js.Options().DefaultTimeout,
+		win:        newWindow(js.Options().DefaultTimeout),
 		replicated: kvs.CachedInfo().Config.Replicas > 1,
 		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
 		dirty: make(map[resume.TokenHash]struct{}),
@@ -396,7 +399,7 @@ func (s *Store) putFresh(ctx context.Context, rec resume.Record, r *request) err
 		return s.putNow(ctx, rec)
 	}
 	for _, p := range ps { // the messages go out first
-		p.send(s)
+		s.send(p)
 	}
 	fut, err := s.js.PublishMsgAsync(s.kvMsg(key(h), encodeRecord(rec), 0), jetstream.WithExpectLastSequencePerSubject(0))
 	r.fmu.Unlock()
@@ -596,61 +599,59 @@ func (s *Store) getFromLeader(ctx context.Context, h resume.TokenHash) (*resume.
 // Append queues a message for its request's subject (queue): it is published
 // after flushDelay, or once flushBatch of the request's messages wait, or when
 // something needs it stored, unless discarded before (Discard drops it unsent).
-// Publishes are pipelined, in order, on the connection (at most the client's
-// PublishAsyncMaxPending at once), and their acknowledgements recorded as they
-// come (reapLocked). What needs the message
+// Publishes are pipelined, in order, on the connection, at most maxInFlight of
+// the store's at once (see window): an Append that finds its request's batch
+// full while the window is full waits for the stream. What needs the message
 // stored waits for its acknowledgement (settle): the Put of a request's final
 // state (so a stored final state always comes with the messages before it),
 // Delete and Sweep; a publish whose acknowledgement failed is sent again then,
 // with the same message id. A Replay does not wait: it gives an unacknowledged
 // message from the publish itself.
 //
-// While the connection is not up, Append publishes and waits instead: the
-// publish is sent again with the same message id,
-// which the stream's deduplication window absorbs, for up to
-// Options.OutageWait. A publish that fails may still be stored (its
-// acknowledgement was lost, or the client sends it from its reconnect buffer
-// later); this process's Replay never yields it, but a later process that indexes
-// the request from the stream does.
+// While the connection is not up, Append waits for it, for up to
+// Options.OutageWait, and fails after that: a request that keeps appending
+// during an outage is held back, not buffered without bound. A message queued
+// just before the connection went is sent from the client's reconnect buffer,
+// or sent again by settle; one whose publish failed may still be stored (its
+// acknowledgement was lost); this process's Replay never yields a message whose
+// Append failed, but a later process that indexes the request from the stream
+// may.
 func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message) error {
 	if err := s.ensure(ctx, h); err != nil {
 		return err
 	}
-	subj := s.subject(h)
+	if err := s.connected(ctx); err != nil {
+		return fmt.Errorf("jsstore: appending message %d of %s: %w", m.Seq, key(h)[:12], err)
+	}
 	data := wire.EncodeMessage(m)
 	msgID := key(h) + "." + strconv.FormatUint(m.Seq, 10)
-	if s.js.Conn().Status() == nats.CONNECTED {
-		p := &pending{seq: m.Seq, msg: &nats.Msg{Subject: subj, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
-		if s.queue(h, loc{seq: m.Seq, pend: p, data: data}) >= flushBatch {
-			s.flush(h)
-		}
-		return nil
+	p := &pending{seq: m.Seq, msg: &nats.Msg{Subject: s.subject(h), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
+	if s.queue(h, loc{seq: m.Seq, pend: p, data: data}) >= flushBatch {
+		s.flush(h)
 	}
-	id := jetstream.WithMsgID(msgID)
-	var ack *jetstream.PubAck
-	err := s.retry(ctx, func(ctx context.Context) error {
-		var err error
-		ack, err = s.js.Publish(ctx, subj, data, id)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("jsstore: publishing message %d of %s: %w", m.Seq, key(h)[:12], err)
-	}
-	s.index(h, loc{seq: m.Seq, sseq: ack.Sequence, data: data})
 	return nil
 }
 
-// index adds l to request h's index.
-func (s *Store) index(h resume.TokenHash, l loc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r := s.reqs[h]; r != nil && r.loaded {
-		r.held = append(r.held, l)
-		for i := len(r.held) - tailKeep - 1; i >= 0 && r.held[i].data != nil; i-- {
-			r.held[i].data = nil
-		}
-		reapLocked(r)
+// connected waits until the connection is up, for at most Options.OutageWait.
+func (s *Store) connected(ctx context.Context) error {
+	nc := s.js.Conn()
+	if nc.Status() == nats.CONNECTED {
+		return nil
 	}
+	end := time.Now().Add(s.opts.OutageWait)
+	for nc.Status() != nats.CONNECTED {
+		if !s.await(ctx, end, 10*time.Millisecond) {
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case nc.IsClosed():
+				return nats.ErrConnectionClosed
+			case nc.Status() != nats.CONNECTED:
+				return nats.ErrConnectionReconnecting
+			}
+		}
+	}
+	return nil
 }
 
 // queue indexes l, whose message is not sent yet, and schedules its sending;
@@ -684,7 +685,9 @@ func (s *Store) dirtyLocked(h resume.TokenHash) {
 	s.dirty[h] = struct{}{}
 }
 
-// flushDirty sends the waiting messages of every request.
+// flushDirty sends the waiting messages of every request. It stays armed while
+// it runs (a flush may wait for the window) and schedules itself again for the
+// requests that became dirty meanwhile: one flusher at a time.
 func (s *Store) flushDirty() {
 	s.mu.Lock()
 	hs := make([]resume.TokenHash, 0, len(s.dirty))
@@ -692,10 +695,16 @@ func (s *Store) flushDirty() {
 		hs = append(hs, h)
 	}
 	clear(s.dirty)
-	s.armed = false
 	s.mu.Unlock()
 	for _, h := range hs {
 		s.flush(h)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.dirty) > 0 && !s.closed {
+		time.AfterFunc(flushDelay, s.flushDirty)
+	} else {
+		s.armed = false
 	}
 }
 
@@ -740,14 +749,12 @@ func (s *Store) flush(h resume.TokenHash) {
 	r.unsent = nil
 	s.mu.Unlock()
 	for _, p := range ps {
-		p.send(s)
+		s.send(p)
 	}
 }
 
-// send publishes p, unless it was sent or dropped already. A publish that
-// cannot be sent (the connection's window of publishes in flight stays full, or
-// the connection went) leaves p failed, for settle to send again.
-func (p *pending) send(s *Store) {
+// send publishes p, unless it was sent or dropped already.
+func (s *Store) send(p *pending) {
 	p.mu.Lock()
 	if p.sent || p.dropped {
 		p.mu.Unlock()
@@ -755,17 +762,51 @@ func (p *pending) send(s *Store) {
 	}
 	p.sent = true // from now on a Discard deletes it from the stream
 	p.mu.Unlock()
-	fut, err := s.js.PublishMsgAsync(p.msg)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fut != nil || p.sseq != 0 { // settle sent it meanwhile
+	s.publish(context.Background(), p)
+}
+
+// publish sends p with its message id, once a slot of the window is free
+// (waiting for one until ctx ends). A publish that cannot be sent (ctx ended,
+// the connection is not up, its own window stays full) leaves p failed, for
+// settle to send again. Nothing is published while the connection is down: the
+// client's reconnect buffer would send it all at once when it is back, ahead of
+// what waits for an acknowledgement.
+func (s *Store) publish(ctx context.Context, p *pending) {
+	fail := func() {
+		p.mu.Lock()
+		if p.sseq == 0 {
+			p.att, p.failed = nil, true
+		}
+		p.mu.Unlock()
+	}
+	nc := s.js.Conn()
+	if nc.Status() != nats.CONNECTED {
+		fail()
 		return
+	}
+	probe, err := s.win.acquire(ctx)
+	if err != nil {
+		fail()
+		return
+	}
+	var fut jetstream.PubAckFuture
+	if nc.Status() == nats.CONNECTED { // still, after a wait for the window
+		fut, err = s.js.PublishMsgAsync(p.msg)
+	} else {
+		err = nats.ErrConnectionReconnecting
 	}
 	if err != nil {
-		p.failed = true
+		s.win.release(probe)
+		fail()
 		return
 	}
-	p.fut = fut
+	a := &attempt{p: p, fut: fut, done: make(chan struct{})}
+	p.mu.Lock()
+	if p.sseq == 0 {
+		p.att, p.failed = a, false
+	}
+	p.mu.Unlock()
+	s.win.push(a)
 }
 
 // reapLocked records the acknowledgements that have come for request r's oldest
@@ -779,24 +820,12 @@ func reapLocked(r *request) {
 			continue
 		}
 		l.pend.mu.Lock()
-		fut, failed := l.pend.fut, l.pend.failed
+		sseq := l.pend.sseq
 		l.pend.mu.Unlock()
-		if failed || fut == nil {
+		if sseq == 0 {
 			break
 		}
-		select {
-		case ack := <-fut.Ok():
-			l.pend.mu.Lock()
-			if l.pend.fut == fut {
-				l.pend.sseq = ack.Sequence
-			}
-			l.pend.mu.Unlock()
-			l.sseq, l.pend = ack.Sequence, nil
-		default:
-		}
-		if l.pend != nil {
-			break
-		}
+		l.sseq, l.pend = sseq, nil
 	}
 	if i < len(r.held) {
 		r.pendFrom = r.held[i].seq
@@ -808,11 +837,11 @@ func reapLocked(r *request) {
 // settle waits until every message of request h indexed now (held, and discarded
 // but not yet deleted) is stored, and records where each sits. Publishes whose
 // acknowledgement failed (the connection was lost: nats.go fails every
-// acknowledgement outstanding then) or has not come within the client's default
-// timeout (the publish or its acknowledgement was lost with a server of a NATS
-// cluster, the connection staying up) are sent again together, pipelined, with
-// their message ids, which the deduplication window absorbs for any that was
-// stored after all; for up to Options.OutageWait.
+// acknowledgement outstanding then) or was given up as lost (see window: the
+// publish or its acknowledgement was lost with a server of a NATS cluster, the
+// connection staying up) are sent again together, pipelined, with their message
+// ids, which the deduplication window absorbs for any that was stored after all;
+// for up to Options.OutageWait.
 func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 	s.flush(h)
 	end := time.Now().Add(s.opts.OutageWait)
@@ -835,7 +864,7 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 		}
 		var failed []*pending
 		for _, p := range wait {
-			ok, err := s.outcome(ctx, h, p, end)
+			ok, err := s.outcome(ctx, h, p)
 			if err != nil {
 				return err
 			}
@@ -864,7 +893,7 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 			}
 		}
 		for _, p := range failed {
-			p.republish(ctx, s)
+			s.republish(ctx, p)
 		}
 	}
 }
@@ -881,48 +910,30 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// outcome waits for pending publish p's acknowledgement: while connected for the
-// client's default timeout (an acknowledgement can be lost with a server of a
-// NATS cluster while the connection stays up, and nats.go fails outstanding ones
-// only when the connection drops), otherwise until end; true when it is stored
-// (and recorded in h's index), false when it must be sent again.
-func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending, end time.Time) (bool, error) {
+// outcome waits for pending publish p to be resolved (see window): true when
+// it is stored (and recorded in h's index), false when it must be sent again.
+func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending) (bool, error) {
 	p.mu.Lock()
-	fut, sseq, failed, dropped := p.fut, p.sseq, p.failed, p.dropped
+	att, sseq, failed, dropped := p.att, p.sseq, p.failed, p.dropped
 	p.mu.Unlock()
 	if dropped {
 		return true, nil // never sent: nothing to wait for, nothing stored
 	}
-	if failed || fut == nil {
-		return false, nil
-	}
 	if sseq == 0 {
-		wait := max(time.Until(end), time.Millisecond)
-		if s.js.Conn().Status() == nats.CONNECTED {
-			wait = s.timeout
+		if failed || att == nil {
+			return false, nil
 		}
-		t := time.NewTimer(wait)
-		defer t.Stop()
 		select {
-		case ack := <-fut.Ok():
-			sseq = ack.Sequence
-		case <-fut.Err():
-			p.mu.Lock()
-			if p.fut == fut {
-				p.failed = true
-			}
-			p.mu.Unlock()
-			return false, nil
-		case <-t.C:
-			return false, nil
+		case <-att.done:
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
 		p.mu.Lock()
-		if p.fut == fut {
-			p.sseq = sseq
-		}
+		sseq = p.sseq
 		p.mu.Unlock()
+		if sseq == 0 {
+			return false, nil
+		}
 	}
 	s.record(h, p, sseq)
 	return true, nil
@@ -949,35 +960,16 @@ func (p *pending) isDropped() bool {
 	return p.dropped
 }
 
-// republish sends p (again) with its message id: asynchronously, or, when the
-// connection's window of publishes in flight stays full (other requests' Appends
-// keep it so), synchronously, so that settling a request is not starved by the
-// appends of others. A publish that fails leaves p failed, for the next round.
-func (p *pending) republish(ctx context.Context, s *Store) {
+// republish sends p again with its message id, unless it is stored or
+// dropped meanwhile.
+func (s *Store) republish(ctx context.Context, p *pending) {
 	p.mu.Lock()
-	old, sseq, dropped := p.fut, p.sseq, p.dropped
+	sseq, dropped := p.sseq, p.dropped
 	p.mu.Unlock()
 	if sseq != 0 || dropped {
 		return
 	}
-	fut, err := s.js.PublishMsgAsync(p.msg)
-	var ack *jetstream.PubAck
-	if err != nil {
-		if ack, err = s.js.PublishMsg(ctx, p.msg); err != nil {
-			return
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fut != old {
-		return
-	}
-	if ack != nil {
-		p.sseq = ack.Sequence
-	} else {
-		p.fut = fut
-	}
-	p.sent, p.failed = true, false
+	s.publish(ctx, p)
 }
 
 // record notes where p sits in request h's index.
@@ -1068,6 +1060,7 @@ func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.win.wait()
 	return first
 }
 
@@ -1172,12 +1165,10 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 					fromStream = append(fromStream, l)
 				}
 			}
-			var stored map[uint64]resume.Message
+			stored := make(map[uint64]resume.Message, len(fromStream))
 			if len(fromStream) > 0 {
 				err := s.retry(ctx, func(ctx context.Context) error {
-					var err error
-					stored, err = s.readBatch(ctx, subj, fromStream)
-					return err
+					return s.readBatch(ctx, subj, fromStream, stored)
 				})
 				if err != nil {
 					yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], fromStream[0].seq, err))
@@ -1280,10 +1271,17 @@ const replayBatch = 1024
 // (at most maxBatchSpan), so that messages of the subject the index does not
 // hold (a publish that failed but was stored, see Append) do not cut a batch
 // short. A wanted message a batch went past without bringing was deleted, or
-// the replica that answered lags: it is read through the stream's leader.
-func (s *Store) readBatch(ctx context.Context, subj string, locs []loc) (map[uint64]resume.Message, error) {
-	got := make(map[uint64]resume.Message, len(locs))
-	missing := locs
+// the replica that answered lags: it is read through the stream's leader. The
+// messages read go into got, which a try after a failure (a batch slower than
+// one try's timeout, on a loaded server) passes again: it reads only what is
+// still missing, so that every try makes progress.
+func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got map[uint64]resume.Message) error {
+	var missing []loc
+	for _, l := range locs {
+		if _, ok := got[l.seq]; !ok {
+			missing = append(missing, l)
+		}
+	}
 	var confirm []loc // skipped by a batch: deleted, or a lagging replica
 	for len(missing) > 0 {
 		from, to := missing[0].sseq, missing[0].sseq
@@ -1292,7 +1290,7 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc) (map[uin
 		}
 		n := int(min(to-from+1, maxBatchSpan))
 		if err := s.directBatch(ctx, subj, from, n, missing, got); err != nil {
-			return nil, err
+			return err
 		}
 		var reached uint64 // the highest stream sequence a wanted message came from
 		for _, l := range missing {
@@ -1322,18 +1320,18 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc) (map[uin
 			continue // deleted meanwhile
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		msg, err := wire.DecodeMessage(data)
 		if err == nil && (rawSubj != subj || msg.Seq != l.seq) {
 			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, rawSubj, msg.Seq, l.seq)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
+			return fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
 		}
 		got[l.seq] = msg
 	}
-	return got, nil
+	return nil
 }
 
 // maxBatchSpan bounds the messages one batched direct get asks for.

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -35,13 +34,16 @@ type outage struct {
 	// refuses new ones) while the server runs on; otherwise the server stops and
 	// starts again on the same directory and port.
 	cut bool
+	// again: how many more cuts follow the first outage, a second apart; the
+	// requests move again after each.
+	again int
 	// outageWait is the store's Options.OutageWait, 0 for its default. When set,
 	// the outage lasts until an Append of every request has failed.
 	outageWait time.Duration
 }
 
-// TestOutage: NATS restarts, or is unreachable for a while, as requests keep
-// appending messages; meanwhile a client resumes one (a Replay) and another is
+// TestOutage: NATS restarts, or is unreachable for a while (once, or ten times a
+// second apart), as requests keep appending messages; meanwhile a client resumes one (a Replay) and another is
 // cancelled (a Delete). The requests keep running. With the default OutageWait
 // each store call during the outage waits and succeeds after it; past a short one
 // it fails and the engine carries on. Either way every message whose Append
@@ -54,6 +56,7 @@ func TestOutage(t *testing.T) {
 		{name: "restart"},
 		{name: "restart-unbuffered", reconnectBuf: -1},
 		{name: "cut", cut: true},
+		{name: "ten-cuts", cut: true, again: 9},
 		{name: "longer-than-OutageWait", outageWait: 300 * time.Millisecond},
 	} {
 		t.Run(o.name, func(t *testing.T) { testOutage(t, o) })
@@ -64,10 +67,10 @@ func testOutage(t *testing.T, o outage) {
 	ctx := t.Context()
 	srv := listen(t, t.TempDir())
 	url := "nats://" + srv.addr
-	var px *proxy
+	var px *faultproxy.Proxy
 	if o.cut {
-		px = startProxy(t, srv.addr)
-		url = "nats://" + px.addr
+		px = faultproxy.New(t, srv.addr, faultproxy.NoCut, faultproxy.NoCut)
+		url = "nats://" + px.Addr()
 	}
 	nc, js := dialNATS(t, url, o.reconnectBuf)
 	sopts := &jsstore.Options{OutageWait: o.outageWait}
@@ -141,7 +144,7 @@ func testOutage(t *testing.T, o outage) {
 	}
 	began := time.Now()
 	if o.cut {
-		px.cut()
+		px.Down()
 	} else {
 		srv.stop()
 	}
@@ -166,17 +169,18 @@ func testOutage(t *testing.T, o outage) {
 		side.Wait() // the Replay and the Delete fail too
 	}
 	if o.cut {
-		px.heal(t)
+		px.Up()
 	} else {
 		srv.start()
 	}
-	waitFor(t, "the client to reconnect", func() bool {
+	reconnected := func() bool {
 		if nc.Status() != nats.CONNECTED {
 			return false
 		}
 		_, err := js.AccountInfo(ctx)
 		return err == nil
-	})
+	}
+	waitFor(t, "the client to reconnect", reconnected)
 	outage := time.Since(began)
 	acked := make(map[*writer]int)
 	for _, w := range writers {
@@ -190,6 +194,19 @@ func testOutage(t *testing.T, o outage) {
 		}
 	}()
 	waitFor(t, "5 more messages of each request", each(func(w *writer) bool { return w.acked() >= acked[w]+5 }))
+	for i := range o.again {
+		time.Sleep(time.Until(began.Add(time.Duration(i+1) * time.Second))) // the pace of the cuts, not a wait for anything
+		px.Down()
+		waitFor(t, fmt.Sprintf("the client to lose NATS (cut %d)", i+2), func() bool { return nc.Status() != nats.CONNECTED })
+		px.Up()
+		waitFor(t, fmt.Sprintf("the client to reconnect (cut %d)", i+2), reconnected)
+		back := time.Now()
+		for _, w := range writers {
+			acked[w] = w.acked()
+		}
+		waitFor(t, fmt.Sprintf("5 more messages of each request (cut %d)", i+2), each(func(w *writer) bool { return w.acked() >= acked[w]+5 }))
+		t.Logf("cut %d: the requests moved again %v after the reconnect", i+2, time.Since(back).Round(time.Millisecond))
+	}
 	stopWriters()
 	side.Wait()
 
@@ -603,78 +620,4 @@ func (l *listening) stop() {
 		l.srv.Shutdown()
 		l.srv = nil
 	}
-}
-
-// proxy relays TCP connections from an address of its own to target: cut closes
-// them all and stops listening (NATS is unreachable, though it runs), heal
-// listens again on the same address.
-type proxy struct {
-	target string
-	addr   string
-	wg     sync.WaitGroup // the accept loop and the relays
-
-	mu    sync.Mutex // guards ln and conns
-	ln    net.Listener
-	conns []net.Conn
-}
-
-func startProxy(t testing.TB, target string) *proxy {
-	p := &proxy{target: target, addr: "127.0.0.1:0"}
-	p.heal(t)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) heal(t testing.TB) {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			if p.ln != ln { // cut meanwhile
-				p.mu.Unlock()
-				c.Close()
-				s.Close()
-				return
-			}
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			p.wg.Go(func() { relay(s, c) })
-			p.wg.Go(func() { relay(c, s) })
-		}
-	})
-}
-
-func relay(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
 }
