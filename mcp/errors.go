@@ -36,12 +36,15 @@ func wireError(err error) *spec.Error {
 
 // endedResponse is the engine's Options.Ended: the final response of a request
 // that ended without its handler's, {code: -32602, data: {reason:
-// "server_restarted" or "owner_lost"}}, with the sequence number in data._meta
-// like every other message of a resumable request.
+// "server_restarted", "owner_lost" or "store_lost"}}, with the sequence number
+// in data._meta like every other message of a resumable request.
 func endedResponse(id []byte, seq uint64, cause error) []byte {
 	reason := spec.ReasonServerRestarted
-	if errors.Is(cause, resume.ErrOwnerLost) {
+	switch {
+	case errors.Is(cause, resume.ErrOwnerLost):
 		reason = spec.ReasonOwnerLost
+	case errors.Is(cause, resume.ErrStoreLost):
+		reason = spec.ReasonStoreLost
 	}
 	type data struct {
 		Reason spec.Reason       `json:"reason"`

@@ -53,6 +53,10 @@ var (
 	// ErrOwnerLost ends, with Options.Ended's response, a request that was
 	// processing when its owner, another instance, was lost (see Cluster).
 	ErrOwnerLost = errors.New("the instance running the request was lost")
+	// ErrStoreLost ends, with Options.Ended's response, a request whose store
+	// lost what it held of it: a Store call for it fails wrapping ErrStoreLost
+	// (see Request.loseLocked).
+	ErrStoreLost = errors.New("the store lost the request's messages")
 )
 
 // Options configure an Engine. The zero value of each field means its default.
@@ -112,8 +116,8 @@ type Options struct {
 	ReplayWindowBytes int
 	ReplayWindow      time.Duration
 	// Ended encodes the final response of a request that ended without its
-	// handler's: cause is ErrRestarted or ErrOwnerLost, seq the response's
-	// sequence number. The protocol's layer supplies it (package mcp: the MCP
+	// handler's: cause is ErrRestarted, ErrOwnerLost or ErrStoreLost, seq the
+	// response's sequence number. The protocol's layer supplies it (package mcp: the MCP
 	// error with its reason); the default is a JSON-RPC 2.0 internal error
 	// (-32603) with cause's text.
 	Ended func(id []byte, seq uint64, cause error) []byte

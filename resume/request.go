@@ -55,7 +55,13 @@ type Request struct {
 	win      []Message
 	winBytes int
 	winAt    time.Time
-	gone     atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	// memory: the request's messages are kept here, not read back from the
+	// Store (lost by it once: see loseLocked).
+	memory bool
+	// finishing: its final response waits for the Store (appendFinalLocked);
+	// no other message is queued.
+	finishing bool
+	gone      atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// lastW is the write lock of the latest attachment, detached or not (see
 	// attachment.wmu).
 	lastW writeLock
@@ -184,7 +190,7 @@ func (r *Request) Complete(failed bool, encode func(seq uint64) []byte) (uint64,
 
 func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, next State) (uint64, error) {
 	r.mu.Lock()
-	if r.state.Ended() {
+	if r.state.Ended() || r.finishing {
 		st := r.state
 		r.mu.Unlock()
 		return 0, fmt.Errorf("appending to a %s request: %w", st, ErrEnded)
@@ -193,12 +199,20 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	m := Message{Seq: seq, Kind: k, Key: key, Data: encode(seq), Failed: next == StateFailed}
 	// The Store call stays under r.mu so that messages reach it in sequence order.
 	if r.e.store != nil {
-		if err := r.e.store.Append(r.e.ctx, r.hash, m); err != nil {
+		err := r.e.store.Append(r.e.ctx, r.hash, m)
+		if err != nil && next.Ended() {
+			err = r.appendFinalLocked(m, err)
+		}
+		if err != nil {
+			lost := errors.Is(err, ErrStoreLost) && r.loseLocked()
 			r.mu.Unlock()
+			if lost {
+				r.kick(Message{})
+			}
 			return 0, fmt.Errorf("queueing message %d: %w", seq, err)
 		}
 	}
-	r.q.add(m, r.e.store == nil)
+	r.q.add(m, r.e.store == nil || r.memory)
 	r.e.addBytes(r, len(m.Data))
 	budget := r.e.opts.QueueBytes
 	over := r.e.overFor(r)
@@ -208,23 +222,70 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	if drop := r.q.enforce(budget); len(drop) > 0 {
 		r.discardLocked(drop)
 	}
+	lost := false
 	if next != r.state {
 		if next.Ended() {
 			// The final response is stored, and now so is the final state: a
 			// durable store gives both to the next process (see recover.go).
-			if err := r.e.put(r, next); err != nil {
+			if err := r.e.put(r, next); errors.Is(err, ErrStoreLost) {
+				lost = r.loseLocked()
+			} else if err != nil {
 				r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final state")
 			}
 		}
-		r.setStateLocked(next)
+		if !lost {
+			r.setStateLocked(next)
+		}
 	}
 	r.mu.Unlock()
+	if lost {
+		r.kick(Message{})
+		return seq, nil
+	}
 	if k == KindResponse || over {
 		r.e.trim(r.principal, false)
 	}
 	r.kick(m)
 	return seq, nil
 }
+
+// appendFinalLocked tries again to store m, a final response whose Append
+// failed with err, for as long as the store is unavailable (an outage longer
+// than it waits): a result is not dropped, and the request does not stay
+// processing with nobody to end it. Meanwhile r.mu is released (a getStatus, a
+// resume, a cancel of the request are answered) and no other message is
+// queued (finishing), so that the response stays the last. It gives up on an
+// error that says the store will not take it (the request is unknown to it,
+// lost, or another instance's), when the request leaves the engine (cancelled)
+// and when the engine closes. It returns the last error, nil once stored, with
+// r.mu held again.
+func (r *Request) appendFinalLocked(m Message, err error) error {
+	r.finishing = true
+	defer func() { r.finishing = false }()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrStoreLost) && !errors.Is(err, ErrClaimed) {
+		r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the final response; trying again")
+		r.mu.Unlock()
+		t.Reset(finalRetry)
+		select {
+		case <-t.C:
+			err = r.e.store.Append(r.e.ctx, r.hash, m)
+		case <-r.e.ctx.Done():
+		}
+		r.mu.Lock()
+		switch {
+		case r.gone.Load():
+			return r.endedErrLocked()
+		case err != nil && r.e.ctx.Err() != nil:
+			return ErrClosed
+		}
+	}
+	return err
+}
+
+// finalRetry is the pause between tries of storing a final response.
+const finalRetry = time.Second
 
 // recordLocked returns the request's Record with state.
 func (r *Request) recordLocked(state State) Record {
@@ -495,6 +556,45 @@ func (r *Request) freeLocked(final State) {
 	r.e.forget(r, final)
 }
 
+// loseLocked ends the request once its Store has reported that it lost what it
+// held of it (a call failed wrapping ErrStoreLost: its stream or bucket was
+// gone, and made anew). Its queued messages are gone with the store's copy; its
+// handler's context ends (cause ErrStoreLost, so that no handler's response
+// follows); Options.Ended's response for ErrStoreLost becomes its final
+// response, failed, kept in memory from now on (memory), and stored anew for
+// other instances and a later process when the store takes it. A client that
+// resumes gets that response, not a gap in its messages. It reports whether it
+// queued the response: false for a request gone, or lost before.
+func (r *Request) loseLocked() bool {
+	if r.gone.Load() || r.memory {
+		return false
+	}
+	r.memory = true
+	r.cancel(ErrStoreLost)
+	r.e.addBytes(r, -r.q.bytes)
+	r.q = outbox{last: r.q.last, dropped: r.q.dropped}
+	r.dropWinLocked(len(r.win))
+	seq := r.q.next()
+	m := Message{Seq: seq, Kind: KindResponse, Failed: true, Data: r.e.opts.Ended(r.id, seq, ErrStoreLost)}
+	r.q.add(m, true)
+	r.e.addBytes(r, len(m.Data))
+	r.delivered = false
+	r.e.log.Warn().Str("request", string(r.id)).Msg("the store lost the request: it ends failed, with that reason")
+	// Stored anew, once the store has forgotten what it lost.
+	err := r.e.store.Delete(r.e.ctx, r.hash)
+	if err == nil {
+		err = r.e.put(r, StateFailed)
+	}
+	if err == nil {
+		err = r.e.store.Append(r.e.ctx, r.hash, m)
+	}
+	if err != nil {
+		r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing a lost request's response; kept in memory only")
+	}
+	r.setStateLocked(StateFailed)
+	return true
+}
+
 // endedErrLocked is the error of a call on a request that has left the engine:
 // ErrEnded, and what ended it (ErrCancelled, ErrExpired or ErrAcknowledged), as
 // its tombstone tells a lookup.
@@ -573,7 +673,16 @@ func (r *Request) drain(a *attachment, next Message) {
 			continue
 		}
 		next = Message{}
+		lost := false
 		for m, err := range r.replay(after) {
+			if errors.Is(err, ErrStoreLost) {
+				r.mu.Lock()
+				lost = r.loseLocked()
+				r.mu.Unlock()
+				if lost {
+					break // deliver the response that says so
+				}
+			}
 			if err != nil {
 				if !errors.Is(err, ErrNotFound) {
 					r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("replaying queued messages")
@@ -584,6 +693,9 @@ func (r *Request) drain(a *attachment, next Message) {
 			if !r.deliverWin(a, m.Seq) || !r.deliver(a, m) {
 				return
 			}
+		}
+		if lost {
+			continue
 		}
 		if !r.deliverWin(a, math.MaxUint64) {
 			return
@@ -656,7 +768,10 @@ func (r *Request) dropWinLocked(n int) {
 // replay returns the queued messages after sequence number after: from the Store,
 // or without one from the outbox, which then holds them.
 func (r *Request) replay(after uint64) iter.Seq2[Message, error] {
-	if r.e.store != nil {
+	r.mu.Lock()
+	memory := r.memory
+	r.mu.Unlock()
+	if r.e.store != nil && !memory {
 		return r.e.store.Replay(r.e.ctx, r.hash, after)
 	}
 	r.mu.Lock()

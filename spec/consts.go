@@ -95,6 +95,10 @@ const (
 	ReasonServerRestarted Reason = "server_restarted"
 	// ReasonOwnerLost: the instance running the request is gone.
 	ReasonOwnerLost Reason = "owner_lost"
+	// ReasonStoreLost: the durable store lost what it held of the request (its
+	// NATS stream or bucket was deleted, or NATS came back without its data):
+	// its messages and result are gone, and it ended failed.
+	ReasonStoreLost Reason = "store_lost"
 
 	ReasonParseError      Reason = "parse_error"
 	ReasonInvalidRequest  Reason = "invalid_request"

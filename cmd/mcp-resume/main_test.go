@@ -18,8 +18,13 @@ import (
 )
 
 // The test binary doubles as the mcp-resume binary: with MCP_RESUME_TEST_ARGS set it
-// runs the command instead of the tests, so the suite talks to a real subprocess.
+// runs the command instead of the tests, so the suite talks to a real subprocess;
+// with MCP_RESUME_TEST_NATS set it is a NATS server of its own (natsProcess).
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("MCP_RESUME_TEST_NATS"); dir != "" {
+		natsProcess(dir)
+		return
+	}
 	if args := os.Getenv("MCP_RESUME_TEST_ARGS"); args != "" {
 		if strings.HasPrefix(args, "gateway ") {
 			// The gateway's upstream child is this binary again, as the

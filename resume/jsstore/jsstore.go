@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 )
@@ -72,6 +73,9 @@ type Options struct {
 	// (serve --data-dir with --sync periodic): in a cluster another instance
 	// looks records up.
 	DeferRecords bool
+	// Logger receives what the store does on its own (a stream or bucket found
+	// gone and made anew). Nil means none.
+	Logger *zerolog.Logger
 }
 
 func (o *Options) withDefaults() Options {
@@ -117,6 +121,12 @@ type Store struct {
 	timeout time.Duration
 	// win holds the message publishes in flight (see window).
 	win *window
+	// streamCfg and kvCfg make the stream and the bucket (New, and checkStore
+	// when they are gone).
+	streamCfg jetstream.StreamConfig
+	kvCfg     jetstream.KeyValueConfig
+	// bg: the store's checks of its stream and bucket (see lost.go).
+	bg sync.WaitGroup
 
 	mu   sync.Mutex // guards reqs, undeleted, dirty, armed, closed and every request's fields
 	reqs map[resume.TokenHash]*request
@@ -128,6 +138,10 @@ type Store struct {
 	armed bool
 	// closed: Close has run; nothing is scheduled any more.
 	closed bool
+	// checking: a check of the stream and the bucket runs; checked: when the
+	// last one ended (see lost.go).
+	checking bool
+	checked  time.Time
 }
 
 // request is what this process knows of a request's messages: where each one
@@ -135,9 +149,12 @@ type Store struct {
 // process, or found in the bucket); its index is complete once loaded.
 type request struct {
 	loaded bool
-	held   []loc  // ascending seq
-	rev    uint64 // the revision of its record this store last wrote or read; 0: unknown
-	owner  string // the record's Owner at rev
+	// lost: the stream or the bucket was gone and made anew since the store
+	// knew the request (see lost.go).
+	lost  bool
+	held  []loc  // ascending seq
+	rev   uint64 // the revision of its record this store last wrote or read; 0: unknown
+	owner string // the record's Owner at rev
 	// doomed: discarded messages still in the stream, deleted in batches (see
 	// Discard).
 	doomed []loc
@@ -239,7 +256,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, err)
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	streamCfg := jetstream.StreamConfig{
 		Name:        o.Stream,
 		Description: "mcp-resume: queued messages of resumable requests, one subject per request",
 		Subjects:    []string{o.Subject + ".*"},
@@ -250,7 +267,8 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		Storage:     storage,
 		Replicas:    streamR,
 		AllowDirect: true,
-	})
+	}
+	stream, err := js.CreateOrUpdateStream(ctx, streamCfg)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, replicas.Error(err, streamR, had))
 	}
@@ -258,14 +276,15 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kvCfg := jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
 		Description: "mcp-resume: records of resumable requests, keyed by token hash",
 		History:     recordHistory,
 		TTL:         o.MaxAge,
 		Storage:     storage,
 		Replicas:    bucketR,
-	})
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, kvCfg)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, replicas.Error(err, bucketR, had))
 	}
@@ -281,13 +300,15 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	case jo.APIPrefix != "":
 		api = strings.TrimSuffix(jo.APIPrefix, ".") + "."
 	}
-	return &Store{
+	s := &Store{
 		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, api: api, timeout: js.Options().DefaultTimeout,
-		win:        newWindow(js.Options().DefaultTimeout),
+		win: newWindow(js.Options().DefaultTimeout), streamCfg: streamCfg, kvCfg: kvCfg,
 		replicated: kvs.CachedInfo().Config.Replicas > 1,
 		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
 		dirty: make(map[resume.TokenHash]struct{}),
-	}, nil
+	}
+	s.win.onFail = s.suspect
+	return s, nil
 }
 
 // Stream returns the stream of queued messages (for inspection: its state).
@@ -311,6 +332,9 @@ func (s *Store) subject(h resume.TokenHash) string { return s.opts.Subject + "."
 // whose requests another instance claimed meanwhile, out of their records in the
 // moments before it finds its lease gone.
 func (s *Store) Put(ctx context.Context, rec resume.Record) error {
+	if err := s.lostErr(rec.Hash); err != nil {
+		return err
+	}
 	if s.opts.DeferRecords && rec.State == resume.StateProcessing && s.deferRecord(rec) {
 		return nil
 	}
@@ -457,6 +481,7 @@ func (s *Store) putNow(ctx context.Context, rec resume.Record) error {
 		}
 	}
 	if err != nil {
+		s.suspect(err)
 		return fmt.Errorf("jsstore: putting record %s: %w", key(rec.Hash)[:12], err)
 	}
 	s.mu.Lock()
@@ -620,6 +645,9 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 	if err := s.ensure(ctx, h); err != nil {
 		return err
 	}
+	if err := s.lostErr(h); err != nil {
+		return err
+	}
 	if err := s.connected(ctx); err != nil {
 		return fmt.Errorf("jsstore: appending message %d of %s: %w", m.Seq, key(h)[:12], err)
 	}
@@ -765,6 +793,11 @@ func (s *Store) send(p *pending) {
 	s.publish(context.Background(), p)
 }
 
+// noRetry: a publish nobody answers fails at once, instead of nats.go sending
+// it again on its own, later, maybe to a stream made anew (see lost.go); settle
+// sends again what failed.
+var noRetry = jetstream.WithRetryAttempts(0)
+
 // publish sends p with its message id, once a slot of the window is free
 // (waiting for one until ctx ends). A publish that cannot be sent (ctx ended,
 // the connection is not up, its own window stays full) leaves p failed, for
@@ -791,7 +824,7 @@ func (s *Store) publish(ctx context.Context, p *pending) {
 	}
 	var fut jetstream.PubAckFuture
 	if nc.Status() == nats.CONNECTED { // still, after a wait for the window
-		fut, err = s.js.PublishMsgAsync(p.msg)
+		fut, err = s.js.PublishMsgAsync(p.msg, noRetry)
 	} else {
 		err = nats.ErrConnectionReconnecting
 	}
@@ -843,6 +876,9 @@ func reapLocked(r *request) {
 // ids, which the deduplication window absorbs for any that was stored after all;
 // for up to Options.OutageWait.
 func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
+	if s.lostErr(h) != nil {
+		return nil // nothing of it is to be stored in the stream made anew
+	}
 	s.flush(h)
 	end := time.Now().Add(s.opts.OutageWait)
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
@@ -1008,7 +1044,7 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 	}
 	s.mu.Lock()
 	r := s.reqs[h]
-	if r == nil {
+	if r == nil || r.lost { // a lost request's index names another stream's messages
 		s.mu.Unlock()
 		return nil
 	}
@@ -1061,6 +1097,7 @@ func (s *Store) Close(ctx context.Context) error {
 	s.closed = true
 	s.mu.Unlock()
 	s.win.wait()
+	s.bg.Wait()
 	return first
 }
 
@@ -1083,7 +1120,7 @@ func (s *Store) sweep(ctx context.Context, h resume.TokenHash, all bool) error {
 	}
 	s.mu.Lock()
 	r := s.reqs[h]
-	if r == nil {
+	if r == nil || r.lost { // a lost request's index names another stream's messages
 		s.mu.Unlock()
 		return nil
 	}
@@ -1145,6 +1182,10 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 			yield(resume.Message{}, err)
 			return
 		}
+		if err := s.lostErr(h); err != nil {
+			yield(resume.Message{}, err)
+			return
+		}
 		s.mu.Lock()
 		r := s.reqs[h]
 		if r == nil { // deleted meanwhile
@@ -1194,6 +1235,10 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 				default:
 					var ok bool
 					if m, ok = stored[l.seq]; !ok {
+						if err := s.lostErr(h); err != nil {
+							yield(resume.Message{}, err) // with the stream
+							return
+						}
 						continue // deleted meanwhile (the request ended)
 					}
 				}
@@ -1410,15 +1455,22 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	// A message not sent yet never is; a publish still unacknowledged would
 	// land after the purge.
 	s.mu.Lock()
+	lost := false
 	if r := s.reqs[h]; r != nil {
 		for _, p := range r.unsent {
 			p.drop()
 		}
 		r.gen++
 		r.unwritten, r.shown = nil, nil
+		if lost = r.lost; lost { // nothing of it to wait for: its subject is purged
+			r.held, r.doomed = nil, nil
+		}
 	}
 	s.mu.Unlock()
-	err := s.settle(ctx, h)
+	var err error
+	if !lost {
+		err = s.settle(ctx, h)
+	}
 	if err == nil {
 		err = s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h) })
 	}
@@ -1642,6 +1694,7 @@ func (s *Store) retry(ctx context.Context, op func(ctx context.Context) error) e
 			tctx, cancel := context.WithDeadline(ctx, deadline)
 			err = op(tctx)
 			cancel()
+			s.suspect(err)
 			if err == nil || ctx.Err() != nil || !unreachable(err) {
 				return err
 			}

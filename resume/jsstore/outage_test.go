@@ -621,3 +621,68 @@ func (l *listening) stop() {
 		l.srv = nil
 	}
 }
+
+// TestCompleteOutlivesOutage: a request completes while NATS is gone for longer
+// than the store waits. Its final response is tried again until NATS is back,
+// then stored: the client that resumes gets it, and so does a new process.
+func TestCompleteOutlivesOutage(t *testing.T) {
+	ctx := t.Context()
+	srv := listen(t, t.TempDir())
+	nc, js := dialNATS(t, "nats://"+srv.addr, 0)
+	st, err := jsstore.New(ctx, js, &jsstore.Options{OutageWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
+	e := resume.New(ws, nil)
+	defer e.Close()
+	r, tok, err := e.Start([]byte(`"late"`), &resume.StartOptions{AckMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := resume.HashToken(tok)
+	if _, err := r.Append(resume.KindProgress, "p", encodeAs(`"late"`, "progress")); err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+	waitFor(t, "the client to lose NATS", func() bool { return nc.Status() != nats.CONNECTED })
+	before := ws.count(call{"write", h})
+	done := make(chan error, 1)
+	var final uint64
+	go func() {
+		var err error
+		final, err = r.Complete(false, encodeAs(`"late"`, "result"))
+		done <- err
+	}()
+	waitFor(t, "the final response to be tried twice", func() bool { return ws.count(call{"write", h}) >= before+2 })
+	if s := r.Status().State; s != resume.StateProcessing {
+		t.Fatalf("state %s before the response is stored, want processing", s)
+	}
+	srv.start()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Complete did not return within 20 s of NATS coming back")
+	}
+	out := &sink{}
+	if err := r.Attach(out, 0); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the response", func() bool { return len(out.got()) == 2 })
+	if got := out.got(); got[1].Seq != final || got[1].Kind != resume.KindResponse {
+		t.Fatalf("resumed with %d messages, the last %d; want the response %d", len(got), got[1].Seq, final)
+	}
+	if err := st.Sweep(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := replay(t, fresh, h); len(got) != 2 || got[1].Seq != final {
+		t.Fatalf("a new process replays %d messages; want the progress and the response", len(got))
+	}
+}

@@ -2,6 +2,7 @@ package jsstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -41,6 +42,8 @@ const maxInFlight = 256
 // publish through to find out.
 type window struct {
 	lost time.Duration
+	// onFail is told of the error of each publish that failed.
+	onFail func(error)
 
 	mu      sync.Mutex // guards the fields below
 	q       []*attempt // sent, not resolved, in order
@@ -51,6 +54,9 @@ type window struct {
 	running bool          // the resolving goroutine runs
 	wg      sync.WaitGroup
 }
+
+// errNoAck: a publish had no acknowledgement for the window's time.
+var errNoAck = errors.New("jsstore: no acknowledgement in time")
 
 // attempt is one publish of a pending message.
 type attempt struct {
@@ -148,11 +154,11 @@ func (w *window) resolve() {
 		t.Reset(w.lost)
 		select {
 		case ack := <-a.fut.Ok():
-			w.end(a, ack)
-		case <-a.fut.Err():
-			w.end(a, nil)
+			w.end(a, ack, nil)
+		case err := <-a.fut.Err():
+			w.end(a, nil, err)
 		case <-t.C:
-			w.end(a, nil)
+			w.end(a, nil, errNoAck)
 			w.giveUp()
 		}
 	}
@@ -168,17 +174,21 @@ func (w *window) giveUp() {
 	for _, a := range q {
 		select {
 		case ack := <-a.fut.Ok():
-			w.end(a, ack)
+			w.end(a, ack, nil)
 		default:
-			w.end(a, nil)
+			w.end(a, nil, nil)
 		}
 	}
 }
 
 // end records a's outcome in its message (stored at ack's sequence; failed for
-// a nil ack, unless another attempt stored it), and frees its slot and every
-// ghost's (acknowledged), or keeps its slot as a ghost (failed).
-func (w *window) end(a *attempt, ack *jetstream.PubAck) {
+// a nil ack, unless another attempt stored it, with err when the publish
+// failed), and frees its slot and every ghost's (acknowledged), or keeps its
+// slot as a ghost (failed).
+func (w *window) end(a *attempt, ack *jetstream.PubAck, err error) {
+	if err != nil && w.onFail != nil {
+		w.onFail(err)
+	}
 	p := a.p
 	p.mu.Lock()
 	switch {
