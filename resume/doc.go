@@ -70,6 +70,17 @@
 // response itself says whether it failed (Message.Failed), so a restart tells
 // them apart. See recover.go.
 //
+// # When the Store fails
+//
+// A Store call that fails is not the end of a request: a message that could not
+// be queued is dropped (logged), but a final response is tried again until the
+// Store takes it, the request is cancelled, or the engine closes (the request
+// stays processing meanwhile, and answers getStatus, resume and cancel). A
+// Store that lost what it held of a request (a call fails wrapping
+// ErrStoreLost) has it end as failed with Options.Ended's response for
+// ErrStoreLost, kept in memory and stored anew: its client gets the reason, not
+// a gap (Request.loseLocked).
+//
 // # Bounded memory
 //
 // Each request has a byte budget (Options.QueueBytes). Over it, queued progress

@@ -39,8 +39,9 @@
 // background, with at most maxInFlight (256) of the store's publishes in flight:
 // a writer faster than the stream waits for it, and nothing that waits for an
 // acknowledgement waits behind more than that (see window). While the connection
-// is down nothing is published, and Append waits for it (Options.OutageWait). A message discarded before it was sent (delivered to a client
-// attached without acks) is never sent, so a request streaming to such a client
+// is down nothing is published, and Append waits for it (Options.OutageWait).
+// A message discarded before it was sent (delivered to a client attached
+// without acks) is never sent, so a request streaming to such a client
 // costs the stream nothing. With Options.DeferRecords a new request's record
 // waits the same way (Get answers with it meanwhile), and one that ends first is
 // written once, with its final state. A Discard batch, the Put of a final state,
@@ -53,6 +54,13 @@
 // One store instance per engine; engines of several processes share a stream and
 // a bucket only as instances of a cluster (resume/cluster), each request owned by
 // one of them (Record.Owner, Claim).
+//
+// # Losing the stream or the bucket
+//
+// NATS can come back without them (deleted, or a server restarted on an empty
+// directory). The store notices (see lost.go), makes them anew, and reports
+// every request it held as lost (resume.ErrStoreLost): nothing waits for a
+// stream that is not there, and new requests are stored again.
 //
 // # Crashes
 //
