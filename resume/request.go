@@ -240,7 +240,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	r.mu.Unlock()
 	if lost {
 		r.kick(Message{})
-		return seq, nil
+		return seq, fmt.Errorf("storing the final state: %w", ErrStoreLost)
 	}
 	if k == KindResponse || over {
 		r.e.trim(r.principal, false)
@@ -279,6 +279,9 @@ func (r *Request) appendFinalLocked(m Message, err error) error {
 			return r.endedErrLocked()
 		case err != nil && r.e.ctx.Err() != nil:
 			return ErrClosed
+		}
+		if err == nil {
+			return nil
 		}
 	}
 	return err
@@ -566,8 +569,8 @@ func (r *Request) freeLocked(final State) {
 // resumes gets that response, not a gap in its messages. It reports whether it
 // queued the response: false for a request gone, or lost before.
 func (r *Request) loseLocked() bool {
-	if r.gone.Load() || r.memory {
-		return false
+	if r.gone.Load() || r.memory || r.finishing {
+		return false // a final response waiting for the store learns it from its Append
 	}
 	r.memory = true
 	r.cancel(ErrStoreLost)
@@ -580,13 +583,19 @@ func (r *Request) loseLocked() bool {
 	r.e.addBytes(r, len(m.Data))
 	r.delivered = false
 	r.e.log.Warn().Str("request", string(r.id)).Msg("the store lost the request: it ends failed, with that reason")
-	// Stored anew, once the store has forgotten what it lost.
+	// Stored anew, once the store has forgotten what it lost, as a request that
+	// ends: its record (never to run again), its response, its final state.
 	err := r.e.store.Delete(r.e.ctx, r.hash)
 	if err == nil {
-		err = r.e.put(r, StateFailed)
+		rec := r.recordLocked(StateProcessing)
+		rec.Payload = nil
+		err = r.e.store.Put(r.e.ctx, rec)
 	}
 	if err == nil {
 		err = r.e.store.Append(r.e.ctx, r.hash, m)
+	}
+	if err == nil {
+		err = r.e.put(r, StateFailed)
 	}
 	if err != nil {
 		r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing a lost request's response; kept in memory only")
@@ -677,10 +686,17 @@ func (r *Request) drain(a *attachment, next Message) {
 		for m, err := range r.replay(after) {
 			if errors.Is(err, ErrStoreLost) {
 				r.mu.Lock()
-				lost = r.loseLocked()
+				lost = r.loseLocked() || r.memory
+				finishing := !lost && r.finishing
+				if finishing {
+					a.draining = false // the final response's Append ends it, and kicks
+				}
 				r.mu.Unlock()
 				if lost {
-					break // deliver the response that says so
+					break // deliver the response that says so, from memory
+				}
+				if finishing {
+					return
 				}
 			}
 			if err != nil {

@@ -142,6 +142,9 @@ type Store struct {
 	// last one ended (see lost.go).
 	checking bool
 	checked  time.Time
+	// created: when the stream and the bucket's stream this store writes to
+	// were made (JetStream's StreamInfo.Created): one made anew differs.
+	created [2]time.Time
 }
 
 // request is what this process knows of a request's messages: where each one
@@ -305,7 +308,8 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		win: newWindow(js.Options().DefaultTimeout), streamCfg: streamCfg, kvCfg: kvCfg,
 		replicated: kvs.CachedInfo().Config.Replicas > 1,
 		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
-		dirty: make(map[resume.TokenHash]struct{}),
+		dirty:   make(map[resume.TokenHash]struct{}),
+		created: [2]time.Time{stream.CachedInfo().Created, kvs.CachedInfo().Created},
 	}
 	s.win.onFail = s.suspect
 	return s, nil
@@ -357,6 +361,9 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 		// stored only after them, and after the deletion of those it
 		// discarded (a later process recovers it as it is now).
 		if err := s.sweep(ctx, rec.Hash, true); err != nil {
+			return err
+		}
+		if err := s.lostErr(rec.Hash); err != nil { // while it waited
 			return err
 		}
 	}
@@ -654,10 +661,11 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 	data := wire.EncodeMessage(m)
 	msgID := key(h) + "." + strconv.FormatUint(m.Seq, 10)
 	p := &pending{seq: m.Seq, msg: &nats.Msg{Subject: s.subject(h), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
-	if s.queue(h, loc{seq: m.Seq, pend: p, data: data}) >= flushBatch {
+	n, err := s.queue(h, loc{seq: m.Seq, pend: p, data: data})
+	if n >= flushBatch {
 		s.flush(h)
 	}
-	return nil
+	return err
 }
 
 // connected waits until the connection is up, for at most Options.OutageWait.
@@ -682,14 +690,18 @@ func (s *Store) connected(ctx context.Context) error {
 	return nil
 }
 
-// queue indexes l, whose message is not sent yet, and schedules its sending;
+// queue indexes l, whose message is not sent yet, and schedules its sending
+// (resume.ErrStoreLost for a lost request);
 // it returns how many of request h's messages wait.
-func (s *Store) queue(h resume.TokenHash, l loc) int {
+func (s *Store) queue(h resume.TokenHash, l loc) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.reqs[h]
 	if r == nil || !r.loaded {
-		return 0
+		return 0, nil
+	}
+	if r.lost { // while Append waited for the connection
+		return 0, fmt.Errorf("jsstore: request %s: %w", key(h)[:12], resume.ErrStoreLost)
 	}
 	r.held = append(r.held, l)
 	for i := len(r.held) - tailKeep - 1; i >= 0 && r.held[i].data != nil; i-- {
@@ -698,7 +710,7 @@ func (s *Store) queue(h resume.TokenHash, l loc) int {
 	reapLocked(r)
 	r.unsent = append(r.unsent, l.pend)
 	s.dirtyLocked(h)
-	return len(r.unsent)
+	return len(r.unsent), nil
 }
 
 // dirtyLocked schedules the flush of request h's waiting writes.
@@ -885,6 +897,10 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 		s.mu.Lock()
 		r := s.reqs[h]
 		var wait []*pending
+		if r != nil && r.lost { // meanwhile: nothing of it goes to the stream made anew
+			s.mu.Unlock()
+			return nil
+		}
 		if r != nil {
 			for _, ls := range [][]loc{r.held, r.doomed} {
 				for _, l := range ls {
@@ -1235,6 +1251,9 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 				default:
 					var ok bool
 					if m, ok = stored[l.seq]; !ok {
+						if s.isHeld(h, l.seq) {
+							s.verify(ctx) // held, yet not in the stream: is it the same stream?
+						}
 						if err := s.lostErr(h); err != nil {
 							yield(resume.Message{}, err) // with the stream
 							return

@@ -18,13 +18,15 @@ import (
 // for good, which the store would otherwise take for an outage and wait out.
 // So an error that may mean they are gone (nobody answers a publish or a read,
 // a publish is not acknowledged in time, or JetStream says the stream does not
-// exist) makes the store check, at most
-// once every checkEvery and one check at a time. A stream or bucket found gone
-// twice, confirmWait apart, is made anew with the store's configuration, so that
-// new requests are stored again; every request the store knew at that moment is
-// lost: its calls fail wrapping resume.ErrStoreLost (the engine ends it with
-// that reason, see resume.Request), until its Delete, after which the store
-// takes it as new.
+// exist) makes the store check, at most once every checkEvery and one check at
+// a time. Each stream is known by when it was created (StreamInfo.Created). A
+// stream or bucket found gone twice, confirmWait apart, is made anew with the
+// store's configuration, so that new requests are stored again; one made anew
+// by another instance meanwhile is found so too, and so is it by a Replay that
+// misses a message it holds. Either way every request the store knew at that
+// moment is lost: its calls fail wrapping resume.ErrStoreLost (the engine ends
+// it with that reason, see resume.Request) until its Delete, after which the
+// store takes it as new.
 
 const (
 	checkEvery  = time.Second
@@ -60,7 +62,8 @@ func (s *Store) suspect(err error) {
 }
 
 // checkStore makes the stream and the bucket anew when they are gone, and
-// marks every request known now as lost.
+// marks every request known now as lost when they were (or another instance
+// made them anew meanwhile).
 func (s *Store) checkStore() {
 	defer func() {
 		s.mu.Lock()
@@ -69,16 +72,51 @@ func (s *Store) checkStore() {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), confirmWait+4*s.timeout)
 	defer cancel()
-	if !s.gone(ctx) {
+	gone, replaced := s.compare(ctx)
+	if !gone && !replaced {
 		return
 	}
-	t := time.NewTimer(confirmWait)
-	defer t.Stop()
-	<-t.C
-	if !s.gone(ctx) {
+	if gone { // twice, confirmWait apart: not a moment of a cluster's election
+		t := time.NewTimer(confirmWait)
+		defer t.Stop()
+		<-t.C
+		if gone, replaced = s.compare(ctx); !gone && !replaced {
+			return
+		}
+	}
+	n := s.loseAll()
+	if replaced && !gone {
+		s.log(fmt.Errorf("jsstore: the stream or the bucket was made anew elsewhere; %d requests lost", n))
+		s.identify(ctx)
 		return
 	}
+	_, err := s.js.CreateOrUpdateStream(ctx, s.streamCfg)
+	if err == nil {
+		_, err = s.js.CreateOrUpdateKeyValue(ctx, s.kvCfg)
+	}
+	if err != nil {
+		s.log(fmt.Errorf("jsstore: the stream or the bucket is gone (%d requests lost); making them anew: %w", n, err))
+		return
+	}
+	s.identify(ctx)
+	s.log(fmt.Errorf("jsstore: the stream or the bucket was gone; made anew, %d requests lost", n))
+}
+
+// verify marks every request known now as lost when the stream or the bucket
+// is not the one this store wrote to (gone, or made anew).
+func (s *Store) verify(ctx context.Context) {
+	if gone, replaced := s.compare(ctx); gone || replaced {
+		n := s.loseAll()
+		s.identify(ctx)
+		s.log(fmt.Errorf("jsstore: the stream or the bucket was made anew elsewhere; %d requests lost", n))
+	}
+}
+
+// loseAll marks every request known now as lost, and drops what they have
+// waiting to be sent; it returns how many it marked.
+func (s *Store) loseAll() int {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
 	for _, r := range s.reqs {
 		if !r.lost {
@@ -90,26 +128,39 @@ func (s *Store) checkStore() {
 		}
 		r.unsent = nil
 	}
-	s.mu.Unlock()
-	_, err := s.js.CreateOrUpdateStream(ctx, s.streamCfg)
-	if err == nil {
-		_, err = s.js.CreateOrUpdateKeyValue(ctx, s.kvCfg)
-	}
-	if err != nil {
-		s.log(fmt.Errorf("jsstore: the stream or the bucket is gone (%d requests lost); making them anew: %w", n, err))
-		return
-	}
-	s.log(fmt.Errorf("jsstore: the stream or the bucket was gone; made anew, %d requests lost", n))
+	return n
 }
 
-// gone reports whether the stream or the bucket's stream does not exist.
-func (s *Store) gone(ctx context.Context) bool {
-	for _, name := range []string{s.opts.Stream, "KV_" + s.opts.Bucket} {
-		if _, err := s.js.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
-			return true
+// streams are the names of the stream and of the bucket's stream, in the order
+// of Store.created.
+func (s *Store) streams() [2]string { return [2]string{s.opts.Stream, "KV_" + s.opts.Bucket} }
+
+// compare reports whether the stream or the bucket's stream does not exist
+// (gone), or is not the one this store wrote to (replaced).
+func (s *Store) compare(ctx context.Context) (gone, replaced bool) {
+	for i, name := range s.streams() {
+		st, err := s.js.Stream(ctx, name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			gone = true
+		case err == nil:
+			s.mu.Lock()
+			replaced = replaced || !st.CachedInfo().Created.Equal(s.created[i])
+			s.mu.Unlock()
 		}
 	}
-	return false
+	return gone, replaced
+}
+
+// identify records which stream and bucket the store writes to from now on.
+func (s *Store) identify(ctx context.Context) {
+	for i, name := range s.streams() {
+		if st, err := s.js.Stream(ctx, name); err == nil {
+			s.mu.Lock()
+			s.created[i] = st.CachedInfo().Created
+			s.mu.Unlock()
+		}
+	}
 }
 
 // log reports what the store did on its own, through Options.Logger.

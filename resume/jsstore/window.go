@@ -52,6 +52,7 @@ type window struct {
 	freed   chan struct{} // closed (and replaced) when a publish may take a slot
 	waiters int           // publishes waiting for freed
 	running bool          // the resolving goroutine runs
+	closed  bool          // wait has been called: no goroutine starts any more
 	wg      sync.WaitGroup
 }
 
@@ -124,9 +125,15 @@ func (w *window) release(probe bool) {
 	w.signalLocked()
 }
 
-// push adds a, sent with a slot taken, to the publishes in flight.
+// push adds a, sent with a slot taken, to the publishes in flight. After wait
+// (the store closed), a is given up at once.
 func (w *window) push(a *attempt) {
 	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		w.end(a, nil, nil)
+		return
+	}
 	defer w.mu.Unlock()
 	w.q = append(w.q, a)
 	if !w.running {
@@ -214,5 +221,11 @@ func (w *window) end(a *attempt, ack *jetstream.PubAck, err error) {
 	}
 }
 
-// wait waits for the resolving goroutine to end (once nothing is in flight).
-func (w *window) wait() { w.wg.Wait() }
+// wait waits for the resolving goroutine to end (once nothing is in flight),
+// and starts none after.
+func (w *window) wait() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.wg.Wait()
+}
