@@ -290,6 +290,10 @@ func (st *stream) serve(r *http.Request) {
 		// net/http finishes the response after serve returns (the chunked
 		// terminator): not under a deadline the last event set long ago.
 		_ = st.rc.SetWriteDeadline(time.Time{})
+		// The request that keeps this stream as its sink for a while (a result
+		// kept for --delivered-retention) must not keep the HTTP exchange too:
+		// its request, headers and buffers. Nothing writes to a closed stream.
+		st.w, st.rc, st.buf = nil, nil, nil
 		st.mu.Unlock()
 	}()
 	opts := &st.s.h.opts

@@ -1,0 +1,87 @@
+package streamable_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync"
+	"testing"
+	"weak"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
+)
+
+// An answered call whose result the engine keeps (resumable, for
+// --delivered-retention) keeps nothing of its HTTP exchange: the stream it was
+// written to, which the request holds as its sink, lets go of the response
+// writer, and with it of the request, its headers and net/http's buffers.
+func TestAnsweredCallKeepsNoExchange(t *testing.T) {
+	core := mcp.New(demo.Server("test"), nil)
+	h := streamable.NewHandler(core, nil)
+	var (
+		mu    sync.Mutex
+		calls []weak.Pointer[http.Request]
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			calls = append(calls, weak.Make(r))
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		h.Close()
+		srv.Close()
+		core.Close()
+	})
+	c := e2etest.NewClient(t, streamable.Dial(srv.URL+"/mcp", &streamable.ClientOptions{Client: srv.Client()}))
+	c.Initialize(`{"resumableRequests":{}}`)
+	const n = 20
+	for i := range n {
+		c.Send(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, i+1)
+		if resp, _ := c.Response(fmt.Sprint(i + 1)); e2etest.Text(resp) != "hi" {
+			t.Fatalf("call %d: %s", i+1, resp.Raw)
+		}
+	}
+	if live := core.Engine().Live(); live < n {
+		t.Fatalf("the engine holds %d requests, want the %d results kept", live, n)
+	}
+	srv.Client().CloseIdleConnections()
+	runtime.GC()
+	runtime.GC()
+	mu.Lock()
+	defer mu.Unlock()
+	kept := 0
+	for _, p := range calls {
+		if p.Value() != nil {
+			kept++
+		}
+	}
+	if kept > 1 { // the initialize's session may keep its own
+		t.Errorf("%d of %d HTTP requests still reachable after their calls were answered, want none", kept, len(calls))
+	}
+}
+
+// BenchmarkAnsweredCallHeld: what the server holds for each call it answered
+// while the results are kept (--delivered-retention): heap in use after a GC,
+// per call, after b.N echo calls of a resumable client.
+func BenchmarkAnsweredCallHeld(b *testing.B) {
+	c := newBenchClient(b, benchTargets[0]) // ours-resume
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	id := 0
+	for b.Loop() {
+		id++
+		c.call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, nil)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(id), "held-B/call")
+	b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects))/float64(id), "held-objs/call")
+}
