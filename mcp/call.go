@@ -490,7 +490,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		// (cancel by id, detach at the end); once it has ended, a result kept for
 		// retention needs nothing from this connection. Only stream reconnects
 		// (replay) look requests up by id after their call.
-		c.track(r, hidden, cl.st, so.Sink)
+		c.trackAs(tracked{r: r, hidden: hidden, sink: so.Sink, task: cl.task}, cl.st)
 	}
 	return r
 }
@@ -525,6 +525,15 @@ func (cl *call) connectionLost() {
 			r.Cancel()
 		}
 	}
+}
+
+// outlivesSession reports whether the call stays when its client ends the
+// session (DELETE): its client can come back for it from another session with a
+// token it holds (a resumable request's, a call key, a task id).
+func (cl *call) outlivesSession() bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return (cl.req != nil && !cl.hidden) || cl.task || cl.legacyTask || (cl.survives && !cl.done)
 }
 
 // flush runs after the handler returned: the notifications it sent are delivered

@@ -121,7 +121,7 @@ type tracked struct {
 	r      resume.Handle
 	hidden bool
 	sink   resume.Sink // where it was attached
-	// task: a task read here (tasks/result); it belongs to its principal, not
+	// task: a task (started or read here); it belongs to its principal, not
 	// to this session, and is never cancelled with it.
 	task bool
 }
@@ -234,7 +234,10 @@ func (c *connState) shutdown(cancel bool) {
 	c.running, c.attached = nil, nil
 	c.mu.Unlock()
 	for _, t := range attached {
-		if (cancel && !t.task) || t.hidden {
+		// The client holds a token of each of them but the hidden ones (a
+		// task's id is one), and a client that ends its session (DELETE) may
+		// still come back for what it holds a token of.
+		if t.hidden && !t.task {
 			t.r.Cancel()
 			continue
 		}
@@ -244,7 +247,7 @@ func (c *connState) shutdown(cancel bool) {
 	}
 	c.retriesClosed(nil)
 	for _, cl := range running {
-		if cancel {
+		if cancel && !cl.outlivesSession() {
 			cl.cancel(errClientCancel)
 			continue
 		}

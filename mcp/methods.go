@@ -39,7 +39,7 @@ func (c *connState) trackAs(t tracked, st Stream) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		if hidden {
+		if hidden && !t.task {
 			r.Cancel()
 		} else {
 			r.Detach(snk)

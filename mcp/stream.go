@@ -170,10 +170,11 @@ func (s *Server) Unpark(p *Parked) *Session {
 	return ss
 }
 
-// Close ends the session. With cancel (the client ended it), every request it
-// started or resumed is cancelled; without (it expired, or the server is shutting
-// down), requests whose client holds their token stay resumable for maxWait from
-// any session, and the rest are cancelled.
+// Close ends the session. Requests whose client holds a token of theirs (a
+// resumable request's, a call key, a task id) stay resumable for maxWait from any
+// session, and the rest are cancelled; with cancel (the client ended the
+// session) so are calls still connection-bound that a lost connection would
+// leave a moment to come back to.
 func (ss *Session) Close(cancel bool) { ss.c.shutdown(cancel) }
 
 // CloseStream asks the transport to close the stream the calling tool's messages

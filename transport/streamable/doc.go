@@ -24,7 +24,8 @@
 //   - GET: with Last-Event-ID, reconnects to the request stream that event belongs
 //     to and replays what follows it; without, opens the session's stream for
 //     messages of no request (one per session).
-//   - DELETE: ends the session and cancels its requests.
+//   - DELETE: ends the session and cancels its calls that the client holds no
+//     token of; tasks and resumable requests run on.
 //
 // Sessions: initialize gets an Mcp-Session-Id; every other message must carry it
 // (missing: 400, unknown or ended: 404). A session with no open stream ends after

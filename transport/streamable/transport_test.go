@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
@@ -183,8 +184,8 @@ func modernPing(id, version string) string {
 }
 
 // A second standalone GET stream on a session is refused; DELETE ends the session
-// and cancels its requests, which then answer "cancelled" to their token from
-// another session.
+// and its streams, and leaves a resumable request whose token the client holds
+// running: another session finds it processing, resumes it, and gets its result.
 func TestGetStreamAndDelete(t *testing.T) {
 	s := newServer(t, nil, nil)
 	c := s.raw(t)
@@ -203,7 +204,7 @@ func TestGetStreamAndDelete(t *testing.T) {
 		again.Body.Close()
 	}
 
-	call := c.do(context.Background(), http.MethodPost, countdown("9", 10, 10))
+	call := c.do(context.Background(), http.MethodPost, countdown("9", 2, 4))
 	ch := events(call.Body)
 	next(t, ch) // priming
 	pol := next(t, ch).msg()
@@ -226,8 +227,18 @@ func TestGetStreamAndDelete(t *testing.T) {
 	d := s.raw(t)
 	d.initialize(`{"resumableRequests":{}}`)
 	_, body := d.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"requests/getStatus","params":{"requestId":9,"resumeToken":%q}}`, token))
-	if !strings.Contains(body, `"reason":"cancelled"`) {
-		t.Errorf("getStatus after DELETE: %s, want reason cancelled", body)
+	if !strings.Contains(body, `"status":"processing"`) {
+		t.Fatalf("getStatus after DELETE: %s, want processing", body)
+	}
+	resumed := events(d.do(context.Background(), http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"requests/resume","params":{"resumeToken":%q}}`, token)).Body)
+	var result string
+	for ev := range resumed {
+		if m := ev.msg(); m["result"] != nil && fmt.Sprint(m["id"]) == "9" {
+			result = fmt.Sprint(m["result"])
+		}
+	}
+	if !strings.Contains(result, "countdown done") {
+		t.Errorf("the request resumed after DELETE: result %q, want its countdown's", result)
 	}
 }
 
@@ -548,4 +559,51 @@ func TestClosedHandler(t *testing.T) {
 			t.Errorf("%s after Close: %s %+v (%v), want 503 shutting_down", tc.name, resp.Status, e.Error, err)
 		}
 	}
+}
+
+// A 2025-11-25 task outlives the session that created it, DELETE included (SDKs
+// end a client that way by default): another session reads it working, and
+// gets its result.
+func TestTaskOutlivesDelete(t *testing.T) {
+	s := newServer(t, &mcp.Options{Tools: demo.Policies()}, nil)
+	a := s.raw(t)
+	a.initialize(`{}`)
+	_, body := a.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":2},"task":{"ttl":60000}}}`)
+	var created struct {
+		Result struct {
+			Task struct{ TaskID string } `json:"task"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lastData(body)), &created); err != nil || created.Result.Task.TaskID == "" {
+		t.Fatalf("CreateTaskResult: %s", body)
+	}
+	id := created.Result.Task.TaskID
+	if resp := a.do(context.Background(), http.MethodDelete, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %s", resp.Status)
+	} else {
+		resp.Body.Close()
+	}
+	b := s.raw(t)
+	b.initialize(`{}`)
+	if _, got := b.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q}}`, id)); !strings.Contains(got, `"status":"working"`) && !strings.Contains(got, `"status":"completed"`) {
+		t.Fatalf("tasks/get after the creating session's DELETE: %s, want working or completed", got)
+	}
+	if _, got := b.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":%q}}`, id)); !strings.Contains(got, "countdown done") {
+		t.Fatalf("tasks/result after the creating session's DELETE: %s, want the countdown's result", got)
+	}
+}
+
+// lastData returns the message of a POST's answer: the body when it is JSON,
+// else the last non-empty data line of its event stream.
+func lastData(body string) string {
+	if strings.HasPrefix(strings.TrimSpace(body), "{") {
+		return body
+	}
+	last := ""
+	for _, line := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: "); ok && strings.TrimSpace(d) != "" {
+			last = d
+		}
+	}
+	return last
 }
