@@ -115,7 +115,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.BoolVar(&verbose, "v", false, "print the request's id and resume token (for mcp-resume status) and each resume, on stderr")
 	fs.BoolVar(&asTask, "task", false, "run the call as a task of the server (it outlives this command; see mcp-resume task)")
 	fs.BoolVar(&detach, "detach", false, "with --task: print the task id alone on stdout and exit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 {
@@ -333,7 +333,7 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, statusUsage); fs.PrintDefaults() }
 	tg.flags(fs)
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {

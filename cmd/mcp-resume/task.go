@@ -104,7 +104,7 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, taskUsage); fs.PrintDefaults() }
 	tg.flags(fs)
 	fs.BoolVar(&asJSON, "json", false, "print the task or the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
 	op, id := fs.Arg(0), fs.Arg(1)

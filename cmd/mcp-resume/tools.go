@@ -36,7 +36,7 @@ func tools(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, toolsUsage); fs.PrintDefaults() }
 	tg.flags(fs)
 	fs.BoolVar(&asJSON, "json", false, "print the tools/list result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
