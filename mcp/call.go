@@ -91,6 +91,9 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 		}
 	} else {
 		cl.resumable, cl.ackMode = c.resumable.Load(), c.ackMode.Load()
+		if m.Method == string(mcp.MethodToolsList) && c.s.tasks {
+			cl.patch = c.s.taskSupport
+		}
 	}
 	if m.Method == string(mcp.MethodResourcesRead) {
 		cl.uri = addressed(m.Method, m.Params)
@@ -257,7 +260,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	s := cl.c.s
 	defer cl.cancel(nil)
 	ctx := s.srv.WithContext(cl.ctx, cl.sess)
-	if cl.patch != nil { // server/discover: it lists the versions served
+	if m.Method == spec.MethodServerDiscover { // it lists the versions served
 		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
 	}
 	if cl.listen {

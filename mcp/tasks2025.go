@@ -68,6 +68,36 @@ func advertiseTasks(result any) any {
 	return result
 }
 
+// taskSupport marks, in a 2025-era tools/list result, each tool whose calls
+// may become tasks (its Policy's Task): execution.taskSupport "optional" or
+// "required". 2025-11-25 reads an absent one as "forbidden", so a careful
+// client never asks for a task of a tool not marked.
+func (s *Server) taskSupport(result any) any {
+	mark := func(r *mcp.ListToolsResult) {
+		tools := make([]mcp.Tool, len(r.Tools))
+		for i, t := range r.Tools {
+			switch s.opts.policy(t.Name).Task {
+			case AsTask:
+				t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+			case TaskRequired:
+				t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportRequired}
+			}
+			tools[i] = t
+		}
+		r.Tools = tools
+	}
+	switch r := result.(type) {
+	case mcp.ListToolsResult:
+		mark(&r)
+		return r
+	case *mcp.ListToolsResult:
+		cp := *r
+		mark(&cp)
+		return &cp
+	}
+	return result
+}
+
 // legacyTask returns the task object of the 2025-11-25 form.
 func legacyTask(tid *taskID, status string, o resume.Options) map[string]any {
 	created := time.UnixMilli(tid.Created).UTC()

@@ -607,3 +607,36 @@ func lastData(body string) string {
 	}
 	return last
 }
+
+// A 2025-11-25 tools/list marks the tools whose calls may become tasks
+// (execution.taskSupport): an absent one means forbidden in that revision.
+func TestToolsListTaskSupport(t *testing.T) {
+	s := newServer(t, &mcp.Options{Tools: demo.Policies()}, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	_, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	var list struct {
+		Result struct {
+			Tools []struct {
+				Name      string
+				Execution *struct{ TaskSupport string } `json:"execution"`
+			}
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lastData(body)), &list); err != nil || len(list.Result.Tools) == 0 {
+		t.Fatalf("tools/list: %v %s", err, body)
+	}
+	for _, tool := range list.Result.Tools {
+		want := ""
+		if _, ok := demo.Policies()[tool.Name]; ok {
+			want = "optional"
+		}
+		got := ""
+		if tool.Execution != nil {
+			got = tool.Execution.TaskSupport
+		}
+		if got != want {
+			t.Errorf("tool %s: taskSupport %q, want %q", tool.Name, got, want)
+		}
+	}
+}
