@@ -55,12 +55,15 @@ func startNATS(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	read := make(chan struct{}) // the reader of its stdout has ended
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-read
 		_ = cmd.Wait()
 	})
 	addr := make(chan string, 1)
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(out)
 		if sc.Scan() {
 			addr <- sc.Text()

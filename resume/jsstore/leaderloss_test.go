@@ -1,8 +1,6 @@
 package jsstore_test
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,42 +61,13 @@ func TestLeaderLoss(t *testing.T) {
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
 	e := resume.New(ws, &resume.Options{Logger: &log})
 
-	var writers []*writer
-	for i := range 4 {
-		w := &writer{id: fmt.Sprint(i), tried: make(map[uint64]string)}
-		so := &resume.StartOptions{AckMode: true}
-		if i == 3 {
-			w.out = &sink{}
-			so = &resume.StartOptions{Sink: w.out}
-		}
-		r, tok, err := e.Start([]byte(w.id), so)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.r, w.h = r, resume.HashToken(tok)
-		writers = append(writers, w)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, w := range writers {
-		wg.Go(func() { w.run(stop) })
-	}
-	var once sync.Once
-	stopWriters := func() { once.Do(func() { close(stop); wg.Wait() }) }
+	writers := newWriters(t, e)
+	stopWriters := runWriters(writers)
 	t.Cleanup(func() {
 		e.Close()
 		stopWriters()
 	})
-	each := func(f func(w *writer) bool) func() bool {
-		return func() bool {
-			for _, w := range writers {
-				if !f(w) {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	each := func(f func(w *writer) bool) func() bool { return all(writers, f) }
 
 	waitFor(t, "5 messages of each request", each(func(w *writer) bool { return w.acked() >= 5 }))
 	reached := make(map[*writer]int)

@@ -72,22 +72,22 @@ func (s *Store) checkStore() {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), confirmWait+4*s.timeout)
 	defer cancel()
-	gone, replaced := s.compare(ctx)
-	if !gone && !replaced {
+	gone, seen := s.compare(ctx)
+	if !gone && seen == nil {
 		return
 	}
 	if gone { // twice, confirmWait apart: not a moment of a cluster's election
 		t := time.NewTimer(confirmWait)
 		defer t.Stop()
 		<-t.C
-		if gone, replaced = s.compare(ctx); !gone && !replaced {
+		if gone, seen = s.compare(ctx); !gone && seen == nil {
 			return
 		}
 	}
 	n := s.loseAll()
-	if replaced && !gone {
+	if !gone {
+		s.identify(*seen)
 		s.log(fmt.Errorf("jsstore: the stream or the bucket was made anew elsewhere; %d requests lost", n))
-		s.identify(ctx)
 		return
 	}
 	_, err := s.js.CreateOrUpdateStream(ctx, s.streamCfg)
@@ -98,16 +98,20 @@ func (s *Store) checkStore() {
 		s.log(fmt.Errorf("jsstore: the stream or the bucket is gone (%d requests lost); making them anew: %w", n, err))
 		return
 	}
-	s.identify(ctx)
+	if _, seen := s.compare(ctx); seen != nil {
+		s.identify(*seen)
+	}
 	s.log(fmt.Errorf("jsstore: the stream or the bucket was gone; made anew, %d requests lost", n))
 }
 
 // verify marks every request known now as lost when the stream or the bucket
 // is not the one this store wrote to (gone, or made anew).
 func (s *Store) verify(ctx context.Context) {
-	if gone, replaced := s.compare(ctx); gone || replaced {
+	if gone, seen := s.compare(ctx); gone || seen != nil {
 		n := s.loseAll()
-		s.identify(ctx)
+		if seen != nil {
+			s.identify(*seen)
+		}
 		s.log(fmt.Errorf("jsstore: the stream or the bucket was made anew elsewhere; %d requests lost", n))
 	}
 }
@@ -136,31 +140,35 @@ func (s *Store) loseAll() int {
 func (s *Store) streams() [2]string { return [2]string{s.opts.Stream, "KV_" + s.opts.Bucket} }
 
 // compare reports whether the stream or the bucket's stream does not exist
-// (gone), or is not the one this store wrote to (replaced).
-func (s *Store) compare(ctx context.Context) (gone, replaced bool) {
+// (gone), and, when both exist and one is not the one this store wrote to, when
+// each was created (seen; nil when both are the store's).
+func (s *Store) compare(ctx context.Context) (gone bool, seen *[2]time.Time) {
+	var created [2]time.Time
 	for i, name := range s.streams() {
 		st, err := s.js.Stream(ctx, name)
 		switch {
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			gone = true
-		case err == nil:
-			s.mu.Lock()
-			replaced = replaced || !st.CachedInfo().Created.Equal(s.created[i])
-			s.mu.Unlock()
+		case err != nil:
+			return gone, nil // not answered: nothing known
+		default:
+			created[i] = st.CachedInfo().Created
 		}
 	}
-	return gone, replaced
+	s.mu.Lock()
+	same := created[0].Equal(s.created[0]) && created[1].Equal(s.created[1])
+	s.mu.Unlock()
+	if gone || same {
+		return gone, nil
+	}
+	return false, &created
 }
 
 // identify records which stream and bucket the store writes to from now on.
-func (s *Store) identify(ctx context.Context) {
-	for i, name := range s.streams() {
-		if st, err := s.js.Stream(ctx, name); err == nil {
-			s.mu.Lock()
-			s.created[i] = st.CachedInfo().Created
-			s.mu.Unlock()
-		}
-	}
+func (s *Store) identify(created [2]time.Time) {
+	s.mu.Lock()
+	s.created = created
+	s.mu.Unlock()
 }
 
 // log reports what the store did on its own, through Options.Logger.

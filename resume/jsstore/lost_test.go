@@ -35,6 +35,7 @@ func TestStoreLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close(context.Background()) // after the engine: nothing left in flight
 	ended := func(id []byte, seq uint64, cause error) []byte {
 		return fmt.Appendf(nil, `{"id":%s,"seq":%d,"ended":%q}`, id, seq, cause)
 	}

@@ -83,24 +83,7 @@ func testOutage(t *testing.T, o outage) {
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
 	e := resume.New(ws, &resume.Options{Logger: &log})
 
-	// Three detached requests in ack mode (the store keeps every message until
-	// acknowledged), one attached to a client without acks (each message is
-	// discarded once written).
-	var writers []*writer
-	for i := range 4 {
-		w := &writer{id: fmt.Sprint(i), tried: make(map[uint64]string)}
-		so := &resume.StartOptions{AckMode: true}
-		if i == 3 {
-			w.out = &sink{}
-			so = &resume.StartOptions{Sink: w.out}
-		}
-		r, tok, err := e.Start([]byte(w.id), so)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.r, w.h = r, resume.HashToken(tok)
-		writers = append(writers, w)
-	}
+	writers := newWriters(t, e)
 	victim, tok, err := e.Start([]byte(`"cancelled"`), &resume.StartOptions{AckMode: true})
 	if err != nil {
 		t.Fatal(err)
@@ -109,33 +92,14 @@ func testOutage(t *testing.T, o outage) {
 		t.Fatal(err)
 	}
 	vh := resume.HashToken(tok)
-	stop := make(chan struct{})
-	var wg, side sync.WaitGroup // the writers; the Replay and the Cancel
-	for _, w := range writers {
-		wg.Go(func() { w.run(stop) })
-	}
-	var once sync.Once
-	stopWriters := func() {
-		once.Do(func() {
-			close(stop)
-			wg.Wait()
-		})
-	}
+	var side sync.WaitGroup // the Replay and the Cancel
+	stopWriters := runWriters(writers)
 	t.Cleanup(func() { // after ctx is cancelled
 		e.Close() // ends the store calls that wait
 		stopWriters()
 		side.Wait()
 	})
-	each := func(f func(w *writer) bool) func() bool {
-		return func() bool {
-			for _, w := range writers {
-				if !f(w) {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	each := func(f func(w *writer) bool) func() bool { return all(writers, f) }
 
 	waitFor(t, "5 messages of each request", each(func(w *writer) bool { return w.acked() >= 5 }))
 	reached := make(map[*writer]int)
@@ -401,6 +365,53 @@ func dialNATS(t *testing.T, url string, reconnectBuf int) (*nats.Conn, jetstream
 		t.Fatal(err)
 	}
 	return nc, js
+}
+
+// newWriters starts the requests of an outage test on e: three detached in ack
+// mode (the store keeps every message until acknowledged), one attached to a
+// client without acks (each message is discarded once written).
+func newWriters(t *testing.T, e *resume.Engine) []*writer {
+	t.Helper()
+	var writers []*writer
+	for i := range 4 {
+		w := &writer{id: fmt.Sprint(i), tried: make(map[uint64]string)}
+		so := &resume.StartOptions{AckMode: true}
+		if i == 3 {
+			w.out = &sink{}
+			so = &resume.StartOptions{Sink: w.out}
+		}
+		r, tok, err := e.Start([]byte(w.id), so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.r, w.h = r, resume.HashToken(tok)
+		writers = append(writers, w)
+	}
+	return writers
+}
+
+// runWriters makes each writer append until the returned stop, which waits for
+// them (and may be called more than once).
+func runWriters(writers []*writer) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range writers {
+		wg.Go(func() { w.run(done) })
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
+}
+
+// all returns a condition that holds when f holds for every writer.
+func all(writers []*writer, f func(w *writer) bool) func() bool {
+	return func() bool {
+		for _, w := range writers {
+			if !f(w) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // writer appends progress messages to its request until stopped.
