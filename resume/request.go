@@ -567,7 +567,9 @@ func (r *Request) freeLocked(final State) {
 // response, failed, kept in memory from now on (memory), and stored anew for
 // other instances and a later process when the store takes it. A client that
 // resumes gets that response, not a gap in its messages. It reports whether it
-// queued the response: false for a request gone, or lost before.
+// queued the response: false for a request gone, or lost before. The store
+// writes are made under r.mu, as every write of the request is: a store that
+// does not answer holds the request's other calls for its OutageWait each.
 func (r *Request) loseLocked() bool {
 	if r.gone.Load() || r.memory || r.finishing {
 		return false // a final response waiting for the store learns it from its Append
