@@ -67,14 +67,27 @@ func TestContract(t *testing.T) {
 	js, _ := startServer(t, "", false)
 	storetest.Run(t, func(t *testing.T) resume.Store {
 		n := storeN.Add(1)
-		s, err := jsstore.New(context.Background(), js, &jsstore.Options{
+		return newClosed(t, js, &jsstore.Options{
 			Stream: fmt.Sprint("T", n), Subject: fmt.Sprint("t", n), Bucket: fmt.Sprint("t", n),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
 	})
+}
+
+// newClosed returns a store that is closed when the test ends, before its
+// server stops: nothing of it is left in flight (the window's resolver would
+// otherwise wait out the client's timeout for publishes a stopped server never
+// acknowledges, and outlive the tests).
+func newClosed(t *testing.T, js jetstream.JetStream, o *jsstore.Options) *jsstore.Store {
+	s, err := jsstore.New(context.Background(), js, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
 }
 
 // TestContractFresh runs the contract through a second Store on the same stream
@@ -88,11 +101,7 @@ func TestContractFresh(t *testing.T) {
 			t.Skip("a fresh store per read makes this one slow; TestContract runs it")
 		}
 		o := &jsstore.Options{Stream: fmt.Sprint("F", n), Subject: fmt.Sprint("f", n), Bucket: fmt.Sprint("f", n)}
-		w, err := jsstore.New(context.Background(), js, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &coldReads{Store: w, js: js, o: o}
+		return &coldReads{Store: newClosed(t, js, o), js: js, o: o}
 	})
 }
 
