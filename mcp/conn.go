@@ -241,6 +241,10 @@ func (c *connState) shutdown(cancel bool) {
 			t.r.Cancel()
 			continue
 		}
+		// A result the client received is not kept for it once it is done.
+		if cancel && !t.task {
+			t.r.Release()
+		}
 		// A transport with one stream per session (stdio, WebSocket) has it as the
 		// default stream; one with more reports each closed stream (streamClosed).
 		t.r.Detach(cmp.Or(t.sink, sinkOf(def)))

@@ -34,6 +34,9 @@ type Handle interface {
 	Detach(sink Sink)
 	// Cancel ends the request as cancelled.
 	Cancel()
+	// Release frees an ended request whose final response a client received:
+	// see Request.Release.
+	Release()
 }
 
 var _ Handle = (*Request)(nil)

@@ -435,6 +435,20 @@ func (r *Request) Cancel() {
 	r.mu.Unlock()
 }
 
+// Release frees the request now if it has ended and its final response was
+// written to a client, which has since said that it is done (it ended its
+// session): DeliveredRetention keeps such a result for a resume after a lost
+// connection, which a client that is done will not make. A request still
+// running, or whose result no client has received, is left as it is: its
+// client may come back for it with its token.
+func (r *Request) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.gone.Load() && r.delivered && !r.finishing && r.state.Ended() {
+		r.freeLocked(r.state)
+	}
+}
+
 // ackLocked applies a client's acknowledgement that it holds every message up to
 // ack. It refuses (ErrAckAhead, changing nothing) a number past the last one the
 // request gave out: applied, it would also skip the messages still to come up
@@ -825,9 +839,17 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 			r.keepLocked(m)
 		}
 	}
-	if m.Kind == KindResponse && !r.delivered && !r.gone.Load() {
-		r.delivered = true
-		r.scheduleLocked() // the shorter window from now on
+	if m.Kind == KindResponse {
+		if !r.delivered && !r.gone.Load() {
+			r.delivered = true
+			r.scheduleLocked() // the shorter window from now on
+		}
+		// Nothing comes after the final response: the request, kept for
+		// DeliveredRetention, holds no sink (nor its connection's state).
+		if r.att == a {
+			r.att = nil
+		}
+		return false
 	}
 	if r.att != a {
 		return false // taken over or ended; the new attachment has its own drain

@@ -82,13 +82,17 @@ func TestTakeover(t *testing.T) {
 		t.Fatal("Attach(B) did not take over from A")
 	}
 	appendMsg(t, r, resume.KindProgress, "p")
+	r.Detach(a) // the old sink's connection closes: B stays attached
+	if !r.Attached(b) {
+		t.Fatal("Detach of the old sink detached the new one")
+	}
 	appendMsg(t, r, resume.KindRequest, "")
 	complete(t, r)
 	wantSeqs(t, "sink A", a.seqs(t), 1)
 	wantSeqs(t, "sink B", b.seqs(t), 2, 3, 4)
-	r.Detach(a) // the old sink's connection closes: B stays attached
-	if !r.Attached(b) {
-		t.Fatal("Detach of the old sink detached the new one")
+	// Nothing comes after the final response: the request lets its sink go.
+	if r.Attached(b) {
+		t.Fatal("still attached after the final response was written")
 	}
 }
 
@@ -701,4 +705,28 @@ func TestBudgetCoalescesInterleavedKeys(t *testing.T) {
 	attach(t, r, a, 0)
 	// The 21st passed the budget: 19, 20 and 21 were the newest of their keys.
 	wantSeqs(t, "coalesced progress", a.seqs(t), 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30)
+}
+
+// Release frees a request only once it has ended and its final response was
+// written to a client; one still running, or ended with no client attached,
+// stays for its client to come back to.
+func TestRelease(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	running, _ := start(t, e, `1`, nil)
+	running.Release()
+	unread, _ := start(t, e, `2`, nil)
+	complete(t, unread)
+	unread.Release()
+	if running.Gone() || unread.Gone() {
+		t.Fatalf("Release freed a request no client received the result of: running gone %v, completed detached gone %v", running.Gone(), unread.Gone())
+	}
+	read, _ := start(t, e, `3`, nil)
+	s := newSink()
+	attach(t, read, s, 0)
+	complete(t, read)
+	wantSeqs(t, "the sink", s.seqs(t), 1)
+	read.Release()
+	if !read.Gone() {
+		t.Fatal("Release kept a result written to its client")
+	}
 }

@@ -330,6 +330,10 @@ func (p *proxy) Detach(sink resume.Sink) {
 	}
 }
 
+// Release leaves the request to its owner, which frees its result when its
+// retention ends: it is not worth a message between instances.
+func (p *proxy) Release() {}
+
 func (p *proxy) Cancel() {
 	_, nx, err := p.call(PeerCall{Op: PeerCancel})
 	if nx != nil {

@@ -204,6 +204,17 @@ func TestGetStreamAndDelete(t *testing.T) {
 		again.Body.Close()
 	}
 
+	// A call answered before the DELETE: its client has its result.
+	var answered string
+	for ev := range events(c.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`).Body) {
+		if params, _ := ev.msg()["params"].(map[string]any); params["resumeToken"] != nil {
+			tok, _ := params["resumeToken"].(string)
+			answered = tok
+		}
+	}
+	if answered == "" {
+		t.Fatal("the echo call got no policy")
+	}
 	call := c.do(context.Background(), http.MethodPost, countdown("9", 2, 4))
 	ch := events(call.Body)
 	next(t, ch) // priming
@@ -229,6 +240,12 @@ func TestGetStreamAndDelete(t *testing.T) {
 	_, body := d.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"requests/getStatus","params":{"requestId":9,"resumeToken":%q}}`, token))
 	if !strings.Contains(body, `"status":"processing"`) {
 		t.Fatalf("getStatus after DELETE: %s, want processing", body)
+	}
+	// The answered call's result is not kept for a client that is done: its
+	// DELETE acknowledged it.
+	_, body = d.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"requests/getStatus","params":{"requestId":8,"resumeToken":%q}}`, answered))
+	if !strings.Contains(body, `"reason":"acknowledged"`) {
+		t.Errorf("getStatus of the call answered before DELETE: %s, want reason acknowledged", body)
 	}
 	resumed := events(d.do(context.Background(), http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"requests/resume","params":{"resumeToken":%q}}`, token)).Body)
 	var result string

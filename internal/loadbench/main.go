@@ -1,0 +1,152 @@
+// Command loadbench measures MCP servers as a user's client sees them: each
+// server is a process of its own on loopback, driven from this one over
+// Streamable HTTP, the servers taking turns in interleaved rounds so that all of
+// them meet the machine's drift alike.
+//
+// A round, for each target: four sessions declaring resumable requests (the 2025
+// era, a session each), -echo calls of the echo tool spread over them (each
+// session one call at a time), then one call of countdown that sends -progress
+// progress notifications. Reported per target (medians over the rounds): echo
+// p50 and p99, echo calls/s, progress notifications/s, the server's resident
+// memory after the round, and whether every round was lossless (every echo
+// answered with its text, every progress notification once and in order, the
+// result after them).
+//
+//	go run ./internal/loadbench                      # the default targets
+//	go run ./internal/loadbench -target old=serve:/tmp/old/mcp-resume -target new=serve:./mcp-resume
+//	go run ./internal/loadbench -check docs/testing.md   # fail on a ratio below its recorded figure
+//
+// A target is NAME=KIND[:ARGS]:
+//
+//	floor               a raw net/http server: SSE answers, no MCP library (the floor)
+//	mcpgo               mcp-go's StreamableHTTPServer with the demo tools, default options
+//	serve:BIN [FLAGS]   BIN serve --http ADDR FLAGS (BIN is our binary, of any revision)
+//	gateway:BIN [FLAGS] BIN gateway --http ADDR FLAGS -- BIN serve --stdio
+//	url:URL             a server started elsewhere (no memory or CPU figures)
+//
+// {dir} in FLAGS is replaced by a fresh directory. Without -target: floor,
+// mcpgo, memory (serve), datadir (serve --data-dir), datadir-sync (serve
+// --data-dir --sync always) and gateway, with the binary built from this tree.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) == 3 && strings.HasPrefix(os.Args[1], "-serve-") {
+		// This program started again as a server of its own (a target).
+		if err := serveSelf(os.Args[1], os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	var (
+		targets  []string
+		cfg      config
+		check    string
+		asJSON   bool
+		keepLogs bool
+	)
+	flag.Func("target", "NAME=KIND[:ARGS], repeated (see go doc)", func(s string) error { targets = append(targets, s); return nil })
+	flag.IntVar(&cfg.rounds, "rounds", 3, "interleaved rounds")
+	flag.IntVar(&cfg.sessions, "sessions", 4, "sessions per target")
+	flag.IntVar(&cfg.echo, "echo", 2000, "echo calls per round, spread over the sessions")
+	flag.IntVar(&cfg.progress, "progress", 20000, "progress notifications of the round's countdown call")
+	flag.StringVar(&check, "check", "", "compare the ratios with the figures recorded in this file's table (see docs/testing.md) and fail on one more than 15% worse")
+	flag.BoolVar(&asJSON, "json", false, "print the summary as JSON too")
+	flag.BoolVar(&keepLogs, "v", false, "pass the servers' logs through to stderr")
+	flag.Parse()
+	cfg.logs = keepLogs
+	if err := run(targets, cfg, check, asJSON); err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the shape of every round.
+type config struct {
+	rounds, sessions, echo, progress int
+	logs                             bool
+}
+
+func run(specs []string, cfg config, check string, asJSON bool) error {
+	work, err := os.MkdirTemp("", "loadbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if len(specs) == 0 {
+		bin, err := buildBinary(work)
+		if err != nil {
+			return err
+		}
+		specs = defaultTargets(bin)
+	}
+	var targets []*target
+	defer func() {
+		for _, t := range targets {
+			t.stop()
+		}
+	}()
+	for _, s := range specs {
+		t, err := startTarget(s, work, cfg.logs)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, t)
+	}
+	// A warm-up round of a tenth of the size, not counted: the first calls of a
+	// process pay its lazy starts (page faults, pools, connections).
+	warm := config{rounds: 1, sessions: cfg.sessions, echo: max(cfg.echo/10, cfg.sessions), progress: max(cfg.progress/10, 1)}
+	for _, t := range targets {
+		if _, err := t.round(warm); err != nil {
+			return fmt.Errorf("%s, warm-up: %w", t.name, err)
+		}
+	}
+	for round := range cfg.rounds {
+		// The order rotates, so that no target always follows the same one.
+		for i := range targets {
+			t := targets[(i+round)%len(targets)]
+			res, err := t.round(cfg)
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", t.name, round+1, err)
+			}
+			t.results = append(t.results, res)
+			fmt.Fprintf(os.Stderr, "round %d %-14s %s\n", round+1, t.name, res)
+		}
+	}
+	sum := summarize(targets)
+	fmt.Print(sum.table())
+	if asJSON {
+		b, _ := json.MarshalIndent(sum, "", "  ")
+		fmt.Println(string(b))
+	}
+	if !sum.lossless(peers) {
+		return fmt.Errorf("a round lost messages (see above)")
+	}
+	if check != "" {
+		return sum.check(check)
+	}
+	return nil
+}
+
+// peers are the targets that are not ours: a loss there is reported, not
+// failed (mcp-go drops progress notifications when its channel is full).
+var peers = map[string]bool{"mcpgo": true}
+
+func defaultTargets(bin string) []string {
+	return []string{
+		"floor=floor",
+		"mcpgo=mcpgo",
+		"memory=serve:" + bin,
+		"datadir=serve:" + bin + " --data-dir {dir}",
+		"datadir-sync=serve:" + bin + " --data-dir {dir} --sync always",
+		"gateway=gateway:" + bin,
+	}
+}
