@@ -105,7 +105,7 @@ func failed(resp mcp.JSONRPCMessage) bool {
 
 // encodeNotification encodes a notification, stamping seq when it is not 0.
 func encodeNotification(n mcp.JSONRPCNotification, seq uint64) []byte {
-	params, err := json.Marshal(n.Params)
+	params, err := marshalParams(n.Params)
 	if err != nil {
 		params = []byte(`{}`)
 	}
