@@ -62,9 +62,17 @@ func summarize(targets []*target) summary {
 	for _, ts := range s.Targets {
 		if fl, ok := byName["floor"]; ok && ts.Name != "floor" {
 			add(ts.Name+" progress/floor", ts.ProgressPerSec/fl.ProgressPerSec, "higher")
+			// The same as CPU: the floor's time per notification over the
+			// target's, which other load on the machine moves less.
+			if ts.CPUPerProgress > 0 {
+				add(ts.Name+" progress-cpu/floor", float64(fl.CPUPerProgress)/float64(ts.CPUPerProgress), "higher")
+			}
 		}
 		if mg, ok := byName["mcpgo"]; ok && ts.Name != "mcpgo" && ts.Name != "floor" {
 			add(ts.Name+" echo-p50/mcpgo", float64(ts.EchoP50)/float64(mg.EchoP50), "lower")
+			if mg.CPUPerCall > 0 {
+				add(ts.Name+" echo-cpu/mcpgo", float64(ts.CPUPerCall)/float64(mg.CPUPerCall), "lower")
+			}
 		}
 		if mem, ok := byName["memory"]; ok && strings.HasPrefix(ts.Name, "datadir") {
 			add(ts.Name+" echo-p50/memory", float64(ts.EchoP50)/float64(mem.EchoP50), "lower")
