@@ -23,9 +23,9 @@ type result struct {
 	// and per progress notification: less moved by other load on the machine
 	// than the wall-clock figures.
 	CPUPerCall, CPUPerProgress time.Duration
-	RSS              int64
-	Lossless         bool
-	Problem          string `json:",omitempty"`
+	RSS                        int64
+	Lossless                   bool
+	Problem                    string `json:",omitempty"`
 }
 
 func (r result) String() string {
