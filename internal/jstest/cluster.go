@@ -53,6 +53,12 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	for i, p := range ports {
 		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)}
 	}
+	// The directories first: their removal, registered with them, then runs
+	// after the servers' shutdown (cleanups run last registered first).
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = tb.TempDir()
+	}
 	c := &Cluster{down: make([]bool, n)}
 	tb.Cleanup(c.shutdownAll)
 	for i := range n {
@@ -61,7 +67,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 			Host:       "127.0.0.1",
 			Port:       server.RANDOM_PORT,
 			JetStream:  true,
-			StoreDir:   tb.TempDir(),
+			StoreDir:   dirs[i],
 			Cluster:    server.ClusterOpts{Name: "mcp-resume-test", Host: "127.0.0.1", Port: ports[i]},
 			Routes:     routes, // its own among them: a server knows itself and skips it
 			NoSigs:     true,
