@@ -419,7 +419,9 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	if !hidden {
 		so.Token = cl.key
 	}
-	if restartable && !hidden {
+	// A task is restartable too: its client polls it by id, and gets the new
+	// run's result.
+	if restartable && (!hidden || cl.task) {
 		so.Payload = bytes.Clone(cl.raw)
 		if cl.key != "" {
 			so.Payload = spec.WithoutKey(so.Payload) // a secret, not stored
@@ -618,6 +620,9 @@ func (s *Server) rerun(r *resume.Request) {
 	c := s.restartSession()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel, req: r}
+	if r.Task() { // found by its task id: no sequence numbers in its messages
+		cl.task, cl.hidden = true, true
+	}
 	cl.sess = &callSession{base: c.sess, cl: cl}
 	c.mu.Lock()
 	c.running[string(cl.id)] = cl

@@ -202,7 +202,11 @@ func (c *connState) taskGet(h resume.Handle, tid *taskID) json.RawMessage {
 			Error  json.RawMessage `json:"error"`
 		}
 		if json.Unmarshal(cap.response, &resp) == nil && resp.Error != nil {
-			return taskObject(tid, "failed", map[string]any{"error": resp.Error}, c.s.eng.Options())
+			extra := map[string]any{"error": resp.Error}
+			if msg := statusMessage(resp.Error); msg != "" {
+				extra["statusMessage"] = msg
+			}
+			return taskObject(tid, "failed", extra, c.s.eng.Options())
 		}
 		return taskObject(tid, "completed", map[string]any{"result": resp.Result}, c.s.eng.Options())
 	}
@@ -210,6 +214,28 @@ func (c *connState) taskGet(h resume.Handle, tid *taskID) json.RawMessage {
 		return taskObject(tid, "input_required", map[string]any{"inputRequests": cap.inputs}, c.s.eng.Options())
 	}
 	return taskObject(tid, "working", nil, c.s.eng.Options())
+}
+
+// statusMessage is the statusMessage of a task that failed with the JSON-RPC
+// error e: its message, and its data.reason when it has one
+// ("the server restarted while the request was running (server_restarted)").
+func statusMessage(e json.RawMessage) string {
+	var v struct {
+		Message string `json:"message"`
+		Data    struct {
+			Reason string `json:"reason"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(e, &v) != nil {
+		return ""
+	}
+	switch {
+	case v.Data.Reason == "":
+		return v.Message
+	case v.Message == "":
+		return v.Data.Reason
+	}
+	return v.Message + " (" + v.Data.Reason + ")"
 }
 
 // taskObject encodes a DetailedTask.

@@ -98,14 +98,15 @@ func (s *Server) taskSupport(result any) any {
 	return result
 }
 
-// legacyTask returns the task object of the 2025-11-25 form.
-func legacyTask(tid *taskID, status string, o resume.Options) map[string]any {
+// legacyTask returns the task object of the 2025-11-25 form, with
+// statusMessage when message is not empty.
+func legacyTask(tid *taskID, status, message string, o resume.Options) map[string]any {
 	created := time.UnixMilli(tid.Created).UTC()
 	keep := o.MaxWait
 	if status != "working" && status != "input_required" {
 		keep = o.DeliveredRetention
 	}
-	return map[string]any{
+	t := map[string]any{
 		"taskId":        tid.encode(),
 		"status":        status,
 		"createdAt":     created.Format(time.RFC3339Nano),
@@ -113,12 +114,16 @@ func legacyTask(tid *taskID, status string, o resume.Options) map[string]any {
 		"ttl":           time.Since(created).Milliseconds() + keep.Milliseconds(),
 		"pollInterval":  taskPollInterval.Milliseconds(),
 	}
+	if message != "" {
+		t["statusMessage"] = message
+	}
+	return t
 }
 
 // legacyTaskResult is the CreateTaskResult of the 2025-11-25 form: the task,
 // nested.
 func (cl *call) legacyTaskResult(tid *taskID) []byte {
-	b, _ := json.Marshal(map[string]any{"task": legacyTask(tid, "working", cl.c.s.eng.Options())})
+	b, _ := json.Marshal(map[string]any{"task": legacyTask(tid, "working", "", cl.c.s.eng.Options())})
 	return spec.EncodeResponse(cl.id, b)
 }
 
@@ -154,7 +159,7 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 		case !errors.Is(err, resume.ErrCancelled):
 			unknown()
 		case m.Method == spec.MethodTasksGet:
-			reply(legacyTask(tid, "cancelled", o))
+			reply(legacyTask(tid, "cancelled", "", o))
 		default: // tasks/result or tasks/cancel of a cancelled task
 			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled"))
 		}
@@ -162,14 +167,15 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 	}
 	switch m.Method {
 	case spec.MethodTasksGet:
-		reply(legacyTask(tid, c.legacyStatus(r), o))
+		status, msg := c.legacyStatus(r)
+		reply(legacyTask(tid, status, msg, o))
 	case spec.MethodTasksCancel:
-		if s := c.legacyStatus(r); s != "working" && s != "input_required" {
+		if s, _ := c.legacyStatus(r); s != "working" && s != "input_required" {
 			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "the task has ended ("+s+")"))
 			return
 		}
 		r.Cancel()
-		reply(legacyTask(tid, "cancelled", o))
+		reply(legacyTask(tid, "cancelled", "", o))
 	default: // tasks/result: the task's questions, then its result, on st
 		rl := &relay{st: st, id: m.ID, orig: tid.ID}
 		c.s.wg.Go(func() {
@@ -183,12 +189,13 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 }
 
 // legacyStatus reads a task's status in the 2025-11-25 form, where a tool
-// result with isError makes it failed.
-func (c *connState) legacyStatus(r resume.Handle) string {
+// result with isError makes it failed, and its statusMessage.
+func (c *connState) legacyStatus(r resume.Handle) (status, message string) {
 	tid := &taskID{}
 	var obj struct {
-		Status string          `json:"status"`
-		Result json.RawMessage `json:"result"`
+		Status        string          `json:"status"`
+		StatusMessage string          `json:"statusMessage"`
+		Result        json.RawMessage `json:"result"`
 	}
 	_ = json.Unmarshal(c.taskGet(r, tid), &obj)
 	if obj.Status == "completed" {
@@ -196,10 +203,10 @@ func (c *connState) legacyStatus(r resume.Handle) string {
 			IsError bool `json:"isError"`
 		}
 		if json.Unmarshal(obj.Result, &res) == nil && res.IsError {
-			return "failed"
+			return "failed", ""
 		}
 	}
-	return obj.Status
+	return obj.Status, obj.StatusMessage
 }
 
 // taskList answers tasks/list: the tasks the session's principal created on this
@@ -216,10 +223,11 @@ func (c *connState) taskList(m *spec.Message, st Stream) {
 		r, err := c.s.eng.LookupAs(tid.Token, tid.ID, c.principal)
 		switch {
 		case err == nil:
-			tasks = append(tasks, legacyTask(tid, c.legacyStatus(r), o))
+			status, msg := c.legacyStatus(r)
+			tasks = append(tasks, legacyTask(tid, status, msg, o))
 			live = append(live, tid)
 		case errors.Is(err, resume.ErrCancelled):
-			tasks = append(tasks, legacyTask(tid, "cancelled", o))
+			tasks = append(tasks, legacyTask(tid, "cancelled", "", o))
 			live = append(live, tid)
 		}
 	}
@@ -276,6 +284,6 @@ func (cl *call) taskStatus(status string) {
 	if st == nil {
 		return
 	}
-	b, _ := json.Marshal(legacyTask(tid, status, cl.c.s.eng.Options()))
+	b, _ := json.Marshal(legacyTask(tid, status, "", cl.c.s.eng.Options()))
 	cl.c.send(st, KindNotification, spec.EncodeRequest(nil, "notifications/tasks/status", b))
 }

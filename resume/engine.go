@@ -235,7 +235,10 @@ type tombstone struct {
 	principal string
 	state     State
 	evicted   bool // released early (ErrEvicted)
-	at        time.Time
+	// stored: its record stays in the store while it lasts (a cluster's, and
+	// a task's), and is deleted when it ages out.
+	stored bool
+	at     time.Time
 }
 
 // err is what a lookup of the ended request answers.
@@ -345,7 +348,8 @@ type StartOptions struct {
 	// after a restart keeps it.
 	Principal string
 	// Task marks the request as a task (the Tasks extension, or the 2025-11-25
-	// form): counted apart in Stats.
+	// form): counted apart in Stats, stored in its Record, and its tombstone is
+	// stored too (a cancelled task stays cancelled across a restart).
 	Task bool
 	// Token, when set, is the request's token instead of a new random one: a key
 	// the client chose and sent with its call, so that it can find the request
@@ -373,9 +377,8 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
 	}
-	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload}
+	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task}
 	r := e.newRequest(base, rec, outbox{})
-	r.task = so.Task
 
 	e.mu.Lock()
 	switch {
@@ -728,7 +731,7 @@ func (e *Engine) forget(r *Request, final State) {
 	e.releaseUseLocked(r)
 	// Age out old tombstones first (they were inserted in time order), then bound
 	// the count.
-	var aged []TokenHash // with a Cluster, their records go too
+	var aged []TokenHash // those stored: their records go too
 	for len(e.tombQ) > 0 {
 		h := e.tombQ[0]
 		t, ok := e.tombs[h]
@@ -737,14 +740,17 @@ func (e *Engine) forget(r *Request, final State) {
 		}
 		if ok {
 			delete(e.tombs, h)
-			if e.cluster != nil {
+			if t.stored {
 				aged = append(aged, h)
 			}
 		}
 		e.tombQ[0] = TokenHash{}
 		e.tombQ = e.tombQ[1:]
 	}
-	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, evicted: r.evicted, at: now}
+	// A cluster's other instances read the tombstone from the store; a task's
+	// outlives a restart there (its client polls it by id for its ttl).
+	stored := e.store != nil && (e.cluster != nil || r.task)
+	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, evicted: r.evicted, stored: stored, at: now}
 	if final == StateExpired {
 		e.expired.Add(1)
 	}
@@ -755,24 +761,6 @@ func (e *Engine) forget(r *Request, final State) {
 	}
 	if err := e.store.Delete(e.ctx, r.hash); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("deleting an ended request from the store")
-	}
-	if e.cluster == nil {
-		return
-	}
-	// The other instances of a cluster read the tombstone from the store: a record
-	// with no messages whose state is cancelled or expired (see remote.go). It
-	// goes when this engine's tombstone does.
-	ts := StateExpired
-	if final == StateCancelled {
-		ts = StateCancelled
-	}
-	tomb := r.recordLocked(ts)
-	tomb.AckMode, tomb.Epoch = false, 0 // nothing to say for a tombstone
-	// Ended with its result (completed, failed) yet freed: only the client's ack
-	// of the response does that.
-	tomb.Acknowledged = final == StateCompleted || final == StateFailed
-	if err := e.store.Put(e.ctx, tomb); err != nil {
-		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
 	}
 	// Those that aged out meanwhile go behind this request's lock, not under
 	// it: after a quiet TombstoneTTL they may be thousands, one store round
@@ -785,6 +773,25 @@ func (e *Engine) forget(r *Request, final State) {
 				}
 			}
 		})
+	}
+	if !stored {
+		return
+	}
+	// The tombstone is stored: a record with no messages whose state is
+	// cancelled or expired, which the other instances of a cluster read (see
+	// remote.go) and a later process recovers for a task. It goes when this
+	// engine's tombstone does.
+	ts := StateExpired
+	if final == StateCancelled {
+		ts = StateCancelled
+	}
+	tomb := r.recordLocked(ts)
+	tomb.AckMode, tomb.Epoch = false, 0 // nothing to say for a tombstone
+	// Ended with its result (completed, failed) yet freed: only the client's ack
+	// of the response does that.
+	tomb.Acknowledged = final == StateCompleted || final == StateFailed
+	if err := e.store.Put(e.ctx, tomb); err != nil {
+		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
 	}
 }
 

@@ -38,8 +38,10 @@ import (
 // Stats.Unreadable): the failure may pass, or be a newer version's format, and a
 // later process recovers what it can read.
 //
-// Tombstones are not stored, so a request that ended cancelled or expired in the
-// earlier process answers "not found" after a restart. A recovered request keeps
+// Tombstones are not stored (but a cluster's, read by the other instances, and
+// a task's), so a request that ended cancelled or expired in the earlier process
+// answers "not found" after a restart; a task answers as before, for a fresh
+// TombstoneTTL. A recovered request keeps
 // its ack mode (Record.AckMode).
 //
 // Sequence numbers. A message leaves the store once delivered (without ack mode)
@@ -117,11 +119,13 @@ func (e *Engine) recoverStored() {
 	if len(recs) == 0 {
 		return
 	}
-	var resumable, restarted, rerun, dropped, left int
+	var resumable, restarted, rerun, dropped, left, tombs int
 	for _, rec := range recs {
 		switch e.recoverOne(rec, ErrRestarted) {
 		case recoveredLeft:
 			left++
+		case recoveredTombstone:
+			tombs++
 		case recoveredResumable:
 			resumable++
 		case recoveredRestarted:
@@ -133,7 +137,7 @@ func (e *Engine) recoverStored() {
 		}
 	}
 	e.trim("", true)
-	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("rerun", rerun).Int("dropped", dropped).Int("left", left).
+	e.log.Info().Int("resumable", resumable).Int("restarted", restarted).Int("rerun", rerun).Int("dropped", dropped).Int("left", left).Int("taskTombstones", tombs).
 		Stringer("took", time.Since(start)).Msg("recovered the requests of an earlier process")
 }
 
@@ -144,14 +148,19 @@ const (
 	recoveredResumable
 	recoveredRestarted
 	recoveredRerun
-	recoveredLeft // not read; still stored
+	recoveredLeft      // not read; still stored
+	recoveredTombstone // a task's tombstone, remembered again
 )
 
 // recoverOne brings back one stored request, or deletes it. A request that was
 // processing (and is not restartable) ends with lost's response.
 func (e *Engine) recoverOne(rec Record, lost error) recovered {
-	if rec.Tombstone() { // this instance's own, from before: nothing to bring back
-		e.dropStored(rec)
+	if rec.Tombstone() {
+		if rec.Task { // its client polls it by id: it says how it ended
+			e.restoreTombstone(rec)
+			return recoveredTombstone
+		}
+		e.dropStored(rec) // this instance's own, from before: nothing to bring back
 		return recoveredDropped
 	}
 	var q outbox
@@ -313,6 +322,19 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost 
 func newEpoch(rec *Record, q *outbox) {
 	rec.Epoch = max(rec.Epoch, uint32(q.last>>32)) + 1
 	q.last = max(q.last, uint64(rec.Epoch)<<32)
+}
+
+// restoreTombstone remembers again the stored tombstone of a task of an
+// earlier process, for a fresh TombstoneTTL; its record stays stored until then.
+func (e *Engine) restoreTombstone(rec Record) {
+	state := rec.State
+	if rec.Acknowledged {
+		state = StateCompleted // what a lookup answers: ErrAcknowledged
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tombs[rec.Hash] = tombstone{id: rec.ID, principal: rec.Principal, state: state, stored: true, at: time.Now()}
+	e.tombQ = append(e.tombQ, rec.Hash)
 }
 
 func (e *Engine) dropStored(rec Record) {

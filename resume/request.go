@@ -28,8 +28,7 @@ type Request struct {
 	payload []byte
 	// epoch is the request's Record.Epoch: its run since its last recovery.
 	epoch uint32
-	// task: started as a task (StartOptions.Task), for Stats. Not stored: a
-	// recovered task counts as a request.
+	// task: started as a task (StartOptions.Task; Record.Task).
 	task bool
 
 	mu      sync.Mutex // guards the fields below
@@ -80,7 +79,7 @@ type Request struct {
 // own from base: every Request is made here, started (Start) or recovered.
 func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request {
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
-		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch}
+		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task}
 	if rec.State == StateProcessing {
 		r.payload = rec.Payload
 	}
@@ -118,6 +117,9 @@ func (r *Request) newAttachmentLocked(sink Sink, cursor uint64, win []Message) *
 // previous attachment's write in flight: a client that resumes must not wait
 // behind a connection that stalled (its write may then be delivered twice).
 const takeoverWait = 50 * time.Millisecond
+
+// Task reports whether the request is a task (StartOptions.Task).
+func (r *Request) Task() bool { return r.task }
 
 // ID returns the request's JSON-RPC id, raw.
 func (r *Request) ID() []byte { return r.id }
@@ -292,7 +294,7 @@ const finalRetry = time.Second
 
 // recordLocked returns the request's Record with state.
 func (r *Request) recordLocked(state State) Record {
-	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch}
+	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task}
 	if state == StateProcessing {
 		rec.Payload = r.payload // what a restartable request runs again with
 	}

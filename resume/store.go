@@ -108,6 +108,11 @@ type Record struct {
 	// because its client acknowledged the final response: lookups answer
 	// ErrAcknowledged rather than ErrExpired.
 	Acknowledged bool
+	// Task: the request is a task (StartOptions.Task). A recovered task stays
+	// one (run again as a task when restartable); a task's tombstone is stored
+	// (see Engine.forget), so that a task that ended cancelled says so after a
+	// restart.
+	Task bool
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

@@ -187,28 +187,27 @@ func TestGracefulShutdownKeepsRequests(t *testing.T) {
 }
 
 // TestTaskRestartSubprocess: tasks live in the store like any resumable request. A
-// server on --data-dir is killed (SIGKILL) with one task finished and one running;
-// a new server on the same directory serves the finished task's result on
-// tasks/get, and reports the running one failed with server_restarted.
+// server on --data-dir --restartable countdown is killed (SIGKILL) with four
+// tasks: one finished, one running of a restartable tool, one running of another
+// tool, one cancelled. A new server on the same directory serves the finished
+// task's result on tasks/get, runs the restartable one again to its result,
+// reports the other failed with server_restarted (in statusMessage too, and in
+// a 2025-11-25 session's tasks/get), and the cancelled one still cancelled.
 func TestTaskRestartSubprocess(t *testing.T) {
 	dir := t.TempDir()
-	args := "serve --stdio --data-dir " + dir
+	args := "serve --stdio --restartable countdown --data-dir " + dir
 	conn := spawn(t, args)
 	c := e2etest.NewClient(t, conn)
 	ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
-	taskID := func(m e2etest.Msg) string {
+	start := func(id, params string) string {
+		c.Modern(id, "tools/call", params, ext)
+		m, _ := c.Response(id)
 		var r struct{ TaskID string }
 		if err := json.Unmarshal(m.Result, &r); err != nil || r.TaskID == "" {
 			t.Fatalf("not a task: %s", m.Raw)
 		}
 		return r.TaskID
 	}
-	c.Modern(`1`, "tools/call", `"name":"countdown","arguments":{"seconds":0.05,"steps":1}`, ext)
-	m, _ := c.Response(`1`)
-	done := taskID(m)
-	c.Modern(`2`, "tools/call", `"name":"countdown","arguments":{"seconds":600,"steps":1}`, ext)
-	m, _ = c.Response(`2`)
-	running := taskID(m)
 	status := func(c *e2etest.Client, id string) e2etest.Task {
 		c.Modern(`"g"`, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, id), ext)
 		m, _ := c.Response(`"g"`)
@@ -218,18 +217,53 @@ func TestTaskRestartSubprocess(t *testing.T) {
 		}
 		return tk
 	}
+	done := start(`1`, `"name":"countdown","arguments":{"seconds":0.05,"steps":1}`)
+	rerun := start(`2`, `"name":"countdown","arguments":{"seconds":1,"steps":2}`)
+	lost := start(`3`, `"name":"ask","arguments":{"delay":600}`)
+	cancelled := start(`4`, `"name":"countdown","arguments":{"seconds":600,"steps":1}`)
+	c.Modern(`"c"`, spec.MethodTasksCancel, fmt.Sprintf(`"taskId":%q`, cancelled), ext)
+	if m, _ := c.Response(`"c"`); m.Error != nil {
+		t.Fatalf("tasks/cancel: %s", m.Raw)
+	}
 	poll.Until(t, 10*time.Second, "the short task to finish", func() bool { return status(c, done).Status == "completed" })
+	if tk := status(c, rerun); tk.Status != "working" {
+		t.Fatalf("the restartable task before the kill: %+v", tk)
+	}
 	if err := conn.(*procConn).cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = conn.Close()
 
-	c = e2etest.NewClient(t, spawn(t, args))
+	conn = spawn(t, args)
+	c = e2etest.NewClient(t, conn)
 	if tk := status(c, done); tk.Status != "completed" || !strings.Contains(string(tk.Result), "countdown done: 1 of 1 steps") {
 		t.Fatalf("the finished task after the restart: %+v", tk)
 	}
-	if tk := status(c, running); tk.Status != "failed" || !strings.Contains(string(tk.Error), string(spec.ReasonServerRestarted)) {
-		t.Fatalf("the running task after the restart: %+v", tk)
+	tk := status(c, lost)
+	if tk.Status != "failed" || !strings.Contains(string(tk.Error), string(spec.ReasonServerRestarted)) || !strings.Contains(tk.StatusMessage, string(spec.ReasonServerRestarted)) {
+		t.Fatalf("the running task of a tool not restartable, after the restart: %+v", tk)
+	}
+	if tk := status(c, cancelled); tk.Status != "cancelled" {
+		t.Fatalf("the cancelled task after the restart: %+v", tk)
+	}
+	poll.Until(t, 20*time.Second, "the restartable task to finish its new run", func() bool {
+		tk := status(c, rerun)
+		if tk.Status != "working" && tk.Status != "completed" {
+			t.Fatalf("the restartable task after the restart: %+v, want working, then completed", tk)
+		}
+		return tk.Status == "completed" && strings.Contains(string(tk.Result), "countdown done: 2 of 2 steps")
+	})
+
+	// A 2025-11-25 session, on the next process, reads the failed task in its
+	// form.
+	_ = conn.Close()
+	old := e2etest.NewClient(t, spawn(t, args))
+	old.Initialize(`{}`)
+	old.Send(`{"jsonrpc":"2.0","id":"g25","method":"tasks/get","params":{"taskId":%q}}`, lost)
+	m, _ := old.Response(`"g25"`)
+	var legacy struct{ Status, StatusMessage string }
+	if err := json.Unmarshal(m.Result, &legacy); err != nil || legacy.Status != "failed" || !strings.Contains(legacy.StatusMessage, string(spec.ReasonServerRestarted)) {
+		t.Fatalf("2025-11-25 tasks/get of the failed task: %s", m.Raw)
 	}
 }
 

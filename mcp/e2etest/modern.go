@@ -284,6 +284,7 @@ type Task struct {
 	ResultType     string                     `json:"resultType"`
 	TaskID         string                     `json:"taskId"`
 	Status         string                     `json:"status"`
+	StatusMessage  string                     `json:"statusMessage"`
 	CreatedAt      string                     `json:"createdAt"`
 	TTLMs          *float64                   `json:"ttlMs"`
 	PollIntervalMs *float64                   `json:"pollIntervalMs"`

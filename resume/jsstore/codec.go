@@ -29,6 +29,7 @@ const (
 	flagPayload = 1 << iota
 	flagAckMode
 	flagAcknowledged // a tombstone of an acknowledged request
+	flagTask
 )
 
 func encodeRecord(rec resume.Record) []byte {
@@ -48,6 +49,9 @@ func encodeRecord(rec resume.Record) []byte {
 	}
 	if rec.Acknowledged {
 		flags |= flagAcknowledged
+	}
+	if rec.Task {
+		flags |= flagTask
 	}
 	b = append(b, flags)
 	return append(b, rec.Payload...)
@@ -80,12 +84,13 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 		return nil, errCodec
 	}
 	rec.Epoch = uint32(epoch)
-	const allowed = flagPayload | flagAckMode | flagAcknowledged
+	const allowed = flagPayload | flagAckMode | flagAcknowledged | flagTask
 	if len(rest) == 0 || rest[0]&^allowed != 0 {
 		return nil, errCodec
 	}
 	rec.AckMode = rest[0]&flagAckMode != 0
 	rec.Acknowledged = rest[0]&flagAcknowledged != 0
+	rec.Task = rest[0]&flagTask != 0
 	if rest[0]&flagPayload != 0 {
 		rec.Payload = append([]byte{}, rest[1:]...)
 	} else if len(rest) != 1 {
