@@ -427,6 +427,10 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 			so.Payload = spec.WithoutKey(so.Payload) // a secret, not stored
 		}
 	}
+	var askedTTL time.Duration
+	if cl.task {
+		so.TTL, askedTTL = s.taskTTL(cl)
+	}
 	var rd *round
 	switch {
 	case cl.task:
@@ -448,12 +452,12 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		return nil
 	}
 	if cl.task {
-		data := cl.taskResult(tok, time.Now())
+		tid := &taskID{ID: cl.id, Token: tok, Created: time.Now().UnixMilli(), TTL: so.TTL.Milliseconds()}
+		data := cl.taskResult(tid)
 		if cl.legacyTask {
-			tid := &taskID{ID: cl.id, Token: tok, Created: time.Now().UnixMilli()}
 			s.taskList.add(c.principal, tid)
 			cl.taskID = tid
-			data = cl.legacyTaskResult(tid)
+			data = cl.legacyTaskResult(tid, askedTTL)
 		}
 		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: data}); err != nil {
 			c.debug().Err(err).Str("request", string(cl.id)).Msg("writing a task's creation")

@@ -137,19 +137,23 @@ func TestModernListen(t *testing.T) {
 }
 
 // Tasks are bound to their principal and to time: another principal's task id is
-// answered exactly as an unknown one, and a running task nobody polls ends after
-// maxWait (then it is unknown too); polling keeps it.
+// answered exactly as an unknown one, and a task lives for its ttl
+// (Options.TaskTTL), polled or not (maxWait does not apply to it), reported the
+// same on every read; then it is unknown.
 func TestTaskPrincipalAndExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), Engine: &resume.Options{MaxWait: time.Minute}})
+		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TaskTTL: 3 * time.Minute, Engine: &resume.Options{MaxWait: time.Minute}})
 		dial := serveAs(t, core)
 		alice, eve := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "eve"})
 		ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
 		alice.Modern(`1`, "tools/call", `"name":"countdown","arguments":{"seconds":600,"steps":2}`, ext)
 		m, _ := alice.Response(`1`)
-		var created struct{ TaskID string }
-		if err := json.Unmarshal(m.Result, &created); err != nil || created.TaskID == "" {
-			t.Fatalf("no task: %s", m.Raw)
+		var created struct {
+			TaskID string
+			TTLMs  int64
+		}
+		if err := json.Unmarshal(m.Result, &created); err != nil || created.TaskID == "" || created.TTLMs != 180000 {
+			t.Fatalf("no task with a ttl of 3 minutes: %s", m.Raw)
 		}
 		get := func(c *e2etest.Client, id, taskID string) e2etest.Msg {
 			c.Modern(id, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, taskID), ext)
@@ -160,18 +164,17 @@ func TestTaskPrincipalAndExpiry(t *testing.T) {
 		if foreign.Error == nil || unknown.Error == nil || foreign.Error.Error() != unknown.Error.Error() {
 			t.Fatalf("another principal's task: %s; an unknown one: %s; want the same error", foreign.Raw, unknown.Raw)
 		}
-		// Polled every 50 s, it lives on past maxWait.
-		for i := range 3 {
-			time.Sleep(50 * time.Second)
-			if m := get(alice, fmt.Sprintf(`"p%d"`, i), created.TaskID); m.Error != nil || !strings.Contains(string(m.Result), `"working"`) {
-				t.Fatalf("polled task: %s", m.Raw)
-			}
+		// Left alone past maxWait, it lives on; its ttl reads the same.
+		time.Sleep(179 * time.Second)
+		synctest.Wait()
+		if m := get(alice, `"p"`, created.TaskID); m.Error != nil || !strings.Contains(string(m.Result), `"working"`) || !strings.Contains(string(m.Result), `"ttlMs":180000`) {
+			t.Fatalf("task before its ttl: %s", m.Raw)
 		}
-		// Left alone for maxWait, it ends.
-		time.Sleep(61 * time.Second)
+		// At its ttl, it ends.
+		time.Sleep(time.Second)
 		synctest.Wait()
 		if m := get(alice, `4`, created.TaskID); m.Error == nil || m.Error.Reason != spec.ReasonUnknownTask {
-			t.Fatalf("task after maxWait unpolled: %s, want unknown_task", m.Raw)
+			t.Fatalf("task after its ttl: %s, want unknown_task", m.Raw)
 		}
 	})
 }

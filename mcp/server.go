@@ -73,7 +73,21 @@ type Options struct {
 	// DefaultMaxConcurrentPerPrincipal; negative: no cap. (Options.Engine's
 	// MaxLivePerPrincipal caps the resumable ones among them.)
 	MaxConcurrentPerPrincipal int
+	// TaskTTL is a task's lifetime from its creation when its client asks for
+	// none (a 2026-07-28 task always; a 2025-11-25 one without params.task.ttl):
+	// it is kept that long, running or ended, polled or not, then expires. 0
+	// means DefaultTaskTTL. MaxTaskTTL caps what a 2025-11-25 client may ask
+	// for (0: DefaultMaxTaskTTL); a task's ttl is reported, the same on every
+	// read, as its task object's ttl (ttlMs).
+	TaskTTL, MaxTaskTTL time.Duration
 }
+
+// DefaultTaskTTL and DefaultMaxTaskTTL are the defaults of Options.TaskTTL and
+// Options.MaxTaskTTL.
+const (
+	DefaultTaskTTL    = time.Hour
+	DefaultMaxTaskTTL = 24 * time.Hour
+)
 
 // DefaultMaxConcurrentPerPrincipal is the default of
 // Options.MaxConcurrentPerPrincipal.

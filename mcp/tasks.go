@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +31,26 @@ const taskPollInterval = time.Second
 type taskID struct {
 	ID      spec.ID `json:"i"`
 	Token   string  `json:"t"`
-	Created int64   `json:"c"` // unix milliseconds
+	Created int64   `json:"c"`           // unix milliseconds
+	TTL     int64   `json:"l,omitempty"` // milliseconds from Created; 0 in ids made before tasks had one
 }
 
 const taskPrefix = "tk1."
+
+// ttl is the task's lifetime from its creation in milliseconds, the same on
+// every read. An id made before tasks had one carries none: then how long
+// from its creation the task stays readable if nobody polls it again (its
+// maxWait while it runs, its result's retention once it ended).
+func (t *taskID) ttl(status string, o resume.Options) int64 {
+	if t.TTL > 0 {
+		return t.TTL
+	}
+	keep := o.MaxWait
+	if status != "working" && status != "input_required" {
+		keep = o.DeliveredRetention
+	}
+	return time.Since(time.UnixMilli(t.Created)).Milliseconds() + keep.Milliseconds()
+}
 
 func (t *taskID) encode() string {
 	b, _ := json.Marshal(t)
@@ -84,19 +102,47 @@ func (o *Options) tasksOffered() bool {
 }
 
 // taskResult is the CreateTaskResult the call answers with once it is a task.
-func (cl *call) taskResult(tok string, created time.Time) []byte {
-	id := taskID{ID: cl.id, Token: tok, Created: created.UnixMilli()}
-	ts := created.UTC().Format(time.RFC3339Nano)
+func (cl *call) taskResult(tid *taskID) []byte {
+	ts := time.UnixMilli(tid.Created).UTC().Format(time.RFC3339Nano)
 	b, _ := json.Marshal(map[string]any{
 		"resultType":     "task",
-		"taskId":         id.encode(),
+		"taskId":         tid.encode(),
 		"status":         "working",
 		"createdAt":      ts,
 		"lastUpdatedAt":  ts,
-		"ttlMs":          cl.c.s.eng.Options().MaxWait.Milliseconds(),
+		"ttlMs":          tid.TTL,
 		"pollIntervalMs": taskPollInterval.Milliseconds(),
 	})
 	return spec.EncodeResponse(cl.id, b)
+}
+
+// taskTTL is the lifetime of the task cl starts: what a 2025-11-25 client asked
+// for in params.task.ttl, at least a second and at most MaxTaskTTL, else
+// TaskTTL; and the ttl asked for when it was cut to MaxTaskTTL (0 otherwise).
+func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
+	ttl = cmp.Or(s.opts.TaskTTL, DefaultTaskTTL)
+	if !cl.legacyTask {
+		return ttl, 0
+	}
+	var p struct {
+		Params struct {
+			Task struct {
+				TTL *float64 `json:"ttl"`
+			} `json:"task"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(cl.raw, &p) != nil || p.Params.Task.TTL == nil || *p.Params.Task.TTL <= 0 {
+		return ttl, 0
+	}
+	limit := cmp.Or(s.opts.MaxTaskTTL, DefaultMaxTaskTTL)
+	want := *p.Params.Task.TTL
+	if want >= float64(limit.Milliseconds()) {
+		if want > float64(limit.Milliseconds()) {
+			asked = time.Duration(min(want, float64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
+		}
+		return limit, asked
+	}
+	return max(time.Duration(want)*time.Millisecond, time.Second), 0
 }
 
 // taskRequest answers tasks/get, tasks/update and tasks/cancel.
@@ -249,13 +295,7 @@ func taskObject(tid *taskID, status string, extra map[string]any, o resume.Optio
 		"lastUpdatedAt":  time.Now().UTC().Format(time.RFC3339Nano),
 		"pollIntervalMs": taskPollInterval.Milliseconds(),
 	}
-	// How long from its creation the task stays readable if nobody polls it
-	// again: its maxWait while it runs, its result's retention once it ended.
-	keep := o.MaxWait
-	if status != "working" && status != "input_required" {
-		keep = o.DeliveredRetention
-	}
-	t["ttlMs"] = time.Since(created).Milliseconds() + keep.Milliseconds()
+	t["ttlMs"] = tid.ttl(status, o)
 	for k, v := range extra {
 		t[k] = v
 	}

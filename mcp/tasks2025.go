@@ -102,16 +102,12 @@ func (s *Server) taskSupport(result any) any {
 // statusMessage when message is not empty.
 func legacyTask(tid *taskID, status, message string, o resume.Options) map[string]any {
 	created := time.UnixMilli(tid.Created).UTC()
-	keep := o.MaxWait
-	if status != "working" && status != "input_required" {
-		keep = o.DeliveredRetention
-	}
 	t := map[string]any{
 		"taskId":        tid.encode(),
 		"status":        status,
 		"createdAt":     created.Format(time.RFC3339Nano),
 		"lastUpdatedAt": time.Now().UTC().Format(time.RFC3339Nano),
-		"ttl":           time.Since(created).Milliseconds() + keep.Milliseconds(),
+		"ttl":           tid.ttl(status, o),
 		"pollInterval":  taskPollInterval.Milliseconds(),
 	}
 	if message != "" {
@@ -121,9 +117,14 @@ func legacyTask(tid *taskID, status, message string, o resume.Options) map[strin
 }
 
 // legacyTaskResult is the CreateTaskResult of the 2025-11-25 form: the task,
-// nested.
-func (cl *call) legacyTaskResult(tid *taskID) []byte {
-	b, _ := json.Marshal(map[string]any{"task": legacyTask(tid, "working", "", cl.c.s.eng.Options())})
+// nested. When the server cut the ttl the client asked for (asked, not 0), the
+// result's _meta says what was asked.
+func (cl *call) legacyTaskResult(tid *taskID, asked time.Duration) []byte {
+	res := map[string]any{"task": legacyTask(tid, "working", "", cl.c.s.eng.Options())}
+	if asked > 0 {
+		res["_meta"] = map[string]any{spec.MetaRequestedTTL: asked.Milliseconds()}
+	}
+	b, _ := json.Marshal(res)
 	return spec.EncodeResponse(cl.id, b)
 }
 

@@ -31,7 +31,7 @@ func NewCollector(eng *resume.Engine) *Collector {
 		requests:      d("requests", "Live resumable requests, by state.", "state"),
 		tasks:         d("tasks", "Live tasks (among the requests), by state.", "state"),
 		attached:      d("requests_attached", "Live resumable requests whose messages go to a client's stream now."),
-		detached:      d("requests_detached", "Live resumable requests with no client (their maxWait or retention clock runs)."),
+		detached:      d("requests_detached", "Live resumable requests with no client (their maxWait or retention clock runs), results already written to their client included."),
 		queued:        d("queued_bytes", "Size of the queued messages of every live request."),
 		tombstones:    d("tombstones", "Ended requests still answered expired or cancelled."),
 		resumes:       d("resumes_total", "Requests attached to a stream again: requests/resume, and Last-Event-ID reconnects on Streamable HTTP."),

@@ -218,7 +218,7 @@ type Engine struct {
 	// unless closed.
 	bg sync.WaitGroup
 
-	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention
+	durations [numClocks]time.Duration // of each clock: MaxWait, Retention, DeliveredRetention (clockTTL's is each request's)
 	tmu       sync.Mutex               // guards tm; taken with a request's mu held, never the reverse
 	tm        timers
 
@@ -307,7 +307,7 @@ func New(store Store, opts *Options) *Engine {
 		runningBy:   make(map[string]int),
 		byPrincipal: make(map[string]*usage),
 		tombs:       make(map[TokenHash]tombstone),
-		durations:   [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention},
+		durations:   [numClocks]time.Duration{o.MaxWait, o.Retention, o.DeliveredRetention, 0},
 		tm:          timers{epoch: time.Now()},
 	}
 	if o.Cluster != nil {
@@ -351,6 +351,11 @@ type StartOptions struct {
 	// form): counted apart in Stats, stored in its Record, and its tombstone is
 	// stored too (a cancelled task stays cancelled across a restart).
 	Task bool
+	// TTL, when not 0, is the request's lifetime from its start, in place of
+	// MaxWait and the retentions: it is kept that long whatever happens to it
+	// (polled or not, attached or not), and then expires, cancelled if it still
+	// runs. A task's ttl. Stored in its Record: a recovered request keeps it.
+	TTL time.Duration
 	// Token, when set, is the request's token instead of a new random one: a key
 	// the client chose and sent with its call, so that it can find the request
 	// without having received its policy. The caller vouches that it is
@@ -377,7 +382,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
 	}
-	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task}
+	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL}
 	r := e.newRequest(base, rec, outbox{})
 
 	e.mu.Lock()
@@ -416,9 +421,9 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	r.mu.Lock()
 	if so.Sink != nil {
 		r.newAttachmentLocked(so.Sink, 0, nil)
-	} else {
-		r.scheduleLocked() // detached until its first Attach: the maxWait clock runs
 	}
+	// Detached until its first Attach, the maxWait clock runs; a TTL runs from now.
+	r.scheduleLocked()
 	r.mu.Unlock()
 	return r, tok, nil
 }

@@ -30,6 +30,9 @@ type Request struct {
 	epoch uint32
 	// task: started as a task (StartOptions.Task; Record.Task).
 	task bool
+	// ttl, when not 0, is the request's fixed lifetime from created
+	// (StartOptions.TTL; Record.TTL): its one deadline, whatever its state.
+	ttl time.Duration
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -79,7 +82,7 @@ type Request struct {
 // own from base: every Request is made here, started (Start) or recovered.
 func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request {
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
-		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task}
+		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL}
 	if rec.State == StateProcessing {
 		r.payload = rec.Payload
 	}
@@ -294,7 +297,7 @@ const finalRetry = time.Second
 
 // recordLocked returns the request's Record with state.
 func (r *Request) recordLocked(state State) Record {
-	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task}
+	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl}
 	if state == StateProcessing {
 		rec.Payload = r.payload // what a restartable request runs again with
 	}
@@ -506,12 +509,15 @@ func (r *Request) setStateLocked(s State) {
 // scheduleLocked sets the one deadline a request has, from its state and
 // attachment: a detached processing request expires after MaxWait; an ended one is
 // dropped after Retention (DeliveredRetention once its response was written); an
-// attached processing request has none.
+// attached processing request has none. A request with a ttl has that one
+// deadline, whatever its state: polls and attachments do not move it.
 func (r *Request) scheduleLocked() {
 	var c clock
 	switch {
 	case r.gone.Load():
 		return
+	case r.ttl > 0:
+		c = clockTTL
 	case r.state == StateProcessing && r.att != nil:
 		r.stopTimerLocked()
 		return
@@ -535,6 +541,12 @@ func (r *Request) onTimer(gen uint64) {
 	r.mu.Lock()
 	switch {
 	case r.gone.Load() || r.tgen.Load() != gen: // freed, re-armed or stopped meanwhile
+		r.mu.Unlock()
+	case r.ttl > 0 && r.state == StateProcessing: // its lifetime is over
+		r.setStateLocked(StateExpired)
+		r.mu.Unlock()
+	case r.ttl > 0:
+		r.freeLocked(StateExpired)
 		r.mu.Unlock()
 	case r.state == StateProcessing && r.att != nil:
 		r.mu.Unlock() // attached meanwhile

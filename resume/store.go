@@ -113,6 +113,9 @@ type Record struct {
 	// (see Engine.forget), so that a task that ended cancelled says so after a
 	// restart.
 	Task bool
+	// TTL is the request's fixed lifetime from Created (StartOptions.TTL); 0
+	// for none.
+	TTL time.Duration
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

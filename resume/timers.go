@@ -1,14 +1,17 @@
 package resume
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
 
 // The engine keeps every request's deadline (maxWait, Retention or
-// DeliveredRetention) with one timer of its own instead of one per request. A
-// deadline is now plus one of those three durations, so each kind of deadline is
-// queued in a FIFO that stays sorted; the timer fires at the earliest head. A
+// DeliveredRetention, or its fixed ttl) with one timer of its own instead of one
+// per request. A deadline is now plus one of the first three durations, so each
+// of those kinds is queued in a FIFO that stays sorted; a ttl deadline (a time
+// of its own per request) is inserted in order into its queue. The timer fires
+// at the earliest head. A
 // request re-armed, stopped or freed bumps its generation; the entries of older
 // generations are stale: skipped when they come due, and swept out as soon as
 // they outnumber the current ones (and 64). A stale entry still points to its
@@ -22,6 +25,7 @@ const (
 	clockMaxWait clock = iota
 	clockRetention
 	clockDelivered
+	clockTTL // the request's own: created + StartOptions.TTL
 	numClocks
 )
 
@@ -52,6 +56,9 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 	t := &e.tm
 	now := time.Since(t.epoch) // read under tmu, so that each queue stays in order
 	due := now + e.durations[c]
+	if c == clockTTL {
+		due = max(r.created.Add(r.ttl).Sub(t.epoch), now)
+	}
 	t.staleLocked(r) // the deadline this one replaces
 	for k, q := range t.q {
 		// The deadline this one replaces is often the newest of its queue (a
@@ -62,7 +69,13 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 			t.stale--
 		}
 	}
-	t.q[c] = push(t.q[c], deadline{r: r, gen: gen, due: due})
+	if c == clockTTL {
+		q := t.q[c]
+		i, _ := slices.BinarySearchFunc(q, due, func(d deadline, due time.Duration) int { return cmp.Compare(d.due, due+1) })
+		t.q[c] = slices.Insert(q, i, deadline{r: r, gen: gen, due: due})
+	} else {
+		t.q[c] = push(t.q[c], deadline{r: r, gen: gen, due: due})
+	}
 	r.queued = true
 	if t.at == 0 || due < t.at {
 		t.at = due
@@ -82,7 +95,11 @@ func (t *timers) staleLocked(r *Request) {
 	}
 	r.queued = false
 	t.stale++
-	if n := len(t.q[0]) + len(t.q[1]) + len(t.q[2]); t.stale > max(n-t.stale, minSweep) {
+	n := 0
+	for _, q := range t.q {
+		n += len(q)
+	}
+	if t.stale > max(n-t.stale, minSweep) {
 		t.sweepLocked()
 	}
 }

@@ -80,3 +80,46 @@ func TestFreedRequestsLeaveTheQueues(t *testing.T) {
 		t.Errorf("%d of %d cancelled requests were collected; want all but at most 64", got, n)
 	}
 }
+
+// A request with a TTL has that one deadline from its start, whatever happens
+// to it: polls (Touch) and attachments do not move it; a request still running
+// then expires (its context ends), one ended is freed though its retention
+// would keep it longer; one ended before has no shorter deadline either.
+func TestTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{MaxWait: time.Minute, Retention: time.Minute, DeliveredRetention: time.Second})
+		polled, tok := start(t, e, `1`, &resume.StartOptions{TTL: time.Hour, Task: true})
+		attached, _ := start(t, e, `2`, &resume.StartOptions{TTL: time.Hour, Sink: newSink()})
+		ended, _ := start(t, e, `3`, &resume.StartOptions{TTL: time.Hour})
+		complete(t, ended)
+		plain, _ := start(t, e, `4`, nil)
+		for i := range 5 { // polled every 10 minutes: MaxWait would have ended it
+			time.Sleep(10 * time.Minute)
+			if err := polled.Touch(0); err != nil {
+				t.Fatalf("Touch %d: %v", i+1, err)
+			}
+		}
+		synctest.Wait()
+		if !plain.Gone() {
+			t.Fatal("a request without a TTL outlived its MaxWait")
+		}
+		if polled.Gone() || attached.Gone() || ended.Gone() {
+			t.Fatalf("before the TTL: gone polled %v, attached %v, ended %v", polled.Gone(), attached.Gone(), ended.Gone())
+		}
+		time.Sleep(10*time.Minute - time.Nanosecond)
+		synctest.Wait()
+		if polled.Gone() || ended.Gone() {
+			t.Fatal("gone before the TTL")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		for name, r := range map[string]*resume.Request{"polled": polled, "attached": attached, "ended": ended} {
+			if !r.Gone() {
+				t.Errorf("%s: still there at its TTL", name)
+			}
+		}
+		wantCause(t, attached.Context(), resume.ErrExpired)
+		_, err := e.Lookup(tok, []byte(`1`))
+		wantErr(t, "Lookup of the polled request", err, resume.ErrExpired)
+	})
+}

@@ -36,6 +36,10 @@ const (
 	// tools/call sent again with the same key and id attaches to the call instead
 	// of running the tool twice.
 	MetaKey = "io.mcp-resume/key"
+	// MetaRequestedTTL, in the `_meta` of a 2025-11-25 CreateTaskResult, is the
+	// ttl (milliseconds) the client asked for when the server cut it to its
+	// maximum; the task's ttl is what it got.
+	MetaRequestedTTL = "io.mcp-resume/requestedTtl"
 )
 
 // Bounds of a call key (MetaKey): 22 characters of base64url carry 128 bits.

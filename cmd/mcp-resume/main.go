@@ -190,6 +190,8 @@ type serveFlags struct {
 	failBurst      int
 	failRefill     time.Duration
 	maxConcurrentP int
+	taskTTL        time.Duration
+	maxTaskTTL     time.Duration
 	maxLiveP       int
 
 	// gateway only
@@ -265,6 +267,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys")
 	fs.IntVar(&f.failBurst, "token-failure-burst", mcp.DefaultTokenFailureBurst, "failed token checks (getStatus, resume, cancel, retry or task request by token answered as unknown) allowed in a burst per session, and 100 times as many per principal (per remote IP without --api-keys); past either a session's token checks are answered rate_limited, except for requests it carries (negative: no limit)")
 	fs.DurationVar(&f.failRefill, "token-failure-refill", mcp.DefaultTokenFailureRefill, "each bucket (a session's, a principal's or remote IP's) allows one failed token check again per this interval, up to its size")
+	fs.DurationVar(&f.taskTTL, "task-ttl", mcp.DefaultTaskTTL, "a task's lifetime from its creation when its client asks for none: kept that long, running or ended, polled or not, then expired")
+	fs.DurationVar(&f.maxTaskTTL, "max-task-ttl", mcp.DefaultMaxTaskTTL, "the longest ttl a 2025-11-25 client may ask for a task (params.task.ttl); a longer one is cut to it")
 	fs.IntVar(&f.maxConcurrentP, "max-concurrent-per-principal", mcp.DefaultMaxConcurrentPerPrincipal, "requests of one principal (--api-keys) in flight at once; past it a request is answered too_many_requests (negative: no cap)")
 	fs.IntVar(&f.maxLiveP, "max-live-per-principal", resume.DefaultMaxLivePerPrincipal, "running resumable requests of one principal (--api-keys); past it the principal's new calls run without a resume policy (negative: no cap)")
 	if err := fs.Parse(args); err != nil {
@@ -297,6 +301,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	}
 	if err := checkExposure(&f, keys); err != nil {
 		return err
+	}
+	if f.taskTTL < time.Second || f.maxTaskTTL < time.Second {
+		return fmt.Errorf("--task-ttl and --max-task-ttl: at least 1s (got %v and %v)", f.taskTTL, f.maxTaskTTL)
 	}
 	def, err := parsePolicy(f.defaultPolicy)
 	if err != nil {
@@ -373,6 +380,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		TokenFailureBurst:         f.failBurst,
 		TokenFailureRefill:        f.failRefill,
 		MaxConcurrentPerPrincipal: f.maxConcurrentP,
+		TaskTTL:                   f.taskTTL,
+		MaxTaskTTL:                f.maxTaskTTL,
 	})
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

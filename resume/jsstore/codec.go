@@ -16,7 +16,8 @@ import (
 //	message: see package wire
 //	record:  6, state, varint created (Unix nanoseconds), uvarint len(id), id,
 //	         uvarint len(principal), principal, uvarint len(owner), owner,
-//	         uvarint epoch, flags, payload (when flagPayload)
+//	         uvarint epoch, flags, uvarint ttl in milliseconds (when flagTTL),
+//	         payload (when flagPayload)
 //
 // There is one record format until the first release; 1 to 5 were the formats
 // of development versions, which nothing deployed wrote: a record in one of
@@ -30,6 +31,7 @@ const (
 	flagAckMode
 	flagAcknowledged // a tombstone of an acknowledged request
 	flagTask
+	flagTTL // a uvarint of milliseconds follows the flags
 )
 
 func encodeRecord(rec resume.Record) []byte {
@@ -53,7 +55,13 @@ func encodeRecord(rec resume.Record) []byte {
 	if rec.Task {
 		flags |= flagTask
 	}
+	if rec.TTL > 0 {
+		flags |= flagTTL
+	}
 	b = append(b, flags)
+	if rec.TTL > 0 {
+		b = binary.AppendUvarint(b, uint64(rec.TTL.Milliseconds()))
+	}
 	return append(b, rec.Payload...)
 }
 
@@ -84,16 +92,25 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 		return nil, errCodec
 	}
 	rec.Epoch = uint32(epoch)
-	const allowed = flagPayload | flagAckMode | flagAcknowledged | flagTask
+	const allowed = flagPayload | flagAckMode | flagAcknowledged | flagTask | flagTTL
 	if len(rest) == 0 || rest[0]&^allowed != 0 {
 		return nil, errCodec
 	}
-	rec.AckMode = rest[0]&flagAckMode != 0
-	rec.Acknowledged = rest[0]&flagAcknowledged != 0
-	rec.Task = rest[0]&flagTask != 0
-	if rest[0]&flagPayload != 0 {
-		rec.Payload = append([]byte{}, rest[1:]...)
-	} else if len(rest) != 1 {
+	flags := rest[0]
+	rest = rest[1:]
+	rec.AckMode = flags&flagAckMode != 0
+	rec.Acknowledged = flags&flagAcknowledged != 0
+	rec.Task = flags&flagTask != 0
+	if flags&flagTTL != 0 {
+		ms, r, ok := wire.Uvarint(rest)
+		if !ok || ms == 0 || ms > math.MaxInt64/uint64(time.Millisecond) {
+			return nil, errCodec
+		}
+		rec.TTL, rest = time.Duration(ms)*time.Millisecond, r
+	}
+	if flags&flagPayload != 0 {
+		rec.Payload = append([]byte{}, rest...)
+	} else if len(rest) != 0 {
 		return nil, errCodec
 	}
 	return rec, nil

@@ -24,6 +24,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		with(func(r *resume.Record) { r.State = resume.StateExpired; r.Owner = "A"; r.Acknowledged = true }),
 		with(func(r *resume.Record) { r.Task = true; r.Payload = []byte(`{"t":1}`) }),
 		with(func(r *resume.Record) { r.State = resume.StateCancelled; r.Task = true }),
+		with(func(r *resume.Record) { r.Task = true; r.TTL = time.Hour; r.Payload = []byte(`{"t":2}`) }),
+		with(func(r *resume.Record) { r.TTL = 1500 * time.Millisecond }),
 	} {
 		b := encodeRecord(rec)
 		if b[0] != recordVersion {
@@ -44,7 +46,9 @@ func TestDecodeRecordRejects(t *testing.T) {
 		"development v1": {1, byte(resume.StateCompleted), 2, '"', 'a', '"'},
 		"development v5": {5, 0, 2, 1, '1', 0, 0, 0, 0},
 		"truncated":      ok[:len(ok)-1],
-		"unknown flag":   append(bytes.Clone(ok[:len(ok)-1]), 16),
+		"unknown flag":   append(bytes.Clone(ok[:len(ok)-1]), 32),
+		"ttl missing":    append(bytes.Clone(ok[:len(ok)-1]), 16),
+		"ttl of 0":       append(bytes.Clone(ok[:len(ok)-1]), 16, 0),
 		"trailing bytes": append(bytes.Clone(ok), 'x'),
 		"epoch overflow": append(append([]byte{recordVersion, 0, 2, 1, '1', 0, 0}, binary.AppendUvarint(nil, 1<<32)...), 0),
 	} {
@@ -82,5 +86,5 @@ func sameRecord(a, b resume.Record) bool {
 	return a.Hash == b.Hash && bytes.Equal(a.ID, b.ID) && a.State == b.State && a.Created.Equal(b.Created) &&
 		bytes.Equal(a.Payload, b.Payload) && (a.Payload == nil) == (b.Payload == nil) &&
 		a.Principal == b.Principal && a.Owner == b.Owner && a.AckMode == b.AckMode && a.Epoch == b.Epoch &&
-		a.Acknowledged == b.Acknowledged && a.Task == b.Task
+		a.Acknowledged == b.Acknowledged && a.Task == b.Task && a.TTL == b.TTL
 }

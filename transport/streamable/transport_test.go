@@ -610,6 +610,51 @@ func TestTaskOutlivesDelete(t *testing.T) {
 	}
 }
 
+// A 2025-11-25 task's ttl is the one its client asked for, up to the server's
+// maximum (then the CreateTaskResult's _meta says what was asked), the same in
+// every tasks/get and tasks/list.
+func TestTaskTTL(t *testing.T) {
+	s := newServer(t, &mcp.Options{Tools: demo.Policies(), MaxTaskTTL: time.Hour}, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	type task struct {
+		TaskID string
+		TTL    int64
+	}
+	create := func(id int, ttl string) (task, string) {
+		_, body := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":60,"steps":2}%s}}`, id, ttl))
+		var created struct {
+			Result struct {
+				Task task            `json:"task"`
+				Meta json.RawMessage `json:"_meta"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(lastData(body)), &created); err != nil || created.Result.Task.TaskID == "" {
+			t.Fatalf("CreateTaskResult: %s", body)
+		}
+		return created.Result.Task, string(created.Result.Meta)
+	}
+	asked, meta := create(1, `,"task":{"ttl":120000}`)
+	if asked.TTL != 120000 || meta != "" {
+		t.Errorf("ttl 120000 asked: %+v, _meta %s", asked, meta)
+	}
+	capped, meta := create(2, `,"task":{"ttl":86400000}`)
+	if capped.TTL != 3600000 || !strings.Contains(meta, `"io.mcp-resume/requestedTtl":86400000`) {
+		t.Errorf("a day asked, an hour the maximum: %+v, _meta %s", capped, meta)
+	}
+	for i, want := range map[string]int64{asked.TaskID: 120000, capped.TaskID: 3600000} {
+		for n := range 2 {
+			_, got := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tasks/get","params":{"taskId":%q}}`, 10+n, i))
+			if !strings.Contains(got, fmt.Sprintf(`"ttl":%d`, want)) {
+				t.Errorf("tasks/get %d: %s, want ttl %d", n, got, want)
+			}
+		}
+	}
+	if _, got := c.post(`{"jsonrpc":"2.0","id":20,"method":"tasks/list"}`); !strings.Contains(got, `"ttl":120000`) || !strings.Contains(got, `"ttl":3600000`) {
+		t.Errorf("tasks/list: %s", got)
+	}
+}
+
 // lastData returns the message of a POST's answer: the body when it is JSON,
 // else the last non-empty data line of its event stream.
 func lastData(body string) string {
