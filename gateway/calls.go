@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -19,37 +21,70 @@ const maxUnsent = 3
 // callTool is the handler of every mirrored tool: it runs the call on the
 // upstream, with a progress token of the gateway's own (the upstream request's
 // id) whatever the client sent, and passes what the upstream sends for it on to
-// the call. A call whose upstream went away fails with upstream_lost, or runs
-// again on the next upstream when its tool is restartable.
+// the call. A call that an HTTP upstream made resumable (SEP-975) survives the
+// loss of its stream or connection (a silent one included: the transport's
+// Silence window): it is resumed, under its id, with its token and an ack of
+// what was passed on, on the next connection, for the call's maxWait. Any other
+// call whose upstream went away fails with upstream_lost, or runs again on the
+// next upstream when its tool is restartable.
 func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	uc := &upcall{ctx: ctx}
 	if req.Params.Meta != nil {
 		uc.token = req.Params.Meta.ProgressToken
 	}
 	unsent := 0
+	var (
+		id       spec.ID   // the upstream call's, kept across resumes
+		resuming time.Time // since when the call is being resumed (zero: not)
+	)
 	for {
 		p, err := g.current(ctx)
 		if err != nil {
 			return nil, err
 		}
-		id := p.newID()
-		call := map[string]any{"name": req.Params.Name, "_meta": map[string]any{"progressToken": json.RawMessage(id)}}
-		if req.Params.Arguments != nil {
-			call["arguments"] = req.Params.Arguments
-		}
-		params, err := json.Marshal(call)
-		if err != nil {
-			return nil, err
+		method, params := "tools/call", json.RawMessage(nil)
+		g.mu.Lock()
+		token, ack := uc.resumeToken, uc.seq
+		g.mu.Unlock()
+		if resuming.IsZero() {
+			id = p.newID()
+			call := map[string]any{"name": req.Params.Name, "_meta": map[string]any{"progressToken": json.RawMessage(id)}}
+			if req.Params.Arguments != nil {
+				call["arguments"] = req.Params.Arguments
+			}
+			if params, err = json.Marshal(call); err != nil {
+				return nil, err
+			}
+		} else {
+			// SEP-975: the same id, the token, and what was passed on already.
+			method = spec.MethodResume
+			params, _ = json.Marshal(map[string]any{"resumeToken": token, "_meta": map[string]any{spec.MetaAck: ack}})
 		}
 		g.mu.Lock()
 		g.calls[string(id)] = uc
 		g.mu.Unlock()
-		raw, err := p.callID(ctx, id, "tools/call", params)
+		raw, err := p.callID(ctx, id, method, params)
 		g.mu.Lock()
 		delete(g.calls, string(id))
+		token, wait := uc.resumeToken, uc.maxWait
 		g.mu.Unlock()
+		lostHere := errors.Is(err, errLost) || errors.Is(err, errStreamLost) || (!resuming.IsZero() && errors.Is(err, errNotSent))
 		switch {
 		case ctx.Err() != nil:
+		case lostHere && token != "":
+			if resuming.IsZero() {
+				resuming = time.Now()
+				g.log.Info().Str("tool", req.Params.Name).Msg("upstream connection lost during a call; resuming it")
+			}
+			if time.Since(resuming) > cmp.Or(wait, g.opts.ConnectTimeout) {
+				return nil, spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream could not be reached to resume the call within its maxWait")
+			}
+			if errors.Is(err, errStreamLost) {
+				sleep(ctx, takeUpDelay) // the same connection may serve the resume
+			} else {
+				g.replaced(ctx, p)
+			}
+			continue
 		case errors.Is(err, errNotSent) && unsent < maxUnsent:
 			// The upstream never saw the call: send it to the next connection,
 			// once this one is out of service (a child that died may still have
@@ -131,6 +166,19 @@ func (g *Gateway) serverRequest(p *peer, m *spec.Message, via []byte) {
 // call to the call's client; list changes make the gateway list again.
 func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 	switch m.Method {
+	case spec.MethodResumePolicy:
+		var pol spec.ResumePolicyParams
+		if json.Unmarshal(m.Params, &pol) != nil || pol.ResumeToken == "" {
+			return
+		}
+		g.mu.Lock()
+		if uc := g.calls[string(pol.RequestID)]; uc != nil {
+			uc.resumeToken = pol.ResumeToken
+			if pol.MaxWait != nil {
+				uc.maxWait = time.Duration(*pol.MaxWait) * time.Second
+			}
+		}
+		g.mu.Unlock()
 	case "notifications/progress":
 		tok, found, _ := spec.Member(m.Params, "progressToken")
 		if !found {
@@ -141,11 +189,15 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 			return
 		}
 		value, _ := params["progress"].(float64)
+		seq := spec.ReadSeq(m.Params)
 		g.mu.Lock()
 		uc := g.calls[string(tok)]
 		again := uc != nil && uc.progressed && value <= uc.progress
 		if uc != nil && !again {
 			uc.progress, uc.progressed = value, true
+		}
+		if uc != nil {
+			uc.seq = max(uc.seq, seq)
 		}
 		g.mu.Unlock()
 		if uc == nil || uc.token == nil || again {
@@ -163,7 +215,14 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 		if json.Unmarshal(m.Params, &params) != nil {
 			return
 		}
-		g.send(uc, m.Method, params)
+		seq := spec.ReadSeq(m.Params)
+		g.mu.Lock()
+		again := seq != 0 && seq <= uc.seq // sent again after a resume
+		uc.seq = max(uc.seq, seq)
+		g.mu.Unlock()
+		if !again {
+			g.send(uc, m.Method, params)
+		}
 	case "notifications/resources/updated":
 		var params map[string]any
 		if json.Unmarshal(m.Params, &params) == nil {

@@ -80,6 +80,13 @@ type Options struct {
 	// taken up again (which also replays what the upstream stored but did not
 	// send). Default 30s.
 	StreamIdle time.Duration
+	// Silence bounds how long an HTTP upstream's stream (or a request waiting
+	// for its answer) may carry no byte before it is taken for lost: 0 means
+	// the transport's default (2.5 times the keepalive the upstream announces,
+	// else streamable.DefaultSilence). A call the upstream made resumable is
+	// then resumed; a laptop that slept or a NAT that forgot the flow never
+	// leaves a call hanging.
+	Silence time.Duration
 
 	// ConnectTimeout bounds starting and initializing one upstream connection,
 	// and how long a call waits for one. Default 30s.
@@ -146,6 +153,15 @@ type upcall struct {
 	// dropped.
 	progress   float64
 	progressed bool
+	// resumeToken, from the upstream's resumePolicy for the call (SEP-975, an
+	// HTTP upstream that offers it), lets the call be resumed on a new
+	// connection when its stream or its connection is lost; maxWait is how long
+	// the upstream keeps it meanwhile; seq is the newest message of the call
+	// passed on (io.mcp-resume/seq), acknowledged on a resume so that nothing
+	// comes twice. Guarded by Gateway.mu.
+	resumeToken string
+	maxWait     time.Duration
+	seq         uint64
 }
 
 type initResult struct {
@@ -223,7 +239,7 @@ func (g *Gateway) dial() (transport.Conn, error) {
 			c.Transport = headerTransport{base: client.Transport, header: g.opts.Header}
 			client = &c
 		}
-		return streamable.Dial(g.opts.URL, &streamable.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true}), nil
+		return streamable.Dial(g.opts.URL, &streamable.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true, Silence: g.opts.Silence}), nil
 	}
 	cmd := exec.Command(g.opts.Command[0], g.opts.Command[1:]...)
 	cmd.Env = append(os.Environ(), g.opts.Env...)
@@ -247,14 +263,20 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 		defer g.wg.Done()
 		p.read(g.ctx)
 	}()
+	caps := map[string]any{
+		"sampling":    map[string]any{},
+		"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
+		"roots":       map[string]any{"listChanged": true},
+	}
+	if g.opts.URL != "" {
+		// An HTTP upstream that offers SEP-975 makes each call resumable: a call
+		// whose stream or connection is lost is resumed on the next one.
+		caps[spec.CapabilityName] = map[string]any{}
+	}
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": Protocol,
-		"capabilities": map[string]any{
-			"sampling":    map[string]any{},
-			"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
-			"roots":       map[string]any{"listChanged": true},
-		},
-		"clientInfo": map[string]any{"name": "mcp-resume-gateway", "version": g.opts.Version},
+		"capabilities":    caps,
+		"clientInfo":      map[string]any{"name": "mcp-resume-gateway", "version": g.opts.Version},
 	})
 	raw, err := p.call(ctx, "initialize", params)
 	var init initResult

@@ -91,10 +91,11 @@ type ClientOptions struct {
 	// request waiting for its answer may carry no byte at all before it is taken
 	// for a dead connection (a laptop that slept, a NAT that forgot the flow: no
 	// FIN, no RST, nothing): the stream is dropped and, with FailOnStreamLoss,
-	// the ClientConn ends with a *SilenceError. 0 means 2.5 times the keepalive
-	// interval the server announces on its event streams (HeaderKeepAlive), or
-	// DefaultSilence before it announced one, when FailOnStreamLoss is set (a
-	// client that resumes on a new connection), and no bound otherwise;
+	// the ClientConn ends with a *SilenceError (with ReportStreamLoss, that
+	// stream is reported lost). 0 means 2.5 times the keepalive interval the
+	// server announces on its event streams (HeaderKeepAlive), or DefaultSilence
+	// before it announced one, when FailOnStreamLoss or ReportStreamLoss is set
+	// (a client that resumes, or takes a stream up), and no bound otherwise;
 	// negative means no bound.
 	Silence time.Duration
 }
@@ -708,7 +709,7 @@ func (c *ClientConn) window() time.Duration {
 		return 0
 	case c.silence > 0:
 		return c.silence
-	case !c.failOnLoss:
+	case !c.failOnLoss && !c.reportLoss:
 		return 0
 	}
 	if ka := time.Duration(c.keepAlive.Load()); ka > 0 {
