@@ -68,7 +68,12 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		delete(g.calls, string(id))
 		token, wait := uc.resumeToken, uc.maxWait
 		g.mu.Unlock()
-		lostHere := errors.Is(err, errLost) || errors.Is(err, errStreamLost) || (!resuming.IsZero() && errors.Is(err, errNotSent))
+		var serr *spec.Error
+		gone := errors.As(err, &serr) && serr.Reason == spec.ReasonUnknownSession // a restarted upstream
+		if gone {
+			p.close() // the supervisor opens a new session
+		}
+		lostHere := gone || errors.Is(err, errLost) || errors.Is(err, errStreamLost) || (!resuming.IsZero() && errors.Is(err, errNotSent))
 		switch {
 		case ctx.Err() != nil:
 		case lostHere && token != "":

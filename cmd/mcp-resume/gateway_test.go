@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,4 +235,58 @@ func TestGatewayUpstreamToken(t *testing.T) {
 		!strings.Contains(stdout.String(), "countdown done: 3 of 3 steps") {
 		t.Fatalf("call through the gateway: %v; %q %q", err, stdout.String(), stderr.String())
 	}
+}
+
+// The remote behind `gateway --upstream URL` is killed (SIGKILL) mid-call and
+// started again on its data directory and address: the gateway's call, which
+// the remote made resumable, is resumed on a new session once the remote is
+// back; the remote runs it again (its tool is --restartable), and the client
+// gets the result, with progress that only increases (the new run's 1 and 2
+// are not passed on again). The next call through the same gateway works.
+func TestGatewayUpstreamRestart(t *testing.T) {
+	addr := freeAddr(t)
+	remote := "serve --http " + addr + " --data-dir " + t.TempDir() + " --restartable countdown"
+	first := spawnNet(t, remote, 1)[0]
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio --upstream "+first.URL))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"pr"}}}`)
+	var seen []int
+	c.Until(func(m e2etest.Msg) bool {
+		if m.Method == "notifications/progress" {
+			seen = append(seen, e2etest.Progress(m))
+		}
+		return len(seen) == 2
+	})
+	first.Kill()
+	_ = first.Stop(syscall.SIGKILL)
+	spawnNet(t, remote, 1)
+
+	resp, before := c.Response(`"r"`)
+	if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
+		t.Fatalf("the call across the remote's restart: %s", resp.Raw)
+	}
+	for _, m := range before {
+		if m.Method == "notifications/progress" {
+			seen = append(seen, e2etest.Progress(m))
+		}
+	}
+	if fmt.Sprint(seen) != "[1 2 3 4]" {
+		t.Errorf("progress across the restart: %v, want 1 to 4, each once", seen)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`)
+	if m, _ := c.Response(`"e"`); e2etest.Text(m) != "after" {
+		t.Fatalf("the next call: %s", m.Raw)
+	}
+}
+
+// freeAddr is a loopback address whose port is free now, for a server that
+// must come back on the same address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
