@@ -26,7 +26,8 @@ type startLine struct {
 	WS   string `json:"ws"`
 	Page string `json:"page"`
 	PID  int    `json:"pid"`
-	// Kill kills the process (SIGKILL), which then need not exit 0.
+	// Kill kills the process (SIGKILL), which then need not exit 0, and waits
+	// until it is gone (its data directory's lock and its ports are free).
 	Kill func() `json:"-"`
 	// Stop sends the process sig and waits for it to exit; its error says how it
 	// did not exit 0, with its stderr besides the logs. Only the first call
@@ -50,10 +51,6 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 		t.Fatal(err)
 	}
 	var killed atomic.Bool
-	kill := func() {
-		killed.Store(true)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-	}
 	lines := make(chan startLine, want)
 	drained := make(chan struct{})
 	var other strings.Builder // stderr that is not a log line; read once drained
@@ -93,6 +90,10 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	stop := func(sig os.Signal) error {
 		once.Do(func() { byTest = true; signalAndWait(sig) })
 		return stopErr
+	}
+	kill := func() {
+		killed.Store(true)
+		_ = stop(syscall.SIGKILL)
 	}
 	t.Cleanup(func() {
 		once.Do(func() { signalAndWait(syscall.SIGTERM) })

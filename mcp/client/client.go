@@ -428,7 +428,6 @@ func (c *Client) loop(l *link) {
 		if l, dials = c.reconnect(minWait, dials, lastErr); l == nil {
 			return
 		}
-		c.reconnects.Add(1)
 	}
 }
 
@@ -533,6 +532,9 @@ func (c *Client) reconnect(minWait time.Duration, dials int, lastErr error) (*li
 			<-l.done
 			return nil, dials
 		}
+		// Counted before the calls are resumed on it: a call's result may come
+		// back on l before this goroutine runs again.
+		c.reconnects.Add(1)
 		c.install(l)
 		return l, dials
 	}

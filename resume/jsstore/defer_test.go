@@ -22,6 +22,9 @@ import (
 func TestDeferRecords(t *testing.T) {
 	ctx := t.Context()
 	js, _ := startServer(t, t.TempDir(), false)
+	// What the test does "at once" must fit in the delay on a loaded machine:
+	// a request ended, messages discarded, before the store flushes.
+	jsstore.SetFlushDelay(t, 2*time.Second)
 	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true})
 	if err != nil {
 		t.Fatal(err)

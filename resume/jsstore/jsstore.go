@@ -121,6 +121,8 @@ type Store struct {
 	timeout time.Duration
 	// win holds the message publishes in flight (see window).
 	win *window
+	// flushDelay: see the package's flushDelay.
+	flushDelay time.Duration
 	// streamCfg and kvCfg make the stream and the bucket (New, and checkStore
 	// when they are gone).
 	streamCfg jetstream.StreamConfig
@@ -208,11 +210,11 @@ type pending struct {
 // flushDelay is how long an appended message waits before it is sent to the
 // stream, and flushBatch how many of a request's messages wait at most: one
 // delivered and discarded meanwhile (a client attached without acks) is never
-// sent, nor deleted after.
-const (
-	flushDelay = time.Millisecond
-	flushBatch = 256
-)
+// sent, nor deleted after. A Store reads flushDelay when it is made (a test
+// that must act within the delay, whatever the machine's load, sets it longer).
+var flushDelay = time.Millisecond
+
+const flushBatch = 256
 
 // ackPatience is how long, past its OutageWait, settle goes on sending again
 // what the stream has not acknowledged while the connection is up: a stream
@@ -308,7 +310,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		win: newWindow(js.Options().DefaultTimeout), streamCfg: streamCfg, kvCfg: kvCfg,
 		replicated: kvs.CachedInfo().Config.Replicas > 1,
 		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
-		dirty:   make(map[resume.TokenHash]struct{}),
+		dirty: make(map[resume.TokenHash]struct{}), flushDelay: flushDelay,
 		created: [2]time.Time{stream.CachedInfo().Created, kvs.CachedInfo().Created},
 	}
 	s.win.onFail = s.suspect
@@ -720,7 +722,7 @@ func (s *Store) dirtyLocked(h resume.TokenHash) {
 	}
 	if !s.armed {
 		s.armed = true
-		time.AfterFunc(flushDelay, s.flushDirty)
+		time.AfterFunc(s.flushDelay, s.flushDirty)
 	}
 	s.dirty[h] = struct{}{}
 }
@@ -742,7 +744,7 @@ func (s *Store) flushDirty() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.dirty) > 0 && !s.closed {
-		time.AfterFunc(flushDelay, s.flushDirty)
+		time.AfterFunc(s.flushDelay, s.flushDirty)
 	} else {
 		s.armed = false
 	}
