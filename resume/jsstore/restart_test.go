@@ -169,7 +169,10 @@ func usage(t testing.TB, js jetstream.JetStream, o jsstore.Options) (msgs, keys 
 }
 
 func usageErr(js jetstream.JetStream, o jsstore.Options) (msgs, keys uint64, err error) {
-	ctx := context.Background()
+	// Longer than the outage tests' JetStream timeout, which a loaded machine
+	// can take to answer.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if o.Stream == "" {
 		o.Stream = "MCP_RESUME"
 	}
