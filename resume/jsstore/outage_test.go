@@ -340,6 +340,12 @@ func TestRecordsOutage(t *testing.T) {
 	}
 }
 
+// jsTimeout is the outage tests' JetStream timeout: a publish lost in a cut is
+// tried again after it, and every read and API call waits at most that long. It
+// is short so that a lost publish is retried within a cut's second, and long
+// enough for a read on a machine loaded with the race detector and busy loops.
+const jsTimeout = time.Second
+
 // dialNATS connects to url with the reconnect options of a client that rides out
 // an outage: reconnect forever, soon (reconnectBuf as in outage).
 func dialNATS(t *testing.T, url string, reconnectBuf int) (*nats.Conn, jetstream.JetStream) {
@@ -359,8 +365,8 @@ func dialNATS(t *testing.T, url string, reconnectBuf int) (*nats.Conn, jetstream
 	// A publish in flight when the connection drops is never answered (the
 	// client keeps waiting for the reply after reconnecting); it is tried again
 	// once this timeout passes (5 seconds by default). A timeout with NATS up
-	// costs a try more, nothing else.
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(250*time.Millisecond))
+	// costs a try more, nothing else (jsTimeout).
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(jsTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,9 +535,9 @@ func (s *watched) count(c call) int {
 // replay returns every message a store replays for request h.
 //
 // A read that times out is made again, as a client's resume would be: the
-// outage tests give the store's JetStream calls a timeout of 250 ms (so that a
-// publish lost in a cut is tried again soon), which a read on a loaded machine
-// can take; what the tests check is what the store holds, not how fast.
+// outage tests give the store's JetStream calls a short timeout (jsTimeout),
+// which a read on a loaded machine can take; what the tests check is what the
+// store holds, not how fast.
 func replay(t *testing.T, st resume.Store, h resume.TokenHash) []resume.Message {
 	t.Helper()
 	for try := 1; ; try++ {
