@@ -79,7 +79,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		case lostHere && token != "":
 			if resuming.IsZero() {
 				resuming = time.Now()
-				g.log.Info().Str("tool", req.Params.Name).Msg("upstream connection lost during a call; resuming it")
+				g.log.Warn().Str("tool", req.Params.Name).Msg("upstream connection lost during a call; resuming it")
 			}
 			if time.Since(resuming) > cmp.Or(wait, g.opts.ConnectTimeout) {
 				return nil, spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream could not be reached to resume the call within its maxWait")
@@ -111,6 +111,12 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		res, err := mcpgo.ParseCallToolResult(&raw)
 		if err != nil {
 			return nil, spec.NewError(spec.CodeInternalError, "", "malformed tool result from the upstream: "+err.Error())
+		}
+		if res.Meta != nil { // the upstream's numbering, not the client's
+			delete(res.Meta.AdditionalFields, spec.MetaSeq)
+			if res.Meta.ProgressToken == nil && len(res.Meta.AdditionalFields) == 0 {
+				res.Meta = nil
+			}
 		}
 		return res, nil
 	}

@@ -290,3 +290,27 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// The shared end-to-end suite through `mcp-resume connect URL` (its stdio
+// face) in front of `mcp-resume serve` over Streamable HTTP.
+func TestConnectEndToEnd(t *testing.T) {
+	remote := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	e2etest.Run(t, e2etest.Harness{
+		Dial: func(t testing.TB) transport.Conn { return spawn(t, "connect "+remote.URL) },
+	})
+}
+
+// connect wants one http(s) URL, and says so.
+func TestConnectFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"connect":                           "want the remote's URL",
+		"connect ws://127.0.0.1:1/ws":       "http:// or https://",
+		"connect http://a/mcp http://b/mcp": "want the remote's URL",
+	} {
+		var out, errw strings.Builder
+		err := run(strings.Fields(args), nil, &out, &errw)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", args, err, want)
+		}
+	}
+}

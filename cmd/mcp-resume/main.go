@@ -103,6 +103,9 @@ commands:
             default; --stdio for stdin/stdout)
   gateway   serve another MCP server the same way: mcp-resume gateway [serve
             flags] -- CMD ARGS (a stdio child), or --upstream URL
+  connect   serve a remote MCP server on stdin/stdout for a local client (a
+            desktop app, an IDE), its calls surviving cuts, silence and the
+            remote's restarts: mcp-resume connect URL
   call      call a tool with automatic resume: mcp-resume call [--url URL |
             --ws URL | --stdio CMD] TOOL key=value ... (-h for the flags)
             (--task: as a task of the server; --detach: print its id, exit)
@@ -122,6 +125,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return serve(args[1:], stdin, stdout, stderr, false)
 	case "gateway":
 		return serve(args[1:], stdin, stdout, stderr, true)
+	case "connect":
+		return connect(args[1:], stdin, stdout, stderr)
 	case "call":
 		return call(args[1:], stdin, stdout, stderr)
 	case "status":
