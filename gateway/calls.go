@@ -3,8 +3,11 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -34,8 +37,9 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	}
 	unsent := 0
 	var (
-		id       spec.ID   // the upstream call's, kept across resumes
-		resuming time.Time // since when the call is being resumed (zero: not)
+		id       spec.ID         // the upstream call's, kept across resumes
+		first    json.RawMessage // its params, as first sent
+		resuming time.Time       // since when the call is being resumed (zero: not)
 	)
 	for {
 		p, err := g.current(ctx)
@@ -44,18 +48,34 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		}
 		method, params := "tools/call", json.RawMessage(nil)
 		g.mu.Lock()
-		token, ack := uc.resumeToken, uc.seq
+		token, ack, keyed := uc.resumeToken, uc.seq, uc.keyed
 		g.mu.Unlock()
-		if resuming.IsZero() {
+		switch {
+		case resuming.IsZero():
 			id = p.newID()
-			call := map[string]any{"name": req.Params.Name, "_meta": map[string]any{"progressToken": json.RawMessage(id)}}
+			meta := map[string]any{"progressToken": json.RawMessage(id)}
+			if g.takesKeys() {
+				// A key of the call's own (its resume token upstream): the call
+				// sent again with it is joined to the one running, never run twice.
+				key := newKey()
+				meta[spec.MetaKey] = key
+				g.mu.Lock()
+				uc.resumeToken, uc.keyed = key, true
+				g.mu.Unlock()
+			}
+			call := map[string]any{"name": req.Params.Name, "_meta": meta}
 			if req.Params.Arguments != nil {
 				call["arguments"] = req.Params.Arguments
 			}
 			if params, err = json.Marshal(call); err != nil {
 				return nil, err
 			}
-		} else {
+			first = params
+		case keyed:
+			// Sent again with its key: the upstream joins it to the call it runs
+			// (or has the result of), or runs it if it never got it.
+			params = first
+		default:
 			// SEP-975: the same id, the token, and what was passed on already.
 			method = spec.MethodResume
 			params, _ = json.Marshal(map[string]any{"resumeToken": token, "_meta": map[string]any{spec.MetaAck: ack}})
@@ -128,6 +148,25 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 // none: the stdio transport does not say which request a server request is for.
 //
 // It also returns how many calls run.
+// takesKeys reports whether the upstream takes call keys (io.mcp-resume/key in
+// its resumableRequests capability).
+func (g *Gateway) takesKeys() bool {
+	raw, ok := g.init.Capabilities.Experimental[spec.CapabilityName]
+	if !ok {
+		return false
+	}
+	b, _ := json.Marshal(raw)
+	var c spec.ServerCapability
+	return json.Unmarshal(b, &c) == nil && slices.Contains(c.Extensions, spec.ExtensionKey)
+}
+
+// newKey returns a random call key: 32 bytes, base64url.
+func newKey() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
 func (g *Gateway) callOf(via []byte) (*upcall, int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

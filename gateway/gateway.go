@@ -162,6 +162,10 @@ type upcall struct {
 	resumeToken string
 	maxWait     time.Duration
 	seq         uint64
+	// keyed: resumeToken is the call's key (io.mcp-resume/key), sent with it:
+	// the call is resumed by sending it again, also when it was lost before
+	// its policy came.
+	keyed bool
 }
 
 type initResult struct {

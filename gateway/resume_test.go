@@ -1,12 +1,20 @@
 package gateway_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/internal/demo"
@@ -92,4 +100,67 @@ func TestUpstreamCutResumed(t *testing.T) {
 	if fmt.Sprint(seen) != "[1 2 3 4]" {
 		t.Fatalf("progress through the cut: %v, want 1 to 4 once each", seen)
 	}
+}
+
+// The response to the gateway's tools/call is lost before anything of it
+// arrives (its stream ends at once: no policy, no event id). The upstream takes
+// call keys, so the gateway sent the call with one and sends it again with the
+// same key: the upstream joins it to the call it already runs, which runs once,
+// and the client gets its result.
+func TestUpstreamLostBeforePolicy(t *testing.T) {
+	var runs atomic.Int32
+	upSrv := server.NewMCPServer("up", "1", server.WithToolCapabilities(false))
+	upSrv.AddTool(mcpgo.NewTool("once"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		runs.Add(1)
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return mcpgo.NewToolResultText("ran"), nil
+	})
+	up := mcp.New(upSrv, nil)
+	h := streamable.NewHandler(up, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Close()
+		hs.Close()
+		up.Close()
+	})
+	cut := &cutFirstCall{base: http.DefaultTransport}
+	r := newRig(t, gateway.Options{URL: hs.URL + "/mcp", Client: &http.Client{Transport: cut}})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"o","method":"tools/call","params":{"name":"once","arguments":{}}}`)
+	if m, _ := c.Response(`"o"`); e2etest.Text(m) != "ran" {
+		t.Fatalf("the call whose first answer was lost: %s", m.Raw)
+	}
+	if cut.cuts.Load() != 1 {
+		t.Fatalf("%d answers cut, want 1", cut.cuts.Load())
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the upstream ran the tool %d times, want once", n)
+	}
+}
+
+// cutFirstCall ends the body of the first tools/call POST's answer before
+// anything of it is read, as a connection dropped right after the request.
+type cutFirstCall struct {
+	base http.RoundTripper
+	cuts atomic.Int32
+}
+
+func (c *cutFirstCall) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := c.base.RoundTrip(r)
+	if err != nil || !bytes.Contains(body, []byte(`"tools/call"`)) || !c.cuts.CompareAndSwap(0, 1) {
+		return resp, err
+	}
+	resp.Body.Close()
+	resp.Body = io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))
+	return resp, nil
 }
