@@ -48,7 +48,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		}
 		method, params := "tools/call", json.RawMessage(nil)
 		g.mu.Lock()
-		token, ack, keyed := uc.resumeToken, uc.seq, uc.keyed
+		token, ack, keyed, policySeen, heard := uc.resumeToken, uc.seq, uc.keyed, uc.policySeen, uc.heard
 		g.mu.Unlock()
 		switch {
 		case resuming.IsZero():
@@ -71,9 +71,12 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				return nil, err
 			}
 			first = params
-		case keyed:
-			// Sent again with its key: the upstream joins it to the call it runs
-			// (or has the result of), or runs it if it never got it.
+		case keyed && !policySeen:
+			// Lost before its policy came: sent again with its key, the upstream
+			// joins it to the call it runs (or has the result of), or runs it if
+			// it never got it. Once the policy came, the upstream had it: a
+			// resume, which an upstream that forgot it (restarted without its
+			// data) refuses rather than run it again.
 			params = first
 		default:
 			// SEP-975: the same id, the token, and what was passed on already.
@@ -86,20 +89,28 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		raw, err := p.callID(ctx, id, method, params)
 		g.mu.Lock()
 		delete(g.calls, string(id))
-		token, wait := uc.resumeToken, uc.maxWait
+		token, wait, reached := uc.resumeToken, uc.maxWait, uc.heard != heard
 		g.mu.Unlock()
 		var serr *spec.Error
 		gone := errors.As(err, &serr) && serr.Reason == spec.ReasonUnknownSession // a restarted upstream
 		if gone {
 			p.close() // the supervisor opens a new session
 		}
-		lostHere := gone || errors.Is(err, errLost) || errors.Is(err, errStreamLost) || (!resuming.IsZero() && errors.Is(err, errNotSent))
+		// A write that failed may have reached the upstream (its answer's
+		// headers never came): a keyed call is sent again with its key, never
+		// as a new call.
+		lostHere := gone || errors.Is(err, errLost) || errors.Is(err, errStreamLost) ||
+			(errors.Is(err, errNotSent) && (!resuming.IsZero() || keyed))
 		switch {
 		case ctx.Err() != nil:
 		case lostHere && token != "":
 			if resuming.IsZero() {
-				resuming = time.Now()
 				g.log.Warn().Str("tool", req.Params.Name).Msg("upstream connection lost during a call; resuming it")
+			}
+			// The call's maxWait runs from its latest loss: an attempt that
+			// reached the upstream (a message of the call came) starts it again.
+			if resuming.IsZero() || reached {
+				resuming = time.Now()
 			}
 			if time.Since(resuming) > cmp.Or(wait, g.opts.ConnectTimeout) {
 				return nil, spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream could not be reached to resume the call within its maxWait")
@@ -110,7 +121,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				g.replaced(ctx, p)
 			}
 			continue
-		case errors.Is(err, errNotSent) && unsent < maxUnsent:
+		case (errors.Is(err, errNotSent) || gone) && unsent < maxUnsent:
 			// The upstream never saw the call: send it to the next connection,
 			// once this one is out of service (a child that died may still have
 			// taken the write into its pipe).
@@ -223,7 +234,8 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 		}
 		g.mu.Lock()
 		if uc := g.calls[string(pol.RequestID)]; uc != nil {
-			uc.resumeToken = pol.ResumeToken
+			uc.resumeToken, uc.policySeen = pol.ResumeToken, true
+			uc.heard++
 			if pol.MaxWait != nil {
 				uc.maxWait = time.Duration(*pol.MaxWait) * time.Second
 			}
@@ -248,6 +260,7 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 		}
 		if uc != nil {
 			uc.seq = max(uc.seq, seq)
+			uc.heard++
 		}
 		g.mu.Unlock()
 		if uc == nil || uc.token == nil || again {
@@ -269,6 +282,7 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 		g.mu.Lock()
 		again := seq != 0 && seq <= uc.seq // sent again after a resume
 		uc.seq = max(uc.seq, seq)
+		uc.heard++
 		g.mu.Unlock()
 		if !again {
 			g.send(uc, m.Method, params)

@@ -163,9 +163,11 @@ type upcall struct {
 	maxWait     time.Duration
 	seq         uint64
 	// keyed: resumeToken is the call's key (io.mcp-resume/key), sent with it:
-	// the call is resumed by sending it again, also when it was lost before
-	// its policy came.
-	keyed bool
+	// a call lost before its policy came is sent again with it. policySeen:
+	// the policy came (the upstream had the call). heard counts the call's
+	// messages that arrived, so that a resume knows it reached the upstream.
+	keyed, policySeen bool
+	heard             uint64
 }
 
 type initResult struct {

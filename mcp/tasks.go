@@ -120,7 +120,8 @@ func (cl *call) taskResult(tid *taskID) []byte {
 // for in params.task.ttl, at least a second and at most MaxTaskTTL, else
 // TaskTTL; and the ttl asked for when it was cut to MaxTaskTTL (0 otherwise).
 func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
-	ttl = cmp.Or(s.opts.TaskTTL, DefaultTaskTTL)
+	limit := cmp.Or(s.opts.MaxTaskTTL, DefaultMaxTaskTTL)
+	ttl = min(cmp.Or(s.opts.TaskTTL, DefaultTaskTTL), limit)
 	if !cl.legacyTask {
 		return ttl, 0
 	}
@@ -134,7 +135,6 @@ func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 	if json.Unmarshal(cl.raw, &p) != nil || p.Params.Task.TTL == nil || *p.Params.Task.TTL <= 0 {
 		return ttl, 0
 	}
-	limit := cmp.Or(s.opts.MaxTaskTTL, DefaultMaxTaskTTL)
 	want := *p.Params.Task.TTL
 	if want >= float64(limit.Milliseconds()) {
 		if want > float64(limit.Milliseconds()) {

@@ -156,7 +156,8 @@ const (
 // processing (and is not restartable) ends with lost's response.
 func (e *Engine) recoverOne(rec Record, lost error) recovered {
 	if rec.Tombstone() {
-		if rec.Task { // its client polls it by id: it says how it ended
+		// A task's client polls it by id, for its ttl: it says how it ended.
+		if rec.Task && (rec.TTL == 0 || time.Now().Before(rec.Created.Add(rec.TTL))) {
 			e.restoreTombstone(rec)
 			return recoveredTombstone
 		}

@@ -31,8 +31,10 @@ type Request struct {
 	// task: started as a task (StartOptions.Task; Record.Task).
 	task bool
 	// ttl, when not 0, is the request's fixed lifetime from created
-	// (StartOptions.TTL; Record.TTL): its one deadline, whatever its state.
-	ttl time.Duration
+	// (StartOptions.TTL; Record.TTL): its one deadline, whatever its state;
+	// ttlArmed: that deadline is queued.
+	ttl      time.Duration
+	ttlArmed bool
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -444,12 +446,14 @@ func (r *Request) Cancel() {
 // written to a client, which has since said that it is done (it ended its
 // session): DeliveredRetention keeps such a result for a resume after a lost
 // connection, which a client that is done will not make. A request still
-// running, or whose result no client has received, is left as it is: its
+// running, whose result no client has received, or whose client acknowledges
+// (ack mode: it says itself when it has the result) is left as it is: its
 // client may come back for it with its token.
 func (r *Request) Release() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.gone.Load() && r.delivered && !r.finishing && r.state.Ended() {
+	// A client in ack mode says when it has a result, by acknowledging it.
+	if !r.gone.Load() && r.delivered && !r.finishing && !r.ackMode && r.state.Ended() {
 		r.freeLocked(r.state)
 	}
 }
@@ -517,6 +521,10 @@ func (r *Request) scheduleLocked() {
 	case r.gone.Load():
 		return
 	case r.ttl > 0:
+		if r.ttlArmed {
+			return // its one deadline does not move
+		}
+		r.ttlArmed = true
 		c = clockTTL
 	case r.state == StateProcessing && r.att != nil:
 		r.stopTimerLocked()
@@ -532,6 +540,7 @@ func (r *Request) scheduleLocked() {
 }
 
 func (r *Request) stopTimerLocked() {
+	r.ttlArmed = false
 	r.tgen.Add(1)
 	r.e.disarm(r)
 }
@@ -859,8 +868,10 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 			r.scheduleLocked() // the shorter window from now on
 		}
 		// Nothing comes after the final response: the request, kept for
-		// DeliveredRetention, holds no sink (nor its connection's state).
-		if r.att == a {
+		// DeliveredRetention, holds no sink (nor its connection's state). (A
+		// response stored and replayed while its Complete still waits for the
+		// store leaves the request as it is: processing, attached.)
+		if r.att == a && r.state.Ended() {
 			r.att = nil
 		}
 		return false

@@ -729,4 +729,14 @@ func TestRelease(t *testing.T) {
 	if !read.Gone() {
 		t.Fatal("Release kept a result written to its client")
 	}
+	// A client in ack mode says itself when it has the result.
+	acked, _ := start(t, e, `4`, &resume.StartOptions{AckMode: true})
+	sa := newSink()
+	attach(t, acked, sa, 0)
+	complete(t, acked)
+	wantSeqs(t, "the ack-mode sink", sa.seqs(t), 1)
+	acked.Release()
+	if acked.Gone() {
+		t.Fatal("Release freed an ack-mode request's result before its ack")
+	}
 }

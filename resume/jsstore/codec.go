@@ -55,11 +55,11 @@ func encodeRecord(rec resume.Record) []byte {
 	if rec.Task {
 		flags |= flagTask
 	}
-	if rec.TTL > 0 {
+	if rec.TTL >= time.Millisecond { // stored in milliseconds
 		flags |= flagTTL
 	}
 	b = append(b, flags)
-	if rec.TTL > 0 {
+	if flags&flagTTL != 0 {
 		b = binary.AppendUvarint(b, uint64(rec.TTL.Milliseconds()))
 	}
 	return append(b, rec.Payload...)

@@ -93,10 +93,12 @@ type ClientOptions struct {
 	// FIN, no RST, nothing): the stream is dropped and, with FailOnStreamLoss,
 	// the ClientConn ends with a *SilenceError (with ReportStreamLoss, that
 	// stream is reported lost). 0 means 2.5 times the keepalive interval the
-	// server announces on its event streams (HeaderKeepAlive), or DefaultSilence
-	// before it announced one, when FailOnStreamLoss or ReportStreamLoss is set
-	// (a client that resumes, or takes a stream up), and no bound otherwise;
-	// negative means no bound.
+	// server announces on its event streams (HeaderKeepAlive) when
+	// FailOnStreamLoss or ReportStreamLoss is set (a client that resumes, or
+	// takes a stream up); before it announced one, DefaultSilence with
+	// FailOnStreamLoss and no bound with ReportStreamLoss alone (a server that
+	// announces none may be silent while a tool runs); no bound otherwise.
+	// Negative means no bound.
 	Silence time.Duration
 }
 
@@ -715,7 +717,13 @@ func (c *ClientConn) window() time.Duration {
 	if ka := time.Duration(c.keepAlive.Load()); ka > 0 {
 		return ka * 5 / 2
 	}
-	return DefaultSilence
+	if c.failOnLoss {
+		return DefaultSilence
+	}
+	// A server that announced no keepalive may be silent for as long as a
+	// tool runs (one that answers a POST with JSON sends nothing before the
+	// result): a client that only reports a lost stream does not guess.
+	return 0
 }
 
 // do makes an HTTP request bounded by the Silence window: its answer's headers
@@ -723,14 +731,21 @@ func (c *ClientConn) window() time.Duration {
 // request is cancelled and its error (or the body's, silenceOf) says so.
 func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
 	w := c.window()
-	if w <= 0 {
+	// With ReportStreamLoss alone the window may come with this very answer
+	// (its keepalive announcement), so its body is watched from then on.
+	if w <= 0 && !(c.silence == 0 && c.reportLoss) {
 		return c.client.Do(req)
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	silent := &SilenceError{Window: w}
-	t := time.AfterFunc(w, func() { cancel(silent) })
+	var t *time.Timer
+	if w > 0 {
+		t = time.AfterFunc(w, func() { cancel(silent) })
+	}
 	resp, err := c.client.Do(req.WithContext(ctx))
-	t.Stop()
+	if t != nil {
+		t.Stop()
+	}
 	if err != nil {
 		cancel(nil)
 		if errors.Is(context.Cause(ctx), silent) {
@@ -745,13 +760,16 @@ func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
 			silent.Window = w
 		}
 	}
-	resp.Body = &silentBody{ReadCloser: resp.Body, ctx: ctx, cancel: cancel, silent: silent,
-		window: w, timer: time.AfterFunc(w, func() { cancel(silent) })}
+	body := &silentBody{ReadCloser: resp.Body, ctx: ctx, cancel: cancel, silent: silent, window: w}
+	if w > 0 {
+		body.timer = time.AfterFunc(w, func() { cancel(silent) })
+	}
+	resp.Body = body
 	return resp, nil
 }
 
 // silentBody is a response body whose request is cancelled when no byte comes
-// for its window.
+// for its window (none when it is 0: only Close cancels it).
 type silentBody struct {
 	io.ReadCloser
 	ctx    context.Context
@@ -763,14 +781,16 @@ type silentBody struct {
 
 func (b *silentBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
+	if n > 0 && b.timer != nil {
 		b.timer.Reset(b.window)
 	}
 	return n, err
 }
 
 func (b *silentBody) Close() error {
-	b.timer.Stop()
+	if b.timer != nil {
+		b.timer.Stop()
+	}
 	err := b.ReadCloser.Close()
 	b.cancel(nil)
 	return err
