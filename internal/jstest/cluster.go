@@ -236,29 +236,40 @@ func (c *Cluster) WaitStreamLeader(tb testing.TB, stream string) int {
 
 // MoveStreamLeader makes server to the leader of stream, asking the current
 // leader to step down in its favour through nc (any client connection to the
-// cluster), and waits until it leads. Nothing happens when it leads already.
+// cluster), and waits until it leads. Nothing happens when it leads already. A
+// preferred server that is not current when the leader steps down is passed
+// over (another replica is elected): the leader is asked again, until to leads.
 func (c *Cluster) MoveStreamLeader(tb testing.TB, nc *nats.Conn, stream string, to int) {
 	tb.Helper()
-	if c.WaitStreamLeader(tb, stream) == to {
-		return
-	}
 	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": c.Name(to)}})
-	msg, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, req, clusterPatience)
-	if err != nil {
-		tb.Fatalf("stepping the leader of stream %s down for %s: %v", stream, c.Name(to), err)
-	}
-	var resp struct {
-		Error *struct {
-			Description string `json:"description"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Error != nil {
-		tb.Fatalf("stepping the leader of stream %s down for %s: %s", stream, c.Name(to), msg.Data)
-	}
+	var asked time.Time
 	poll.Until(tb, clusterPatience, fmt.Sprintf("%s to lead stream %s", c.Name(to), stream), func() bool {
-		return c.StreamLeader(stream) == to
+		switch leader := c.StreamLeader(stream); {
+		case leader == to:
+			return true
+		case leader < 0 || time.Since(asked) < stepDownPatience:
+			return false // an election under way, or the last request's
+		}
+		asked = time.Now()
+		msg, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, req, clusterPatience)
+		if err != nil {
+			tb.Fatalf("stepping the leader of stream %s down for %s: %v", stream, c.Name(to), err)
+		}
+		var resp struct {
+			Error *struct {
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Error != nil {
+			tb.Fatalf("stepping the leader of stream %s down for %s: %s", stream, c.Name(to), msg.Data)
+		}
+		return false
 	})
 }
+
+// stepDownPatience is how long MoveStreamLeader waits for the election a
+// step-down starts before it asks again.
+const stepDownPatience = 3 * time.Second
 
 // Clients returns how many client connections named name server i has.
 func (c *Cluster) Clients(tb testing.TB, i int, name string) int {
