@@ -219,8 +219,43 @@ func (g *Gateway) serverRequest(p *peer, m *spec.Message, via []byte) {
 			"the gateway cannot tell which of its calls this request belongs to"))
 		return
 	}
-	res, err := resumemcp.Ask(uc.ctx, m.Method, m.Params)
-	p.respond(m.ID, res, err)
+	// A question the upstream sends again after a resume (same id) is asked
+	// once: the answer, when it comes, goes to each copy.
+	g.mu.Lock()
+	if uc.asked == nil {
+		uc.asked = map[string]*question{}
+	}
+	q, again := uc.asked[string(m.ID)]
+	if !again {
+		q = &question{done: make(chan struct{})}
+		uc.asked[string(m.ID)] = q
+	}
+	g.mu.Unlock()
+	if !again {
+		q.res, q.err = resumemcp.Ask(uc.ctx, m.Method, m.Params)
+		close(q.done)
+	}
+	<-q.done
+	g.respondUp(p, m.ID, q.res, q.err)
+}
+
+// question is an upstream request of a call being answered by its client.
+type question struct {
+	done chan struct{} // closed once res and err are set
+	res  json.RawMessage
+	err  error
+}
+
+// respondUp answers the upstream's request id on the live connection: the
+// one it came on (p) may have been replaced while the client thought (a call
+// resumed on a new connection keeps its question waiting there).
+func (g *Gateway) respondUp(p *peer, id spec.ID, res json.RawMessage, err error) {
+	g.mu.Lock()
+	if g.up != nil {
+		p = g.up
+	}
+	g.mu.Unlock()
+	p.respond(id, res, err)
 }
 
 // notification passes a notification of the upstream on: progress and logs of a

@@ -168,6 +168,9 @@ type upcall struct {
 	// messages that arrived, so that a resume knows it reached the upstream.
 	keyed, policySeen bool
 	heard             uint64
+	// asked holds the call's questions from the upstream, by their id: one
+	// sent again after a resume is not asked twice (guarded by Gateway.mu).
+	asked map[string]*question
 }
 
 type initResult struct {
