@@ -238,7 +238,9 @@ type tombstone struct {
 	// stored: its record stays in the store while it lasts (a cluster's, and
 	// a task's), and is deleted when it ages out.
 	stored bool
-	at     time.Time
+	// until: it answers lookups until then (TombstoneTTL after the request
+	// ended; a task's, at least to the end of its ttl, whose client polls it).
+	until time.Time
 }
 
 // err is what a lookup of the ended request answers.
@@ -476,7 +478,7 @@ func (e *Engine) LookupKey(token string, id []byte, principal string) (Handle, e
 	}
 	t, tomb := e.tombs[h]
 	e.mu.Unlock()
-	if tomb && bytes.Equal(t.id, id) && t.principal == principal && time.Since(t.at) < e.opts.TombstoneTTL {
+	if tomb && bytes.Equal(t.id, id) && t.principal == principal && time.Now().Before(t.until) {
 		return nil, t.err()
 	}
 	if e.cluster != nil && !held && !tomb {
@@ -596,7 +598,7 @@ func (e *Engine) TombstoneKey(token string, id []byte, principal string) {
 	if e.closed || e.knownLocked(h) {
 		return
 	}
-	e.tombs[h] = tombstone{id: bytes.Clone(id), principal: principal, state: StateCancelled, at: time.Now()}
+	e.tombs[h] = tombstone{id: bytes.Clone(id), principal: principal, state: StateCancelled, until: time.Now().Add(e.opts.TombstoneTTL)}
 	e.tombQ = append(e.tombQ, h)
 }
 
@@ -734,13 +736,14 @@ func (e *Engine) forget(r *Request, final State) {
 		}
 	}
 	e.releaseUseLocked(r)
-	// Age out old tombstones first (they were inserted in time order), then bound
-	// the count.
+	// Age out old tombstones first (inserted in the order they ended: a task's,
+	// which may last to the end of its ttl, holds back those behind it, which
+	// still answer lookups only until their own time), then bound the count.
 	var aged []TokenHash // those stored: their records go too
 	for len(e.tombQ) > 0 {
 		h := e.tombQ[0]
 		t, ok := e.tombs[h]
-		if ok && now.Sub(t.at) < e.opts.TombstoneTTL && len(e.tombQ) < e.opts.MaxTombstones {
+		if ok && now.Before(t.until) && len(e.tombQ) < e.opts.MaxTombstones {
 			break
 		}
 		if ok {
@@ -755,7 +758,11 @@ func (e *Engine) forget(r *Request, final State) {
 	// A cluster's other instances read the tombstone from the store; a task's
 	// outlives a restart there (its client polls it by id for its ttl).
 	stored := e.store != nil && (e.cluster != nil || r.task)
-	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, evicted: r.evicted, stored: stored, at: now}
+	until := now.Add(e.opts.TombstoneTTL)
+	if end := r.created.Add(r.ttl); r.task && r.ttl > 0 && end.After(until) {
+		until = end
+	}
+	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, evicted: r.evicted, stored: stored, until: until}
 	if final == StateExpired {
 		e.expired.Add(1)
 	}

@@ -326,7 +326,8 @@ func newEpoch(rec *Record, q *outbox) {
 }
 
 // restoreTombstone remembers again the stored tombstone of a task of an
-// earlier process, for a fresh TombstoneTTL; its record stays stored until then.
+// earlier process, until the end of the task's ttl (for a fresh TombstoneTTL
+// when it has none); its record stays stored until then.
 func (e *Engine) restoreTombstone(rec Record) {
 	state := rec.State
 	if rec.Acknowledged {
@@ -334,7 +335,11 @@ func (e *Engine) restoreTombstone(rec Record) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.tombs[rec.Hash] = tombstone{id: rec.ID, principal: rec.Principal, state: state, stored: true, at: time.Now()}
+	until := time.Now().Add(e.opts.TombstoneTTL)
+	if rec.TTL > 0 { // the end of its ttl, not a fresh TombstoneTTL at each restart
+		until = rec.Created.Add(rec.TTL)
+	}
+	e.tombs[rec.Hash] = tombstone{id: rec.ID, principal: rec.Principal, state: state, stored: true, until: until}
 	e.tombQ = append(e.tombQ, rec.Hash)
 }
 

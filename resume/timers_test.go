@@ -1,6 +1,7 @@
 package resume_test
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -121,5 +122,31 @@ func TestTTL(t *testing.T) {
 		wantCause(t, attached.Context(), resume.ErrExpired)
 		_, err := e.Lookup(tok, []byte(`1`))
 		wantErr(t, "Lookup of the polled request", err, resume.ErrExpired)
+	})
+}
+
+// A cancelled task answers cancelled to the end of its ttl, though that is
+// longer than TombstoneTTL; a cancelled request without one, for TombstoneTTL.
+func TestTaskTombstoneLastsItsTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, &resume.Options{TombstoneTTL: time.Hour})
+		task, taskTok := start(t, e, `1`, &resume.StartOptions{Task: true, TTL: 2 * time.Hour})
+		plain, plainTok := start(t, e, `2`, nil)
+		task.Cancel()
+		plain.Cancel()
+		time.Sleep(90 * time.Minute)
+		r3, _ := start(t, e, `3`, nil)
+		r3.Cancel() // a request that ends ages the old tombstones out
+		_, err := e.Lookup(taskTok, []byte(`1`))
+		wantErr(t, "the task after 90 minutes", err, resume.ErrCancelled)
+		if _, err := e.Lookup(plainTok, []byte(`2`)); errors.Is(err, resume.ErrCancelled) {
+			t.Errorf("the request without a ttl after 90 minutes: %v, want its tombstone gone", err)
+		}
+		time.Sleep(31 * time.Minute)
+		r4, _ := start(t, e, `4`, nil)
+		r4.Cancel()
+		if _, err := e.Lookup(taskTok, []byte(`1`)); errors.Is(err, resume.ErrCancelled) {
+			t.Errorf("the task past its ttl: %v, want its tombstone gone", err)
+		}
 	})
 }
