@@ -870,11 +870,11 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 		// Nothing comes after the final response: the request, kept for
 		// DeliveredRetention, holds no sink (nor its connection's state). (A
 		// response stored and replayed while its Complete still waits for the
-		// store leaves the request as it is: processing, attached.)
+		// store leaves the request as it is: processing, attached, draining.)
 		if r.att == a && r.state.Ended() {
 			r.att = nil
+			return false
 		}
-		return false
 	}
 	if r.att != a {
 		return false // taken over or ended; the new attachment has its own drain
