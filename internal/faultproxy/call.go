@@ -97,6 +97,11 @@ func (c *Call) Take(b []byte) (done bool, err error) {
 		}
 		return true, nil
 	}
+	if m.Method != "notifications/progress" {
+		// Another message of the call (a log message: a stdio upstream's log
+		// of no request goes to the only call running), once like the rest.
+		return false, nil
+	}
 	var p struct {
 		Progress int `json:"progress"`
 	}
