@@ -54,7 +54,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		case resuming.IsZero():
 			id = p.newID()
 			meta := map[string]any{"progressToken": json.RawMessage(id)}
-			if g.takesKeys() {
+			if g.keys {
 				// A key of the call's own (its resume token upstream): the call
 				// sent again with it is joined to the one running, never run twice.
 				key := newKey()
@@ -159,10 +159,10 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 // none: the stdio transport does not say which request a server request is for.
 //
 // It also returns how many calls run.
-// takesKeys reports whether the upstream takes call keys (io.mcp-resume/key in
-// its resumableRequests capability).
-func (g *Gateway) takesKeys() bool {
-	raw, ok := g.init.Capabilities.Experimental[spec.CapabilityName]
+// takesKeys reports whether an upstream that initialized with init takes call
+// keys (io.mcp-resume/key in its resumableRequests capability).
+func takesKeys(init initResult) bool {
+	raw, ok := init.Capabilities.Experimental[spec.CapabilityName]
 	if !ok {
 		return false
 	}

@@ -129,6 +129,7 @@ type Gateway struct {
 	log  zerolog.Logger
 	srv  *server.MCPServer
 	init initResult // the first connection's
+	keys bool       // the upstream takes call keys (takesKeys of init)
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -199,7 +200,7 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 		g.cancel()
 		return nil, err
 	}
-	g.init = init
+	g.init, g.keys = init, takesKeys(init)
 	g.srv = g.newServer(init)
 	if err := g.mirror(ctx, p); err != nil {
 		p.close()

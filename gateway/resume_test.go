@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -60,17 +59,28 @@ func TestUpstreamStallResumed(t *testing.T) {
 	if e2etest.Text(resp) != "countdown done: 6 of 6 steps" {
 		t.Fatalf("the call through a stalled upstream: %s", resp.Raw)
 	}
+	wantProgressOnce(t, "through the stall", before, 6)
+	if n := up.Calls(); n != 0 {
+		t.Errorf("the upstream still runs %d calls", n)
+	}
+}
+
+// wantProgressOnce checks that the progress notifications before a call's
+// response, after the first one the test waited for, are 2..n in order.
+func wantProgressOnce(t *testing.T, what string, before []e2etest.Msg, n int) {
+	t.Helper()
 	seen := []int{1}
 	for _, m := range before {
 		if m.Method == "notifications/progress" {
 			seen = append(seen, e2etest.Progress(m))
 		}
 	}
-	if fmt.Sprint(seen) != "[1 2 3 4 5 6]" {
-		t.Fatalf("progress through the stall: %v, want 1 to 6 once each", seen)
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i + 1
 	}
-	if n := up.Calls(); n != 0 {
-		t.Errorf("the upstream still runs %d calls", n)
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("progress %s: %v, want 1 to %d once each", what, seen, n)
 	}
 }
 
@@ -79,7 +89,7 @@ func TestUpstreamStallResumed(t *testing.T) {
 func TestUpstreamCutResumed(t *testing.T) {
 	addr, _ := upstreamOurs(t)
 	p := faultproxy.New(t, addr, faultproxy.NoCut, faultproxy.NoCut)
-	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp", Client: &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{}).DialContext}}})
+	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
 	c := e2etest.NewClient(t, r.dialWS(t))
 	c.Initialize(`{}`)
 	c.Send(`{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"pk"}}}`)
@@ -91,15 +101,7 @@ func TestUpstreamCutResumed(t *testing.T) {
 	if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
 		t.Fatalf("the call through a cut: %s", resp.Raw)
 	}
-	seen := []int{1}
-	for _, m := range before {
-		if m.Method == "notifications/progress" {
-			seen = append(seen, e2etest.Progress(m))
-		}
-	}
-	if fmt.Sprint(seen) != "[1 2 3 4]" {
-		t.Fatalf("progress through the cut: %v, want 1 to 4 once each", seen)
-	}
+	wantProgressOnce(t, "through the cut", before, 4)
 }
 
 // The response to the gateway's tools/call is lost before anything of it

@@ -424,8 +424,11 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if so.Sink != nil {
 		r.newAttachmentLocked(so.Sink, 0, nil)
 	}
-	// Detached until its first Attach, the maxWait clock runs; a TTL runs from now.
-	r.scheduleLocked()
+	// Detached until its first Attach, the maxWait clock runs; a TTL runs from
+	// now. An attached request without one has no deadline: nothing to do.
+	if so.Sink == nil || r.ttl > 0 {
+		r.scheduleLocked()
+	}
 	r.mu.Unlock()
 	return r, tok, nil
 }
