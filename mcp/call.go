@@ -46,7 +46,8 @@ type call struct {
 	patch      func(any) any // edits the result before it is encoded; may be nil
 	// key: the call key the client named the call with (spec.MetaKey), which
 	// becomes its request's token; "" for none.
-	key string
+	key  string
+	hold *keyHold // the key's hold while the call is not a request of the engine
 	// survives: the call has a key and becomes resumable as its tool starts
 	// (Mode Always): a connection lost before then does not cancel it, since its
 	// client can find it by the key.
@@ -130,14 +131,21 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 				c.rejoin(r, m.ID, ck, st, mr != nil)
 				return
 			case errors.Is(err, resume.ErrUnknown):
-				if !c.s.holdKey(c.principal, ck) {
+				survives := c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
+				h, other := c.s.holdKey(c.principal, ck, survives)
+				if h == nil {
 					cancel(errClientCancel)
+					if other != nil {
+						// The first copy becomes a request as its tool starts:
+						// this one then attaches to it.
+						c.awaitKey(other, m, raw, st, mr)
+						return
+					}
 					c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
 						"the call with this key runs, but not as a resumable request: it ends with the connection it came on"))
 					return
 				}
-				cl.key = ck
-				cl.survives = c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
+				cl.key, cl.hold, cl.survives = ck, h, survives
 			default: // ended: what a resume would answer
 				cancel(errClientCancel)
 				c.replyError(st, m.ID, wireError(err))
@@ -181,27 +189,43 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 	})
 }
 
-// holdKey records a keyed call of principal in flight, or reports false when
-// one with that key already is.
-func (s *Server) holdKey(principal, key string) bool {
-	k := keySlot(principal, key)
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
-	if s.keyed[k] {
-		return false
-	}
-	s.keyed[k] = true
-	return true
+// keyHold is a keyed call in flight that is not a request of the engine (yet).
+type keyHold struct {
+	// survives: the call becomes a request as its tool starts (Mode Always),
+	// whether or not its connection is still there.
+	survives bool
+	gone     chan struct{} // closed when the hold is dropped
 }
 
-// dropKey forgets a keyed call in flight; it reports whether it was held.
-func (s *Server) dropKey(principal, key string) bool {
+// keyWait bounds how long a keyed call sent again waits for the first copy,
+// which will become a request, to be one.
+const keyWait = 30 * time.Second
+
+// holdKey records a keyed call of principal in flight and returns its hold, or
+// returns nil and the hold of the call that has the key already.
+func (s *Server) holdKey(principal, key string, survives bool) (h, other *keyHold) {
 	k := keySlot(principal, key)
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	held := s.keyed[k]
+	if o := s.keyed[k]; o != nil {
+		return nil, o
+	}
+	h = &keyHold{survives: survives, gone: make(chan struct{})}
+	s.keyed[k] = h
+	return h, nil
+}
+
+// dropKey forgets a keyed call's hold; it reports whether it was still held.
+func (s *Server) dropKey(principal, key string, h *keyHold) bool {
+	k := keySlot(principal, key)
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if s.keyed[k] != h {
+		return false
+	}
 	delete(s.keyed, k)
-	return held
+	close(h.gone)
+	return true
 }
 
 func keySlot(principal, key string) string {
@@ -209,24 +233,57 @@ func keySlot(principal, key string) string {
 	return principal + "\x00" + string(h[:])
 }
 
+// awaitKey handles request m, a keyed call sent again while the first copy
+// holds its key, once that copy has let go of it: it then runs, or has become
+// a request this one attaches to. A copy that stays plain (not Mode Always) is
+// refused at once; one that does not let go within keyWait is refused too.
+func (c *connState) awaitKey(other *keyHold, m *spec.Message, raw []byte, st Stream, mr *modernReq) {
+	if !other.survives {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
+			"the call with this key runs, but not as a resumable request: it ends with the connection it came on"))
+		return
+	}
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		t := time.NewTimer(keyWait)
+		defer t.Stop()
+		select {
+		case <-other.gone:
+			c.startCall(m, raw, st, mr)
+		case <-t.C:
+			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
+				"the call with this key has not started within "+keyWait.String()+"; send it again"))
+		case <-c.ctx.Done():
+		}
+	}()
+}
+
 // releaseKey lets go of the call's key among the keyed calls in flight (once
 // it is a request of the engine, which knows it, or once the call ended). A
 // call that ended with its connection, before it became a request, leaves its
-// key's tombstone in the engine: sent again, it is answered cancelled.
+// key's tombstone in the engine (before it lets go, so that no copy sent again
+// runs meanwhile): sent again, it is answered cancelled.
 func (cl *call) releaseKey() {
-	if cl.key == "" {
+	if cl.hold == nil {
 		return
 	}
 	s := cl.c.s
-	if !s.dropKey(cl.c.principal, cl.key) {
-		return
-	}
 	cl.mu.Lock()
 	lost := cl.lost && cl.req == nil
 	cl.mu.Unlock()
-	if lost {
+	if lost && s.heldBy(cl.c.principal, cl.key, cl.hold) {
 		s.eng.TombstoneKey(cl.key, cl.id, cl.c.principal)
 	}
+	s.dropKey(cl.c.principal, cl.key, cl.hold)
+}
+
+// heldBy reports whether h holds key.
+func (s *Server) heldBy(principal, key string, h *keyHold) bool {
+	k := keySlot(principal, key)
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	return s.keyed[k] == h
 }
 
 // admit counts a new request of principal in flight, or returns false when
@@ -488,8 +545,8 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		}
 	}
 	cl.req, cl.hidden = r, hidden
-	if cl.key != "" && !hidden { // the engine knows the key from now on
-		s.dropKey(c.principal, cl.key)
+	if cl.hold != nil && !hidden { // the engine knows the key from now on
+		s.dropKey(c.principal, cl.key, cl.hold)
 	}
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })

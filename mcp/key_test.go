@@ -157,3 +157,55 @@ func TestCallKeyNotResumable(t *testing.T) {
 		}
 	})
 }
+
+// A keyed call sent again while the first copy has not started yet (its
+// connection lost before its tool ran, so before it became a request) waits
+// for that copy to start and attaches to it: one run, every message once.
+func TestCallKeySentBeforeStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int32
+		gate := make(chan struct{})
+		var first atomic.Bool
+		srv := countingServer(&runs)
+		// Registered before mcp.New's own, so it runs first: the call is held
+		// here with its key taken, not yet a request of the engine.
+		srv.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+			return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				if first.CompareAndSwap(false, true) {
+					<-gate
+				}
+				return next(ctx, req)
+			}
+		})
+		core := mcp.New(srv, nil)
+		dial := serveCore(t, core)
+		a := e2etest.NewClient(t, dial(t))
+		a.Initialize(`{"resumableRequests":{}}`)
+		a.Send(keyedCall, callKey)
+		synctest.Wait()
+		a.Close()
+		synctest.Wait()
+
+		b := e2etest.NewClient(t, dial(t))
+		b.Initialize(`{"resumableRequests":{}}`)
+		b.Send(keyedCall, callKey)
+		synctest.Wait()
+		close(gate)
+		if pol := e2etest.PolicyOf(t, b.Next()); pol.ResumeToken != callKey {
+			t.Fatalf("the policy does not carry the key")
+		}
+		resp, before := b.Response("7")
+		var progress []uint64
+		for _, m := range before {
+			if m.Method == spec.MethodProgress {
+				progress = append(progress, m.Seq())
+			}
+		}
+		if len(progress) != 3 || progress[0] != 1 || progress[2] != 3 || resp.Error != nil {
+			t.Fatalf("progress seqs %v, response %s; want 1, 2, 3 and the result", progress, resp.Raw)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the tool ran %d times, want once", n)
+		}
+	})
+}

@@ -124,7 +124,7 @@ type Server struct {
 	// keyed holds the keys (principal and key hash) of keyed calls in flight that
 	// are not requests of the engine (yet): a call sent again with one of them
 	// is refused, not run a second time.
-	keyed map[string]bool
+	keyed map[string]*keyHold
 
 	restartMu sync.Mutex // guards restarted
 	// restarted is the session of requests run again after a restart or a claim
@@ -164,7 +164,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		pool:     newWorkers(),
 		fail:     newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
 		inflight: make(map[string]int),
-		keyed:    make(map[string]bool),
+		keyed:    make(map[string]*keyHold),
 	}
 	if cl, ok := eo.Cluster.(Cluster); ok {
 		// One instance of a cluster: its server-to-client request ids name it, so
