@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -165,4 +166,64 @@ func (c *cutFirstCall) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp.Body.Close()
 	resp.Body = io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))
 	return resp, nil
+}
+
+// A silent upstream connection takes the idle ones kept for reuse with it (a
+// laptop's sleep silences every connection at once): the call's resume goes out
+// on a new connection, never on one opened before the silence.
+func TestUpstreamStallSkipsIdleConnections(t *testing.T) {
+	addr, _ := upstreamOurs(t)
+	p := faultproxy.NewStaller(t, addr)
+	var era, stale atomic.Int64 // era: Stalls so far; stale: writes on a connection of an earlier era
+	var d net.Dialer
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &eraConn{Conn: c, era: era.Load(), now: &era, stale: &stale}, nil
+	}}}
+	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp", Client: client, StreamIdle: 500 * time.Millisecond})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{}`)
+	// Two calls at once, so that two connections are open, one of them idle
+	// once they end; then the call that will be stalled takes the other.
+	c.Send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.3,"steps":1}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.3,"steps":1}}}`)
+	answered := 0
+	c.Until(func(m e2etest.Msg) bool {
+		if m.IsResponse(`"a"`) || m.IsResponse(`"b"`) {
+			answered++
+		}
+		return answered == 2
+	})
+	c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"ps"}}}`)
+	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
+	era.Add(1)
+	if n := p.Stall(); n < 2 {
+		t.Fatalf("%d connections stalled, want the call's and an idle one at least", n)
+	}
+	resp, before := c.Response(`"s"`)
+	if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
+		t.Fatalf("the call through a stalled upstream: %s", resp.Raw)
+	}
+	wantProgressOnce(t, "through the stall", before, 4)
+	if n := stale.Load(); n != 0 {
+		t.Errorf("%d writes on connections opened before the silence", n)
+	}
+}
+
+// eraConn is a connection that counts writes made after the era it was
+// opened in ended.
+type eraConn struct {
+	net.Conn
+	era        int64
+	now, stale *atomic.Int64
+}
+
+func (c *eraConn) Write(b []byte) (int, error) {
+	if c.now.Load() != c.era {
+		c.stale.Add(1)
+	}
+	return c.Conn.Write(b)
 }

@@ -43,14 +43,14 @@ export function logger(script) {
 }
 
 /**
- * Runs main with an overall deadline; exits 0 on success, 1 on failure or timeout.
+ * Runs main with an overall deadline (timeoutMs); exits 0 on success, 1 on failure or timeout.
  * The deadline timer is unref'd only after main settles, so a hang always ends.
  */
-export function run(script, main) {
+export function run(script, main, timeoutMs = OVERALL_TIMEOUT_MS) {
   const timer = setTimeout(() => {
-    console.error(`FAIL ${script}: overall timeout of ${OVERALL_TIMEOUT_MS} ms exceeded`);
+    console.error(`FAIL ${script}: overall timeout of ${timeoutMs} ms exceeded`);
     process.exit(1);
-  }, OVERALL_TIMEOUT_MS);
+  }, timeoutMs);
   main().then(
     () => {
       clearTimeout(timer);

@@ -740,7 +740,7 @@ func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
 	silent := &SilenceError{Window: w}
 	var t *time.Timer
 	if w > 0 {
-		t = time.AfterFunc(w, func() { cancel(silent) })
+		t = time.AfterFunc(w, func() { c.silenced(cancel, silent) })
 	}
 	resp, err := c.client.Do(req.WithContext(ctx))
 	if t != nil {
@@ -762,10 +762,20 @@ func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
 	}
 	body := &silentBody{ReadCloser: resp.Body, ctx: ctx, cancel: cancel, silent: silent, window: w}
 	if w > 0 {
-		body.timer = time.AfterFunc(w, func() { cancel(silent) })
+		body.timer = time.AfterFunc(w, func() { c.silenced(cancel, silent) })
 	}
 	resp.Body = body
 	return resp, nil
+}
+
+// silenced ends a request that was silent for its window. The idle
+// connections kept for reuse are closed too: what silenced one connection (a
+// laptop's sleep, a NAT that forgot its flows, a network that changed) has
+// most likely taken them with it, and a request sent on one of them would be
+// silent in its turn.
+func (c *ClientConn) silenced(cancel context.CancelCauseFunc, silent *SilenceError) {
+	cancel(silent)
+	c.client.CloseIdleConnections()
 }
 
 // silentBody is a response body whose request is cancelled when no byte comes

@@ -1,0 +1,248 @@
+// connect.mjs BIN: the TypeScript SDK v1 client over stdio through `mcp-resume connect`
+// (default flags), in front of a remote `mcp-resume serve --http --data-dir D
+// --restartable countdown`, with a TCP proxy of this script's own between the two that
+// can cut, freeze and pass connections. The three scenes of issue 36, each followed by an
+// echo through the same bridge:
+//
+//   cuts:    10 concurrent countdown calls (3 s, 10 steps, progress) while the proxy cuts
+//            every connection 300-1500 ms after it opened.
+//   sleep:   a countdown whose connections all go silent at its first progress (a laptop's
+//            sleep: nothing is forwarded, nothing is closed); connections opened after
+//            that pass. The call must end within 90 s.
+//   restart: the remote killed -9 mid-call and started again on its data directory; the
+//            call completes with the rerun's result.
+//
+// Every call must return its result, and its progress values 1..10 each exactly once,
+// in order (connect passes on only progress that increases).
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { check, j, logger, run } from './lib.mjs';
+
+const SCRIPT = 'connect.mjs';
+const bin = process.argv[2];
+if (!bin) {
+  console.error(`usage: node ${SCRIPT} BIN   (the mcp-resume binary)`);
+  process.exit(2);
+}
+const log = logger(SCRIPT);
+const STEPS = 10;
+const WANT_TEXT = `countdown done: ${STEPS} of ${STEPS} steps`;
+
+/** A free TCP port on the loopback interface. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The remote: `serve` on a fixed port and data directory, so that a restart takes both up again. */
+class Remote {
+  constructor(port, dir) {
+    this.port = port;
+    this.dir = dir;
+  }
+
+  async start() {
+    const args = ['serve', '--http', `127.0.0.1:${this.port}`, '--data-dir', this.dir, '--restartable', 'countdown'];
+    this.proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the remote did not start: ${stderr}`)), 30000);
+      this.proc.stderr.on('data', (b) => {
+        stderr += b;
+        if (stderr.includes('"url":')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      this.proc.once('exit', (code) => reject(new Error(`the remote exited (${code}): ${stderr}`)));
+    });
+    this.proc.stderr.resume();
+  }
+
+  /** kill -9, and wait for the process to be gone (its data directory's lock with it). */
+  async kill() {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    const gone = new Promise((r) => this.proc.once('exit', r));
+    this.proc.kill('SIGKILL');
+    await gone;
+  }
+}
+
+/**
+ * A TCP proxy in front of the remote. mode 'pass' forwards; 'cut' also destroys each
+ * connection 300-1500 ms after it opened (those open when the mode is set, from then).
+ * freeze() makes every open connection silent for good: nothing forwarded either way,
+ * nothing closed.
+ */
+class Proxy {
+  constructor(target) {
+    this.target = target;
+    this.mode = 'pass';
+    this.pairs = new Set();
+    this.cuts = 0;
+    this.server = net.createServer((down) => this.accept(down));
+  }
+
+  listen() {
+    return new Promise((r) => this.server.listen(0, '127.0.0.1', () => r(this.server.address().port)));
+  }
+
+  accept(down) {
+    const up = net.connect(this.target, '127.0.0.1');
+    const pair = { down, up, frozen: false, timer: null };
+    this.pairs.add(pair);
+    const forward = (from, to) =>
+      from.on('data', (b) => {
+        if (!pair.frozen) to.write(b);
+      });
+    forward(down, up);
+    forward(up, down);
+    const end = () => {
+      clearTimeout(pair.timer);
+      this.pairs.delete(pair);
+      down.destroy();
+      up.destroy();
+    };
+    down.on('error', end).on('close', end);
+    up.on('error', end).on('close', end);
+    if (this.mode === 'cut') this.scheduleCut(pair);
+  }
+
+  scheduleCut(pair) {
+    pair.timer = setTimeout(() => {
+      if (pair.frozen) return;
+      this.cuts++;
+      pair.down.resetAndDestroy?.() ?? pair.down.destroy();
+      pair.up.destroy();
+    }, 300 + Math.random() * 1200);
+  }
+
+  setMode(mode) {
+    this.mode = mode;
+    for (const pair of this.pairs) {
+      clearTimeout(pair.timer);
+      if (mode === 'cut') this.scheduleCut(pair);
+    }
+  }
+
+  freeze() {
+    for (const pair of this.pairs) {
+      clearTimeout(pair.timer);
+      pair.frozen = true;
+    }
+  }
+
+  /** Drops every connection (frozen ones included) and stops listening. */
+  close() {
+    for (const pair of this.pairs) {
+      pair.down.destroy();
+      pair.up.destroy();
+    }
+    return new Promise((r) => this.server.close(r));
+  }
+}
+
+/** One countdown call; returns its progress values, checked against 1..STEPS. */
+async function countdown(client, what, opts = {}) {
+  const progress = [];
+  const res = await client.callTool({ name: 'countdown', arguments: { seconds: 3, steps: STEPS } }, CallToolResultSchema, {
+    timeout: opts.timeout ?? 120000,
+    onprogress: (p) => {
+      progress.push(p.progress);
+      opts.onProgress?.(p.progress);
+    },
+  });
+  check(!res.isError && res.content?.[0]?.text === WANT_TEXT, `${what}: result ${j(res)}`);
+  const want = Array.from({ length: STEPS }, (_, i) => i + 1);
+  check(j(progress) === j(want), `${what}: progress ${j(progress)}, want ${j(want)} (each once, in order)`);
+  return progress;
+}
+
+async function echo(client, what) {
+  const res = await client.callTool({ name: 'echo', arguments: { text: what } }, CallToolResultSchema, { timeout: 30000 });
+  check(!res.isError && res.content?.[0]?.text === what, `echo after ${what}: ${j(res)}`);
+}
+
+run(SCRIPT, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-resume-connect-'));
+  const remote = new Remote(await freePort(), dir);
+  await remote.start();
+  const proxy = new Proxy(remote.port);
+  const proxyPort = await proxy.listen();
+  const transport = new StdioClientTransport({ command: bin, args: ['connect', `http://127.0.0.1:${proxyPort}/mcp`], stderr: 'pipe' });
+  let bridgeLog = '';
+  transport.stderr?.on('data', (b) => (bridgeLog += b));
+  const client = new Client({ name: 'interop-connect', version: '1.0.0' });
+  try {
+    await client.connect(transport);
+    log('connected through', `http://127.0.0.1:${proxyPort}/mcp`);
+
+    // Scene 1: every connection cut 300-1500 ms after it opened.
+    proxy.setMode('cut');
+    const t1 = Date.now();
+    await Promise.all(Array.from({ length: 10 }, (_, i) => countdown(client, `cuts: call ${i}`)));
+    proxy.setMode('pass');
+    log(`cuts: 10 calls exact in ${Date.now() - t1} ms, ${proxy.cuts} connections cut`);
+    check(proxy.cuts >= 10, `cuts: only ${proxy.cuts} connections were cut`);
+    await echo(client, 'cuts');
+
+    // Scene 2: a laptop's sleep at the first progress.
+    const t2 = Date.now();
+    let frozen = false;
+    await countdown(client, 'sleep', {
+      timeout: 90000,
+      onProgress: () => {
+        if (!frozen) {
+          frozen = true;
+          proxy.freeze();
+        }
+      },
+    });
+    log(`sleep: the call ended exact after ${Date.now() - t2} ms`);
+    await echo(client, 'sleep');
+
+    // Scene 3: the remote killed -9 mid-call, started again on its data directory.
+    const t3 = Date.now();
+    let killed = null;
+    await countdown(client, 'restart', {
+      onProgress: (v) => {
+        if (v === 4 && !killed) {
+          killed = (async () => {
+            await remote.kill();
+            await remote.start();
+            log('restart: the remote was killed at progress 4 and started again');
+          })();
+        }
+      },
+    });
+    check(killed, 'restart: the remote was never killed');
+    await killed;
+    log(`restart: the call ended exact after ${Date.now() - t3} ms`);
+    await echo(client, 'restart');
+
+    const lines = bridgeLog.trim().split('\n').filter(Boolean);
+    log(`connect said ${lines.length} lines on stderr:`, lines.slice(0, 3).join(' / '));
+  } catch (err) {
+    if (bridgeLog) console.error(`connect's stderr:\n${bridgeLog}`);
+    throw err;
+  } finally {
+    await client.close().catch(() => {});
+    await proxy.close();
+    await remote.kill().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 240000);
