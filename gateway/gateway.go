@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // Reasons (error.data.reason) of calls the upstream could not finish.
@@ -63,12 +65,16 @@ type Options struct {
 	Dir     string
 	Stderr  io.Writer
 
-	// URL is a Streamable HTTP upstream; Header is sent with every request
-	// (Authorization for an upstream that needs a token); Client makes them
-	// (default: http.DefaultClient).
+	// URL is a Streamable HTTP upstream (http://, https://) or a WebSocket one
+	// (ws://, wss://); Header is sent with every request, or with the
+	// WebSocket's handshake (Authorization for an upstream that needs a
+	// token); Client makes the HTTP requests (default: http.DefaultClient).
 	URL    string
 	Header http.Header
 	Client *http.Client
+	// WSPing is the interval of a WebSocket upstream's keepalive pings; a pong
+	// half as late takes the connection for dead. Default 20s.
+	WSPing time.Duration
 
 	// Restartable says whether a tool is safe to run twice: its call is sent again
 	// to the next upstream when the one running it went away, instead of failing
@@ -107,6 +113,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.StreamIdle <= 0 {
 		r.StreamIdle = 30 * time.Second
+	}
+	if r.WSPing <= 0 {
+		r.WSPing = 20 * time.Second
 	}
 	if r.MinBackoff <= 0 {
 		r.MinBackoff = 100 * time.Millisecond
@@ -238,7 +247,13 @@ func (g *Gateway) Close() error {
 }
 
 // dial opens a transport connection to the upstream.
-func (g *Gateway) dial() (transport.Conn, error) {
+func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
+	if isWebSocket(g.opts.URL) {
+		// A WebSocket is one session: its loss (a close, a ping unanswered
+		// for PingTimeout, which is how a silent connection shows) ends the
+		// peer, and calls the upstream made resumable are resumed on the next.
+		return ws.Dial(ctx, g.opts.URL, &ws.DialOptions{Header: g.opts.Header, Options: ws.Options{PingInterval: g.opts.WSPing, PingTimeout: g.opts.WSPing / 2}})
+	}
 	if g.opts.URL != "" {
 		client := g.opts.Client
 		if client == nil {
@@ -258,11 +273,16 @@ func (g *Gateway) dial() (transport.Conn, error) {
 	return stdio.Command(cmd, &stdio.Options{MaxMessageBytes: transport.DefaultMaxMessageBytes})
 }
 
+// isWebSocket reports whether url names a WebSocket upstream.
+func isWebSocket(url string) bool {
+	return strings.HasPrefix(url, "ws://") || strings.HasPrefix(url, "wss://")
+}
+
 // connect makes one upstream connection and initializes it.
 func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
 	defer cancel()
-	conn, err := g.dial()
+	conn, err := g.dial(ctx)
 	if err != nil {
 		return nil, initResult{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
@@ -22,18 +23,25 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // upstreamOurs serves the demo tools with resumable requests (SEP-975) over
-// Streamable HTTP on loopback, with keepalives every 200 ms on its streams (so
-// a client's default Silence window is 500 ms), and returns its address.
+// Streamable HTTP (/mcp) on loopback, with keepalives every 200 ms on its
+// streams (so a client's default Silence window is 500 ms), and WebSocket
+// (/ws), and returns its address.
 func upstreamOurs(t *testing.T) (addr string, core *mcp.Server) {
 	t.Helper()
 	core = mcp.New(demo.Server("up"), nil)
 	h := streamable.NewHandler(core, &streamable.Options{KeepAlive: 200 * time.Millisecond})
-	hs := httptest.NewServer(h)
+	wh := ws.NewHandler(core, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/ws", wh)
+	hs := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		h.Close()
+		wh.Close()
 		hs.Close()
 		core.Close()
 	})
@@ -86,23 +94,52 @@ func wantProgressOnce(t *testing.T, what string, before []e2etest.Msg, n int) {
 }
 
 // The upstream's connection is cut (the network gone for a moment) during a
-// call: the call is resumed on the next connection and completes exactly once.
+// call: the call is resumed on the next connection and completes exactly once,
+// over Streamable HTTP and over WebSocket.
 func TestUpstreamCutResumed(t *testing.T) {
-	addr, _ := upstreamOurs(t)
-	p := faultproxy.New(t, addr, faultproxy.NoCut, faultproxy.NoCut)
-	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
+	for _, path := range []string{"http://%s/mcp", "ws://%s/ws"} {
+		t.Run(path[:strings.Index(path, ":")], func(t *testing.T) {
+			addr, _ := upstreamOurs(t)
+			p := faultproxy.New(t, addr, faultproxy.NoCut, faultproxy.NoCut)
+			r := newRig(t, gateway.Options{URL: fmt.Sprintf(path, p.Addr())})
+			c := e2etest.NewClient(t, r.dialWS(t))
+			c.Initialize(`{}`)
+			c.Send(`{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"pk"}}}`)
+			c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
+			p.Down()
+			time.Sleep(300 * time.Millisecond)
+			p.Up()
+			resp, before := c.Response(`"k"`)
+			if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
+				t.Fatalf("the call through a cut: %s", resp.Raw)
+			}
+			wantProgressOnce(t, "through the cut", before, 4)
+		})
+	}
+}
+
+// A WebSocket upstream that goes silent mid-call (a stall): its pings go
+// unanswered, the connection is taken for dead, and the call is resumed on a
+// new one, exactly once.
+func TestUpstreamStallWebSocket(t *testing.T) {
+	addr, up := upstreamOurs(t)
+	p := faultproxy.NewStaller(t, addr)
+	r := newRig(t, gateway.Options{URL: "ws://" + p.Addr() + "/ws", WSPing: 200 * time.Millisecond})
 	c := e2etest.NewClient(t, r.dialWS(t))
 	c.Initialize(`{}`)
-	c.Send(`{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"pk"}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"ps"}}}`)
 	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
-	p.Down()
-	time.Sleep(300 * time.Millisecond)
-	p.Up()
-	resp, before := c.Response(`"k"`)
-	if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
-		t.Fatalf("the call through a cut: %s", resp.Raw)
+	if n := p.Stall(); n == 0 {
+		t.Fatal("nothing to stall")
 	}
-	wantProgressOnce(t, "through the cut", before, 4)
+	resp, before := c.Response(`"s"`)
+	if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
+		t.Fatalf("the call through a stalled WebSocket: %s", resp.Raw)
+	}
+	wantProgressOnce(t, "through the stall", before, 4)
+	if n := up.Calls(); n != 0 {
+		t.Errorf("the upstream still runs %d calls", n)
+	}
 }
 
 // The response to the gateway's tools/call is lost before anything of it

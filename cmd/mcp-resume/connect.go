@@ -5,23 +5,31 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 )
 
 const connectUsage = `usage: mcp-resume connect [flags] URL
 
-Serves a remote MCP server (Streamable HTTP at URL) on stdin/stdout, for the one
-local client that launched it: a desktop app or an IDE that only starts local
-servers. Its calls survive what breaks between here and the remote: a cut
-connection, a connection gone silent (a laptop's sleep, a NAT that forgot the
-flow), the remote restarting on its data. Calls the remote makes resumable
-(SEP-975, as mcp-resume serve and gateway do) are resumed on a new connection,
-exactly once; the local client sees none of it. Logs go to stderr: one line per
-loss of the remote, nothing else (--log-level info for more).
+Serves a remote MCP server (Streamable HTTP at an http(s):// URL, WebSocket at a
+ws(s):// one) on stdin/stdout, for the one local client that launched it: a
+desktop app or an IDE that only starts local servers. Its calls survive what
+breaks between here and the remote: a cut connection, a connection gone silent
+(a laptop's sleep, a NAT that forgot the flow), the remote restarting on its
+data. Calls the remote makes resumable (SEP-975, as mcp-resume serve and gateway
+do) are resumed on a new connection, exactly once; the local client sees none of
+it. Logs go to stderr: one line per loss of the remote, nothing else
+(--log-level info for more).
+
+The remote's credentials: --header, --token-env, or else the API key in
+MCP_RESUME_API_KEY (as mcp-resume call), sent as a bearer token.
 
 example, in a desktop app's or an IDE's MCP configuration:
   {"mcpServers": {"remote": {"command": "mcp-resume",
-    "args": ["connect", "https://mcp.example.com/mcp"]}}}
+    "args": ["connect", "https://mcp.example.com/mcp",
+             "--header", "Authorization: Bearer ${REMOTE_TOKEN}"],
+    "env": {"REMOTE_TOKEN": "..."}}}}
 
 flags:
 `
@@ -35,6 +43,8 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tokenEnv := fs.String("token-env", "", "the name of an environment variable holding a bearer token sent to the remote")
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	dataDir := fs.String("data-dir", "", "keep the local client's calls in this directory, so that they survive a restart of connect itself (see serve --data-dir)")
+	var headers rawHeaders
+	fs.Var(&headers, "header", "a header sent with every request to the remote, `Name: value` (repeatable, as mcp-remote's); ${VAR} in the value is the environment variable VAR")
 	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
@@ -43,15 +53,44 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("connect: want the remote's URL (got %q)", fs.Args())
 	}
 	url := fs.Arg(0)
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return errors.New("connect: the URL must be http:// or https:// (Streamable HTTP)")
+	if !slices.ContainsFunc([]string{"http://", "https://", "ws://", "wss://"}, func(p string) bool { return strings.HasPrefix(url, p) }) {
+		return errors.New("connect: the URL must be http(s):// (Streamable HTTP) or ws(s):// (WebSocket)")
 	}
 	gw := []string{"--stdio", "--upstream", url, "--log-level", *logLevel}
-	if *tokenEnv != "" {
+	for _, h := range headers {
+		gw = append(gw, "--upstream-header", h)
+	}
+	switch {
+	case *tokenEnv != "":
 		gw = append(gw, "--upstream-token-env", *tokenEnv)
+	case !headers.has("Authorization") && strings.TrimSpace(os.Getenv(envClientKey)) != "":
+		gw = append(gw, "--upstream-token-env", envClientKey)
 	}
 	if *dataDir != "" {
 		gw = append(gw, "--data-dir", *dataDir)
 	}
 	return serve(gw, stdin, stdout, stderr, true)
+}
+
+// rawHeaders collects --header values as given (checked as headerList checks
+// them), for the gateway's --upstream-header.
+type rawHeaders []string
+
+func (r *rawHeaders) String() string { return "" } // values may be secrets
+
+func (r *rawHeaders) Set(s string) error {
+	var check headerList
+	if err := check.Set(s); err != nil {
+		return err
+	}
+	*r = append(*r, s)
+	return nil
+}
+
+// has reports whether a header of that name was given.
+func (r rawHeaders) has(name string) bool {
+	return slices.ContainsFunc(r, func(h string) bool {
+		n, _, _ := strings.Cut(h, ":")
+		return strings.EqualFold(strings.TrimSpace(n), name)
+	})
 }

@@ -19,12 +19,14 @@ const gatewayUsage = `usage: mcp-resume gateway [flags] -- CMD ARGS...
 
 Serves another MCP server's tools, resources, prompts and completions with resumable
 requests and tasks, in both protocol eras: the upstream runs as a stdio child (started
-again when it exits) or is reached over Streamable HTTP. Every serve flag applies.
+again when it exits) or is reached over Streamable HTTP (http://, https://) or WebSocket
+(ws://, wss://). Every serve flag applies.
 
 examples:
   mcp-resume gateway -- npx -y @modelcontextprotocol/server-everything stdio
   mcp-resume gateway --data-dir ./state -- python my_server.py
   MY_TOKEN=... mcp-resume gateway --upstream https://example.com/mcp --upstream-token-env MY_TOKEN
+  mcp-resume gateway --upstream wss://example.com/ws --upstream-header 'X-Api-Key: ${MY_KEY}'
 
 flags:
 `
@@ -44,19 +46,23 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 			return def.Restartable
 		},
 	}
+	if f.upstream == "" && (f.upstreamTokenEnv != "" || f.upstreamHeaders.h != nil) {
+		return nil, fmt.Errorf("--upstream-token-env and --upstream-header go with --upstream")
+	}
+	opts.Header = f.upstreamHeaders.h.Clone()
 	if f.upstreamTokenEnv != "" {
-		if f.upstream == "" {
-			return nil, fmt.Errorf("--upstream-token-env goes with --upstream")
-		}
 		tok := os.Getenv(f.upstreamTokenEnv)
 		if tok == "" {
 			return nil, fmt.Errorf("--upstream-token-env: %s is not set or empty", f.upstreamTokenEnv)
 		}
-		opts.Header = http.Header{"Authorization": {"Bearer " + tok}}
+		if opts.Header == nil {
+			opts.Header = http.Header{}
+		}
+		opts.Header.Set("Authorization", "Bearer "+tok)
 	}
 	g, err := gateway.New(context.Background(), opts)
 	if err != nil {
-		if f.upstream != "" && f.upstreamTokenEnv == "" && strings.Contains(err.Error(), "401") {
+		if f.upstream != "" && opts.Header.Get("Authorization") == "" && strings.Contains(err.Error(), "401") {
 			err = fmt.Errorf("%w\n(the upstream wants a token: put it in an environment variable and name it with --upstream-token-env)", err)
 		}
 		return nil, err

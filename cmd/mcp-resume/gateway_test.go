@@ -295,22 +295,62 @@ func freeAddr(t *testing.T) string {
 // face) in front of `mcp-resume serve` over Streamable HTTP.
 func TestConnectEndToEnd(t *testing.T) {
 	remote := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
-	e2etest.Run(t, e2etest.Harness{
-		Dial: func(t testing.TB) transport.Conn { return spawn(t, "connect "+remote.URL) },
-	})
+	for name, url := range map[string]string{"HTTP": remote.URL, "WebSocket": remote.WS} {
+		t.Run(name, func(t *testing.T) {
+			e2etest.Run(t, e2etest.Harness{
+				Dial: func(t testing.TB) transport.Conn { return spawn(t, "connect "+url) },
+			})
+		})
+	}
 }
 
-// connect wants one http(s) URL, and says so.
+// connect wants one http(s) or ws(s) URL and well-formed headers, and says so.
 func TestConnectFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"connect":                           "want the remote's URL",
-		"connect ws://127.0.0.1:1/ws":       "http:// or https://",
-		"connect http://a/mcp http://b/mcp": "want the remote's URL",
+		"connect":                                          "want the remote's URL",
+		"connect ftp://127.0.0.1:1/mcp":                    "http(s):// (Streamable HTTP) or ws(s)://",
+		"connect http://a/mcp http://b/mcp":                "want the remote's URL",
+		"connect --header NoColon http://a/mcp":            "want Name: value",
+		"connect --header X-Key:${MR_TEST_UNSET_X} ws://a": "MR_TEST_UNSET_X} is not set",
 	} {
 		var out, errw strings.Builder
 		err := run(strings.Fields(args), nil, &out, &errw)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", args, err, want)
+		}
+	}
+}
+
+// A remote that wants an API key: connect presents it from --header (the
+// value's ${VAR} read from the environment), from --token-env, or from
+// MCP_RESUME_API_KEY as call does; over HTTP and WebSocket alike.
+func TestConnectCredentials(t *testing.T) {
+	const key = "connect-test-key-0123456789abcdef"
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("laptop:"+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	remote := spawnNet(t, "serve --http 127.0.0.1:0 --api-keys "+keys, 1)[0]
+	t.Setenv("MR_TEST_REMOTE_KEY", key)
+	t.Setenv("MR_TEST_REMOTE_AUTH", "Bearer "+key)
+	for _, url := range []string{remote.URL, remote.WS} {
+		for _, args := range []string{
+			"connect --header Authorization:${MR_TEST_REMOTE_AUTH} " + url,
+			"connect --token-env MR_TEST_REMOTE_KEY " + url,
+			"connect " + url + " MCP_RESUME_API_KEY",
+		} {
+			t.Run(args, func(t *testing.T) {
+				if rest, ok := strings.CutSuffix(args, " "+envClientKey); ok {
+					args = rest
+					t.Setenv(envClientKey, key)
+				}
+				c := e2etest.NewClient(t, spawn(t, args))
+				c.Initialize(`{}`)
+				c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"key"}}}`)
+				if resp, _ := c.Response("1"); e2etest.Text(resp) != "key" {
+					t.Fatalf("echo through connect: %s", resp.Raw)
+				}
+			})
 		}
 	}
 }
