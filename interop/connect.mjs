@@ -1,5 +1,5 @@
 // connect.mjs BIN: the TypeScript SDK v1 client over stdio through `mcp-resume connect`
-// (default flags), in front of a remote `mcp-resume serve --http --data-dir D
+// (default flags; with BRIDGE=mcp-remote, through mcp-remote instead, for comparison), in front of a remote `mcp-resume serve --http --data-dir D
 // --restartable countdown`, with a TCP proxy of this script's own between the two that
 // can cut, freeze and pass connections. The three scenes of issue 36, each followed by an
 // echo through the same bridge:
@@ -13,7 +13,8 @@
 //            call completes with the rerun's result.
 //
 // Every call must return its result, and its progress values 1..10 each exactly once,
-// in order (connect passes on only progress that increases).
+// in order (connect passes on only progress that increases). Every scene runs; the script
+// fails, after the last, when one did.
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -177,72 +178,109 @@ async function echo(client, what) {
   check(!res.isError && res.content?.[0]?.text === what, `echo after ${what}: ${j(res)}`);
 }
 
+/** The bridge's command for the remote at url: ours, or mcp-remote (BRIDGE=mcp-remote). */
+function bridgeCommand(url) {
+  if (process.env.BRIDGE === 'mcp-remote') {
+    return { command: 'node', args: [join(import.meta.dirname, 'node_modules/mcp-remote/dist/proxy.js'), url, '--transport', 'http-only'] };
+  }
+  return { command: bin, args: ['connect', url] };
+}
+
+/** Runs scene, then an echo; returns its outcome as a line, never throws. */
+async function scene(name, client, body) {
+  const t0 = Date.now();
+  try {
+    const detail = await body();
+    await echo(client, name);
+    return { name, ok: true, line: `${name}: exact in ${Date.now() - t0} ms${detail ? `, ${detail}` : ''}; the echo after works` };
+  } catch (err) {
+    return { name, ok: false, line: `${name}: FAILED after ${Date.now() - t0} ms: ${err?.message ?? err}` };
+  }
+}
+
 run(SCRIPT, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-resume-connect-'));
   const remote = new Remote(await freePort(), dir);
   await remote.start();
   const proxy = new Proxy(remote.port);
   const proxyPort = await proxy.listen();
-  const transport = new StdioClientTransport({ command: bin, args: ['connect', `http://127.0.0.1:${proxyPort}/mcp`], stderr: 'pipe' });
+  const url = `http://127.0.0.1:${proxyPort}/mcp`;
+  const transport = new StdioClientTransport({ ...bridgeCommand(url), stderr: 'pipe' });
   let bridgeLog = '';
   transport.stderr?.on('data', (b) => (bridgeLog += b));
   const client = new Client({ name: 'interop-connect', version: '1.0.0' });
+  const outcomes = [];
   try {
     await client.connect(transport);
-    log('connected through', `http://127.0.0.1:${proxyPort}/mcp`);
+    log(`connected through ${url} with ${process.env.BRIDGE ?? 'connect'}`);
 
     // Scene 1: every connection cut 300-1500 ms after it opened.
-    proxy.setMode('cut');
-    const t1 = Date.now();
-    await Promise.all(Array.from({ length: 10 }, (_, i) => countdown(client, `cuts: call ${i}`)));
-    proxy.setMode('pass');
-    log(`cuts: 10 calls exact in ${Date.now() - t1} ms, ${proxy.cuts} connections cut`);
-    check(proxy.cuts >= 10, `cuts: only ${proxy.cuts} connections were cut`);
-    await echo(client, 'cuts');
+    outcomes.push(
+      await scene('cuts', client, async () => {
+        proxy.setMode('cut');
+        try {
+          await Promise.all(Array.from({ length: 10 }, (_, i) => countdown(client, `call ${i}`, { timeout: 60000 })));
+        } finally {
+          proxy.setMode('pass');
+        }
+        check(proxy.cuts >= 10, `only ${proxy.cuts} connections were cut`);
+        return `10 calls, ${proxy.cuts} connections cut`;
+      }),
+    );
+    log(outcomes.at(-1).line);
 
     // Scene 2: a laptop's sleep at the first progress.
-    const t2 = Date.now();
-    let frozen = false;
-    await countdown(client, 'sleep', {
-      timeout: 90000,
-      onProgress: () => {
-        if (!frozen) {
-          frozen = true;
-          proxy.freeze();
-        }
-      },
-    });
-    log(`sleep: the call ended exact after ${Date.now() - t2} ms`);
-    await echo(client, 'sleep');
+    outcomes.push(
+      await scene('sleep', client, async () => {
+        let frozen = false;
+        await countdown(client, 'the call', {
+          timeout: 90000,
+          onProgress: () => {
+            if (!frozen) {
+              frozen = true;
+              proxy.freeze();
+            }
+          },
+        });
+      }),
+    );
+    log(outcomes.at(-1).line);
 
     // Scene 3: the remote killed -9 mid-call, started again on its data directory.
-    const t3 = Date.now();
-    let killed = null;
-    await countdown(client, 'restart', {
-      onProgress: (v) => {
-        if (v === 4 && !killed) {
-          killed = (async () => {
-            await remote.kill();
-            await remote.start();
-            log('restart: the remote was killed at progress 4 and started again');
-          })();
+    outcomes.push(
+      await scene('restart', client, async () => {
+        let killed = null;
+        try {
+          await countdown(client, 'the call', {
+            timeout: 60000,
+            onProgress: (v) => {
+              if (v === 4 && !killed) {
+                killed = (async () => {
+                  await remote.kill();
+                  await remote.start();
+                })();
+              }
+            },
+          });
+        } finally {
+          await killed;
         }
-      },
-    });
-    check(killed, 'restart: the remote was never killed');
-    await killed;
-    log(`restart: the call ended exact after ${Date.now() - t3} ms`);
-    await echo(client, 'restart');
+        check(killed, 'the remote was never killed');
+      }),
+    );
+    log(outcomes.at(-1).line);
 
     const lines = bridgeLog.trim().split('\n').filter(Boolean);
-    log(`connect said ${lines.length} lines on stderr:`, lines.slice(0, 3).join(' / '));
-  } catch (err) {
-    if (bridgeLog) console.error(`connect's stderr:\n${bridgeLog}`);
-    throw err;
+    log(`the bridge wrote ${lines.length} lines on stderr`);
   } finally {
     await client.close().catch(() => {});
     await proxy.close();
     await remote.kill().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
   }
-}, 240000);
+  const failed = outcomes.filter((o) => !o.ok);
+  if (failed.length > 0) {
+    if (bridgeLog) console.error(`the bridge's stderr:\n${bridgeLog.slice(-4000)}`);
+    throw new Error(failed.map((o) => o.line).join('; '));
+  }
+}, 360000);
