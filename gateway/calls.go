@@ -67,6 +67,12 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			if req.Params.Arguments != nil {
 				call["arguments"] = req.Params.Arguments
 			}
+			if support, _ := g.TaskSupport(req.Params.Name); support == mcpgo.TaskSupportRequired || support == mcpgo.TaskSupportOptional {
+				// A task of the upstream's (2025-11-25): it outlives the
+				// connection it was made on, and its questions say which
+				// task they are for.
+				call["task"] = map[string]any{}
+			}
 			if params, err = json.Marshal(call); err != nil {
 				return nil, err
 			}
@@ -139,6 +145,11 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		if err != nil {
 			return nil, upstreamErr(err)
 		}
+		if task := createdTask(raw); task != "" {
+			if raw, err = g.awaitTask(ctx, uc, id, task); err != nil {
+				return nil, err
+			}
+		}
 		res, err := mcpgo.ParseCallToolResult(&raw)
 		if err != nil {
 			return nil, spec.NewError(spec.CodeInternalError, "", "malformed tool result from the upstream: "+err.Error())
@@ -153,12 +164,6 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	}
 }
 
-// callOf is the call a message from the upstream belongs to: the one whose
-// stream carried it (HTTP), else the only call running. With several calls
-// running on a stdio upstream, a message that names none of them belongs to
-// none: the stdio transport does not say which request a server request is for.
-//
-// It also returns how many calls run.
 // takesKeys reports whether an upstream that initialized with init takes call
 // keys (io.mcp-resume/key in its resumableRequests capability).
 func takesKeys(init initResult) bool {
@@ -178,11 +183,27 @@ func newKey() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (g *Gateway) callOf(via []byte) (*upcall, int) {
+// callOf is the call a message from the upstream belongs to: the one whose
+// stream carried it (HTTP), else the one whose upstream task it names
+// (_meta io.modelcontextprotocol/related-task), else the only call running.
+// With several calls running on a stdio upstream, a message that names none of
+// them belongs to none: the stdio transport does not say which request a
+// server request is for.
+//
+// It also returns how many calls run.
+func (g *Gateway) callOf(via []byte, params json.RawMessage) (*upcall, int) {
+	task := relatedTask(params)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if via != nil {
 		return g.calls[string(via)], len(g.calls)
+	}
+	if task != "" {
+		for _, uc := range g.calls {
+			if uc.upTask == task {
+				return uc, len(g.calls)
+			}
+		}
 	}
 	if len(g.calls) == 1 {
 		for _, uc := range g.calls {
@@ -205,7 +226,7 @@ func (g *Gateway) serverRequest(p *peer, m *spec.Message, via []byte) {
 		p.respond(m.ID, nil, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+m.Method))
 		return
 	}
-	uc, running := g.callOf(via)
+	uc, running := g.callOf(via, m.Params)
 	switch {
 	case m.Method == string(mcpgo.MethodListRoots) && (uc == nil || !hasRoots(uc.ctx)):
 		// Asked outside any call (servers ask at start-up, and when told the
@@ -304,7 +325,7 @@ func (g *Gateway) notification(p *peer, m *spec.Message, via []byte) {
 		params["progressToken"] = uc.token
 		g.send(uc, m.Method, params)
 	case "notifications/message":
-		uc, _ := g.callOf(via)
+		uc, _ := g.callOf(via, m.Params)
 		if uc == nil {
 			g.log.Debug().RawJSON("params", m.Params).Msg("upstream log message of no call")
 			return
@@ -351,3 +372,125 @@ func hasRoots(ctx context.Context) bool {
 	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
 	return ok && cs.GetClientCapabilities().Roots != nil
 }
+
+// createdTask is the task id of a CreateTaskResult of 2025-11-25 ({"task":
+// {"taskId": ...}}), or "" for any other result.
+func createdTask(raw json.RawMessage) string {
+	var r struct {
+		Task *struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Task == nil {
+		return ""
+	}
+	return r.Task.TaskID
+}
+
+// relatedTask is the task a message's params name in
+// _meta["io.modelcontextprotocol/related-task"], or "".
+func relatedTask(params json.RawMessage) string {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	var rt struct {
+		TaskID string `json:"taskId"`
+	}
+	if raw, ok := p.Meta[spec.MetaRelatedTask]; !ok || json.Unmarshal(raw, &rt) != nil {
+		return ""
+	}
+	return rt.TaskID
+}
+
+// awaitTask waits for the upstream task of call id (its progress token) and
+// returns its result: tasks/result blocks until the task ends, carrying its
+// questions and progress meanwhile. The task outlives the upstream connection:
+// when that is lost (or the upstream restarted and forgot the session),
+// tasks/result is asked again on the next, for as long as ConnectTimeout
+// passes without a message of the call. A call whose context ends cancels the
+// task (tasks/cancel).
+func (g *Gateway) awaitTask(ctx context.Context, uc *upcall, id spec.ID, task string) (json.RawMessage, error) {
+	g.mu.Lock()
+	uc.upTask = task
+	g.calls[string(id)] = uc // its progress, under the call's token
+	g.mu.Unlock()
+	defer g.forgetCall(id)
+	params, _ := json.Marshal(map[string]string{"taskId": task})
+	var lost time.Time // since when the task is being asked for again (zero: not)
+	for {
+		p, err := g.current(ctx)
+		if err != nil {
+			return nil, g.endTask(ctx, params, err)
+		}
+		rid := p.newID()
+		g.mu.Lock()
+		g.calls[string(rid)] = uc // what its stream carries (HTTP)
+		heard := uc.heard
+		g.mu.Unlock()
+		raw, err := p.callID(ctx, rid, methodTasksResult, params)
+		g.forgetCall(rid)
+		if err == nil {
+			return raw, nil
+		}
+		var serr *spec.Error
+		gone := errors.As(err, &serr) && serr.Reason == spec.ReasonUnknownSession
+		if ctx.Err() != nil || !(gone || errors.Is(err, errLost) || errors.Is(err, errStreamLost) || errors.Is(err, errNotSent)) {
+			return nil, g.endTask(ctx, params, err)
+		}
+		g.mu.Lock()
+		reached := uc.heard != heard
+		g.mu.Unlock()
+		if lost.IsZero() {
+			g.log.Warn().Msg("upstream connection lost while its task ran; asking for the result again")
+		}
+		if lost.IsZero() || reached {
+			lost = time.Now()
+		}
+		if time.Since(lost) > g.opts.ConnectTimeout {
+			return nil, g.endTask(ctx, params, err)
+		}
+		switch {
+		case errors.Is(err, errStreamLost):
+			sleep(ctx, takeUpDelay) // the same connection may answer
+		case gone:
+			p.close() // the supervisor opens a new session
+			g.replaced(ctx, p)
+		default:
+			g.replaced(ctx, p)
+		}
+	}
+}
+
+// forgetCall takes the upstream request id out of the calls.
+func (g *Gateway) forgetCall(id spec.ID) {
+	g.mu.Lock()
+	delete(g.calls, string(id))
+	g.mu.Unlock()
+}
+
+// endTask is the error a call waiting for an upstream task ends with: its
+// context's, after cancelling the task upstream, or err as the client sees it.
+func (g *Gateway) endTask(ctx context.Context, params json.RawMessage, err error) error {
+	if ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ConnectTimeout)
+		defer cancel()
+		if p, perr := g.current(cctx); perr == nil {
+			_, _ = p.call(cctx, methodTasksCancel, params)
+		}
+		return ctx.Err()
+	}
+	var serr *spec.Error
+	if errors.As(err, &serr) {
+		return serr
+	}
+	return upstreamErr(err)
+}
+
+// The task methods of 2025-11-25 the gateway asks an upstream.
+const (
+	methodTasksResult = "tasks/result"
+	methodTasksCancel = "tasks/cancel"
+)

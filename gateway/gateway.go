@@ -30,6 +30,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
@@ -151,6 +152,9 @@ type Gateway struct {
 	calls   map[string]*upcall
 	mirrorQ chan struct{}     // capacity 1: the lists changed upstream
 	lists   map[string]string // a digest of each list as last mirrored
+	// taskSupport: each upstream tool's execution.taskSupport, as last
+	// mirrored, when the upstream does tasks itself (nil when it does not).
+	taskSupport map[string]mcpgo.TaskSupport
 	subs    subscriptions
 }
 
@@ -178,6 +182,9 @@ type upcall struct {
 	// messages that arrived, so that a resume knows it reached the upstream.
 	keyed, policySeen bool
 	heard             uint64
+	// upTask is the upstream's task running the call (2025-11-25 tasks), once
+	// it made one: its questions name it (guarded by Gateway.mu).
+	upTask string
 	// asked holds the call's questions from the upstream, by their id: one
 	// sent again after a resume is not asked twice (guarded by Gateway.mu).
 	asked map[string]*question
@@ -225,6 +232,51 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 
 // Server is the mcp-go server to serve with mcp.New.
 func (g *Gateway) Server() *server.MCPServer { return g.srv }
+
+// TaskSupport says whether the upstream does tasks itself (it declares the
+// tasks capability, or a tool with execution.taskSupport) and, if so, the
+// task support of tool ("forbidden" for a tool that says none). The gateway
+// may make any call of an upstream that does not a task of its own; one that
+// does has said which of its tools may be, and must be.
+func (g *Gateway) TaskSupport(tool string) (support mcpgo.TaskSupport, declared bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.taskSupport == nil {
+		return "", false
+	}
+	if s, ok := g.taskSupport[tool]; ok && s != "" {
+		return s, true
+	}
+	return mcpgo.TaskSupportForbidden, true
+}
+
+// PolicyOf is the core's Options.PolicyOf for the gateway's tools: an upstream
+// that does tasks itself decides which of its tools may be tasks (optional),
+// must be (required) or may not (forbidden, or none said); tools and def (the
+// gateway's own policies) decide the rest of the policy, and everything for an
+// upstream that does no tasks, any call of which may become a task of the
+// gateway's.
+func (g *Gateway) PolicyOf(tools map[string]resumemcp.Policy, def resumemcp.Policy) func(string) (resumemcp.Policy, bool) {
+	return func(tool string) (resumemcp.Policy, bool) {
+		support, declared := g.TaskSupport(tool)
+		if !declared {
+			return resumemcp.Policy{}, false
+		}
+		p, ok := tools[tool]
+		if !ok {
+			p = def
+		}
+		switch support {
+		case mcpgo.TaskSupportRequired:
+			p.Task = resumemcp.TaskRequired
+		case mcpgo.TaskSupportOptional:
+			p.Task = resumemcp.AsTask
+		default:
+			p.Task = resumemcp.NoTask
+		}
+		return p, true
+	}
+}
 
 // ServerInfo is the upstream's name and version.
 func (g *Gateway) ServerInfo() mcpgo.Implementation { return g.init.ServerInfo }

@@ -85,14 +85,30 @@ func (g *Gateway) mirror(ctx context.Context, p *peer) error {
 	defer cancel()
 	if err := g.mirrorList(ctx, p, "tools/list", "tools", func(raws []json.RawMessage) {
 		tools := make([]server.ServerTool, 0, len(raws))
+		support := map[string]mcpgo.TaskSupport{}
+		tasks := g.init.Capabilities.Tasks != nil
 		for _, raw := range raws {
 			t, err := decodeTool(raw)
 			if err != nil {
 				g.log.Warn().Err(err).Msg("an upstream tool is skipped")
 				continue
 			}
+			if t.Execution != nil && t.Execution.TaskSupport != "" {
+				support[t.Name] = t.Execution.TaskSupport
+				tasks = true
+			}
+			// What the gateway's clients see of it is the core's to say (from
+			// its policy, which TaskSupport feeds); mcp-go would refuse a call
+			// of a required one that carries no params.task, a 2026 client's.
+			t.Execution = nil
 			tools = append(tools, server.ServerTool{Tool: t, Handler: g.callTool})
 		}
+		g.mu.Lock()
+		g.taskSupport = nil
+		if tasks {
+			g.taskSupport = support
+		}
+		g.mu.Unlock()
 		g.srv.SetTools(tools...)
 	}); err != nil {
 		return err

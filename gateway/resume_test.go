@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
@@ -263,4 +265,51 @@ func (c *eraConn) Write(b []byte) (int, error) {
 		c.stale.Add(1)
 	}
 	return c.Conn.Write(b)
+}
+
+// An upstream that does tasks itself (2025-11-25), one of its tools only as a
+// task: the gateway's call of it is a task of the upstream's, whose result it
+// waits for with tasks/result; the network to the upstream is cut meanwhile,
+// and the gateway asks for the result again on the next connection. The task
+// ran once, and the client (here with a task of the gateway's) gets its
+// result.
+func TestUpstreamTaskAcrossCut(t *testing.T) {
+	up := mcp.New(demo.Server("up"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	h := streamable.NewHandler(up, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Close()
+		hs.Close()
+		up.Close()
+	})
+	p := faultproxy.New(t, hs.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
+	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
+	if s, declared := r.g.TaskSupport("countdown"); s != mcpgo.TaskSupportRequired || !declared {
+		t.Fatalf("the upstream's countdown: %q %v, want required", s, declared)
+	}
+	if s, _ := r.g.TaskSupport("echo"); s != mcpgo.TaskSupportForbidden {
+		t.Fatalf("the upstream's echo: %q, want forbidden", s)
+	}
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"task":{}}}`)
+	created, _ := c.Response(`"c"`)
+	var ct struct {
+		Task struct{ TaskID string } `json:"task"`
+	}
+	if err := json.Unmarshal(created.Result, &ct); err != nil || ct.Task.TaskID == "" {
+		t.Fatalf("the gateway's task: %s", created.Raw)
+	}
+	poll.Until(t, 10*time.Second, "the upstream's task running", func() bool { return up.Calls() == 1 })
+	p.Down()
+	time.Sleep(300 * time.Millisecond)
+	p.Up()
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"tasks/result","params":{"taskId":%q}}`, ct.Task.TaskID)
+	resp, _ := c.Response(`"r"`)
+	if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
+		t.Fatalf("the task's result through a cut: %s", resp.Raw)
+	}
+	if st := up.Engine().Stats(); st.TasksCompleted+st.TasksProcessing+st.TasksFailed != 1 {
+		t.Errorf("the upstream holds tasks %+v, want the one task, completed", st)
+	}
 }

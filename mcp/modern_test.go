@@ -231,6 +231,9 @@ func TestTaskResultWhileGet(t *testing.T) {
 		status(m)
 	}
 	q := msgs[len(msgs)-1]
+	if !strings.Contains(string(q.Params), `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) {
+		t.Errorf("the task's question does not name its task: %s", q.Raw)
+	}
 	b.Send(`{"jsonrpc":"2.0","id":"g","method":"tasks/get","params":{"taskId":%q}}`, id)
 	if g, _ := b.Response(`"g"`); !strings.Contains(string(g.Result), `"input_required"`) {
 		t.Fatalf("tasks/get meanwhile: %s", g.Raw)

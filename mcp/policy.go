@@ -43,6 +43,11 @@ const (
 )
 
 func (o *Options) policy(tool string) Policy {
+	if o.PolicyOf != nil {
+		if p, ok := o.PolicyOf(tool); ok {
+			return p
+		}
+	}
 	if p, ok := o.Tools[tool]; ok {
 		return p
 	}

@@ -43,6 +43,11 @@ type Options struct {
 	DefaultPolicy Policy
 	// Tools sets a Policy per tool name.
 	Tools map[string]Policy
+	// PolicyOf, when set, is asked first: a policy that depends on the tool as
+	// it is now (the gateway's upstream's task support, which its tool list
+	// says and may change); ok false leaves the tool to Tools and
+	// DefaultPolicy. It is called for every tools/call and tools/list.
+	PolicyOf func(tool string) (p Policy, ok bool)
 	// Logger receives the core's logs. Nil means none. Tokens are never logged.
 	Logger *zerolog.Logger
 	// TokenFailureBurst and TokenFailureRefill limit failed token checks

@@ -178,7 +178,7 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 		r.Cancel()
 		reply(legacyTask(tid, "cancelled", "", o))
 	default: // tasks/result: the task's questions, then its result, on st
-		rl := &relay{st: st, id: m.ID, orig: tid.ID}
+		rl := &relay{st: st, id: m.ID, orig: tid.ID, task: tid.encode()}
 		c.s.wg.Go(func() {
 			if err := r.Attach(rl, 0); err != nil {
 				c.replyError(st, m.ID, wireError(err))
@@ -242,17 +242,22 @@ func (c *connState) taskList(m *spec.Message, st Stream) {
 }
 
 // relay is the sink of a tasks/result: the task's messages reach the client's
-// stream as they are (its questions as requests to answer), and its response
+// stream (its questions as requests to answer), each naming its task
+// (_meta io.modelcontextprotocol/related-task, which a client with several
+// tasks on one stdio connection needs to tell them apart), and its response
 // goes under the tasks/result's id.
 type relay struct {
 	st       Stream
 	id, orig spec.ID
+	task     string // the task's id
 }
 
 func (rl *relay) Write(ctx context.Context, m resume.Message) error {
 	data := m.Data
 	if m.Kind == resume.KindResponse {
 		data = spec.ReplaceResponseID(data, rl.orig, rl.id)
+	} else {
+		data = spec.WithRelatedTask(data, rl.task)
 	}
 	return rl.st.Write(ctx, Message{Kind: kindOf(m.Kind), Seq: m.Seq, Data: data})
 }

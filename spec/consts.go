@@ -181,3 +181,7 @@ const (
 	// the connection it came on, and is not run a second time.
 	ReasonNotResumable Reason = "not_resumable"
 )
+
+// MetaRelatedTask (_meta) names the task a message belongs to (2025-11-25
+// tasks): {"taskId": "..."}, on the questions and notifications of a task.
+const MetaRelatedTask = "io.modelcontextprotocol/related-task"

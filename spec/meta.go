@@ -113,3 +113,29 @@ func containsFold(s []byte, sub string) bool {
 	}
 	return false
 }
+
+// WithRelatedTask returns msg, a JSON-RPC request or notification, with
+// params._meta["io.modelcontextprotocol/related-task"] = {"taskId": task}
+// (2025-11-25: the task the message belongs to). A message it cannot read, or
+// whose params are not an object, is returned unchanged.
+func WithRelatedTask(msg []byte, task string) []byte {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(msg, &fields) != nil {
+		return msg
+	}
+	params, ok := fields["params"]
+	if !ok {
+		params = json.RawMessage("{}")
+	}
+	ref, _ := json.Marshal(map[string]string{"taskId": task})
+	stamped := stampMeta(params, MetaRelatedTask, ref)
+	if bytes.Equal(stamped, bytes.TrimSpace(params)) {
+		return msg
+	}
+	fields["params"] = stamped
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return msg
+	}
+	return out
+}

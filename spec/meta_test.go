@@ -148,3 +148,20 @@ func TestReadSeq(t *testing.T) {
 		}
 	}
 }
+
+func TestWithRelatedTask(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"message":"m"}}`:             `{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}},"message":"m"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"a":1},"progress":2}}`: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"a":1,"io.modelcontextprotocol/related-task":{"taskId":"t1"}},"progress":2}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"roots/list"}`:                                              `{"jsonrpc":"2.0","id":4,"method":"roots/list","params":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"x","params":[1]}`:                                          `{"jsonrpc":"2.0","id":5,"method":"x","params":[1]}`,
+	} {
+		got := spec.WithRelatedTask([]byte(in), "t1")
+		if !reflect.DeepEqual(jsonValue(t, got), jsonValue(t, []byte(want))) {
+			t.Errorf("WithRelatedTask(%s) = %s, want %s", in, got, want)
+		}
+	}
+	if got := spec.WithRelatedTask([]byte("not json"), "t1"); string(got) != "not json" {
+		t.Errorf("not JSON: %s", got)
+	}
+}

@@ -363,6 +363,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		store = timer.Wrap(store)
 	}
 	var srv *server.MCPServer
+	var policyOf func(string) (mcp.Policy, bool)
 	if gw {
 		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log)
 		if err != nil {
@@ -370,6 +371,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		}
 		defer g.Close()
 		srv = g.Server()
+		policyOf = g.PolicyOf(tools, def)
 	} else {
 		srv = toolServer(f.conformance)
 	}
@@ -382,6 +384,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		},
 		DefaultPolicy: def,
 		Tools:         tools,
+		PolicyOf:      policyOf,
 		Logger:        &log,
 
 		TokenFailureBurst:         f.failBurst,
