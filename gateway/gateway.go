@@ -155,7 +155,7 @@ type Gateway struct {
 	// taskSupport: each upstream tool's execution.taskSupport, as last
 	// mirrored, when the upstream does tasks itself (nil when it does not).
 	taskSupport map[string]mcpgo.TaskSupport
-	subs    subscriptions
+	subs        subscriptions
 }
 
 // upcall is a tools/call running on the upstream, by its upstream request id.
