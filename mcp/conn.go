@@ -106,9 +106,10 @@ type connState struct {
 	// stream, so that a closing stream detaches its own requests without a scan
 	// of every request the session carried.
 	onStream     map[Stream][]tracked
-	retries      map[string]retried // 2026 rounds attached by retries here, by the retry's id text
-	sweepAt      int                // size of attached at which gone requests are swept out
-	retrySweepAt int                // size of retries at which answered rounds are swept out
+	retries      map[string]retried       // 2026 rounds attached by retries here, by the retry's id text
+	streams      map[string]taskStreamRef // tasks/stream running here, by the request's id text
+	sweepAt      int                      // size of attached at which gone requests are swept out
+	retrySweepAt int                      // size of retries at which answered rounds are swept out
 	closed       bool
 	pumpStop     chan struct{} // closed to stop the session's pump; nil when none runs
 

@@ -192,6 +192,9 @@ func (c *connState) cancelled(m *spec.Message) {
 		return
 	}
 	key := string(p.RequestID)
+	if c.stopTaskStream(key) {
+		return // the stream ends; its task runs on
+	}
 	c.mu.Lock()
 	cl, r := c.running[key], c.attached[key].r
 	c.mu.Unlock()

@@ -78,7 +78,7 @@ func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Enve
 		c.getStatus(m, st)
 	case spec.MethodResume:
 		c.resume(m, st, 0, true)
-	case spec.MethodTasksGet, spec.MethodTasksUpdate, spec.MethodTasksCancel:
+	case spec.MethodTasksGet, spec.MethodTasksUpdate, spec.MethodTasksCancel, spec.MethodTasksStream:
 		c.taskRequest(m, st, parseModern(env))
 	case spec.MethodSubscriptionsListen:
 		if ids, others := taskListen(m.Params); len(ids) > 0 {

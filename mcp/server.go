@@ -374,7 +374,7 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 		c.getStatus(m, st)
 	case spec.MethodResume:
 		c.resume(m, st, 0, false)
-	case spec.MethodTasksGet, spec.MethodTasksCancel, methodTasksResult, methodTasksList:
+	case spec.MethodTasksGet, spec.MethodTasksCancel, methodTasksResult, methodTasksList, spec.MethodTasksStream:
 		if !c.s.tasks { // mcp-go's own tasks, if the server has any
 			c.startCall(m, raw, st, nil)
 			return

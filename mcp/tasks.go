@@ -145,7 +145,7 @@ func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 	return max(time.Duration(want)*time.Millisecond, time.Second), 0
 }
 
-// taskRequest answers tasks/get, tasks/update and tasks/cancel.
+// taskRequest answers tasks/get, tasks/update, tasks/cancel and tasks/stream.
 func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	if !mr.tasks() {
 		c.replyError(st, m.ID, errNeedsTasks(m.Method+" needs the "+spec.ExtensionTasks+" extension in the request's capabilities"))
@@ -173,12 +173,16 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 			unknown()
 		case m.Method == spec.MethodTasksGet:
 			c.reply(st, spec.EncodeResponse(m.ID, taskObject(tid, "cancelled", nil, c.s.eng.Options())))
+		case m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
+			c.reply(st, spec.EncodeResponse(m.ID, json.RawMessage(`{"resultType":"complete"}`)))
 		default:
 			ack() // a cancel or an update of a cancelled task: nothing to do
 		}
 		return
 	}
 	switch m.Method {
+	case spec.MethodTasksStream:
+		c.taskStream(m, st, r, tid, true)
 	case spec.MethodTasksCancel:
 		r.Cancel()
 		ack()

@@ -128,8 +128,8 @@ func (cl *call) legacyTaskResult(tid *taskID, asked time.Duration) []byte {
 	return spec.EncodeResponse(cl.id, b)
 }
 
-// legacyTaskRequest answers tasks/get, tasks/result, tasks/list and tasks/cancel
-// of a 2025-era session.
+// legacyTaskRequest answers tasks/get, tasks/result, tasks/list, tasks/cancel
+// and tasks/stream of a 2025-era session.
 func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 	if m.Method == methodTasksList {
 		c.taskList(m, st)
@@ -161,12 +161,16 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 			unknown()
 		case m.Method == spec.MethodTasksGet:
 			reply(legacyTask(tid, "cancelled", "", o))
+		case m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
+			reply(struct{}{})
 		default: // tasks/result or tasks/cancel of a cancelled task
 			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled"))
 		}
 		return
 	}
 	switch m.Method {
+	case spec.MethodTasksStream:
+		c.taskStream(m, st, r, tid, false)
 	case spec.MethodTasksGet:
 		status, msg := c.legacyStatus(r)
 		reply(legacyTask(tid, status, msg, o))

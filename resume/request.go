@@ -78,6 +78,9 @@ type Request struct {
 	// queued: a deadline of the current generation is in the engine's queues
 	// (guarded by Engine.tmu; see timers.go).
 	queued bool
+	// watchers are told (a token in each, capacity 1) when a message is queued
+	// or the request leaves the engine (Watch; guarded by mu).
+	watchers map[chan struct{}]struct{}
 }
 
 // newRequest returns the request rec describes, holding q, on a context of its
@@ -244,6 +247,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 			r.setStateLocked(next)
 		}
 	}
+	r.tellWatchersLocked()
 	r.mu.Unlock()
 	if lost {
 		r.kick(Message{})
@@ -594,6 +598,57 @@ func (r *Request) freeLocked(final State) {
 	r.q = outbox{dropped: r.q.dropped}
 	r.dropWinLocked(len(r.win))
 	r.e.forget(r, final)
+	r.tellWatchersLocked()
+}
+
+// Watch returns a channel that gets a token (it holds one) each time a
+// message is queued or the request leaves the engine, and the function that
+// stops it. A reader of the request's messages (Events) reads again on each.
+func (r *Request) Watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	r.mu.Lock()
+	if r.watchers == nil {
+		r.watchers = map[chan struct{}]struct{}{}
+	}
+	r.watchers[ch] = struct{}{}
+	r.mu.Unlock()
+	return ch, func() {
+		r.mu.Lock()
+		delete(r.watchers, ch)
+		r.mu.Unlock()
+	}
+}
+
+func (r *Request) tellWatchersLocked() {
+	for ch := range r.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Events returns the messages the request holds with a sequence number above
+// after, oldest first, without delivering or changing anything (a task's
+// event stream: many readers, none of them its client's attachment), and
+// whether the request has ended (completed or failed: its response is among
+// them). A request that left the engine answers its error (ErrCancelled,
+// ErrExpired, ...).
+func (r *Request) Events(after uint64) (msgs []Message, ended bool, err error) {
+	r.mu.Lock()
+	if r.gone.Load() {
+		defer r.mu.Unlock()
+		return nil, true, r.endedErrLocked()
+	}
+	ended = r.state.Ended()
+	r.mu.Unlock()
+	for m, err := range r.replay(after) {
+		if err != nil {
+			return nil, false, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, ended, nil
 }
 
 // loseLocked ends the request once its Store has reported that it lost what it

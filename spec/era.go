@@ -160,7 +160,25 @@ const (
 	ReasonUnknownTask = Reason("unknown_task")
 )
 
+// Resumable task event streams (SEP-2694, draft): tasks/stream sends a task's
+// events from a cursor as notifications/tasks/event, each with its task-scoped
+// seq (from 0), and answers once the task has ended and every event it keeps
+// after the cursor was sent; a cursor older than the events kept is refused
+// with CodeEventsGone (data: reason events_gone, taskId, earliestSeq).
+const (
+	MethodTasksStream = "tasks/stream"
+	MethodTaskEvent   = "notifications/tasks/event"
+	CodeEventsGone    = -32010
+	ReasonEventsGone  = Reason("events_gone")
+	ReasonStreamOpen  = Reason("stream_open") // a second tasks/stream of one task on one connection
+	ReasonNotOwner    = Reason("not_owner")   // the task runs on another instance of a cluster
+	EventTypeProgress = "io.mcp-resume.progress"
+	EventTypeLog      = "io.mcp-resume.log"
+	EventTypeInput    = "io.mcp-resume.input"
+	EventTypeStatus   = "io.mcp-resume.status"
+)
+
 // IsTaskMethod reports whether method is one of the Tasks extension's requests.
 func IsTaskMethod(method string) bool {
-	return method == MethodTasksGet || method == MethodTasksUpdate || method == MethodTasksCancel
+	return method == MethodTasksGet || method == MethodTasksUpdate || method == MethodTasksCancel || method == MethodTasksStream
 }

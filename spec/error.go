@@ -22,6 +22,10 @@ type Error struct {
 	// RequiredCapabilities, when set, is written as
 	// `error.data.requiredCapabilities` (a missing client capability, -32021).
 	RequiredCapabilities json.RawMessage
+	// TaskID and EarliestSeq, when TaskID is set, are written as
+	// `error.data.taskId` and `error.data.earliestSeq` (events_gone, -32010).
+	TaskID      string
+	EarliestSeq uint64
 	// ID is the id of the request the error answers, when it is known.
 	ID ID
 }
@@ -46,6 +50,8 @@ type errorData struct {
 	Supported            []string        `json:"supported,omitempty"`
 	Requested            string          `json:"requested,omitempty"`
 	RequiredCapabilities json.RawMessage `json:"requiredCapabilities,omitempty"`
+	TaskID               string          `json:"taskId,omitempty"`
+	EarliestSeq          *uint64         `json:"earliestSeq,omitempty"`
 }
 
 // MarshalJSON writes the JSON-RPC error object.
@@ -56,9 +62,12 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 		Data    *errorData `json:"data,omitempty"`
 	}
 	w := wire{Code: e.Code, Message: e.Message}
-	if e.Reason != "" || e.Detail != "" || e.RetryAfter != 0 || e.Supported != nil || e.RequiredCapabilities != nil {
+	if e.Reason != "" || e.Detail != "" || e.RetryAfter != 0 || e.Supported != nil || e.RequiredCapabilities != nil || e.TaskID != "" {
 		w.Data = &errorData{Reason: e.Reason, Detail: e.Detail, RetryAfter: e.RetryAfter,
 			Supported: e.Supported, Requested: e.Requested, RequiredCapabilities: e.RequiredCapabilities}
+		if e.TaskID != "" {
+			w.Data.TaskID, w.Data.EarliestSeq = e.TaskID, &e.EarliestSeq
+		}
 	}
 	return json.Marshal(w)
 }
@@ -78,6 +87,10 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	if len(w.Data) > 0 && json.Unmarshal(w.Data, &d) == nil {
 		e.Reason, e.Detail, e.RetryAfter = d.Reason, d.Detail, d.RetryAfter
 		e.Supported, e.Requested, e.RequiredCapabilities = d.Supported, d.Requested, d.RequiredCapabilities
+		e.TaskID = d.TaskID
+		if d.EarliestSeq != nil {
+			e.EarliestSeq = *d.EarliestSeq
+		}
 	}
 	return nil
 }

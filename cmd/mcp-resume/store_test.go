@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
 // TestRestartSubprocess: a server on --data-dir is killed (SIGKILL) with calls in
@@ -327,5 +328,59 @@ func TestReplicasFlag(t *testing.T) {
 	var out strings.Builder
 	if err := run([]string{"serve", "--help"}, nil, &out, &out); exitCode(err) != 0 || !strings.Contains(out.String(), "-replicas int") {
 		t.Errorf("serve --help: %v, no --replicas in:\n%s", err, out.String())
+	}
+}
+
+// A task's events are kept with it in the store: streamed after a restart of
+// the server on its data directory, from the start and from a cursor, they are
+// the same, with the same numbers.
+func TestTaskStreamAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	args := "serve --http 127.0.0.1:0 --data-dir " + dir
+	first := spawnNet(t, args, 1)[0]
+	c := e2etest.NewClient(t, streamable.Dial(first.URL, nil))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.2,"steps":3},"_meta":{"progressToken":"p"},"task":{}}}`)
+	m, _ := c.Response(`1`)
+	var created struct {
+		Task struct{ TaskID string } `json:"task"`
+	}
+	if err := json.Unmarshal(m.Result, &created); err != nil || created.Task.TaskID == "" {
+		t.Fatalf("CreateTaskResult: %s", m.Raw)
+	}
+	task := created.Task.TaskID
+	stream := func(c *e2etest.Client, id, after string) string {
+		params := fmt.Sprintf(`{"taskId":%q%s}`, task, after)
+		c.Send(`{"jsonrpc":"2.0","id":%q,"method":"tasks/stream","params":%s}`, id, params)
+		resp, before := c.Response(`"` + id + `"`)
+		var got []string
+		for _, m := range before {
+			var ev struct {
+				Seq  uint64
+				Type string
+			}
+			if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
+				got = append(got, fmt.Sprintf("%s:%d", strings.TrimPrefix(ev.Type, "io.mcp-resume."), ev.Seq))
+			}
+		}
+		if resp.Error != nil {
+			t.Fatalf("tasks/stream: %s", resp.Raw)
+		}
+		return strings.Join(got, " ")
+	}
+	const all = "progress:0 progress:1 progress:2 status:3"
+	if got := stream(c, "s1", ""); got != all {
+		t.Fatalf("before the restart: %s, want %s", got, all)
+	}
+	first.Kill()
+
+	second := spawnNet(t, args, 1)[0]
+	d := e2etest.NewClient(t, streamable.Dial(second.URL, nil))
+	d.Initialize(`{}`)
+	if got := stream(d, "s2", ""); got != all {
+		t.Fatalf("after the restart: %s, want %s", got, all)
+	}
+	if got := stream(d, "s3", `,"after":1`); got != "progress:2 status:3" {
+		t.Fatalf("after the restart, from seq 1: %s", got)
 	}
 }

@@ -1,0 +1,219 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// A task's events as a resumable stream (SEP-2694, draft): tasks/stream
+// {taskId, after?} sends, as notifications/tasks/event on the request's
+// stream, the task's events after the cursor (all it keeps, without one), then
+// each new one as it comes, and answers with an empty result once the task has
+// ended and its last event was sent. The events are the messages the engine
+// keeps of the task, in its store when it has one: an event's seq is its
+// message's sequence number less one (from 0), so that a cursor means the
+// same on any connection and after a restart. A progress notification
+// superseded while nobody read it, and a question once answered, are not kept:
+// their numbers are skipped. A cursor older than the oldest event kept is
+// answered events_gone (-32010) with the oldest one's seq.
+
+// taskStreamKey names a task's stream among a connection's: one per task.
+func taskStreamKey(tid *taskID) string { return string(tid.ID) + "\x00" + tid.Token }
+
+// taskStream answers tasks/stream for the task tid, found as r, on st. modern:
+// a 2026-07-28 request (its result says resultType).
+func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid *taskID, modern bool) {
+	after, from, err := streamCursor(m.Params)
+	if err != nil {
+		c.replyError(st, m.ID, err)
+		return
+	}
+	req, local := r.(*resume.Request)
+	if !local {
+		// The owner of a task on another instance sends its messages to one
+		// attachment at a time; reading them from here would take the task
+		// over from its client.
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonNotOwner,
+			"the task runs on another instance of this cluster: stream it there, or poll it with tasks/get here"))
+		return
+	}
+	key := taskStreamKey(tid)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(c.ctx))
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cancel()
+		return
+	}
+	if c.streams == nil {
+		c.streams = map[string]taskStreamRef{}
+	}
+	for _, ref := range c.streams {
+		if ref.task == key {
+			c.mu.Unlock()
+			cancel()
+			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonStreamOpen,
+				"this task's events are streamed on this connection already"))
+			return
+		}
+	}
+	id := string(m.ID)
+	c.streams[id] = taskStreamRef{task: key, cancel: cancel}
+	c.mu.Unlock()
+	c.s.wg.Go(func() {
+		defer func() {
+			cancel()
+			c.mu.Lock()
+			if ref, ok := c.streams[id]; ok && ref.task == key {
+				delete(c.streams, id)
+			}
+			c.mu.Unlock()
+		}()
+		c.streamEvents(ctx, m.ID, st, req, tid, after, from, modern)
+	})
+}
+
+// taskStreamRef is a tasks/stream running on a connection.
+type taskStreamRef struct {
+	task   string // taskStreamKey
+	cancel context.CancelFunc
+}
+
+// streamCursor reads tasks/stream's after: from says one was given (a
+// non-negative integer, the seq of the last event the client has).
+func streamCursor(params json.RawMessage) (after uint64, from bool, _ *spec.Error) {
+	raw, found, _ := spec.Member(params, "after")
+	if !found || string(raw) == "null" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil || n == 1<<64-1 {
+		return 0, false, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "after must be the seq of an event: a non-negative integer")
+	}
+	return n, true, nil
+}
+
+// streamEvents sends the task's events after the cursor, then each new one,
+// until the task has ended (answered with the empty result) or ctx ends (the
+// stream was cancelled, or its connection closed: the task runs on).
+func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r *resume.Request, tid *taskID, after uint64, from bool, modern bool) {
+	watch, stop := r.Watch()
+	defer stop()
+	task := tid.encode()
+	last := uint64(0) // the sequence number of the last message sent (or skipped by the cursor)
+	if from {
+		last = after + 1
+		held, _, err := r.Events(0)
+		if err == nil && len(held) > 0 && held[0].Seq > last+1 {
+			e := spec.NewError(spec.CodeEventsGone, spec.ReasonEventsGone, "the events after this cursor are no longer kept; the oldest kept has earliestSeq")
+			e.TaskID, e.EarliestSeq = task, held[0].Seq-1
+			c.replyError(st, id, e)
+			return
+		}
+	}
+	for {
+		msgs, ended, err := r.Events(last)
+		if err != nil && !errors.Is(err, resume.ErrCancelled) {
+			c.replyError(st, id, wireError(err))
+			return
+		}
+		for _, m := range msgs {
+			ev, ok := taskEvent(task, m)
+			last = m.Seq
+			if !ok {
+				continue
+			}
+			if err := st.Write(ctx, Message{Kind: KindNotification, Data: ev}); err != nil {
+				return // the stream is gone; the task runs on
+			}
+		}
+		if ended || err != nil { // completed, failed, or cancelled (nothing kept)
+			result := json.RawMessage(`{}`)
+			if modern {
+				result = json.RawMessage(`{"resultType":"complete"}`)
+			}
+			c.reply(st, spec.EncodeResponse(id, result))
+			return
+		}
+		select {
+		case <-watch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// taskEvent is the notifications/tasks/event of the task's message m, and
+// whether it has one.
+func taskEvent(task string, m resume.Message) ([]byte, bool) {
+	var msg struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(m.Data, &msg) != nil {
+		return nil, false
+	}
+	var typ string
+	var payload any
+	switch {
+	case m.Kind == resume.KindResponse:
+		typ = spec.EventTypeStatus
+		status := map[string]any{"status": "completed"}
+		var res struct {
+			IsError bool `json:"isError"`
+		}
+		switch {
+		case msg.Error != nil:
+			status["status"] = "failed"
+			if s := statusMessage(msg.Error); s != "" {
+				status["statusMessage"] = s
+			}
+		case json.Unmarshal(msg.Result, &res) == nil && res.IsError:
+			status["status"] = "failed"
+		}
+		payload = status
+	case m.Kind == resume.KindRequest:
+		typ, payload = spec.EventTypeInput, map[string]any{"method": msg.Method, "params": msg.Params}
+	case msg.Method == spec.MethodProgress:
+		typ, payload = spec.EventTypeProgress, msg.Params
+	case msg.Method == "notifications/message":
+		typ, payload = spec.EventTypeLog, msg.Params
+	default:
+		return nil, false
+	}
+	if p, ok := payload.(json.RawMessage); ok && (len(p) == 0 || p[0] != '{') {
+		payload = map[string]any{}
+	}
+	b, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"method":  spec.MethodTaskEvent,
+		"params": map[string]any{
+			"taskId":  task,
+			"seq":     m.Seq - 1,
+			"type":    typ,
+			"payload": payload,
+			"_meta":   map[string]any{spec.MetaRelatedTask: map[string]string{"taskId": task}},
+		},
+	})
+	return b, err == nil
+}
+
+// stopTaskStream ends the tasks/stream with request id on this connection, if
+// one runs (notifications/cancelled): the task runs on. It reports whether one
+// did.
+func (c *connState) stopTaskStream(id string) bool {
+	c.mu.Lock()
+	ref, ok := c.streams[id]
+	c.mu.Unlock()
+	if ok {
+		ref.cancel()
+	}
+	return ok
+}
