@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
@@ -311,5 +312,38 @@ func TestUpstreamTaskAcrossCut(t *testing.T) {
 	}
 	if st := up.Engine().Stats(); st.TasksCompleted+st.TasksProcessing+st.TasksFailed != 1 {
 		t.Errorf("the upstream holds tasks %+v, want the one task, completed", st)
+	}
+}
+
+// A task of the gateway's: the upstream's progress for its call becomes the
+// task's events, streamed with tasks/stream like any task's.
+func TestGatewayTaskStream(t *testing.T) {
+	addr, _ := upstreamOurs(t)
+	r := newRig(t, gateway.Options{URL: "http://" + addr + "/mcp"})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.6,"steps":3},"_meta":{"progressToken":"p"},"task":{}}}`)
+	created, _ := c.Response(`"c"`)
+	var ct struct {
+		Task struct{ TaskID string } `json:"task"`
+	}
+	if err := json.Unmarshal(created.Result, &ct); err != nil || ct.Task.TaskID == "" {
+		t.Fatalf("the gateway's task: %s", created.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"s","method":"tasks/stream","params":{"taskId":%q}}`, ct.Task.TaskID)
+	resp, before := c.Response(`"s"`)
+	var got []string
+	for _, m := range before {
+		var ev struct {
+			Seq     uint64
+			Type    string
+			Payload struct{ Progress float64 }
+		}
+		if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
+			got = append(got, fmt.Sprintf("%d:%s:%g", ev.Seq, strings.TrimPrefix(ev.Type, "io.mcp-resume."), ev.Payload.Progress))
+		}
+	}
+	if resp.Error != nil || fmt.Sprint(got) != "[0:progress:1 1:progress:2 2:progress:3 3:status:0]" {
+		t.Fatalf("events %v; response %s", got, resp.Raw)
 	}
 }

@@ -212,3 +212,25 @@ func TestToolsCommand(t *testing.T) {
 		t.Fatalf("tools --json: %v %q", err, out.String())
 	}
 }
+
+// call --task follows the task's events (tasks/stream): its progress shows as a
+// call's does; a task that asks a question is answered from stdin through
+// tasks/result, and its result printed.
+func TestCallTaskStreams(t *testing.T) {
+	httpURL := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0].URL
+	var out, errw bytes.Buffer
+	if err := run([]string{"call", "--url", httpURL, "--task", "countdown", "seconds=0.4", "steps=4"}, nil, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	if out.String() != "countdown done: 4 of 4 steps\n" || !strings.Contains(errw.String(), "progress 4/4") || !strings.Contains(errw.String(), "task completed") {
+		t.Fatalf("call --task countdown: stdout %q, stderr %q", out.String(), errw.String())
+	}
+	out.Reset()
+	errw.Reset()
+	if err := run([]string{"call", "--url", httpURL, "--task", "ask"}, strings.NewReader("Ada\n"), &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	if out.String() != "answer: Ada\n" {
+		t.Fatalf("call --task ask: stdout %q, stderr %q", out.String(), errw.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
@@ -382,5 +383,37 @@ func TestTaskStreamAcrossRestart(t *testing.T) {
 	}
 	if got := stream(d, "s3", `,"after":1`); got != "progress:2 status:3" {
 		t.Fatalf("after the restart, from seq 1: %s", got)
+	}
+}
+
+// task watch follows a task's events to its end, across a kill -9 of the
+// server and its restart on its data (the task, of a restartable tool, runs
+// again there): progress on stderr, the end on stdout. Its flags go after its
+// arguments too.
+func TestTaskWatchAcrossRestart(t *testing.T) {
+	addr := freeAddr(t)
+	args := "serve --http " + addr + " --data-dir " + t.TempDir() + " --restartable countdown"
+	first := spawnNet(t, args, 1)[0]
+	var out, errw bytes.Buffer
+	if err := run([]string{"call", "--url", first.URL, "--task", "--detach", "countdown", "seconds=3", "steps=6"}, nil, &out, &errw); err != nil {
+		t.Fatalf("call --task --detach: %v\n%s", err, errw.String())
+	}
+	id := strings.TrimSpace(out.String())
+	var wout, werr logbuf.Buffer
+	watched := make(chan error, 1)
+	go func() { watched <- run([]string{"task", "watch", id, "--url", first.URL}, nil, &wout, &werr) }()
+	poll.Until(t, 20*time.Second, "progress 2 watched", func() bool { return strings.Contains(werr.String(), "progress 2/6") })
+	first.Kill()
+	spawnNet(t, args, 1)
+	select {
+	case err := <-watched:
+		if err != nil || !strings.Contains(wout.String(), "task "+id+": completed") {
+			t.Fatalf("task watch: %v; stdout %q; stderr %q", err, wout.String(), werr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("task watch did not end; stderr %q", werr.String())
+	}
+	if !strings.Contains(werr.String(), "progress 6/6") {
+		t.Errorf("the rerun's progress was not watched: %q", werr.String())
 	}
 }

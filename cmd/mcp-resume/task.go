@@ -9,12 +9,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // callTask runs `call --task`: the call becomes a task of the server, whose id is
@@ -53,27 +56,32 @@ func callTask(ctx context.Context, c *client.Client, tool string, args map[strin
 	return printResult(stdout, res, asJSON, "task "+tk.TaskID)
 }
 
-// waitTask polls a task until it needs input or has ended, then reads its result.
+// waitTask follows a task to its result. Its events (tasks/stream) show its
+// progress as a call's do, across lost connections; a question it asks, or its
+// end, hands over to tasks/result, which answers its questions from the
+// terminal and reads the result. A server without tasks/stream is polled with
+// tasks/get instead.
 func waitTask(ctx context.Context, c *client.Client, tk *client.Task, view *progressView) (*mcpgo.CallToolResult, error) {
-	last := tk.Status
-	for !tk.Terminal() && tk.Status != "input_required" {
-		select {
-		case <-ctx.Done():
-			view.line("stopped waiting; the task runs on: mcp-resume task result " + tk.TaskID)
-			return nil, errCancelled
-		case <-time.After(tk.Poll()):
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var input atomic.Bool
+	err := c.StreamTask(sctx, tk.TaskID, nil, func(ev client.TaskEvent) {
+		if showEvent(ev, view) {
+			input.Store(true)
+			stop() // answered through tasks/result
 		}
-		next, err := c.GetTask(ctx, tk.TaskID)
-		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", tk.TaskID, err)
+	})
+	var serr *spec.Error
+	switch {
+	case ctx.Err() != nil:
+		view.line("stopped waiting; the task runs on: mcp-resume task result " + tk.TaskID)
+		return nil, errCancelled
+	case errors.As(err, &serr) && serr.Code == spec.CodeMethodNotFound:
+		if err := pollTask(ctx, c, tk, view); err != nil {
+			return nil, err
 		}
-		if tk = next; tk.Status != last {
-			view.line("task " + tk.TaskID + ": " + tk.Status)
-			last = tk.Status
-		}
-	}
-	if tk.Status == "cancelled" {
-		return nil, fmt.Errorf("task %s: cancelled", tk.TaskID)
+	case err != nil && !input.Load():
+		return nil, fmt.Errorf("task %s: %w", tk.TaskID, err)
 	}
 	res, err := c.TaskResult(ctx, tk.TaskID)
 	if err != nil {
@@ -82,12 +90,69 @@ func waitTask(ctx context.Context, c *client.Client, tk *client.Task, view *prog
 	return res, nil
 }
 
-const taskUsage = `usage: mcp-resume task [--url URL | --ws URL | --stdio CMD] [--json] get|result|cancel ID
+// showEvent shows a task's event; it reports whether the task asks a question.
+func showEvent(ev client.TaskEvent, view *progressView) (asks bool) {
+	switch ev.Type {
+	case spec.EventTypeProgress:
+		var p client.Progress
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			view.progress(p)
+		}
+	case spec.EventTypeLog:
+		var l struct {
+			Level string          `json:"level"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(ev.Payload, &l) == nil {
+			view.line(l.Level + ": " + string(l.Data))
+		}
+	case spec.EventTypeStatus:
+		var st struct {
+			Status        string `json:"status"`
+			StatusMessage string `json:"statusMessage"`
+		}
+		if json.Unmarshal(ev.Payload, &st) == nil {
+			view.line(strings.TrimSpace("task " + st.Status + " " + st.StatusMessage))
+		}
+	case spec.EventTypeInput:
+		return true
+	}
+	return false
+}
+
+// pollTask polls a task until it needs input or has ended.
+func pollTask(ctx context.Context, c *client.Client, tk *client.Task, view *progressView) error {
+	last := tk.Status
+	for !tk.Terminal() && tk.Status != "input_required" {
+		select {
+		case <-ctx.Done():
+			view.line("stopped waiting; the task runs on: mcp-resume task result " + tk.TaskID)
+			return errCancelled
+		case <-time.After(tk.Poll()):
+		}
+		next, err := c.GetTask(ctx, tk.TaskID)
+		if err != nil {
+			return fmt.Errorf("task %s: %w", tk.TaskID, err)
+		}
+		if tk = next; tk.Status != last {
+			view.line("task " + tk.TaskID + ": " + tk.Status)
+			last = tk.Status
+		}
+	}
+	if tk.Status == "cancelled" {
+		return fmt.Errorf("task %s: cancelled", tk.TaskID)
+	}
+	return nil
+}
+
+const taskUsage = `usage: mcp-resume task [--url URL | --ws URL | --stdio CMD] [--json] get|result|watch|cancel ID
        mcp-resume task [--url URL | --ws URL | --stdio CMD] [--json] list
 
 Reads the server's tasks (those "mcp-resume call --task" starts): get prints a
 task's state, result waits for its result and prints it as call does (answering
-its questions from stdin), cancel cancels it, list lists this client's tasks.
+its questions from stdin), watch follows its events (progress, logs, its end;
+tasks/stream, across lost connections) without taking its result, cancel
+cancels it, list lists this client's tasks. Flags go anywhere.
 
 flags:
 `
@@ -110,7 +175,7 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	op, id := fs.Arg(0), fs.Arg(1)
 	if (op == "list" && fs.NArg() != 1) || (op != "list" && fs.NArg() != 2) {
 		fs.Usage()
-		return errors.New("task: want get|result|cancel ID, or list")
+		return errors.New("task: want get|result|watch|cancel ID, or list")
 	}
 	dial, err := tg.dialer(stderr)
 	if err != nil {
@@ -158,6 +223,34 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		view.done()
 		return printResult(stdout, res, asJSON, "task "+id)
+	case "watch":
+		var status string
+		err := c.StreamTask(ctx, id, nil, func(ev client.TaskEvent) {
+			if asJSON {
+				b, _ := json.Marshal(ev)
+				fmt.Fprintln(stdout, string(b))
+			} else if showEvent(ev, view) {
+				view.line("task " + id + " asks a question: answer it with mcp-resume task result " + id)
+			}
+			if ev.Type == spec.EventTypeStatus {
+				var st struct{ Status string }
+				_ = json.Unmarshal(ev.Payload, &st)
+				status = st.Status
+			}
+		})
+		view.done()
+		switch {
+		case ctx.Err() != nil:
+			return errCancelled
+		case err != nil:
+			return fmt.Errorf("task watch: %w", err)
+		case status == "failed":
+			return fmt.Errorf("task %s: failed", id)
+		}
+		if status == "" {
+			status = "ended (cancelled, or its end is no longer kept)"
+		}
+		fmt.Fprintln(stdout, "task "+id+": "+status)
 	case "list":
 		ts, err := c.ListTasks(ctx)
 		if err != nil {

@@ -121,6 +121,8 @@ type Client struct {
 	calls   map[string]*call
 	served  *answers // server-to-client requests seen, by id
 	logs    *recent  // sequenced log messages delivered
+	// streams receive the events of the tasks streamed (StreamTask), by task id.
+	streams map[string]*taskStream
 	init    *mcpgo.InitializeResult
 	caps    *spec.ServerCapability
 	lastErr error // why the last connection attempt failed

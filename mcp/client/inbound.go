@@ -99,6 +99,8 @@ func (c *Client) notification(l *link, m *spec.Message) {
 		c.policy(m.Params)
 	case spec.MethodProgress:
 		c.progress(l, m)
+	case spec.MethodTaskEvent:
+		c.taskEvent(m.Params)
 	case "notifications/message":
 		if seq := spec.ReadSeq(m.Params); seq > 0 {
 			c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -138,5 +139,84 @@ func (c *Client) TaskResult(ctx context.Context, id string) (*mcpgo.CallToolResu
 			return nil, &ProtocolError{Problem: "tasks/result result: " + err.Error(), Raw: raw}
 		}
 		return res, nil
+	}
+}
+
+// TaskEvent is one event of a task (tasks/stream, SEP-2694): its seq, from 0
+// and rising, its type (io.mcp-resume.progress, .log, .input, .status with
+// mcp-resume) and its payload.
+type TaskEvent struct {
+	TaskID  string          `json:"taskId"`
+	Seq     uint64          `json:"seq"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// taskStream is a StreamTask in progress: where its events go, and the seq of
+// the last one given (guarded by Client.mu).
+type taskStream struct {
+	each func(TaskEvent)
+	last uint64
+	got  bool
+}
+
+// StreamTask streams a task's events (tasks/stream) to each, in order and once
+// each, from the one after after (nil: from the oldest the server keeps), and
+// returns nil once the task has ended and its last event came. A stream cut off
+// with its connection is asked for again on the next one, from the last event
+// given, until ctx ends; the task runs on the server all along. A server that
+// no longer keeps the events after the cursor answers a *spec.Error with
+// reason events_gone (its EarliestSeq says from where it keeps them). each runs
+// on the client's reader: it must not block.
+func (c *Client) StreamTask(ctx context.Context, id string, after *uint64, each func(TaskEvent)) error {
+	ts := &taskStream{each: each}
+	if after != nil {
+		ts.last, ts.got = *after, true
+	}
+	c.mu.Lock()
+	if c.streams == nil {
+		c.streams = map[string]*taskStream{}
+	}
+	if _, dup := c.streams[id]; dup {
+		c.mu.Unlock()
+		return fmt.Errorf("client: task %s is streamed already", id)
+	}
+	c.streams[id] = ts
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.streams, id)
+		c.mu.Unlock()
+	}()
+	for {
+		params := map[string]any{"taskId": id}
+		c.mu.Lock()
+		if ts.got {
+			params["after"] = ts.last
+		}
+		c.mu.Unlock()
+		_, err := c.Call(ctx, spec.MethodTasksStream, params, nil)
+		if errors.Is(err, ErrNotResumable) && ctx.Err() == nil {
+			continue // the connection was lost: stream again from the last event
+		}
+		return err
+	}
+}
+
+// taskEvent hands a notifications/tasks/event to the stream of its task, once.
+func (c *Client) taskEvent(params json.RawMessage) {
+	var ev TaskEvent
+	if json.Unmarshal(params, &ev) != nil {
+		return
+	}
+	c.mu.Lock()
+	ts := c.streams[ev.TaskID]
+	fresh := ts != nil && (!ts.got || ev.Seq > ts.last)
+	if fresh {
+		ts.last, ts.got = ev.Seq, true
+	}
+	c.mu.Unlock()
+	if fresh {
+		ts.each(ev)
 	}
 }
