@@ -113,14 +113,14 @@ type Client struct {
 
 	reconnects atomic.Int64
 
-	mu      sync.Mutex    // guards the fields below
-	closed  bool          //
-	link    *link         // the current connection, nil while there is none
-	ready   chan struct{} // closed while link is set; replaced when it is lost
-	demand  chan struct{} // a call waits for a connection (capacity 1)
-	calls   map[string]*call
-	served  *answers // server-to-client requests seen, by id
-	logs    *recent  // sequenced log messages delivered
+	mu     sync.Mutex    // guards the fields below
+	closed bool          //
+	link   *link         // the current connection, nil while there is none
+	ready  chan struct{} // closed while link is set; replaced when it is lost
+	demand chan struct{} // a call waits for a connection (capacity 1)
+	calls  map[string]*call
+	served *answers // server-to-client requests seen, by id
+	logs   *recent  // sequenced log messages delivered
 	// streams receive the events of the tasks streamed (StreamTask), by task id.
 	streams map[string]*taskStream
 	init    *mcpgo.InitializeResult
