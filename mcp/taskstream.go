@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -33,14 +34,14 @@ func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid 
 		c.replyError(st, m.ID, err)
 		return
 	}
-	req, local := r.(*resume.Request)
-	if !local {
-		// The owner of a task on another instance sends its messages to one
-		// attachment at a time; reading them from here would take the task
-		// over from its client.
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonNotOwner,
-			"the task runs on another instance of this cluster: stream it there, or poll it with tasks/get here"))
-		return
+	var src eventSource
+	if req, local := r.(*resume.Request); local {
+		src = localEvents{req}
+	} else {
+		// Another instance owns it: its messages are read from the store they
+		// share, without attaching (which would take the task over from its
+		// client), and read again every storedPoll.
+		src = storedEvents{h: r, store: c.s.eng.Store(), ctx: c.s.eng.Context(), hash: resume.HashToken(tid.Token)}
 	}
 	key := taskStreamKey(tid)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.ctx))
@@ -74,7 +75,7 @@ func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid 
 			}
 			c.mu.Unlock()
 		}()
-		c.streamEvents(ctx, m.ID, st, req, tid, after, from, modern)
+		c.streamEvents(ctx, m.ID, st, src, tid, after, from, modern)
 	})
 }
 
@@ -101,14 +102,14 @@ func streamCursor(params json.RawMessage) (after uint64, from bool, _ *spec.Erro
 // streamEvents sends the task's events after the cursor, then each new one,
 // until the task has ended (answered with the empty result) or ctx ends (the
 // stream was cancelled, or its connection closed: the task runs on).
-func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r *resume.Request, tid *taskID, after uint64, from bool, modern bool) {
-	watch, stop := r.Watch()
+func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool) {
+	watch, stop := r.watch()
 	defer stop()
 	task := tid.encode()
 	last := uint64(0) // the sequence number of the last message sent (or skipped by the cursor)
 	if from {
 		last = after + 1
-		held, _, err := r.Events(0)
+		held, _, err := r.events(0)
 		if err == nil && len(held) > 0 && held[0].Seq > last+1 {
 			e := spec.NewError(spec.CodeEventsGone, spec.ReasonEventsGone, "the events after this cursor are no longer kept; the oldest kept has earliestSeq")
 			e.TaskID, e.EarliestSeq = task, held[0].Seq-1
@@ -117,7 +118,7 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r *
 		}
 	}
 	for {
-		msgs, ended, err := r.Events(last)
+		msgs, ended, err := r.events(last)
 		if err != nil && !errors.Is(err, resume.ErrCancelled) {
 			c.replyError(st, id, wireError(err))
 			return
@@ -216,4 +217,71 @@ func (c *connState) stopTaskStream(id string) bool {
 		ref.cancel()
 	}
 	return ok
+}
+
+// eventSource is where a task's events are read from: the task itself, or the
+// store of a cluster whose other instance runs it.
+type eventSource interface {
+	// events returns the messages kept after sequence number after, and
+	// whether the task has ended (an error once it left the engine).
+	events(after uint64) ([]resume.Message, bool, error)
+	// watch returns a channel that gets a token when there may be more, and
+	// the function that stops it.
+	watch() (<-chan struct{}, func())
+}
+
+type localEvents struct{ r *resume.Request }
+
+func (l localEvents) events(after uint64) ([]resume.Message, bool, error) { return l.r.Events(after) }
+func (l localEvents) watch() (<-chan struct{}, func())                    { return l.r.Watch() }
+
+// storedEvents reads a task another instance owns from the shared store.
+type storedEvents struct {
+	h     resume.Handle
+	store resume.Store
+	ctx   context.Context
+	hash  resume.TokenHash
+}
+
+// storedPoll is how often a task another instance runs is read again.
+const storedPoll = 250 * time.Millisecond
+
+func (s storedEvents) events(after uint64) ([]resume.Message, bool, error) {
+	if s.h.Gone() {
+		return nil, true, resume.ErrCancelled
+	}
+	_ = s.h.Touch(0)                    // asks the owner, which refreshes the status
+	ended := s.h.Status().State.Ended() // before the read: its response is then among them
+	replay := s.store.Replay
+	if f, ok := s.store.(resume.FreshReplayer); ok {
+		replay = f.ReplayFresh
+	}
+	var out []resume.Message
+	for m, err := range replay(s.ctx, s.hash, after) {
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, m)
+	}
+	return out, ended, nil
+}
+
+func (s storedEvents) watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	t := time.NewTicker(storedPoll)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-t.C:
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch, func() { t.Stop(); close(done) }
 }

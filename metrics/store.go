@@ -103,7 +103,8 @@ func (s timedListed) Records(ctx context.Context) iter.Seq2[resume.Record, error
 	return timedSeq(s.records, s.ls.Records(ctx))
 }
 
-// timedShared is a timed resume.Lister and resume.Claimer.
+// timedShared is a timed resume.Lister, resume.Claimer and
+// resume.FreshReplayer: a store of a cluster.
 type timedShared struct {
 	timedListed
 	cs resume.Claimer
@@ -114,6 +115,17 @@ var _ resume.Claimer = timedShared{}
 func (s timedShared) Claim(ctx context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
 	defer since(s.claim, time.Now())
 	return s.cs.Claim(ctx, h, from, to)
+}
+
+var _ resume.FreshReplayer = timedShared{}
+
+// ReplayFresh is the wrapped store's, timed as a replay (Replay for a store
+// without it).
+func (s timedShared) ReplayFresh(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
+	if f, ok := s.s.(resume.FreshReplayer); ok {
+		return timedSeq(s.replay, f.ReplayFresh(ctx, h, after))
+	}
+	return s.Replay(ctx, h, after)
 }
 
 // timedSeq observes the time from the start of an iteration to its end (or the

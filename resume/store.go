@@ -223,3 +223,10 @@ type Claimer interface {
 type Sink interface {
 	Write(ctx context.Context, m Message) error
 }
+
+// FreshReplayer is a Store that can read a request's messages as its stream
+// holds them now, for a request another instance of a cluster writes (Replay
+// may answer from what this Store remembered when it first read it).
+type FreshReplayer interface {
+	ReplayFresh(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
+}

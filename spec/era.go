@@ -171,7 +171,6 @@ const (
 	CodeEventsGone    = -32010
 	ReasonEventsGone  = Reason("events_gone")
 	ReasonStreamOpen  = Reason("stream_open") // a second tasks/stream of one task on one connection
-	ReasonNotOwner    = Reason("not_owner")   // the task runs on another instance of a cluster
 	EventTypeProgress = "io.mcp-resume.progress"
 	EventTypeLog      = "io.mcp-resume.log"
 	EventTypeInput    = "io.mcp-resume.input"

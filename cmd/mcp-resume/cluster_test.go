@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -14,7 +16,9 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -250,4 +254,54 @@ func TestServeReconnectsFromSilentNATS(t *testing.T) {
 	// A refresh from now on comes over a new connection.
 	poll.Until(t, lease, "the lease refreshed over a new connection", func() bool { return rev() > last })
 	t.Logf("the lease refreshed again %v after the connection stalled (lease %v)", time.Since(stalled).Round(time.Millisecond), lease)
+}
+
+// tasks/stream on B of a task A runs: its events, read from the store they
+// share, come as they would on A, live, to the end; over HTTP and WebSocket.
+func TestClusterTaskStream(t *testing.T) {
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	args := func(name string) string {
+		return "serve --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --lease 2s"
+	}
+	a := spawnNet(t, args("a"), 1)[0]
+	b := spawnNet(t, args("b"), 1)[0]
+	for name, dial := range map[string]func() transport.Conn{
+		"HTTP": func() transport.Conn { return streamable.Dial(b.URL, nil) },
+		"WebSocket": func() transport.Conn {
+			c, err := ws.Dial(t.Context(), b.WS, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errw bytes.Buffer
+			if err := run([]string{"call", "--url", a.URL, "--task", "--detach", "countdown", "seconds=1", "steps=4"}, nil, &out, &errw); err != nil {
+				t.Fatalf("call --task --detach on A: %v\n%s", err, errw.String())
+			}
+			id := strings.TrimSpace(out.String())
+			c := e2etest.NewClient(t, dial())
+			c.Initialize(`{}`)
+			c.Send(`{"jsonrpc":"2.0","id":"s","method":"tasks/stream","params":{"taskId":%q}}`, id)
+			resp, before := c.Response(`"s"`)
+			var got []string
+			for _, m := range before {
+				var ev struct {
+					Seq  uint64
+					Type string
+				}
+				if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
+					got = append(got, fmt.Sprintf("%d:%s", ev.Seq, strings.TrimPrefix(ev.Type, "io.mcp-resume.")))
+				}
+			}
+			if resp.Error != nil || strings.Join(got, " ") != "0:progress 1:progress 2:progress 3:progress 4:status" {
+				t.Fatalf("on B: %v; response %s", got, resp.Raw)
+			}
+		})
+	}
 }

@@ -1188,6 +1188,42 @@ func (s *Store) sweep(ctx context.Context, h resume.TokenHash, all bool) error {
 	return nil
 }
 
+// ReplayFresh is Replay of a request as the stream holds it now, read again
+// each time instead of from what this Store remembers of it: for a request
+// another instance writes (resume.FreshReplayer; a task's events streamed on an
+// instance that does not run it).
+func (s *Store) ReplayFresh(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
+	return func(yield func(resume.Message, error) bool) {
+		var held []loc
+		err := s.retry(ctx, func(ctx context.Context) error {
+			var err error
+			held, err = s.scan(ctx, h)
+			return err
+		})
+		if err != nil {
+			yield(resume.Message{}, err)
+			return
+		}
+		i, _ := slices.BinarySearchFunc(held, after+1, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+		todo := held[i:]
+		subj := s.subject(h)
+		for len(todo) > 0 {
+			batch := todo[:min(len(todo), replayBatch)]
+			todo = todo[len(batch):]
+			stored := make(map[uint64]resume.Message, len(batch))
+			if err := s.retry(ctx, func(ctx context.Context) error { return s.readBatch(ctx, subj, batch, stored) }); err != nil {
+				yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], batch[0].seq, err))
+				return
+			}
+			for _, l := range batch {
+				if m, ok := stored[l.seq]; ok && !yield(m, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Replay reads the request's indexed messages after a sequence number, up to the
 // last one indexed at the call, in order: the newest (tailKeep) and those whose
 // publish is not acknowledged yet from memory (a Replay does not wait for the

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
@@ -188,5 +189,42 @@ func TestPutFenced(t *testing.T) {
 	}
 	if got, err := b.Get(ctx, h); !errors.Is(err, resume.ErrNotFound) {
 		t.Fatalf("record after A's late Put: %+v, %v; want none", got, err)
+	}
+}
+
+// ReplayFresh on a Store that did not write the request sees what its writer
+// appended since that Store last read it, where Replay answers from what it
+// remembered (a task's events streamed on an instance that does not run it).
+func TestReplayFresh(t *testing.T) {
+	ctx := context.Background()
+	js, _ := startServer(t, "", false)
+	o := &jsstore.Options{Stream: "FRESH", Subject: "fresh", Bucket: "fresh"}
+	a, b := newClosed(t, js, o), newClosed(t, js, o)
+	h := resume.HashToken("tok")
+	if err := a.Put(ctx, resume.Record{Hash: h, ID: []byte(`1`), State: resume.StateProcessing, Created: time.Unix(1, 0), Owner: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(seq iter.Seq2[resume.Message, error]) []uint64 {
+		var out []uint64
+		for m, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m.Seq)
+		}
+		return out
+	}
+	for n := uint64(1); n <= 3; n++ {
+		if err := a.Append(ctx, h, resume.Message{Seq: n, Kind: resume.KindNotification, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		// Appends are written behind (Options.FlushDelay): there soon.
+		poll.Until(t, 10*time.Second, fmt.Sprintf("message %d read by the other store", n), func() bool {
+			got := seqs(b.ReplayFresh(ctx, h, 0))
+			return len(got) == int(n) && got[n-1] == n
+		})
+		if got := seqs(b.ReplayFresh(ctx, h, n-1)); len(got) != 1 || got[0] != n {
+			t.Fatalf("after message %d, from %d: ReplayFresh %v", n, n-1, got)
+		}
 	}
 }
