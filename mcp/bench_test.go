@@ -9,10 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -341,4 +347,158 @@ func reportP50(b *testing.B, d []time.Duration) {
 func benchJetStream(b *testing.B) resume.Store {
 	st, _, _ := jstest.Start(b, false)
 	return st
+}
+
+// BenchmarkTaskStream measures tasks/stream over an in-memory connection.
+// op=live: a task of countdown sending 2,000 progress notifications at once,
+// streamed from its creation: events per second to the client, beside the same
+// countdown as a plain resumable call (progress per second). op=replay: a
+// finished task of 1,000 events read from the start, p50 per read; with
+// JetStream, by a second engine started on the store after the first closed
+// (a restart).
+func BenchmarkTaskStream(b *testing.B) {
+	for _, store := range []string{"memory", "jetstream"} {
+		b.Run("store="+store, func(bs *testing.B) {
+			var st resume.Store
+			if store == "jetstream" {
+				st, _, _ = jstest.Start(bs, false)
+			}
+			core := mcp.New(demo.Server("bench"), &mcp.Options{Store: st, Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 64 << 20}})
+			bs.Run("op=live", func(b *testing.B) {
+				const steps = 2000
+				// A raw reader: what is measured is the server, not a client's
+				// decoding of each message.
+				conn := serveCore(bs, core)(bs)
+				ctx := context.Background()
+				write := func(format string, args ...any) {
+					if err := conn.Write(ctx, fmt.Appendf(nil, format, args...)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// until reads to the response with id, counting the messages
+				// that contain what, and returns the response.
+				until := func(id, what string) ([]byte, int) {
+					n, end := 0, []byte(`"id":"`+id+`"`)
+					for {
+						msg, err := conn.Read(ctx)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if bytes.Contains(msg, end) && !bytes.Contains(msg, []byte(`"method"`)) {
+							return msg, n
+						}
+						if bytes.Contains(msg, []byte(what)) {
+							n++
+						}
+					}
+				}
+				write(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"b","version":"1"}}}`)
+				if _, err := conn.Read(ctx); err != nil {
+					b.Fatal(err)
+				}
+				var streamed, called time.Duration
+				i := 0
+				for b.Loop() {
+					i++
+					t0 := time.Now()
+					write(`{"jsonrpc":"2.0","id":"c%d","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0,"steps":%d},"_meta":{"progressToken":"p"},"task":{}}}`, i, steps)
+					created, _ := until(fmt.Sprintf("c%d", i), "")
+					var ct struct {
+						Result struct {
+							Task struct{ TaskID string } `json:"task"`
+						} `json:"result"`
+					}
+					if err := json.Unmarshal(created, &ct); err != nil || ct.Result.Task.TaskID == "" {
+						b.Fatalf("no task: %s", created)
+					}
+					write(`{"jsonrpc":"2.0","id":"s%d","method":"tasks/stream","params":{"taskId":%q}}`, i, ct.Result.Task.TaskID)
+					if _, n := until(fmt.Sprintf("s%d", i), spec.MethodTaskEvent); n != steps+1 {
+						b.Fatalf("%d events, want %d", n, steps+1)
+					}
+					streamed += time.Since(t0)
+					t0 = time.Now()
+					write(`{"jsonrpc":"2.0","id":"p%d","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0,"steps":%d},"_meta":{"progressToken":"q"}}}`, i, steps)
+					if _, n := until(fmt.Sprintf("p%d", i), spec.MethodProgress); n != steps {
+						b.Fatalf("%d progress notifications, want %d", n, steps)
+					}
+					called += time.Since(t0)
+				}
+				iters := float64(b.N)
+				b.ReportMetric(iters*steps/streamed.Seconds(), "events/s")
+				b.ReportMetric(iters*steps/called.Seconds(), "call-progress/s")
+				b.ReportMetric(called.Seconds()/streamed.Seconds(), "stream/call")
+			})
+			bs.Run("op=replay", func(b *testing.B) {
+				const steps = 999 // and the status: 1,000 events
+				// An engine of its own, which writes the task and, with
+				// JetStream, closes before a second one reads it (a restart).
+				var st resume.Store
+				var nc *nats.Conn
+				if store == "jetstream" {
+					st, _, nc = jstest.Start(b, false)
+				}
+				writer := mcp.New(demo.Server("bench"), &mcp.Options{Store: st, Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 64 << 20}})
+				w := e2etest.NewClient(b, serveCore(b, writer)(b))
+				w.Initialize(`{}`)
+				w.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0,"steps":%d},"_meta":{"progressToken":"p"},"task":{}}}`, steps)
+				m, _ := w.Response(`"c"`)
+				var created struct {
+					Task struct{ TaskID string } `json:"task"`
+				}
+				if err := json.Unmarshal(m.Result, &created); err != nil || created.Task.TaskID == "" {
+					b.Fatalf("no task: %s", m.Raw)
+				}
+				task := created.Task.TaskID
+				w.Send(`{"jsonrpc":"2.0","id":"w","method":"tasks/stream","params":{"taskId":%q}}`, task)
+				w.Response(`"w"`)               // to its end
+				conn := serveCore(b, writer)(b) // the reader: raw, so that the client's decoding is not measured
+				if nc != nil {
+					writer.Close()
+					js, err := jetstream.New(nc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					st2, err := jsstore.New(context.Background(), js, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { _ = st2.Close(context.Background()) })
+					core2 := mcp.New(demo.Server("bench"), &mcp.Options{Store: st2, Tools: demo.Policies()})
+					conn = serveCore(b, core2)(b)
+				}
+				ctx := context.Background()
+				if err := conn.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := conn.Read(ctx); err != nil {
+					b.Fatal(err)
+				}
+				var d []time.Duration
+				i := 0
+				for b.Loop() {
+					i++
+					t0 := time.Now()
+					if err := conn.Write(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"r%d","method":"tasks/stream","params":{"taskId":%q}}`, i, task)); err != nil {
+						b.Fatal(err)
+					}
+					events, end := 0, fmt.Appendf(nil, `"id":"r%d"`, i)
+					for {
+						msg, err := conn.Read(ctx)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if bytes.Contains(msg, end) {
+							break
+						}
+						events++
+					}
+					d = append(d, time.Since(t0))
+					if events != steps+1 {
+						b.Fatalf("%d events, want %d", events, steps+1)
+					}
+				}
+				reportP50(b, d)
+			})
+		})
+	}
 }

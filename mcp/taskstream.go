@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,13 +104,13 @@ func streamCursor(params json.RawMessage) (after uint64, from bool, _ *spec.Erro
 // until the task has ended (answered with the empty result) or ctx ends (the
 // stream was cancelled, or its connection closed: the task runs on).
 func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool) {
-	watch, stop := r.watch()
-	defer stop()
+	w := r.watch() // before the first read: nothing queued meanwhile is missed
+	defer w.Stop()
 	task := tid.encode()
 	last := uint64(0) // the sequence number of the last message sent (or skipped by the cursor)
 	if from {
 		last = after + 1
-		held, _, err := r.events(0)
+		held, _, err := r.events(0, 1)
 		if err == nil && len(held) > 0 && held[0].Seq > last+1 {
 			e := spec.NewError(spec.CodeEventsGone, spec.ReasonEventsGone, "the events after this cursor are no longer kept; the oldest kept has earliestSeq")
 			e.TaskID, e.EarliestSeq = task, held[0].Seq-1
@@ -117,93 +118,139 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 			return
 		}
 	}
+	// send sends the events of msgs after last; it reports whether the
+	// stream goes on, and whether the task's end was among them.
+	send := func(msgs []resume.Message) (ok, end bool) {
+		for _, m := range msgs {
+			if m.Seq <= last {
+				continue
+			}
+			last = m.Seq
+			end = end || m.Kind == resume.KindResponse
+			ev, has := taskEvent(task, m)
+			if !has {
+				continue
+			}
+			if err := st.Write(ctx, Message{Kind: KindNotification, Data: ev}); err != nil {
+				return false, end // the stream is gone; the task runs on
+			}
+		}
+		return true, end
+	}
+	finish := func() {
+		result := json.RawMessage(`{}`)
+		if modern {
+			result = json.RawMessage(`{"resultType":"complete"}`)
+		}
+		c.reply(st, spec.EncodeResponse(id, result))
+	}
 	for {
-		msgs, ended, err := r.events(last)
+		// What is kept, from the store or the task's outbox.
+		msgs, ended, err := r.events(last, 0)
 		if err != nil && !errors.Is(err, resume.ErrCancelled) {
 			c.replyError(st, id, wireError(err))
 			return
 		}
-		for _, m := range msgs {
-			ev, ok := taskEvent(task, m)
-			last = m.Seq
-			if !ok {
-				continue
-			}
-			if err := st.Write(ctx, Message{Kind: KindNotification, Data: ev}); err != nil {
-				return // the stream is gone; the task runs on
-			}
-		}
-		if ended || err != nil { // completed, failed, or cancelled (nothing kept)
-			result := json.RawMessage(`{}`)
-			if modern {
-				result = json.RawMessage(`{"resultType":"complete"}`)
-			}
-			c.reply(st, spec.EncodeResponse(id, result))
+		ok, end := send(msgs)
+		switch {
+		case !ok:
+			return
+		case ended || end || err != nil: // completed, failed, or cancelled (nothing kept)
+			finish()
 			return
 		}
-		select {
-		case <-watch:
-		case <-ctx.Done():
-			return
+		// Then what comes, as it comes, until the watcher falls behind (or the
+		// task leaves the engine): then what is kept is read again.
+		for reread := false; !reread; {
+			select {
+			case <-w.C():
+			case <-ctx.Done():
+				return
+			}
+			got, lagged := w.Take()
+			ok, end := send(got)
+			switch {
+			case !ok:
+				return
+			case end:
+				finish()
+				return
+			}
+			reread = lagged || (len(got) == 0 && r.gone())
 		}
 	}
 }
 
 // taskEvent is the notifications/tasks/event of the task's message m, and
-// whether it has one.
+// whether it has one. Progress and logs, nearly every event, are framed around
+// their params as they are, without decoding them.
 func taskEvent(task string, m resume.Message) ([]byte, bool) {
+	var typ string
+	var payload []byte
+	switch m.Kind {
+	case resume.KindResponse:
+		typ, payload = spec.EventTypeStatus, statusPayload(m.Data)
+	case resume.KindRequest:
+		method := spec.StringMember(m.Data, "method")
+		params, _, _ := spec.Member(m.Data, "params")
+		b, err := json.Marshal(map[string]any{"method": method, "params": json.RawMessage(cmp.Or(string(params), "{}"))})
+		if err != nil {
+			return nil, false
+		}
+		typ, payload = spec.EventTypeInput, b
+	default:
+		switch spec.StringMember(m.Data, "method") {
+		case spec.MethodProgress:
+			typ = spec.EventTypeProgress
+		case "notifications/message":
+			typ = spec.EventTypeLog
+		default:
+			return nil, false
+		}
+		payload, _, _ = spec.Member(m.Data, "params")
+		if len(payload) == 0 || payload[0] != '{' {
+			payload = []byte("{}")
+		}
+	}
+	// A task id is "tk1." and base64url: nothing in it to escape.
+	b := make([]byte, 0, len(payload)+2*len(task)+192)
+	b = append(b, `{"jsonrpc":"2.0","method":"`+spec.MethodTaskEvent+`","params":{"taskId":"`...)
+	b = append(b, task...)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendUint(b, m.Seq-1, 10)
+	b = append(b, `,"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","payload":`...)
+	b = append(b, payload...)
+	b = append(b, `,"_meta":{"`+spec.MetaRelatedTask+`":{"taskId":"`...)
+	b = append(b, task...)
+	b = append(b, `"}}}}`...)
+	return b, true
+}
+
+// statusPayload is the payload of the status event of a task's final response:
+// {status: completed|failed, statusMessage?}, as tasks/get says it.
+func statusPayload(resp []byte) []byte {
 	var msg struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(m.Data, &msg) != nil {
-		return nil, false
+	_ = json.Unmarshal(resp, &msg)
+	status := map[string]any{"status": "completed"}
+	var res struct {
+		IsError bool `json:"isError"`
 	}
-	var typ string
-	var payload any
 	switch {
-	case m.Kind == resume.KindResponse:
-		typ = spec.EventTypeStatus
-		status := map[string]any{"status": "completed"}
-		var res struct {
-			IsError bool `json:"isError"`
+	case msg.Error != nil:
+		status["status"] = "failed"
+		if s := statusMessage(msg.Error); s != "" {
+			status["statusMessage"] = s
 		}
-		switch {
-		case msg.Error != nil:
-			status["status"] = "failed"
-			if s := statusMessage(msg.Error); s != "" {
-				status["statusMessage"] = s
-			}
-		case json.Unmarshal(msg.Result, &res) == nil && res.IsError:
-			status["status"] = "failed"
-		}
-		payload = status
-	case m.Kind == resume.KindRequest:
-		typ, payload = spec.EventTypeInput, map[string]any{"method": msg.Method, "params": msg.Params}
-	case msg.Method == spec.MethodProgress:
-		typ, payload = spec.EventTypeProgress, msg.Params
-	case msg.Method == "notifications/message":
-		typ, payload = spec.EventTypeLog, msg.Params
-	default:
-		return nil, false
+	case json.Unmarshal(msg.Result, &res) == nil && res.IsError:
+		status["status"] = "failed"
 	}
-	if p, ok := payload.(json.RawMessage); ok && (len(p) == 0 || p[0] != '{') {
-		payload = map[string]any{}
-	}
-	b, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"method":  spec.MethodTaskEvent,
-		"params": map[string]any{
-			"taskId":  task,
-			"seq":     m.Seq - 1,
-			"type":    typ,
-			"payload": payload,
-			"_meta":   map[string]any{spec.MetaRelatedTask: map[string]string{"taskId": task}},
-		},
-	})
-	return b, err == nil
+	b, _ := json.Marshal(status)
+	return b
 }
 
 // stopTaskStream ends the tasks/stream with request id on this connection, if
@@ -222,18 +269,30 @@ func (c *connState) stopTaskStream(id string) bool {
 // eventSource is where a task's events are read from: the task itself, or the
 // store of a cluster whose other instance runs it.
 type eventSource interface {
-	// events returns the messages kept after sequence number after, and
-	// whether the task has ended (an error once it left the engine).
-	events(after uint64) ([]resume.Message, bool, error)
-	// watch returns a channel that gets a token when there may be more, and
-	// the function that stops it.
-	watch() (<-chan struct{}, func())
+	// events returns the messages kept after sequence number after (at most
+	// limit, 0: all), and whether the task has ended (an error once it left
+	// the engine).
+	events(after uint64, limit int) ([]resume.Message, bool, error)
+	// watch follows what comes from now on.
+	watch() eventWatch
+	// gone reports whether the task left the engine.
+	gone() bool
+}
+
+// eventWatch is a resume.Watcher, or what stands for one.
+type eventWatch interface {
+	C() <-chan struct{}
+	Take() (msgs []resume.Message, lagged bool)
+	Stop()
 }
 
 type localEvents struct{ r *resume.Request }
 
-func (l localEvents) events(after uint64) ([]resume.Message, bool, error) { return l.r.Events(after) }
-func (l localEvents) watch() (<-chan struct{}, func())                    { return l.r.Watch() }
+func (l localEvents) events(after uint64, limit int) ([]resume.Message, bool, error) {
+	return l.r.Events(after, limit)
+}
+func (l localEvents) watch() eventWatch { return l.r.Watch() }
+func (l localEvents) gone() bool        { return l.r.Gone() }
 
 // storedEvents reads a task another instance owns from the shared store.
 type storedEvents struct {
@@ -246,7 +305,7 @@ type storedEvents struct {
 // storedPoll is how often a task another instance runs is read again.
 const storedPoll = 250 * time.Millisecond
 
-func (s storedEvents) events(after uint64) ([]resume.Message, bool, error) {
+func (s storedEvents) events(after uint64, limit int) ([]resume.Message, bool, error) {
 	if s.h.Gone() {
 		return nil, true, resume.ErrCancelled
 	}
@@ -262,26 +321,38 @@ func (s storedEvents) events(after uint64) ([]resume.Message, bool, error) {
 			return nil, false, err
 		}
 		out = append(out, m)
+		if len(out) == limit {
+			break
+		}
 	}
 	return out, ended, nil
 }
 
-func (s storedEvents) watch() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	t := time.NewTicker(storedPoll)
-	done := make(chan struct{})
+func (s storedEvents) gone() bool { return s.h.Gone() }
+
+// watch ticks every storedPoll, each tick a lag: the store is read again.
+func (s storedEvents) watch() eventWatch {
+	p := &pollWatch{ch: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
+		t := time.NewTicker(storedPoll)
+		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
 				select {
-				case ch <- struct{}{}:
+				case p.ch <- struct{}{}:
 				default:
 				}
-			case <-done:
+			case <-p.done:
 				return
 			}
 		}
 	}()
-	return ch, func() { t.Stop(); close(done) }
+	return p
 }
+
+type pollWatch struct{ ch, done chan struct{} }
+
+func (p *pollWatch) C() <-chan struct{}             { return p.ch }
+func (p *pollWatch) Take() ([]resume.Message, bool) { return nil, true }
+func (p *pollWatch) Stop()                          { close(p.done) }

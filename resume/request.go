@@ -78,9 +78,9 @@ type Request struct {
 	// queued: a deadline of the current generation is in the engine's queues
 	// (guarded by Engine.tmu; see timers.go).
 	queued bool
-	// watchers are told (a token in each, capacity 1) when a message is queued
-	// or the request leaves the engine (Watch; guarded by mu).
-	watchers map[chan struct{}]struct{}
+	// watchers get each message queued, and a token when there is news
+	// (Watch; guarded by mu).
+	watchers map[*Watcher]struct{}
 }
 
 // newRequest returns the request rec describes, holding q, on a context of its
@@ -247,7 +247,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 			r.setStateLocked(next)
 		}
 	}
-	r.tellWatchersLocked()
+	r.tellWatchersLocked(m)
 	r.mu.Unlock()
 	if lost {
 		r.kick(Message{})
@@ -598,43 +598,81 @@ func (r *Request) freeLocked(final State) {
 	r.q = outbox{dropped: r.q.dropped}
 	r.dropWinLocked(len(r.win))
 	r.e.forget(r, final)
-	r.tellWatchersLocked()
+	r.tellWatchersLocked(Message{})
 }
 
-// Watch returns a channel that gets a token (it holds one) each time a
-// message is queued or the request leaves the engine, and the function that
-// stops it. A reader of the request's messages (Events) reads again on each.
-func (r *Request) Watch() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+// Watcher follows the messages a request queues, for a reader of them that is
+// not its client's attachment (a task's event stream): Watch.
+type Watcher struct {
+	r  *Request
+	ch chan struct{} // a token when there is news (capacity 1)
+	// Guarded by r.mu: the messages queued since the last Take, up to
+	// maxWatched; lagged when more came (read them from Events instead).
+	got    []Message
+	lagged bool
+}
+
+// maxWatched bounds the messages a Watcher holds for its reader.
+const maxWatched = 4096
+
+// Watch returns a Watcher of the request's messages from now on. Stop it.
+func (r *Request) Watch() *Watcher {
+	w := &Watcher{r: r, ch: make(chan struct{}, 1)}
 	r.mu.Lock()
 	if r.watchers == nil {
-		r.watchers = map[chan struct{}]struct{}{}
+		r.watchers = map[*Watcher]struct{}{}
 	}
-	r.watchers[ch] = struct{}{}
+	r.watchers[w] = struct{}{}
 	r.mu.Unlock()
-	return ch, func() {
-		r.mu.Lock()
-		delete(r.watchers, ch)
-		r.mu.Unlock()
-	}
+	return w
 }
 
-func (r *Request) tellWatchersLocked() {
-	for ch := range r.watchers {
+// C gets a token each time a message is queued or the request leaves the
+// engine.
+func (w *Watcher) C() <-chan struct{} { return w.ch }
+
+// Take returns the messages queued since the last Take, oldest first, and
+// whether some were not kept for it (more than it holds came meanwhile): then
+// the reader reads them with Events.
+func (w *Watcher) Take() (msgs []Message, lagged bool) {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	msgs, lagged = w.got, w.lagged
+	w.got, w.lagged = nil, false
+	return msgs, lagged
+}
+
+// Stop ends the Watcher.
+func (w *Watcher) Stop() {
+	w.r.mu.Lock()
+	delete(w.r.watchers, w)
+	w.r.mu.Unlock()
+}
+
+// tellWatchersLocked hands m (none when its Seq is 0) to each Watcher.
+func (r *Request) tellWatchersLocked(m Message) {
+	for w := range r.watchers {
+		if m.Seq > 0 {
+			if len(w.got) < maxWatched {
+				w.got = append(w.got, m)
+			} else {
+				w.lagged = true
+			}
+		}
 		select {
-		case ch <- struct{}{}:
+		case w.ch <- struct{}{}:
 		default:
 		}
 	}
 }
 
 // Events returns the messages the request holds with a sequence number above
-// after, oldest first, without delivering or changing anything (a task's
-// event stream: many readers, none of them its client's attachment), and
-// whether the request has ended (completed or failed: its response is among
-// them). A request that left the engine answers its error (ErrCancelled,
-// ErrExpired, ...).
-func (r *Request) Events(after uint64) (msgs []Message, ended bool, err error) {
+// after, oldest first, at most limit of them (0: all), without delivering or
+// changing anything (a task's event stream: many readers, none of them its
+// client's attachment), and whether the request has ended (completed or
+// failed: its response is among them). A request that left the engine answers
+// its error (ErrCancelled, ErrExpired, ...).
+func (r *Request) Events(after uint64, limit int) (msgs []Message, ended bool, err error) {
 	r.mu.Lock()
 	if r.gone.Load() {
 		defer r.mu.Unlock()
@@ -647,6 +685,9 @@ func (r *Request) Events(after uint64) (msgs []Message, ended bool, err error) {
 			return nil, false, err
 		}
 		msgs = append(msgs, m)
+		if len(msgs) == limit {
+			break
+		}
 	}
 	return msgs, ended, nil
 }
