@@ -35,7 +35,13 @@ import (
 // (/ws), and returns its address.
 func upstreamOurs(t *testing.T) (addr string, core *mcp.Server) {
 	t.Helper()
-	core = mcp.New(demo.Server("up"), nil)
+	return upstreamOursWith(t, nil)
+}
+
+// upstreamOursWith is upstreamOurs with the core's options.
+func upstreamOursWith(t *testing.T, opts *mcp.Options) (addr string, core *mcp.Server) {
+	t.Helper()
+	core = mcp.New(demo.Server("up"), opts)
 	h := streamable.NewHandler(core, &streamable.Options{KeepAlive: 200 * time.Millisecond})
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
@@ -57,23 +63,30 @@ func upstreamOurs(t *testing.T) (addr string, core *mcp.Server) {
 // keepalive the upstream announces), takes the call up again, and the client
 // gets every progress value once and the result, exactly once.
 func TestUpstreamStallResumed(t *testing.T) {
-	addr, up := upstreamOurs(t)
-	p := faultproxy.NewStaller(t, addr)
-	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp", StreamIdle: 500 * time.Millisecond})
-	c := e2etest.NewClient(t, r.dialWS(t))
-	c.Initialize(`{}`)
-	c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":6},"_meta":{"progressToken":"ps"}}}`)
-	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
-	if n := p.Stall(); n == 0 {
-		t.Fatal("nothing to stall")
-	}
-	resp, before := c.Response(`"s"`)
-	if e2etest.Text(resp) != "countdown done: 6 of 6 steps" {
-		t.Fatalf("the call through a stalled upstream: %s", resp.Raw)
-	}
-	wantProgressOnce(t, "through the stall", before, 6)
-	if n := up.Calls(); n != 0 {
-		t.Errorf("the upstream still runs %d calls", n)
+	// Also with an upstream that does tasks itself, countdown among the tools
+	// that may be its tasks: a call of it stays a resumable call (acks), not
+	// a task whose progress a dead connection took.
+	for name, opts := range map[string]*mcp.Options{"plain": nil, "tasks": {Tools: demo.Policies()}} {
+		t.Run(name, func(t *testing.T) {
+			addr, up := upstreamOursWith(t, opts)
+			p := faultproxy.NewStaller(t, addr)
+			r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp", StreamIdle: 500 * time.Millisecond})
+			c := e2etest.NewClient(t, r.dialWS(t))
+			c.Initialize(`{}`)
+			c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":6},"_meta":{"progressToken":"ps"}}}`)
+			c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
+			if n := p.Stall(); n == 0 {
+				t.Fatal("nothing to stall")
+			}
+			resp, before := c.Response(`"s"`)
+			if e2etest.Text(resp) != "countdown done: 6 of 6 steps" {
+				t.Fatalf("the call through a stalled upstream: %s", resp.Raw)
+			}
+			wantProgressOnce(t, "through the stall", before, 6)
+			if n := up.Calls(); n != 0 {
+				t.Errorf("the upstream still runs %d calls", n)
+			}
+		})
 	}
 }
 

@@ -16,7 +16,6 @@
 // in order (connect passes on only progress that increases). Every scene runs; the script
 // fails, after the last, when one did.
 
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -25,7 +24,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { check, j, logger, run } from './lib.mjs';
+import { Remote, check, freePort, j, logger, run } from './lib.mjs';
 
 const SCRIPT = 'connect.mjs';
 const bin = process.argv[2];
@@ -36,52 +35,6 @@ if (!bin) {
 const log = logger(SCRIPT);
 const STEPS = 10;
 const WANT_TEXT = `countdown done: ${STEPS} of ${STEPS} steps`;
-
-/** A free TCP port on the loopback interface. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** The remote: `serve` on a fixed port and data directory, so that a restart takes both up again. */
-class Remote {
-  constructor(port, dir) {
-    this.port = port;
-    this.dir = dir;
-  }
-
-  async start() {
-    const args = ['serve', '--http', `127.0.0.1:${this.port}`, '--data-dir', this.dir, '--restartable', 'countdown'];
-    this.proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the remote did not start: ${stderr}`)), 30000);
-      this.proc.stderr.on('data', (b) => {
-        stderr += b;
-        if (stderr.includes('"url":')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      this.proc.once('exit', (code) => reject(new Error(`the remote exited (${code}): ${stderr}`)));
-    });
-    this.proc.stderr.resume();
-  }
-
-  /** kill -9, and wait for the process to be gone (its data directory's lock with it). */
-  async kill() {
-    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
-    const gone = new Promise((r) => this.proc.once('exit', r));
-    this.proc.kill('SIGKILL');
-    await gone;
-  }
-}
 
 /**
  * A TCP proxy in front of the remote. mode 'pass' forwards; 'cut' also destroys each
@@ -200,7 +153,7 @@ async function scene(name, client, body) {
 
 run(SCRIPT, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-resume-connect-'));
-  const remote = new Remote(await freePort(), dir);
+  const remote = new Remote(bin, await freePort(), ['--data-dir', dir, '--restartable', 'countdown']);
   await remote.start();
   const proxy = new Proxy(remote.port);
   const proxyPort = await proxy.listen();

@@ -2,6 +2,9 @@
 // assertions that fail with a readable message, and a fetch that records what the
 // SDK's transport sends (so a script can check, e.g., that no DELETE went out).
 
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+
 export const OVERALL_TIMEOUT_MS = Number(process.env.INTEROP_TIMEOUT_MS ?? 30000);
 
 /** The server URL from argv, or exit 2 with a usage line. */
@@ -109,4 +112,55 @@ export function fmtHttp(list) {
   return list
     .map((r) => [r.method, r.what, r.lastEventId !== undefined ? `Last-Event-ID=${r.lastEventId}` : '', r.status].filter((x) => x !== '' && x !== undefined).join(' '))
     .join(' | ');
+}
+
+/** A free TCP port on the loopback interface. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A server of ours: `BIN serve --http 127.0.0.1:PORT ARGS...` on a fixed port, so that a restart
+ * (with a --data-dir among ARGS) is the same server again.
+ */
+export class Remote {
+  constructor(bin, port, args = []) {
+    this.bin = bin;
+    this.port = port;
+    this.args = args;
+    this.url = `http://127.0.0.1:${port}/mcp`;
+  }
+
+  async start() {
+    const args = ['serve', '--http', `127.0.0.1:${this.port}`, ...this.args];
+    this.proc = spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the remote did not start: ${stderr}`)), 30000);
+      this.proc.stderr.on('data', (b) => {
+        stderr += b;
+        if (stderr.includes('"url":')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      this.proc.once('exit', (code) => reject(new Error(`the remote exited (${code}): ${stderr}`)));
+    });
+    this.proc.stderr.resume();
+  }
+
+  /** kill -9, and wait for the process to be gone (its data directory's lock with it). */
+  async kill() {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    const gone = new Promise((r) => this.proc.once('exit', r));
+    this.proc.kill('SIGKILL');
+    await gone;
+  }
 }
