@@ -83,12 +83,37 @@ func waitTask(ctx context.Context, c *client.Client, tk *client.Task, view *prog
 	case err != nil && !input.Load():
 		return nil, fmt.Errorf("task %s: %w", tk.TaskID, err)
 	}
-	res, err := c.TaskResult(ctx, tk.TaskID)
-	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", tk.TaskID, err)
-	}
-	return res, nil
+	return taskResult(ctx, c, tk.TaskID, view)
 }
+
+// taskResult reads a task's result (tasks/result), asking again, a second
+// apart for up to resultTries, while the server answers an internal error
+// without a reason: on an instance of a cluster whose other instance ran the
+// task and was just lost, the task is unreachable until its lease runs out and
+// it is claimed.
+func taskResult(ctx context.Context, c *client.Client, id string, view *progressView) (*mcpgo.CallToolResult, error) {
+	for try := 1; ; try++ {
+		res, err := c.TaskResult(ctx, id)
+		var serr *spec.Error
+		if err == nil || !errors.As(err, &serr) || serr.Code != spec.CodeInternalError || serr.Reason != "" || try == resultTries {
+			if err != nil {
+				return nil, fmt.Errorf("task %s: %w", id, err)
+			}
+			return res, nil
+		}
+		if try == 1 {
+			view.line("task " + id + ": not reachable for now; asking again")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errCancelled
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// resultTries bounds taskResult's tries.
+const resultTries = 30
 
 // showEvent shows a task's event; it reports whether the task asks a question.
 func showEvent(ev client.TaskEvent, view *progressView) (asks bool) {
