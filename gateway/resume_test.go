@@ -358,3 +358,38 @@ func TestGatewayTaskStream(t *testing.T) {
 		t.Fatalf("events %v; response %s", got, resp.Raw)
 	}
 }
+
+// Ten calls at once while every upstream connection is cut 300-1500 ms after
+// it opened (interop/connect.mjs's first scene, in Go): each call's result,
+// and its progress 1..10 once each, in order.
+func TestUpstreamCutsExact(t *testing.T) {
+	addr, _ := upstreamOurs(t)
+	p := faultproxy.NewTimed(t, addr, 300*time.Millisecond, 1500*time.Millisecond)
+	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{}`)
+	for i := range 10 {
+		c.Send(`{"jsonrpc":"2.0","id":"k%d","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":10},"_meta":{"progressToken":"p%d"}}}`, i, i)
+	}
+	progress := map[string][]int{}
+	done := 0
+	c.Until(func(m e2etest.Msg) bool {
+		switch {
+		case m.Method == "notifications/progress":
+			tok, _, _ := spec.Member(m.Params, "progressToken")
+			progress[string(tok)] = append(progress[string(tok)], e2etest.Progress(m))
+		case m.Method == "":
+			if e2etest.Text(m) != "countdown done: 10 of 10 steps" {
+				t.Errorf("a result: %s", m.Raw)
+			}
+			done++
+		}
+		return done == 10
+	})
+	for tok, got := range progress {
+		if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9 10]" {
+			t.Errorf("call %s: progress %v", tok, got)
+		}
+	}
+	t.Logf("%d cuts", p.Cuts())
+}

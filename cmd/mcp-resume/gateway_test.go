@@ -8,10 +8,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/everything"
+	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -351,6 +354,39 @@ func TestConnectCredentials(t *testing.T) {
 					t.Fatalf("echo through connect: %s", resp.Raw)
 				}
 			})
+		}
+	}
+}
+
+// connect's stdio face, ten calls at once while every connection to the
+// remote is cut 300-1500 ms after it opened (interop/connect.mjs's first
+// scene, in Go).
+func TestConnectCutsExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	remote := spawnNet(t, "serve --http 127.0.0.1:0 --data-dir "+t.TempDir()+" --restartable countdown", 1)[0]
+	p := faultproxy.NewTimed(t, strings.TrimSuffix(strings.TrimPrefix(remote.URL, "http://"), "/mcp"), 300*time.Millisecond, 1500*time.Millisecond)
+	c := e2etest.NewClient(t, spawn(t, "connect http://"+p.Addr()+"/mcp"))
+	c.Initialize(`{}`)
+	for i := range 10 {
+		c.Send(`{"jsonrpc":"2.0","id":"k%d","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":10},"_meta":{"progressToken":"p%d"}}}`, i, i)
+	}
+	progress := map[string][]int{}
+	done := 0
+	c.Until(func(m e2etest.Msg) bool {
+		switch {
+		case m.Method == "notifications/progress":
+			tok, _, _ := spec.Member(m.Params, "progressToken")
+			progress[string(tok)] = append(progress[string(tok)], e2etest.Progress(m))
+		case m.Method == "":
+			done++
+		}
+		return done == 10
+	})
+	for tok, got := range progress {
+		if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9 10]" {
+			t.Errorf("call %s: progress %v", tok, got)
 		}
 	}
 }
