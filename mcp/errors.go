@@ -30,6 +30,10 @@ func wireError(err error) *spec.Error {
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonExpired, "the request expired or its result is no longer kept")
 	case errors.Is(err, resume.ErrClosed):
 		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
+	case errors.Is(err, resume.ErrUnreachable):
+		e := spec.NewError(spec.CodeInternalError, spec.ReasonOwnerUnreachable, "the instance running the request did not answer; ask again")
+		e.RetryAfter = 1
+		return e
 	}
 	return spec.NewError(spec.CodeInternalError, "", "internal error")
 }

@@ -57,6 +57,10 @@ var (
 	// lost what it held of it: a Store call for it fails wrapping ErrStoreLost
 	// (see Request.loseLocked).
 	ErrStoreLost = errors.New("the store lost the request's messages")
+	// ErrUnreachable: the instance that owns the request, another of a
+	// cluster, holds its lease but did not answer (it may have just died:
+	// the request is claimed once its lease runs out). Retryable.
+	ErrUnreachable = errors.New("the instance running the request did not answer")
 )
 
 // Options configure an Engine. The zero value of each field means its default.

@@ -99,6 +99,11 @@ const (
 	ReasonServerRestarted Reason = "server_restarted"
 	// ReasonOwnerLost: the instance running the request is gone.
 	ReasonOwnerLost Reason = "owner_lost"
+	// ReasonOwnerUnreachable (-32603): the instance of a cluster running the
+	// request holds its lease but did not answer (it may have just died: the
+	// request is claimed once the lease runs out). error.data.retryAfter says
+	// when to ask again. Retryable.
+	ReasonOwnerUnreachable Reason = "owner_unreachable"
 	// ReasonStoreLost: the durable store lost what it held of the request (its
 	// NATS stream or bucket was deleted, or NATS came back without its data):
 	// its messages and result are gone, and it ended failed.

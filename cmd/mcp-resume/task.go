@@ -87,15 +87,14 @@ func waitTask(ctx context.Context, c *client.Client, tk *client.Task, view *prog
 }
 
 // taskResult reads a task's result (tasks/result), asking again, a second
-// apart for up to resultTries, while the server answers an internal error
-// without a reason: on an instance of a cluster whose other instance ran the
-// task and was just lost, the task is unreachable until its lease runs out and
-// it is claimed.
+// apart for up to resultTries, while the server answers owner_unreachable: on
+// an instance of a cluster whose other instance ran the task and was just
+// lost, the task is unreachable until its lease runs out and it is claimed.
 func taskResult(ctx context.Context, c *client.Client, id string, view *progressView) (*mcpgo.CallToolResult, error) {
 	for try := 1; ; try++ {
 		res, err := c.TaskResult(ctx, id)
 		var serr *spec.Error
-		if err == nil || !errors.As(err, &serr) || serr.Code != spec.CodeInternalError || serr.Reason != "" || try == resultTries {
+		if err == nil || !errors.As(err, &serr) || serr.Reason != spec.ReasonOwnerUnreachable || try == resultTries {
 			if err != nil {
 				return nil, fmt.Errorf("task %s: %w", id, err)
 			}

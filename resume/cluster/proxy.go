@@ -46,7 +46,7 @@ var _ resume.Handle = (*proxy)(nil)
 
 // errUnreachable: the owner of a proxied request holds its lease but did not
 // answer a call.
-var errUnreachable = errors.New("cluster: the owning instance did not answer")
+var errUnreachable = resume.ErrUnreachable
 
 // proxy returns a proxy of rec, owned by a live instance.
 func (n *Node) proxy(rec resume.Record) *proxy {
