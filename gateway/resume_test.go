@@ -70,23 +70,32 @@ func TestUpstreamStallResumed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			addr, up := upstreamOursWith(t, opts)
 			p := faultproxy.NewStaller(t, addr)
-			r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp", StreamIdle: 500 * time.Millisecond})
-			c := e2etest.NewClient(t, r.dialWS(t))
-			c.Initialize(`{}`)
-			c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":6},"_meta":{"progressToken":"ps"}}}`)
-			c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
-			if n := p.Stall(); n == 0 {
-				t.Fatal("nothing to stall")
-			}
-			resp, before := c.Response(`"s"`)
-			if e2etest.Text(resp) != "countdown done: 6 of 6 steps" {
-				t.Fatalf("the call through a stalled upstream: %s", resp.Raw)
-			}
-			wantProgressOnce(t, "through the stall", before, 6)
-			// Its handler returns just after its result went out.
-			poll.Until(t, 10*time.Second, "the upstream's call to end", func() bool { return up.Calls() == 0 })
+			callThroughStall(t, p, up, gateway.Options{URL: "http://" + p.Addr() + "/mcp", StreamIdle: 500 * time.Millisecond}, 3, 6)
 		})
 	}
+}
+
+// callThroughStall calls countdown (seconds, steps) through a gateway with
+// opts, stalls every upstream connection of p at its first progress, and
+// checks that the call completes with every progress value once, and that its
+// upstream handler ends.
+func callThroughStall(t *testing.T, p *faultproxy.Proxy, up *mcp.Server, opts gateway.Options, seconds, steps int) {
+	t.Helper()
+	r := newRig(t, opts)
+	c := e2etest.NewClient(t, r.dialWS(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%d,"steps":%d},"_meta":{"progressToken":"ps"}}}`, seconds, steps)
+	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
+	if n := p.Stall(); n == 0 {
+		t.Fatal("nothing to stall")
+	}
+	resp, before := c.Response(`"s"`)
+	if want := fmt.Sprintf("countdown done: %d of %d steps", steps, steps); e2etest.Text(resp) != want {
+		t.Fatalf("the call through a stalled upstream: %s", resp.Raw)
+	}
+	wantProgressOnce(t, "through the stall", before, steps)
+	// Its handler returns just after its result went out.
+	poll.Until(t, 10*time.Second, "the upstream's call to end", func() bool { return up.Calls() == 0 })
 }
 
 // wantProgressOnce checks that the progress notifications before a call's
@@ -139,21 +148,7 @@ func TestUpstreamCutResumed(t *testing.T) {
 func TestUpstreamStallWebSocket(t *testing.T) {
 	addr, up := upstreamOurs(t)
 	p := faultproxy.NewStaller(t, addr)
-	r := newRig(t, gateway.Options{URL: "ws://" + p.Addr() + "/ws", WSPing: 200 * time.Millisecond})
-	c := e2etest.NewClient(t, r.dialWS(t))
-	c.Initialize(`{}`)
-	c.Send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":2,"steps":4},"_meta":{"progressToken":"ps"}}}`)
-	c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/progress" })
-	if n := p.Stall(); n == 0 {
-		t.Fatal("nothing to stall")
-	}
-	resp, before := c.Response(`"s"`)
-	if e2etest.Text(resp) != "countdown done: 4 of 4 steps" {
-		t.Fatalf("the call through a stalled WebSocket: %s", resp.Raw)
-	}
-	wantProgressOnce(t, "through the stall", before, 4)
-	// Its handler returns just after its result went out.
-	poll.Until(t, 10*time.Second, "the upstream's call to end", func() bool { return up.Calls() == 0 })
+	callThroughStall(t, p, up, gateway.Options{URL: "ws://" + p.Addr() + "/ws", WSPing: 200 * time.Millisecond}, 2, 4)
 }
 
 // The response to the gateway's tools/call is lost before anything of it
@@ -368,28 +363,6 @@ func TestUpstreamCutsExact(t *testing.T) {
 	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
 	c := e2etest.NewClient(t, r.dialWS(t))
 	c.Initialize(`{}`)
-	for i := range 10 {
-		c.Send(`{"jsonrpc":"2.0","id":"k%d","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":10},"_meta":{"progressToken":"p%d"}}}`, i, i)
-	}
-	progress := map[string][]int{}
-	done := 0
-	c.Until(func(m e2etest.Msg) bool {
-		switch {
-		case m.Method == "notifications/progress":
-			tok, _, _ := spec.Member(m.Params, "progressToken")
-			progress[string(tok)] = append(progress[string(tok)], e2etest.Progress(m))
-		case m.Method == "":
-			if e2etest.Text(m) != "countdown done: 10 of 10 steps" {
-				t.Errorf("a result: %s", m.Raw)
-			}
-			done++
-		}
-		return done == 10
-	})
-	for tok, got := range progress {
-		if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9 10]" {
-			t.Errorf("call %s: progress %v", tok, got)
-		}
-	}
+	c.Countdowns(10, 3, 10)
 	t.Logf("%d cuts", p.Cuts())
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -333,7 +334,7 @@ func (s storedEvents) gone() bool { return s.h.Gone() }
 // watch ticks every storedPoll, each tick a lag: the store is read again.
 func (s storedEvents) watch() eventWatch {
 	p := &pollWatch{ch: make(chan struct{}, 1), done: make(chan struct{})}
-	go func() {
+	p.wg.Go(func() {
 		t := time.NewTicker(storedPoll)
 		defer t.Stop()
 		for {
@@ -347,12 +348,17 @@ func (s storedEvents) watch() eventWatch {
 				return
 			}
 		}
-	}()
+	})
 	return p
 }
 
-type pollWatch struct{ ch, done chan struct{} }
+type pollWatch struct {
+	ch, done chan struct{}
+	wg       sync.WaitGroup // the ticking goroutine
+}
 
 func (p *pollWatch) C() <-chan struct{}             { return p.ch }
 func (p *pollWatch) Take() ([]resume.Message, bool) { return nil, true }
-func (p *pollWatch) Stop()                          { close(p.done) }
+
+// Stop ends the ticking and waits for it.
+func (p *pollWatch) Stop() { close(p.done); p.wg.Wait() }

@@ -179,10 +179,10 @@ func TestServeExitsOnLeaseLoss(t *testing.T) {
 	}
 }
 
-// Tasks across two server processes on one NATS: a task started on A with `call
-// --task --detach` is read on B (`task get`, `task result`), and after A is killed
-// (SIGKILL) B still serves its result.
-func TestClusterTasks(t *testing.T) {
+// twoInstances starts a NATS server and two serve processes on it, instances a
+// and b of one cluster (lease 2 s).
+func twoInstances(t *testing.T) (a, b startLine) {
+	t.Helper()
 	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -191,8 +191,14 @@ func TestClusterTasks(t *testing.T) {
 	args := func(name string) string {
 		return "serve --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --lease 2s"
 	}
-	a := spawnNet(t, args("a"), 1)[0]
-	b := spawnNet(t, args("b"), 1)[0]
+	return spawnNet(t, args("a"), 1)[0], spawnNet(t, args("b"), 1)[0]
+}
+
+// Tasks across two server processes on one NATS: a task started on A with `call
+// --task --detach` is read on B (`task get`, `task result`), and after A is killed
+// (SIGKILL) B still serves its result.
+func TestClusterTasks(t *testing.T) {
+	a, b := twoInstances(t)
 	var out, errw bytes.Buffer
 	if err := run([]string{"call", "--url", a.URL, "--task", "--detach", "countdown", "seconds=0.3", "steps=2"}, nil, &out, &errw); err != nil {
 		t.Fatalf("call --task --detach on A: %v\n%s", err, errw.String())
@@ -259,16 +265,7 @@ func TestServeReconnectsFromSilentNATS(t *testing.T) {
 // tasks/stream on B of a task A runs: its events, read from the store they
 // share, come as they would on A, live, to the end; over HTTP and WebSocket.
 func TestClusterTaskStream(t *testing.T) {
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	args := func(name string) string {
-		return "serve --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --lease 2s"
-	}
-	a := spawnNet(t, args("a"), 1)[0]
-	b := spawnNet(t, args("b"), 1)[0]
+	a, b := twoInstances(t)
 	for name, dial := range map[string]func() transport.Conn{
 		"HTTP": func() transport.Conn { return streamable.Dial(b.URL, nil) },
 		"WebSocket": func() transport.Conn {

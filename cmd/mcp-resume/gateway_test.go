@@ -14,7 +14,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
-	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -369,24 +368,5 @@ func TestConnectCutsExact(t *testing.T) {
 	p := faultproxy.NewTimed(t, strings.TrimSuffix(strings.TrimPrefix(remote.URL, "http://"), "/mcp"), 300*time.Millisecond, 1500*time.Millisecond)
 	c := e2etest.NewClient(t, spawn(t, "connect http://"+p.Addr()+"/mcp"))
 	c.Initialize(`{}`)
-	for i := range 10 {
-		c.Send(`{"jsonrpc":"2.0","id":"k%d","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":10},"_meta":{"progressToken":"p%d"}}}`, i, i)
-	}
-	progress := map[string][]int{}
-	done := 0
-	c.Until(func(m e2etest.Msg) bool {
-		switch {
-		case m.Method == "notifications/progress":
-			tok, _, _ := spec.Member(m.Params, "progressToken")
-			progress[string(tok)] = append(progress[string(tok)], e2etest.Progress(m))
-		case m.Method == "":
-			done++
-		}
-		return done == 10
-	})
-	for tok, got := range progress {
-		if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9 10]" {
-			t.Errorf("call %s: progress %v", tok, got)
-		}
-	}
+	c.Countdowns(10, 3, 10)
 }

@@ -245,3 +245,37 @@ func (c *Client) WaitStatus(reqID, token string, cond func(Status) bool) Status 
 	})
 	return st
 }
+
+// Countdowns sends calls countdown calls of steps steps over seconds at once
+// on c, each with a progress token of its own, and checks that each one's
+// result comes and its progress is 1..steps, once each and in order.
+func (c *Client) Countdowns(calls, seconds, steps int) {
+	c.t.Helper()
+	for i := range calls {
+		c.Send(`{"jsonrpc":"2.0","id":"k%d","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%d,"steps":%d},"_meta":{"progressToken":"p%d"}}}`, i, seconds, steps, i)
+	}
+	progress := map[string][]int{}
+	done := 0
+	c.Until(func(m Msg) bool {
+		switch {
+		case m.Method == "notifications/progress":
+			tok, _, _ := spec.Member(m.Params, "progressToken")
+			progress[string(tok)] = append(progress[string(tok)], Progress(m))
+		case m.Method == "":
+			if want := fmt.Sprintf("countdown done: %d of %d steps", steps, steps); Text(m) != want {
+				c.t.Errorf("a result: %s, want %q", m.Raw, want)
+			}
+			done++
+		}
+		return done == calls
+	})
+	want := make([]int, steps)
+	for i := range want {
+		want[i] = i + 1
+	}
+	for i := range calls {
+		if got := progress[fmt.Sprintf(`"p%d"`, i)]; fmt.Sprint(got) != fmt.Sprint(want) {
+			c.t.Errorf("call %d: progress %v, want 1..%d once each in order", i, got, steps)
+		}
+	}
+}
