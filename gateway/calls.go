@@ -67,13 +67,14 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			if req.Params.Arguments != nil {
 				call["arguments"] = req.Params.Arguments
 			}
-			if support, _ := g.TaskSupport(req.Params.Name); support == mcpgo.TaskSupportRequired || (support == mcpgo.TaskSupportOptional && !g.resumable) {
+			if support, _ := g.TaskSupport(req.Params.Name); support == mcpgo.TaskSupportRequired {
 				// A task of the upstream's (2025-11-25): it outlives the
 				// connection it was made on, and its questions say which
-				// task they are for. One the tool may do without is not
-				// asked of an upstream whose calls are resumed with acks
-				// (SEP-975): a task's progress delivered to a connection
-				// that died is not sent again.
+				// task they are for. Only when the tool must be one: a
+				// task's progress waits in its queue until tasks/result
+				// takes it, where a newer one replaces an older one (a
+				// burst loses most of its steps), and progress delivered to
+				// a connection that died is not sent again.
 				call["task"] = map[string]any{}
 			}
 			if params, err = json.Marshal(call); err != nil {

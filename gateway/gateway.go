@@ -140,9 +140,6 @@ type Gateway struct {
 	srv  *server.MCPServer
 	init initResult // the first connection's
 	keys bool       // the upstream takes call keys (takesKeys of init)
-	// resumable: the gateway asked an HTTP upstream for resumable requests
-	// (SEP-975) and it offers them: its calls are resumed with acks.
-	resumable bool
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -220,8 +217,6 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.init, g.keys = init, takesKeys(init)
-	_, offered := init.Capabilities.Experimental[spec.CapabilityName]
-	g.resumable = o.URL != "" && offered
 	g.srv = g.newServer(init)
 	if err := g.mirror(ctx, p); err != nil {
 		p.close()
