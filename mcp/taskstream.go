@@ -68,16 +68,20 @@ func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid 
 	id := string(m.ID)
 	c.streams[id] = taskStreamRef{task: key, cancel: cancel}
 	c.mu.Unlock()
+	// release lets go of the stream's place on the connection: before its
+	// answer is written, so that a client that streams the task again once
+	// answered is not refused stream_open by a stream that has ended.
+	release := sync.OnceFunc(func() {
+		cancel()
+		c.mu.Lock()
+		if ref, ok := c.streams[id]; ok && ref.task == key {
+			delete(c.streams, id)
+		}
+		c.mu.Unlock()
+	})
 	c.s.wg.Go(func() {
-		defer func() {
-			cancel()
-			c.mu.Lock()
-			if ref, ok := c.streams[id]; ok && ref.task == key {
-				delete(c.streams, id)
-			}
-			c.mu.Unlock()
-		}()
-		c.streamEvents(ctx, m.ID, st, src, tid, after, from, modern)
+		defer release()
+		c.streamEvents(ctx, m.ID, st, src, tid, after, from, modern, release)
 	})
 }
 
@@ -104,7 +108,7 @@ func streamCursor(params json.RawMessage) (after uint64, from bool, _ *spec.Erro
 // streamEvents sends the task's events after the cursor, then each new one,
 // until the task has ended (answered with the empty result) or ctx ends (the
 // stream was cancelled, or its connection closed: the task runs on).
-func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool) {
+func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool, release func()) {
 	w := r.watch() // before the first read: nothing queued meanwhile is missed
 	defer w.Stop()
 	task := tid.encode()
@@ -115,6 +119,7 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 		if err == nil && len(held) > 0 && held[0].Seq > last+1 {
 			e := spec.NewError(spec.CodeEventsGone, spec.ReasonEventsGone, "the events after this cursor are no longer kept; the oldest kept has earliestSeq")
 			e.TaskID, e.EarliestSeq = task, held[0].Seq-1
+			release()
 			c.replyError(st, id, e)
 			return
 		}
@@ -143,12 +148,14 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 		if modern {
 			result = json.RawMessage(`{"resultType":"complete"}`)
 		}
+		release()
 		c.reply(st, spec.EncodeResponse(id, result))
 	}
 	for {
 		// What is kept, from the store or the task's outbox.
 		msgs, ended, err := r.events(last, 0)
 		if err != nil && !errors.Is(err, resume.ErrCancelled) {
+			release()
 			c.replyError(st, id, wireError(err))
 			return
 		}

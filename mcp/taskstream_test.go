@@ -179,7 +179,10 @@ func TestTaskStreamRefused(t *testing.T) {
 			t.Fatalf("events_gone data: %s", m.Raw)
 		}
 		earliest := m.Error.EarliestSeq
-		evs, _ := streamTask(t, c, "k", task, fmt.Sprint(earliest-1))
+		evs, resp := streamTask(t, c, "k", task, fmt.Sprint(earliest-1))
+		if resp.Error != nil {
+			t.Fatalf("streamed again from the oldest kept: %s", resp.Raw)
+		}
 		if len(evs) == 0 || evs[0].Seq != earliest || evs[len(evs)-1].Type != spec.EventTypeStatus {
 			t.Fatalf("from the oldest kept: %s", describe(evs))
 		}
