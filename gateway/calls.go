@@ -62,6 +62,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				g.mu.Lock()
 				uc.resumeToken, uc.keyed = key, true
 				g.mu.Unlock()
+				keyed = true // a write that fails may have reached the upstream
 			}
 			call := map[string]any{"name": req.Params.Name, "_meta": meta}
 			if req.Params.Arguments != nil {

@@ -366,3 +366,70 @@ func TestUpstreamCutsExact(t *testing.T) {
 	c.Countdowns(10, 3, 10)
 	t.Logf("%d cuts", p.Cuts())
 }
+
+// A call whose upstream connection is cut after the upstream took it but
+// before any answer came (the gateway's write fails: it cannot know whether it
+// arrived) is sent again with its key, and the upstream joins it to the one it
+// runs: the tool runs once, for a resumable call and for a task of the
+// upstream's alike.
+func TestKeyedCallCutUnanswered(t *testing.T) {
+	for _, task := range []bool{false, true} {
+		t.Run(fmt.Sprint("task=", task), func(t *testing.T) {
+			var p *faultproxy.Proxy
+			var runs atomic.Int32
+			srv := demo.Server("up")
+			// Registered before mcp.New's own, so it runs first: the call has
+			// arrived, nothing of it is answered yet.
+			srv.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+				return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+					if runs.Add(1) == 1 {
+						p.Down()
+						p.Up()
+					}
+					return next(ctx, req)
+				}
+			})
+			pol := mcp.Policy{Mode: mcp.Always}
+			if task {
+				pol.Task = mcp.TaskRequired
+			}
+			up := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"countdown": pol}})
+			h := streamable.NewHandler(up, nil)
+			hs := httptest.NewServer(h)
+			t.Cleanup(func() {
+				h.Close()
+				hs.Close()
+				up.Close()
+			})
+			p = faultproxy.New(t, hs.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
+			r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
+			c := e2etest.NewClient(t, r.dialWS(t))
+			c.Initialize(`{}`)
+			asTask := ""
+			if task {
+				asTask = `,"task":{}`
+			}
+			c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.4,"steps":2}%s}}`, asTask)
+			resp, _ := c.Response(`"c"`)
+			if task {
+				var ct struct {
+					Task struct{ TaskID string } `json:"task"`
+				}
+				if err := json.Unmarshal(resp.Result, &ct); err != nil || ct.Task.TaskID == "" {
+					t.Fatalf("the gateway's task: %s", resp.Raw)
+				}
+				c.Send(`{"jsonrpc":"2.0","id":"r","method":"tasks/result","params":{"taskId":%q}}`, ct.Task.TaskID)
+				resp, _ = c.Response(`"r"`)
+			}
+			if e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
+				t.Fatalf("the call through a cut before its answer: %s", resp.Raw)
+			}
+			if p.Cuts() == 0 {
+				t.Fatal("nothing was cut")
+			}
+			if n := runs.Load(); n != 1 {
+				t.Fatalf("the upstream ran the tool %d times, want once", n)
+			}
+		})
+	}
+}

@@ -117,7 +117,10 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 			return
 		}
 	}
-	if m.Method == string(mcp.MethodToolsCall) && cl.resumable && !cl.task {
+	// A keyed call (our extension) sent again joins the one its key names: a
+	// resumable request, or a task, whose client may have lost the answer
+	// that named it.
+	if m.Method == string(mcp.MethodToolsCall) && (cl.resumable || cl.task) {
 		ck, kerr := spec.CallKey(m.Params)
 		if kerr != nil {
 			cancel(errClientCancel)
@@ -126,12 +129,16 @@ func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modern
 		}
 		if ck != "" {
 			switch r, err := c.s.eng.LookupKey(ck, m.ID, c.principal); {
+			case err == nil && cl.task: // sent again: its task, as it is now
+				cancel(errClientCancel)
+				c.rejoinTask(r, cl, ck)
+				return
 			case err == nil: // sent again: the call runs already, or has its result
 				cancel(errClientCancel)
 				c.rejoin(r, m.ID, ck, st, mr != nil)
 				return
 			case errors.Is(err, resume.ErrUnknown):
-				survives := c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
+				survives := cl.task || c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
 				h, other := c.s.holdKey(c.principal, ck, survives)
 				if h == nil {
 					cancel(errClientCancel)
@@ -473,8 +480,8 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	// policy, no sequence numbers, whatever the client declared.
 	hidden := !cl.resumable || cl.task
 	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: sinkOf(cl.st), Principal: c.principal, Task: cl.task}
-	if !hidden {
-		so.Token = cl.key
+	if !hidden || cl.task {
+		so.Token = cl.key // "": the engine makes one
 	}
 	// A task is restartable too: its client polls it by id, and gets the new
 	// run's result.
@@ -509,12 +516,12 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		return nil
 	}
 	if cl.task {
-		tid := &taskID{ID: cl.id, Token: tok, Created: time.Now().UnixMilli(), TTL: so.TTL.Milliseconds()}
-		data := cl.taskResult(tid)
+		tid := &taskID{ID: cl.id, Token: tok, Created: r.Created().UnixMilli(), TTL: so.TTL.Milliseconds()}
+		data := cl.taskResult(tid, "working")
 		if cl.legacyTask {
 			s.taskList.add(c.principal, tid)
 			cl.taskID = tid
-			data = cl.legacyTaskResult(tid, askedTTL)
+			data = cl.legacyTaskResult(tid, "working", "", askedTTL)
 		}
 		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: data}); err != nil {
 			c.debug().Err(err).Str("request", string(cl.id)).Msg("writing a task's creation")
@@ -545,7 +552,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		}
 	}
 	cl.req, cl.hidden = r, hidden
-	if cl.hold != nil && !hidden { // the engine knows the key from now on
+	if cl.hold != nil && (!hidden || cl.task) { // the engine knows the key from now on
 		s.dropKey(c.principal, cl.key, cl.hold)
 	}
 	if running {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -203,6 +204,74 @@ func TestCallKeySentBeforeStart(t *testing.T) {
 		}
 		if len(progress) != 3 || progress[0] != 1 || progress[2] != 3 || resp.Error != nil {
 			t.Fatalf("progress seqs %v, response %s; want 1, 2, 3 and the result", progress, resp.Raw)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the tool ran %d times, want once", n)
+		}
+	})
+}
+
+const keyedTask = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"steps","_meta":{"progressToken":"p","io.mcp-resume/key":%q},"task":{}}}`
+
+// A keyed task call sent again (its client lost the answer that named the
+// task) is answered with the task its key made, in its status now, never a
+// second task: sent again while the first copy is held before its tool starts,
+// while the task runs, and once it has completed.
+func TestCallKeyTaskSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs atomic.Int32
+		gate := make(chan struct{})
+		var first atomic.Bool
+		srv := countingServer(&runs)
+		srv.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+			return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				if first.CompareAndSwap(false, true) {
+					<-gate
+				}
+				return next(ctx, req)
+			}
+		})
+		core := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"steps": {Mode: mcp.Always, Task: mcp.AsTask}}})
+		dial := serveCore(t, core)
+		created := func(c *e2etest.Client) (id, status string) {
+			t.Helper()
+			m, _ := c.Response("7")
+			var res struct {
+				Task struct{ TaskID, Status string }
+			}
+			if err := json.Unmarshal(m.Result, &res); err != nil || res.Task.TaskID == "" {
+				t.Fatalf("CreateTaskResult: %s", m.Raw)
+			}
+			return res.Task.TaskID, res.Task.Status
+		}
+
+		a := e2etest.NewClient(t, dial(t))
+		a.Initialize(`{}`)
+		a.Send(keyedTask, callKey)
+		synctest.Wait()
+		a.Close() // lost before its tool started: no answer came
+
+		b := e2etest.NewClient(t, dial(t))
+		b.Initialize(`{}`)
+		b.Send(keyedTask, callKey)
+		synctest.Wait()
+		close(gate)
+		task, status := created(b)
+		if status != "working" {
+			t.Fatalf("the task sent again while held: %s, want working", status)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		b.Send(keyedTask, callKey)
+		if again, status := created(b); again != task || status != "working" {
+			t.Fatalf("sent again while it runs: %s %s, want the same task, working", again, status)
+		}
+		b.Send(`{"jsonrpc":"2.0","id":"r","method":"tasks/result","params":{"taskId":%q}}`, task)
+		if resp, _ := b.Response(`"r"`); e2etest.Text(resp) != "done" {
+			t.Fatalf("tasks/result: %s", resp.Raw)
+		}
+		b.Send(keyedTask, callKey)
+		if again, status := created(b); again != task || status != "completed" {
+			t.Fatalf("sent again once completed: %s %s, want the same task, completed", again, status)
 		}
 		if n := runs.Load(); n != 1 {
 			t.Fatalf("the tool ran %d times, want once", n)

@@ -102,18 +102,37 @@ func (o *Options) tasksOffered() bool {
 }
 
 // taskResult is the CreateTaskResult the call answers with once it is a task.
-func (cl *call) taskResult(tid *taskID) []byte {
+func (cl *call) taskResult(tid *taskID, status string) []byte {
 	ts := time.UnixMilli(tid.Created).UTC().Format(time.RFC3339Nano)
 	b, _ := json.Marshal(map[string]any{
 		"resultType":     "task",
 		"taskId":         tid.encode(),
-		"status":         "working",
+		"status":         status,
 		"createdAt":      ts,
 		"lastUpdatedAt":  ts,
 		"ttlMs":          tid.TTL,
 		"pollIntervalMs": taskPollInterval.Milliseconds(),
 	})
 	return spec.EncodeResponse(cl.id, b)
+}
+
+// rejoinTask answers cl, a keyed task call sent again (its client lost the
+// answer that named the task): the task its key made, in its status now, in
+// the form a creation is answered.
+func (c *connState) rejoinTask(h resume.Handle, cl *call, key string) {
+	ttl, asked := c.s.taskTTL(cl)
+	tid := &taskID{ID: cl.id, Token: key, Created: h.Created().UnixMilli(), TTL: ttl.Milliseconds()}
+	c.debug().Str("request", string(cl.id)).Msg("task call sent again; answered with its task")
+	c.s.wg.Go(func() { // a task another instance owns is read from it
+		if cl.legacyTask {
+			status, msg := c.legacyStatus(h)
+			c.reply(cl.st, cl.legacyTaskResult(tid, status, msg, asked))
+			return
+		}
+		var obj struct{ Status string }
+		_ = json.Unmarshal(c.taskGet(h, tid), &obj)
+		c.reply(cl.st, cl.taskResult(tid, obj.Status))
+	})
 }
 
 // taskTTL is the lifetime of the task cl starts: what a 2025-11-25 client asked

@@ -119,8 +119,8 @@ func legacyTask(tid *taskID, status, message string, o resume.Options) map[strin
 // legacyTaskResult is the CreateTaskResult of the 2025-11-25 form: the task,
 // nested. When the server cut the ttl the client asked for (asked, not 0), the
 // result's _meta says what was asked.
-func (cl *call) legacyTaskResult(tid *taskID, asked time.Duration) []byte {
-	res := map[string]any{"task": legacyTask(tid, "working", "", cl.c.s.eng.Options())}
+func (cl *call) legacyTaskResult(tid *taskID, status, message string, asked time.Duration) []byte {
+	res := map[string]any{"task": legacyTask(tid, status, message, cl.c.s.eng.Options())}
 	if asked > 0 {
 		res["_meta"] = map[string]any{spec.MetaRequestedTTL: asked.Milliseconds()}
 	}

@@ -19,6 +19,8 @@ type Handle interface {
 	ID() []byte
 	// Status returns a snapshot of the request.
 	Status() Status
+	// Created returns when the request started.
+	Created() time.Time
 	// Gone reports whether the request has left the engine (see Request.Gone).
 	Gone() bool
 	// Attached reports whether sink is the request's current sink.

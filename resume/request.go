@@ -168,6 +168,9 @@ func (r *Request) Status() Status {
 	}
 }
 
+// Created returns when the request started (Record.Created).
+func (r *Request) Created() time.Time { return r.created }
+
 // Gone reports whether the request has left the engine: cancelled, expired, or its
 // result released (acknowledged or past retention).
 func (r *Request) Gone() bool { return r.gone.Load() }

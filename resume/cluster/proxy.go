@@ -191,6 +191,9 @@ func (p *proxy) Touch(ack uint64) error {
 	return nil
 }
 
+// Created returns when the request started, as its record says.
+func (p *proxy) Created() time.Time { return p.created }
+
 func (p *proxy) Status() resume.Status {
 	nx, _ := p.current()
 	if nx != nil {
