@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -40,6 +42,9 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		id       spec.ID         // the upstream call's, kept across resumes
 		first    json.RawMessage // its params, as first sent
 		resuming time.Time       // since when the call is being resumed (zero: not)
+		// The answers to the upstream's questions and its state, for a retry
+		// (MRTR): the client's, or those the gateway asked for it.
+		answers, state = retryOf(req.Params.MultiRoundTripParams)
 	)
 	for {
 		p, err := g.current(ctx)
@@ -77,6 +82,9 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				// burst loses most of its steps), and progress delivered to
 				// a connection that died is not sent again.
 				call["task"] = map[string]any{}
+			}
+			if p.modern && call["task"] == nil {
+				g.modernCall(ctx, call, meta, answers, state)
 			}
 			if params, err = json.Marshal(call); err != nil {
 				return nil, err
@@ -155,9 +163,24 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				return nil, err
 			}
 		}
+		var in inputAsked
+		if json.Unmarshal(raw, &in) == nil && in.ResultType == string(mcpgo.ResultTypeInputRequired) && !resumemcp.TakesInputRequired(ctx) {
+			// Asked here, then sent again as a new call with the answers.
+			if answers, err = fulfil(ctx, in); err != nil {
+				return nil, err
+			}
+			state, resuming, unsent = in.RequestState, time.Time{}, 0
+			g.mu.Lock()
+			uc.resumeToken, uc.keyed, uc.policySeen, uc.seq, uc.maxWait = "", false, false, 0, 0
+			g.mu.Unlock()
+			continue
+		}
 		res, err := mcpgo.ParseCallToolResult(&raw)
 		if err != nil {
 			return nil, spec.NewError(spec.CodeInternalError, "", "malformed tool result from the upstream: "+err.Error())
+		}
+		if res.ResultType == mcpgo.ResultTypeInputRequired && res.RequestState != "" {
+			res.RequestState = clientState(res.RequestState)
 		}
 		if res.Meta != nil { // the upstream's numbering, not the client's
 			delete(res.Meta.AdditionalFields, spec.MetaSeq)
@@ -167,6 +190,110 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		}
 		return res, nil
 	}
+}
+
+// modernCall makes call, the params of an upstream tools/call with their
+// _meta, a request of the 2026-07-28 era: it declares the capabilities of the
+// call's own client (the upstream asks only what that client can answer), and
+// carries the answers and the state of a retry (MRTR). A question of the
+// upstream then comes back as the call's input_required result, which goes to
+// the client as it is; the client's retry comes here and goes to the upstream
+// with the upstream's state, untouched.
+func (g *Gateway) modernCall(ctx context.Context, call, meta map[string]any, answers any, state string) {
+	caps := map[string]any{}
+	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		if b, err := json.Marshal(cs.GetClientCapabilities()); err == nil {
+			_ = json.Unmarshal(b, &caps)
+		}
+	}
+	if ext, ok := caps["extensions"].(map[string]any); ok {
+		// The gateway's client gets a task of the gateway's, which outlives
+		// the upstream call; the upstream is asked for the result.
+		delete(ext, spec.ExtensionTasks)
+	}
+	if g.opts.URL != "" { // resumable, as the session's calls are
+		exp, _ := caps["experimental"].(map[string]any)
+		if exp == nil {
+			exp = map[string]any{}
+		}
+		exp[spec.CapabilityName] = map[string]any{}
+		caps["experimental"] = exp
+	}
+	meta[spec.MetaProtocolVersion] = spec.Version2026
+	meta[spec.MetaClientCapabilities] = caps
+	meta[spec.MetaClientInfo] = g.clientInfo()
+	if answers != nil {
+		call["inputResponses"] = answers
+	}
+	if state != "" {
+		call["requestState"] = state
+	}
+}
+
+// stateTag starts the requestState the gateway hands its client for an
+// upstream's: the upstream's own, wrapped, so that the gateway's core, which
+// may make states of the same form, never takes it for one of its own.
+const stateTag = "gw1."
+
+// retryOf is what a client's retry (MRTR) carries for the upstream: its
+// answers (nil for none) and the upstream's state.
+func retryOf(mr mcpgo.MultiRoundTripParams) (answers any, state string) {
+	if len(mr.InputResponses) > 0 {
+		answers = mr.InputResponses
+	}
+	return answers, upstreamState(mr.RequestState)
+}
+
+// clientState is the requestState handed to the client for the upstream's s.
+func clientState(s string) string {
+	return stateTag + base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+// upstreamState is the upstream's requestState in one the gateway handed out
+// (a state of another form is passed on as it is: the upstream judges it).
+func upstreamState(s string) string {
+	if rest, ok := strings.CutPrefix(s, stateTag); ok {
+		if b, err := base64.RawURLEncoding.DecodeString(rest); err == nil {
+			return string(b)
+		}
+	}
+	return s
+}
+
+// inputAsked is an upstream's input_required answer (MRTR), as the gateway
+// reads it to ask the questions itself.
+type inputAsked struct {
+	ResultType    string `json:"resultType"`
+	InputRequests map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"inputRequests"`
+	RequestState string `json:"requestState"`
+}
+
+// fulfil asks the call's client the upstream's questions, all at once, and
+// returns the answers by their keys: for a call whose client does not take an
+// input_required answer itself (a task of the gateway's, where the questions
+// make the task input_required, or a 2025-era client, asked with requests).
+func fulfil(ctx context.Context, in inputAsked) (map[string]json.RawMessage, error) {
+	answers := make(map[string]json.RawMessage, len(in.InputRequests))
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for key, q := range in.InputRequests {
+		wg.Go(func() {
+			res, err := resumemcp.Ask(ctx, q.Method, q.Params)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				first = cmp.Or(first, err)
+				return
+			}
+			answers[key] = res
+		})
+	}
+	wg.Wait()
+	return answers, first
 }
 
 // takesKeys reports whether an upstream that initialized with init takes call

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,7 +359,7 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": Protocol,
 		"capabilities":    caps,
-		"clientInfo":      map[string]any{"name": "mcp-resume-gateway", "version": g.opts.Version},
+		"clientInfo":      g.clientInfo(),
 	})
 	raw, err := p.call(ctx, "initialize", params)
 	var init initResult
@@ -376,6 +377,12 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 		return nil, initResult{}, fmt.Errorf("gateway: initializing the upstream: %w", err)
 	}
 	p.notify("notifications/initialized", nil)
+	if g.opts.URL == "" {
+		// A child on stdio. Over HTTP a 2026 request carries headers of its
+		// own and is cancelled by closing its stream, which the gateway's
+		// client does not do yet: calls there stay in the session's era.
+		p.modern = speaksModern(ctx, p)
+	}
 	if p.http != nil {
 		// Notifications of no request (list changes) come on the session's GET
 		// stream, where the upstream offers one.
@@ -387,8 +394,31 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 			}
 		}()
 	}
-	g.log.Info().Str("upstream", init.ServerInfo.Name).Str("upstreamVersion", init.ServerInfo.Version).Str("protocol", init.ProtocolVersion).Msg("upstream connected")
+	g.log.Info().Str("upstream", init.ServerInfo.Name).Str("upstreamVersion", init.ServerInfo.Version).Str("protocol", init.ProtocolVersion).Bool("modern", p.modern).Msg("upstream connected")
 	return p, init, nil
+}
+
+// speaksModern asks the upstream's server/discover whether it speaks the
+// 2026-07-28 era as well. An upstream of the 2025 era answers method not found.
+func speaksModern(ctx context.Context, p *peer) bool {
+	params, _ := json.Marshal(map[string]any{"_meta": map[string]any{
+		spec.MetaProtocolVersion:    spec.Version2026,
+		spec.MetaClientCapabilities: map[string]any{},
+		spec.MetaClientInfo:         p.g.clientInfo(),
+	}})
+	raw, err := p.call(ctx, spec.MethodServerDiscover, params)
+	if err != nil {
+		return false
+	}
+	var d struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	return json.Unmarshal(raw, &d) == nil && slices.Contains(d.SupportedVersions, spec.Version2026)
+}
+
+// clientInfo is how the gateway names itself to its upstream.
+func (g *Gateway) clientInfo() map[string]any {
+	return map[string]any{"name": "mcp-resume-gateway", "version": g.opts.Version}
 }
 
 // install makes p the live connection.

@@ -8,6 +8,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 )
 
 // newServer is the mcp-go server the gateway's clients see: the upstream's name,
@@ -225,11 +227,44 @@ func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*m
 	if req.Params.Arguments != nil {
 		params["arguments"] = req.Params.Arguments
 	}
-	raw, err := g.request(ctx, "prompts/get", params)
+	raw, err := g.rounds(ctx, "prompts/get", params, req.Params.MultiRoundTripParams)
 	if err != nil {
 		return nil, err
 	}
-	return mcpgo.ParseGetPromptResult(&raw)
+	res, err := mcpgo.ParseGetPromptResult(&raw)
+	if err == nil && res.ResultType == mcpgo.ResultTypeInputRequired && res.RequestState != "" {
+		res.RequestState = clientState(res.RequestState)
+	}
+	return res, err
+}
+
+// rounds asks the upstream method with params; an upstream of the 2026-07-28
+// era is asked in that era, and its questions (an input_required answer) are
+// passed to the client, or asked here, as a tool call's are (callTool). mr is
+// what the client's retry carries.
+func (g *Gateway) rounds(ctx context.Context, method string, params map[string]any, mr mcpgo.MultiRoundTripParams) (json.RawMessage, error) {
+	answers, state := retryOf(mr)
+	for {
+		p, err := g.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if p.modern {
+			meta := map[string]any{}
+			g.modernCall(ctx, params, meta, answers, state)
+			params["_meta"] = meta
+		}
+		raw, err := g.request(ctx, method, params)
+		var in inputAsked
+		if err != nil || !p.modern || json.Unmarshal(raw, &in) != nil ||
+			in.ResultType != string(mcpgo.ResultTypeInputRequired) || resumemcp.TakesInputRequired(ctx) {
+			return raw, err
+		}
+		if answers, err = fulfil(ctx, in); err != nil {
+			return nil, err
+		}
+		state = in.RequestState
+	}
 }
 
 // completer passes completion/complete on to the upstream.

@@ -36,6 +36,10 @@ type peer struct {
 	conn   transport.Conn
 	http   *streamable.ClientConn // conn, when the upstream is Streamable HTTP
 	prefix string                 // of every request id; new per connection
+	// modern: the upstream speaks 2026-07-28 too (its server/discover says so):
+	// tool calls carry their client's capabilities and go in that era, where a
+	// question is the call's own input_required answer.
+	modern bool
 	next   atomic.Uint64
 	g      *Gateway
 

@@ -311,6 +311,15 @@ func (s *callSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*m
 	return &res, nil
 }
 
+// TakesInputRequired reports whether an input_required result (MRTR) that the
+// tool running on ctx returns reaches its client as the request's answer, to
+// be retried with the client's answers: a 2026-era request that is not a task.
+// Otherwise the tool asks its questions with Ask.
+func TakesInputRequired(ctx context.Context) bool {
+	cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
+	return ok && cs.cl.modern != nil && !cs.cl.task
+}
+
 // Ask sends a server-to-client request (sampling/createMessage,
 // elicitation/create, roots/list) for the request whose tool runs on ctx, as
 // mcp-go's RequestSampling, RequestElicitation and RequestRoots do there, with

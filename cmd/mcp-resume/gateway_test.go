@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -369,4 +370,33 @@ func TestConnectCutsExact(t *testing.T) {
 	c := e2etest.NewClient(t, spawn(t, "connect http://"+p.Addr()+"/mcp"))
 	c.Initialize(`{}`)
 	c.Countdowns(10, 3, 10)
+}
+
+// Two calls that ask their client a question at the same time, through the
+// gateway in front of `serve --stdio`: the gateway calls its stdio child in the
+// 2026-07-28 era, where each question is its own call's answer, so each reaches
+// the client and each answer its call (in the 2025 era a stdio child's question
+// names no call, and with two running it was refused, unattributed_request).
+func TestGatewayQuestionsOfConcurrentCalls(t *testing.T) {
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	c.Initialize(`{"elicitation":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"ask","arguments":{"question":"a?"}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"ask","arguments":{"question":"b?"}}}`)
+	results := map[string]string{}
+	for len(results) < 2 {
+		m := c.Next()
+		switch {
+		case m.Method == "elicitation/create":
+			var p struct{ Message string }
+			if err := json.Unmarshal(m.Params, &p); err != nil {
+				t.Fatalf("an elicitation: %s", m.Raw)
+			}
+			c.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":%q}}}`, m.ID, "answer to "+p.Message)
+		case m.Method == "":
+			results[string(m.ID)] = e2etest.Text(m)
+		}
+	}
+	if results[`"a"`] != "answer: answer to a?" || results[`"b"`] != "answer: answer to b?" {
+		t.Fatalf("results %q, want each call its own answer", results)
+	}
 }
