@@ -55,6 +55,10 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 		if err != nil {
 			return nil, err
 		}
+		if cl.task {
+			keepStatus(o.req, "input_required")
+			defer keepStatus(o.req, "working")
+		}
 		cl.taskStatus("input_required")
 		defer cl.taskStatus("working")
 	}
@@ -67,4 +71,13 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+}
+
+// keepStatus records a task's new status among its messages, where its
+// stream (tasks/stream) reads it as a status event. A task that has ended
+// takes none.
+func keepStatus(r *resume.Request, status string) {
+	_, _ = r.Append(resume.KindNotification, "", func(uint64) []byte {
+		return spec.EncodeRequest(nil, spec.MethodTaskStatus, json.RawMessage(`{"status":"`+status+`"}`))
+	})
 }

@@ -258,6 +258,9 @@ type relay struct {
 
 func (rl *relay) Write(ctx context.Context, m resume.Message) error {
 	data := m.Data
+	if m.Kind == resume.KindNotification && spec.StringMember(data, "method") == spec.MethodTaskStatus {
+		return nil // the task's own record of its status: its session hears of it (taskStatus)
+	}
 	if m.Kind == resume.KindResponse {
 		data = spec.ReplaceResponseID(data, rl.orig, rl.id)
 	} else {
@@ -295,5 +298,5 @@ func (cl *call) taskStatus(status string) {
 		return
 	}
 	b, _ := json.Marshal(legacyTask(tid, status, "", cl.c.s.eng.Options()))
-	cl.c.send(st, KindNotification, spec.EncodeRequest(nil, "notifications/tasks/status", b))
+	cl.c.send(st, KindNotification, spec.EncodeRequest(nil, spec.MethodTaskStatus, b))
 }

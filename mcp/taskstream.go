@@ -212,6 +212,8 @@ func taskEvent(task string, m resume.Message) ([]byte, bool) {
 			typ = spec.EventTypeProgress
 		case "notifications/message":
 			typ = spec.EventTypeLog
+		case spec.MethodTaskStatus:
+			typ = spec.EventTypeStatus
 		default:
 			return nil, false
 		}

@@ -113,6 +113,66 @@ func TestTaskStream(t *testing.T) {
 	})
 }
 
+// A task that asks a question has it as an input event, then a status event
+// input_required; once answered (through tasks/result), a status event working,
+// then its final status: every status change, as tasks/get would say it.
+func TestTaskStreamStatusChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{"elicitation":{}}`)
+		c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"ask","arguments":{"question":"q?"},"task":{}}}`)
+		created, _ := c.Response(`"c"`)
+		var ct struct {
+			Task struct{ TaskID string } `json:"task"`
+		}
+		if err := json.Unmarshal(created.Result, &ct); err != nil || ct.Task.TaskID == "" {
+			t.Fatalf("CreateTaskResult: %s", created.Raw)
+		}
+		task := ct.Task.TaskID
+		c.Send(`{"jsonrpc":"2.0","id":"s","method":"tasks/stream","params":{"taskId":%q}}`, task)
+		var evs []taskEvent
+		take := func(ms []e2etest.Msg) {
+			for _, m := range ms {
+				var ev taskEvent
+				if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
+					evs = append(evs, ev)
+				}
+			}
+		}
+		take(c.Until(func(m e2etest.Msg) bool {
+			var ev taskEvent
+			return m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil && ev.Type == spec.EventTypeStatus
+		}))
+		c.Send(`{"jsonrpc":"2.0","id":"r","method":"tasks/result","params":{"taskId":%q}}`, task)
+		asked := c.Until(func(m e2etest.Msg) bool { return m.Method == "elicitation/create" })
+		take(asked)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"a"}}}`, asked[len(asked)-1].ID)
+		var streamed, result e2etest.Msg
+		take(c.Until(func(m e2etest.Msg) bool {
+			switch {
+			case m.IsResponse(`"s"`):
+				streamed = m
+			case m.IsResponse(`"r"`):
+				result = m
+			}
+			return streamed.Raw != nil && result.Raw != nil
+		}))
+		if streamed.Error != nil || e2etest.Text(result) != "answer: a" {
+			t.Fatalf("the stream's answer %s, the result %s", streamed.Raw, result.Raw)
+		}
+		var got []string
+		for _, ev := range evs {
+			var p struct{ Status string }
+			_ = json.Unmarshal(ev.Payload, &p)
+			got = append(got, fmt.Sprintf("%d:%s:%s", ev.Seq, strings.TrimPrefix(ev.Type, "io.mcp-resume."), p.Status))
+		}
+		if want := "[0:input: 1:status:input_required 2:status:working 3:status:completed]"; fmt.Sprint(got) != want {
+			t.Fatalf("events %v, want %s", got, want)
+		}
+	})
+}
+
 // A stream cancelled (notifications/cancelled) ends without an answer; its task
 // runs on, and a second stream of one task on one connection is refused while
 // the first runs.

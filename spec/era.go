@@ -175,6 +175,10 @@ const (
 	EventTypeLog      = "io.mcp-resume.log"
 	EventTypeInput    = "io.mcp-resume.input"
 	EventTypeStatus   = "io.mcp-resume.status"
+	// MethodTaskStatus is 2025-11-25's notification of a task's new status.
+	// A task keeps one among its messages each time it waits for input and
+	// goes on again: its stream's status events.
+	MethodTaskStatus = "notifications/tasks/status"
 )
 
 // IsTaskMethod reports whether method is one of the Tasks extension's requests.
