@@ -528,6 +528,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		}
 	}
 	if rd != nil {
+		rd.gatherOn(s, r)
 		rs := requestState{ID: cl.id, Token: tok}
 		if m, derr := spec.Decode(cl.raw); derr == nil {
 			rs.Name = addressed(m.Method, m.Params)

@@ -140,7 +140,9 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 	snk := sinkOf(st)
 	if modern {
 		rs := requestState{ID: m.ID, Token: p.ResumeToken}
-		snk = &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
+		rd := &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
+		rd.gatherOn(c.s, r)
+		snk = rd
 	}
 	// Validation and lookup answer in order with the connection's other messages;
 	// the replay, which may be long, runs on its own goroutine.
@@ -164,7 +166,9 @@ func (c *connState) rejoin(r resume.Handle, id spec.ID, key string, st Stream, m
 	snk := sinkOf(st)
 	if modern {
 		rs := requestState{ID: id, Token: key}
-		snk = &round{st: st, id: id, orig: id, state: rs.encode()}
+		rd := &round{st: st, id: id, orig: id, state: rs.encode()}
+		rd.gatherOn(c.s, r)
+		snk = rd
 	}
 	p := spec.ResumePolicyParams{RequestID: id, ResumeToken: key, MaxWait: &c.s.caps.MaxWait, MinWait: &c.s.caps.MinWait}
 	if err := st.Write(c.ctx, Message{Kind: KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}); err != nil {

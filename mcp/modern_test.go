@@ -3,9 +3,11 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -253,4 +255,53 @@ func TestTaskResultWhileGet(t *testing.T) {
 	if l, _ := b.Response(`"l"`); !strings.Contains(string(l.Result), id) {
 		t.Fatalf("tasks/list: %s", l.Raw)
 	}
+}
+
+// A tool that asks two questions at once (from two goroutines) has both in one
+// input_required round of a 2026 client; the retry that answers both completes
+// the call.
+func TestModernQuestionsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := demo.Server("test")
+		s.AddTool(mcpgo.NewTool("two"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			srv := server.ServerFromContext(ctx)
+			answers := make([]string, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range 2 {
+				wg.Go(func() {
+					res, err := srv.RequestElicitation(ctx, mcpgo.ElicitationRequest{Params: mcpgo.ElicitationParams{
+						Message:         fmt.Sprint("question ", i),
+						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}},
+					}})
+					if err == nil {
+						answers[i] = fmt.Sprint(res.Content)
+					}
+					errs[i] = err
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return nil, err
+			}
+			return mcpgo.NewToolResultText(strings.Join(answers, " ")), nil
+		})
+		core := mcp.New(s, nil)
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		const caps = `{"elicitation":{}}`
+		c.Modern(`1`, "tools/call", `"name":"two","arguments":{}`, caps)
+		m, _ := c.Response(`1`)
+		var ir e2etest.InputRequired
+		if json.Unmarshal(m.Result, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 2 {
+			t.Fatalf("want input_required with both questions, got %s", m.Raw)
+		}
+		var responses []string
+		for key := range ir.InputRequests {
+			responses = append(responses, fmt.Sprintf(`%q:{"action":"accept","content":{"a":%q}}`, key, key))
+		}
+		c.Modern(`2`, "tools/call", fmt.Sprintf(`"name":"two","arguments":{},"inputResponses":{%s},"requestState":%q`, strings.Join(responses, ","), ir.RequestState), caps)
+		if m, _ := c.Response(`2`); m.Error != nil || !strings.Contains(e2etest.Text(m), "map[a:") {
+			t.Fatalf("the retry with both answers: %s", m.Raw)
+		}
+	})
 }

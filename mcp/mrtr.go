@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -33,9 +35,36 @@ type round struct {
 	id    spec.ID // the id of this round's client request
 	orig  spec.ID // the id the request runs under (its first round's)
 	state string  // the requestState to hand out
+	// gather, when set, runs the round's input_required answer a moment after
+	// its first question (gatherWait), with every question of req asked by
+	// then (req.Peek): the questions a tool asks at once (from goroutines)
+	// are one round. Without it (a request of another instance), the answer
+	// carries the first question alone, at once.
+	gather func(func())
+	req    *resume.Request
 
 	mu   sync.Mutex
 	over bool // answered (input_required or the final response)
+}
+
+// gatherWait is how long a round's first question waits for others before the
+// round is answered input_required.
+const gatherWait = 2 * time.Millisecond
+
+// gatherOn makes rd gather the questions of r, when r is a request of this
+// instance, on s's goroutines.
+func (rd *round) gatherOn(s *Server, r resume.Handle) {
+	if req, ok := r.(*resume.Request); ok {
+		rd.mu.Lock()
+		defer rd.mu.Unlock()
+		rd.req, rd.gather = req, func(f func()) {
+			s.wg.Add(1)
+			time.AfterFunc(gatherWait, func() {
+				defer s.wg.Done()
+				f()
+			})
+		}
+	}
 }
 
 func (rd *round) Write(ctx context.Context, m resume.Message) error {
@@ -46,12 +75,32 @@ func (rd *round) Write(ctx context.Context, m resume.Message) error {
 	}
 	switch m.Kind {
 	case resume.KindRequest:
-		res, err := inputRequired(m.Data, rd.state)
-		if err != nil {
+		first := [][]byte{m.Data}
+		if _, err := inputRequired(first, rd.state); err != nil {
 			return err
 		}
 		rd.over = true
-		_ = rd.st.Write(ctx, Message{Kind: KindResponse, Data: spec.EncodeResponse(rd.id, res)})
+		answer := func(ctx context.Context, qs [][]byte) {
+			if res, err := inputRequired(qs, rd.state); err == nil {
+				_ = rd.st.Write(ctx, Message{Kind: KindResponse, Data: spec.EncodeResponse(rd.id, res)})
+			}
+		}
+		if rd.gather == nil {
+			answer(ctx, first)
+		} else {
+			first[0] = bytes.Clone(m.Data)
+			rd.gather(func() {
+				qs := first
+				if held, err := rd.req.Peek(); err == nil {
+					for _, h := range held {
+						if h.Kind == resume.KindRequest {
+							qs = append(qs, h.Data)
+						}
+					}
+				}
+				answer(context.WithoutCancel(ctx), qs)
+			})
+		}
 		// An error detaches the request, which keeps the question queued (it is
 		// answered by the retry, which then attaches the next round).
 		return errRoundOver
@@ -72,26 +121,30 @@ func (rd *round) answered() bool {
 	return rd.over
 }
 
-// inputRequired turns a server-to-client request into the input_required result
-// asking for it: its id is the key of its input request.
-func inputRequired(req []byte, state string) (json.RawMessage, error) {
-	m, derr := spec.Decode(req)
-	if derr != nil || m.Kind != spec.KindRequest {
-		return nil, errors.New("mcp: a queued question is not a request")
-	}
-	var key string
-	if json.Unmarshal(m.ID, &key) != nil {
-		return nil, errors.New("mcp: a queued question has no string id")
-	}
+// inputRequired turns server-to-client requests into the input_required result
+// asking for them: the id of each is the key of its input request.
+func inputRequired(reqs [][]byte, state string) (json.RawMessage, error) {
 	type input struct {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params,omitempty"`
+	}
+	inputs := make(map[string]input, len(reqs))
+	for _, req := range reqs {
+		m, derr := spec.Decode(req)
+		if derr != nil || m.Kind != spec.KindRequest {
+			return nil, errors.New("mcp: a queued question is not a request")
+		}
+		var key string
+		if json.Unmarshal(m.ID, &key) != nil {
+			return nil, errors.New("mcp: a queued question has no string id")
+		}
+		inputs[key] = input{m.Method, m.Params}
 	}
 	return json.Marshal(struct {
 		ResultType    string           `json:"resultType"`
 		InputRequests map[string]input `json:"inputRequests"`
 		RequestState  string           `json:"requestState"`
-	}{"input_required", map[string]input{key: {m.Method, m.Params}}, state})
+	}{"input_required", inputs, state})
 }
 
 // retried is a round attached by a retry on this session: when its stream closes
@@ -140,6 +193,7 @@ func (c *connState) retry(m *spec.Message, st Stream, state string) {
 		c.s.inputResponse(c, key, res)
 	}
 	rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
+	rd.gatherOn(c.s, r)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
