@@ -306,6 +306,10 @@ type connStream struct {
 	// notified: a notification was written since the last response (see
 	// transport.Drainer).
 	notified atomic.Bool
+	// respond serializes responses that may wait for a drain: a response
+	// written while another one waits would follow notifications written
+	// since, unread, without waiting itself.
+	respond sync.Mutex
 }
 
 // drainMax bounds the wait for a client to read notifications before a response:
@@ -315,15 +319,24 @@ type connStream struct {
 // itself.
 const drainMax = 100 * time.Millisecond
 
+// The flag is set once a notification is written, not before, and responses
+// take it one at a time: a response written meanwhile (another call's) that
+// took the flag and found nothing to wait for, or that waits, would otherwise
+// leave a notification's own response free to follow it into the client's
+// same read.
 func (s *connStream) Write(ctx context.Context, m Message) error {
-	if m.Kind != KindResponse {
-		s.notified.Store(true)
-	} else if s.notified.Swap(false) {
-		if d, ok := s.conn.(transport.Drainer); ok {
-			d.Drain(ctx, drainMax)
+	if _, ok := s.conn.(transport.Drainer); ok && m.Kind == KindResponse {
+		s.respond.Lock()
+		defer s.respond.Unlock()
+		if s.notified.Swap(false) {
+			s.conn.(transport.Drainer).Drain(ctx, drainMax)
 		}
 	}
-	return s.conn.Write(ctx, m.Data)
+	err := s.conn.Write(ctx, m.Data)
+	if m.Kind != KindResponse {
+		s.notified.Store(true)
+	}
+	return err
 }
 
 // dispatch handles one decoded message from the client; what answers it goes to st.

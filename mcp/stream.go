@@ -77,7 +77,8 @@ func (ss *Session) StreamClosed(st Stream) {
 }
 
 // Reconnect attaches the request with id, delivered by this session, to st: every
-// message after sequence number after follows (the client has the ones up to it),
+// message after sequence number after follows (the client has the ones up to it:
+// an acknowledgement, which puts the request in ack mode),
 // then live ones, ending with the request's response. It returns the JSON-RPC error
 // to give when there is no such request here, or it has ended and let go of its
 // messages.
@@ -89,7 +90,10 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 		return wireError(resume.ErrUnknown)
 	}
 	snk := sinkOf(st)
-	if err := t.r.Attach(snk, after); err != nil {
+	// An acknowledgement, 0 included (the client has the stream's priming
+	// event and nothing after it): what the replay window holds after it is
+	// written again.
+	if err := t.r.AttachAcked(snk, after); err != nil {
 		return wireError(err)
 	}
 	ss.c.track(t.r, t.hidden, st, snk)

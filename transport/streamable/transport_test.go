@@ -90,6 +90,37 @@ func TestLastEventIDReconnect(t *testing.T) {
 	}
 }
 
+// A stream dropped after its priming event, its later events lost in the
+// dying connection: GET with the priming event's id (a Last-Event-ID that
+// acknowledges nothing but the stream) gets them again from the replay window,
+// then the rest, once each.
+func TestLastEventIDFromPriming(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	ctx, drop := context.WithCancel(context.Background())
+	resp := c.do(ctx, http.MethodPost, countdown("5", 0.5, 5))
+	ch := events(resp.Body)
+	prime := next(t, ch)
+	for e := next(t, ch); progressOf(e) != 2; e = next(t, ch) {
+	}
+	drop() // progress 1 and 2 were written: delivered, as far as the server can tell
+
+	get := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+prime.id)
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET with Last-Event-ID: %s", get.Status)
+	}
+	var got []int
+	for e := range events(get.Body) {
+		if p := progressOf(e); p >= 0 {
+			got = append(got, p)
+		}
+	}
+	if fmt.Sprint(got) != "[1 2 3 4 5]" {
+		t.Fatalf("progress after the reconnect %v, want [1 2 3 4 5]", got)
+	}
+}
+
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
