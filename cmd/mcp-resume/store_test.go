@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // TestRestartSubprocess: a server on --data-dir is killed (SIGKILL) with calls in
@@ -332,57 +333,90 @@ func TestReplicasFlag(t *testing.T) {
 	}
 }
 
-// A task's events are kept with it in the store: streamed after a restart of
-// the server on its data directory, from the start and from a cursor, they are
-// the same, with the same numbers.
+// A task's events are kept with it in the store: streamed after a kill -9 of
+// the server and its restart on its data directory, from the start and from a
+// cursor, they are the same, with the same numbers; over Streamable HTTP,
+// WebSocket and stdio.
 func TestTaskStreamAcrossRestart(t *testing.T) {
-	dir := t.TempDir()
-	args := "serve --http 127.0.0.1:0 --data-dir " + dir
-	first := spawnNet(t, args, 1)[0]
-	c := e2etest.NewClient(t, streamable.Dial(first.URL, nil))
-	c.Initialize(`{}`)
-	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.2,"steps":3},"_meta":{"progressToken":"p"},"task":{}}}`)
-	m, _ := c.Response(`1`)
-	var created struct {
-		Task struct{ TaskID string } `json:"task"`
-	}
-	if err := json.Unmarshal(m.Result, &created); err != nil || created.Task.TaskID == "" {
-		t.Fatalf("CreateTaskResult: %s", m.Raw)
-	}
-	task := created.Task.TaskID
-	stream := func(c *e2etest.Client, id, after string) string {
-		params := fmt.Sprintf(`{"taskId":%q%s}`, task, after)
-		c.Send(`{"jsonrpc":"2.0","id":%q,"method":"tasks/stream","params":%s}`, id, params)
-		resp, before := c.Response(`"` + id + `"`)
-		var got []string
-		for _, m := range before {
-			var ev struct {
-				Seq  uint64
-				Type string
-			}
-			if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
-				got = append(got, fmt.Sprintf("%s:%d", strings.TrimPrefix(ev.Type, "io.mcp-resume."), ev.Seq))
-			}
+	// start runs the server on dir and returns a client of it, and what kills
+	// it (SIGKILL, waited for).
+	type start func(t *testing.T, dir string) (*e2etest.Client, func())
+	overNet := func(dial func(t *testing.T, l startLine) transport.Conn) start {
+		return func(t *testing.T, dir string) (*e2etest.Client, func()) {
+			l := spawnNet(t, "serve --http 127.0.0.1:0 --data-dir "+dir, 1)[0]
+			return e2etest.NewClient(t, dial(t, l)), l.Kill
 		}
-		if resp.Error != nil {
-			t.Fatalf("tasks/stream: %s", resp.Raw)
-		}
-		return strings.Join(got, " ")
 	}
-	const all = "progress:0 progress:1 progress:2 status:3"
-	if got := stream(c, "s1", ""); got != all {
-		t.Fatalf("before the restart: %s, want %s", got, all)
-	}
-	first.Kill()
+	for name, start := range map[string]start{
+		"http": overNet(func(t *testing.T, l startLine) transport.Conn {
+			c := streamable.Dial(l.URL, nil)
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}),
+		"ws": overNet(func(t *testing.T, l startLine) transport.Conn {
+			c, err := ws.Dial(t.Context(), l.WS, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}),
+		"stdio": func(t *testing.T, dir string) (*e2etest.Client, func()) {
+			conn := spawn(t, "serve --stdio --data-dir "+dir)
+			return e2etest.NewClient(t, conn), func() {
+				p := conn.(*procConn)
+				_ = p.cmd.Process.Kill()
+				_ = p.Close()
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			c, kill := start(t, dir)
+			c.Initialize(`{}`)
+			c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.2,"steps":3},"_meta":{"progressToken":"p"},"task":{}}}`)
+			m, _ := c.Response(`1`)
+			var created struct {
+				Task struct{ TaskID string } `json:"task"`
+			}
+			if err := json.Unmarshal(m.Result, &created); err != nil || created.Task.TaskID == "" {
+				t.Fatalf("CreateTaskResult: %s", m.Raw)
+			}
+			task := created.Task.TaskID
+			stream := func(c *e2etest.Client, id, after string) string {
+				params := fmt.Sprintf(`{"taskId":%q%s}`, task, after)
+				c.Send(`{"jsonrpc":"2.0","id":%q,"method":"tasks/stream","params":%s}`, id, params)
+				resp, before := c.Response(`"` + id + `"`)
+				var got []string
+				for _, m := range before {
+					var ev struct {
+						Seq  uint64
+						Type string
+					}
+					if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
+						got = append(got, fmt.Sprintf("%s:%d", strings.TrimPrefix(ev.Type, "io.mcp-resume."), ev.Seq))
+					}
+				}
+				if resp.Error != nil {
+					t.Fatalf("tasks/stream: %s", resp.Raw)
+				}
+				return strings.Join(got, " ")
+			}
+			const all = "progress:0 progress:1 progress:2 status:3"
+			if got := stream(c, "s1", ""); got != all {
+				t.Fatalf("before the restart: %s, want %s", got, all)
+			}
+			kill()
 
-	second := spawnNet(t, args, 1)[0]
-	d := e2etest.NewClient(t, streamable.Dial(second.URL, nil))
-	d.Initialize(`{}`)
-	if got := stream(d, "s2", ""); got != all {
-		t.Fatalf("after the restart: %s, want %s", got, all)
-	}
-	if got := stream(d, "s3", `,"after":1`); got != "progress:2 status:3" {
-		t.Fatalf("after the restart, from seq 1: %s", got)
+			d, _ := start(t, dir)
+			d.Initialize(`{}`)
+			if got := stream(d, "s2", ""); got != all {
+				t.Fatalf("after the restart: %s, want %s", got, all)
+			}
+			if got := stream(d, "s3", `,"after":1`); got != "progress:2 status:3" {
+				t.Fatalf("after the restart, from seq 1: %s", got)
+			}
+		})
 	}
 }
 
