@@ -84,7 +84,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				call["task"] = map[string]any{}
 			}
 			if p.modern && call["task"] == nil {
-				g.modernCall(ctx, call, meta, answers, state)
+				g.modernCall(ctx, req.Params.Meta, call, meta, answers, state)
 			}
 			if params, err = json.Marshal(call); err != nil {
 				return nil, err
@@ -199,11 +199,21 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 // upstream then comes back as the call's input_required result, which goes to
 // the client as it is; the client's retry comes here and goes to the upstream
 // with the upstream's state, untouched.
-func (g *Gateway) modernCall(ctx context.Context, call, meta map[string]any, answers any, state string) {
+func (g *Gateway) modernCall(ctx context.Context, asked *mcpgo.Meta, call, meta map[string]any, answers any, state string) {
 	caps := map[string]any{}
-	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		if b, err := json.Marshal(cs.GetClientCapabilities()); err == nil {
+	cs := server.ClientSessionFromContext(ctx)
+	if ci, ok := cs.(server.SessionWithClientInfo); ok {
+		if b, err := json.Marshal(ci.GetClientCapabilities()); err == nil {
 			_ = json.Unmarshal(b, &caps)
+		}
+	}
+	// The 2026 era sends a request's log messages only at a level it names:
+	// a 2026 client's own, a 2025 client's session's.
+	if level, ok := clientMeta(asked, spec.MetaLogLevel); ok {
+		meta[spec.MetaLogLevel] = level
+	} else if _, modern := clientMeta(asked, spec.MetaProtocolVersion); !modern {
+		if ls, ok := cs.(server.SessionWithLogging); ok && ls.GetLogLevel() != "" {
+			meta[spec.MetaLogLevel] = ls.GetLogLevel()
 		}
 	}
 	if ext, ok := caps["extensions"].(map[string]any); ok {
@@ -234,6 +244,15 @@ func (g *Gateway) modernCall(ctx context.Context, call, meta map[string]any, ans
 // upstream's: the upstream's own, wrapped, so that the gateway's core, which
 // may make states of the same form, never takes it for one of its own.
 const stateTag = "gw1."
+
+// clientMeta is the value of key in the _meta of the client's request.
+func clientMeta(m *mcpgo.Meta, key string) (any, bool) {
+	if m == nil {
+		return nil, false
+	}
+	v, ok := m.AdditionalFields[key]
+	return v, ok
+}
 
 // retryOf is what a client's retry (MRTR) carries for the upstream: its
 // answers (nil for none) and the upstream's state.

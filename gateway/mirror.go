@@ -227,7 +227,7 @@ func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*m
 	if req.Params.Arguments != nil {
 		params["arguments"] = req.Params.Arguments
 	}
-	raw, err := g.rounds(ctx, "prompts/get", params, req.Params.MultiRoundTripParams)
+	raw, err := g.rounds(ctx, "prompts/get", params, req.Params.Meta, req.Params.MultiRoundTripParams)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*m
 // era is asked in that era, and its questions (an input_required answer) are
 // passed to the client, or asked here, as a tool call's are (callTool). mr is
 // what the client's retry carries.
-func (g *Gateway) rounds(ctx context.Context, method string, params map[string]any, mr mcpgo.MultiRoundTripParams) (json.RawMessage, error) {
+func (g *Gateway) rounds(ctx context.Context, method string, params map[string]any, asked *mcpgo.Meta, mr mcpgo.MultiRoundTripParams) (json.RawMessage, error) {
 	answers, state := retryOf(mr)
 	for {
 		p, err := g.current(ctx)
@@ -251,7 +251,7 @@ func (g *Gateway) rounds(ctx context.Context, method string, params map[string]a
 		}
 		if p.modern {
 			meta := map[string]any{}
-			g.modernCall(ctx, params, meta, answers, state)
+			g.modernCall(ctx, asked, params, meta, answers, state)
 			params["_meta"] = meta
 		}
 		raw, err := g.request(ctx, method, params)
