@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -200,11 +201,11 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 // the client as it is; the client's retry comes here and goes to the upstream
 // with the upstream's state, untouched.
 func (g *Gateway) modernCall(ctx context.Context, asked *mcpgo.Meta, call, meta map[string]any, answers any, state string) {
-	caps := map[string]any{}
 	cs := server.ClientSessionFromContext(ctx)
+	caps := json.RawMessage("{}")
 	if ci, ok := cs.(server.SessionWithClientInfo); ok {
 		if b, err := json.Marshal(ci.GetClientCapabilities()); err == nil {
-			_ = json.Unmarshal(b, &caps)
+			caps = b
 		}
 	}
 	// The 2026 era sends a request's log messages only at a level it names:
@@ -216,18 +217,26 @@ func (g *Gateway) modernCall(ctx context.Context, asked *mcpgo.Meta, call, meta 
 			meta[spec.MetaLogLevel] = ls.GetLogLevel()
 		}
 	}
-	if ext, ok := caps["extensions"].(map[string]any); ok {
-		// The gateway's client gets a task of the gateway's, which outlives
-		// the upstream call; the upstream is asked for the result.
-		delete(ext, spec.ExtensionTasks)
-	}
-	if g.opts.URL != "" { // resumable, as the session's calls are
-		exp, _ := caps["experimental"].(map[string]any)
-		if exp == nil {
-			exp = map[string]any{}
+	// The gateway's client gets a task of the gateway's, which outlives the
+	// upstream call: the tasks extension is not passed on. A call to an HTTP
+	// upstream is resumable, as the session's calls are. Decoded only when
+	// there is something to change: most calls pass their client's as it is.
+	if resumable := g.opts.URL != ""; resumable || bytes.Contains(caps, []byte(spec.ExtensionTasks)) {
+		var m map[string]any
+		if json.Unmarshal(caps, &m) == nil {
+			if ext, ok := m["extensions"].(map[string]any); ok {
+				delete(ext, spec.ExtensionTasks)
+			}
+			if resumable {
+				exp, _ := m["experimental"].(map[string]any)
+				if exp == nil {
+					exp = map[string]any{}
+				}
+				exp[spec.CapabilityName] = map[string]any{}
+				m["experimental"] = exp
+			}
+			caps, _ = json.Marshal(m)
 		}
-		exp[spec.CapabilityName] = map[string]any{}
-		caps["experimental"] = exp
 	}
 	meta[spec.MetaProtocolVersion] = spec.Version2026
 	meta[spec.MetaClientCapabilities] = caps
