@@ -400,3 +400,40 @@ func TestGatewayQuestionsOfConcurrentCalls(t *testing.T) {
 		t.Fatalf("results %q, want each call its own answer", results)
 	}
 }
+
+// A tool's log messages through the gateway in front of a child that speaks
+// 2026-07-28 (`serve --conformance --stdio`, its test_logging_tool logs three
+// at info): a 2025 client gets them at its session's level, a 2026 client at
+// the level its request names, and none when it names none.
+func TestGatewayLogLevels(t *testing.T) {
+	t.Setenv("MCP_RESUME_TEST_UPSTREAM", "serve --conformance --stdio")
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	logs := func(id string) int {
+		t.Helper()
+		resp, before := c.Response(id)
+		if resp.Error != nil {
+			t.Fatalf("the call: %s", resp.Raw)
+		}
+		n := 0
+		for _, m := range before {
+			if m.Method == "notifications/message" {
+				n++
+			}
+		}
+		return n
+	}
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"test_logging_tool","arguments":{}}}`)
+	if n := logs(`"a"`); n != 3 {
+		t.Errorf("a 2025 client got %d log messages, want 3", n)
+	}
+	const envelope = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`
+	c.Send(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"test_logging_tool","arguments":{},"_meta":{%s}}}`, envelope)
+	if n := logs(`"b"`); n != 0 {
+		t.Errorf("a 2026 request that named no log level got %d log messages, want none", n)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"test_logging_tool","arguments":{},"_meta":{%s,"io.modelcontextprotocol/logLevel":"info"}}}`, envelope)
+	if n := logs(`"c"`); n != 3 {
+		t.Errorf("a 2026 request at level info got %d log messages, want 3", n)
+	}
+}
