@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
 )
 
 // A tool the upstream adds while the gateway runs: the upstream says its list
@@ -26,13 +24,7 @@ func TestListChangedFollowed(t *testing.T) {
 	upSrv := server.NewMCPServer("up", "1", server.WithToolCapabilities(true))
 	demo.Add(upSrv)
 	up := mcp.New(upSrv, nil)
-	h := streamable.NewHandler(up, nil)
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() {
-		h.Close()
-		hs.Close()
-		up.Close()
-	})
+	hs := serveHTTP(t, up)
 	r := newRig(t, gateway.Options{URL: hs.URL})
 	c := e2etest.NewClient(t, r.dialWS(t))
 	c.Initialize(`{}`)
@@ -63,13 +55,7 @@ func TestListChangedFollowed(t *testing.T) {
 // stops (its core counts no call), over a Streamable HTTP upstream.
 func TestCancelGoesUpstream(t *testing.T) {
 	up := mcp.New(demo.Server("up"), nil)
-	h := streamable.NewHandler(up, nil)
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() {
-		h.Close()
-		hs.Close()
-		up.Close()
-	})
+	hs := serveHTTP(t, up)
 	r := newRig(t, gateway.Options{URL: hs.URL})
 	c := e2etest.NewClient(t, r.dialWS(t))
 	c.Initialize(`{"resumableRequests":{}}`)

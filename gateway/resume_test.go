@@ -29,6 +29,20 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
+// serveHTTP serves core over Streamable HTTP on loopback until the test ends,
+// and closes core then.
+func serveHTTP(t *testing.T, core *mcp.Server) *httptest.Server {
+	t.Helper()
+	h := streamable.NewHandler(core, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Close()
+		hs.Close()
+		core.Close()
+	})
+	return hs
+}
+
 // upstreamOurs serves the demo tools with resumable requests (SEP-975) over
 // Streamable HTTP (/mcp) on loopback, with keepalives every 200 ms on its
 // streams (so a client's default Silence window is 500 ms), and WebSocket
@@ -169,13 +183,7 @@ func TestUpstreamLostBeforePolicy(t *testing.T) {
 		return mcpgo.NewToolResultText("ran"), nil
 	})
 	up := mcp.New(upSrv, nil)
-	h := streamable.NewHandler(up, nil)
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() {
-		h.Close()
-		hs.Close()
-		up.Close()
-	})
+	hs := serveHTTP(t, up)
 	cut := &cutFirstCall{base: http.DefaultTransport}
 	r := newRig(t, gateway.Options{URL: hs.URL + "/mcp", Client: &http.Client{Transport: cut}})
 	c := e2etest.NewClient(t, r.dialWS(t))
@@ -282,13 +290,7 @@ func (c *eraConn) Write(b []byte) (int, error) {
 // result.
 func TestUpstreamTaskAcrossCut(t *testing.T) {
 	up := mcp.New(demo.Server("up"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
-	h := streamable.NewHandler(up, nil)
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() {
-		h.Close()
-		hs.Close()
-		up.Close()
-	})
+	hs := serveHTTP(t, up)
 	p := faultproxy.New(t, hs.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
 	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
 	if s, declared := r.g.TaskSupport("countdown"); s != mcpgo.TaskSupportRequired || !declared {
@@ -394,13 +396,7 @@ func TestKeyedCallCutUnanswered(t *testing.T) {
 				pol.Task = mcp.TaskRequired
 			}
 			up := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"countdown": pol}})
-			h := streamable.NewHandler(up, nil)
-			hs := httptest.NewServer(h)
-			t.Cleanup(func() {
-				h.Close()
-				hs.Close()
-				up.Close()
-			})
+			hs := serveHTTP(t, up)
 			p = faultproxy.New(t, hs.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
 			r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
 			c := e2etest.NewClient(t, r.dialWS(t))

@@ -40,6 +40,24 @@ func countingServer(runs *atomic.Int32) *server.MCPServer {
 	return s
 }
 
+// holdFirst holds srv's first tool call before its tool runs until the
+// returned channel is closed. Registered before mcp.New's own middleware, it
+// runs first: the call is held with its key taken, not yet a request of the
+// engine.
+func holdFirst(srv *server.MCPServer) chan struct{} {
+	gate := make(chan struct{})
+	var first atomic.Bool
+	srv.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			if first.CompareAndSwap(false, true) {
+				<-gate
+			}
+			return next(ctx, req)
+		}
+	})
+	return gate
+}
+
 const keyedCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"steps","_meta":{"progressToken":"p","io.mcp-resume/key":%q}}}`
 
 // A call named with a key whose connection is lost, before or after its policy
@@ -165,19 +183,8 @@ func TestCallKeyNotResumable(t *testing.T) {
 func TestCallKeySentBeforeStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int32
-		gate := make(chan struct{})
-		var first atomic.Bool
 		srv := countingServer(&runs)
-		// Registered before mcp.New's own, so it runs first: the call is held
-		// here with its key taken, not yet a request of the engine.
-		srv.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-			return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-				if first.CompareAndSwap(false, true) {
-					<-gate
-				}
-				return next(ctx, req)
-			}
-		})
+		gate := holdFirst(srv)
 		core := mcp.New(srv, nil)
 		dial := serveCore(t, core)
 		a := e2etest.NewClient(t, dial(t))
@@ -220,17 +227,8 @@ const keyedTask = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name
 func TestCallKeyTaskSentAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int32
-		gate := make(chan struct{})
-		var first atomic.Bool
 		srv := countingServer(&runs)
-		srv.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-			return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-				if first.CompareAndSwap(false, true) {
-					<-gate
-				}
-				return next(ctx, req)
-			}
-		})
+		gate := holdFirst(srv)
 		core := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"steps": {Mode: mcp.Always, Task: mcp.AsTask}}})
 		dial := serveCore(t, core)
 		created := func(c *e2etest.Client) (id, status string) {

@@ -75,8 +75,7 @@ func (rd *round) Write(ctx context.Context, m resume.Message) error {
 	}
 	switch m.Kind {
 	case resume.KindRequest:
-		first := [][]byte{m.Data}
-		if _, err := inputRequired(first, rd.state); err != nil {
+		if _, err := inputRequired([][]byte{m.Data}, rd.state); err != nil {
 			return err
 		}
 		rd.over = true
@@ -86,11 +85,13 @@ func (rd *round) Write(ctx context.Context, m resume.Message) error {
 			}
 		}
 		if rd.gather == nil {
-			answer(ctx, first)
+			answer(ctx, [][]byte{m.Data})
 		} else {
-			first[0] = bytes.Clone(m.Data)
+			first := bytes.Clone(m.Data)
 			rd.gather(func() {
-				qs := first
+				// The first question is among those held, unless it was
+				// answered meanwhile; the keys make one of each.
+				qs := [][]byte{first}
 				if held, err := rd.req.Peek(); err == nil {
 					for _, h := range held {
 						if h.Kind == resume.KindRequest {

@@ -325,11 +325,11 @@ const drainMax = 100 * time.Millisecond
 // leave a notification's own response free to follow it into the client's
 // same read.
 func (s *connStream) Write(ctx context.Context, m Message) error {
-	if _, ok := s.conn.(transport.Drainer); ok && m.Kind == KindResponse {
+	if d, ok := s.conn.(transport.Drainer); ok && m.Kind == KindResponse {
 		s.respond.Lock()
 		defer s.respond.Unlock()
 		if s.notified.Swap(false) {
-			s.conn.(transport.Drainer).Drain(ctx, drainMax)
+			d.Drain(ctx, drainMax)
 		}
 	}
 	err := s.conn.Write(ctx, m.Data)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -287,14 +286,8 @@ func TestClusterTaskStream(t *testing.T) {
 			c.Send(`{"jsonrpc":"2.0","id":"s","method":"tasks/stream","params":{"taskId":%q}}`, id)
 			resp, before := c.Response(`"s"`)
 			var got []string
-			for _, m := range before {
-				var ev struct {
-					Seq  uint64
-					Type string
-				}
-				if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
-					got = append(got, fmt.Sprintf("%d:%s", ev.Seq, strings.TrimPrefix(ev.Type, "io.mcp-resume.")))
-				}
+			for _, ev := range e2etest.TaskEvents(before) {
+				got = append(got, fmt.Sprintf("%d:%s", ev.Seq, ev.Type))
 			}
 			if resp.Error != nil || strings.Join(got, " ") != "0:progress 1:progress 2:progress 3:progress 4:status" {
 				t.Fatalf("on B: %v; response %s", got, resp.Raw)

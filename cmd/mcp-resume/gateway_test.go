@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -427,12 +428,12 @@ func TestGatewayLogLevels(t *testing.T) {
 	if n := logs(`"a"`); n != 3 {
 		t.Errorf("a 2025 client got %d log messages, want 3", n)
 	}
-	const envelope = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`
-	c.Send(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"test_logging_tool","arguments":{},"_meta":{%s}}}`, envelope)
+	const call = `"name":"test_logging_tool","arguments":{}`
+	c.Modern(`"b"`, "tools/call", call, `{}`)
 	if n := logs(`"b"`); n != 0 {
 		t.Errorf("a 2026 request that named no log level got %d log messages, want none", n)
 	}
-	c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"test_logging_tool","arguments":{},"_meta":{%s,"io.modelcontextprotocol/logLevel":"info"}}}`, envelope)
+	c.Modern(`"c"`, "tools/call", call, `{}`, fmt.Sprintf(`%q:"info"`, spec.MetaLogLevel))
 	if n := logs(`"c"`); n != 3 {
 		t.Errorf("a 2026 request at level info got %d log messages, want 3", n)
 	}

@@ -388,14 +388,8 @@ func TestTaskStreamAcrossRestart(t *testing.T) {
 				c.Send(`{"jsonrpc":"2.0","id":%q,"method":"tasks/stream","params":%s}`, id, params)
 				resp, before := c.Response(`"` + id + `"`)
 				var got []string
-				for _, m := range before {
-					var ev struct {
-						Seq  uint64
-						Type string
-					}
-					if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
-						got = append(got, fmt.Sprintf("%s:%d", strings.TrimPrefix(ev.Type, "io.mcp-resume."), ev.Seq))
-					}
+				for _, ev := range e2etest.TaskEvents(before) {
+					got = append(got, fmt.Sprintf("%s:%d", ev.Type, ev.Seq))
 				}
 				if resp.Error != nil {
 					t.Fatalf("tasks/stream: %s", resp.Raw)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,4 +279,25 @@ func (c *Client) Countdowns(calls, seconds, steps int) {
 			c.t.Errorf("call %d: progress %v, want 1..%d once each in order", i, got, steps)
 		}
 	}
+}
+
+// TaskEvent is a notifications/tasks/event as a test reads it: Type without
+// its io.mcp-resume. prefix.
+type TaskEvent struct {
+	Seq     uint64
+	Type    string
+	Payload json.RawMessage
+}
+
+// TaskEvents returns the task events among ms, in order.
+func TaskEvents(ms []Msg) []TaskEvent {
+	var evs []TaskEvent
+	for _, m := range ms {
+		var ev TaskEvent
+		if m.Method == spec.MethodTaskEvent && json.Unmarshal(m.Params, &ev) == nil {
+			ev.Type = strings.TrimPrefix(ev.Type, "io.mcp-resume.")
+			evs = append(evs, ev)
+		}
+	}
+	return evs
 }
