@@ -164,8 +164,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				return nil, err
 			}
 		}
-		var in inputAsked
-		if json.Unmarshal(raw, &in) == nil && in.ResultType == string(mcpgo.ResultTypeInputRequired) && !resumemcp.TakesInputRequired(ctx) {
+		if in, ok := askedInput(raw); ok && !resumemcp.TakesInputRequired(ctx) {
 			// Asked here, then sent again as a new call with the answers.
 			if answers, err = fulfil(ctx, in); err != nil {
 				return nil, err
@@ -176,20 +175,15 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			g.mu.Unlock()
 			continue
 		}
-		res, err := mcpgo.ParseCallToolResult(&raw)
-		if err != nil {
-			return nil, spec.NewError(spec.CodeInternalError, "", "malformed tool result from the upstream: "+err.Error())
+		var res mcpgo.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil || res.Content == nil && res.ResultType != mcpgo.ResultTypeInputRequired {
+			return nil, spec.NewError(spec.CodeInternalError, "", "malformed tool result from the upstream: "+cmp.Or(err, errNoContent).Error())
 		}
 		if res.ResultType == mcpgo.ResultTypeInputRequired && res.RequestState != "" {
 			res.RequestState = clientState(res.RequestState)
 		}
-		if res.Meta != nil { // the upstream's numbering, not the client's
-			delete(res.Meta.AdditionalFields, spec.MetaSeq)
-			if res.Meta.ProgressToken == nil && len(res.Meta.AdditionalFields) == 0 {
-				res.Meta = nil
-			}
-		}
-		return res, nil
+		res.Meta = ownMeta(res.Meta)
+		return &res, nil
 	}
 }
 
@@ -286,6 +280,35 @@ func upstreamState(s string) string {
 		}
 	}
 	return s
+}
+
+// errNoContent: a tool result without content that asks for no input.
+var errNoContent = errors.New("content is missing")
+
+// ownMeta is the _meta of an upstream's result as the gateway's own result
+// carries it: without the upstream's numbering (SEP-975) and the upstream's
+// serverInfo (2026-07-28; the gateway's core names the gateway); nil when
+// nothing is left.
+func ownMeta(m *mcpgo.Meta) *mcpgo.Meta {
+	if m == nil {
+		return nil
+	}
+	delete(m.AdditionalFields, spec.MetaSeq)
+	delete(m.AdditionalFields, mcpgo.MetaKeyServerInfo)
+	if m.ProgressToken == nil && len(m.AdditionalFields) == 0 {
+		return nil
+	}
+	return m
+}
+
+// askedInput reads raw, an upstream's result, as an input_required answer
+// (MRTR); ok is false for any other result. The result type is looked up
+// without decoding the rest: most results are complete.
+func askedInput(raw json.RawMessage) (in inputAsked, ok bool) {
+	if v, found, scanned := spec.Member(raw, "resultType"); scanned && (!found || !bytes.Equal(v, []byte(`"`+mcpgo.ResultTypeInputRequired+`"`))) {
+		return in, false
+	}
+	return in, json.Unmarshal(raw, &in) == nil && in.ResultType == string(mcpgo.ResultTypeInputRequired)
 }
 
 // inputAsked is an upstream's input_required answer (MRTR), as the gateway
@@ -536,6 +559,9 @@ func hasRoots(ctx context.Context) bool {
 // createdTask is the task id of a CreateTaskResult of 2025-11-25 ({"task":
 // {"taskId": ...}}), or "" for any other result.
 func createdTask(raw json.RawMessage) string {
+	if _, found, scanned := spec.Member(raw, "task"); scanned && !found {
+		return ""
+	}
 	var r struct {
 		Task *struct {
 			TaskID string `json:"taskId"`

@@ -232,10 +232,14 @@ func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*m
 		return nil, err
 	}
 	res, err := mcpgo.ParseGetPromptResult(&raw)
-	if err == nil && res.ResultType == mcpgo.ResultTypeInputRequired && res.RequestState != "" {
+	if err != nil {
+		return nil, err
+	}
+	if res.ResultType == mcpgo.ResultTypeInputRequired && res.RequestState != "" {
 		res.RequestState = clientState(res.RequestState)
 	}
-	return res, err
+	res.Meta = ownMeta(res.Meta)
+	return res, nil
 }
 
 // rounds asks the upstream method with params; an upstream of the 2026-07-28
@@ -255,10 +259,12 @@ func (g *Gateway) rounds(ctx context.Context, method string, params map[string]a
 			params["_meta"] = meta
 		}
 		raw, err := g.request(ctx, method, params)
-		var in inputAsked
-		if err != nil || !p.modern || json.Unmarshal(raw, &in) != nil ||
-			in.ResultType != string(mcpgo.ResultTypeInputRequired) || resumemcp.TakesInputRequired(ctx) {
+		if err != nil || !p.modern {
 			return raw, err
+		}
+		in, asked := askedInput(raw)
+		if !asked || resumemcp.TakesInputRequired(ctx) {
+			return raw, nil
 		}
 		if answers, err = fulfil(ctx, in); err != nil {
 			return nil, err

@@ -12,50 +12,59 @@ import (
 // regard to case, which encoding/json would match into a struct field): the
 // caller then decodes with encoding/json.
 func Member(obj []byte, key string) (v []byte, found, ok bool) {
+	start, end, found, ok := memberAt(obj, key)
+	if !ok || !found {
+		return nil, false, ok
+	}
+	return obj[start:end], true, true
+}
+
+// memberAt is Member with the value's place in obj: obj[start:end].
+func memberAt(obj []byte, key string) (start, end int, found, ok bool) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return nil, false, false
+		return 0, 0, false, false
 	}
 	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return nil, false, skipSpace(obj, i+1) == len(obj)
+		return 0, 0, false, skipSpace(obj, i+1) == len(obj)
 	}
 	for {
 		if i >= len(obj) || obj[i] != '"' {
-			return nil, false, false
+			return 0, 0, false, false
 		}
 		ke, esc, sok := skipString(obj, i)
 		if !sok || esc {
-			return nil, false, false
+			return 0, 0, false, false
 		}
 		k := obj[i+1 : ke-1]
 		i = skipSpace(obj, ke)
 		if i >= len(obj) || obj[i] != ':' {
-			return nil, false, false
+			return 0, 0, false, false
 		}
 		vs := skipSpace(obj, i+1)
 		ve, vok := skipValue(obj, vs, 1)
 		if !vok {
-			return nil, false, false
+			return 0, 0, false, false
 		}
 		switch {
 		case string(k) == key:
 			if found {
-				return nil, false, false // repeated: encoding/json takes the last
+				return 0, 0, false, false // repeated: encoding/json takes the last
 			}
-			v, found = obj[vs:ve], true
+			start, end, found = vs, ve, true
 		case bytes.EqualFold(k, []byte(key)) || !ascii(k):
-			return nil, false, false
+			return 0, 0, false, false
 		}
 		i = skipSpace(obj, ve)
 		if i >= len(obj) {
-			return nil, false, false
+			return 0, 0, false, false
 		}
 		if obj[i] == '}' {
-			return v, found, skipSpace(obj, i+1) == len(obj)
+			return start, end, found, skipSpace(obj, i+1) == len(obj)
 		}
 		if obj[i] != ',' {
-			return nil, false, false
+			return 0, 0, false, false
 		}
 		i = skipSpace(obj, i+1)
 	}

@@ -21,6 +21,9 @@ func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
 	if canPrepend(obj) {
 		return appendStamped(make([]byte, 0, len(obj)+len(key)+len(val)+16), obj, key, val)
 	}
+	if out, ok := insertMeta(obj, key, val); ok {
+		return out
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(obj, &fields); err != nil {
 		return obj
@@ -38,6 +41,30 @@ func stampMeta(obj json.RawMessage, key string, val []byte) json.RawMessage {
 		return obj
 	}
 	return out
+}
+
+// insertMeta returns obj with key:val put first in the object that is its
+// _meta member, found by the scanner without decoding: ok is false when the
+// scanner cannot say what encoding/json would (see Member), when _meta is not
+// an object, or when it has key already.
+func insertMeta(obj []byte, key string, val []byte) ([]byte, bool) {
+	start, end, found, ok := memberAt(obj, "_meta")
+	if !ok || !found || obj[start] != '{' {
+		return nil, false
+	}
+	if _, has, ok := Member(obj[start:end], key); !ok || has {
+		return nil, false
+	}
+	b := make([]byte, 0, len(obj)+len(key)+len(val)+4)
+	b = append(b, obj[:start+1]...)
+	b = append(b, '"')
+	b = append(b, key...)
+	b = append(b, `":`...)
+	b = append(b, val...)
+	if obj[skipSpace(obj, start+1)] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, obj[start+1:]...), true
 }
 
 // canPrepend reports whether obj (a JSON object) has no "_meta" text anywhere, in

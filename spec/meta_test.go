@@ -82,6 +82,19 @@ func TestStampSeqKeepsNumberSpelling(t *testing.T) {
 	}
 }
 
+// An existing _meta takes the number in place: the rest of the object comes
+// back byte for byte (its order, spacing and spelling), not re-encoded.
+func TestStampSeqIntoMetaInPlace(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"content":[{"text":"<&>"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}`: `{"content":[{"text":"<&>"}],"_meta":{"io.mcp-resume/seq":3,"io.modelcontextprotocol/serverInfo":{"name":"s"}}}`,
+		`{ "_meta" : { } , "z" : 1.50 }`: `{ "_meta" : {"io.mcp-resume/seq":3 } , "z" : 1.50 }`,
+	} {
+		if got := spec.StampSeq(json.RawMessage(in), 3); string(got) != want {
+			t.Errorf("StampSeq(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
 func TestStampSeqNonObjectUnchanged(t *testing.T) {
 	for _, in := range []string{``, `null`, `1`, `"x"`, `[]`, `[{"a":1}]`, `true`, `{`, `  [1]  `} {
 		got := spec.StampSeq(json.RawMessage(in), 5)

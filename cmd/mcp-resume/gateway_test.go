@@ -438,3 +438,29 @@ func TestGatewayLogLevels(t *testing.T) {
 		t.Errorf("a 2026 request at level info got %d log messages, want 3", n)
 	}
 }
+
+// A result through the gateway in front of a child that speaks 2026-07-28
+// carries the _meta of the era its own client speaks: the child's serverInfo
+// stays with the child (a 2025 result names none; a 2026 one names the
+// gateway's, given by the gateway's core).
+func TestGatewayResultMeta(t *testing.T) {
+	t.Setenv("MCP_RESUME_TEST_UPSTREAM", "serve --conformance --stdio")
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	serverInfo := func(id string) int {
+		t.Helper()
+		resp, _ := c.Response(id)
+		if resp.Error != nil {
+			t.Fatalf("the call: %s", resp.Raw)
+		}
+		return strings.Count(string(resp.Raw), "io.modelcontextprotocol/serverInfo")
+	}
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"test_simple_text","arguments":{}}}`)
+	if n := serverInfo(`"a"`); n != 0 {
+		t.Errorf("a 2025 result names a serverInfo %d times, want none", n)
+	}
+	c.Modern(`"b"`, "tools/call", `"name":"test_simple_text","arguments":{}`, `{}`)
+	if n := serverInfo(`"b"`); n != 1 {
+		t.Errorf("a 2026 result names a serverInfo %d times, want once", n)
+	}
+}
