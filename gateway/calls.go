@@ -74,7 +74,9 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			if req.Params.Arguments != nil {
 				call["arguments"] = req.Params.Arguments
 			}
-			if support, _ := g.TaskSupport(req.Params.Name); support == mcpgo.TaskSupportRequired {
+			support, _ := g.TaskSupport(req.Params.Name)
+			upTask := support == mcpgo.TaskSupportRequired
+			if upTask && !p.modern {
 				// A task of the upstream's (2025-11-25): it outlives the
 				// connection it was made on, and its questions say which
 				// task they are for. Only when the tool must be one: a
@@ -84,8 +86,11 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				// a connection that died is not sent again.
 				call["task"] = map[string]any{}
 			}
-			if p.modern && call["task"] == nil {
-				g.modernCall(ctx, req.Params.Meta, call, meta, answers, state)
+			if p.modern {
+				// A child of the 2026-07-28 era makes a task-required call
+				// its task when it chooses (its questions may come first,
+				// as the call's input_required answer: SEP-2663).
+				g.modernCall(ctx, req.Params.Meta, call, meta, answers, state, upTask)
 			}
 			if params, err = json.Marshal(call); err != nil {
 				return nil, err
@@ -163,6 +168,14 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			if raw, err = g.awaitTask(ctx, uc, id, task); err != nil {
 				return nil, err
 			}
+		} else if task := modernTask(raw); task != "" {
+			// The upstream's call became its task: the client's becomes the
+			// gateway's (a 2026 client of the extension is answered with its
+			// CreateTaskResult now), which ends with the upstream's.
+			resumemcp.Promote(ctx)
+			if raw, err = g.awaitModernTask(ctx, uc, id, task); err != nil {
+				return nil, err
+			}
 		}
 		if in, ok := askedInput(raw); ok && !resumemcp.TakesInputRequired(ctx) {
 			// Asked here, then sent again as a new call with the answers.
@@ -194,7 +207,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 // upstream then comes back as the call's input_required result, which goes to
 // the client as it is; the client's retry comes here and goes to the upstream
 // with the upstream's state, untouched.
-func (g *Gateway) modernCall(ctx context.Context, asked *mcpgo.Meta, call, meta map[string]any, answers any, state string) {
+func (g *Gateway) modernCall(ctx context.Context, asked *mcpgo.Meta, call, meta map[string]any, answers any, state string, tasks bool) {
 	cs := server.ClientSessionFromContext(ctx)
 	caps := json.RawMessage("{}")
 	if ci, ok := cs.(server.SessionWithClientInfo); ok {
@@ -212,13 +225,21 @@ func (g *Gateway) modernCall(ctx context.Context, asked *mcpgo.Meta, call, meta 
 		}
 	}
 	// The gateway's client gets a task of the gateway's, which outlives the
-	// upstream call: the tasks extension is not passed on. A call to an HTTP
-	// upstream is resumable, as the session's calls are. Decoded only when
-	// there is something to change: most calls pass their client's as it is.
-	if resumable := g.opts.URL != ""; resumable || bytes.Contains(caps, []byte(spec.ExtensionTasks)) {
+	// upstream call: the tasks extension is passed on only for a tool that
+	// runs only as a task, whose task the gateway follows, whatever its
+	// client declared. A call to an HTTP upstream is resumable, as the
+	// session's calls are. Decoded only when there is something to change:
+	// most calls pass their client's as it is.
+	if resumable := g.opts.URL != ""; resumable || tasks || bytes.Contains(caps, []byte(spec.ExtensionTasks)) {
 		var m map[string]any
 		if json.Unmarshal(caps, &m) == nil {
-			if ext, ok := m["extensions"].(map[string]any); ok {
+			ext, _ := m["extensions"].(map[string]any)
+			switch {
+			case tasks && ext == nil:
+				m["extensions"] = map[string]any{spec.ExtensionTasks: map[string]any{}}
+			case tasks:
+				ext[spec.ExtensionTasks] = map[string]any{}
+			case ext != nil:
 				delete(ext, spec.ExtensionTasks)
 			}
 			if resumable {

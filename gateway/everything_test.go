@@ -33,7 +33,13 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		serveChild() // this binary started again as an upstream of a test
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // rig is a gateway in front of an upstream, behind the core, on Streamable HTTP
 // (/mcp) and WebSocket (/ws) over loopback.

@@ -270,6 +270,14 @@ func (g *Gateway) PolicyOf(tools map[string]resumemcp.Policy, def resumemcp.Poli
 		switch support {
 		case mcpgo.TaskSupportRequired:
 			p.Task = resumemcp.TaskRequired
+			if p.Mode == resumemcp.Always && g.modernUpstream() {
+				// The upstream makes the call its task when it chooses,
+				// and the gateway's call becomes its task then (Promote):
+				// before, the call's questions may be its input_required
+				// answer (SEP-2663). A call the upstream holds longer
+				// than escalateAfter without a word becomes a task anyway.
+				p.Mode, p.After = resumemcp.After, escalateAfter
+			}
 		case mcpgo.TaskSupportOptional:
 			p.Task = resumemcp.AsTask
 		default:
@@ -277,6 +285,19 @@ func (g *Gateway) PolicyOf(tools map[string]resumemcp.Policy, def resumemcp.Poli
 		}
 		return p, true
 	}
+}
+
+// escalateAfter bounds how long a 2026 client's call of a task-required tool
+// runs before it is a task of the gateway's, when its upstream of the
+// 2026-07-28 era has not made it one yet.
+const escalateAfter = 100 * time.Millisecond
+
+// modernUpstream reports whether the live upstream connection speaks the
+// 2026-07-28 era.
+func (g *Gateway) modernUpstream() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.up != nil && g.up.modern
 }
 
 // ServerInfo is the upstream's name and version.

@@ -255,7 +255,7 @@ func (g *Gateway) rounds(ctx context.Context, method string, params map[string]a
 		}
 		if p.modern {
 			meta := map[string]any{}
-			g.modernCall(ctx, asked, params, meta, answers, state)
+			g.modernCall(ctx, asked, params, meta, answers, state, false)
 			params["_meta"] = meta
 		}
 		raw, err := g.request(ctx, method, params)

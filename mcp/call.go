@@ -70,8 +70,11 @@ type call struct {
 	// middleware answers it instead of running the tool.
 	refusal *spec.Error
 	timer   *time.Timer // for Mode After: promotes the call when it fires
-	done    bool        // the handler returned
-	lost    bool        // the connection went away before the request became resumable
+	// applied: the middleware applied a policy of Mode Always or After (Promote
+	// may make the call resumable), restartable that policy's.
+	applied, restartable bool
+	done                 bool // the handler returned
+	lost                 bool // the connection went away before the request became resumable
 }
 
 // startCall starts handling request m in its own goroutine. mr is the envelope
@@ -432,6 +435,11 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 // and returns the context the tool runs on. It may run more than once for one call
 // (mcp-go re-invokes a handler that asked for input); only the first counts.
 func (cl *call) apply(ctx context.Context, p Policy) context.Context {
+	if p.Mode != Never {
+		cl.mu.Lock()
+		cl.applied, cl.restartable = true, p.Restartable
+		cl.mu.Unlock()
+	}
 	switch p.Mode {
 	case Always:
 		if r := cl.promote(false, p.Restartable); r != nil {

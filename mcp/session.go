@@ -313,11 +313,34 @@ func (s *callSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*m
 
 // TakesInputRequired reports whether an input_required result (MRTR) that the
 // tool running on ctx returns reaches its client as the request's answer, to
-// be retried with the client's answers: a 2026-era request that is not a task.
-// Otherwise the tool asks its questions with Ask.
+// be retried with the client's answers: a 2026-era request that is not a task,
+// or not one yet (its policy's After has not come, and Promote was not
+// called). Otherwise the tool asks its questions with Ask.
 func TakesInputRequired(ctx context.Context) bool {
 	cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
-	return ok && cs.cl.modern != nil && !cs.cl.task
+	return ok && cs.cl.modern != nil && (!cs.cl.task || cs.cl.request() == nil)
+}
+
+// Promote makes the call whose tool runs on ctx resumable now, as its
+// policy's After does when its time comes: a task, for a 2026 client of the
+// Tasks extension (its answer is then the CreateTaskResult), a request with a
+// resume policy for a client of SEP-975. It is for a tool that knows, before
+// its After, that it will run long: a gateway whose upstream just made the
+// call a task of its own. It reports whether the call is resumable now (it
+// may have been already); a call no policy makes resumable stays as it is.
+func Promote(ctx context.Context) bool {
+	cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
+	if !ok {
+		return false
+	}
+	cl := cs.cl
+	cl.mu.Lock()
+	applied, restartable := cl.applied, cl.restartable
+	cl.mu.Unlock()
+	if !applied {
+		return false
+	}
+	return cl.promote(true, restartable) != nil || cl.request() != nil
 }
 
 // Ask sends a server-to-client request (sampling/createMessage,

@@ -464,3 +464,57 @@ func TestGatewayResultMeta(t *testing.T) {
 		t.Errorf("a 2026 result names a serverInfo %d times, want once", n)
 	}
 }
+
+// A task-required tool that asks first and becomes a task on its final round
+// (SEP-2663; the conformance fixture test_tool_with_task), through the gateway
+// in front of a child that speaks 2026-07-28: the question is the call's
+// input_required answer, with no task; the retry with the answer is answered
+// with the gateway's CreateTaskResult (no requestState); the task ends with
+// the child's result, which has the answer.
+func TestGatewayTaskAfterQuestions(t *testing.T) {
+	t.Setenv("MCP_RESUME_TEST_UPSTREAM", "serve --conformance --stdio")
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	caps := fmt.Sprintf(`{"elicitation":{},"extensions":{%q:{}}}`, spec.ExtensionTasks)
+	const call = `"name":"test_tool_with_task","arguments":{}`
+	c.Modern(`"r1"`, "tools/call", call, caps)
+	m, _ := c.Response(`"r1"`)
+	var ir e2etest.InputRequired
+	if m.Error != nil || json.Unmarshal(m.Result, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 || strings.Contains(string(m.Result), "taskId") {
+		t.Fatalf("round 1: %s, want input_required with one question and no task", m.Raw)
+	}
+	var key string
+	for k := range ir.InputRequests {
+		key = k
+	}
+	c.Modern(`"r2"`, "tools/call", fmt.Sprintf(`%s,"inputResponses":{%q:{"action":"accept","content":{"name":"Alice"}}},"requestState":%q`, call, key, ir.RequestState), caps)
+	m, _ = c.Response(`"r2"`)
+	var created struct {
+		ResultType   string  `json:"resultType"`
+		TaskID       string  `json:"taskId"`
+		RequestState *string `json:"requestState"`
+	}
+	if m.Error != nil || json.Unmarshal(m.Result, &created) != nil || created.ResultType != "task" || created.TaskID == "" || created.RequestState != nil {
+		t.Fatalf("round 2: %s, want a CreateTaskResult without requestState", m.Raw)
+	}
+	for n := 0; ; n++ {
+		id := fmt.Sprintf(`"get-%d"`, n)
+		c.Modern(id, "tasks/get", fmt.Sprintf(`"taskId":%q`, created.TaskID), caps)
+		m, _ := c.Response(id)
+		var task struct {
+			Status string          `json:"status"`
+			Result json.RawMessage `json:"result"`
+		}
+		if m.Error != nil || json.Unmarshal(m.Result, &task) != nil {
+			t.Fatalf("tasks/get: %s", m.Raw)
+		}
+		if task.Status == "completed" {
+			if !strings.Contains(string(task.Result), "Alice") {
+				t.Fatalf("the task's result %s, want the answer in it", task.Result)
+			}
+			return
+		}
+		if task.Status != "working" {
+			t.Fatalf("task %s, want it working, then completed", m.Result)
+		}
+	}
+}

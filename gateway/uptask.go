@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// A task of an upstream of the 2026-07-28 era (the Tasks extension): the
+// gateway polls it with tasks/get, answers its questions with tasks/update,
+// and cancels it with tasks/cancel when its own call ends first.
+
+// Polling an upstream task: the first poll comes soon (a task often ends
+// quickly), each next one later, up to the interval the upstream asks for
+// (bounded: an upstream's interval never makes the gateway poll faster than
+// firstPoll or slower than maxPoll).
+const (
+	firstPoll = 50 * time.Millisecond
+	maxPoll   = 5 * time.Second
+)
+
+// modernTask is the task id of a 2026-07-28 CreateTaskResult ({"resultType":
+// "task", "taskId": ...}), or "" for any other result.
+func modernTask(raw json.RawMessage) string {
+	if v, found, ok := spec.Member(raw, "resultType"); ok && (!found || string(v) != `"task"`) {
+		return ""
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.ResultType != "task" {
+		return ""
+	}
+	return r.TaskID
+}
+
+// upstreamTask is what tasks/get says of an upstream's task.
+type upstreamTask struct {
+	Status         string                     `json:"status"`
+	StatusMessage  string                     `json:"statusMessage"`
+	PollIntervalMs int64                      `json:"pollIntervalMs"`
+	Result         json.RawMessage            `json:"result"`
+	Error          *spec.Error                `json:"error"`
+	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+}
+
+// awaitModernTask follows the upstream's task until it ends and returns its
+// result: the call's progress and logs meanwhile go to the call's client (the
+// messages name the task); its questions are asked of the call's client, each
+// once, and answered with tasks/update. A call that ends first (its client
+// cancelled it) cancels the task upstream.
+func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, task string) (json.RawMessage, error) {
+	g.mu.Lock()
+	uc.upTask = task
+	g.calls[string(id)] = uc
+	g.mu.Unlock()
+	defer g.forgetCall(id)
+	answered := map[string]bool{}
+	wait := firstPoll
+	for {
+		raw, err := g.request(ctx, spec.MethodTasksGet, g.taskParams(task, nil))
+		if err != nil {
+			return nil, g.endModernTask(ctx, task, err)
+		}
+		var t upstreamTask
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, spec.NewError(spec.CodeInternalError, "", "malformed tasks/get answer from the upstream: "+err.Error())
+		}
+		switch t.Status {
+		case "completed":
+			if len(t.Result) == 0 {
+				return nil, spec.NewError(spec.CodeInternalError, "", "the upstream's task completed without a result")
+			}
+			return t.Result, nil
+		case "failed":
+			if t.Error != nil {
+				return nil, t.Error
+			}
+			return nil, spec.NewError(spec.CodeInternalError, "", "the upstream's task failed: "+t.StatusMessage)
+		case "cancelled":
+			return nil, spec.NewError(spec.CodeInternalError, spec.ReasonCancelled, "the upstream cancelled its task")
+		case "input_required":
+			var in inputAsked
+			in.InputRequests = map[string]struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}{}
+			for key, q := range t.InputRequests {
+				if answered[key] {
+					continue
+				}
+				var r struct {
+					Method string          `json:"method"`
+					Params json.RawMessage `json:"params"`
+				}
+				if json.Unmarshal(q, &r) == nil {
+					in.InputRequests[key] = r
+				}
+			}
+			if len(in.InputRequests) > 0 {
+				answers, err := fulfil(ctx, in)
+				if err != nil {
+					return nil, g.endModernTask(ctx, task, err)
+				}
+				if _, err := g.request(ctx, spec.MethodTasksUpdate, g.taskParams(task, answers)); err != nil {
+					return nil, g.endModernTask(ctx, task, err)
+				}
+				for key := range answers {
+					answered[key] = true
+				}
+				wait = firstPoll
+				continue
+			}
+		}
+		every := time.Duration(t.PollIntervalMs) * time.Millisecond
+		if !sleep(ctx, wait) {
+			return nil, g.endModernTask(ctx, task, ctx.Err())
+		}
+		wait = min(max(wait*2, firstPoll), max(every, firstPoll), maxPoll)
+	}
+}
+
+// taskParams are the params of a task request to the upstream: the task, the
+// answers to its questions (tasks/update) and the 2026-07-28 envelope, with
+// the Tasks extension.
+func (g *Gateway) taskParams(task string, answers map[string]json.RawMessage) map[string]any {
+	p := map[string]any{
+		"taskId": task,
+		"_meta": map[string]any{
+			spec.MetaProtocolVersion:    spec.Version2026,
+			spec.MetaClientCapabilities: map[string]any{"extensions": map[string]any{spec.ExtensionTasks: map[string]any{}}},
+			spec.MetaClientInfo:         g.clientInfo(),
+		},
+	}
+	if answers != nil {
+		p["inputResponses"] = answers
+	}
+	return p
+}
+
+// endModernTask is the error a call following an upstream task ends with:
+// its context's, after cancelling the task upstream, or err.
+func (g *Gateway) endModernTask(ctx context.Context, task string, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ConnectTimeout)
+	defer cancel()
+	_, _ = g.request(cctx, spec.MethodTasksCancel, g.taskParams(task, nil))
+	return context.Cause(ctx)
+}

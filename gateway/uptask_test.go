@@ -1,0 +1,113 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/gateway"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport/stdio"
+)
+
+// childEnv makes the test binary an upstream of the 2026-07-28 era on its
+// stdio (serveChild), with a tool that runs only as a task and asks its
+// client a question while it runs.
+const childEnv = "GATEWAY_TEST_CHILD"
+
+func serveChild() {
+	s := server.NewMCPServer("child", "1", server.WithToolCapabilities(false))
+	s.AddTool(mcpgo.NewTool("decide", mcpgo.WithDescription("Asks whether to go on, as a task")),
+		func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			res, err := mcp.Ask(ctx, "elicitation/create", json.RawMessage(`{"message":"Go on?","requestedSchema":{"type":"object","properties":{"go":{"type":"boolean"}}}}`))
+			if err != nil {
+				return nil, err
+			}
+			return mcpgo.NewToolResultText("decided: " + string(res)), nil
+		})
+	core := mcp.New(s, &mcp.Options{Tools: map[string]mcp.Policy{"decide": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	defer core.Close()
+	_ = core.Serve(context.Background(), stdio.New(os.Stdin, os.Stdout, nil))
+}
+
+// A task-required tool of an upstream of the 2026-07-28 era, through the
+// gateway: the upstream makes the call its task, the gateway's call becomes
+// the gateway's task, the upstream task's question reaches the 2026 client
+// through the gateway's task (input_required, answered with tasks/update),
+// and the answer goes to the upstream's task, whose result ends the
+// gateway's.
+func TestUpstreamTask2026Question(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, gateway.Options{Command: []string{exe}, Env: []string{childEnv + "=1"}})
+	c := e2etest.NewClient(t, r.dialHTTP(t))
+	caps := `{"elicitation":{},"extensions":{"` + spec.ExtensionTasks + `":{}}}`
+	c.Modern(`"call"`, "tools/call", `"name":"decide","arguments":{}`, caps)
+	resp, _ := c.Response(`"call"`)
+	var created struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	if resp.Error != nil || json.Unmarshal(resp.Result, &created) != nil || created.ResultType != "task" || created.TaskID == "" {
+		t.Fatalf("the call's answer %s, want a CreateTaskResult", resp.Raw)
+	}
+	get := func(n int) (status string, raw json.RawMessage) {
+		t.Helper()
+		id := fmt.Sprintf(`"get-%d"`, n)
+		c.Modern(id, "tasks/get", `"taskId":"`+created.TaskID+`"`, caps)
+		m, _ := c.Response(id)
+		var task struct {
+			Status string `json:"status"`
+		}
+		if m.Error != nil || json.Unmarshal(m.Result, &task) != nil {
+			t.Fatalf("tasks/get: %s", m.Raw)
+		}
+		return task.Status, m.Result
+	}
+	var asked struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	}
+	for n := 0; ; n++ {
+		status, raw := get(n)
+		if status == "input_required" {
+			_ = json.Unmarshal(raw, &asked)
+			break
+		}
+		if status != "working" {
+			t.Fatalf("task %s before its question", raw)
+		}
+	}
+	if len(asked.InputRequests) != 1 {
+		t.Fatalf("input requests %v, want the upstream's one question", asked.InputRequests)
+	}
+	var answers []string
+	for key := range asked.InputRequests {
+		answers = append(answers, `"`+key+`":{"action":"accept","content":{"go":true}}`)
+	}
+	c.Modern(`"update"`, "tasks/update", `"taskId":"`+created.TaskID+`","inputResponses":{`+strings.Join(answers, ",")+`}`, caps)
+	if m, _ := c.Response(`"update"`); m.Error != nil {
+		t.Fatalf("tasks/update: %s", m.Raw)
+	}
+	for n := 1 << 20; ; n++ {
+		status, raw := get(n)
+		if status == "completed" {
+			if !strings.Contains(string(raw), `decided: {\"action\":\"accept\"`) {
+				t.Fatalf("task %s, want the upstream's result with the answer", raw)
+			}
+			return
+		}
+		if status != "working" && status != "input_required" {
+			t.Fatalf("task %s, want it completed", raw)
+		}
+	}
+}
