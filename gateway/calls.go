@@ -332,14 +332,17 @@ func askedInput(raw json.RawMessage) (in inputAsked, ok bool) {
 	return in, json.Unmarshal(raw, &in) == nil && in.ResultType == string(mcpgo.ResultTypeInputRequired)
 }
 
+// inputRequest is one question of an upstream (MRTR, or a task's).
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
 // inputAsked is an upstream's input_required answer (MRTR), as the gateway
 // reads it to ask the questions itself.
 type inputAsked struct {
 	ResultType    string `json:"resultType"`
-	InputRequests map[string]struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	} `json:"inputRequests"`
+	InputRequests map[string]inputRequest `json:"inputRequests"`
 	RequestState string `json:"requestState"`
 }
 

@@ -39,12 +39,12 @@ func modernTask(raw json.RawMessage) string {
 
 // upstreamTask is what tasks/get says of an upstream's task.
 type upstreamTask struct {
-	Status         string                     `json:"status"`
-	StatusMessage  string                     `json:"statusMessage"`
-	PollIntervalMs int64                      `json:"pollIntervalMs"`
-	Result         json.RawMessage            `json:"result"`
-	Error          *spec.Error                `json:"error"`
-	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+	Status         string                  `json:"status"`
+	StatusMessage  string                  `json:"statusMessage"`
+	PollIntervalMs int64                   `json:"pollIntervalMs"`
+	Result         json.RawMessage         `json:"result"`
+	Error          *spec.Error             `json:"error"`
+	InputRequests  map[string]inputRequest `json:"inputRequests"`
 }
 
 // awaitModernTask follows the upstream's task until it ends and returns its
@@ -83,21 +83,10 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 		case "cancelled":
 			return nil, spec.NewError(spec.CodeInternalError, spec.ReasonCancelled, "the upstream cancelled its task")
 		case "input_required":
-			var in inputAsked
-			in.InputRequests = map[string]struct {
-				Method string          `json:"method"`
-				Params json.RawMessage `json:"params"`
-			}{}
+			in := inputAsked{InputRequests: map[string]inputRequest{}}
 			for key, q := range t.InputRequests {
-				if answered[key] {
-					continue
-				}
-				var r struct {
-					Method string          `json:"method"`
-					Params json.RawMessage `json:"params"`
-				}
-				if json.Unmarshal(q, &r) == nil {
-					in.InputRequests[key] = r
+				if !answered[key] {
+					in.InputRequests[key] = q
 				}
 			}
 			if len(in.InputRequests) > 0 {
