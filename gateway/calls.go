@@ -16,6 +16,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
@@ -141,7 +142,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				return nil, spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream could not be reached to resume the call within its maxWait")
 			}
 			if errors.Is(err, errStreamLost) {
-				sleep(ctx, takeUpDelay) // the same connection may serve the resume
+				backoff.Sleep(ctx, takeUpDelay) // the same connection may serve the resume
 			} else {
 				g.replaced(ctx, p)
 			}
@@ -341,9 +342,9 @@ type inputRequest struct {
 // inputAsked is an upstream's input_required answer (MRTR), as the gateway
 // reads it to ask the questions itself.
 type inputAsked struct {
-	ResultType    string `json:"resultType"`
+	ResultType    string                  `json:"resultType"`
 	InputRequests map[string]inputRequest `json:"inputRequests"`
-	RequestState string `json:"requestState"`
+	RequestState  string                  `json:"requestState"`
 }
 
 // fulfil asks the call's client the upstream's questions, all at once, and
@@ -664,7 +665,7 @@ func (g *Gateway) awaitTask(ctx context.Context, uc *upcall, id spec.ID, task st
 		}
 		switch {
 		case errors.Is(err, errStreamLost):
-			sleep(ctx, takeUpDelay) // the same connection may answer
+			backoff.Sleep(ctx, takeUpDelay) // the same connection may answer
 		case gone:
 			p.close() // the supervisor opens a new session
 			g.replaced(ctx, p)

@@ -31,6 +31,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -496,7 +497,7 @@ func (g *Gateway) supervise(p *peer) {
 		}
 		g.log.Warn().AnErr("error", p.err).Msg("upstream connection ended; starting it again")
 		for attempt := 0; ; attempt++ {
-			if !sleep(g.ctx, g.backoff(attempt)) {
+			if !backoff.Sleep(g.ctx, backoff.Delay(g.opts.MinBackoff, g.opts.MaxBackoff, attempt)) {
 				return
 			}
 			np, _, err := g.connect(g.ctx)
@@ -520,22 +521,6 @@ func (g *Gateway) supervise(p *peer) {
 	}
 }
 
-func (g *Gateway) backoff(attempt int) time.Duration {
-	d := g.opts.MinBackoff << min(attempt, 16)
-	return min(d, g.opts.MaxBackoff)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // current returns the live connection, waiting up to ConnectTimeout for one.
 func (g *Gateway) current(ctx context.Context) (*peer, error) {
 	t := time.NewTimer(g.opts.ConnectTimeout)
@@ -552,7 +537,7 @@ func (g *Gateway) current(ctx context.Context) (*peer, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-g.ctx.Done():
-			return nil, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the gateway is shutting down")
+			return nil, spec.ShuttingDown()
 		case <-t.C:
 			return nil, spec.NewError(spec.CodeInternalError, ReasonUpstreamUnavailable, "the upstream server is not running, and could not be started in "+g.opts.ConnectTimeout.String())
 		}

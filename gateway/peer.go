@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/streamable"
@@ -170,7 +171,7 @@ func (p *peer) streamLost(in streamable.Inbound) {
 	p.g.wg.Add(1)
 	go func() {
 		defer p.g.wg.Done()
-		if !sleep(p.g.ctx, takeUpDelay) {
+		if !backoff.Sleep(p.g.ctx, takeUpDelay) {
 			return
 		}
 		if err := p.http.Resume(in.Via, in.LastEventID, p.g.opts.StreamIdle); err != nil {

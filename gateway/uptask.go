@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -105,7 +106,7 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 			}
 		}
 		every := time.Duration(t.PollIntervalMs) * time.Millisecond
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return nil, g.endModernTask(ctx, task, ctx.Err())
 		}
 		wait = min(max(wait*2, firstPoll), max(every, firstPoll), maxPoll)

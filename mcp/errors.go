@@ -29,7 +29,7 @@ func wireError(err error) *spec.Error {
 	case errors.Is(err, resume.ErrExpired), errors.Is(err, resume.ErrEnded):
 		return spec.NewError(spec.CodeInvalidParams, spec.ReasonExpired, "the request expired or its result is no longer kept")
 	case errors.Is(err, resume.ErrClosed):
-		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
+		return spec.ShuttingDown()
 	case errors.Is(err, resume.ErrUnreachable):
 		e := spec.NewError(spec.CodeInternalError, spec.ReasonOwnerUnreachable, "the instance running the request did not answer; ask again")
 		e.RetryAfter = 1

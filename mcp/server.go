@@ -350,7 +350,7 @@ func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	case spec.KindRequest:
 		if env := m.Envelope(); env.Modern() {
 			if c.s.closed.Load() {
-				c.replyError(st, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+				c.replyError(st, m.ID, spec.ShuttingDown())
 				return
 			}
 			c.modern(m, raw, st, env)
@@ -377,7 +377,7 @@ func (c *connState) notification(m *spec.Message, raw []byte) {
 
 func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 	if c.s.closed.Load() {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		c.replyError(st, m.ID, spec.ShuttingDown())
 		return
 	}
 	switch m.Method {

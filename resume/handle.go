@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 )
 
 // Handle is a client's hold on a request, wherever it runs: the *Request itself
@@ -162,18 +164,16 @@ const (
 // has passed.
 func (e *Engine) getShared(h TokenHash) (*Record, error) {
 	end := time.Now().Add(sharedWait)
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 250*time.Millisecond) {
+	pauses := backoff.Double(10*time.Millisecond, 250*time.Millisecond)
+	for {
+		pause := pauses.Next()
 		ctx, cancel := context.WithTimeout(e.ctx, sharedTry)
 		rec, err := e.store.Get(ctx, h)
 		cancel()
 		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnreadable) || time.Until(end) < pause {
 			return rec, err
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-e.ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(e.ctx, pause) {
 			return nil, err
 		}
 	}

@@ -35,6 +35,12 @@ func NewError(code int, reason Reason, msg string) *Error {
 	return &Error{Code: code, Reason: reason, Message: msg}
 }
 
+// ShuttingDown is the error of a request the server refuses, or ends, because
+// it is shutting down.
+func ShuttingDown() *Error {
+	return NewError(CodeInternalError, ReasonShuttingDown, "the server is shutting down")
+}
+
 func (e *Error) Error() string {
 	if e.Reason != "" {
 		return fmt.Sprintf("jsonrpc error %d (%s): %s", e.Code, e.Reason, e.Message)

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -38,16 +37,4 @@ func Server(version string) *server.MCPServer {
 	addStatelessTools(s)
 	addTaskTools(s)
 	return s
-}
-
-// pause waits for d, or until ctx is done.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -7,6 +7,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/mcp"
 )
 
@@ -21,8 +22,8 @@ func withLogging(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolR
 	srv := server.ServerFromContext(ctx)
 	for i, msg := range logMessages {
 		if i > 0 {
-			if err := pause(ctx, stepDelay); err != nil {
-				return nil, err
+			if !backoff.Sleep(ctx, stepDelay) {
+				return nil, ctx.Err()
 			}
 		}
 		// SendLogMessageToClient applies the session's level (logging/setLevel).
@@ -45,8 +46,8 @@ func withProgress(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallTo
 	srv := server.ServerFromContext(ctx)
 	for i, p := range progressSteps {
 		if i > 0 {
-			if err := pause(ctx, stepDelay); err != nil {
-				return nil, err
+			if !backoff.Sleep(ctx, stepDelay) {
+				return nil, ctx.Err()
 			}
 		}
 		if token == nil {
@@ -72,8 +73,8 @@ func withProgress(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallTo
 // result can only arrive after the client reconnects with Last-Event-ID.
 func reconnection(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 	closed := mcp.CloseStream(ctx)
-	if err := pause(ctx, reconnectDelay); err != nil {
-		return nil, err
+	if !backoff.Sleep(ctx, reconnectDelay) {
+		return nil, ctx.Err()
 	}
 	text := "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."
 	if !closed {

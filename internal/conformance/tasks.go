@@ -11,6 +11,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/mcp"
 )
 
@@ -40,15 +41,15 @@ func addTaskTools(s *server.MCPServer) {
 	s.AddTool(mcpgo.NewTool("slow_compute", mcpgo.WithDescription("Sleeps seconds, then answers (a task)"), mcpgo.WithNumber("seconds")),
 		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			d := time.Duration(req.GetFloat("seconds", 1) * float64(time.Second))
-			if err := pause(ctx, d); err != nil {
-				return nil, err
+			if !backoff.Sleep(ctx, d) {
+				return nil, ctx.Err()
 			}
 			return mcpgo.NewToolResultText(fmt.Sprintf("computed in %v", d)), nil
 		})
 	s.AddTool(mcpgo.NewTool("failing_job", mcpgo.WithDescription("Reports a tool error after a second (a task only)")),
 		func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-			if err := pause(ctx, time.Second); err != nil {
-				return nil, err
+			if !backoff.Sleep(ctx, time.Second) {
+				return nil, ctx.Err()
 			}
 			return mcpgo.NewToolResultError("the job failed"), nil
 		})
@@ -84,8 +85,8 @@ func addTaskTools(s *server.MCPServer) {
 			if !ok {
 				return inputRequired(mcpgo.InputRequests{"user_name": elicitRequest("What is your name?", "name")}, ""), nil
 			}
-			if err := pause(ctx, 500*time.Millisecond); err != nil { // long enough to become a task
-				return nil, err
+			if !backoff.Sleep(ctx, 500*time.Millisecond) { // long enough to become a task
+				return nil, ctx.Err()
 			}
 			return mcpgo.NewToolResultText("Hello, " + name + ", from a task!"), nil
 		})

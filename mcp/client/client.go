@@ -14,6 +14,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -503,7 +504,7 @@ func (c *Client) reconnect(minWait time.Duration, dials int, lastErr error) (*li
 		if d := time.Until(since.Add(minWait)); d > wait {
 			wait = d
 		}
-		if !sleep(c.ctx, wait) {
+		if !backoff.Sleep(c.ctx, wait) {
 			return nil, dials
 		}
 		if !c.wanted() {
@@ -570,23 +571,10 @@ func (c *Client) wanted() bool {
 	return want
 }
 
+// backoff is the wait before reconnect attempt (from 0): MinBackoff doubled
+// per attempt up to MaxBackoff, of which a random half (clients that lost one
+// server at once do not all come back at once).
 func (c *Client) backoff(attempt int) time.Duration {
-	d := c.opts.MinBackoff
-	for i := 0; i < attempt && d < c.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.opts.MaxBackoff)
+	d := backoff.Delay(c.opts.MinBackoff, c.opts.MaxBackoff, attempt)
 	return d/2 + rand.N(d/2+1)
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 )
 
@@ -223,11 +224,7 @@ func (n *Node) take(ctx context.Context) (uint64, error) {
 		if !logged {
 			n.log.Info().Msg("the name's lease is held; waiting for it to lapse")
 		}
-		t := time.NewTimer(retry)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, retry) {
 			return 0, fmt.Errorf("cluster: the lease of %s is held by another instance (or by a dead one whose lease has not lapsed): %w",
 				n.opts.Name, ctx.Err())
 		}
@@ -324,19 +321,13 @@ func (n *Node) Alive(ctx context.Context, instance string) bool {
 func (n *Node) readLease(ctx context.Context, instance string) (jetstream.KeyValueEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
 	defer cancel()
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, n.opts.CallTimeout/10) {
+	pauses := backoff.Double(10*time.Millisecond, n.opts.CallTimeout/10)
+	for {
 		tctx, tcancel := context.WithTimeout(ctx, n.opts.CallTimeout/5)
 		e, err := n.kv.Get(tctx, instance)
 		tcancel()
-		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || !backoff.Sleep(ctx, pauses.Next()) {
 			return e, err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/resume/internal/queue"
 	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
@@ -895,7 +896,9 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 	}
 	s.flush(h)
 	end := time.Now().Add(s.opts.OutageWait)
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+	pauses := backoff.Double(10*time.Millisecond, 500*time.Millisecond)
+	for {
+		pause := pauses.Next()
 		s.mu.Lock()
 		r := s.reqs[h]
 		var wait []*pending
@@ -942,25 +945,13 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 			if time.Now().After(end.Add(max(s.timeout, ackPatience))) {
 				return fmt.Errorf("jsstore: publishing %d messages of %s: no acknowledgement", len(failed), key(h)[:12])
 			}
-			if err := sleep(ctx, pause); err != nil {
-				return err
+			if !backoff.Sleep(ctx, pause) {
+				return ctx.Err()
 			}
 		}
 		for _, p := range failed {
 			s.republish(ctx, p)
 		}
-	}
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -1738,7 +1729,9 @@ func (s *Store) retry(ctx context.Context, op func(ctx context.Context) error) e
 	end := time.Now().Add(s.opts.OutageWait)
 	nc := s.js.Conn()
 	var err error
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+	pauses := backoff.Double(10*time.Millisecond, 500*time.Millisecond)
+	for {
+		pause := pauses.Next()
 		if st := nc.Status(); st == nats.RECONNECTING || st == nats.CONNECTING {
 			if err == nil {
 				err = nats.ErrConnectionReconnecting

@@ -459,7 +459,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, m *spec.Mes
 	}
 	s := h.statelessSession(principal, transport.RemoteIP(r))
 	if s == nil {
-		failID(w, http.StatusServiceUnavailable, m.ID, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		failID(w, http.StatusServiceUnavailable, m.ID, spec.ShuttingDown())
 		return
 	}
 	st := s.newStream(w, idKey(m.ID))
@@ -561,7 +561,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 	}
 	h.mu.Unlock()
 	if closed { // every session ended with Close: not one the client should re-initialize
-		failID(w, http.StatusServiceUnavailable, id, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		failID(w, http.StatusServiceUnavailable, id, spec.ShuttingDown())
 		return nil
 	}
 	if s == nil || s.core.Principal() != principal {
@@ -582,7 +582,7 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down")
+		return nil, spec.ShuttingDown()
 	}
 	var evicted []*session
 	for _, scope := range []struct {

@@ -164,7 +164,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	if closed {
-		fail(w, http.StatusServiceUnavailable, spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown, "the server is shutting down"))
+		fail(w, http.StatusServiceUnavailable, spec.ShuttingDown())
 		return
 	}
 	defer h.wg.Done()
