@@ -19,7 +19,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
-// Options configure a Server. Nil means defaults.
 // Cluster is what a Server needs of the cluster its engine is an instance of
 // (resume.Options.Cluster; package cluster's Node): the engine's side, and the
 // routing of a client's answer to the instance that sent the server-to-client
@@ -33,6 +32,7 @@ type Cluster interface {
 	OnAnswer(fn func(answer []byte) error)
 }
 
+// Options configure a Server. Nil means defaults.
 type Options struct {
 	// Store holds queued messages and results. Default: none, and the engine keeps
 	// them in memory itself (see resume.New).

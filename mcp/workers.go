@@ -8,7 +8,7 @@ import (
 // workers runs calls on goroutines that are kept for a while after their call,
 // instead of a new goroutine per call: a call runs deep (mcp-go's dispatch, JSON
 // decoding, the tool), and a fresh goroutine grows its stack by copying, several
-// times, for every call (about a sixth of a quick call's CPU time when measured).
+// times, for every call (a good share of a quick call's CPU time).
 // A worker idle for workerIdle exits; stop ends them all.
 type workers struct {
 	work chan func() // unbuffered: a send succeeds only when a worker waits

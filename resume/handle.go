@@ -29,10 +29,15 @@ type Handle interface {
 	Attached(sink Sink) bool
 	// Touch resets the request's timers and applies ack when > 0.
 	Touch(ack uint64) error
-	// Attach, AttachAcked and AttachAll attach the request to sink: see
-	// Request's.
+	// Attach attaches the request to sink, sending what comes after ack
+	// (see Request.Attach).
 	Attach(sink Sink, ack uint64) error
+	// AttachAcked is Attach for a client that sent an acknowledgement, 0
+	// included: the replay window after ack is written again (see
+	// Request.AttachAcked).
 	AttachAcked(sink Sink, ack uint64) error
+	// AttachAll is Attach for a client that has seen nothing of the request:
+	// every message it still holds is written (see Request.AttachAll).
 	AttachAll(sink Sink) error
 	// Detach detaches the request from sink, if sink is its current sink.
 	Detach(sink Sink)

@@ -187,11 +187,22 @@ var ErrUnreadable = errors.New("resume: stored record unreadable")
 // A store shared by several instances (Options.Cluster) sees each request written by
 // one engine at a time: its owner's, then its claimer's.
 type Store interface {
+	// Put creates or replaces a request's record; ErrClaimed, changing
+	// nothing, when the stored record's Owner is not rec.Owner.
 	Put(ctx context.Context, rec Record) error
+	// Get returns a copy of a request's record, or ErrNotFound.
 	Get(ctx context.Context, h TokenHash) (*Record, error)
+	// Append adds a message numbered after every one appended before for the
+	// request (ErrNotFound for an unknown request); it may return before the
+	// message is durable.
 	Append(ctx context.Context, h TokenHash, m Message) error
+	// Discard removes the named messages; Replay never yields them again.
 	Discard(ctx context.Context, h TokenHash, seqs ...uint64) error
+	// Replay yields, in ascending Seq, the request's messages after the given
+	// number, as held when called; one ErrNotFound for an unknown request.
 	Replay(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
+	// Delete removes the request's record and every message of it, for good:
+	// no later process finds it once Delete has returned.
 	Delete(ctx context.Context, h TokenHash) error
 }
 
@@ -200,6 +211,8 @@ type Store interface {
 // recovers nothing.
 type Lister interface {
 	Store
+	// Records yields every record held, in no particular order (an error
+	// wrapping ErrUnreadable stands for one it cannot decode).
 	Records(ctx context.Context) iter.Seq2[Record, error]
 }
 
@@ -208,6 +221,8 @@ type Lister interface {
 // and an engine without a Cluster taking over records a cluster left.
 type Claimer interface {
 	Store
+	// Claim moves a request from owner from to owner to, atomically, and
+	// returns its record as it now is; ErrClaimed when its owner was not from.
 	Claim(ctx context.Context, h TokenHash, from, to string) (*Record, error)
 }
 
@@ -221,6 +236,7 @@ type Claimer interface {
 // concurrent use. It must not modify m.Data. A Write error detaches
 // the request from the sink.
 type Sink interface {
+	// Write sends m to the client (see Sink).
 	Write(ctx context.Context, m Message) error
 }
 
@@ -228,5 +244,6 @@ type Sink interface {
 // holds them now, for a request another instance of a cluster writes (Replay
 // may answer from what this Store remembered when it first read it).
 type FreshReplayer interface {
+	// ReplayFresh is Replay of the request as stored now.
 	ReplayFresh(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
 }

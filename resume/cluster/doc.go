@@ -42,19 +42,16 @@
 // A crashed instance is seen once its lease has lapsed and been removed, at the
 // next listing: between Lease and Lease*1.25 after its last refresh (so from 2/3
 // of a lease to 1.25 leases after the crash), plus the listing's round trip, plus
-// the server's lateness in removing an expired entry. JetStream checks ages on a
-// timer at least 250ms apart, against a clock it advances every 100ms: measured
-// with nats-server 2.15, an entry goes up to about 350ms after it expires with
-// file storage, and usually within milliseconds with memory storage, but up to
-// 250ms there too when other keys are refreshed (always, in a cluster). So with
-// the default lease of 10s a crash is seen within about 13s. An entry is never
+// the server's lateness in removing an expired entry (JetStream checks ages on a
+// timer, against a clock it advances in steps: a few hundred milliseconds, see
+// docs/testing.md). So with the default lease of 10s a crash is seen within
+// about 13s. An entry is never
 // removed early, and no clocks of two machines are compared: only the NATS
 // server's ages the leases.
 //
 // A listing (an ordered consumer on the bucket's stream) can miss a key that is
-// being refreshed at that moment (measured: about one listing in twenty with four
-// instances), so a key missing from a listing is read again before its instance
-// is judged departed.
+// being refreshed at that moment, so a key missing from a listing is read again
+// before its instance is judged departed.
 //
 // # Subjects
 //

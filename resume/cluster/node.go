@@ -237,8 +237,8 @@ func (n *Node) refresh() {
 	defer n.loops.Done()
 	// A refresh that fails is tried again soon, each try bounded, rather than at
 	// the next third of the lease: the writes of a NATS cluster stop for several
-	// seconds when the bucket's leader dies (measured: 5.7-7.8 s), and a lease
-	// refreshed every third of 10 s would lapse.
+	// seconds when the bucket's leader dies, and a lease refreshed every third of
+	// 10 s would lapse.
 	every := n.opts.Lease / 3
 	again := max(n.opts.Lease/20, 100*time.Millisecond)
 	try := min(every, n.opts.CallTimeout, max(n.opts.Lease/10, 200*time.Millisecond))

@@ -74,5 +74,5 @@
 // request came back after a crash as its record before the final state
 // (processing: it failed as server_restarted, or ran again). Hence the rollups:
 // the server never drops a revision on its own, and a deleted request stays
-// deleted once Delete has returned (TestDeleteSurvivesKill).
+// deleted once Delete has returned, a crash right after it included.
 package jsstore

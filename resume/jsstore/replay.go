@@ -1,0 +1,385 @@
+package jsstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
+)
+
+// Replay: a request's messages read back from the stream (or from the
+// write-behind, before they are stored), and the index of where they sit.
+
+// ReplayFresh is Replay of a request as the stream holds it now, read again
+// each time instead of from what this Store remembers of it: for a request
+// another instance writes (resume.FreshReplayer; a task's events streamed on an
+// instance that does not run it).
+func (s *Store) ReplayFresh(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
+	return func(yield func(resume.Message, error) bool) {
+		var held []loc
+		err := s.retry(ctx, func(ctx context.Context) error {
+			var err error
+			held, err = s.scan(ctx, h)
+			return err
+		})
+		if err != nil {
+			yield(resume.Message{}, err)
+			return
+		}
+		i, _ := slices.BinarySearchFunc(held, after+1, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+		todo := held[i:]
+		subj := s.subject(h)
+		for len(todo) > 0 {
+			batch := todo[:min(len(todo), replayBatch)]
+			todo = todo[len(batch):]
+			stored := make(map[uint64]resume.Message, len(batch))
+			if err := s.retry(ctx, func(ctx context.Context) error { return s.readBatch(ctx, subj, batch, stored) }); err != nil {
+				yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], batch[0].seq, err))
+				return
+			}
+			for _, l := range batch {
+				if m, ok := stored[l.seq]; ok && !yield(m, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Replay reads the request's indexed messages after a sequence number, up to the
+// last one indexed at the call, in order: the newest (tailKeep) and those whose
+// publish is not acknowledged yet from memory (a Replay does not wait for the
+// store), the others from the stream, replayBatch of them in one batched direct get.
+// Only indexed messages are read: not a publish that failed but was stored all
+// the same (see Append), nor a discarded message.
+func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {
+	return func(yield func(resume.Message, error) bool) {
+		if err := s.ensure(ctx, h); err != nil {
+			yield(resume.Message{}, err)
+			return
+		}
+		if err := s.lostErr(h); err != nil {
+			yield(resume.Message{}, err)
+			return
+		}
+		s.mu.Lock()
+		r := s.reqs[h]
+		if r == nil { // deleted meanwhile
+			s.mu.Unlock()
+			yield(resume.Message{}, resume.ErrNotFound)
+			return
+		}
+		i, _ := slices.BinarySearchFunc(r.held, after+1, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+		todo := slices.Clone(r.held[i:])
+		s.mu.Unlock()
+		subj := s.subject(h)
+		for len(todo) > 0 {
+			batch := todo[:min(len(todo), replayBatch)]
+			todo = todo[len(batch):]
+			var fromStream []loc
+			for _, l := range batch {
+				if l.data == nil && l.pend == nil {
+					fromStream = append(fromStream, l)
+				}
+			}
+			stored := make(map[uint64]resume.Message, len(fromStream))
+			if len(fromStream) > 0 {
+				err := s.retry(ctx, func(ctx context.Context) error {
+					return s.readBatch(ctx, subj, fromStream, stored)
+				})
+				if err != nil {
+					yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], fromStream[0].seq, err))
+					return
+				}
+			}
+			for _, l := range batch {
+				var m resume.Message
+				switch {
+				case l.data != nil || l.pend != nil: // the newest, or not acknowledged yet: from memory
+					data := l.data
+					if data == nil {
+						data = l.pend.msg.Data
+					}
+					var err error
+					if m, err = wire.DecodeMessage(data); err == nil && m.Seq != l.seq {
+						err = fmt.Errorf("%w: message %d where message %d of %s was", errCodec, m.Seq, l.seq, key(h)[:12])
+					}
+					if err != nil {
+						yield(resume.Message{}, err)
+						return
+					}
+				default:
+					var ok bool
+					if m, ok = stored[l.seq]; !ok {
+						if s.isHeld(h, l.seq) {
+							s.verify(ctx) // held, yet not in the stream: is it the same stream?
+						}
+						if err := s.lostErr(h); err != nil {
+							yield(resume.Message{}, err) // with the stream
+							return
+						}
+						continue // deleted meanwhile (the request ended)
+					}
+				}
+				if !s.isHeld(h, l.seq) {
+					continue // discarded meanwhile
+				}
+				if !yield(m, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// leaderGet reads the message at stream sequence sseq through the stream's
+// leader, not a direct get, which any replica answers: a replica that lags the
+// leader (a NATS cluster, --replicas) misses the newest messages, and a message
+// a batched read did not bring is read here, so that a miss means deleted.
+func (s *Store) leaderGet(ctx context.Context, sseq uint64) (subject string, data []byte, err error) {
+	m, err := s.leaderRead(ctx, s.opts.Stream, struct {
+		Seq uint64 `json:"seq"`
+	}{sseq})
+	if err != nil {
+		return "", nil, err
+	}
+	return m.Subject, m.Data, nil
+}
+
+// leaderMsg is a stream message as the stream's leader gives it.
+type leaderMsg struct {
+	Subject string `json:"subject"`
+	Seq     uint64 `json:"seq"`
+	Header  []byte `json:"hdrs"`
+	Data    []byte `json:"data"`
+}
+
+// leaderRead asks stream's leader for the message req names
+// (STREAM.MSG.GET): jetstream.ErrMsgNotFound when there is none.
+func (s *Store) leaderRead(ctx context.Context, stream string, req any) (*leaderMsg, error) {
+	body, _ := json.Marshal(req)
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	m, err := s.js.Conn().RequestWithContext(rctx, s.api+"STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Message *leaderMsg `json:"message"`
+		Error   *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("jsstore: reading from %s: %w", stream, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		return nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return nil, &jetstream.APIError{Code: resp.Error.Code, ErrorCode: jetstream.ErrorCode(resp.Error.ErrCode), Description: resp.Error.Description}
+	case resp.Message == nil:
+		return nil, fmt.Errorf("jsstore: reading from %s: an empty answer", stream)
+	}
+	return resp.Message, nil
+}
+
+// replayBatch is how many messages a Replay reads from the stream at once.
+const replayBatch = 1024
+
+// readBatch reads the messages locs place, all of subject subj, with batched
+// direct gets: each asks for the subject's messages from the lowest stream
+// sequence still wanted, as many as the span up to the highest could hold
+// (at most maxBatchSpan), so that messages of the subject the index does not
+// hold (a publish that failed but was stored, see Append) do not cut a batch
+// short. A wanted message a batch went past without bringing was deleted, or
+// the replica that answered lags: it is read through the stream's leader. The
+// messages read go into got, which a try after a failure (a batch slower than
+// one try's timeout, on a loaded server) passes again: it reads only what is
+// still missing, so that every try makes progress.
+func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got map[uint64]resume.Message) error {
+	var missing []loc
+	for _, l := range locs {
+		if _, ok := got[l.seq]; !ok {
+			missing = append(missing, l)
+		}
+	}
+	var confirm []loc // skipped by a batch: deleted, or a lagging replica
+	for len(missing) > 0 {
+		from, to := missing[0].sseq, missing[0].sseq
+		for _, l := range missing {
+			from, to = min(from, l.sseq), max(to, l.sseq)
+		}
+		n := int(min(to-from+1, maxBatchSpan))
+		if err := s.directBatch(ctx, subj, from, n, missing, got); err != nil {
+			return err
+		}
+		var reached uint64 // the highest stream sequence a wanted message came from
+		for _, l := range missing {
+			if _, ok := got[l.seq]; ok {
+				reached = max(reached, l.sseq)
+			}
+		}
+		var rest []loc
+		for _, l := range missing {
+			switch _, ok := got[l.seq]; {
+			case ok:
+			case l.sseq < reached || n == int(to-from+1):
+				confirm = append(confirm, l) // the batch went past it, or covered the span
+			default:
+				rest = append(rest, l)
+			}
+		}
+		if len(rest) == len(missing) { // no progress
+			confirm = append(confirm, rest...)
+			break
+		}
+		missing = rest
+	}
+	for _, l := range confirm {
+		rawSubj, data, err := s.leaderGet(ctx, l.sseq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		msg, err := wire.DecodeMessage(data)
+		if err == nil && (rawSubj != subj || msg.Seq != l.seq) {
+			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, rawSubj, msg.Seq, l.seq)
+		}
+		if err != nil {
+			return fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
+		}
+		got[l.seq] = msg
+	}
+	return nil
+}
+
+// maxBatchSpan bounds the messages one batched direct get asks for.
+const maxBatchSpan = 8192
+
+// directBatch reads up to n messages of subj from stream sequence from, in one
+// batched direct get without headers, and adds those locs place to got.
+func (s *Store) directBatch(ctx context.Context, subj string, from uint64, n int, locs []loc, got map[uint64]resume.Message) error {
+	want := make(map[uint64]bool, len(locs))
+	for _, l := range locs {
+		want[l.seq] = true
+	}
+	nc := s.js.Conn()
+	sub, err := nc.SubscribeSync(nc.NewRespInbox())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	req, _ := json.Marshal(struct {
+		Seq       uint64 `json:"seq"`
+		NextFor   string `json:"next_by_subj"`
+		Batch     int    `json:"batch"`
+		NoHeaders bool   `json:"no_hdr"`
+	}{from, subj, n, true})
+	if err := nc.PublishRequest(s.api+"DIRECT.GET."+s.opts.Stream, sub.Subject, req); err != nil {
+		return err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			msg, err := wire.DecodeMessage(m.Data)
+			if err != nil {
+				return fmt.Errorf("jsstore: batched read of %s: %w", subj, err)
+			}
+			if want[msg.Seq] {
+				got[msg.Seq] = msg
+			}
+		case "204", "404": // end of batch; nothing (more) of the subject
+			return nil
+		default:
+			return fmt.Errorf("jsstore: batched read of %s: status %s %s", subj, status, m.Header.Get("Description"))
+		}
+	}
+}
+
+// isHeld reports whether request h still holds message seq.
+func (s *Store) isHeld(h resume.TokenHash, seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reqs[h]
+	if r == nil {
+		return false
+	}
+	_, ok := slices.BinarySearchFunc(r.held, seq, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+	return ok
+}
+
+// ensure makes sure this process knows request h and has its complete index: from
+// memory, or by reading its record and its messages (a request of an earlier
+// process). It returns resume.ErrNotFound for a request the store does not hold.
+func (s *Store) ensure(ctx context.Context, h resume.TokenHash) error {
+	s.mu.Lock()
+	r := s.reqs[h]
+	ok := r != nil && r.loaded
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	var rev uint64
+	var owner string
+	if r == nil {
+		rec, n, err := s.get(ctx, h)
+		if err != nil {
+			return err
+		}
+		rev, owner = n, rec.Owner
+	}
+	held, err := s.scan(ctx, h)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch r := s.reqs[h]; {
+	case r == nil:
+		s.reqs[h] = &request{loaded: true, held: held, rev: rev, owner: owner}
+	case !r.loaded:
+		r.loaded, r.held = true, held
+	}
+	return nil
+}
+
+// scan reads where each of a request's messages sits in the stream.
+func (s *Store) scan(ctx context.Context, h resume.TokenHash) ([]loc, error) {
+	subj := s.subject(h)
+	var held []loc
+	for from := uint64(1); ; {
+		raw, err := s.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			// A publish sent again after its acknowledgement failed sits after
+			// messages appended later: the index is in the request's order.
+			slices.SortStableFunc(held, func(a, b loc) int { return cmp.Compare(a.seq, b.seq) })
+			return slices.CompactFunc(held, func(a, b loc) bool { return a.seq == b.seq }), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("jsstore: reading %s at %d: %w", key(h)[:12], from, err)
+		}
+		m, err := wire.DecodeMessage(raw.Data)
+		if err != nil {
+			return nil, fmt.Errorf("jsstore: message at %d: %w", raw.Sequence, err)
+		}
+		held = append(held, loc{seq: m.Seq, sseq: raw.Sequence})
+		from = raw.Sequence + 1
+	}
+}
