@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		// The answers to the upstream's questions and its state, for a retry
 		// (MRTR): the client's, or those the gateway asked for it.
 		answers, state = retryOf(req.Params.MultiRoundTripParams)
+		// envelope: the 2026-07-28 _meta members of a call sent in that era,
+		// which its resume carries too.
+		envelope map[string]any
 	)
 	for {
 		p, err := g.current(ctx)
@@ -87,11 +91,16 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 				// a connection that died is not sent again.
 				call["task"] = map[string]any{}
 			}
+			envelope = nil
 			if p.modern {
-				// A child of the 2026-07-28 era makes a task-required call
-				// its task when it chooses (its questions may come first,
-				// as the call's input_required answer: SEP-2663).
+				// An upstream of the 2026-07-28 era makes a task-required
+				// call its task when it chooses (its questions may come
+				// first, as the call's input_required answer: SEP-2663).
 				g.modernCall(ctx, req.Params.Meta, call, meta, answers, state, upTask)
+				envelope = map[string]any{}
+				for _, k := range []string{spec.MetaProtocolVersion, spec.MetaClientCapabilities, spec.MetaClientInfo} {
+					envelope[k] = meta[k]
+				}
 			}
 			if params, err = json.Marshal(call); err != nil {
 				return nil, err
@@ -107,7 +116,9 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		default:
 			// SEP-975: the same id, the token, and what was passed on already.
 			method = spec.MethodResume
-			params, _ = json.Marshal(map[string]any{"resumeToken": token, "_meta": map[string]any{spec.MetaAck: ack}})
+			rm := map[string]any{spec.MetaAck: ack}
+			maps.Copy(rm, envelope) // a call of the 2026 era is resumed in it
+			params, _ = json.Marshal(map[string]any{"resumeToken": token, "_meta": rm})
 		}
 		g.mu.Lock()
 		g.calls[string(id)] = uc

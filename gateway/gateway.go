@@ -399,10 +399,11 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 		return nil, initResult{}, fmt.Errorf("gateway: initializing the upstream: %w", err)
 	}
 	p.notify("notifications/initialized", nil)
-	if g.opts.URL == "" {
-		// A child on stdio. Over HTTP a 2026 request carries headers of its
-		// own and is cancelled by closing its stream, which the gateway's
-		// client does not do yet: calls there stay in the session's era.
+	if g.opts.URL == "" || p.http != nil {
+		// A child on stdio, or a server over Streamable HTTP (where a 2026
+		// request goes without the session, with headers of its own, and is
+		// cancelled by closing its stream). Over WebSocket calls stay in the
+		// session's era.
 		p.modern = speaksModern(ctx, p)
 	}
 	if p.http != nil {
@@ -428,7 +429,7 @@ func speaksModern(ctx context.Context, p *peer) bool {
 		spec.MetaClientCapabilities: map[string]any{},
 		spec.MetaClientInfo:         p.g.clientInfo(),
 	}})
-	raw, err := p.call(ctx, spec.MethodServerDiscover, params)
+	raw, err := p.probe(ctx, spec.MethodServerDiscover, params)
 	if err != nil {
 		return false
 	}

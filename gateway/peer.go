@@ -213,6 +213,21 @@ func (p *peer) call(ctx context.Context, method string, params json.RawMessage) 
 }
 
 func (p *peer) callID(ctx context.Context, id spec.ID, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.send(ctx, id, method, params, true)
+}
+
+// probe is call for a request the upstream may refuse outright without
+// anything being wrong with the connection (a method of an era it does not
+// speak, which a server of the 2025 era answers without a session): the
+// connection stays in service.
+func (p *peer) probe(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.send(ctx, p.newID(), method, params, false)
+}
+
+// send sends request id and waits for its answer. With renew, an HTTP upstream
+// that refuses it or cannot be reached is taken out of service (its session
+// may be gone).
+func (p *peer) send(ctx context.Context, id spec.ID, method string, params json.RawMessage, renew bool) (json.RawMessage, error) {
 	pd := &pending{ch: make(chan reply, 1)}
 	p.mu.Lock()
 	if p.closed {
@@ -221,26 +236,41 @@ func (p *peer) callID(ctx context.Context, id spec.ID, method string, params jso
 	}
 	p.pending[string(id)] = pd
 	p.mu.Unlock()
-	if err := p.conn.Write(ctx, spec.EncodeRequest(id, method, params)); err != nil {
-		p.forget(id)
-		if ctx.Err() != nil {
+	msg := spec.EncodeRequest(id, method, params)
+	written := make(chan error, 1)
+	if p.http != nil {
+		// A POST's Write may last as long as the request (a server that
+		// answers with a JSON body at the end): its answer, or its context's
+		// end, is waited for meanwhile.
+		go func() { written <- p.conn.Write(ctx, msg) }()
+	} else {
+		written <- p.conn.Write(ctx, msg)
+	}
+	for {
+		select {
+		case err := <-written:
+			if err == nil {
+				written = nil // the answer is to come
+				continue
+			}
+			p.forget(id)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if p.http != nil && renew {
+				// An HTTP upstream that refuses or cannot be reached: the session may be
+				// gone (a restarted upstream answers 404). Start over with a new one.
+				p.close()
+			}
+			return nil, fmt.Errorf("%w: %w", errNotSent, err)
+		case r := <-pd.ch:
+			return r.result, r.err
+		case <-ctx.Done():
+			if p.forget(id) {
+				p.cancel(id, context.Cause(ctx))
+			}
 			return nil, ctx.Err()
 		}
-		if p.http != nil {
-			// An HTTP upstream that refuses or cannot be reached: the session may be
-			// gone (a restarted upstream answers 404). Start over with a new one.
-			p.close()
-		}
-		return nil, fmt.Errorf("%w: %w", errNotSent, err)
-	}
-	select {
-	case r := <-pd.ch:
-		return r.result, r.err
-	case <-ctx.Done():
-		if p.forget(id) {
-			p.cancel(id, context.Cause(ctx))
-		}
-		return nil, ctx.Err()
 	}
 }
 
@@ -253,14 +283,28 @@ func (p *peer) forget(id spec.ID) bool {
 	return ok
 }
 
-// cancel tells the upstream to stop working on request id.
+// cancel tells the upstream to stop working on request id: a request of the
+// 2026 era over HTTP by closing its stream, any other with
+// notifications/cancelled, which carries the call's resume token when the
+// upstream gave one (SEP-975 with this project's extension: it names the
+// request wherever it is attached, a 2026 one that closing its stream only
+// detached included).
 func (p *peer) cancel(id spec.ID, cause error) {
+	if p.http != nil {
+		p.http.Abort(id)
+	}
 	reason := "cancelled"
 	if cause != nil {
 		reason = cause.Error()
 	}
-	params, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": reason})
-	p.notify("notifications/cancelled", params)
+	cp := spec.CancelledParams{RequestID: id, Reason: reason}
+	p.g.mu.Lock()
+	if uc := p.g.calls[string(id)]; uc != nil && (uc.policySeen || uc.keyed) {
+		cp.ResumeToken = uc.resumeToken
+	}
+	p.g.mu.Unlock()
+	params, _ := json.Marshal(cp)
+	p.notify(spec.MethodCancelled, params)
 }
 
 // notify sends a notification, best effort, off the caller's path when the

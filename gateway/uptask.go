@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
@@ -62,7 +63,7 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 	answered := map[string]bool{}
 	wait := firstPoll
 	for {
-		raw, err := g.request(ctx, spec.MethodTasksGet, g.taskParams(task, nil))
+		raw, err := g.taskCall(ctx, spec.MethodTasksGet, g.taskParams(task, nil))
 		if err != nil {
 			return nil, g.endModernTask(ctx, task, err)
 		}
@@ -95,7 +96,7 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 				if err != nil {
 					return nil, g.endModernTask(ctx, task, err)
 				}
-				if _, err := g.request(ctx, spec.MethodTasksUpdate, g.taskParams(task, answers)); err != nil {
+				if _, err := g.taskCall(ctx, spec.MethodTasksUpdate, g.taskParams(task, answers)); err != nil {
 					return nil, g.endModernTask(ctx, task, err)
 				}
 				for key := range answers {
@@ -110,6 +111,41 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 			return nil, g.endModernTask(ctx, task, ctx.Err())
 		}
 		wait = min(max(wait*2, firstPoll), max(every, firstPoll), maxPoll)
+	}
+}
+
+// taskCall asks the upstream method about its task. The task outlives the
+// connection: one lost (or an upstream that forgot the session) is asked again
+// on the next, for as long as ConnectTimeout passes without an answer.
+func (g *Gateway) taskCall(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	var since time.Time
+	for {
+		p, err := g.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := p.call(ctx, method, b)
+		var serr *spec.Error
+		gone := errors.As(err, &serr) && serr.Reason == spec.ReasonUnknownSession
+		lost := gone || errors.Is(err, errLost) || errors.Is(err, errStreamLost) || errors.Is(err, errNotSent)
+		switch {
+		case err == nil:
+			return raw, nil
+		case ctx.Err() != nil || !lost:
+			return nil, err
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) > g.opts.ConnectTimeout:
+			return nil, upstreamErr(err)
+		}
+		if gone {
+			p.close() // the supervisor opens a new session
+		}
+		g.replaced(ctx, p)
 	}
 }
 

@@ -111,3 +111,31 @@ func TestUpstreamTask2026Question(t *testing.T) {
 		}
 	}
 }
+
+// A Streamable HTTP upstream of the 2026-07-28 era gets a 2026 client's call in
+// that era: its question is the call's own input_required answer, passed on
+// with the upstream's state (wrapped as the gateway's: gw1.), and the retry
+// with the answer goes back to it.
+func TestHTTPUpstream2026(t *testing.T) {
+	addr, _ := upstreamOurs(t)
+	r := newRig(t, gateway.Options{URL: "http://" + addr + "/mcp"})
+	c := e2etest.NewClient(t, r.dialHTTP(t))
+	const caps = `{"elicitation":{}}`
+	c.Modern(`"q"`, "tools/call", `"name":"ask","arguments":{"question":"Name?"}`, caps)
+	m, _ := c.Response(`"q"`)
+	var ir e2etest.InputRequired
+	if m.Error != nil || json.Unmarshal(m.Result, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 {
+		t.Fatalf("the call's answer %s, want input_required with one question", m.Raw)
+	}
+	if !strings.HasPrefix(ir.RequestState, "gw1.") {
+		t.Fatalf("requestState %q, want the upstream's, wrapped (gw1.): the upstream asked in the 2026 era", ir.RequestState)
+	}
+	var key string
+	for k := range ir.InputRequests {
+		key = k
+	}
+	c.Modern(`"a"`, "tools/call", fmt.Sprintf(`"name":"ask","arguments":{"question":"Name?"},"inputResponses":{%q:{"action":"accept","content":{"answer":"Ada"}}},"requestState":%q`, key, ir.RequestState), caps)
+	if m, _ := c.Response(`"a"`); e2etest.Text(m) != "answer: Ada" {
+		t.Fatalf("the retry's answer %s, want the upstream's result", m.Raw)
+	}
+}

@@ -45,13 +45,16 @@ type ClientConn struct {
 	silence    time.Duration // ClientOptions.Silence
 	keepAlive  atomic.Int64  // the server's announced keepalive (ns); 0 until it announced one
 
-	mu        sync.Mutex // guards the fields below
-	err       error      // why the connection ended, when not by Close (ErrStreamLost)
-	closing   bool       // Close began: no new stream readers
-	session   string
-	protocol  string
-	keep      *KeptSession
-	keptInit  bool // the client's initialize was answered from keep: its initialized notification is not sent
+	mu       sync.Mutex // guards the fields below
+	err      error      // why the connection ended, when not by Close (ErrStreamLost)
+	closing  bool       // Close began: no new stream readers
+	session  string
+	protocol string
+	keep     *KeptSession
+	keptInit bool // the client's initialize was answered from keep: its initialized notification is not sent
+	// streams: the POSTs of 2026-07-28 requests in flight, by request id, to
+	// end with Abort (such a request is cancelled by closing its stream).
+	streams   map[string]context.CancelFunc
 	readers   sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -278,13 +281,20 @@ func (c *ClientConn) fromKept(msg []byte) (bool, error) {
 // server forgot the kept session is sent again in a new one.
 func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 	var used string // the session the POST went with
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.url, bytes.NewReader(msg))
+	m, derr := spec.Decode(msg)
+	modern := derr == nil && m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern()
+	pctx, done := c.ctx, func() {}
+	if modern {
+		pctx, done = c.track(m.ID)
+	}
+	req, err := http.NewRequestWithContext(pctx, http.MethodPost, c.url, bytes.NewReader(msg))
 	if err != nil {
+		done()
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if m, derr := spec.Decode(msg); derr == nil && m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern() {
+	if modern {
 		// A 2026-07-28 request stands alone: no session, and the headers that
 		// mirror its body.
 		v := spec.EnvelopeOf(m.Params).Version
@@ -308,10 +318,15 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 	}
 	resp, err := c.do(req)
 	if err != nil {
+		done()
 		if c.ctx.Err() != nil {
 			return transport.ErrClosed
 		}
 		return err
+	}
+	if modern {
+		// The POST's stream, once read to its end, releases its context.
+		resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
 	}
 	if sid := resp.Header.Get(HeaderSessionID); sid != "" {
 		c.mu.Lock()
@@ -335,6 +350,53 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 	}
 	return c.take(resp, msg, nil)
+}
+
+// track registers the POST of 2026 request id for Abort, and returns its
+// context and the function that releases it once the POST is done.
+func (c *ClientConn) track(id spec.ID) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	key := string(id)
+	c.mu.Lock()
+	if c.streams == nil {
+		c.streams = map[string]context.CancelFunc{}
+	}
+	c.streams[key] = cancel
+	c.mu.Unlock()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.streams, key)
+			c.mu.Unlock()
+			cancel()
+		})
+	}
+}
+
+// Abort closes the stream of 2026-07-28 request id, which cancels the request
+// at a server of that era (one whose client declared SEP-975 keeps it running,
+// detached). It does nothing for a request whose stream is done, or of the 2025
+// era (those are cancelled with notifications/cancelled).
+func (c *ClientConn) Abort(id []byte) {
+	c.mu.Lock()
+	cancel := c.streams[string(id)]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// doneBody is a response body that calls done once it is closed.
+type doneBody struct {
+	io.ReadCloser
+	done func()
+}
+
+func (b *doneBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
 
 // keepSession records the session an initialize opened, with the server's

@@ -733,3 +733,27 @@ func TestToolsListTaskSupport(t *testing.T) {
 		}
 	}
 }
+
+// Abort closes a 2026-07-28 request's stream, which cancels the request at the
+// server (its client declared no SEP-975); it does nothing for a request that is
+// done, or unknown.
+func TestClientConnAbort(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.dial(t)
+	ctx := context.Background()
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":30,"steps":30},%s}}`, e2etest.Envelope(`{}`))
+	// Without progress to send, the server answers with a JSON body at the
+	// end: Write returns with the answer, or when the POST is aborted.
+	written := make(chan error, 1)
+	go func() { written <- c.Write(ctx, []byte(call)) }()
+	poll.Until(t, 10*time.Second, "the call to run", func() bool { return s.core.Calls() == 1 })
+	c.Abort([]byte(`"other"`))
+	if s.core.Calls() != 1 {
+		t.Fatal("Abort of another id ended the call")
+	}
+	c.Abort([]byte(`"c"`))
+	if err := <-written; err == nil {
+		t.Error("Write of the aborted call returned no error")
+	}
+	poll.Until(t, 10*time.Second, "the call to be cancelled", func() bool { return s.core.Calls() == 0 })
+}
