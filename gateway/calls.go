@@ -259,7 +259,7 @@ func (g *Gateway) modernCall(ctx context.Context, asked *mcpgo.Meta, call, meta 
 				if exp == nil {
 					exp = map[string]any{}
 				}
-				exp[spec.CapabilityName] = map[string]any{}
+				exp[spec.CapabilityName] = resumableCap
 				m["experimental"] = exp
 			}
 			caps, _ = json.Marshal(m)

@@ -288,6 +288,9 @@ func (g *Gateway) PolicyOf(tools map[string]resumemcp.Policy, def resumemcp.Poli
 	}
 }
 
+// resumableCap is the gateway's SEP-975 capability toward an HTTP upstream.
+var resumableCap = map[string]any{"extensions": []string{spec.ExtensionAck}}
+
 // escalateAfter bounds how long a 2026 client's call of a task-required tool
 // runs before it is a task of the gateway's, when its upstream of the
 // 2026-07-28 era has not made it one yet.
@@ -375,8 +378,10 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 	}
 	if g.opts.URL != "" {
 		// An HTTP upstream that offers SEP-975 makes each call resumable: a call
-		// whose stream or connection is lost is resumed on the next one.
-		caps[spec.CapabilityName] = map[string]any{}
+		// whose stream or connection is lost is resumed on the next one. With
+		// the ack extension, it keeps what it sent until the gateway's resume
+		// acknowledges it, so that what a dying connection lost is sent again.
+		caps[spec.CapabilityName] = resumableCap
 	}
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": Protocol,
