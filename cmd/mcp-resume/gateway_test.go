@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/internal/freeport"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -284,15 +284,15 @@ func TestGatewayUpstreamRestart(t *testing.T) {
 }
 
 // freeAddr is a loopback address whose port is free now, for a server that
-// must come back on the same address.
+// must come back on the same address (package freeport: a port no outgoing
+// connection takes in between).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // The shared end-to-end suite through `mcp-resume connect URL` (its stdio

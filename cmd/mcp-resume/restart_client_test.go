@@ -57,12 +57,7 @@ func spawnHTTP(t *testing.T, addr, args string) (kill func()) {
 // the call again, and the client reconnects, resumes with its token and gets the
 // result from CallTool as if nothing had happened.
 func TestClientSurvivesServerRestart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	args := "--data-dir " + t.TempDir() + " --restartable countdown"
 	kill := spawnHTTP(t, addr, args)
 
@@ -128,12 +123,7 @@ func TestClientSurvivesServerRestart(t *testing.T) {
 // (--restartable): the result arrives, and when the progress starts over the
 // client says why instead of jumping back without a word.
 func TestCallSaysProgressStartsOver(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	args := "--data-dir " + t.TempDir() + " --restartable countdown"
 	kill := spawnHTTP(t, addr, args)
 	var stdout, stderr logbuf.Buffer
@@ -163,12 +153,7 @@ func TestCallSaysProgressStartsOver(t *testing.T) {
 // "resumed" (the new server does not know the call), and the error is followed
 // by a hint that the server may have restarted without --data-dir.
 func TestCallAfterRestartWithoutDataDir(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	kill := spawnHTTP(t, addr, "")
 
 	var stdout, stderr logbuf.Buffer
@@ -188,6 +173,7 @@ func TestCallAfterRestartWithoutDataDir(t *testing.T) {
 	})
 	spawnHTTP(t, addr, "")
 
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(60 * time.Second):

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/freeport"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 )
 
@@ -106,12 +107,11 @@ func moduleRoot() (string, error) {
 func StartHTTP(t testing.TB) string {
 	t.Helper()
 	path := Path(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := ports[0]
 	cmd := exec.Command("node", path, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	if testing.Verbose() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcp-resume/mcp-resume/internal/freeport"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 )
 
@@ -42,50 +42,26 @@ const clusterPatience = 30 * time.Second
 // stream can then be created through any of them. Every server still running
 // is shut down when tb ends.
 //
-// The route ports are picked by listening on port 0 and closing the listener
-// just before a server takes the port (every server must know all the routes
-// when it starts): another process could take one in that moment, and the
-// servers then fail to become ready.
+// The route ports must be known before the servers start (each is told every
+// route), so they are picked free and taken by the servers a moment later
+// (package freeport: from below the ephemeral range, which outgoing connections
+// use); should one be taken anyway, the servers are started again on others.
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
-	ports := freePorts(tb, n)
-	routes := make([]*url.URL, n)
-	for i, p := range ports {
-		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)}
-	}
-	// The directories first: their removal, registered with them, then runs
-	// after the servers' shutdown (cleanups run last registered first).
-	dirs := make([]string, n)
-	for i := range dirs {
-		dirs[i] = tb.TempDir()
-	}
 	c := &Cluster{down: make([]bool, n)}
-	tb.Cleanup(c.shutdownAll)
-	for i := range n {
-		ns, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("n%d", i),
-			Host:       "127.0.0.1",
-			Port:       server.RANDOM_PORT,
-			JetStream:  true,
-			StoreDir:   dirs[i],
-			Cluster:    server.ClusterOpts{Name: "mcp-resume-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:     routes, // its own among them: a server knows itself and skips it
-			NoSigs:     true,
-			NoLog:      true,
-			MaxPayload: 8 << 20, // as embedded's: a queued message is a whole MCP message
-		})
-		if err != nil {
+	for attempt := 1; ; attempt++ {
+		servers, err := startServers(tb, n)
+		if err == nil {
+			c.servers = servers
+			break
+		}
+		if attempt == clusterAttempts {
 			tb.Fatal(err)
 		}
-		c.mu.Lock()
-		c.servers = append(c.servers, ns)
-		c.mu.Unlock()
-		go ns.Start()
+		tb.Logf("%v; starting the cluster again on other ports", err)
 	}
-	for i, ns := range c.servers {
-		if !ns.ReadyForConnections(clusterPatience) {
-			tb.Fatalf("server n%d not ready within %v (its route port %d taken meanwhile?)", i, clusterPatience, ports[i])
-		}
+	tb.Cleanup(c.shutdownAll)
+	for _, ns := range c.servers {
 		c.urls = append(c.urls, ns.ClientURL())
 	}
 	poll.Until(tb, clusterPatience, fmt.Sprintf("a JetStream meta leader with %d peers, every server current", n), func() bool {
@@ -105,6 +81,63 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	})
 	c.waitAPI(tb)
 	return c
+}
+
+// clusterAttempts bounds the starts of a cluster whose route ports were taken.
+const clusterAttempts = 3
+
+// startServers starts n servers routed to each other, on route ports picked
+// free, and waits until each is ready; when one is not, it shuts them all down
+// and says which.
+func startServers(tb testing.TB, n int) ([]*server.Server, error) {
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	routes := make([]*url.URL, n)
+	for i, p := range ports {
+		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)}
+	}
+	// The directories first: their removal, registered with them, then runs
+	// after the servers' shutdown (cleanups run last registered first).
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = tb.TempDir()
+	}
+	var servers []*server.Server
+	stop := func() {
+		for _, ns := range servers {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	}
+	for i := range n {
+		ns, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i),
+			Host:       "127.0.0.1",
+			Port:       server.RANDOM_PORT,
+			JetStream:  true,
+			StoreDir:   dirs[i],
+			Cluster:    server.ClusterOpts{Name: "mcp-resume-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes, // its own among them: a server knows itself and skips it
+			NoSigs:     true,
+			NoLog:      true,
+			MaxPayload: 8 << 20, // as embedded's: a queued message is a whole MCP message
+		})
+		if err != nil {
+			stop()
+			tb.Fatal(err)
+		}
+		servers = append(servers, ns)
+		go ns.Start()
+	}
+	for i, ns := range servers {
+		if !ns.ReadyForConnections(clusterPatience) {
+			stop()
+			return nil, fmt.Errorf("server n%d not ready within %v (its route port %d taken meanwhile?)", i, clusterPatience, ports[i])
+		}
+	}
+	return servers, nil
 }
 
 // waitAPI waits until the cluster's JetStream API creates and deletes a stream
@@ -134,21 +167,6 @@ func (c *Cluster) waitAPI(tb testing.TB) {
 		})
 		nc.Close()
 	}
-}
-
-// freePorts returns n distinct loopback TCP ports that were free a moment ago.
-func freePorts(tb testing.TB, n int) []int {
-	tb.Helper()
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer ln.Close() // all held until all are picked: n distinct ports
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 // Len is the number of servers, those shut down included.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/freeport"
 )
 
 // target is one server under measurement: a process of its own.
@@ -171,12 +173,5 @@ func (t *target) cpu() time.Duration {
 // clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on Linux.
 const clockTicks = 100
 
-// freeAddr is a loopback address with a port free now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
+// freeAddr is a loopback address with a port free now (see package freeport).
+func freeAddr() (string, error) { return freeport.Addr() }
