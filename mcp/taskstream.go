@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"strconv"
 	"sync"
 	"time"
@@ -115,30 +116,48 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 	last := uint64(0) // the sequence number of the last message sent (or skipped by the cursor)
 	if from {
 		last = after + 1
-		held, _, err := r.events(0, 1)
-		if err == nil && len(held) > 0 && held[0].Seq > last+1 {
+		var oldest uint64 // the seq of the oldest message kept, 0 for none
+		if kept, _, err := r.events(0); err == nil {
+			for m, err := range kept {
+				if err == nil {
+					oldest = m.Seq
+				}
+				break
+			}
+		}
+		if oldest > last+1 {
 			e := spec.NewError(spec.CodeEventsGone, spec.ReasonEventsGone, "the events after this cursor are no longer kept; the oldest kept has earliestSeq")
-			e.TaskID, e.EarliestSeq = task, held[0].Seq-1
+			e.TaskID, e.EarliestSeq = task, oldest-1
 			release()
 			c.replyError(st, id, e)
 			return
 		}
 	}
-	// send sends the events of msgs after last; it reports whether the
-	// stream goes on, and whether the task's end was among them.
+	// sendOne sends m's event if m comes after last; it reports whether the
+	// stream goes on, and whether m was the task's end.
+	sendOne := func(m resume.Message) (ok, end bool) {
+		if m.Seq <= last {
+			return true, false
+		}
+		last = m.Seq
+		end = m.Kind == resume.KindResponse
+		ev, has := taskEvent(task, m)
+		if !has {
+			return true, end
+		}
+		if err := st.Write(ctx, Message{Kind: KindNotification, Data: ev}); err != nil {
+			return false, end // the stream is gone; the task runs on
+		}
+		return true, end
+	}
+	// send sends the events of msgs after last (see sendOne).
 	send := func(msgs []resume.Message) (ok, end bool) {
 		for _, m := range msgs {
-			if m.Seq <= last {
-				continue
-			}
-			last = m.Seq
-			end = end || m.Kind == resume.KindResponse
-			ev, has := taskEvent(task, m)
-			if !has {
-				continue
-			}
-			if err := st.Write(ctx, Message{Kind: KindNotification, Data: ev}); err != nil {
-				return false, end // the stream is gone; the task runs on
+			var e bool
+			ok, e = sendOne(m)
+			end = end || e
+			if !ok {
+				return false, end
 			}
 		}
 		return true, end
@@ -152,14 +171,29 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 		c.reply(st, spec.EncodeResponse(id, result))
 	}
 	for {
-		// What is kept, from the store or the task's outbox.
-		msgs, ended, err := r.events(last, 0)
+		// What is kept, from the store or the task's outbox, sent as it is read.
+		kept, ended, err := r.events(last)
+		if kept == nil { // the task left the engine: err says how
+			kept = func(func(resume.Message, error) bool) {}
+		}
+		ok, end := true, false
+		for m, rerr := range kept {
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			var e bool
+			ok, e = sendOne(m)
+			end = end || e
+			if !ok {
+				break
+			}
+		}
 		if err != nil && !errors.Is(err, resume.ErrCancelled) {
 			release()
 			c.replyError(st, id, wireError(err))
 			return
 		}
-		ok, end := send(msgs)
 		switch {
 		case !ok:
 			return
@@ -279,10 +313,10 @@ func (c *connState) stopTaskStream(id string) bool {
 // eventSource is where a task's events are read from: the task itself, or the
 // store of a cluster whose other instance runs it.
 type eventSource interface {
-	// events returns the messages kept after sequence number after (at most
-	// limit, 0: all), and whether the task has ended (an error once it left
-	// the engine).
-	events(after uint64, limit int) ([]resume.Message, bool, error)
+	// events returns the messages kept after sequence number after, as they
+	// are read, and whether the task had ended when asked (an error once it
+	// left the engine).
+	events(after uint64) (iter.Seq2[resume.Message, error], bool, error)
 	// watch follows what comes from now on.
 	watch() eventWatch
 	// gone reports whether the task left the engine.
@@ -298,8 +332,8 @@ type eventWatch interface {
 
 type localEvents struct{ r *resume.Request }
 
-func (l localEvents) events(after uint64, limit int) ([]resume.Message, bool, error) {
-	return l.r.Events(after, limit)
+func (l localEvents) events(after uint64) (iter.Seq2[resume.Message, error], bool, error) {
+	return l.r.Events(after)
 }
 func (l localEvents) watch() eventWatch { return l.r.Watch() }
 func (l localEvents) gone() bool        { return l.r.Gone() }
@@ -315,7 +349,7 @@ type storedEvents struct {
 // storedPoll is how often a task another instance runs is read again.
 const storedPoll = 250 * time.Millisecond
 
-func (s storedEvents) events(after uint64, limit int) ([]resume.Message, bool, error) {
+func (s storedEvents) events(after uint64) (iter.Seq2[resume.Message, error], bool, error) {
 	if s.h.Gone() {
 		return nil, true, resume.ErrCancelled
 	}
@@ -325,17 +359,7 @@ func (s storedEvents) events(after uint64, limit int) ([]resume.Message, bool, e
 	if f, ok := s.store.(resume.FreshReplayer); ok {
 		replay = f.ReplayFresh
 	}
-	var out []resume.Message
-	for m, err := range replay(s.ctx, s.hash, after) {
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, m)
-		if len(out) == limit {
-			break
-		}
-	}
-	return out, ended, nil
+	return replay(s.ctx, s.hash, after), ended, nil
 }
 
 func (s storedEvents) gone() bool { return s.h.Gone() }

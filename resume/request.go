@@ -670,29 +670,26 @@ func (r *Request) tellWatchersLocked(m Message) {
 }
 
 // Events returns the messages the request holds with a sequence number above
-// after, oldest first, at most limit of them (0: all), without delivering or
+// after, oldest first, as they are read (from the store, a batch at a time:
+// a reader sends the first while the rest are read), without delivering or
 // changing anything (a task's event stream: many readers, none of them its
-// client's attachment), and whether the request has ended (completed or
-// failed: its response is among them). A request that left the engine answers
-// its error (ErrCancelled, ErrExpired, ...).
-func (r *Request) Events(after uint64, limit int) (msgs []Message, ended bool, err error) {
+// client's attachment), and whether the request had ended when asked
+// (completed or failed: its response is among them). A request that left the
+// engine answers its error (ErrCancelled, ErrExpired, ...).
+func (r *Request) Events(after uint64) (msgs iter.Seq2[Message, error], ended bool, err error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.gone.Load() {
-		defer r.mu.Unlock()
 		return nil, true, r.endedErrLocked()
 	}
 	ended = r.state.Ended()
-	r.mu.Unlock()
-	for m, err := range r.replay(after) {
-		if err != nil {
-			return nil, false, err
+	return func(yield func(Message, error) bool) {
+		for m, err := range r.replay(after) {
+			if !yield(m, err) || err != nil {
+				return
+			}
 		}
-		msgs = append(msgs, m)
-		if len(msgs) == limit {
-			break
-		}
-	}
-	return msgs, ended, nil
+	}, ended, nil
 }
 
 // loseLocked ends the request once its Store has reported that it lost what it

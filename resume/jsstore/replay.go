@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -40,15 +41,8 @@ func (s *Store) ReplayFresh(ctx context.Context, h resume.TokenHash, after uint6
 		for len(todo) > 0 {
 			batch := todo[:min(len(todo), replayBatch)]
 			todo = todo[len(batch):]
-			stored := make(map[uint64]resume.Message, len(batch))
-			if err := s.retry(ctx, func(ctx context.Context) error { return s.readBatch(ctx, subj, batch, stored) }); err != nil {
-				yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], batch[0].seq, err))
+			if !s.yieldRead(ctx, h, subj, batch, yield) {
 				return
-			}
-			for _, l := range batch {
-				if m, ok := stored[l.seq]; ok && !yield(m, nil) {
-					return
-				}
 			}
 		}
 	}
@@ -90,53 +84,152 @@ func (s *Store) Replay(ctx context.Context, h resume.TokenHash, after uint64) it
 					fromStream = append(fromStream, l)
 				}
 			}
-			stored := make(map[uint64]resume.Message, len(fromStream))
-			if len(fromStream) > 0 {
-				err := s.retry(ctx, func(ctx context.Context) error {
-					return s.readBatch(ctx, subj, fromStream, stored)
-				})
-				if err != nil {
-					yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], fromStream[0].seq, err))
-					return
-				}
+			// Read from the stream while what came is yielded.
+			stored, stop := s.startRead(ctx, subj, fromStream)
+			if !s.yieldBatch(ctx, h, batch, stored, yield) {
+				stop()
+				return
 			}
-			for _, l := range batch {
-				var m resume.Message
-				switch {
-				case l.data != nil || l.pend != nil: // the newest, or not acknowledged yet: from memory
-					data := l.data
-					if data == nil {
-						data = l.pend.msg.Data
-					}
-					var err error
-					if m, err = wire.DecodeMessage(data); err == nil && m.Seq != l.seq {
-						err = fmt.Errorf("%w: message %d where message %d of %s was", errCodec, m.Seq, l.seq, key(h)[:12])
-					}
-					if err != nil {
-						yield(resume.Message{}, err)
-						return
-					}
-				default:
-					var ok bool
-					if m, ok = stored[l.seq]; !ok {
-						if s.isHeld(h, l.seq) {
-							s.verify(ctx) // held, yet not in the stream: is it the same stream?
-						}
-						if err := s.lostErr(h); err != nil {
-							yield(resume.Message{}, err) // with the stream
-							return
-						}
-						continue // deleted meanwhile (the request ended)
-					}
+			stop()
+		}
+	}
+}
+
+// yieldBatch yields the messages of batch that request h still holds, in
+// order: from memory, or from stored as they come; it reports whether to go on.
+func (s *Store) yieldBatch(ctx context.Context, h resume.TokenHash, batch []loc, stored *batchRead, yield func(resume.Message, error) bool) bool {
+	for _, l := range batch {
+		var m resume.Message
+		switch {
+		case l.data != nil || l.pend != nil: // the newest, or not acknowledged yet: from memory
+			data := l.data
+			if data == nil {
+				data = l.pend.msg.Data
+			}
+			var err error
+			if m, err = wire.DecodeMessage(data); err == nil && m.Seq != l.seq {
+				err = fmt.Errorf("%w: message %d where message %d of %s was", errCodec, m.Seq, l.seq, key(h)[:12])
+			}
+			if err != nil {
+				yield(resume.Message{}, err)
+				return false
+			}
+		default:
+			var ok bool
+			var err error
+			if m, ok, err = stored.message(l.seq); !ok {
+				if err != nil {
+					yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], l.seq, err))
+					return false
 				}
-				if !s.isHeld(h, l.seq) {
-					continue // discarded meanwhile
+				if s.isHeld(h, l.seq) {
+					s.verify(ctx) // held, yet not in the stream: is it the same stream?
 				}
-				if !yield(m, nil) {
-					return
+				if err := s.lostErr(h); err != nil {
+					yield(resume.Message{}, err) // with the stream
+					return false
 				}
+				continue // deleted meanwhile (the request ended)
 			}
 		}
+		if !s.isHeld(h, l.seq) {
+			continue // discarded meanwhile
+		}
+		if !yield(m, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// yieldRead yields the messages of batch as the stream holds them, in order,
+// as they come (ReplayFresh: nothing from memory, nothing checked against the
+// index); it reports whether to go on.
+func (s *Store) yieldRead(ctx context.Context, h resume.TokenHash, subj string, batch []loc, yield func(resume.Message, error) bool) bool {
+	stored, stop := s.startRead(ctx, subj, batch)
+	defer stop()
+	for _, l := range batch {
+		m, ok, err := stored.message(l.seq)
+		switch {
+		case ok:
+			if !yield(m, nil) {
+				return false
+			}
+		case err != nil:
+			yield(resume.Message{}, fmt.Errorf("jsstore: reading messages of %s from %d: %w", key(h)[:12], l.seq, err))
+			return false
+		}
+	}
+	return true
+}
+
+// batchRead is a batch of messages being read from the stream (readBatch, in
+// a goroutine of its own) while its reader takes those that came: reading and
+// sending overlap. Its methods are safe for concurrent use.
+type batchRead struct {
+	mu   sync.Mutex
+	got  map[uint64]resume.Message
+	done bool
+	err  error
+	more chan struct{} // capacity 1: a message came, or the read ended
+}
+
+// startRead reads locs in the background; stop ends the read (if it still
+// runs) and waits for it. Without locs, nothing is read.
+func (s *Store) startRead(ctx context.Context, subj string, locs []loc) (b *batchRead, stop func()) {
+	b = &batchRead{got: make(map[uint64]resume.Message, len(locs)), more: make(chan struct{}, 1)}
+	if len(locs) == 0 {
+		b.done = true
+		return b, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := s.retry(ctx, func(ctx context.Context) error { return s.readBatch(ctx, subj, locs, b) })
+		b.mu.Lock()
+		b.done, b.err = true, err
+		b.mu.Unlock()
+		b.tell()
+	})
+	return b, func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+func (b *batchRead) tell() {
+	select {
+	case b.more <- struct{}{}:
+	default:
+	}
+}
+
+func (b *batchRead) put(m resume.Message) {
+	b.mu.Lock()
+	b.got[m.Seq] = m
+	b.mu.Unlock()
+	b.tell()
+}
+
+func (b *batchRead) has(seq uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.got[seq]
+	return ok
+}
+
+// message waits for message seq: ok is false once the read ended without it,
+// with the read's error if it failed.
+func (b *batchRead) message(seq uint64) (m resume.Message, ok bool, err error) {
+	for {
+		b.mu.Lock()
+		m, ok = b.got[seq]
+		done, err := b.done, b.err
+		b.mu.Unlock()
+		if ok || done {
+			return m, ok, err
+		}
+		<-b.more
 	}
 }
 
@@ -207,10 +300,10 @@ const replayBatch = 1024
 // messages read go into got, which a try after a failure (a batch slower than
 // one try's timeout, on a loaded server) passes again: it reads only what is
 // still missing, so that every try makes progress.
-func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got map[uint64]resume.Message) error {
+func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got *batchRead) error {
 	var missing []loc
 	for _, l := range locs {
-		if _, ok := got[l.seq]; !ok {
+		if !got.has(l.seq) {
 			missing = append(missing, l)
 		}
 	}
@@ -226,14 +319,14 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got map[
 		}
 		var reached uint64 // the highest stream sequence a wanted message came from
 		for _, l := range missing {
-			if _, ok := got[l.seq]; ok {
+			if got.has(l.seq) {
 				reached = max(reached, l.sseq)
 			}
 		}
 		var rest []loc
 		for _, l := range missing {
-			switch _, ok := got[l.seq]; {
-			case ok:
+			switch {
+			case got.has(l.seq):
 			case l.sseq < reached || n == int(to-from+1):
 				confirm = append(confirm, l) // the batch went past it, or covered the span
 			default:
@@ -261,7 +354,7 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got map[
 		if err != nil {
 			return fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
 		}
-		got[l.seq] = msg
+		got.put(msg)
 	}
 	return nil
 }
@@ -271,7 +364,7 @@ const maxBatchSpan = 8192
 
 // directBatch reads up to n messages of subj from stream sequence from, in one
 // batched direct get without headers, and adds those locs place to got.
-func (s *Store) directBatch(ctx context.Context, subj string, from uint64, n int, locs []loc, got map[uint64]resume.Message) error {
+func (s *Store) directBatch(ctx context.Context, subj string, from uint64, n int, locs []loc, got *batchRead) error {
 	want := make(map[uint64]bool, len(locs))
 	for _, l := range locs {
 		want[l.seq] = true
@@ -303,7 +396,7 @@ func (s *Store) directBatch(ctx context.Context, subj string, from uint64, n int
 				return fmt.Errorf("jsstore: batched read of %s: %w", subj, err)
 			}
 			if want[msg.Seq] {
-				got[msg.Seq] = msg
+				got.put(msg)
 			}
 		case "204", "404": // end of batch; nothing (more) of the subject
 			return nil
