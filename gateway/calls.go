@@ -694,7 +694,8 @@ func (g *Gateway) forgetCall(id spec.ID) {
 }
 
 // endTask is the error a call waiting for an upstream task ends with: its
-// context's, after cancelling the task upstream, or err as the client sees it.
+// context's, after cancelling the task upstream (tasks/cancel with params, of
+// either era), or err as the client sees it.
 func (g *Gateway) endTask(ctx context.Context, params json.RawMessage, err error) error {
 	if ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ConnectTimeout)

@@ -242,6 +242,9 @@ func (p *peer) send(ctx context.Context, id spec.ID, method string, params json.
 		// A POST's Write may last as long as the request (a server that
 		// answers with a JSON body at the end): its answer, or its context's
 		// end, is waited for meanwhile.
+		// Not counted in g.wg: a peer taken out of service is not always
+		// closed, and its POST ends with the request, its abort or the
+		// connection's close, whichever comes first.
 		go func() { written <- p.conn.Write(ctx, msg) }()
 	} else {
 		written <- p.conn.Write(ctx, msg)

@@ -60,12 +60,13 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 	g.calls[string(id)] = uc
 	g.mu.Unlock()
 	defer g.forgetCall(id)
+	cancel, _ := json.Marshal(g.taskParams(task, nil)) // tasks/cancel's, when the call ends first
 	answered := map[string]bool{}
 	wait := firstPoll
 	for {
 		raw, err := g.taskCall(ctx, spec.MethodTasksGet, g.taskParams(task, nil))
 		if err != nil {
-			return nil, g.endModernTask(ctx, task, err)
+			return nil, g.endTask(ctx, cancel, err)
 		}
 		var t upstreamTask
 		if err := json.Unmarshal(raw, &t); err != nil {
@@ -94,10 +95,10 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 			if len(in.InputRequests) > 0 {
 				answers, err := fulfil(ctx, in)
 				if err != nil {
-					return nil, g.endModernTask(ctx, task, err)
+					return nil, g.endTask(ctx, cancel, err)
 				}
 				if _, err := g.taskCall(ctx, spec.MethodTasksUpdate, g.taskParams(task, answers)); err != nil {
-					return nil, g.endModernTask(ctx, task, err)
+					return nil, g.endTask(ctx, cancel, err)
 				}
 				for key := range answers {
 					answered[key] = true
@@ -106,11 +107,10 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 				continue
 			}
 		}
-		every := time.Duration(t.PollIntervalMs) * time.Millisecond
 		if !backoff.Sleep(ctx, wait) {
-			return nil, g.endModernTask(ctx, task, ctx.Err())
+			return nil, g.endTask(ctx, cancel, ctx.Err())
 		}
-		wait = min(max(wait*2, firstPoll), max(every, firstPoll), maxPoll)
+		wait = min(2*wait, max(time.Duration(t.PollIntervalMs)*time.Millisecond, firstPoll), maxPoll)
 	}
 }
 
@@ -165,16 +165,4 @@ func (g *Gateway) taskParams(task string, answers map[string]json.RawMessage) ma
 		p["inputResponses"] = answers
 	}
 	return p
-}
-
-// endModernTask is the error a call following an upstream task ends with:
-// its context's, after cancelling the task upstream, or err.
-func (g *Gateway) endModernTask(ctx context.Context, task string, err error) error {
-	if ctx.Err() == nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ConnectTimeout)
-	defer cancel()
-	_, _ = g.request(cctx, spec.MethodTasksCancel, g.taskParams(task, nil))
-	return context.Cause(ctx)
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-resume/mcp-resume/gateway"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -77,16 +79,15 @@ func TestUpstreamTask2026Question(t *testing.T) {
 	var asked struct {
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 	}
-	for n := 0; ; n++ {
+	n := 0
+	poll.Until(t, 30*time.Second, "the task's question", func() bool {
+		n++
 		status, raw := get(n)
-		if status == "input_required" {
-			_ = json.Unmarshal(raw, &asked)
-			break
-		}
-		if status != "working" {
+		if status != "working" && status != "input_required" {
 			t.Fatalf("task %s before its question", raw)
 		}
-	}
+		return status == "input_required" && json.Unmarshal(raw, &asked) == nil
+	})
 	if len(asked.InputRequests) != 1 {
 		t.Fatalf("input requests %v, want the upstream's one question", asked.InputRequests)
 	}
@@ -98,18 +99,20 @@ func TestUpstreamTask2026Question(t *testing.T) {
 	if m, _ := c.Response(`"update"`); m.Error != nil {
 		t.Fatalf("tasks/update: %s", m.Raw)
 	}
-	for n := 1 << 20; ; n++ {
+	poll.Until(t, 30*time.Second, "the task to complete", func() bool {
+		n++
 		status, raw := get(n)
 		if status == "completed" {
 			if !strings.Contains(string(raw), `decided: {\"action\":\"accept\"`) {
 				t.Fatalf("task %s, want the upstream's result with the answer", raw)
 			}
-			return
+			return true
 		}
 		if status != "working" && status != "input_required" {
 			t.Fatalf("task %s, want it completed", raw)
 		}
-	}
+		return false
+	})
 }
 
 // A Streamable HTTP upstream of the 2026-07-28 era gets a 2026 client's call in

@@ -678,18 +678,13 @@ func (r *Request) tellWatchersLocked(m Message) {
 // engine answers its error (ErrCancelled, ErrExpired, ...).
 func (r *Request) Events(after uint64) (msgs iter.Seq2[Message, error], ended bool, err error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.gone.Load() {
+		defer r.mu.Unlock()
 		return nil, true, r.endedErrLocked()
 	}
 	ended = r.state.Ended()
-	return func(yield func(Message, error) bool) {
-		for m, err := range r.replay(after) {
-			if !yield(m, err) || err != nil {
-				return
-			}
-		}
-	}, ended, nil
+	r.mu.Unlock()
+	return r.replay(after), ended, nil
 }
 
 // loseLocked ends the request once its Store has reported that it lost what it

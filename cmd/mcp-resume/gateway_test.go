@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/internal/freeport"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -402,13 +403,20 @@ func TestGatewayQuestionsOfConcurrentCalls(t *testing.T) {
 	}
 }
 
+// gatewayOnFixtures is a client of `gateway --stdio` in front of a child that
+// speaks 2026-07-28: `serve --conformance --stdio`, the fixture set.
+func gatewayOnFixtures(t *testing.T) *e2etest.Client {
+	t.Helper()
+	t.Setenv("MCP_RESUME_TEST_UPSTREAM", "serve --conformance --stdio")
+	return e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+}
+
 // A tool's log messages through the gateway in front of a child that speaks
 // 2026-07-28 (`serve --conformance --stdio`, its test_logging_tool logs three
 // at info): a 2025 client gets them at its session's level, a 2026 client at
 // the level its request names, and none when it names none.
 func TestGatewayLogLevels(t *testing.T) {
-	t.Setenv("MCP_RESUME_TEST_UPSTREAM", "serve --conformance --stdio")
-	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	c := gatewayOnFixtures(t)
 	logs := func(id string) int {
 		t.Helper()
 		resp, before := c.Response(id)
@@ -444,8 +452,7 @@ func TestGatewayLogLevels(t *testing.T) {
 // stays with the child (a 2025 result names none; a 2026 one names the
 // gateway's, given by the gateway's core).
 func TestGatewayResultMeta(t *testing.T) {
-	t.Setenv("MCP_RESUME_TEST_UPSTREAM", "serve --conformance --stdio")
-	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	c := gatewayOnFixtures(t)
 	serverInfo := func(id string) int {
 		t.Helper()
 		resp, _ := c.Response(id)
@@ -472,8 +479,7 @@ func TestGatewayResultMeta(t *testing.T) {
 // with the gateway's CreateTaskResult (no requestState); the task ends with
 // the child's result, which has the answer.
 func TestGatewayTaskAfterQuestions(t *testing.T) {
-	t.Setenv("MCP_RESUME_TEST_UPSTREAM", "serve --conformance --stdio")
-	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	c := gatewayOnFixtures(t)
 	caps := fmt.Sprintf(`{"elicitation":{},"extensions":{%q:{}}}`, spec.ExtensionTasks)
 	const call = `"name":"test_tool_with_task","arguments":{}`
 	c.Modern(`"r1"`, "tools/call", call, caps)
@@ -496,7 +502,9 @@ func TestGatewayTaskAfterQuestions(t *testing.T) {
 	if m.Error != nil || json.Unmarshal(m.Result, &created) != nil || created.ResultType != "task" || created.TaskID == "" || created.RequestState != nil {
 		t.Fatalf("round 2: %s, want a CreateTaskResult without requestState", m.Raw)
 	}
-	for n := 0; ; n++ {
+	n := 0
+	poll.Until(t, 30*time.Second, "the task to complete", func() bool {
+		n++
 		id := fmt.Sprintf(`"get-%d"`, n)
 		c.Modern(id, "tasks/get", fmt.Sprintf(`"taskId":%q`, created.TaskID), caps)
 		m, _ := c.Response(id)
@@ -511,10 +519,11 @@ func TestGatewayTaskAfterQuestions(t *testing.T) {
 			if !strings.Contains(string(task.Result), "Alice") {
 				t.Fatalf("the task's result %s, want the answer in it", task.Result)
 			}
-			return
+			return true
 		}
 		if task.Status != "working" {
 			t.Fatalf("task %s, want it working, then completed", m.Result)
 		}
-	}
+		return false
+	})
 }
