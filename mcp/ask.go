@@ -48,7 +48,7 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 	}
 	cl.mu.Unlock()
 	if o.req != nil {
-		_, err := o.req.Append(resume.KindRequest, "", func(seq uint64) []byte {
+		_, err := o.req.Append(KindRequest, "", func(seq uint64) []byte {
 			o.seq.Store(seq)
 			return spec.EncodeRequestSeq(id, method, p, cl.stamp(seq))
 		})
@@ -77,7 +77,7 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 // stream (tasks/stream) reads it as a status event. A task that has ended
 // takes none.
 func keepStatus(r *resume.Request, status string) {
-	_, _ = r.Append(resume.KindNotification, "", func(uint64) []byte {
+	_, _ = r.Append(KindNotification, "", func(uint64) []byte {
 		return spec.EncodeRequest(nil, spec.MethodTaskStatus, json.RawMessage(`{"status":"`+status+`"}`))
 	})
 }

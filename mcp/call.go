@@ -487,7 +487,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	// A task is found by its task id, not by a token its client holds: no
 	// policy, no sequence numbers, whatever the client declared.
 	hidden := !cl.resumable || cl.task
-	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: sinkOf(cl.st), Principal: c.principal, Task: cl.task}
+	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.task}
 	if !hidden || cl.task {
 		so.Token = cl.key // "": the engine makes one
 	}
@@ -678,10 +678,10 @@ func tagSubscription(n mcp.JSONRPCNotification, id spec.ID) mcp.JSONRPCNotificat
 
 func classify(n mcp.JSONRPCNotification) (resume.Kind, string) {
 	if n.Method != spec.MethodProgress {
-		return resume.KindNotification, ""
+		return KindNotification, ""
 	}
 	tok, _ := json.Marshal(n.Params.AdditionalFields["progressToken"])
-	return resume.KindProgress, string(tok)
+	return KindProgress, string(tok)
 }
 
 // rerun runs a restartable request again, recovered from a durable store after a

@@ -14,60 +14,29 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// Stream is where the core writes messages for the client. On stdio and WebSocket
-// one Stream is the whole connection; on Streamable HTTP each POST's response (JSON
-// or SSE) and each GET's event stream is one. The Message it gets says what it
-// carries (Kind), and its number in its request's outbox (Seq, 0 outside any
-// outbox). A Stream's Write is safe for concurrent use. A Stream must be
-// comparable (a pointer, typically): the core tells streams apart by equality.
-type Stream interface {
-	Write(ctx context.Context, m Message) error
-}
+// Stream is where the core writes messages for the client: the engine's
+// resume.Sink, so that a request attached to a stream writes to it directly. On
+// stdio and WebSocket one Stream is the whole connection; on Streamable HTTP each
+// POST's response (JSON or SSE) and each GET's event stream is one. The Message it
+// gets says what it carries (Kind: a KindResponse ends its request's stream), and
+// its number in its request's outbox (Seq, 0 outside any outbox). A Stream's Write
+// is safe for concurrent use. A Stream must be comparable (a pointer, typically):
+// the core and the engine tell streams apart by equality.
+type Stream = resume.Sink
 
-// Kind says what a Message carries.
-type Kind uint8
+// Message is one message the core writes to a Stream (resume.Message).
+type Message = resume.Message
 
+// Kind says what a Message carries (resume.Kind).
+type Kind = resume.Kind
+
+// The kinds of Message a Stream gets.
 const (
-	KindNotification Kind = iota + 1 // a notification (progress among them)
-	KindRequest                      // a server-to-client request
-	KindResponse                     // the response to a request: it ends a request's stream
+	KindNotification = resume.KindNotification // a notification other than progress
+	KindProgress     = resume.KindProgress     // a progress notification
+	KindRequest      = resume.KindRequest      // a server-to-client request
+	KindResponse     = resume.KindResponse     // the response to a request: it ends a request's stream
 )
-
-// Message is one message the core writes to a Stream: its JSON text, what it is,
-// and its sequence number in its request's outbox (0 outside any outbox).
-type Message struct {
-	Kind Kind
-	Seq  uint64
-	Data []byte
-}
-
-// sink is a Stream as the engine's resume.Sink. It is a comparable value, so
-// that the sink of one Stream always equals itself (the engine detaches a
-// request from a sink by equality).
-type sink struct{ st Stream }
-
-func (s sink) Write(ctx context.Context, m resume.Message) error {
-	return s.st.Write(ctx, Message{Kind: kindOf(m.Kind), Seq: m.Seq, Data: m.Data})
-}
-
-// sinkOf returns st as a resume.Sink; nil for nil.
-func sinkOf(st Stream) resume.Sink {
-	if st == nil {
-		return nil
-	}
-	return sink{st}
-}
-
-// kindOf maps the engine's kinds of message onto the core's.
-func kindOf(k resume.Kind) Kind {
-	switch k {
-	case resume.KindRequest:
-		return KindRequest
-	case resume.KindResponse:
-		return KindResponse
-	}
-	return KindNotification
-}
 
 // connState is one session being served: a connection on stdio and WebSocket, an
 // Mcp-Session-Id on Streamable HTTP.
@@ -121,7 +90,7 @@ type connState struct {
 type tracked struct {
 	r      resume.Handle
 	hidden bool
-	sink   resume.Sink // where it was attached
+	sink   Stream // where it was attached
 	// task: a task (started or read here); it belongs to its principal, not
 	// to this session, and is never cancelled with it.
 	task bool
@@ -248,7 +217,7 @@ func (c *connState) shutdown(cancel bool) {
 		}
 		// A transport with one stream per session (stdio, WebSocket) has it as the
 		// default stream; one with more reports each closed stream (streamClosed).
-		t.r.Detach(cmp.Or(t.sink, sinkOf(def)))
+		t.r.Detach(cmp.Or(t.sink, def))
 	}
 	c.retriesClosed(nil)
 	for _, cl := range running {
@@ -259,7 +228,7 @@ func (c *connState) shutdown(cancel bool) {
 		// A call made resumable here is not in attached on a one-stream
 		// transport (see track); its request is detached here.
 		if r := cl.request(); r != nil {
-			r.Detach(sinkOf(def))
+			r.Detach(def)
 		}
 		cl.connectionLost()
 	}

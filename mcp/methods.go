@@ -14,7 +14,7 @@ import (
 // other stream and writes r's pending messages there.
 // acked: the client sent an acknowledgement (0 included), so what the request's
 // replay window holds after ack is written again.
-func (c *connState) adopt(r resume.Handle, st Stream, snk resume.Sink, ack uint64, acked bool) error {
+func (c *connState) adopt(r resume.Handle, st Stream, snk Stream, ack uint64, acked bool) error {
 	attach := r.Attach
 	if acked {
 		attach = r.AttachAcked
@@ -29,7 +29,7 @@ func (c *connState) adopt(r resume.Handle, st Stream, snk resume.Sink, ack uint6
 // track records that r, attached to st (as snk), is delivered by this session:
 // for its detach or cancel when the session (or st) ends, for cancellation by
 // id, and for stream reconnects.
-func (c *connState) track(r resume.Handle, hidden bool, st Stream, snk resume.Sink) {
+func (c *connState) track(r resume.Handle, hidden bool, st Stream, snk Stream) {
 	c.trackAs(tracked{r: r, hidden: hidden, sink: snk}, st)
 }
 
@@ -137,7 +137,7 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 		c.replyError(st, m.ID, wireError(err))
 		return
 	}
-	snk := sinkOf(st)
+	snk := st
 	if modern {
 		rs := requestState{ID: m.ID, Token: p.ResumeToken}
 		rd := &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
@@ -163,7 +163,7 @@ func (c *connState) resume(m *spec.Message, st Stream, after uint64, modern bool
 // resume policy came. The policy is written again, then everything the request
 // holds (Request.AttachAll), as a resume would, but from its first message.
 func (c *connState) rejoin(r resume.Handle, id spec.ID, key string, st Stream, modern bool) {
-	snk := sinkOf(st)
+	snk := st
 	if modern {
 		rs := requestState{ID: id, Token: key}
 		rd := &round{st: st, id: id, orig: id, state: rs.encode()}

@@ -67,14 +67,14 @@ func (rd *round) gatherOn(s *Server, r resume.Handle) {
 	}
 }
 
-func (rd *round) Write(ctx context.Context, m resume.Message) error {
+func (rd *round) Write(ctx context.Context, m Message) error {
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
 	if rd.over {
 		return errRoundOver
 	}
 	switch m.Kind {
-	case resume.KindRequest:
+	case KindRequest:
 		if _, err := inputRequired([][]byte{m.Data}, rd.state); err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func (rd *round) Write(ctx context.Context, m resume.Message) error {
 				qs := [][]byte{first}
 				if held, err := rd.req.Peek(); err == nil {
 					for _, h := range held {
-						if h.Kind == resume.KindRequest {
+						if h.Kind == KindRequest {
 							qs = append(qs, h.Data)
 						}
 					}
@@ -105,11 +105,11 @@ func (rd *round) Write(ctx context.Context, m resume.Message) error {
 		// An error detaches the request, which keeps the question queued (it is
 		// answered by the retry, which then attaches the next round).
 		return errRoundOver
-	case resume.KindResponse:
+	case KindResponse:
 		rd.over = true
 		m.Data = spec.ReplaceResponseID(m.Data, rd.orig, rd.id)
 	}
-	return rd.st.Write(ctx, Message{Kind: kindOf(m.Kind), Seq: m.Seq, Data: m.Data})
+	return rd.st.Write(ctx, m)
 }
 
 // answered reports whether the round has had its answer (false for no round).

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -89,7 +90,7 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 	if !ok {
 		return wireError(resume.ErrUnknown)
 	}
-	snk := sinkOf(st)
+	snk := st
 	// An acknowledgement, 0 included (the client has the stream's priming
 	// event and nothing after it): what the replay window holds after it is
 	// written again.

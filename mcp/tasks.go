@@ -229,7 +229,7 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 func (c *connState) taskGet(h resume.Handle, tid *taskID) json.RawMessage {
 	var cap taskCapture
 	_ = h.Touch(0) // a task someone polls lives on, as getStatus keeps a request
-	var held []resume.Message
+	var held []Message
 	var err error
 	r, local := h.(*resume.Request)
 	if local {
@@ -353,7 +353,7 @@ func (tc *taskCapture) has(rs resume.Status) bool {
 	return true
 }
 
-func (tc *taskCapture) Write(_ context.Context, m resume.Message) error {
+func (tc *taskCapture) Write(_ context.Context, m Message) error {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.got != nil {
@@ -365,9 +365,9 @@ func (tc *taskCapture) Write(_ context.Context, m resume.Message) error {
 		}()
 	}
 	switch m.Kind {
-	case resume.KindResponse:
+	case KindResponse:
 		tc.response = bytes.Clone(m.Data)
-	case resume.KindRequest:
+	case KindRequest:
 		q, derr := spec.Decode(m.Data)
 		var key string
 		if derr != nil || json.Unmarshal(q.ID, &key) != nil {

@@ -256,17 +256,16 @@ type relay struct {
 	task     string // the task's id
 }
 
-func (rl *relay) Write(ctx context.Context, m resume.Message) error {
-	data := m.Data
-	if m.Kind == resume.KindNotification && spec.StringMember(data, "method") == spec.MethodTaskStatus {
+func (rl *relay) Write(ctx context.Context, m Message) error {
+	if m.Kind == KindNotification && spec.StringMember(m.Data, "method") == spec.MethodTaskStatus {
 		return nil // the task's own record of its status: its session hears of it (taskStatus)
 	}
-	if m.Kind == resume.KindResponse {
-		data = spec.ReplaceResponseID(data, rl.orig, rl.id)
+	if m.Kind == KindResponse {
+		m.Data = spec.ReplaceResponseID(m.Data, rl.orig, rl.id)
 	} else {
-		data = spec.WithRelatedTask(data, rl.task)
+		m.Data = spec.WithRelatedTask(m.Data, rl.task)
 	}
-	return rl.st.Write(ctx, Message{Kind: kindOf(m.Kind), Seq: m.Seq, Data: data})
+	return rl.st.Write(ctx, m)
 }
 
 // asksForTask reports whether tools/call params carry a task object (params.task).

@@ -135,12 +135,12 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 	}
 	// sendOne sends m's event if m comes after last; it reports whether the
 	// stream goes on, and whether m was the task's end.
-	sendOne := func(m resume.Message) (ok, end bool) {
+	sendOne := func(m Message) (ok, end bool) {
 		if m.Seq <= last {
 			return true, false
 		}
 		last = m.Seq
-		end = m.Kind == resume.KindResponse
+		end = m.Kind == KindResponse
 		ev, has := taskEvent(task, m)
 		if !has {
 			return true, end
@@ -151,7 +151,7 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 		return true, end
 	}
 	// send sends the events of msgs after last (see sendOne).
-	send := func(msgs []resume.Message) (ok, end bool) {
+	send := func(msgs []Message) (ok, end bool) {
 		for _, m := range msgs {
 			var e bool
 			ok, e = sendOne(m)
@@ -174,7 +174,7 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 		// What is kept, from the store or the task's outbox, sent as it is read.
 		kept, ended, err := r.events(last)
 		if kept == nil { // the task left the engine: err says how
-			kept = func(func(resume.Message, error) bool) {}
+			kept = func(func(Message, error) bool) {}
 		}
 		ok, end := true, false
 		for m, rerr := range kept {
@@ -226,13 +226,13 @@ func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r e
 // taskEvent is the notifications/tasks/event of the task's message m, and
 // whether it has one. Progress and logs, nearly every event, are framed around
 // their params as they are, without decoding them.
-func taskEvent(task string, m resume.Message) ([]byte, bool) {
+func taskEvent(task string, m Message) ([]byte, bool) {
 	var typ string
 	var payload []byte
 	switch m.Kind {
-	case resume.KindResponse:
+	case KindResponse:
 		typ, payload = spec.EventTypeStatus, statusPayload(m.Data)
-	case resume.KindRequest:
+	case KindRequest:
 		method := spec.StringMember(m.Data, "method")
 		params, _, _ := spec.Member(m.Data, "params")
 		b, err := json.Marshal(map[string]any{"method": method, "params": json.RawMessage(cmp.Or(string(params), "{}"))})
@@ -316,7 +316,7 @@ type eventSource interface {
 	// events returns the messages kept after sequence number after, as they
 	// are read, and whether the task had ended when asked (an error once it
 	// left the engine).
-	events(after uint64) (iter.Seq2[resume.Message, error], bool, error)
+	events(after uint64) (iter.Seq2[Message, error], bool, error)
 	// watch follows what comes from now on.
 	watch() eventWatch
 	// gone reports whether the task left the engine.
@@ -326,13 +326,13 @@ type eventSource interface {
 // eventWatch is a resume.Watcher, or what stands for one.
 type eventWatch interface {
 	C() <-chan struct{}
-	Take() (msgs []resume.Message, lagged bool)
+	Take() (msgs []Message, lagged bool)
 	Stop()
 }
 
 type localEvents struct{ r *resume.Request }
 
-func (l localEvents) events(after uint64) (iter.Seq2[resume.Message, error], bool, error) {
+func (l localEvents) events(after uint64) (iter.Seq2[Message, error], bool, error) {
 	return l.r.Events(after)
 }
 func (l localEvents) watch() eventWatch { return l.r.Watch() }
@@ -349,7 +349,7 @@ type storedEvents struct {
 // storedPoll is how often a task another instance runs is read again.
 const storedPoll = 250 * time.Millisecond
 
-func (s storedEvents) events(after uint64) (iter.Seq2[resume.Message, error], bool, error) {
+func (s storedEvents) events(after uint64) (iter.Seq2[Message, error], bool, error) {
 	if s.h.Gone() {
 		return nil, true, resume.ErrCancelled
 	}
@@ -390,8 +390,8 @@ type pollWatch struct {
 	wg       sync.WaitGroup // the ticking goroutine
 }
 
-func (p *pollWatch) C() <-chan struct{}             { return p.ch }
-func (p *pollWatch) Take() ([]resume.Message, bool) { return nil, true }
+func (p *pollWatch) C() <-chan struct{}      { return p.ch }
+func (p *pollWatch) Take() ([]Message, bool) { return nil, true }
 
 // Stop ends the ticking and waits for it.
 func (p *pollWatch) Stop() { close(p.done); p.wg.Wait() }

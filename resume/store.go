@@ -234,7 +234,9 @@ type Claimer interface {
 // Write is called by one goroutine at a time per attachment, but different
 // requests write to the same Sink concurrently, so a Sink's Write must be safe for
 // concurrent use. It must not modify m.Data. A Write error detaches
-// the request from the sink.
+// the request from the sink. A Sink must be comparable (a pointer, typically):
+// Detach finds the attachment to end by equality. Package mcp's Stream is this
+// interface.
 type Sink interface {
 	// Write sends m to the client (see Sink).
 	Write(ctx context.Context, m Message) error
