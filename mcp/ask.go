@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
+
+// asker is how a call's tool asks its client (mcp-go's SessionWithSampling,
+// SessionWithElicitation and SessionWithRoots, for the callSession it is part of).
+type asker struct{ cl *call }
 
 // ask sends a server-to-client request for the call and waits for the client's
 // answer or the call's end. When the call is resumable the request travels in its
@@ -41,8 +46,8 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 
 	cl.mu.Lock()
 	o := &outgoing{req: cl.req, answer: make(chan answer, 1)}
-	s.pending.Store(key, o)
-	defer s.pending.Delete(key)
+	s.answers.pending.Store(key, o)
+	defer s.answers.pending.Delete(key)
 	if o.req == nil {
 		cl.c.send(cl.st, KindRequest, spec.EncodeRequest(id, method, p))
 	}
@@ -55,7 +60,7 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 		if err != nil {
 			return nil, err
 		}
-		if cl.task {
+		if cl.kind.task() {
 			keepStatus(o.req, "input_required")
 			defer keepStatus(o.req, "working")
 		}
@@ -80,4 +85,46 @@ func keepStatus(r *resume.Request, status string) {
 	_, _ = r.Append(KindNotification, "", func(uint64) []byte {
 		return spec.EncodeRequest(nil, spec.MethodTaskStatus, json.RawMessage(`{"status":"`+status+`"}`))
 	})
+}
+
+// RequestSampling asks the client to sample (sampling/createMessage).
+func (a asker) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	raw, err := a.cl.ask(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CreateMessageResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed sampling result: " + err.Error()}
+	}
+	if res.Content, err = mcp.ParseSamplingContent(res.Content); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// RequestElicitation asks the client for input (elicitation/create).
+func (a asker) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	raw, err := a.cl.ask(ctx, string(mcp.MethodElicitationCreate), req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ElicitationResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed elicitation result: " + err.Error()}
+	}
+	return &res, nil
+}
+
+// ListRoots asks the client for its roots (roots/list).
+func (a asker) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	raw, err := a.cl.ask(ctx, string(mcp.MethodListRoots), struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.ListRootsResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed roots result: " + err.Error()}
+	}
+	return &res, nil
 }

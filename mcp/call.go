@@ -20,6 +20,21 @@ var (
 	errClientCancel   = errors.New("mcp: cancelled by the client")
 )
 
+// callKind is what becomes of a call besides its answer.
+type callKind uint8
+
+const (
+	callPlain  callKind = iota // a request, resumable when its client and policy say so
+	callListen                 // a 2026 subscriptions/listen: its notifications are tagged with its id
+	// callTask becomes a task, not a resumable request, when its policy makes it
+	// resumable (the Tasks extension; tasks.go).
+	callTask
+	callLegacyTask // a task asked for with params.task (2025-11-25): a task at once
+)
+
+// task reports whether a call of kind k is, or becomes, a task.
+func (k callKind) task() bool { return k >= callTask }
+
 // call is one request being handled by mcp-go.
 type call struct {
 	c      *connState // the session it arrived on
@@ -36,14 +51,10 @@ type call struct {
 	// extension (ackMode): in its session's initialize, or in a 2026 request's
 	// own capabilities.
 	resumable, ackMode bool
-	listen             bool   // a 2026 subscriptions/listen: its notifications are tagged with its id
-	uri                string // a resources/read's URI, for its not-found error's data
-	// task: the call becomes a task, not a resumable request, when its policy
-	// makes it resumable (the Tasks extension; tasks.go).
-	task       bool
-	legacyTask bool          // ... asked for with params.task (2025-11-25): a task at once
-	taskID     *taskID       // the legacy task's id, once it is one (guarded by mu)
-	patch      func(any) any // edits the result before it is encoded; may be nil
+	kind               callKind
+	uri                string        // a resources/read's URI, for its not-found error's data
+	taskID             *taskID       // the legacy task's id, once it is one (guarded by mu)
+	patch              func(any) any // edits the result before it is encoded; may be nil
 	// key: the call key the client named the call with (spec.MetaKey), which
 	// becomes its request's token; "" for none.
 	key  string
@@ -77,198 +88,6 @@ type call struct {
 	lost                 bool // the connection went away before the request became resumable
 }
 
-// startCall starts handling request m in its own goroutine. mr is the envelope
-// of a 2026-era request; nil for a 2025-era one.
-func (c *connState) startCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) {
-	key := string(m.ID)
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
-	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr}
-	cl.sess = &callSession{base: c.sess, cl: cl}
-	if mr != nil {
-		cl.resumable, cl.ackMode = mr.resumable()
-		cl.sess.own = &ownSession{level: mcp.LoggingLevelInfo}
-		switch m.Method {
-		case spec.MethodServerDiscover:
-			cl.patch = c.s.discover
-		case spec.MethodSubscriptionsListen:
-			cl.listen = true
-		}
-	} else {
-		cl.resumable, cl.ackMode = c.resumable.Load(), c.ackMode.Load()
-		if m.Method == string(mcp.MethodToolsList) && c.s.tasks {
-			cl.patch = c.s.taskSupport
-		}
-	}
-	if m.Method == string(mcp.MethodResourcesRead) {
-		cl.uri = addressed(m.Method, m.Params)
-	}
-	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks {
-		p := c.s.opts.policy(addressed(m.Method, m.Params))
-		switch {
-		case p.Task == NoTask:
-		case mr != nil && mr.tasks():
-			cl.task = true
-		case mr == nil && asksForTask(m.Params):
-			cl.task, cl.legacyTask = true, true // 2025-11-25: the client asked
-		case p.Task == TaskRequired && mr != nil:
-			cancel(errClientCancel)
-			c.replyError(st, m.ID, errNeedsTasks("this tool runs only as a task: declare the "+spec.ExtensionTasks+" extension in the request's capabilities"))
-			return
-		case p.Task == TaskRequired:
-			cancel(errClientCancel)
-			c.replyError(st, m.ID, spec.NewError(spec.CodeMethodNotFound, "", "this tool runs only as a task: call it with params.task"))
-			return
-		}
-	}
-	// A keyed call (our extension) sent again joins the one its key names: a
-	// resumable request, or a task, whose client may have lost the answer
-	// that named it.
-	if m.Method == string(mcp.MethodToolsCall) && (cl.resumable || cl.task) {
-		ck, kerr := spec.CallKey(m.Params)
-		if kerr != nil {
-			cancel(errClientCancel)
-			c.replyError(st, m.ID, kerr)
-			return
-		}
-		if ck != "" {
-			switch r, err := c.s.eng.LookupKey(ck, m.ID, c.principal); {
-			case err == nil && cl.task: // sent again: its task, as it is now
-				cancel(errClientCancel)
-				c.rejoinTask(r, cl, ck)
-				return
-			case err == nil: // sent again: the call runs already, or has its result
-				cancel(errClientCancel)
-				c.rejoin(r, m.ID, ck, st, mr != nil)
-				return
-			case errors.Is(err, resume.ErrUnknown):
-				survives := cl.task || c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
-				h, other := c.s.holdKey(c.principal, ck, survives)
-				if h == nil {
-					cancel(errClientCancel)
-					if other != nil {
-						// The first copy becomes a request as its tool starts:
-						// this one then attaches to it.
-						c.awaitKey(other, m, raw, st, mr)
-						return
-					}
-					c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
-						"the call with this key runs, but not as a resumable request: it ends with the connection it came on"))
-					return
-				}
-				cl.key, cl.hold, cl.survives = ck, h, survives
-			default: // ended: what a resume would answer
-				cancel(errClientCancel)
-				c.replyError(st, m.ID, wireError(err))
-				return
-			}
-		}
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		cancel(errConnectionLost)
-		cl.releaseKey()
-		return
-	}
-	if _, dup := c.running[key]; dup {
-		c.mu.Unlock()
-		cancel(errClientCancel)
-		cl.releaseKey()
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
-			"a request with id "+key+" is already in flight on this connection"))
-		return
-	}
-	if !c.s.admit(c.principal) {
-		c.mu.Unlock()
-		cancel(errClientCancel)
-		cl.releaseKey()
-		c.debug().Str("request", key).Msg("request refused: too many in flight")
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
-			"too many requests of this principal in flight; retry when one has finished"))
-		return
-	}
-	c.running[key] = cl
-	c.mu.Unlock()
-
-	c.s.wg.Add(1)
-	c.s.calls.Add(1)
-	c.s.pool.run(func() {
-		defer c.s.wg.Done()
-		defer c.s.calls.Add(-1)
-		cl.run(m, raw)
-	})
-}
-
-// keyHold is a keyed call in flight that is not a request of the engine (yet).
-type keyHold struct {
-	// survives: the call becomes a request as its tool starts (Mode Always),
-	// whether or not its connection is still there.
-	survives bool
-	gone     chan struct{} // closed when the hold is dropped
-}
-
-// keyWait bounds how long a keyed call sent again waits for the first copy,
-// which will become a request, to be one.
-const keyWait = 30 * time.Second
-
-// holdKey records a keyed call of principal in flight and returns its hold, or
-// returns nil and the hold of the call that has the key already.
-func (s *Server) holdKey(principal, key string, survives bool) (h, other *keyHold) {
-	k := keySlot(principal, key)
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
-	if o := s.keyed[k]; o != nil {
-		return nil, o
-	}
-	h = &keyHold{survives: survives, gone: make(chan struct{})}
-	s.keyed[k] = h
-	return h, nil
-}
-
-// dropKey forgets a keyed call's hold; it reports whether it was still held.
-func (s *Server) dropKey(principal, key string, h *keyHold) bool {
-	k := keySlot(principal, key)
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
-	if s.keyed[k] != h {
-		return false
-	}
-	delete(s.keyed, k)
-	close(h.gone)
-	return true
-}
-
-func keySlot(principal, key string) string {
-	h := resume.HashToken(key)
-	return principal + "\x00" + string(h[:])
-}
-
-// awaitKey handles request m, a keyed call sent again while the first copy
-// holds its key, once that copy has let go of it: it then runs, or has become
-// a request this one attaches to. A copy that stays plain (not Mode Always) is
-// refused at once; one that does not let go within keyWait is refused too.
-func (c *connState) awaitKey(other *keyHold, m *spec.Message, raw []byte, st Stream, mr *modernReq) {
-	if !other.survives {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
-			"the call with this key runs, but not as a resumable request: it ends with the connection it came on"))
-		return
-	}
-	c.s.wg.Add(1)
-	go func() {
-		defer c.s.wg.Done()
-		t := time.NewTimer(keyWait)
-		defer t.Stop()
-		select {
-		case <-other.gone:
-			c.startCall(m, raw, st, mr)
-		case <-t.C:
-			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
-				"the call with this key has not started within "+keyWait.String()+"; send it again"))
-		case <-c.ctx.Done():
-		}
-	}()
-}
-
 // releaseKey lets go of the call's key among the keyed calls in flight (once
 // it is a request of the engine, which knows it, or once the call ended). A
 // call that ended with its connection, before it became a request, leaves its
@@ -282,45 +101,10 @@ func (cl *call) releaseKey() {
 	cl.mu.Lock()
 	lost := cl.lost && cl.req == nil
 	cl.mu.Unlock()
-	if lost && s.heldBy(cl.c.principal, cl.key, cl.hold) {
+	if lost && s.keys.heldBy(cl.c.principal, cl.key, cl.hold) {
 		s.eng.TombstoneKey(cl.key, cl.id, cl.c.principal)
 	}
-	s.dropKey(cl.c.principal, cl.key, cl.hold)
-}
-
-// heldBy reports whether h holds key.
-func (s *Server) heldBy(principal, key string, h *keyHold) bool {
-	k := keySlot(principal, key)
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
-	return s.keyed[k] == h
-}
-
-// admit counts a new request of principal in flight, or returns false when
-// principal already has MaxConcurrentPerPrincipal.
-func (s *Server) admit(principal string) bool {
-	if principal == "" || s.opts.MaxConcurrentPerPrincipal < 0 {
-		return true
-	}
-	s.inflightMu.Lock()
-	defer s.inflightMu.Unlock()
-	if s.inflight[principal] >= s.opts.MaxConcurrentPerPrincipal {
-		return false
-	}
-	s.inflight[principal]++
-	return true
-}
-
-// release uncounts a request admit counted.
-func (s *Server) release(principal string) {
-	if principal == "" || s.opts.MaxConcurrentPerPrincipal < 0 {
-		return
-	}
-	s.inflightMu.Lock()
-	defer s.inflightMu.Unlock()
-	if s.inflight[principal]--; s.inflight[principal] <= 0 {
-		delete(s.inflight, principal)
-	}
+	s.keys.drop(cl.c.principal, cl.key, cl.hold)
 }
 
 func (cl *call) run(m *spec.Message, raw []byte) {
@@ -330,7 +114,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if m.Method == spec.MethodServerDiscover { // it lists the versions served
 		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
 	}
-	if cl.listen {
+	if cl.kind == callListen {
 		// Broadcasts (list changes) reach only sessions registered with mcp-go;
 		// the filter the listen sets decides which of them the client gets.
 		if err := s.srv.RegisterSession(ctx, cl.sess); err != nil {
@@ -360,13 +144,13 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	cl.flush()
 	cl.releaseKey()
 	cl.c.mu.Lock()
-	if cl.c.running[string(cl.id)] == cl {
-		delete(cl.c.running, string(cl.id))
+	if cl.c.calls.running[string(cl.id)] == cl {
+		delete(cl.c.calls.running, string(cl.id))
 	}
 	cl.c.mu.Unlock()
 	// Counted by admit in startCall; a call run again after a restart has no
 	// principal (restartSession), so this is nothing for it.
-	s.release(cl.c.principal)
+	s.admission.release(cl.c.principal)
 
 	cause := context.Cause(cl.ctx)
 	if r != nil && cause == nil {
@@ -404,9 +188,9 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		if !ok || cs.cl.c.s != s {
 			return next(ctx, req)
 		}
-		if cs.cl.resumable || cs.cl.task || (cs.cl.modern == nil && cs.cl.c.replay) {
+		if cs.cl.resumable || cs.cl.kind.task() || (cs.cl.modern == nil && cs.cl.c.replay) {
 			p := s.opts.policy(req.Params.Name)
-			if cs.cl.legacyTask {
+			if cs.cl.kind == callLegacyTask {
 				p.Mode = Always // the client asked for a task
 			}
 			ctx = cs.cl.apply(ctx, p)
@@ -486,26 +270,26 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	}
 	// A task is found by its task id, not by a token its client holds: no
 	// policy, no sequence numbers, whatever the client declared.
-	hidden := !cl.resumable || cl.task
-	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.task}
-	if !hidden || cl.task {
+	hidden := !cl.resumable || cl.kind.task()
+	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.kind.task()}
+	if !hidden || cl.kind.task() {
 		so.Token = cl.key // "": the engine makes one
 	}
 	// A task is restartable too: its client polls it by id, and gets the new
 	// run's result.
-	if restartable && (!hidden || cl.task) {
+	if restartable && (!hidden || cl.kind.task()) {
 		so.Payload = bytes.Clone(cl.raw)
 		if cl.key != "" {
 			so.Payload = spec.WithoutKey(so.Payload) // a secret, not stored
 		}
 	}
 	var askedTTL time.Duration
-	if cl.task {
+	if cl.kind.task() {
 		so.TTL, askedTTL = s.taskTTL(cl)
 	}
 	var rd *round
 	switch {
-	case cl.task:
+	case cl.kind.task():
 		// A task: answered with its CreateTaskResult, then detached; tasks/get
 		// reads its outbox.
 		so.Sink = nil
@@ -523,10 +307,10 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		c.logger().Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil
 	}
-	if cl.task {
+	if cl.kind.task() {
 		tid := &taskID{ID: cl.id, Token: tok, Created: r.Created().UnixMilli(), TTL: so.TTL.Milliseconds()}
-		data := cl.taskResult(tid, "working")
-		if cl.legacyTask {
+		data := taskResult(cl.id, tid, "working")
+		if cl.kind == callLegacyTask {
 			s.taskList.add(c.principal, tid)
 			cl.taskID = tid
 			data = cl.legacyTaskResult(tid, "working", "", askedTTL)
@@ -561,8 +345,8 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		}
 	}
 	cl.req, cl.hidden = r, hidden
-	if cl.hold != nil && (!hidden || cl.task) { // the engine knows the key from now on
-		s.dropKey(c.principal, cl.key, cl.hold)
+	if cl.hold != nil && (!hidden || cl.kind.task()) { // the engine knows the key from now on
+		s.keys.drop(c.principal, cl.key, cl.hold)
 	}
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
@@ -572,7 +356,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		// (cancel by id, detach at the end); once it has ended, a result kept for
 		// retention needs nothing from this connection. Only stream reconnects
 		// (replay) look requests up by id after their call.
-		c.trackAs(tracked{r: r, hidden: hidden, sink: so.Sink, task: cl.task}, cl.st)
+		c.att.trackAs(tracked{r: r, hidden: hidden, sink: so.Sink, task: cl.kind.task()}, cl.st)
 	}
 	return r
 }
@@ -593,7 +377,7 @@ func (cl *call) request() *resume.Request {
 func (cl *call) connectionLost() {
 	cl.mu.Lock()
 	r := cl.req
-	keep := r != nil && (cl.modern == nil || cl.resumable || cl.task || cl.round.answered())
+	keep := r != nil && (cl.modern == nil || cl.resumable || cl.kind.task() || cl.round.answered())
 	if r == nil && cl.survives && !cl.done {
 		keep = true // promote makes it a request, detached (its policy's write fails)
 	}
@@ -615,7 +399,7 @@ func (cl *call) connectionLost() {
 func (cl *call) outlivesSession() bool {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return (cl.req != nil && !cl.hidden) || cl.task || cl.legacyTask || (cl.survives && !cl.done)
+	return (cl.req != nil && !cl.hidden) || cl.kind.task() || (cl.survives && !cl.done)
 }
 
 // flush runs after the handler returned: the notifications it sent are delivered
@@ -634,7 +418,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	cl.mu.Lock()
 	r := cl.req
 	if r == nil {
-		if cl.listen {
+		if cl.kind == callListen {
 			n = tagSubscription(n, cl.id)
 		}
 		cl.c.send(cl.st, KindNotification, encodeNotification(n, 0))
@@ -642,7 +426,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 		return
 	}
 	cl.mu.Unlock()
-	if cl.listen {
+	if cl.kind == callListen {
 		n = tagSubscription(n, cl.id)
 	}
 	kind, key := classify(n)
@@ -682,46 +466,4 @@ func classify(n mcp.JSONRPCNotification) (resume.Kind, string) {
 	}
 	tok, _ := json.Marshal(n.Params.AdditionalFields["progressToken"])
 	return KindProgress, string(tok)
-}
-
-// rerun runs a restartable request again, recovered from a durable store after a
-// restart (resume.Engine.Restartable): a call with no connection, on the request's
-// own context, whose messages go to its outbox until a client resumes it.
-func (s *Server) rerun(r *resume.Request) {
-	m, derr := spec.Decode(r.Payload())
-	if derr != nil || m.Kind != spec.KindRequest {
-		s.log.Warn().Str("request", string(r.ID())).Msg("a restartable request's stored payload is not a request; cancelled")
-		r.Cancel()
-		return
-	}
-	c := s.restartSession()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel, req: r}
-	if r.Task() { // found by its task id: no sequence numbers in its messages
-		cl.task, cl.hidden = true, true
-	}
-	cl.sess = &callSession{base: c.sess, cl: cl}
-	c.mu.Lock()
-	c.running[string(cl.id)] = cl
-	c.mu.Unlock()
-	s.log.Info().Str("request", string(r.ID())).Msg("running a restartable request again")
-	s.wg.Add(1)
-	s.calls.Add(1)
-	s.pool.run(func() {
-		defer s.wg.Done()
-		defer s.calls.Add(-1)
-		cl.run(m, r.Payload())
-	})
-}
-
-// restartSession returns the session that requests run again after a restart
-// belong to (they have no client until one resumes them).
-func (s *Server) restartSession() *connState {
-	s.restartMu.Lock()
-	defer s.restartMu.Unlock()
-	if s.restarted == nil {
-		s.restarted = newConnState(s, nil, false, nil)
-		s.restarted.sess.Initialize()
-	}
-	return s.restarted
 }

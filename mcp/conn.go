@@ -39,7 +39,12 @@ const (
 )
 
 // connState is one session being served: a connection on stdio and WebSocket, an
-// Mcp-Session-Id on Streamable HTTP.
+// Mcp-Session-Id on Streamable HTTP. It holds the session's lifecycle, its
+// streams and what it sends, and dispatches each message by era (dispatch.go);
+// the rest of its state is in one part per concern, each guarded by mu:
+// the requests it delivered and the token checks that find them (attachments,
+// attach.go), the calls it runs (sessionCalls, calls.go) and the tasks/stream
+// requests it serves (sessionTasks, tasks.go).
 type connState struct {
 	s      *Server
 	ctx    context.Context // values only (mcp-go session); ends when the session does
@@ -56,9 +61,6 @@ type connState struct {
 	// principal is who the client authenticated as ("" without authentication):
 	// the requests started here are bound to it, and only it finds them by token.
 	principal string
-	// limitKey names the failed token check bucket this session spends from:
-	// its principal's, or without authentication its remote address's.
-	limitKey string
 	// stateless: the session carries 2026-era requests only (a Streamable HTTP
 	// POST of that era): it is not an mcp-go session, and a 2025-era request is
 	// refused.
@@ -67,20 +69,14 @@ type connState struct {
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
 
-	mu       sync.Mutex         // guards the fields below
-	def      Stream             // for messages of no request (list changes); may be nil
-	running  map[string]*call   // calls started here whose handler runs, by id text
-	attached map[string]tracked // requests delivered here, by id text
-	// onStream (replay mode only) lists the requests attached to each open
-	// stream, so that a closing stream detaches its own requests without a scan
-	// of every request the session carried.
-	onStream     map[Stream][]tracked
-	retries      map[string]retried       // 2026 rounds attached by retries here, by the retry's id text
-	streams      map[string]taskStreamRef // tasks/stream running here, by the request's id text
-	sweepAt      int                      // size of attached at which gone requests are swept out
-	retrySweepAt int                      // size of retries at which answered rounds are swept out
-	closed       bool
-	pumpStop     chan struct{} // closed to stop the session's pump; nil when none runs
+	mu       sync.Mutex // guards the fields below and those of att, calls and tasks
+	def      Stream     // for messages of no request (list changes); may be nil
+	closed   bool
+	pumpStop chan struct{} // closed to stop the session's pump; nil when none runs
+
+	att   attachments
+	calls sessionCalls
+	tasks sessionTasks
 
 	wg sync.WaitGroup // goroutines owned by this session (the mcp-go session's pump, forwarded answers)
 }
@@ -104,11 +100,12 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
 		s: s, ctx: ctx, cancel: cancel, def: def, replay: replay,
-		running: make(map[string]*call, 1),
-		sweepAt: minSweep, retrySweepAt: minSweep,
 	}
+	c.att = attachments{c: c, sweepAt: minSweep}
+	c.calls = sessionCalls{c: c, running: make(map[string]*call, 1), retrySweepAt: minSweep}
+	c.tasks = sessionTasks{c: c}
 	if replay {
-		c.onStream = make(map[Stream][]tracked)
+		c.att.onStream = make(map[Stream][]tracked)
 	}
 	remote := ""
 	if opts != nil {
@@ -116,11 +113,11 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	}
 	switch {
 	case c.principal != "":
-		c.limitKey = "principal:" + c.principal
+		c.att.limitKey = "principal:" + c.principal
 	case remote != "":
-		c.limitKey = "remote:" + remote
+		c.att.limitKey = "remote:" + remote
 	default:
-		c.limitKey = "local"
+		c.att.limitKey = "local"
 	}
 	if c.stateless {
 		// One request: mcp-go keys it by this id (and the request's id), and its
@@ -200,8 +197,8 @@ func (c *connState) defaultStream() Stream {
 func (c *connState) shutdown(cancel bool) {
 	c.mu.Lock()
 	c.closed = true
-	running, attached, def := c.running, c.attached, c.def
-	c.running, c.attached = nil, nil
+	running, attached, def := c.calls.running, c.att.attached, c.def
+	c.calls.running, c.att.attached = nil, nil
 	c.mu.Unlock()
 	for _, t := range attached {
 		// The client holds a token of each of them but the hidden ones (a
@@ -219,7 +216,7 @@ func (c *connState) shutdown(cancel bool) {
 		// default stream; one with more reports each closed stream (streamClosed).
 		t.r.Detach(cmp.Or(t.sink, def))
 	}
-	c.retriesClosed(nil)
+	c.calls.retriesClosed(nil)
 	for _, cl := range running {
 		if cancel && !cl.outlivesSession() {
 			cl.cancel(errClientCancel)
@@ -245,13 +242,13 @@ func (c *connState) shutdown(cancel bool) {
 func (c *connState) streamClosed(st Stream) {
 	c.mu.Lock()
 	var calls []*call
-	for _, cl := range c.running {
+	for _, cl := range c.calls.running {
 		if cl.st == st {
 			calls = append(calls, cl)
 		}
 	}
-	reqs := c.onStream[st]
-	delete(c.onStream, st)
+	reqs := c.att.onStream[st]
+	delete(c.att.onStream, st)
 	c.mu.Unlock()
 	for _, t := range reqs {
 		t.r.Detach(t.sink)
@@ -259,7 +256,7 @@ func (c *connState) streamClosed(st Stream) {
 	for _, cl := range calls {
 		cl.connectionLost()
 	}
-	c.retriesClosed(st)
+	c.calls.retriesClosed(st)
 }
 
 // logger is the session's logger: the server's, with the session's id and

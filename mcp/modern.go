@@ -65,43 +65,6 @@ func (mr *modernReq) allows(method string) (json.RawMessage, bool) {
 	return nil, true
 }
 
-// modern handles a request of the 2026-07-28 era: stateless, whatever session
-// or connection it arrived on.
-func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Envelope) {
-	if !spec.IsModern(env.Version) {
-		e := spec.UnsupportedVersion(env.Version)
-		c.replyError(st, m.ID, e)
-		return
-	}
-	switch m.Method {
-	case spec.MethodGetStatus:
-		c.getStatus(m, st)
-	case spec.MethodResume:
-		c.resume(m, st, 0, true)
-	case spec.MethodTasksGet, spec.MethodTasksUpdate, spec.MethodTasksCancel, spec.MethodTasksStream:
-		c.taskRequest(m, st, parseModern(env))
-	case spec.MethodSubscriptionsListen:
-		if ids, others := taskListen(m.Params); len(ids) > 0 {
-			mr := parseModern(env)
-			if !mr.tasks() {
-				c.replyError(st, m.ID, errNeedsTasks("task notifications need the "+spec.ExtensionTasks+" extension in the request's capabilities"))
-				return
-			}
-			if !others {
-				c.listenTasks(m, st, mr, ids)
-				return
-			}
-		}
-		c.startCall(m, raw, st, parseModern(env))
-	default:
-		if state, ok := ourState(m.Params); ok && retryable(m.Method) {
-			c.retry(m, st, state)
-			return
-		}
-		c.startCall(m, raw, st, parseModern(env))
-	}
-}
-
 // retryable reports whether a request of method may be answered input_required,
 // and so be retried with requestState (MRTR).
 func retryable(method string) bool {

@@ -156,75 +156,6 @@ type retried struct {
 	rd *round
 }
 
-// retry handles the retry of a request that is waiting for input: its answers go
-// to the waiting tool, and st becomes the request's next round.
-func (c *connState) retry(m *spec.Message, st Stream, state string) {
-	invalid := func() {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
-			"requestState is not one this server handed out, or its request has ended"))
-	}
-	rs, ok := decodeState(state)
-	if !ok {
-		if c.rateLimited(st, m.ID, c.badToken()) {
-			return
-		}
-		invalid()
-		return
-	}
-	r, wait, err := c.lookup(rs.Token, rs.ID)
-	if c.rateLimited(st, m.ID, wait) {
-		return
-	}
-	if err != nil {
-		invalid()
-		return
-	}
-	if addressed(m.Method, m.Params) != rs.Name {
-		invalid()
-		return
-	}
-	var p struct {
-		Responses map[string]json.RawMessage `json:"inputResponses"`
-	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
-		return
-	}
-	for key, res := range p.Responses {
-		c.s.inputResponse(c, key, res)
-	}
-	rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
-	rd.gatherOn(c.s, r)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		r.Cancel()
-		return
-	}
-	if c.retries == nil {
-		c.retries = make(map[string]retried)
-	}
-	// A long-lived connection forgets answered rounds, in amortized sweeps (as
-	// attached requests are: see trackAs).
-	if len(c.retries) >= c.retrySweepAt {
-		for k, rt := range c.retries {
-			if rt.rd.answered() || rt.r.Gone() {
-				delete(c.retries, k)
-			}
-		}
-		c.retrySweepAt = max(minSweep, 2*len(c.retries))
-	}
-	c.retries[string(m.ID)] = retried{r: r, rd: rd}
-	c.mu.Unlock()
-	// The replay may be long, and waits for another instance when the request
-	// lives there: not on the connection's read loop.
-	c.s.wg.Go(func() {
-		if err := r.Attach(rd, 0); err != nil {
-			c.replyError(st, m.ID, wireError(err))
-		}
-	})
-}
-
 // inputResponse hands the client's answer to one input request (key is the id
 // of the server-to-client request it answers) to the tool waiting for it, here
 // or on the instance that asked. Keys of no waiting question are ignored, as
@@ -232,30 +163,10 @@ func (c *connState) retry(m *spec.Message, st Stream, state string) {
 func (s *Server) inputResponse(c *connState, key string, res json.RawMessage) {
 	id, _ := json.Marshal(key)
 	m := &spec.Message{Kind: spec.KindResponse, ID: id, Result: res}
-	if s.answer(m) {
+	if s.answers.deliver(m) {
 		return
 	}
-	if inst := s.askedBy(id); inst != "" {
-		s.forwardAnswer(c, inst, id, spec.EncodeResponse(id, res))
-	}
-}
-
-// retriesClosed cancels the requests whose retry came on st (nil: every one on
-// the session) and that had no answer yet.
-func (c *connState) retriesClosed(st Stream) {
-	c.mu.Lock()
-	var cancel []resume.Handle
-	for k, rt := range c.retries {
-		if st != nil && rt.rd.st != st {
-			continue
-		}
-		delete(c.retries, k)
-		if !rt.rd.answered() {
-			cancel = append(cancel, rt.r)
-		}
-	}
-	c.mu.Unlock()
-	for _, r := range cancel {
-		r.Cancel()
+	if inst := s.answers.askedBy(id); inst != "" {
+		s.answers.forward(c, inst, id, spec.EncodeResponse(id, res))
 	}
 }

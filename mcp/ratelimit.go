@@ -1,13 +1,9 @@
 package mcp
 
 import (
-	"errors"
 	"math"
 	"sync"
 	"time"
-
-	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // Defaults of the failed token check limit (Options.TokenFailureBurst and
@@ -169,76 +165,4 @@ func (l *failLimiter) size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.sessions.m) + len(l.addresses.m)
-}
-
-// limitKeys returns the buckets this session's failed token checks spend from:
-// its own (none for a stateless session, which carries one request) and its
-// principal's or remote address's.
-func (c *connState) limitKeys() (session, address string) {
-	if !c.stateless {
-		session = c.sess.id
-	}
-	return session, c.limitKey
-}
-
-// lookup is a token check: it finds the request of token and id for this
-// session's principal. While the session is rate limited (failLimiter), the
-// check is refused, with wait > 0 how long until it may check again, unless it
-// names a request this session carries (it started it, and its handler runs, or
-// has it attached): the session evidently holds that token already, so the check
-// tells it nothing, and no failure of another session can lock an owner out of
-// its own request. A failed check (not_found) is charged to the session and its
-// address.
-func (c *connState) lookup(token string, id []byte) (r resume.Handle, wait time.Duration, err error) {
-	session, address := c.limitKeys()
-	if wait = c.s.fail.wait(session, address); wait > 0 {
-		if a, b := c.carried(id); a != nil || b != nil {
-			if r, err := c.s.eng.LookupAs(token, id, c.principal); err == nil && (r == a || b != nil && r == resume.Handle(b)) {
-				return r, 0, nil
-			}
-		}
-		return nil, wait, nil
-	}
-	r, err = c.s.eng.LookupAs(token, id, c.principal)
-	if errors.Is(err, resume.ErrUnknown) {
-		c.s.fail.fail(session, address)
-	}
-	return r, 0, err
-}
-
-// badToken is a token check of something that is no token this server handed
-// out (a malformed request state or task id): refused, with the wait, while the
-// session is rate limited; otherwise charged as a failure (0).
-func (c *connState) badToken() time.Duration {
-	session, address := c.limitKeys()
-	if w := c.s.fail.wait(session, address); w > 0 {
-		return w
-	}
-	c.s.fail.fail(session, address)
-	return 0
-}
-
-// carried returns the requests with id that this session carries: the one
-// attached here and the one started here whose handler runs (nil when none).
-func (c *connState) carried(id []byte) (attached resume.Handle, running *resume.Request) {
-	c.mu.Lock()
-	cl, t := c.running[string(id)], c.attached[string(id)]
-	c.mu.Unlock()
-	if cl != nil {
-		running = cl.request()
-	}
-	return t.r, running
-}
-
-// rateLimited answers the request id with rate_limited, and returns true, when
-// wait (from lookup or badToken) says the token check was refused.
-func (c *connState) rateLimited(st Stream, id spec.ID, wait time.Duration) bool {
-	if wait <= 0 {
-		return false
-	}
-	e := spec.NewError(spec.CodeInvalidRequest, spec.ReasonRateLimited, "too many failed token checks; retry later")
-	e.RetryAfter = int64((wait + time.Second - 1) / time.Second)
-	c.debug().Stringer("retryAfter", wait).Msg("token check refused: rate limited")
-	c.replyError(st, id, e)
-	return true
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
@@ -112,7 +111,7 @@ type Server struct {
 	nextID   atomic.Uint64 // for server-to-client request ids
 	// nextSession numbers stateless sessions (SessionOptions.Stateless).
 	nextSession atomic.Uint64
-	pending     sync.Map // server-to-client request id (JSON text) -> *outgoing
+	answers     answers // server-to-client requests waiting for their answers
 	// headerTools caches whether a tool's schema binds Mcp-Param-* headers
 	// (schemaKey -> bool; see headerBound).
 	headerTools sync.Map
@@ -122,22 +121,13 @@ type Server struct {
 	calls atomic.Int64   // calls being handled (Calls)
 	fail  *failLimiter   // failed token checks; nil: no limit
 
-	inflightMu sync.Mutex
-	inflight   map[string]int // requests in flight by principal (none: not in it)
+	admission admission // requests in flight by principal
+	keys      keyHolds  // keyed calls in flight that are not requests yet
 
-	keyMu sync.Mutex
-	// keyed holds the keys (principal and key hash) of keyed calls in flight that
-	// are not requests of the engine (yet): a call sent again with one of them
-	// is refused, not run a second time.
-	keyed map[string]*keyHold
-
-	restartMu sync.Mutex // guards restarted
-	// restarted is the session of requests run again after a restart or a claim
-	// (made on first use: a claim may come at any time).
-	restarted *connState
-	closed    atomic.Bool
-	tasks     bool      // some tool may become a task (Options.tasksOffered)
-	taskList  taskIndex // the 2025-11-25 tasks created here, for tasks/list
+	reruns   reruns // restartable requests run again here
+	closed   atomic.Bool
+	tasks    bool      // some tool may become a task (Options.tasksOffered)
+	taskList taskIndex // the 2025-11-25 tasks created here, for tasks/list
 }
 
 // New returns a Server around srv. srv's tools, resources and prompts are served
@@ -165,19 +155,20 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	_, _ = rand.Read(p[:])
 	s := &Server{
 		srv: srv, opts: o, log: log,
-		idPrefix: "mr-" + hex.EncodeToString(p[:]) + "-",
-		pool:     newWorkers(),
-		fail:     newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
-		inflight: make(map[string]int),
-		keyed:    make(map[string]*keyHold),
+		idPrefix:  "mr-" + hex.EncodeToString(p[:]) + "-",
+		pool:      newWorkers(),
+		fail:      newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
+		admission: admission{inflight: make(map[string]int)},
+		keys:      keyHolds{m: make(map[string]*keyHold)},
 	}
+	s.answers.s, s.reruns.s = s, s
 	if cl, ok := eo.Cluster.(Cluster); ok {
 		// One instance of a cluster: its server-to-client request ids name it, so
 		// that another instance forwards the client's answers here.
 		s.cluster = cl
 		s.idPrefix = "mr-" + cl.Self() + "-"
-		cl.OnAnswer(s.peerAnswer)
-		eo.OnRestartable = s.rerunRestartable
+		cl.OnAnswer(s.answers.fromPeer)
+		eo.OnRestartable = s.reruns.all
 	}
 	// A tool written for the 2025 era asks its client through mcp-go's
 	// RequestElicitation, RequestSampling and ListRoots; for a 2026-era request
@@ -194,20 +185,10 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	if s.opts.MaxConcurrentPerPrincipal == 0 {
 		s.opts.MaxConcurrentPerPrincipal = DefaultMaxConcurrentPerPrincipal
 	}
+	s.admission.limit = s.opts.MaxConcurrentPerPrincipal
 	srv.Use(s.middleware)
-	s.rerunRestartable()
+	s.reruns.all()
 	return s
-}
-
-// rerunRestartable runs again the restartable requests the engine recovered or
-// claimed.
-func (s *Server) rerunRestartable() {
-	if s.closed.Load() {
-		return // the engine is closed: what it recovered was cancelled
-	}
-	for _, r := range s.eng.Restartable() {
-		s.rerun(r)
-	}
 }
 
 // Engine returns the resume engine, for inspection.
@@ -225,9 +206,9 @@ func (s *Server) Close() {
 	s.closed.Store(true)
 	s.eng.Close()
 	s.wg.Wait()
-	s.restartMu.Lock()
-	restarted := s.restarted
-	s.restartMu.Unlock()
+	s.reruns.mu.Lock()
+	restarted := s.reruns.restarted
+	s.reruns.mu.Unlock()
 	if restarted != nil {
 		restarted.shutdown(false)
 	}
@@ -337,104 +318,4 @@ func (s *connStream) Write(ctx context.Context, m Message) error {
 		s.notified.Store(true)
 	}
 	return err
-}
-
-// dispatch handles one decoded message from the client; what answers it goes to st.
-// It never blocks on a handler.
-func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
-	switch m.Kind {
-	case spec.KindResponse:
-		c.s.routeResponse(c, m, raw)
-	case spec.KindNotification:
-		c.notification(m, raw)
-	case spec.KindRequest:
-		if env := m.Envelope(); env.Modern() {
-			if c.s.closed.Load() {
-				c.replyError(st, m.ID, spec.ShuttingDown())
-				return
-			}
-			c.modern(m, raw, st, env)
-			return
-		}
-		if c.stateless {
-			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonEraMismatch,
-				"a request without a session must carry its protocol version in params._meta[\""+spec.MetaProtocolVersion+"\"]"))
-			return
-		}
-		c.request(m, raw, st)
-	}
-}
-
-func (c *connState) notification(m *spec.Message, raw []byte) {
-	if m.Method == spec.MethodCancelled {
-		c.cancelled(m)
-		return
-	}
-	// notifications/initialized and the rest: mcp-go's handlers, on the connection's
-	// session. They are quick; ordering with later requests is kept.
-	c.s.srv.HandleMessage(c.s.srv.WithContext(c.ctx, c.sess), raw)
-}
-
-func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
-	if c.s.closed.Load() {
-		c.replyError(st, m.ID, spec.ShuttingDown())
-		return
-	}
-	switch m.Method {
-	case spec.MethodInitialize:
-		c.initialize(m, raw, st)
-	case spec.MethodGetStatus:
-		c.getStatus(m, st)
-	case spec.MethodResume:
-		c.resume(m, st, 0, false)
-	case spec.MethodTasksGet, spec.MethodTasksCancel, methodTasksResult, methodTasksList, spec.MethodTasksStream:
-		if !c.s.tasks { // mcp-go's own tasks, if the server has any
-			c.startCall(m, raw, st, nil)
-			return
-		}
-		c.legacyTaskRequest(m, st)
-	default:
-		// server/discover and subscriptions/listen among them: mcp-go answers
-		// that they need a 2026-era request.
-		c.startCall(m, raw, st, nil)
-	}
-}
-
-// initialize runs the handshake through mcp-go, notes the client's capability and
-// adds the server's advertisement.
-func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
-	var p struct {
-		Capabilities struct {
-			Resumable    json.RawMessage            `json:"resumableRequests"`
-			Experimental map[string]json.RawMessage `json:"experimental"`
-		} `json:"capabilities"`
-	}
-	_ = json.Unmarshal(m.Params, &p) // mcp-go reports malformed params itself
-	capRaw := p.Capabilities.Resumable
-	if len(capRaw) == 0 {
-		capRaw = p.Capabilities.Experimental[spec.CapabilityName]
-	}
-	var cc spec.ClientCapability
-	if len(capRaw) > 0 && capRaw[0] == '{' && json.Unmarshal(capRaw, &cc) == nil {
-		c.resumable.Store(true)
-		for _, x := range cc.Extensions {
-			if x == spec.ExtensionAck {
-				c.ackMode.Store(true)
-			}
-		}
-	}
-	resp := c.s.srv.HandleMessage(c.s.srv.WithContext(c.ctx, c.sess), raw)
-	c.debug().Bool("resumable", c.resumable.Load()).Msg("initialized")
-	var patch func(any) any
-	if c.resumable.Load() { // a plain client sees plain MCP
-		patch = c.s.advertise
-	}
-	if c.s.tasks {
-		if p := patch; p != nil {
-			patch = func(r any) any { return advertiseTasks(p(r)) }
-		} else {
-			patch = advertiseTasks
-		}
-	}
-	c.reply(st, encodeReply(m.ID, resp, patch, 0))
 }

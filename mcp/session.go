@@ -113,8 +113,9 @@ func (s *connSession) pump(ctx context.Context, stop <-chan struct{}) {
 // server-to-client requests, which travel with the request. Every optional
 // interface is implemented explicitly (an embedded interface would hide them).
 type callSession struct {
-	base *connSession
-	cl   *call
+	base  *connSession
+	cl    *call
+	asker // the tool's questions to its client
 	// own holds what a 2026-era request declares for itself (mcp-go writes its
 	// envelope into the session it runs with); nil for a 2025-era request, whose
 	// session is its connection's.
@@ -272,45 +273,6 @@ func (s *callSession) SetProtocolVersion(v string) {
 	s.base.SetProtocolVersion(v)
 }
 
-func (s *callSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	raw, err := s.cl.ask(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.CreateMessageResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed sampling result: " + err.Error()}
-	}
-	if res.Content, err = mcp.ParseSamplingContent(res.Content); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
-func (s *callSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	raw, err := s.cl.ask(ctx, string(mcp.MethodElicitationCreate), req.Params)
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed elicitation result: " + err.Error()}
-	}
-	return &res, nil
-}
-
-func (s *callSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	raw, err := s.cl.ask(ctx, string(mcp.MethodListRoots), struct{}{})
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.ListRootsResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed roots result: " + err.Error()}
-	}
-	return &res, nil
-}
-
 // TakesInputRequired reports whether an input_required result (MRTR) that the
 // tool running on ctx returns reaches its client as the request's answer, to
 // be retried with the client's answers: a 2026-era request that is not a task,
@@ -318,7 +280,7 @@ func (s *callSession) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*m
 // called). Otherwise the tool asks its questions with Ask.
 func TakesInputRequired(ctx context.Context) bool {
 	cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
-	return ok && cs.cl.modern != nil && (!cs.cl.task || cs.cl.request() == nil)
+	return ok && cs.cl.modern != nil && (!cs.cl.kind.task() || cs.cl.request() == nil)
 }
 
 // Promote makes the call whose tool runs on ctx resumable now, as its

@@ -7,7 +7,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -47,7 +46,7 @@ func (ss *Session) HandleResume(m *spec.Message, st Stream, after uint64) {
 		ss.c.dispatch(m, nil, st)
 		return
 	}
-	ss.c.resume(m, st, after, false)
+	ss.c.att.resume(m, st, after, false)
 }
 
 // SetDefaultStream sets the stream for messages of no request (the GET stream); nil
@@ -81,24 +80,10 @@ func (ss *Session) StreamClosed(st Stream) {
 // message after sequence number after follows (the client has the ones up to it:
 // an acknowledgement, which puts the request in ack mode),
 // then live ones, ending with the request's response. It returns the JSON-RPC error
-// to give when there is no such request here, or it has ended and let go of its
-// messages.
+// to give when there is no such request here (a failed token check, which the
+// session's rate limit counts), or it has ended and let go of its messages.
 func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
-	ss.c.mu.Lock()
-	t, ok := ss.c.attached[string(id)]
-	ss.c.mu.Unlock()
-	if !ok {
-		return wireError(resume.ErrUnknown)
-	}
-	snk := st
-	// An acknowledgement, 0 included (the client has the stream's priming
-	// event and nothing after it): what the replay window holds after it is
-	// written again.
-	if err := t.r.AttachAcked(snk, after); err != nil {
-		return wireError(err)
-	}
-	ss.c.track(t.r, t.hidden, st, snk)
-	return nil
+	return ss.c.att.reconnect(id, after, st)
 }
 
 // Busy reports whether the session has work a client may come back for: a call
@@ -108,10 +93,10 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 func (ss *Session) Busy() bool {
 	ss.c.mu.Lock()
 	defer ss.c.mu.Unlock()
-	if len(ss.c.running) > 0 {
+	if len(ss.c.calls.running) > 0 {
 		return true
 	}
-	for _, t := range ss.c.attached {
+	for _, t := range ss.c.att.attached {
 		if !t.r.Gone() {
 			return true
 		}
@@ -150,7 +135,7 @@ func (ss *Session) Park() *Parked {
 	}
 	sess := c.sess
 	sess.mu.Lock()
-	p := &Parked{id: sess.id, principal: c.principal, limitKey: c.limitKey, info: sess.info, caps: sess.caps,
+	p := &Parked{id: sess.id, principal: c.principal, limitKey: c.att.limitKey, info: sess.info, caps: sess.caps,
 		protocol: sess.protocol, level: sess.level}
 	sess.mu.Unlock()
 	p.initialized, p.resumable, p.ackMode = sess.initialized.Load(), c.resumable.Load(), c.ackMode.Load()
@@ -163,7 +148,7 @@ func (ss *Session) Park() *Parked {
 func (s *Server) Unpark(p *Parked) *Session {
 	ss := s.NewSession(&SessionOptions{Principal: p.principal, id: p.id})
 	c, sess := ss.c, ss.c.sess
-	c.limitKey = p.limitKey
+	c.att.limitKey = p.limitKey
 	sess.mu.Lock()
 	sess.info, sess.caps, sess.protocol, sess.level = p.info, p.caps, p.protocol, p.level
 	sess.mu.Unlock()

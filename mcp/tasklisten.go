@@ -37,7 +37,8 @@ func taskListen(params json.RawMessage) (ids []string, others bool) {
 }
 
 // listenTasks serves a subscriptions/listen that names tasks only.
-func (c *connState) listenTasks(m *spec.Message, st Stream, mr *modernReq, ids []string) {
+func (tk *sessionTasks) listenTasks(m *spec.Message, st Stream, mr *modernReq, ids []string) {
+	c := tk.c
 	key := string(m.ID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
 	cl := &call{c: c, st: st, id: m.ID, ctx: ctx, cancel: cancel, modern: mr}
@@ -47,20 +48,20 @@ func (c *connState) listenTasks(m *spec.Message, st Stream, mr *modernReq, ids [
 		cancel(errConnectionLost)
 		return
 	}
-	if _, dup := c.running[key]; dup {
+	if _, dup := c.calls.running[key]; dup {
 		c.mu.Unlock()
 		cancel(errClientCancel)
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID, "a request with id "+key+" is already in flight on this connection"))
 		return
 	}
-	c.running[key] = cl
+	c.calls.running[key] = cl
 	c.mu.Unlock()
 	c.s.wg.Go(func() {
 		defer func() {
 			cancel(nil)
 			c.mu.Lock()
-			if c.running[key] == cl {
-				delete(c.running, key)
+			if c.calls.running[key] == cl {
+				delete(c.calls.running, key)
 			}
 			c.mu.Unlock()
 		}()
@@ -82,7 +83,7 @@ func (cl *call) watchTasks(ids []string) {
 		if !ok {
 			continue
 		}
-		if r, _, err := c.lookup(tid.Token, tid.ID); r == nil || err != nil {
+		if r, _, err := c.att.lookup(tid.Token, tid.ID); r == nil || err != nil {
 			continue // another principal's, gone, or refused (rate limited): not acknowledged
 		}
 		known = append(known, &watched{tid: tid})
@@ -95,7 +96,7 @@ func (cl *call) watchTasks(ids []string) {
 	defer tick.Stop()
 	for {
 		for _, w := range known {
-			state := c.taskState(w.tid)
+			state := c.tasks.taskState(w.tid)
 			var obj map[string]json.RawMessage
 			if json.Unmarshal(state, &obj) != nil {
 				continue
@@ -120,7 +121,8 @@ func (cl *call) watchTasks(ids []string) {
 }
 
 // taskState is what tasks/get would answer for tid now.
-func (c *connState) taskState(tid *taskID) json.RawMessage {
+func (tk *sessionTasks) taskState(tid *taskID) json.RawMessage {
+	c := tk.c
 	r, err := c.s.eng.LookupAs(tid.Token, tid.ID, c.principal)
 	if err != nil {
 		status := "failed"
@@ -129,5 +131,5 @@ func (c *connState) taskState(tid *taskID) json.RawMessage {
 		}
 		return taskObject(tid, status, nil, c.s.eng.Options())
 	}
-	return c.taskGet(r, tid)
+	return tk.taskGet(r, tid)
 }

@@ -16,6 +16,13 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
+// sessionTasks are the tasks/stream requests a session serves, and its way to
+// the engine's tasks. Its fields are guarded by c.mu.
+type sessionTasks struct {
+	c       *connState
+	streams map[string]taskStreamRef // tasks/stream running here, by the request's id text
+}
+
 // Tasks (the io.modelcontextprotocol/tasks extension of 2026-07-28). A task is a
 // request of the engine: durable and shared like any resumable request, bound to
 // its principal. Its id carries the request's id and resume token, so that a
@@ -101,8 +108,8 @@ func (o *Options) tasksOffered() bool {
 	return false
 }
 
-// taskResult is the CreateTaskResult the call answers with once it is a task.
-func (cl *call) taskResult(tid *taskID, status string) []byte {
+// taskResult is the CreateTaskResult that answers call id once it is task tid.
+func taskResult(id spec.ID, tid *taskID, status string) []byte {
 	ts := time.UnixMilli(tid.Created).UTC().Format(time.RFC3339Nano)
 	b, _ := json.Marshal(map[string]any{
 		"resultType":     "task",
@@ -113,25 +120,26 @@ func (cl *call) taskResult(tid *taskID, status string) []byte {
 		"ttlMs":          tid.TTL,
 		"pollIntervalMs": taskPollInterval.Milliseconds(),
 	})
-	return spec.EncodeResponse(cl.id, b)
+	return spec.EncodeResponse(id, b)
 }
 
 // rejoinTask answers cl, a keyed task call sent again (its client lost the
 // answer that named the task): the task its key made, in its status now, in
 // the form a creation is answered.
-func (c *connState) rejoinTask(h resume.Handle, cl *call, key string) {
+func (tk *sessionTasks) rejoinTask(h resume.Handle, cl *call, key string) {
+	c := tk.c
 	ttl, asked := c.s.taskTTL(cl)
 	tid := &taskID{ID: cl.id, Token: key, Created: h.Created().UnixMilli(), TTL: ttl.Milliseconds()}
 	c.debug().Str("request", string(cl.id)).Msg("task call sent again; answered with its task")
 	c.s.wg.Go(func() { // a task another instance owns is read from it
-		if cl.legacyTask {
-			status, msg := c.legacyStatus(h)
+		if cl.kind == callLegacyTask {
+			status, msg := tk.legacyStatus(h)
 			c.reply(cl.st, cl.legacyTaskResult(tid, status, msg, asked))
 			return
 		}
 		var obj struct{ Status string }
-		_ = json.Unmarshal(c.taskGet(h, tid), &obj)
-		c.reply(cl.st, cl.taskResult(tid, obj.Status))
+		_ = json.Unmarshal(tk.taskGet(h, tid), &obj)
+		c.reply(cl.st, taskResult(cl.id, tid, obj.Status))
 	})
 }
 
@@ -141,7 +149,7 @@ func (c *connState) rejoinTask(h resume.Handle, cl *call, key string) {
 func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 	limit := cmp.Or(s.opts.MaxTaskTTL, DefaultMaxTaskTTL)
 	ttl = min(cmp.Or(s.opts.TaskTTL, DefaultTaskTTL), limit)
-	if !cl.legacyTask {
+	if cl.kind != callLegacyTask {
 		return ttl, 0
 	}
 	var p struct {
@@ -165,7 +173,8 @@ func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 }
 
 // taskRequest answers tasks/get, tasks/update, tasks/cancel and tasks/stream.
-func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
+func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
+	c := tk.c
 	if !mr.tasks() {
 		c.replyError(st, m.ID, errNeedsTasks(m.Method+" needs the "+spec.ExtensionTasks+" extension in the request's capabilities"))
 		return
@@ -175,15 +184,15 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	}
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		if c.rateLimited(st, m.ID, c.badToken()) {
+		if c.att.rateLimited(st, m.ID, c.att.badToken()) {
 			return
 		}
 		unknown()
 		return
 	}
 	ack := func() { c.reply(st, spec.EncodeResponse(m.ID, json.RawMessage(`{"resultType":"complete"}`))) }
-	r, wait, err := c.lookup(tid.Token, tid.ID)
-	if c.rateLimited(st, m.ID, wait) {
+	r, wait, err := c.att.lookup(tid.Token, tid.ID)
+	if c.att.rateLimited(st, m.ID, wait) {
 		return
 	}
 	if err != nil {
@@ -201,7 +210,7 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	}
 	switch m.Method {
 	case spec.MethodTasksStream:
-		c.taskStream(m, st, r, tid, true)
+		tk.taskStream(m, st, r, tid, true)
 	case spec.MethodTasksCancel:
 		r.Cancel()
 		ack()
@@ -219,14 +228,15 @@ func (c *connState) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 		_ = r.Touch(0)
 		ack()
 	default:
-		c.reply(st, spec.EncodeResponse(m.ID, c.taskGet(r, tid)))
+		c.reply(st, spec.EncodeResponse(m.ID, tk.taskGet(r, tid)))
 	}
 }
 
 // taskGet reads the task's state from what its outbox holds: its questions and
 // its response. A task another instance owns is read through a sink attached
 // for the moment (which takes the task over from a client attached to it then).
-func (c *connState) taskGet(h resume.Handle, tid *taskID) json.RawMessage {
+func (tk *sessionTasks) taskGet(h resume.Handle, tid *taskID) json.RawMessage {
+	c := tk.c
 	var cap taskCapture
 	_ = h.Touch(0) // a task someone polls lives on, as getStatus keeps a request
 	var held []Message

@@ -130,9 +130,10 @@ func (cl *call) legacyTaskResult(tid *taskID, status, message string, asked time
 
 // legacyTaskRequest answers tasks/get, tasks/result, tasks/list, tasks/cancel
 // and tasks/stream of a 2025-era session.
-func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
+func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
+	c := tk.c
 	if m.Method == methodTasksList {
-		c.taskList(m, st)
+		tk.taskList(m, st)
 		return
 	}
 	unknown := func() {
@@ -140,7 +141,7 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 	}
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		if c.rateLimited(st, m.ID, c.badToken()) {
+		if c.att.rateLimited(st, m.ID, c.att.badToken()) {
 			return
 		}
 		unknown()
@@ -151,8 +152,8 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 		b, _ := json.Marshal(v)
 		c.reply(st, spec.EncodeResponse(m.ID, b))
 	}
-	r, wait, err := c.lookup(tid.Token, tid.ID)
-	if c.rateLimited(st, m.ID, wait) {
+	r, wait, err := c.att.lookup(tid.Token, tid.ID)
+	if c.att.rateLimited(st, m.ID, wait) {
 		return
 	}
 	if err != nil {
@@ -170,12 +171,12 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 	}
 	switch m.Method {
 	case spec.MethodTasksStream:
-		c.taskStream(m, st, r, tid, false)
+		tk.taskStream(m, st, r, tid, false)
 	case spec.MethodTasksGet:
-		status, msg := c.legacyStatus(r)
+		status, msg := tk.legacyStatus(r)
 		reply(legacyTask(tid, status, msg, o))
 	case spec.MethodTasksCancel:
-		if s, _ := c.legacyStatus(r); s != "working" && s != "input_required" {
+		if s, _ := tk.legacyStatus(r); s != "working" && s != "input_required" {
 			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "the task has ended ("+s+")"))
 			return
 		}
@@ -188,21 +189,21 @@ func (c *connState) legacyTaskRequest(m *spec.Message, st Stream) {
 				c.replyError(st, m.ID, wireError(err))
 				return
 			}
-			c.trackAs(tracked{r: r, sink: rl, task: true}, st)
+			c.att.trackAs(tracked{r: r, sink: rl, task: true}, st)
 		})
 	}
 }
 
 // legacyStatus reads a task's status in the 2025-11-25 form, where a tool
 // result with isError makes it failed, and its statusMessage.
-func (c *connState) legacyStatus(r resume.Handle) (status, message string) {
+func (tk *sessionTasks) legacyStatus(r resume.Handle) (status, message string) {
 	tid := &taskID{}
 	var obj struct {
 		Status        string          `json:"status"`
 		StatusMessage string          `json:"statusMessage"`
 		Result        json.RawMessage `json:"result"`
 	}
-	_ = json.Unmarshal(c.taskGet(r, tid), &obj)
+	_ = json.Unmarshal(tk.taskGet(r, tid), &obj)
 	if obj.Status == "completed" {
 		var res struct {
 			IsError bool `json:"isError"`
@@ -216,7 +217,8 @@ func (c *connState) legacyStatus(r resume.Handle) (status, message string) {
 
 // taskList answers tasks/list: the tasks the session's principal created on this
 // instance that are still known.
-func (c *connState) taskList(m *spec.Message, st Stream) {
+func (tk *sessionTasks) taskList(m *spec.Message, st Stream) {
+	c := tk.c
 	ti := &c.s.taskList
 	ti.mu.Lock()
 	ids := append([]*taskID(nil), ti.ids[c.principal]...)
@@ -228,7 +230,7 @@ func (c *connState) taskList(m *spec.Message, st Stream) {
 		r, err := c.s.eng.LookupAs(tid.Token, tid.ID, c.principal)
 		switch {
 		case err == nil:
-			status, msg := c.legacyStatus(r)
+			status, msg := tk.legacyStatus(r)
 			tasks = append(tasks, legacyTask(tid, status, msg, o))
 			live = append(live, tid)
 		case errors.Is(err, resume.ErrCancelled):

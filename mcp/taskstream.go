@@ -31,7 +31,8 @@ func taskStreamKey(tid *taskID) string { return string(tid.ID) + "\x00" + tid.To
 
 // taskStream answers tasks/stream for the task tid, found as r, on st. modern:
 // a 2026-07-28 request (its result says resultType).
-func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid *taskID, modern bool) {
+func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, tid *taskID, modern bool) {
+	c := tk.c
 	after, from, err := streamCursor(m.Params)
 	if err != nil {
 		c.replyError(st, m.ID, err)
@@ -54,10 +55,10 @@ func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid 
 		cancel()
 		return
 	}
-	if c.streams == nil {
-		c.streams = map[string]taskStreamRef{}
+	if tk.streams == nil {
+		tk.streams = map[string]taskStreamRef{}
 	}
-	for _, ref := range c.streams {
+	for _, ref := range tk.streams {
 		if ref.task == key {
 			c.mu.Unlock()
 			cancel()
@@ -67,7 +68,7 @@ func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid 
 		}
 	}
 	id := string(m.ID)
-	c.streams[id] = taskStreamRef{task: key, cancel: cancel}
+	tk.streams[id] = taskStreamRef{task: key, cancel: cancel}
 	c.mu.Unlock()
 	// release lets go of the stream's place on the connection: before its
 	// answer is written, so that a client that streams the task again once
@@ -75,14 +76,14 @@ func (c *connState) taskStream(m *spec.Message, st Stream, r resume.Handle, tid 
 	release := sync.OnceFunc(func() {
 		cancel()
 		c.mu.Lock()
-		if ref, ok := c.streams[id]; ok && ref.task == key {
-			delete(c.streams, id)
+		if ref, ok := tk.streams[id]; ok && ref.task == key {
+			delete(tk.streams, id)
 		}
 		c.mu.Unlock()
 	})
 	c.s.wg.Go(func() {
 		defer release()
-		c.streamEvents(ctx, m.ID, st, src, tid, after, from, modern, release)
+		tk.streamEvents(ctx, m.ID, st, src, tid, after, from, modern, release)
 	})
 }
 
@@ -109,7 +110,8 @@ func streamCursor(params json.RawMessage) (after uint64, from bool, _ *spec.Erro
 // streamEvents sends the task's events after the cursor, then each new one,
 // until the task has ended (answered with the empty result) or ctx ends (the
 // stream was cancelled, or its connection closed: the task runs on).
-func (c *connState) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool, release func()) {
+func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool, release func()) {
+	c := tk.c
 	w := r.watch() // before the first read: nothing queued meanwhile is missed
 	defer w.Stop()
 	task := tid.encode()
@@ -300,9 +302,10 @@ func statusPayload(resp []byte) []byte {
 // stopTaskStream ends the tasks/stream with request id on this connection, if
 // one runs (notifications/cancelled): the task runs on. It reports whether one
 // did.
-func (c *connState) stopTaskStream(id string) bool {
+func (tk *sessionTasks) stopTaskStream(id string) bool {
+	c := tk.c
 	c.mu.Lock()
-	ref, ok := c.streams[id]
+	ref, ok := tk.streams[id]
 	c.mu.Unlock()
 	if ok {
 		ref.cancel()

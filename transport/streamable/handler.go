@@ -507,9 +507,14 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) 
 	// written and the request gets the error instead.
 	if e := s.core.Reconnect(id, seq, st); e != nil {
 		s.streamDone(st)
-		if e.Reason == spec.ReasonInvalidAck { // a number the request never gave out
+		switch e.Reason {
+		case spec.ReasonInvalidAck: // a number the request never gave out
 			fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidEventID,
 				"Last-Event-ID names an event this server has not sent"))
+			return
+		case spec.ReasonRateLimited: // too many ids this session did not deliver
+			w.Header().Set("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
+			fail(w, http.StatusTooManyRequests, e)
 			return
 		}
 		fail(w, http.StatusGone, e) // unknown, or ended: expired, cancelled, or acknowledged by this very id

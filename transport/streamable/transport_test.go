@@ -757,3 +757,35 @@ func TestClientConnAbort(t *testing.T) {
 	}
 	poll.Until(t, 10*time.Second, "the call to be cancelled", func() bool { return s.core.Calls() == 0 })
 }
+
+// A GET whose Last-Event-ID names a request the session did not deliver is a
+// failed token check like a wrong resume token: past the session's burst such
+// GETs are answered 429 with a Retry-After, while the call the session
+// delivered still reconnects.
+func TestLastEventIDRateLimited(t *testing.T) {
+	s := newServer(t, &mcp.Options{TokenFailureBurst: 2, TokenFailureRefill: time.Hour}, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	ctx, drop := context.WithCancel(context.Background())
+	resp := c.do(ctx, http.MethodPost, countdown("5", 0.5, 5))
+	ch := events(resp.Body)
+	next(t, ch) // the priming event
+	last := next(t, ch)
+	drop()
+
+	for i, want := range []int{http.StatusGone, http.StatusGone, http.StatusTooManyRequests} {
+		get := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+eventKey(fmt.Sprint(70+i))+".1")
+		_ = get.Body.Close()
+		if get.StatusCode != want {
+			t.Fatalf("GET #%d for a request not delivered here: %s, want %d", i+1, get.Status, want)
+		}
+		if want == http.StatusTooManyRequests && get.Header.Get("Retry-After") != "3600" {
+			t.Errorf("Retry-After %q, want 3600", get.Header.Get("Retry-After"))
+		}
+	}
+	get := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+last.id)
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET for the session's own call while limited: %s, want 200", get.Status)
+	}
+}

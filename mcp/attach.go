@@ -1,0 +1,330 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// attachments are the requests a session delivered, and the token checks by
+// which its client finds requests (lookup, with the failed check limit): every
+// way into an attachment (requests/resume, a call sent again with its key, a
+// stream reconnect, a task's stream) goes through here. Its fields are guarded
+// by c.mu.
+type attachments struct {
+	c *connState
+	// attached: the requests delivered here, by id text.
+	attached map[string]tracked
+	// onStream (replay mode only) lists the requests attached to each open
+	// stream, so that a closing stream detaches its own requests without a scan
+	// of every request the session carried.
+	onStream map[Stream][]tracked
+	sweepAt  int // size of attached at which gone requests are swept out
+	// limitKey names the failed token check bucket this session spends from:
+	// its principal's, or without authentication its remote address's.
+	limitKey string
+}
+
+// adopt attaches r, found by lookup, to st, one of this session's streams (as
+// snk): it takes r over from any other stream and writes r's pending messages
+// there. acked: the client sent an acknowledgement (0 included), so what the
+// request's replay window holds after ack is written again. hidden: see tracked.
+func (at *attachments) adopt(r resume.Handle, st Stream, snk Stream, ack uint64, acked, hidden bool) error {
+	attach := r.Attach
+	if acked {
+		attach = r.AttachAcked
+	}
+	if err := attach(snk, ack); err != nil {
+		return err
+	}
+	at.track(r, hidden, st, snk)
+	return nil
+}
+
+// reconnect attaches the request with id that this session delivered to st, with
+// every message after sequence number after (Session.Reconnect). The session is
+// its credential, so it names no token; an id it did not deliver is a failed
+// token check like any other (lookup).
+func (at *attachments) reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
+	r, wait, err := at.lookup("", id)
+	if wait > 0 {
+		return rateLimitError(wait)
+	}
+	if err != nil {
+		return wireError(err)
+	}
+	c := at.c
+	c.mu.Lock()
+	hidden := at.attached[string(id)].hidden
+	c.mu.Unlock()
+	// An acknowledgement, 0 included (the client has the stream's priming
+	// event and nothing after it): what the replay window holds after it is
+	// written again.
+	if err := at.adopt(r, st, st, after, true, hidden); err != nil {
+		return wireError(err)
+	}
+	return nil
+}
+
+// track records that r, attached to st (as snk), is delivered by this session:
+// for its detach or cancel when the session (or st) ends, for cancellation by
+// id, and for stream reconnects.
+func (at *attachments) track(r resume.Handle, hidden bool, st Stream, snk Stream) {
+	at.trackAs(tracked{r: r, hidden: hidden, sink: snk}, st)
+}
+
+// trackAs is track for t, attached to st.
+func (at *attachments) trackAs(t tracked, st Stream) {
+	c := at.c
+	r, hidden, snk := t.r, t.hidden, t.sink
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		if hidden && !t.task {
+			r.Cancel()
+		} else {
+			r.Detach(snk)
+		}
+		return
+	}
+	if at.attached == nil {
+		at.attached = make(map[string]tracked)
+	}
+	at.attached[string(r.ID())] = t
+	if at.onStream != nil {
+		at.onStream[st] = append(at.onStream[st], t)
+	}
+	// Requests that are gone leave the map in amortized sweeps, so a long-lived
+	// session does not keep every request it ever carried.
+	if len(at.attached) >= at.sweepAt {
+		for k, a := range at.attached {
+			if a.r.Gone() {
+				delete(at.attached, k)
+			}
+		}
+		at.sweepAt = max(minSweep, 2*len(at.attached))
+	}
+	c.mu.Unlock()
+}
+
+func ackOf(m *spec.RequestMeta) uint64 {
+	if m == nil || m.Ack == nil {
+		return 0
+	}
+	return *m.Ack
+}
+
+// getStatus answers requests/getStatus. It resets the request's timers and never
+// delivers messages.
+func (at *attachments) getStatus(m *spec.Message, st Stream) {
+	c := at.c
+	p, perr := spec.DecodeGetStatusParams(m.Params)
+	if perr != nil {
+		c.replyError(st, m.ID, perr)
+		return
+	}
+	r, wait, err := at.lookup(p.ResumeToken, p.RequestID)
+	if at.rateLimited(st, m.ID, wait) {
+		return
+	}
+	if err == nil {
+		err = r.Touch(ackOf(p.Meta))
+	}
+	if err != nil {
+		c.replyError(st, m.ID, wireError(err))
+		return
+	}
+	rs := r.Status()
+	res := spec.GetStatusResult{RequestID: p.RequestID, HasPendingMessage: rs.HasPending, HasInputRequest: rs.HasInput}
+	switch rs.State {
+	case resume.StateProcessing:
+		res.Status = spec.StatusProcessing
+	case resume.StateCompleted:
+		res.Status = spec.StatusCompleted
+	case resume.StateFailed:
+		res.Status = spec.StatusFailed
+	case resume.StateCancelled:
+		c.replyError(st, m.ID, wireError(resume.ErrCancelled))
+		return
+	default:
+		c.replyError(st, m.ID, wireError(resume.ErrExpired))
+		return
+	}
+	if rs.Dropped > 0 {
+		res.Meta = map[string]any{spec.MetaDropped: rs.Dropped}
+	}
+	b, _ := json.Marshal(res)
+	c.reply(st, spec.EncodeResponse(m.ID, b))
+}
+
+// resume answers requests/resume: the request named by the message's id and token is
+// attached to st; its pending messages follow, then live ones, then its final
+// response under the same id.
+// after, when not 0, is what the transport knows the client has (Last-Event-ID
+// on HTTP); the larger of it and the params' ack applies.
+//
+// A 2026-era resume (modern) gets its messages through a round, as its request's
+// rounds do: a question the tool asks meanwhile answers it input_required.
+func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern bool) {
+	c := at.c
+	p, perr := spec.DecodeResumeParams(m.Params)
+	if perr != nil {
+		c.replyError(st, m.ID, perr)
+		return
+	}
+	r, wait, err := at.lookup(p.ResumeToken, m.ID)
+	if at.rateLimited(st, m.ID, wait) {
+		return
+	}
+	if err != nil {
+		c.replyError(st, m.ID, wireError(err))
+		return
+	}
+	snk := st
+	if modern {
+		rs := requestState{ID: m.ID, Token: p.ResumeToken}
+		rd := &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
+		rd.gatherOn(c.s, r)
+		snk = rd
+	}
+	// Validation and lookup answer in order with the connection's other messages;
+	// the replay, which may be long, runs on its own goroutine.
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		acked := p.Meta != nil && p.Meta.Ack != nil
+		if err := at.adopt(r, st, snk, max(ackOf(p.Meta), after), acked, false); err != nil {
+			c.replyError(st, m.ID, wireError(err))
+			return
+		}
+		c.debug().Str("request", string(m.ID)).Msg("resumed")
+	}()
+}
+
+// rejoin answers a tools/call sent again with the key of a call that is known
+// (spec.MetaKey): the client lost the first one's connection, maybe before its
+// resume policy came. The policy is written again, then everything the request
+// holds (Request.AttachAll), as a resume would, but from its first message.
+func (at *attachments) rejoin(r resume.Handle, id spec.ID, key string, st Stream, modern bool) {
+	c := at.c
+	snk := st
+	if modern {
+		rs := requestState{ID: id, Token: key}
+		rd := &round{st: st, id: id, orig: id, state: rs.encode()}
+		rd.gatherOn(c.s, r)
+		snk = rd
+	}
+	p := spec.ResumePolicyParams{RequestID: id, ResumeToken: key, MaxWait: &c.s.caps.MaxWait, MinWait: &c.s.caps.MinWait}
+	if err := st.Write(c.ctx, Message{Kind: KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}); err != nil {
+		return
+	}
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		if err := r.AttachAll(snk); err != nil {
+			c.replyError(st, id, wireError(err))
+			return
+		}
+		at.track(r, false, st, snk)
+		c.debug().Str("request", string(id)).Msg("call sent again; attached")
+	}()
+}
+
+// limitKeys returns the buckets this session's failed token checks spend from:
+// its own (none for a stateless session, which carries one request) and its
+// principal's or remote address's.
+func (at *attachments) limitKeys() (session, address string) {
+	c := at.c
+	if !c.stateless {
+		session = c.sess.id
+	}
+	return session, at.limitKey
+}
+
+// lookup is a token check: it finds the request of token and id for this
+// session's principal; with token "", the request with id that this session
+// delivered (a stream reconnect). While the session is rate limited (failLimiter), the
+// check is refused, with wait > 0 how long until it may check again, unless it
+// names a request this session carries (it started it, and its handler runs, or
+// has it attached): the session evidently holds that token already, so the check
+// tells it nothing, and no failure of another session can lock an owner out of
+// its own request. A failed check (not_found) is charged to the session and its
+// address.
+func (at *attachments) lookup(token string, id []byte) (r resume.Handle, wait time.Duration, err error) {
+	c := at.c
+	session, address := at.limitKeys()
+	if token == "" {
+		c.mu.Lock()
+		t, ok := at.attached[string(id)]
+		c.mu.Unlock()
+		if ok {
+			return t.r, 0, nil
+		}
+		if wait = c.s.fail.wait(session, address); wait > 0 {
+			return nil, wait, nil
+		}
+		c.s.fail.fail(session, address)
+		return nil, 0, resume.ErrUnknown
+	}
+	if wait = c.s.fail.wait(session, address); wait > 0 {
+		if a, b := at.carried(id); a != nil || b != nil {
+			if r, err := c.s.eng.LookupAs(token, id, c.principal); err == nil && (r == a || b != nil && r == resume.Handle(b)) {
+				return r, 0, nil
+			}
+		}
+		return nil, wait, nil
+	}
+	r, err = c.s.eng.LookupAs(token, id, c.principal)
+	if errors.Is(err, resume.ErrUnknown) {
+		c.s.fail.fail(session, address)
+	}
+	return r, 0, err
+}
+
+// badToken is a token check of something that is no token this server handed
+// out (a malformed request state or task id): refused, with the wait, while the
+// session is rate limited; otherwise charged as a failure (0).
+func (at *attachments) badToken() time.Duration {
+	c := at.c
+	session, address := at.limitKeys()
+	if w := c.s.fail.wait(session, address); w > 0 {
+		return w
+	}
+	c.s.fail.fail(session, address)
+	return 0
+}
+
+// carried returns the requests with id that this session carries: the one
+// attached here and the one started here whose handler runs (nil when none).
+func (at *attachments) carried(id []byte) (attached resume.Handle, running *resume.Request) {
+	c := at.c
+	c.mu.Lock()
+	cl, t := c.calls.running[string(id)], at.attached[string(id)]
+	c.mu.Unlock()
+	if cl != nil {
+		running = cl.request()
+	}
+	return t.r, running
+}
+
+// rateLimited answers the request id with rate_limited, and returns true, when
+// wait (from lookup or badToken) says the token check was refused.
+func (at *attachments) rateLimited(st Stream, id spec.ID, wait time.Duration) bool {
+	c := at.c
+	if wait <= 0 {
+		return false
+	}
+	c.debug().Stringer("retryAfter", wait).Msg("token check refused: rate limited")
+	c.replyError(st, id, rateLimitError(wait))
+	return true
+}
+
+// rateLimitError is the answer to a token check refused for wait.
+func rateLimitError(wait time.Duration) *spec.Error {
+	e := spec.NewError(spec.CodeInvalidRequest, spec.ReasonRateLimited, "too many failed token checks; retry later")
+	e.RetryAfter = int64((wait + time.Second - 1) / time.Second)
+	return e
+}

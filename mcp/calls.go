@@ -1,0 +1,310 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// sessionCalls are the calls a session runs: requests whose handler runs here,
+// and the 2026 rounds its retries attached. Its fields are guarded by c.mu.
+type sessionCalls struct {
+	c            *connState
+	running      map[string]*call   // calls started here whose handler runs, by id text
+	retries      map[string]retried // 2026 rounds attached by retries here, by the retry's id text
+	retrySweepAt int                // size of retries at which answered rounds are swept out
+}
+
+// startCall starts handling request m in its own goroutine. mr is the envelope
+// of a 2026-era request; nil for a 2025-era one.
+func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) {
+	c := cc.c
+	cl := cc.newCall(m, raw, st, mr)
+	if cause, refusal := cc.accept(cl, m, raw); cause != nil {
+		cl.cancel(cause)
+		cl.releaseKey()
+		if refusal != nil {
+			c.replyError(st, m.ID, refusal)
+		}
+		return
+	}
+	c.s.wg.Add(1)
+	c.s.calls.Add(1)
+	c.s.pool.run(func() {
+		defer c.s.wg.Done()
+		defer c.s.calls.Add(-1)
+		cl.run(m, raw)
+	})
+}
+
+// newCall returns the call of request m, of its kind, with its own context.
+func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) *call {
+	c := cc.c
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
+	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr}
+	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
+	if mr != nil {
+		cl.resumable, cl.ackMode = mr.resumable()
+		cl.sess.own = &ownSession{level: mcp.LoggingLevelInfo}
+		switch m.Method {
+		case spec.MethodServerDiscover:
+			cl.patch = c.s.discover
+		case spec.MethodSubscriptionsListen:
+			cl.kind = callListen
+		}
+	} else {
+		cl.resumable, cl.ackMode = c.resumable.Load(), c.ackMode.Load()
+		if m.Method == string(mcp.MethodToolsList) && c.s.tasks {
+			cl.patch = c.s.taskSupport
+		}
+	}
+	if m.Method == string(mcp.MethodResourcesRead) {
+		cl.uri = addressed(m.Method, m.Params)
+	}
+	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks {
+		switch p := c.s.opts.policy(addressed(m.Method, m.Params)); {
+		case p.Task == NoTask:
+		case mr != nil && mr.tasks():
+			cl.kind = callTask
+		case mr == nil && asksForTask(m.Params):
+			cl.kind = callLegacyTask // 2025-11-25: the client asked
+		}
+	}
+	return cl
+}
+
+// accept decides whether cl runs, and records it as running when it does. When
+// it does not, cause is why (its context's cause) and refusal, when not nil, the
+// error that answers it; a call sent again that joins the one its key names is
+// answered by the join.
+func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (cause error, refusal *spec.Error) {
+	c, st, mr := cc.c, cl.st, cl.modern
+	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks && !cl.kind.task() &&
+		c.s.opts.policy(addressed(m.Method, m.Params)).Task == TaskRequired {
+		if mr != nil {
+			return errClientCancel, errNeedsTasks("this tool runs only as a task: declare the " + spec.ExtensionTasks + " extension in the request's capabilities")
+		}
+		return errClientCancel, spec.NewError(spec.CodeMethodNotFound, "", "this tool runs only as a task: call it with params.task")
+	}
+	// A keyed call (our extension) sent again joins the one its key names: a
+	// resumable request, or a task, whose client may have lost the answer
+	// that named it.
+	if m.Method == string(mcp.MethodToolsCall) && (cl.resumable || cl.kind.task()) {
+		ck, kerr := spec.CallKey(m.Params)
+		if kerr != nil {
+			return errClientCancel, kerr
+		}
+		if ck != "" {
+			switch r, err := c.s.eng.LookupKey(ck, m.ID, c.principal); {
+			case err == nil && cl.kind.task(): // sent again: its task, as it is now
+				c.tasks.rejoinTask(r, cl, ck)
+				return errClientCancel, nil
+			case err == nil: // sent again: the call runs already, or has its result
+				c.att.rejoin(r, m.ID, ck, st, mr != nil)
+				return errClientCancel, nil
+			case errors.Is(err, resume.ErrUnknown):
+				survives := cl.kind.task() || c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
+				h, other := c.s.keys.hold(c.principal, ck, survives)
+				if h == nil && other != nil {
+					// The first copy becomes a request as its tool starts:
+					// this one then attaches to it.
+					cc.awaitKey(other, m, raw, st, mr)
+					return errClientCancel, nil
+				}
+				if h == nil {
+					return errClientCancel, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
+						"the call with this key runs, but not as a resumable request: it ends with the connection it came on")
+				}
+				cl.key, cl.hold, cl.survives = ck, h, survives
+			default: // ended: what a resume would answer
+				return errClientCancel, wireError(err)
+			}
+		}
+	}
+	key := string(m.ID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch _, dup := cc.running[key]; {
+	case c.closed:
+		return errConnectionLost, nil
+	case dup:
+		return errClientCancel, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
+			"a request with id "+key+" is already in flight on this connection")
+	case !c.s.admission.admit(c.principal):
+		c.debug().Str("request", key).Msg("request refused: too many in flight")
+		return errClientCancel, spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
+			"too many requests of this principal in flight; retry when one has finished")
+	}
+	cc.running[key] = cl
+	return nil, nil
+}
+
+// awaitKey handles request m, a keyed call sent again while the first copy
+// holds its key, once that copy has let go of it: it then runs, or has become
+// a request this one attaches to. A copy that stays plain (not Mode Always) is
+// refused at once; one that does not let go within keyWait is refused too.
+func (cc *sessionCalls) awaitKey(other *keyHold, m *spec.Message, raw []byte, st Stream, mr *modernReq) {
+	c := cc.c
+	if !other.survives {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
+			"the call with this key runs, but not as a resumable request: it ends with the connection it came on"))
+		return
+	}
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		t := time.NewTimer(keyWait)
+		defer t.Stop()
+		select {
+		case <-other.gone:
+			cc.startCall(m, raw, st, mr)
+		case <-t.C:
+			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
+				"the call with this key has not started within "+keyWait.String()+"; send it again"))
+		case <-c.ctx.Done():
+		}
+	}()
+}
+
+// retry handles the retry of a request that is waiting for input: its answers go
+// to the waiting tool, and st becomes the request's next round.
+func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
+	c := cc.c
+	invalid := func() {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
+			"requestState is not one this server handed out, or its request has ended"))
+	}
+	rs, ok := decodeState(state)
+	if !ok {
+		if c.att.rateLimited(st, m.ID, c.att.badToken()) {
+			return
+		}
+		invalid()
+		return
+	}
+	r, wait, err := c.att.lookup(rs.Token, rs.ID)
+	if c.att.rateLimited(st, m.ID, wait) {
+		return
+	}
+	if err != nil {
+		invalid()
+		return
+	}
+	if addressed(m.Method, m.Params) != rs.Name {
+		invalid()
+		return
+	}
+	var p struct {
+		Responses map[string]json.RawMessage `json:"inputResponses"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
+		return
+	}
+	for key, res := range p.Responses {
+		c.s.inputResponse(c, key, res)
+	}
+	rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
+	rd.gatherOn(c.s, r)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		r.Cancel()
+		return
+	}
+	if cc.retries == nil {
+		cc.retries = make(map[string]retried)
+	}
+	// A long-lived connection forgets answered rounds, in amortized sweeps (as
+	// attached requests are: see trackAs).
+	if len(cc.retries) >= cc.retrySweepAt {
+		for k, rt := range cc.retries {
+			if rt.rd.answered() || rt.r.Gone() {
+				delete(cc.retries, k)
+			}
+		}
+		cc.retrySweepAt = max(minSweep, 2*len(cc.retries))
+	}
+	cc.retries[string(m.ID)] = retried{r: r, rd: rd}
+	c.mu.Unlock()
+	// The replay may be long, and waits for another instance when the request
+	// lives there: not on the connection's read loop.
+	c.s.wg.Go(func() {
+		if err := r.Attach(rd, 0); err != nil {
+			c.replyError(st, m.ID, wireError(err))
+		}
+	})
+}
+
+// retriesClosed cancels the requests whose retry came on st (nil: every one on
+// the session) and that had no answer yet.
+func (cc *sessionCalls) retriesClosed(st Stream) {
+	c := cc.c
+	c.mu.Lock()
+	var cancel []resume.Handle
+	for k, rt := range cc.retries {
+		if st != nil && rt.rd.st != st {
+			continue
+		}
+		delete(cc.retries, k)
+		if !rt.rd.answered() {
+			cancel = append(cancel, rt.r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range cancel {
+		r.Cancel()
+	}
+}
+
+// cancelled handles notifications/cancelled. A request attached to this connection,
+// or one named with its resume token (our extension), is cancelled; anything else
+// is ignored, as JSON-RPC allows no answer to a notification.
+func (cc *sessionCalls) cancelled(m *spec.Message) {
+	c := cc.c
+	p, err := spec.DecodeCancelledParams(m.Params)
+	if err != nil {
+		c.debug().Err(err).Msg("malformed notifications/cancelled; ignored")
+		return
+	}
+	key := string(p.RequestID)
+	if c.tasks.stopTaskStream(key) {
+		return // the stream ends; its task runs on
+	}
+	c.mu.Lock()
+	cl, r := cc.running[key], c.att.attached[key].r
+	c.mu.Unlock()
+	if r == nil && cl != nil {
+		cl.mu.Lock()
+		req := cl.req
+		cl.mu.Unlock()
+		if req == nil {
+			cl.cancel(errClientCancel)
+			return
+		}
+		r = req
+	}
+	if r != nil {
+		// Delivered by this session. (A request another session took over since
+		// may still be named here; its client is the one that held the token.)
+		r.Cancel()
+		return
+	}
+	if p.ResumeToken != "" {
+		r, wait, err := c.att.lookup(p.ResumeToken, p.RequestID)
+		if wait > 0 {
+			c.debug().Str("request", key).Msg("cancel by token while rate limited; ignored")
+			return
+		}
+		if err == nil {
+			r.Cancel()
+			return
+		}
+	}
+	c.debug().Str("request", key).Msg("cancel for a request not attached here; ignored")
+}
