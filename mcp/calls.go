@@ -25,7 +25,7 @@ type sessionCalls struct {
 func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) {
 	c := cc.c
 	cl := cc.newCall(m, raw, st, mr)
-	if cause, refusal := cc.accept(cl, m, raw); cause != nil {
+	if refusal, cause := cc.accept(cl, m, raw); cause != nil {
 		cl.cancel(cause)
 		cl.releaseKey()
 		if refusal != nil {
@@ -82,14 +82,14 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 // it does not, cause is why (its context's cause) and refusal, when not nil, the
 // error that answers it; a call sent again that joins the one its key names is
 // answered by the join.
-func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (cause error, refusal *spec.Error) {
+func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *spec.Error, cause error) {
 	c, st, mr := cc.c, cl.st, cl.modern
 	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks && !cl.kind.task() &&
 		c.s.opts.policy(addressed(m.Method, m.Params)).Task == TaskRequired {
 		if mr != nil {
-			return errClientCancel, errNeedsTasks("this tool runs only as a task: declare the " + spec.ExtensionTasks + " extension in the request's capabilities")
+			return errNeedsTasks("this tool runs only as a task: declare the " + spec.ExtensionTasks + " extension in the request's capabilities"), errClientCancel
 		}
-		return errClientCancel, spec.NewError(spec.CodeMethodNotFound, "", "this tool runs only as a task: call it with params.task")
+		return spec.NewError(spec.CodeMethodNotFound, "", "this tool runs only as a task: call it with params.task"), errClientCancel
 	}
 	// A keyed call (our extension) sent again joins the one its key names: a
 	// resumable request, or a task, whose client may have lost the answer
@@ -97,16 +97,16 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (cause err
 	if m.Method == string(mcp.MethodToolsCall) && (cl.resumable || cl.kind.task()) {
 		ck, kerr := spec.CallKey(m.Params)
 		if kerr != nil {
-			return errClientCancel, kerr
+			return kerr, errClientCancel
 		}
 		if ck != "" {
 			switch r, err := c.s.eng.LookupKey(ck, m.ID, c.principal); {
 			case err == nil && cl.kind.task(): // sent again: its task, as it is now
 				c.tasks.rejoinTask(r, cl, ck)
-				return errClientCancel, nil
+				return nil, errClientCancel
 			case err == nil: // sent again: the call runs already, or has its result
 				c.att.rejoin(r, m.ID, ck, st, mr != nil)
-				return errClientCancel, nil
+				return nil, errClientCancel
 			case errors.Is(err, resume.ErrUnknown):
 				survives := cl.kind.task() || c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
 				h, other := c.s.keys.hold(c.principal, ck, survives)
@@ -114,15 +114,15 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (cause err
 					// The first copy becomes a request as its tool starts:
 					// this one then attaches to it.
 					cc.awaitKey(other, m, raw, st, mr)
-					return errClientCancel, nil
+					return nil, errClientCancel
 				}
 				if h == nil {
-					return errClientCancel, spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
-						"the call with this key runs, but not as a resumable request: it ends with the connection it came on")
+					return spec.NewError(spec.CodeInvalidParams, spec.ReasonNotResumable,
+						"the call with this key runs, but not as a resumable request: it ends with the connection it came on"), errClientCancel
 				}
 				cl.key, cl.hold, cl.survives = ck, h, survives
 			default: // ended: what a resume would answer
-				return errClientCancel, wireError(err)
+				return wireError(err), errClientCancel
 			}
 		}
 	}
@@ -131,14 +131,14 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (cause err
 	defer c.mu.Unlock()
 	switch _, dup := cc.running[key]; {
 	case c.closed:
-		return errConnectionLost, nil
+		return nil, errConnectionLost
 	case dup:
-		return errClientCancel, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
-			"a request with id "+key+" is already in flight on this connection")
+		return spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
+			"a request with id "+key+" is already in flight on this connection"), errClientCancel
 	case !c.s.admission.admit(c.principal):
 		c.debug().Str("request", key).Msg("request refused: too many in flight")
-		return errClientCancel, spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
-			"too many requests of this principal in flight; retry when one has finished")
+		return spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
+			"too many requests of this principal in flight; retry when one has finished"), errClientCancel
 	}
 	cc.running[key] = cl
 	return nil, nil
