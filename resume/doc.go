@@ -54,7 +54,7 @@
 //
 // # Stores
 //
-// Without a Store (New(nil, ...), what serve does without --data-dir or
+// Without a Store (New(ctx, nil, ...), what serve does without --data-dir or
 // --nats-url) the engine keeps each queued message in its outbox, and nothing
 // outlives the process. With one, the outbox indexes the messages and the Store
 // holds them; memstore is a Store in memory, the reference for the contract

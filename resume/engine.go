@@ -292,23 +292,28 @@ func (u *usage) release(more func() bool, took func(*Request)) {
 }
 
 // New returns an engine over store. Requests the store already holds (a durable
-// store, after a restart) are recovered first: see recover.go. A nil store means
-// none: the engine keeps every queued message in its own memory (with its
-// outbox's index) and nothing outlives it. That is what a Store in memory would
-// do, without keeping a second copy of each request's record and index. A
-// Cluster needs a store the instances share.
-func New(store Store, opts *Options) *Engine {
+// store, after a restart) are recovered first: see recover.go. ctx bounds the
+// recovery (its Store calls, and the Cluster's Bind); when it ends before the
+// recovery is done, New closes the engine and returns ctx's error. The engine
+// lives until Close, whatever becomes of ctx.
+//
+// A nil store means none: the engine keeps every queued message in its own
+// memory (with its outbox's index) and nothing outlives it. That is what a
+// Store in memory would do, without keeping a second copy of each request's
+// record and index. A Cluster needs a store the instances share: New returns
+// an error for one that is not a Lister and a Claimer.
+func New(ctx context.Context, store Store, opts *Options) (*Engine, error) {
 	o := opts.withDefaults()
 	if o.Cluster != nil {
 		_, list := store.(Lister)
 		_, claim := store.(Claimer)
 		if !list || !claim {
-			panic("resume: Options.Cluster needs a Store that the instances share, a Lister and a Claimer")
+			return nil, errors.New("resume: Options.Cluster needs a Store that the instances share, a Lister and a Claimer")
 		}
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ectx, stop := context.WithCancel(context.Background())
 	e := &Engine{
-		opts: o, store: store, log: o.Logger, ctx: ctx, stop: stop,
+		opts: o, store: store, log: o.Logger, ctx: ectx, stop: stop,
 		live:        make(map[TokenHash]*Request),
 		runningBy:   make(map[string]int),
 		byPrincipal: make(map[string]*usage),
@@ -319,13 +324,17 @@ func New(store Store, opts *Options) *Engine {
 	if o.Cluster != nil {
 		e.cluster, e.self = o.Cluster, o.Cluster.Self()
 	}
-	e.recoverStored()
+	e.recoverStored(ctx)
 	if e.cluster != nil {
 		others := e.others
 		e.others = nil
-		e.cluster.Bind(e, others)
+		e.cluster.Bind(ctx, host{e}, others)
 	}
-	return e
+	if err := ctx.Err(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("resume: recovering the stored requests: %w", err)
+	}
+	return e, nil
 }
 
 // DefaultMaxLivePerPrincipal is Options.MaxLivePerPrincipal's default.
@@ -333,6 +342,13 @@ const DefaultMaxLivePerPrincipal = 500
 
 // Options returns the engine's options with defaults filled in.
 func (e *Engine) Options() Options { return e.opts }
+
+// Store returns the engine's Store; nil without one.
+func (e *Engine) Store() Store { return e.store }
+
+// Context returns the engine's context, ended by Close: for Store calls made
+// on the engine's behalf.
+func (e *Engine) Context() context.Context { return e.ctx }
 
 // StartOptions configure one request.
 type StartOptions struct {

@@ -351,7 +351,7 @@ func (r *Request) AttachAll(sink Sink) error {
 }
 
 // AttachMode is how an attach treats the replay window: as Attach, AttachAcked
-// or AttachAll does (for AttachWritten, which serves all three for another
+// or AttachAll does (for Host.AttachWritten, which serves all three for another
 // instance).
 type AttachMode uint8
 
