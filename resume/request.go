@@ -113,6 +113,7 @@ func (r *Request) Context() context.Context { return r.ctx }
 
 // Status is a snapshot of a request for requests/getStatus.
 type Status struct {
+	// State is where the request is in its lifecycle.
 	State State
 	// HasPending: a resume now would deliver at least one message.
 	HasPending bool
