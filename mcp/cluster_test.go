@@ -14,7 +14,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
-	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
@@ -65,7 +64,7 @@ func startClusterOf(t *testing.T, n int, lease time.Duration, tools map[string]m
 		if err != nil {
 			t.Fatal(err)
 		}
-		core := mcp.New(newServer(), &mcp.Options{Store: st, Engine: &resume.Options{Cluster: node}, Tools: tools})
+		core := mcp.New(newServer(), &mcp.Options{Store: st, Cluster: node, Tools: tools})
 		// Cleanups run last first: the core, then the node, then the connection.
 		t.Cleanup(nc.Close)
 		t.Cleanup(node.Close)

@@ -18,11 +18,10 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
-// Cluster is what a Server needs of the cluster its engine is an instance of
-// (resume.Options.Cluster; package cluster's Node): the engine's side, and the
+// Cluster is what a Server needs of the cluster it is an instance of
+// (Options.Cluster; package cluster's Node): the engine's side, and the
 // routing of a client's answer to the instance that sent the server-to-client
-// request it answers (ids of those requests name their instance). A
-// resume.Cluster without it serves no answers across instances.
+// request it answers (ids of those requests name their instance).
 type Cluster interface {
 	resume.Cluster
 	// Forward sends answer to instance, whose OnAnswer function takes it.
@@ -38,6 +37,10 @@ type Options struct {
 	Store resume.Store
 	// Engine configures the resume engine (maxWait, retention, budgets, caps).
 	Engine *resume.Options
+	// Cluster, when set, makes the server one instance of several sharing
+	// Store: it is the engine's Cluster (in place of Engine.Cluster), and
+	// routes clients' answers between the instances. Nil: a single instance.
+	Cluster Cluster
 	// DefaultPolicy applies to tools not named in Tools. The zero value is Always.
 	DefaultPolicy Policy
 	// Tools sets a Policy per tool name.
@@ -107,7 +110,7 @@ type Server struct {
 	caps spec.ServerCapability
 
 	idPrefix string        // for server-to-client request ids, unique per process
-	cluster  Cluster       // the other instances (Options.Engine.Cluster); nil for none
+	cluster  Cluster       // the other instances (Options.Cluster); nil for none
 	nextID   atomic.Uint64 // for server-to-client request ids
 	// nextSession numbers stateless sessions (SessionOptions.Stateless).
 	nextSession atomic.Uint64
@@ -133,7 +136,9 @@ type Server struct {
 // New returns a Server around srv. srv's tools, resources and prompts are served
 // unchanged; their calls become resumable by Options.DefaultPolicy and Options.Tools,
 // through a tool middleware New adds to srv (srv.Use). Serve srv only through one
-// Server.
+// Server. New recovers the requests a durable Store holds (resume.New), and
+// panics on what resume.New refuses: an Options.Cluster whose Store the
+// instances cannot share (not a resume.Lister and a resume.Claimer).
 func New(srv *server.MCPServer, opts *Options) *Server {
 	var o Options
 	if opts != nil {
@@ -162,9 +167,10 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		keys:      keyHolds{m: make(map[string]*keyHold)},
 	}
 	s.answers.s, s.reruns.s = s, s
-	if cl, ok := eo.Cluster.(Cluster); ok {
+	if cl := o.Cluster; cl != nil {
 		// One instance of a cluster: its server-to-client request ids name it, so
 		// that another instance forwards the client's answers here.
+		eo.Cluster = cl
 		s.cluster = cl
 		s.idPrefix = "mr-" + cl.Self() + "-"
 		cl.OnAnswer(s.answers.fromPeer)
@@ -174,7 +180,11 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	// RequestElicitation, RequestSampling and ListRoots; for a 2026-era request
 	// the core turns those into input_required rounds (MRTR, mrtr.go).
 	server.WithLegacyServerInitiatedRequests()(srv)
-	s.eng = resume.New(o.Store, &eo)
+	eng, err := resume.New(context.Background(), o.Store, &eo)
+	if err != nil {
+		panic(err) // a Cluster without a shared Store: a program's mistake
+	}
+	s.eng = eng
 	eff := s.eng.Options()
 	s.caps = spec.ServerCapability{
 		MaxWait:    int64(eff.MaxWait / time.Second),

@@ -59,10 +59,21 @@ type recordSink struct{}
 
 func (*recordSink) Write(context.Context, resume.Message) error { return nil }
 
+// mustNew returns an engine over st, failing t when it cannot be made. The
+// caller closes it.
+func mustNew(t testing.TB, st resume.Store) *resume.Engine {
+	t.Helper()
+	e, err := resume.New(t.Context(), st, nil)
+	if err != nil {
+		t.Fatalf("resume.New: %v", err)
+	}
+	return e
+}
+
 // Each metric follows the engine: requests by state, attached and detached,
 // queued bytes, resumes, token failures.
 func TestCollectorValues(t *testing.T) {
-	e := resume.New(memstore.New(), nil)
+	e := mustNew(t, memstore.New())
 	defer e.Close()
 	h := metrics.Handler(e)
 	m := scrape(t, h)
@@ -144,7 +155,7 @@ func TestMetricsMoveWithSuite(t *testing.T) {
 
 // Tasks are counted apart, by state, among the requests.
 func TestCollectorTasks(t *testing.T) {
-	e := resume.New(memstore.New(), nil)
+	e := mustNew(t, memstore.New())
 	defer e.Close()
 	h := metrics.Handler(e)
 	if _, _, err := e.Start([]byte(`1`), nil); err != nil {

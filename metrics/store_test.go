@@ -18,7 +18,7 @@ func TestStoreTimerContract(t *testing.T) {
 // An engine on a timed store: its calls are counted by operation.
 func TestStoreTimerCounts(t *testing.T) {
 	timer := metrics.NewStoreTimer()
-	e := resume.New(timer.Wrap(memstore.New()), nil)
+	e := mustNew(t, timer.Wrap(memstore.New()))
 	defer e.Close()
 	h := metrics.Handler(e, timer)
 	r, _, err := e.Start([]byte(`1`), nil)

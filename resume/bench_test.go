@@ -26,7 +26,7 @@ func progressMsg(tok string, seq uint64) []byte {
 // acks: queue in the store, write to the sink, drop as delivered. The message is
 // encoded once, outside the loop, so only the engine's cost is measured.
 func BenchmarkOutboxAppendDeliver(b *testing.B) {
-	e := resume.New(memstore.New(), nil)
+	e := mustNew(b, memstore.New(), nil)
 	defer e.Close()
 	r, _, err := e.Start([]byte(`1`), nil)
 	if err != nil {
@@ -78,7 +78,7 @@ func detachedRequestMemory(b *testing.B, store func() resume.Store) {
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
 
-		e := resume.New(store(), &resume.Options{MaxLive: 2 * requests, MaxWait: 24 * time.Hour})
+		e := mustNew(b, store(), &resume.Options{MaxLive: 2 * requests, MaxWait: 24 * time.Hour})
 		for n := range requests {
 			r, _, err := e.Start(strconv.AppendInt(nil, int64(n), 10), nil)
 			if err != nil {
@@ -134,7 +134,7 @@ func BenchmarkStartComplete(b *testing.B) {
 		full  int
 	}{{"store=none", nil, 0}, {"store=mem", memstore.New(), 0}, {"store=none/full", nil, 10_000}} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := resume.New(bc.store, &resume.Options{MaxRetained: bc.full}) // 0: the default, 100,000
+			e := mustNew(b, bc.store, &resume.Options{MaxRetained: bc.full}) // 0: the default, 100,000
 			defer e.Close()
 			for range bc.full {
 				call(b, e)
@@ -152,7 +152,7 @@ func BenchmarkStartComplete(b *testing.B) {
 // issued, and a live request's token presented by another principal. Compare the
 // two lines' ns/op (the SHA-256 of the token dominates both).
 func BenchmarkLookupRefused(b *testing.B) {
-	eng := resume.New(memstore.New(), nil)
+	eng := mustNew(b, memstore.New(), nil)
 	defer eng.Close()
 	id := []byte(`7`)
 	_, tok, err := eng.Start(id, &resume.StartOptions{Principal: "alice"})
@@ -182,7 +182,7 @@ func BenchmarkLookupRefused(b *testing.B) {
 // has no kept result left to release) on an engine keeping 20,000 results of
 // other clients: what every message of such a principal's requests costs.
 func BenchmarkAppendOverBudget(b *testing.B) {
-	e := resume.New(nil, &resume.Options{MaxBytesPerPrincipal: 1 << 10})
+	e := mustNew(b, nil, &resume.Options{MaxBytesPerPrincipal: 1 << 10})
 	defer e.Close()
 	resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)
 	for i := range 20_000 {
@@ -216,7 +216,7 @@ func BenchmarkAppendOverBudget(b *testing.B) {
 // request that queued 5,000 notifications (about 750 KB) while detached: each
 // one written, and dropped as delivered.
 func BenchmarkReattachReplay(b *testing.B) {
-	e := resume.New(nil, nil)
+	e := mustNew(b, nil, nil)
 	defer e.Close()
 	msg := progressMsg("tok-123", 3)
 	encode := func(uint64) []byte { return msg }
@@ -256,7 +256,7 @@ func BenchmarkAppendDetachedFull(b *testing.B) {
 		key  string
 	}{{"kind=progress", resume.KindProgress, `"tok-123"`}, {"kind=notification", resume.KindNotification, ""}} {
 		b.Run(k.name, func(b *testing.B) {
-			e := resume.New(nil, nil)
+			e := mustNew(b, nil, nil)
 			defer e.Close()
 			r, _, err := e.Start([]byte(`1`), nil)
 			if err != nil {

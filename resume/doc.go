@@ -7,9 +7,11 @@
 // Start returns the *Request (the handler's side: Append, Complete, Context);
 // lookups return a Handle (the client's side: Status, Touch, Attach, Detach,
 // Cancel), the *Request itself or, with a Cluster (package cluster), a proxy of a
-// request another instance owns. The protocol's layer (package mcp) supplies
-// the encoding of the responses the engine makes itself (Options.Ended) and maps
-// its errors to wire errors. A Store needs Put, Get, Append, Discard, Replay and
+// request another instance owns. The Cluster works on the engine through the
+// Host the engine hands it (Cluster.Bind), not through exported methods of
+// Engine. The protocol's layer (package mcp) supplies the encoding of the
+// responses the engine makes itself (Options.Ended) and maps its errors to wire
+// errors. A Store needs Put, Get, Append, Discard, Replay and
 // Delete; a durable one is also a Lister (recovery), a shared one a Claimer.
 //
 // # Lifecycle
@@ -54,7 +56,7 @@
 //
 // # Stores
 //
-// Without a Store (New(nil, ...), what serve does without --data-dir or
+// Without a Store (New(ctx, nil, ...), what serve does without --data-dir or
 // --nats-url) the engine keeps each queued message in its outbox, and nothing
 // outlives the process. With one, the outbox indexes the messages and the Store
 // holds them; memstore is a Store in memory, the reference for the contract

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/memstore"
 )
 
 func TestStartAndLookup(t *testing.T) {
@@ -512,5 +513,35 @@ func TestLookupAsPrincipal(t *testing.T) {
 	}
 	if _, err := e.LookupAs(tok, []byte(`1`), "bob"); !errors.Is(err, resume.ErrUnknown) {
 		t.Errorf("LookupAs(bob) after Cancel: %v; want ErrUnknown", err)
+	}
+}
+
+// stubCluster is a Cluster that resolves nothing; bound counts its Binds.
+type stubCluster struct{ bound int }
+
+func (c *stubCluster) Self() string                                       { return "self" }
+func (c *stubCluster) Bind(context.Context, resume.Host, []resume.Record) { c.bound++ }
+func (c *stubCluster) Resolve(resume.Record) (resume.Handle, error)       { return nil, resume.ErrUnknown }
+func (c *stubCluster) Leave()                                             {}
+
+// A Cluster needs a Store the instances share, a Lister and a Claimer: New
+// refuses the others with an error (and binds nothing), and takes one that is.
+func TestNewClusterNeedsSharedStore(t *testing.T) {
+	type plain struct{ resume.Store } // a Store, and no more
+	for _, c := range []struct {
+		name string
+		st   resume.Store
+	}{{"none", nil}, {"not shared", plain{memstore.New()}}} {
+		cl := &stubCluster{}
+		e, err := resume.New(t.Context(), c.st, &resume.Options{Cluster: cl})
+		if err == nil || e != nil || cl.bound != 0 {
+			t.Fatalf("%s: New = %v, %v (bound %d), want an error and nothing bound", c.name, e, err, cl.bound)
+		}
+	}
+	cl := &stubCluster{}
+	e := mustNew(t, memstore.New(), &resume.Options{Cluster: cl})
+	defer e.Close()
+	if cl.bound != 1 {
+		t.Fatalf("a shared store: bound %d times, want 1", cl.bound)
 	}
 }

@@ -156,6 +156,17 @@ func complete(t testing.TB, r *resume.Request) uint64 {
 	return seq
 }
 
+// mustNew returns resume.New(t.Context(), st, opts), failing t on an error.
+// The caller closes the engine.
+func mustNew(t testing.TB, st resume.Store, opts *resume.Options) *resume.Engine {
+	t.Helper()
+	e, err := resume.New(t.Context(), st, opts)
+	if err != nil {
+		t.Fatalf("resume.New: %v", err)
+	}
+	return e
+}
+
 // withoutStore makes newEngine start engines without a Store (TestWithoutStore).
 var withoutStore bool
 
@@ -164,12 +175,12 @@ var withoutStore bool
 func newEngine(t testing.TB, opts *resume.Options) (*resume.Engine, *memstore.Store) {
 	t.Helper()
 	if withoutStore {
-		e := resume.New(nil, opts)
+		e := mustNew(t, nil, opts)
 		t.Cleanup(e.Close)
 		return e, nil
 	}
 	st := memstore.New()
-	e := resume.New(st, opts)
+	e := mustNew(t, st, opts)
 	t.Cleanup(e.Close)
 	return e, st
 }

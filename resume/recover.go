@@ -61,14 +61,14 @@ import (
 // store cannot read is counted (Stats.Unreadable), logged and skipped, and stays
 // in the store: a newer version may read it, an operator may look at it. Any
 // other error ends the listing; it is logged, saying what happens then.
-func (e *Engine) storedRecords(then string) iter.Seq[Record] {
+func (e *Engine) storedRecords(ctx context.Context, then string) iter.Seq[Record] {
 	return func(yield func(Record) bool) {
 		n := 0
 		ls, ok := e.store.(Lister)
 		if !ok {
 			return
 		}
-		for rec, err := range ls.Records(e.ctx) {
+		for rec, err := range ls.Records(ctx) {
 			switch {
 			case errors.Is(err, ErrUnreadable):
 				e.unreadable.Add(1)
@@ -86,14 +86,15 @@ func (e *Engine) storedRecords(then string) iter.Seq[Record] {
 	}
 }
 
-// recoverStored recovers the requests the store holds. Called once, by New.
-func (e *Engine) recoverStored() {
+// recoverStored recovers the requests the store holds, its Store calls bounded
+// by ctx. Called once, by New.
+func (e *Engine) recoverStored(ctx context.Context) {
 	if e.store == nil {
 		return
 	}
 	start := time.Now()
 	var recs []Record
-	for rec := range e.storedRecords("recovering those listed") {
+	for rec := range e.storedRecords(ctx, "recovering those listed") {
 		if rec.Owner == e.self {
 			recs = append(recs, rec)
 			continue
@@ -107,7 +108,7 @@ func (e *Engine) recoverStored() {
 				e.log.Error().Str("request", string(rec.ID)).Str("owner", rec.Owner).Msg("a stored request of another owner, and a store that cannot move it (no Claim); not recovered, left in the store")
 				continue
 			}
-			if got, err := cl.Claim(e.ctx, rec.Hash, rec.Owner, e.self); err != nil {
+			if got, err := cl.Claim(ctx, rec.Hash, rec.Owner, e.self); err != nil {
 				e.log.Error().Err(err).Str("request", string(rec.ID)).Msg("taking over a stored request of another owner failed; not recovered, left in the store")
 			} else {
 				recs = append(recs, *got)
@@ -121,7 +122,10 @@ func (e *Engine) recoverStored() {
 	}
 	var resumable, restarted, rerun, dropped, left, tombs int
 	for _, rec := range recs {
-		switch e.recoverOne(rec, ErrRestarted) {
+		if ctx.Err() != nil {
+			break // New fails; the rest stays stored, for the next process
+		}
+		switch e.recoverOne(ctx, rec, ErrRestarted) {
 		case recoveredLeft:
 			left++
 		case recoveredTombstone:
@@ -153,23 +157,24 @@ const (
 )
 
 // recoverOne brings back one stored request, or deletes it. A request that was
-// processing (and is not restartable) ends with lost's response.
-func (e *Engine) recoverOne(rec Record, lost error) recovered {
+// processing (and is not restartable) ends with lost's response. ctx bounds its
+// Store calls.
+func (e *Engine) recoverOne(ctx context.Context, rec Record, lost error) recovered {
 	if rec.Tombstone() {
 		// A task's client polls it by id, for its ttl: it says how it ended.
 		if rec.Task && (rec.TTL == 0 || time.Now().Before(rec.Created.Add(rec.TTL))) {
 			e.restoreTombstone(rec)
 			return recoveredTombstone
 		}
-		e.dropStored(rec) // this instance's own, from before: nothing to bring back
+		e.dropStored(ctx, rec) // this instance's own, from before: nothing to bring back
 		return recoveredDropped
 	}
 	var q outbox
 	var inputs []uint64 // unanswered server-to-client requests
 	var resp *Message   // the final response, if stored
-	for m, err := range e.store.Replay(e.ctx, rec.Hash, 0) {
+	for m, err := range e.store.Replay(ctx, rec.Hash, 0) {
 		if errors.Is(err, ErrNotFound) { // deleted meanwhile
-			e.dropStored(rec)
+			e.dropStored(ctx, rec)
 			return recoveredDropped
 		}
 		if err != nil {
@@ -188,13 +193,13 @@ func (e *Engine) recoverOne(rec Record, lost error) recovered {
 			inputs = append(inputs, m.Seq)
 		}
 	}
-	return e.recoverReplayed(rec, q, inputs, resp, lost)
+	return e.recoverReplayed(ctx, rec, q, inputs, resp, lost)
 }
 
 // recoverReplayed is recoverOne once rec's messages are read: q holds them,
 // inputs names its unanswered server-to-client requests, resp is its final
 // response (nil when none is stored).
-func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp *Message, lost error) recovered {
+func (e *Engine) recoverReplayed(ctx context.Context, rec Record, q outbox, inputs []uint64, resp *Message, lost error) recovered {
 	hasResponse := resp != nil
 	state, how := rec.State, recoveredResumable
 	switch {
@@ -208,31 +213,31 @@ func (e *Engine) recoverReplayed(rec Record, q outbox, inputs []uint64, resp *Me
 			state = StateFailed
 		}
 		rec.State, rec.Payload = state, nil
-		if err := e.store.Put(e.ctx, rec); err != nil {
+		if err := e.store.Put(ctx, rec); err != nil {
 			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("storing the final state of a recovered request")
 		}
 	case state == StateProcessing && rec.Payload != nil:
-		return e.recoverRestartable(rec, q, inputs, lost)
+		return e.recoverRestartable(ctx, rec, q, inputs, lost)
 	case state == StateProcessing:
-		e.discardInputs(rec, &q, inputs)
+		e.discardInputs(ctx, rec, &q, inputs)
 		newEpoch(&rec, &q)
 		m := Message{Seq: q.next(), Kind: KindResponse}
 		m.Data, m.Failed = e.opts.Ended(rec.ID, m.Seq, lost), true
-		if err := e.store.Append(e.ctx, rec.Hash, m); err != nil {
+		if err := e.store.Append(ctx, rec.Hash, m); err != nil {
 			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("queueing the response of a restarted request; dropped")
-			e.dropStored(rec)
+			e.dropStored(ctx, rec)
 			return recoveredDropped
 		}
 		q.add(m, false)
 		state, how = StateFailed, recoveredRestarted
 		rec.State = state
-		if err := e.store.Put(e.ctx, rec); err != nil {
+		if err := e.store.Put(ctx, rec); err != nil {
 			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("storing the state of a restarted request")
 		}
 	case state != StateCompleted && state != StateFailed, !hasResponse:
 		// A state the engine never stores, or a response already acknowledged
 		// (the process stopped before deleting the request): nothing to resume.
-		e.dropStored(rec)
+		e.dropStored(ctx, rec)
 		return recoveredDropped
 	}
 
@@ -269,12 +274,12 @@ func (e *Engine) revive(r *Request, register func()) bool {
 
 // discardInputs drops a recovered request's unanswered server-to-client requests:
 // no handler waits for their answers any more.
-func (e *Engine) discardInputs(rec Record, q *outbox, inputs []uint64) {
+func (e *Engine) discardInputs(ctx context.Context, rec Record, q *outbox, inputs []uint64) {
 	if len(inputs) == 0 {
 		return
 	}
 	q.remove(inputs)
-	if err := e.store.Discard(e.ctx, rec.Hash, inputs...); err != nil {
+	if err := e.store.Discard(ctx, rec.Hash, inputs...); err != nil {
 		e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("discarding the inputs of a recovered request")
 	}
 }
@@ -283,7 +288,7 @@ func (e *Engine) discardInputs(rec Record, q *outbox, inputs []uint64) {
 // processes again, detached, keeping what it had queued except its unanswered
 // server-to-client requests (the new run asks again), for the caller to run it
 // again (Restartable). Past MaxLive (or MaxLivePerPrincipal) it is failed like any other restarted request.
-func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost error) recovered {
+func (e *Engine) recoverRestartable(ctx context.Context, rec Record, q outbox, inputs []uint64, lost error) recovered {
 	e.mu.Lock()
 	_, dup := e.live[rec.Hash]
 	closed, full := e.closed, e.fullLocked(rec.Principal)
@@ -295,11 +300,11 @@ func (e *Engine) recoverRestartable(rec Record, q outbox, inputs []uint64, lost 
 		return recoveredDropped
 	case full:
 		rec.Payload = nil
-		return e.recoverReplayed(rec, q, inputs, nil, lost) // fails it as restarted
+		return e.recoverReplayed(ctx, rec, q, inputs, nil, lost) // fails it as restarted
 	}
-	e.discardInputs(rec, &q, inputs)
+	e.discardInputs(ctx, rec, &q, inputs)
 	newEpoch(&rec, &q)
-	if err := e.store.Put(e.ctx, rec); err != nil {
+	if err := e.store.Put(ctx, rec); err != nil {
 		// Its new messages are numbered in the new epoch all the same; should
 		// the process stop again before storing one, the next run could reuse
 		// this epoch's numbers.
@@ -343,8 +348,9 @@ func (e *Engine) restoreTombstone(rec Record) {
 	e.tombQ = append(e.tombQ, rec.Hash)
 }
 
-func (e *Engine) dropStored(rec Record) {
-	if err := e.store.Delete(e.ctx, rec.Hash); err != nil {
+// dropStored deletes rec's request from the store.
+func (e *Engine) dropStored(ctx context.Context, rec Record) {
+	if err := e.store.Delete(ctx, rec.Hash); err != nil {
 		e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("deleting a stored request")
 	}
 }

@@ -1,7 +1,9 @@
 package resume_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -51,7 +53,7 @@ func (s *testSink) raw(i int) []byte {
 // gone.
 func TestRecover(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, withEnded(nil))
+	e1 := mustNew(t, st, withEnded(nil))
 	done, tokDone := start(t, e1, `"done"`, nil)
 	appendMsg(t, done, resume.KindProgress, "p")
 	complete(t, done)
@@ -63,7 +65,7 @@ func TestRecover(t *testing.T) {
 	e1.Close()
 	wantCause(t, running.Context(), resume.ErrClosed)
 
-	e2 := resume.New(st, withEnded(nil))
+	e2 := mustNew(t, st, withEnded(nil))
 	defer e2.Close()
 	if n := e2.Live(); n != 2 {
 		t.Fatalf("recovered %d requests, want 2", n)
@@ -139,7 +141,7 @@ func TestRecover(t *testing.T) {
 	}
 
 	// A third engine finds nothing to recover.
-	e3 := resume.New(st, withEnded(nil))
+	e3 := mustNew(t, st, withEnded(nil))
 	defer e3.Close()
 	if n := e3.Live(); n != 0 {
 		t.Fatalf("third engine recovered %d requests", n)
@@ -151,13 +153,13 @@ func TestRecover(t *testing.T) {
 // completed one alike.
 func TestRecoverPrincipal(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, withEnded(nil))
+	e1 := mustNew(t, st, withEnded(nil))
 	done, tokDone := start(t, e1, `1`, &resume.StartOptions{Principal: "alice"})
 	complete(t, done)
 	_, tokRunning := start(t, e1, `2`, &resume.StartOptions{Principal: "alice"})
 	e1.Close()
 
-	e2 := resume.New(st, withEnded(nil))
+	e2 := mustNew(t, st, withEnded(nil))
 	defer e2.Close()
 	for _, c := range []struct {
 		tok, id string
@@ -176,14 +178,14 @@ func TestRecoverPrincipal(t *testing.T) {
 // failed as restarted, with what it had queued and the server_restarted response.
 func TestRecoverRestartablePastMaxLive(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, withEnded(nil))
+	e1 := mustNew(t, st, withEnded(nil))
 	for _, id := range []string{`1`, `2`} {
 		r, _ := start(t, e1, id, &resume.StartOptions{Payload: []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call"}`)})
 		appendMsg(t, r, resume.KindProgress, "p")
 	}
 	e1.Close()
 
-	e2 := resume.New(st, withEnded(&resume.Options{MaxLive: 1}))
+	e2 := mustNew(t, st, withEnded(&resume.Options{MaxLive: 1}))
 	defer e2.Close()
 	rerun := e2.Restartable()
 	if len(rerun) != 1 || e2.Live() != 2 {
@@ -216,7 +218,7 @@ func TestRecoverRestartablePastMaxLive(t *testing.T) {
 // restarted error, and the new run of a restartable request, whole.
 func TestRecoverNumbersAfterAcked(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, withEnded(nil))
+	e1 := mustNew(t, st, withEnded(nil))
 	lost, tokLost := start(t, e1, `"lost"`, nil)
 	rerun, tokRerun := start(t, e1, `"rerun"`, &resume.StartOptions{Payload: []byte(`{"rerun":1}`)})
 	var acks [2]uint64
@@ -232,7 +234,7 @@ func TestRecoverNumbersAfterAcked(t *testing.T) {
 	}
 	e1.Close()
 
-	e2 := resume.New(st, withEnded(nil))
+	e2 := mustNew(t, st, withEnded(nil))
 	defer e2.Close()
 	r, err := e2.Lookup(tokLost, []byte(`"lost"`))
 	if err != nil {
@@ -269,7 +271,7 @@ func TestRecoverNumbersAfterAcked(t *testing.T) {
 // writes stays queued until acknowledged, so a second resume gets it again.
 func TestRecoverKeepsAckMode(t *testing.T) {
 	st := memstore.New()
-	e1 := resume.New(st, withEnded(nil))
+	e1 := mustNew(t, st, withEnded(nil))
 	fromStart, tokStart := start(t, e1, `"start"`, &resume.StartOptions{AckMode: true, Payload: []byte(`{}`)})
 	switched, tokSwitched := start(t, e1, `"switched"`, &resume.StartOptions{Payload: []byte(`{}`)})
 	for _, r := range []*resume.Request{fromStart, switched} {
@@ -287,7 +289,7 @@ func TestRecoverKeepsAckMode(t *testing.T) {
 	}
 	e1.Close()
 
-	e2 := resume.New(st, withEnded(nil))
+	e2 := mustNew(t, st, withEnded(nil))
 	defer e2.Close()
 	for _, c := range []struct {
 		id, tok string
@@ -321,7 +323,7 @@ func TestRecoverOtherOwner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := resume.New(st, withEnded(nil))
+	e := mustNew(t, st, withEnded(nil))
 	defer e.Close()
 	r, err := e.Lookup("tok", []byte(`1`))
 	if err != nil {
@@ -352,7 +354,7 @@ func TestRecoverResponseWithoutFinalState(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := memstore.New()
-			e1 := resume.New(st, withEnded(nil))
+			e1 := mustNew(t, st, withEnded(nil))
 			r, tok := start(t, e1, `1`, nil)
 			appendMsg(t, r, resume.KindProgress, "p")
 			// The response reached the store, the final state did not.
@@ -362,7 +364,7 @@ func TestRecoverResponseWithoutFinalState(t *testing.T) {
 			}
 			e1.Close()
 
-			e2 := resume.New(st, withEnded(nil))
+			e2 := mustNew(t, st, withEnded(nil))
 			defer e2.Close()
 			got, err := e2.Lookup(tok, []byte(`1`))
 			if err != nil {
@@ -376,5 +378,26 @@ func TestRecoverResponseWithoutFinalState(t *testing.T) {
 				t.Fatalf("stored record after the recovery: %+v, %v; want state %s", rec, err, tc.want)
 			}
 		})
+	}
+}
+
+// New's context bounds the recovery: ended, New returns its error and no
+// engine, and leaves what it did not recover in the store, for a later engine.
+func TestRecoverCancelled(t *testing.T) {
+	st := memstore.New()
+	e1 := mustNew(t, st, withEnded(nil))
+	r, tok := start(t, e1, `1`, nil)
+	complete(t, r)
+	e1.Close()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if e, err := resume.New(ctx, st, withEnded(nil)); !errors.Is(err, context.Canceled) || e != nil {
+		t.Fatalf("New with an ended context = %v, %v; want no engine, context.Canceled", e, err)
+	}
+	e2 := mustNew(t, st, withEnded(nil))
+	defer e2.Close()
+	if _, err := e2.Lookup(tok, []byte(`1`)); err != nil {
+		t.Fatalf("the request a cancelled New left in the store: %v", err)
 	}
 }

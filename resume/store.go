@@ -28,7 +28,11 @@ func (k Kind) retained() bool { return k == KindRequest || k == KindResponse }
 
 // Message is one queued outgoing message of a request.
 type Message struct {
-	Seq  uint64
+	// Seq numbers the message within its request: 1, 2, 3, ... (above
+	// Record.Epoch<<32 after a recovery); 0 for a message written outside any
+	// outbox.
+	Seq uint64
+	// Kind says how the message is kept and dropped.
 	Kind Kind
 	// Key groups progress messages for coalescing (the progress token's JSON text).
 	Key string
@@ -45,15 +49,24 @@ type Message struct {
 type State uint8
 
 const (
+	// StateProcessing: the handler runs; no final response yet.
 	StateProcessing State = iota + 1
+	// StateCompleted: the final response is queued (Request.Complete).
 	StateCompleted
+	// StateFailed: the final response, queued, is an error (Complete's
+	// failed, or the engine's own: Options.Ended).
 	StateFailed
+	// StateCancelled: the request was cancelled, and left the engine.
 	StateCancelled
+	// StateExpired: the request ran out of time (MaxWait, its retention, its
+	// ttl) or was released early, and left the engine.
 	StateExpired
 )
 
 var stateNames = [...]string{"", "processing", "completed", "failed", "cancelled", "expired"}
 
+// String returns the state's name: "processing", "completed", "failed",
+// "cancelled" or "expired" ("unknown" for any other value).
 func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]
@@ -79,9 +92,13 @@ func (s State) endedErr() error {
 
 // Record is the durable description of a request.
 type Record struct {
-	Hash    TokenHash
-	ID      []byte // the JSON-RPC id, raw
-	State   State
+	// Hash is the hash of the request's token: its key in the Store.
+	Hash TokenHash
+	// ID is the request's JSON-RPC id, raw.
+	ID []byte
+	// State is where the request is in its lifecycle as last stored.
+	State State
+	// Created is when the request started.
 	Created time.Time
 	// Payload, for a restartable request, is what its owner needs to run it again
 	// after a restart (the raw JSON-RPC request); nil for the others.

@@ -190,3 +190,66 @@ func push[T any](q []T, v T) []T {
 	}
 	return append(q, v)
 }
+
+// scheduleLocked sets the one deadline a request has, from its state and
+// attachment: a detached processing request expires after MaxWait; an ended one is
+// dropped after Retention (DeliveredRetention once its response was written); an
+// attached processing request has none. A request with a ttl has that one
+// deadline, whatever its state: polls and attachments do not move it.
+func (r *Request) scheduleLocked() {
+	var c clock
+	switch {
+	case r.gone.Load():
+		return
+	case r.ttl > 0:
+		if r.ttlArmed {
+			return // its one deadline does not move
+		}
+		r.ttlArmed = true
+		c = clockTTL
+	case r.state == StateProcessing && r.att != nil:
+		r.stopTimerLocked()
+		return
+	case r.state == StateProcessing:
+		c = clockMaxWait
+	case r.delivered:
+		c = clockDelivered
+	default:
+		c = clockRetention
+	}
+	r.e.arm(r, r.tgen.Add(1), c) // the deadline queued before, if any, is now stale
+}
+
+func (r *Request) stopTimerLocked() {
+	r.ttlArmed = false
+	r.tgen.Add(1)
+	r.e.disarm(r)
+}
+
+// onTimer runs when the deadline of generation gen comes due.
+func (r *Request) onTimer(gen uint64) {
+	r.mu.Lock()
+	switch {
+	case r.gone.Load() || r.tgen.Load() != gen: // freed, re-armed or stopped meanwhile
+		r.mu.Unlock()
+	case r.ttl > 0 && r.state == StateProcessing: // its lifetime is over
+		r.setStateLocked(StateExpired)
+		r.mu.Unlock()
+	case r.ttl > 0:
+		r.freeLocked(StateExpired)
+		r.mu.Unlock()
+	case r.state == StateProcessing && r.att != nil:
+		r.mu.Unlock() // attached meanwhile
+	case r.state == StateProcessing:
+		r.setStateLocked(StateExpired)
+		r.mu.Unlock()
+	case r.att != nil && r.att.draining:
+		// Retention ended while the response is being written to an attached
+		// client: let the write finish (or fail) rather than lose it mid-way.
+		r.scheduleLocked()
+		r.mu.Unlock()
+	default: // retention ended
+		r.freeLocked(StateExpired)
+		r.mu.Unlock()
+	}
+}

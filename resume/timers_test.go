@@ -17,7 +17,7 @@ import (
 // are swept out, so the queues stay bounded, and only the newest deadline acts.
 func TestDeadlinesStayBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := resume.New(memstore.New(), &resume.Options{MaxWait: time.Minute})
+		e := mustNew(t, memstore.New(), &resume.Options{MaxWait: time.Minute})
 		defer e.Close()
 		r, _, err := e.Start([]byte(`1`), nil) // detached: its maxWait clock runs
 		if err != nil {
@@ -52,7 +52,7 @@ func TestDeadlinesStayBounded(t *testing.T) {
 // result acknowledged) leaves the queues at the next sweep, not at that deadline:
 // a stale entry still points to its request, which would keep its memory.
 func TestFreedRequestsLeaveTheQueues(t *testing.T) {
-	e := resume.New(nil, &resume.Options{MaxWait: 10 * time.Minute})
+	e := mustNew(t, nil, &resume.Options{MaxWait: 10 * time.Minute})
 	defer e.Close()
 	const n = 1000
 	var freed atomic.Int64

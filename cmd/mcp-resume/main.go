@@ -380,8 +380,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
 			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
-			MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP, Cluster: asCluster(node),
+			MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP,
 		},
+		Cluster:       asCluster(node),
 		DefaultPolicy: def,
 		Tools:         tools,
 		PolicyOf:      policyOf,
@@ -423,8 +424,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 // errLeaseLost ends serve when this instance lost its lease in the cluster.
 var errLeaseLost = errors.New("this instance lost its lease in the cluster (NATS unreachable for longer than --lease?) and shut down, so that the other instances alone run the requests they took over; start it again")
 
-// asCluster is node as the engine's Cluster: nil without one.
-func asCluster(node *cluster.Node) resume.Cluster {
+// asCluster is node as the server's Cluster: nil without one.
+func asCluster(node *cluster.Node) mcp.Cluster {
 	if node == nil {
 		return nil
 	}

@@ -6,7 +6,8 @@
 // forwards a client's answers to the instance that asked. Below that, it is the
 // membership (leases), the calls between instances and the inboxes that carry
 // an attached request's messages to the instance its client is connected to.
-// resume.Cluster's doc tells who owns what.
+// resume.Cluster's doc tells who owns what. The node works on its engine
+// through the resume.Host that the engine hands it in Bind.
 //
 // # Leases
 //

@@ -127,7 +127,7 @@ func (p *proxy) failover(ownerLost bool) resume.Handle {
 	if sink != nil {
 		// The cursor says what was written to the client, not what it
 		// acknowledged: the successor keeps the request's ack mode.
-		if err := reattach(nx, sink, cursor); err != nil {
+		if err := p.n.reattach(nx, sink, cursor); err != nil {
 			log.Info().Err(err).Str("request", string(p.id)).Msg("re-attaching a proxied request after its owner was lost")
 		}
 	}
@@ -135,11 +135,11 @@ func (p *proxy) failover(ownerLost bool) resume.Handle {
 }
 
 // reattach attaches h to sink, which was written every message up to written,
-// none of them acknowledged: a failover's attach (see Request.AttachWritten).
-func reattach(h resume.Handle, sink resume.Sink, written uint64) error {
+// none of them acknowledged: a failover's attach (see resume.Host.AttachWritten).
+func (n *Node) reattach(h resume.Handle, sink resume.Sink, written uint64) error {
 	switch h := h.(type) {
 	case *resume.Request:
-		deliver, err := h.AttachWritten(sink, 0, written, resume.AttachModePlain)
+		deliver, err := n.side.e.AttachWritten(h, sink, 0, written, resume.AttachModePlain)
 		if err != nil {
 			return err
 		}
@@ -231,7 +231,7 @@ func (p *proxy) attach(sink resume.Sink, ack, written uint64, op PeerOp) error {
 	if nx, _ := p.current(); nx != nil {
 		switch op {
 		case PeerReattach:
-			return reattach(nx, sink, written)
+			return p.n.reattach(nx, sink, written)
 		case PeerAttachAcked:
 			return nx.AttachAcked(sink, ack)
 		case PeerAttachAll:

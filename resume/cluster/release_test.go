@@ -21,6 +21,18 @@ func (s responseSink) Write(_ context.Context, m resume.Message) error {
 	return nil
 }
 
+// newEngine returns an engine over st, an instance of opts.Cluster, closed when
+// the test ends.
+func newEngine(t *testing.T, st resume.Store, opts *resume.Options) *resume.Engine {
+	t.Helper()
+	e, err := resume.New(t.Context(), st, opts)
+	if err != nil {
+		t.Fatalf("resume.New: %v", err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
 // A client that calls through another instance than the owner, one call after
 // another on a connection that stays open and never detaches, leaves nothing
 // held on either instance once its results came: no inbox or watch of the
@@ -29,10 +41,8 @@ func (s responseSink) Write(_ context.Context, m resume.Message) error {
 func TestProxyReleasesWhatItHeld(t *testing.T) {
 	a, b := pair(t)
 	st := memstore.New()
-	ea := resume.New(st, &resume.Options{Cluster: a})
-	t.Cleanup(ea.Close)
-	eb := resume.New(st, &resume.Options{Cluster: b})
-	t.Cleanup(eb.Close)
+	ea := newEngine(t, st, &resume.Options{Cluster: a})
+	eb := newEngine(t, st, &resume.Options{Cluster: b})
 	response := func(uint64) []byte { return []byte(`{}`) }
 
 	const calls = 100
@@ -104,8 +114,7 @@ func TestTombstoneRecordsAgeOut(t *testing.T) {
 	a, _ := pair(t)
 	st := memstore.New()
 	const ttl = 100 * time.Millisecond
-	ea := resume.New(st, &resume.Options{Cluster: a, TombstoneTTL: ttl})
-	t.Cleanup(ea.Close)
+	ea := newEngine(t, st, &resume.Options{Cluster: a, TombstoneTTL: ttl})
 	var hashes []resume.TokenHash
 	for i := range 50 {
 		r, tok, err := ea.Start([]byte(fmt.Sprint(i)), nil)

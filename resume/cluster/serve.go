@@ -15,7 +15,7 @@ import (
 
 // engineSide is the state Node keeps for its engine once bound.
 type engineSide struct {
-	e      *resume.Engine
+	e      resume.Host             // the engine, as Bind hands it
 	answer func(data []byte) error // OnAnswer's
 
 	mu sync.Mutex // guards sinkWatch and sweepAt
@@ -41,9 +41,9 @@ var _ resume.Cluster = (*Node)(nil)
 
 // Bind makes n serve the engine e (resume.Cluster): it answers the calls of
 // other instances' proxies, claims the requests of instances that depart, and
-// claims now those among others (records the engine found in the store) whose
-// owner is gone. Call it once: resume.New does.
-func (n *Node) Bind(e *resume.Engine, others []resume.Record) {
+// claims now, within ctx, those among others (records the engine found in the
+// store) whose owner is gone. Call it once: resume.New does.
+func (n *Node) Bind(ctx context.Context, e resume.Host, others []resume.Record) {
 	n.side.e = e
 	n.side.sinkWatch = make(map[peerSink]*sinkWatch)
 	n.side.sweepAt = minSinkSweep
@@ -54,14 +54,14 @@ func (n *Node) Bind(e *resume.Engine, others []resume.Record) {
 	for _, rec := range others {
 		a, ok := alive[rec.Owner]
 		if !ok {
-			a = n.Alive(e.Context(), rec.Owner)
+			a = n.Alive(ctx, rec.Owner)
 			alive[rec.Owner] = a
 		}
 		if !a && !rec.Tombstone() {
 			lost = append(lost, rec)
 		}
 	}
-	n.claimAll(lost) // what is to run again, New's caller takes from Restartable
+	n.claimAll(ctx, lost) // what is to run again, New's caller takes from Restartable
 }
 
 // Leave stops the watches of remote sinks (resume.Cluster; the engine's Close
@@ -112,7 +112,7 @@ func (n *Node) resolve(rec resume.Record, ownerLost bool) (resume.Handle, error)
 		case (i > 0 || !ownerLost) && n.Alive(e.Context(), rec.Owner):
 			return n.proxy(rec), nil
 		}
-		r, rerun, err := e.Claim(rec)
+		r, rerun, err := e.Claim(e.Context(), rec)
 		if rerun {
 			e.RestartableReady()
 		}
@@ -132,11 +132,11 @@ func (n *Node) resolve(rec resume.Record, ownerLost bool) (resume.Handle, error)
 }
 
 // claimAll claims lost instances' requests, all of them, as found in the store,
-// and reports whether any is to run again.
-func (n *Node) claimAll(recs []resume.Record) (rerun bool) {
+// within ctx, and reports whether any is to run again.
+func (n *Node) claimAll(ctx context.Context, recs []resume.Record) (rerun bool) {
 	e := n.side.e
 	for _, rec := range recs {
-		_, again, _ := e.Claim(rec)
+		_, again, _ := e.Claim(ctx, rec)
 		rerun = rerun || again
 	}
 	if len(recs) > 0 {
@@ -160,13 +160,13 @@ func (n *Node) sweep(instance string) {
 		return
 	}
 	var lost []resume.Record
-	for rec := range e.StoredRecords("claiming those listed of lost instance " + instance) {
+	for rec := range e.Records("claiming those listed of lost instance " + instance) {
 		if rec.Owner == instance && !rec.Tombstone() {
 			lost = append(lost, rec)
 		}
 	}
 	e.Logger().Info().Str("instance", instance).Int("requests", len(lost)).Msg("an instance was lost; claiming its requests")
-	if n.claimAll(lost) {
+	if n.claimAll(e.Context(), lost) {
 		e.RestartableReady()
 	}
 }
@@ -220,7 +220,7 @@ func (n *Node) servePeer(_ context.Context, from string, c PeerCall) PeerReply {
 		case PeerAttachAll:
 			mode = resume.AttachModeAll
 		}
-		deliver, err := r.AttachWritten(s, ack, c.Ack, mode)
+		deliver, err := e.AttachWritten(r, s, ack, c.Ack, mode)
 		if err != nil {
 			return PeerReply{Err: PeerError(err)}
 		}

@@ -74,7 +74,7 @@ func BenchmarkOutbox(b *testing.B) {
 	for _, bs := range benchStores {
 		b.Run(bs.name, func(b *testing.B) {
 			st, js := bs.open(b)
-			e := resume.New(st, nil)
+			e := mustNew(b, st, nil)
 			defer e.Close()
 			r, _, err := e.Start([]byte("1"), &resume.StartOptions{Sink: nopSink{}})
 			if err != nil {
@@ -101,7 +101,7 @@ func BenchmarkOutboxStored(b *testing.B) {
 	for _, bs := range benchStores {
 		b.Run(bs.name, func(b *testing.B) {
 			st, js := bs.open(b)
-			e := resume.New(st, nil)
+			e := mustNew(b, st, nil)
 			defer e.Close()
 			r, _, err := e.Start([]byte("1"), &resume.StartOptions{Sink: nopSink{}, AckMode: true})
 			if err != nil {
@@ -133,7 +133,7 @@ func BenchmarkReplay1000(b *testing.B) {
 	for _, bs := range benchStores {
 		b.Run(bs.name, func(b *testing.B) {
 			st, _ := bs.open(b)
-			e := resume.New(st, nil)
+			e := mustNew(b, st, nil)
 			defer e.Close()
 			r, tok, err := e.Start([]byte("1"), &resume.StartOptions{AckMode: true})
 			if err != nil {
@@ -179,7 +179,7 @@ func BenchmarkGetStatus(b *testing.B) {
 	for _, bs := range benchStores {
 		b.Run(bs.name, func(b *testing.B) {
 			st, _ := bs.open(b)
-			e := resume.New(st, nil)
+			e := mustNew(b, st, nil)
 			defer e.Close()
 			r, tok, err := e.Start([]byte("1"), nil)
 			if err != nil {
@@ -226,7 +226,7 @@ func BenchmarkReattachReplay(b *testing.B) {
 	for _, bs := range benchStores[:2] {
 		b.Run(bs.name, func(b *testing.B) {
 			st, _ := bs.open(b)
-			e := resume.New(st, nil)
+			e := mustNew(b, st, nil)
 			defer e.Close()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()

@@ -64,6 +64,17 @@ var storeN atomic.Int64
 
 // TestContract runs the Store contract against a real server, file storage, each
 // subtest on a stream and bucket of its own.
+// mustNew returns an engine over st, resume.New(t.Context(), st, opts),
+// failing t on an error. The caller closes the engine.
+func mustNew(t testing.TB, st resume.Store, opts *resume.Options) *resume.Engine {
+	t.Helper()
+	e, err := resume.New(t.Context(), st, opts)
+	if err != nil {
+		t.Fatalf("resume.New: %v", err)
+	}
+	return e
+}
+
 func TestContract(t *testing.T) {
 	js, _ := startServer(t, "", false)
 	storetest.Run(t, func(t *testing.T) resume.Store {

@@ -59,7 +59,7 @@ func TestLeaderLoss(t *testing.T) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs)
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
-	e := resume.New(ws, &resume.Options{Logger: &log})
+	e := mustNew(t, ws, &resume.Options{Logger: &log})
 
 	writers := newWriters(t, e)
 	stopWriters := runWriters(writers)

@@ -39,7 +39,7 @@ func TestStoreLost(t *testing.T) {
 	ended := func(id []byte, seq uint64, cause error) []byte {
 		return fmt.Appendf(nil, `{"id":%s,"seq":%d,"ended":%q}`, id, seq, cause)
 	}
-	e := resume.New(st, &resume.Options{Logger: &log, Ended: ended})
+	e := mustNew(t, st, &resume.Options{Logger: &log, Ended: ended})
 	defer e.Close()
 
 	start := func(id string) *resume.Request {

@@ -81,7 +81,7 @@ func testOutage(t *testing.T, o outage) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs)
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
-	e := resume.New(ws, &resume.Options{Logger: &log})
+	e := mustNew(t, ws, &resume.Options{Logger: &log})
 
 	writers := newWriters(t, e)
 	victim, tok, err := e.Start([]byte(`"cancelled"`), &resume.StartOptions{AckMode: true})
@@ -672,7 +672,7 @@ func TestCompleteOutlivesOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
-	e := resume.New(ws, nil)
+	e := mustNew(t, ws, nil)
 	defer e.Close()
 	r, tok, err := e.Start([]byte(`"late"`), &resume.StartOptions{AckMode: true})
 	if err != nil {

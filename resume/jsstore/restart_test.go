@@ -64,7 +64,7 @@ func TestRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e1 := resume.New(st, nil)
+	e1 := mustNew(t, st, nil)
 	var done, running []started
 	for i := range n {
 		id := fmt.Sprint(i)
@@ -98,7 +98,7 @@ func TestRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2 := resume.New(st, nil)
+	e2 := mustNew(t, st, nil)
 	defer e2.Close()
 	if got := e2.Live(); got != 2*n {
 		t.Fatalf("recovered %d requests, want %d", got, 2*n)
@@ -226,7 +226,7 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Results stay until acknowledged (no retention window ends during a long run).
-	e := resume.New(st, &resume.Options{MaxLive: n, MaxRetained: n, Retention: time.Hour, DeliveredRetention: time.Hour})
+	e := mustNew(t, st, &resume.Options{MaxLive: n, MaxRetained: n, Retention: time.Hour, DeliveredRetention: time.Hour})
 	defer e.Close()
 	ours0 := readMem()
 
@@ -369,7 +369,7 @@ func TestRecoverSkipsUnreadable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e1 := resume.New(st, nil)
+	e1 := mustNew(t, st, nil)
 	if got := e1.Stats().Unreadable; got != uint64(len(bad)) {
 		t.Fatalf("first engine: Unreadable = %d, want %d", got, len(bad))
 	}
@@ -391,7 +391,7 @@ func TestRecoverSkipsUnreadable(t *testing.T) {
 		t.Fatalf("Records: %d records and %d unreadable, want %d and %d", listed, unreadable, len(done), len(bad))
 	}
 
-	e2 := resume.New(st, nil)
+	e2 := mustNew(t, st, nil)
 	defer e2.Close()
 	if got := e2.Live(); got != len(done) {
 		t.Fatalf("recovered %d requests, want %d", got, len(done))
@@ -421,7 +421,7 @@ func TestRecoverLeavesUnreplayable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e1 := resume.New(st, nil)
+	e1 := mustNew(t, st, nil)
 	reqs := completed(t, e1, 2)
 	e1.Close()
 	h := resume.HashToken(reqs[0].tok)
@@ -435,7 +435,7 @@ func TestRecoverLeavesUnreplayable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2 := resume.New(st2, nil)
+	e2 := mustNew(t, st2, nil)
 	if got := e2.Live(); got != 1 {
 		t.Fatalf("recovered %d requests, want 1", got)
 	}
@@ -459,7 +459,7 @@ func TestRecoverLeavesUnreplayable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e3 := resume.New(st3, nil)
+	e3 := mustNew(t, st3, nil)
 	defer e3.Close()
 	r, err := e3.Lookup(reqs[0].tok, []byte(reqs[0].id))
 	if err != nil {

@@ -1,0 +1,152 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The client's Silence window (ClientOptions.Silence): a request whose answer,
+// or whose body, carries nothing for that long is cancelled, its error a
+// SilenceError.
+
+// DefaultSilence is ClientOptions.Silence's window before a server announced
+// its keepalive: 2.5 times this project's default keepalive (20 s).
+const DefaultSilence = 50 * time.Second
+
+// SilenceError is why a ClientConn ended when a stream carried nothing for its
+// Silence window. It is an ErrStreamLost.
+type SilenceError struct{ Window time.Duration }
+
+func (e *SilenceError) Error() string {
+	return fmt.Sprintf("no data for %s", e.Window.Round(time.Millisecond))
+}
+
+// Is makes a SilenceError an ErrStreamLost.
+func (e *SilenceError) Is(target error) bool { return target == ErrStreamLost }
+
+// window is the Silence bound in force now; 0 for none.
+func (c *ClientConn) window() time.Duration {
+	switch {
+	case c.silence < 0:
+		return 0
+	case c.silence > 0:
+		return c.silence
+	case !c.failOnLoss && !c.reportLoss:
+		return 0
+	}
+	if ka := time.Duration(c.keepAlive.Load()); ka > 0 {
+		return ka * 5 / 2
+	}
+	if c.failOnLoss {
+		return DefaultSilence
+	}
+	// A server that announced no keepalive may be silent for as long as a
+	// tool runs (one that answers a POST with JSON sends nothing before the
+	// result): a client that only reports a lost stream does not guess.
+	return 0
+}
+
+// do makes an HTTP request bounded by the Silence window: its answer's headers
+// must come, and then its body must carry a byte, at least that often, else the
+// request is cancelled and its error (or the body's, silenceOf) says so.
+func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
+	w := c.window()
+	// With ReportStreamLoss alone the window may come with this very answer
+	// (its keepalive announcement), so its body is watched from then on.
+	if w <= 0 && !(c.silence == 0 && c.reportLoss) {
+		return c.client.Do(req)
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	silent := &SilenceError{Window: w}
+	var t *time.Timer
+	if w > 0 {
+		t = time.AfterFunc(w, func() { c.silenced(cancel, silent) })
+	}
+	resp, err := c.client.Do(req.WithContext(ctx))
+	if t != nil {
+		t.Stop()
+	}
+	if err != nil {
+		cancel(nil)
+		if errors.Is(context.Cause(ctx), silent) {
+			return nil, silent
+		}
+		return nil, err
+	}
+	if v, perr := strconv.ParseFloat(resp.Header.Get(HeaderKeepAlive), 64); perr == nil && v > 0 {
+		c.keepAlive.Store(int64(v * float64(time.Second)))
+		if c.silence == 0 {
+			w = c.window()
+			silent.Window = w
+		}
+	}
+	body := &silentBody{ReadCloser: resp.Body, ctx: ctx, cancel: cancel, silent: silent, window: w}
+	if w > 0 {
+		body.timer = time.AfterFunc(w, func() { c.silenced(cancel, silent) })
+	}
+	resp.Body = body
+	return resp, nil
+}
+
+// silenced ends a request that was silent for its window. The idle
+// connections kept for reuse are closed too: what silenced one connection (a
+// laptop's sleep, a NAT that forgot its flows, a network that changed) has
+// most likely taken them with it, and a request sent on one of them would be
+// silent in its turn.
+func (c *ClientConn) silenced(cancel context.CancelCauseFunc, silent *SilenceError) {
+	cancel(silent)
+	c.client.CloseIdleConnections()
+}
+
+// silentBody is a response body whose request is cancelled when no byte comes
+// for its window (none when it is 0: only Close cancels it).
+type silentBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	silent *SilenceError
+	window time.Duration
+	timer  *time.Timer
+}
+
+func (b *silentBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && b.timer != nil {
+		b.timer.Reset(b.window)
+	}
+	return n, err
+}
+
+func (b *silentBody) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// silenceOf is the SilenceError that ended body, or nil.
+func silenceOf(body io.Reader) *SilenceError {
+	if b, ok := body.(*silentBody); ok && errors.Is(context.Cause(b.ctx), b.silent) {
+		return b.silent
+	}
+	return nil
+}
+
+// readAll reads a response body; a body cut short by the Silence window says
+// so.
+func readAll(body io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		if silent := silenceOf(body); silent != nil {
+			return b, silent
+		}
+	}
+	return b, err
+}

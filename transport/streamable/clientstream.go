@@ -1,0 +1,207 @@
+package streamable
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+// The client's event streams: a POST's SSE response, the GET stream, and a lost
+// request stream taken up again (Resume), read in the background.
+
+// Get opens a GET event stream of the session; with lastEventID, the reconnect of
+// a request's stream. Its events arrive through Read. It returns the HTTP status
+// and, for a status other than 200, the JSON-RPC error the server gave.
+func (c *ClientConn) Get(lastEventID string) (int, error) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	c.mu.Lock()
+	req.Header.Set(HeaderSessionID, c.session)
+	req.Header.Set(HeaderProtocolVersion, c.protocol)
+	c.mu.Unlock()
+	if lastEventID != "" {
+		req.Header.Set(HeaderLastEventID, lastEventID)
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, fmt.Errorf("GET: %s: %s", resp.Status, b)
+	}
+	return resp.StatusCode, c.take(resp, nil, nil)
+}
+
+// Resume takes up the event stream of request id after its loss (an Inbound
+// with Lost), with a GET carrying lastEventID: what the server replays and sends
+// after comes as on the stream that was lost, and its loss is reported again.
+// With idle > 0, a taken-up stream that carries no event for that long is closed
+// and reported lost too (so that its caller takes it up again, which replays
+// what came meanwhile from a server that stored it but did not send it).
+func (c *ClientConn) Resume(id []byte, lastEventID string, idle time.Duration) error {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	c.mu.Lock()
+	req.Header.Set(HeaderSessionID, c.session)
+	req.Header.Set(HeaderProtocolVersion, c.protocol)
+	c.mu.Unlock()
+	req.Header.Set(HeaderLastEventID, lastEventID)
+	resp, err := c.do(req)
+	if err != nil {
+		return c.closedOr(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return fmt.Errorf("transport/streamable: GET %s with Last-Event-ID: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+	}
+	if idle > 0 {
+		resp.Body = newIdleBody(resp.Body, idle)
+	}
+	return c.take(resp, nil, id)
+}
+
+// take delivers what a response carries. sent is what the POST carried (nil for
+// a GET); when it is a request, a refusal that does not answer it is Write's
+// error, and with FailOnStreamLoss a stream that ends without its response is a
+// loss. Its id is decoded only on those paths, not for every message sent.
+//
+// resumed is the id of the request whose stream a Resume takes up (nil
+// otherwise).
+func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
+	ct := resp.Header.Get("Content-Type")
+	if resp.StatusCode == http.StatusOK && strings.HasPrefix(ct, "text/event-stream") {
+		c.mu.Lock()
+		if c.closing { // Close is waiting for the readers: start no new one
+			c.mu.Unlock()
+			resp.Body.Close()
+			return transport.ErrClosed
+		}
+		c.readers.Add(1)
+		c.mu.Unlock()
+		go func() {
+			defer c.readers.Done()
+			defer resp.Body.Close()
+			id := resumed
+			if id == nil && (c.failOnLoss || c.reportLoss) {
+				id = requestID(sent)
+			}
+			answered, last, n := c.events(resp.Body, id)
+			silent := silenceOf(resp.Body)
+			switch {
+			case silent != nil && c.failOnLoss:
+				// Whatever stream it was (the GET stream too): the connection is dead.
+				c.lose(silent)
+			case answered || id == nil:
+			case c.reportLoss:
+				c.deliver(Inbound{Via: id, Lost: true, LastEventID: last, Delivered: n})
+			default:
+				c.lose(ErrStreamLost)
+			}
+		}()
+		return nil
+	}
+	defer resp.Body.Close()
+	b, err := readAll(resp.Body)
+	if err != nil {
+		return c.closedOr(err)
+	}
+	refused := resp.StatusCode == http.StatusUnauthorized
+	if !refused && resp.StatusCode != http.StatusOK {
+		id := requestID(sent)
+		refused = id != nil && !answers(b, id)
+	}
+	if refused {
+		// Refused before the server could tie its error to the request (no API
+		// key, a forbidden origin, a wrong media type, a body too large...): the
+		// error carries no id to route by, and the request will never be
+		// answered. Without a key, nothing will be.
+		return fmt.Errorf("transport/streamable: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+	}
+	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
+		c.deliver(Inbound{Msg: b})
+		return nil
+	}
+	if requestID(sent) != nil {
+		// A request that got neither a stream nor an answer will never be answered.
+		return fmt.Errorf("transport/streamable: POST %s: %s without an answer", c.url, resp.Status)
+	}
+	return nil
+}
+
+// events reads an SSE body and delivers each event's data, as carried by request
+// id's stream; priming events (empty data) and comments are skipped. It reports
+// whether a response to id came (for a nil id, always false), the last event id
+// the stream carried, and how many messages it delivered.
+func (c *ClientConn) events(body io.Reader, id []byte) (answered bool, last string, n int) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), transport.DefaultMaxMessageBytes+1024)
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte("id:")):
+			last = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
+		case len(line) == 0:
+			if len(data) > 0 {
+				if !c.deliver(Inbound{Msg: bytes.Clone(data), Via: id}) {
+					// Closed: stop here, so that what a stream delivered is always a
+					// prefix of it (a resuming client acknowledges by the last one).
+					return answered, last, n
+				}
+				n++
+				if id != nil && !answered && answers(data, id) {
+					answered = true
+				}
+			}
+			data = nil
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+		}
+	}
+	return answered, last, n
+}
+
+// idleBody closes an event stream's body when no event data came for idle.
+type idleBody struct {
+	io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+}
+
+func newIdleBody(body io.ReadCloser, idle time.Duration) *idleBody {
+	b := &idleBody{ReadCloser: body, idle: idle}
+	b.timer = time.AfterFunc(idle, func() { _ = body.Close() })
+	return b
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if bytes.Contains(p[:n], []byte("data:")) {
+		b.timer.Reset(b.idle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.ReadCloser.Close()
+}
