@@ -8,8 +8,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -30,13 +30,13 @@ func BenchmarkEcho(b *testing.B) {
 	url := everything.StartHTTP(b)
 	b.Run("direct-http", func(b *testing.B) {
 		benchEcho(b, func(context.Context) (transport.Conn, error) {
-			return streamable.Dial(url, nil), nil
+			return httptransport.Dial(url, nil), nil
 		})
 	})
 	r := newRig(b, stdioUpstream(b, ""))
 	b.Run("gateway-http", func(b *testing.B) {
 		benchEcho(b, func(context.Context) (transport.Conn, error) {
-			return streamable.Dial(r.srv.URL+"/mcp", nil), nil
+			return httptransport.Dial(r.srv.URL+"/mcp", nil), nil
 		})
 	})
 	b.Run("gateway-ws", func(b *testing.B) {

@@ -29,7 +29,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -61,7 +61,7 @@ func newRig(t testing.TB, opts gateway.Options) *rig {
 		t.Fatal(err)
 	}
 	core := mcp.New(g.Server(), &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.Always, Task: mcp.AsTask}})
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -88,7 +88,7 @@ func stdioUpstream(t testing.TB, pidFile string) gateway.Options {
 }
 
 func (r *rig) dialHTTP(t testing.TB) transport.Conn {
-	c := streamable.Dial(r.srv.URL+"/mcp", nil)
+	c := httptransport.Dial(r.srv.URL+"/mcp", nil)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -189,7 +189,7 @@ func TestEverythingCuts(t *testing.T) {
 		// Over HTTP the requests of a call share the budget of the connections
 		// they go on (keep-alive): twice the steps.
 		{"http", 40, func(context.Context) (transport.Conn, error) {
-			return streamable.Dial("http://"+p.Addr()+"/mcp", &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+			return httptransport.Dial("http://"+p.Addr()+"/mcp", &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

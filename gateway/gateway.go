@@ -35,8 +35,8 @@ import (
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -92,7 +92,7 @@ type Options struct {
 	// Silence bounds how long an HTTP upstream's stream (or a request waiting
 	// for its answer) may carry no byte before it is taken for lost: 0 means
 	// the transport's default (2.5 times the keepalive the upstream announces,
-	// else streamable.DefaultSilence). A call the upstream made resumable is
+	// else httptransport.DefaultSilence). A call the upstream made resumable is
 	// then resumed; a laptop that slept or a NAT that forgot the flow never
 	// leaves a call hanging.
 	Silence time.Duration
@@ -342,7 +342,7 @@ func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 			c.Transport = headerTransport{base: client.Transport, header: g.opts.Header}
 			client = &c
 		}
-		return streamable.Dial(g.opts.URL, &streamable.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true, Silence: g.opts.Silence}), nil
+		return httptransport.Dial(g.opts.URL, &httptransport.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true, Silence: g.opts.Silence}), nil
 	}
 	cmd := exec.Command(g.opts.Command[0], g.opts.Command[1:]...)
 	cmd.Env = append(os.Environ(), g.opts.Env...)

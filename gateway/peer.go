@@ -13,7 +13,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // errLost: the upstream connection ended (a child that exited, an HTTP upstream
@@ -35,8 +35,8 @@ var errStreamLost = errors.New("gateway: the upstream's event stream for the req
 // whose stream carried it, when the transport tells.
 type peer struct {
 	conn   transport.Conn
-	http   *streamable.ClientConn // conn, when the upstream is Streamable HTTP
-	prefix string                 // of every request id; new per connection
+	http   *httptransport.ClientConn // conn, when the upstream is Streamable HTTP
+	prefix string                    // of every request id; new per connection
 	// modern: the upstream speaks 2026-07-28 too (its server/discover says so):
 	// tool calls carry their client's capabilities and go in that era, where a
 	// question is the call's own input_required answer.
@@ -74,7 +74,7 @@ const takeUpDelay = 200 * time.Millisecond
 
 func newPeer(g *Gateway, conn transport.Conn, prefix string) *peer {
 	p := &peer{conn: conn, prefix: prefix, g: g, pending: map[string]*pending{}, done: make(chan struct{})}
-	p.http, _ = conn.(*streamable.ClientConn)
+	p.http, _ = conn.(*httptransport.ClientConn)
 	return p
 }
 
@@ -82,7 +82,7 @@ func newPeer(g *Gateway, conn transport.Conn, prefix string) *peer {
 func (p *peer) read(ctx context.Context) {
 	defer close(p.done)
 	for {
-		var in streamable.Inbound
+		var in httptransport.Inbound
 		var err error
 		if p.http != nil {
 			in, err = p.http.ReadInbound(ctx)
@@ -146,7 +146,7 @@ func (p *peer) answer(m *spec.Message) {
 
 // streamLost takes up a request's broken event stream with the upstream's own
 // means (Last-Event-ID) when it offered them, or fails the request.
-func (p *peer) streamLost(in streamable.Inbound) {
+func (p *peer) streamLost(in httptransport.Inbound) {
 	p.mu.Lock()
 	pd := p.pending[string(in.Via)]
 	if pd != nil {

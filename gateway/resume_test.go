@@ -25,7 +25,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -33,7 +33,7 @@ import (
 // and closes core then.
 func serveHTTP(t *testing.T, core *mcp.Server) *httptest.Server {
 	t.Helper()
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Close()
@@ -56,7 +56,7 @@ func upstreamOurs(t *testing.T) (addr string, core *mcp.Server) {
 func upstreamOursWith(t *testing.T, opts *mcp.Options) (addr string, core *mcp.Server) {
 	t.Helper()
 	core = mcp.New(demo.Server("up"), opts)
-	h := streamable.NewHandler(core, &streamable.Options{KeepAlive: 200 * time.Millisecond})
+	h := httptransport.NewHandler(core, &httptransport.Options{KeepAlive: 200 * time.Millisecond})
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

@@ -187,7 +187,7 @@ func benchCore(b *testing.B, caps string, opts *mcp.Options) func(i int) {
 // params._meta, which mcp-go decodes twice (the era, then the call's params) and
 // answers with a decorated result, encoded here as any transport must. It is the
 // part of a 2026 call's cost that the core does not add (BenchmarkCoreEra and
-// BenchmarkHTTPEra in transport/streamable measure the whole).
+// BenchmarkHTTPEra in transport/http measure the whole).
 func BenchmarkMCPGoEra(b *testing.B) {
 	srv := demo.Server("bench")
 	ctx := context.Background()

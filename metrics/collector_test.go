@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/memstore"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -125,7 +125,7 @@ func TestCollectorValues(t *testing.T) {
 // its wrong tokens, its finished requests.
 func TestMetricsMoveWithSuite(t *testing.T) {
 	core := mcp.New(demo.Server("test"), nil)
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	srv := httptest.NewServer(h)
 	defer func() {
 		h.Close()
@@ -136,7 +136,7 @@ func TestMetricsMoveWithSuite(t *testing.T) {
 	before := scrape(t, mh)
 	e2etest.Run(t, e2etest.Harness{
 		Dial: func(t testing.TB) transport.Conn {
-			c := streamable.Dial(srv.URL, &streamable.ClientOptions{Client: srv.Client()})
+			c := httptransport.Dial(srv.URL, &httptransport.ClientOptions{Client: srv.Client()})
 			t.Cleanup(func() { _ = c.Close() })
 			return c
 		},

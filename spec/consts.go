@@ -127,7 +127,7 @@ const (
 	// principal or address) holds as many sessions as it may, all of them in use.
 	ReasonTooManySessions Reason = "too_many_sessions"
 
-	// Streamable HTTP (transport/streamable): each goes with the HTTP status named.
+	// Streamable HTTP (transport/http): each goes with the HTTP status named.
 
 	// ReasonSessionRequired (400): a message other than initialize without an
 	// Mcp-Session-Id header.
@@ -155,7 +155,7 @@ const (
 	// ReasonStreamConflict (409): a second standalone GET stream for a session.
 	ReasonStreamConflict Reason = "stream_conflict"
 
-	// The network listener and HTTP (package transport, transport/streamable).
+	// The network listener and HTTP (package transport, transport/http).
 
 	// ReasonTooManyConnections (HTTP 503, -32603): a connection refused at a
 	// connection bound (serve --max-conns, --max-conns-per-address).

@@ -1,6 +1,6 @@
 // Package transport is the connection boundary between the MCP core and the bytes
 // on a wire: a Conn reads and writes whole JSON-RPC messages. Sub-packages implement
-// it for stdio (transport/stdio), Streamable HTTP (transport/streamable) and WebSocket
+// it for stdio (transport/stdio), Streamable HTTP (transport/http) and WebSocket
 // (transport/ws); Pipe is an in-memory pair for tests and in-process use. Contract
 // tests for every Conn live in package conntest.
 //

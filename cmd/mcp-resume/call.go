@@ -22,8 +22,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -76,9 +76,9 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 		url = "http://127.0.0.1:8080/mcp"
 	}
 	_, hc := clientKey()
-	keep := &streamable.KeptSession{} // one session on the server, however often we reconnect
+	keep := &httptransport.KeptSession{} // one session on the server, however often we reconnect
 	return func(context.Context) (transport.Conn, error) {
-		return streamable.Dial(url, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil
+		return httptransport.Dial(url, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil
 	}, nil
 }
 
@@ -142,7 +142,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Elicitation: elicitFrom(stdin, stderr, bar),
 		OnConnectionLost: func(err error) {
 			s := ""
-			if silent := (*streamable.SilenceError)(nil); errors.As(err, &silent) {
+			if silent := (*httptransport.SilenceError)(nil); errors.As(err, &silent) {
 				s = silent.Error()
 			}
 			why.Store(&s)

@@ -16,14 +16,14 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // callServer serves the demo tools on Streamable HTTP (/mcp) and WebSocket (/ws).
 func callServer(t *testing.T) (httpURL, wsURL string) {
 	core := mcp.New(demo.Server("test"), nil)
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -177,7 +177,7 @@ func TestCallChecksArguments(t *testing.T) {
 func TestCountdownRefusesNonNumber(t *testing.T) {
 	httpURL, _ := callServer(t)
 	dial := func(context.Context) (transport.Conn, error) {
-		return streamable.Dial(httpURL, &streamable.ClientOptions{FailOnStreamLoss: true}), nil
+		return httptransport.Dial(httpURL, &httptransport.ClientOptions{FailOnStreamLoss: true}), nil
 	}
 	c, err := client.Connect(t.Context(), dial, nil)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -41,7 +41,7 @@ func TestClusterSubprocesses(t *testing.T) {
 	a := spawnNet(t, args("a"), 1)[0]
 	b := spawnNet(t, args("b"), 1)[0]
 	client := func(url string) *e2etest.Client {
-		c := e2etest.NewClient(t, streamable.Dial(url, nil))
+		c := e2etest.NewClient(t, httptransport.Dial(url, nil))
 		c.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
 		return c
 	}
@@ -266,7 +266,7 @@ func TestServeReconnectsFromSilentNATS(t *testing.T) {
 func TestClusterTaskStream(t *testing.T) {
 	a, b := twoInstances(t)
 	for name, dial := range map[string]func() transport.Conn{
-		"HTTP": func() transport.Conn { return streamable.Dial(b.URL, nil) },
+		"HTTP": func() transport.Conn { return httptransport.Dial(b.URL, nil) },
 		"WebSocket": func() transport.Conn {
 			c, err := ws.Dial(t.Context(), b.WS, nil)
 			if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -42,7 +42,7 @@ func TestGatewayEndToEnd(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		e2etest.Run(t, e2etest.Harness{
 			Dial: func(t testing.TB) transport.Conn {
-				c := streamable.Dial(ls[0].URL, nil)
+				c := httptransport.Dial(ls[0].URL, nil)
 				t.Cleanup(func() { _ = c.Close() })
 				return c
 			},
@@ -140,7 +140,7 @@ func TestGatewayCluster(t *testing.T) {
 	b := spawnNet(t, args("b"), 1)[0]
 	caps := `{"resumableRequests":{},"elicitation":{}}`
 	client := func(url string) *e2etest.Client {
-		c := e2etest.NewClient(t, streamable.Dial(url, nil))
+		c := e2etest.NewClient(t, httptransport.Dial(url, nil))
 		c.Initialize(caps)
 		return c
 	}
@@ -186,19 +186,19 @@ func TestGatewayDataDirRestart(t *testing.T) {
 	path := everything.Path(t)
 	args := "gateway --http 127.0.0.1:0 --data-dir " + t.TempDir() + " -- node " + path + " stdio"
 	first := spawnNet(t, args, 1)[0]
-	c := e2etest.NewClient(t, streamable.Dial(first.URL, nil))
+	c := e2etest.NewClient(t, httptransport.Dial(first.URL, nil))
 	c.Initialize(`{"resumableRequests":{}}`)
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":0.3,"steps":3},"_meta":{"progressToken":"p"}}}`)
 	p := e2etest.PolicyOf(t, c.Next())
 	c.Close()
-	w := e2etest.NewClient(t, streamable.Dial(first.URL, nil))
+	w := e2etest.NewClient(t, httptransport.Dial(first.URL, nil))
 	w.Initialize(`{"resumableRequests":{}}`)
 	w.WaitStatus("1", p.ResumeToken, func(st e2etest.Status) bool { return st.Status == "completed" })
 	first.Kill()
 	_ = first.Stop(syscall.SIGKILL)
 
 	second := spawnNet(t, args, 1)[0]
-	c = e2etest.NewClient(t, streamable.Dial(second.URL, nil))
+	c = e2etest.NewClient(t, httptransport.Dial(second.URL, nil))
 	c.Initialize(`{"resumableRequests":{}}`)
 	c.Resume(`1`, p.ResumeToken)
 	resp, before := c.Response("1")

@@ -34,8 +34,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
 	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 	"github.com/mcp-resume/mcp-resume/web"
 )
@@ -472,7 +472,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 	} else {
 		log.Warn().Bool("auth", false).Msg("authentication off: anyone who can reach the listeners can call tools (give --api-keys)")
 	}
-	h := streamable.NewHandler(core, &streamable.Options{
+	h := httptransport.NewHandler(core, &httptransport.Options{
 		Keys:                    keys,
 		AllowedHosts:            allowedHosts(f.hosts, f.httpAddr),
 		AllowedOrigins:          splitList(f.origins),

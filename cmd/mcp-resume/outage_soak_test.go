@@ -22,7 +22,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // natsProcess is the test binary run as a NATS server of its own (JetStream on
@@ -111,7 +111,7 @@ func TestStoreOutageSoak(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	dial := func(context.Context) (transport.Conn, error) {
-		return streamable.Dial(l.URL, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return httptransport.Dial(l.URL, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), soak+2*stallBound)
 	defer cancel()

@@ -21,7 +21,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // The streams an instance with --nats-url creates: queued messages, records,
@@ -116,7 +116,7 @@ func TestClusterNATSServerLoss(t *testing.T) {
 		t.Cleanup(tr.CloseIdleConnections)
 		hc := &http.Client{Transport: tr}
 		return func(context.Context) (transport.Conn, error) {
-			return streamable.Dial(u, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+			return httptransport.Dial(u, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 		}
 	}
 	connect := func(dial client.Dialer) *client.Client {

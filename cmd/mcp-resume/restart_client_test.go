@@ -18,7 +18,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // spawnHTTP starts the binary serving args on addr and waits until it accepts
@@ -65,7 +65,7 @@ func TestClientSurvivesServerRestart(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	dial := func(context.Context) (transport.Conn, error) {
-		return streamable.Dial("http://"+addr+"/mcp", &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return httptransport.Dial("http://"+addr+"/mcp", &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}
 	c, err := client.Connect(t.Context(), dial, &client.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {

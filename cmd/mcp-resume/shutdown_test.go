@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -111,7 +111,7 @@ func shutdownInit(t *testing.T, url string) string {
 		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"t","version":"1"}}}`)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	sid := resp.Header.Get(streamable.HeaderSessionID)
+	sid := resp.Header.Get(httptransport.HeaderSessionID)
 	if sid == "" {
 		t.Fatal("initialize: no session id")
 	}
@@ -133,8 +133,8 @@ func shutdownRequest(t *testing.T, url, sid, method, body string) *http.Response
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if sid != "" {
-		req.Header.Set(streamable.HeaderSessionID, sid)
-		req.Header.Set(streamable.HeaderProtocolVersion, "2025-06-18")
+		req.Header.Set(httptransport.HeaderSessionID, sid)
+		req.Header.Set(httptransport.HeaderProtocolVersion, "2025-06-18")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // TestChurnSoak is the churn of issue 26 against the binary with default
@@ -42,7 +42,7 @@ func TestChurnSoak(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	dial := func(context.Context) (transport.Conn, error) {
-		return streamable.Dial("http://"+p.Addr()+"/mcp", &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return httptransport.Dial("http://"+p.Addr()+"/mcp", &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}
 
 	var calls, results, lost, failed atomic.Int64

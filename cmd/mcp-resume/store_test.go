@@ -17,7 +17,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -349,7 +349,7 @@ func TestTaskStreamAcrossRestart(t *testing.T) {
 	}
 	for name, start := range map[string]start{
 		"http": overNet(func(t *testing.T, l startLine) transport.Conn {
-			c := streamable.Dial(l.URL, nil)
+			c := httptransport.Dial(l.URL, nil)
 			t.Cleanup(func() { _ = c.Close() })
 			return c
 		}),

@@ -1,6 +1,6 @@
 // Package faultproxy is a test helper: a TCP proxy on loopback that cuts the
 // connections it forwards: each at a random point (the fault tests of the
-// transports, transport/streamable and transport/ws), or all of them when the
+// transports, transport/http and transport/ws), or all of them when the
 // test says so (Down, Up: a network to NATS that goes away and comes back).
 package faultproxy
 

@@ -53,7 +53,7 @@ type Options struct {
 	NoAckExtension bool
 
 	// OnConnectionLost is told why each connection ended (as its transport said:
-	// a *streamable.SilenceError when it carried nothing for too long), before
+	// a *httptransport.SilenceError when it carried nothing for too long), before
 	// the client reconnects. It runs on the client's own goroutine.
 	OnConnectionLost func(err error)
 	// OnReconnecting is told of each attempt to connect again after a loss, just

@@ -3,7 +3,7 @@
 //
 // A Client connects through a Dialer, any function that returns a new
 // transport.Conn: transport/stdio.Command for a server started as a child process,
-// streamable.Dial (with ClientOptions.FailOnStreamLoss) for Streamable HTTP,
+// httptransport.Dial (with ClientOptions.FailOnStreamLoss) for Streamable HTTP,
 // transport/ws.Dial for WebSocket. It advertises resumableRequests with the ack
 // extension in initialize and records the resume policy the server sends for each
 // request.

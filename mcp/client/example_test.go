@@ -13,7 +13,7 @@ import (
 )
 
 // A tool call with progress. The server runs in process on in-memory pipes; in a
-// program the Dialer returns streamable.Dial(url, &streamable.ClientOptions{
+// program the Dialer returns httptransport.Dial(url, &httptransport.ClientOptions{
 // FailOnStreamLoss: true}), transport/ws.Dial(ctx, url, nil) or
 // transport/stdio.Command(exec.Command("my-server")).
 func ExampleClient_CallTool() {

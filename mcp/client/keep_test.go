@@ -9,7 +9,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // A client whose ClientConns share a KeptSession holds one session on the server
@@ -21,10 +21,10 @@ func TestHTTPKeepsSession(t *testing.T) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
-	keep := &streamable.KeptSession{}
+	keep := &httptransport.KeptSession{}
 	url := "http://" + p.Addr() + "/mcp"
 	dial := func(context.Context) (transport.Conn, error) {
-		return streamable.Dial(url, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil
+		return httptransport.Dial(url, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil
 	}
 	c := connect(t, dial, nil)
 	call := func() {
@@ -53,7 +53,7 @@ func TestHTTPKeepsSession(t *testing.T) {
 	// The server forgets the session (here: DELETE); the next calls open a new one.
 	old := keep.ID()
 	req, _ := http.NewRequest(http.MethodDelete, s.srv.URL+"/mcp", nil)
-	req.Header.Set(streamable.HeaderSessionID, old)
+	req.Header.Set(httptransport.HeaderSessionID, old)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

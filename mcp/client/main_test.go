@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -70,13 +70,13 @@ func (s *pipeServer) cutAll() {
 // (/mcp) and the WebSocket handler (/ws) on one loopback listener.
 type netServer struct {
 	core *mcp.Server
-	h    *streamable.Handler
+	h    *httptransport.Handler
 	srv  *httptest.Server
 }
 
 func newNetServer(t testing.TB, opts *mcp.Options) *netServer {
 	core := mcp.New(demo.Server("test"), opts)
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -100,7 +100,7 @@ func httpDialer(t testing.TB, url string) client.Dialer {
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
 	return func(context.Context) (transport.Conn, error) {
-		return streamable.Dial(url, &streamable.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
+		return httptransport.Dial(url, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true}), nil
 	}
 }
 

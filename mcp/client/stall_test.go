@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -22,7 +22,7 @@ import (
 // and WebSocket (pings every 100 ms from the client's side).
 func stallServer(t *testing.T) string {
 	core := mcp.New(demo.Server("test"), nil)
-	h := streamable.NewHandler(core, &streamable.Options{KeepAlive: 100 * time.Millisecond})
+	h := httptransport.NewHandler(core, &httptransport.Options{KeepAlive: 100 * time.Millisecond})
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -49,7 +49,7 @@ func TestStallResumes(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	for name, dial := range map[string]client.Dialer{
 		"http": func(context.Context) (transport.Conn, error) {
-			return streamable.Dial("http://"+p.Addr()+"/mcp", &streamable.ClientOptions{Client: &http.Client{Transport: tr}, FailOnStreamLoss: true}), nil
+			return httptransport.Dial("http://"+p.Addr()+"/mcp", &httptransport.ClientOptions{Client: &http.Client{Transport: tr}, FailOnStreamLoss: true}), nil
 		},
 		"ws": func(ctx context.Context) (transport.Conn, error) {
 			return ws.Dial(ctx, "ws://"+p.Addr()+"/ws", &ws.DialOptions{Options: ws.Options{PingInterval: 100 * time.Millisecond, PingTimeout: 150 * time.Millisecond, CloseTimeout: 50 * time.Millisecond}})
@@ -89,7 +89,7 @@ func TestStallResumes(t *testing.T) {
 			if c.Reconnects() == 0 {
 				t.Fatal("the call finished without a reconnect: the stall was not noticed")
 			}
-			var silent *streamable.SilenceError
+			var silent *httptransport.SilenceError
 			if name == "http" && (lost.Load() == nil || !errors.As(*lost.Load(), &silent) || silent.Window != 250*time.Millisecond) {
 				t.Fatalf("the connection ended with %v, want no data for 250ms (2.5 × the announced keepalive)", lost.Load())
 			}

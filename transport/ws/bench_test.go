@@ -13,8 +13,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -41,9 +41,9 @@ var benchTransports = []struct {
 		return c
 	}},
 	{"http", func(b *testing.B, core *mcp.Server) transport.Conn {
-		h := streamable.NewHandler(core, nil)
+		h := httptransport.NewHandler(core, nil)
 		srv := httptest.NewServer(h)
-		c := streamable.Dial(srv.URL, &streamable.ClientOptions{Client: srv.Client()})
+		c := httptransport.Dial(srv.URL, &httptransport.ClientOptions{Client: srv.Client()})
 		b.Cleanup(func() {
 			_ = c.Close()
 			h.Close()

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 func eventKey(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
@@ -52,7 +52,7 @@ func TestLastEventIDReconnect(t *testing.T) {
 	}
 	drop()
 
-	get := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+last.id)
+	get := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+last.id)
 	if get.StatusCode != http.StatusOK {
 		t.Fatalf("GET with Last-Event-ID: %s", get.Status)
 	}
@@ -106,7 +106,7 @@ func TestLastEventIDFromPriming(t *testing.T) {
 	}
 	drop() // progress 1 and 2 were written: delivered, as far as the server can tell
 
-	get := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+prime.id)
+	get := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+prime.id)
 	if get.StatusCode != http.StatusOK {
 		t.Fatalf("GET with Last-Event-ID: %s", get.Status)
 	}
@@ -129,15 +129,15 @@ func mustJSON(v any) []byte {
 // Bad input over HTTP: each gets a precise status and a JSON-RPC error with a
 // reason, and a call in flight on the session is undisturbed.
 func TestBadInputHTTP(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{MaxMessageBytes: 4096})
+	s := newServer(t, nil, &httptransport.Options{MaxMessageBytes: 4096})
 	c := s.raw(t)
 	c.initialize(`{"resumableRequests":{}}`)
 	inflight := c.do(context.Background(), http.MethodPost, countdown(`"long"`, 0.3, 3))
 	long := events(inflight.Body)
 
-	sid := streamable.HeaderSessionID + ": " + c.session
-	unknown := streamable.HeaderLastEventID + ": " + eventKey("404") + ".1"
-	ahead := streamable.HeaderLastEventID + ": " + eventKey(`"long"`) + ".99" // the call in flight has given out 4 at most
+	sid := httptransport.HeaderSessionID + ": " + c.session
+	unknown := httptransport.HeaderLastEventID + ": " + eventKey("404") + ".1"
+	ahead := httptransport.HeaderLastEventID + ": " + eventKey(`"long"`) + ".99" // the call in flight has given out 4 at most
 	const (
 		parse   = spec.CodeParseError
 		invalid = spec.CodeInvalidRequest
@@ -158,27 +158,27 @@ func TestBadInputHTTP(t *testing.T) {
 		{"wrong jsonrpc keeps the id", "POST", `{"jsonrpc":"1.0","id":17,"method":"ping"}`, nil, 400, invalid, "17", spec.ReasonInvalidRequest},
 		{"wrong content type", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Content-Type: text/plain"}, 415, invalid, "null", spec.ReasonUnsupportedMediaType},
 		{"accepts only JSON", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Accept: application/json"}, 406, invalid, "null", spec.ReasonNotAcceptable},
-		{"missing session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{streamable.HeaderSessionID + ": "}, 400, invalid, "1", spec.ReasonSessionRequired},
-		{"unknown session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{streamable.HeaderSessionID + ": nope"}, 404, invalid, "1", spec.ReasonUnknownSession},
-		{"unsupported protocol version", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{streamable.HeaderProtocolVersion + ": 1999-01-01"}, 400, spec.CodeUnsupportedVersion, "1", spec.ReasonUnsupportedVersion},
+		{"missing session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{httptransport.HeaderSessionID + ": "}, 400, invalid, "1", spec.ReasonSessionRequired},
+		{"unknown session", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{httptransport.HeaderSessionID + ": nope"}, 404, invalid, "1", spec.ReasonUnknownSession},
+		{"unsupported protocol version", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{httptransport.HeaderProtocolVersion + ": 1999-01-01"}, 400, spec.CodeUnsupportedVersion, "1", spec.ReasonUnsupportedVersion},
 		// The 2026-07-28 era: the body's envelope, its headers and the session disagree.
-		{"2026 request in a 2025 session", "POST", modernPing(`"m1"`, spec.Version2026), []string{streamable.HeaderProtocolVersion + ": 2025-11-25", "Mcp-Method: ping"}, 400, spec.CodeHeaderMismatch, `"m1"`, spec.ReasonHeaderMismatch},
-		{"2025 request with 2026 headers", "POST", `{"jsonrpc":"2.0","id":"m2","method":"tools/list"}`, []string{streamable.HeaderProtocolVersion + ": " + spec.Version2026, "Mcp-Method: tools/list"}, 400, params, `"m2"`, spec.ReasonEraMismatch},
+		{"2026 request in a 2025 session", "POST", modernPing(`"m1"`, spec.Version2026), []string{httptransport.HeaderProtocolVersion + ": 2025-11-25", "Mcp-Method: ping"}, 400, spec.CodeHeaderMismatch, `"m1"`, spec.ReasonHeaderMismatch},
+		{"2025 request with 2026 headers", "POST", `{"jsonrpc":"2.0","id":"m2","method":"tools/list"}`, []string{httptransport.HeaderProtocolVersion + ": " + spec.Version2026, "Mcp-Method: tools/list"}, 400, params, `"m2"`, spec.ReasonEraMismatch},
 		{"2026 request without MCP-Protocol-Version", "POST", modernPing(`"m3"`, spec.Version2026), []string{"Mcp-Method: tools/list"}, 400, spec.CodeHeaderMismatch, `"m3"`, spec.ReasonHeaderMismatch},
-		{"Mcp-Method disagrees with the body", "POST", modernPing(`"m4"`, spec.Version2026), []string{streamable.HeaderProtocolVersion + ": " + spec.Version2026, "Mcp-Method: prompts/list"}, 400, spec.CodeHeaderMismatch, `"m4"`, spec.ReasonHeaderMismatch},
-		{"unknown version in both", "POST", modernPing(`"m5"`, "2099-01-01"), []string{streamable.HeaderProtocolVersion + ": 2099-01-01", "Mcp-Method: tools/list"}, 400, spec.CodeUnsupportedVersion, `"m5"`, spec.ReasonUnsupportedVersion},
-		{"GET in the 2026 era", "GET", "", []string{streamable.HeaderProtocolVersion + ": " + spec.Version2026}, 405, invalid, "null", ""},
+		{"Mcp-Method disagrees with the body", "POST", modernPing(`"m4"`, spec.Version2026), []string{httptransport.HeaderProtocolVersion + ": " + spec.Version2026, "Mcp-Method: prompts/list"}, 400, spec.CodeHeaderMismatch, `"m4"`, spec.ReasonHeaderMismatch},
+		{"unknown version in both", "POST", modernPing(`"m5"`, "2099-01-01"), []string{httptransport.HeaderProtocolVersion + ": 2099-01-01", "Mcp-Method: tools/list"}, 400, spec.CodeUnsupportedVersion, `"m5"`, spec.ReasonUnsupportedVersion},
+		{"GET in the 2026 era", "GET", "", []string{httptransport.HeaderProtocolVersion + ": " + spec.Version2026}, 405, invalid, "null", ""},
 		{"oversize body", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 5000) + `"}}`, nil, 413, invalid, "null", spec.ReasonMessageTooLarge},
 		{"forbidden origin", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Origin: http://evil.example.com"}, 403, invalid, "null", spec.ReasonForbidden},
 		{"forbidden host", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"Host: evil.example.com"}, 403, invalid, "null", spec.ReasonForbidden},
-		{"resume with a malformed Last-Event-ID", "POST", `{"jsonrpc":"2.0","id":"long","method":"requests/resume","params":{"resumeToken":"abc"}}`, []string{streamable.HeaderLastEventID + ": not-ours"}, 400, invalid, `"long"`, spec.ReasonInvalidEventID},
-		{"bad Last-Event-ID", "GET", "", []string{streamable.HeaderLastEventID + ": not-ours"}, 400, invalid, "null", spec.ReasonInvalidEventID},
+		{"resume with a malformed Last-Event-ID", "POST", `{"jsonrpc":"2.0","id":"long","method":"requests/resume","params":{"resumeToken":"abc"}}`, []string{httptransport.HeaderLastEventID + ": not-ours"}, 400, invalid, `"long"`, spec.ReasonInvalidEventID},
+		{"bad Last-Event-ID", "GET", "", []string{httptransport.HeaderLastEventID + ": not-ours"}, 400, invalid, "null", spec.ReasonInvalidEventID},
 		{"unknown Last-Event-ID", "GET", "", []string{unknown}, 410, params, "null", spec.ReasonNotFound},
 		{"Last-Event-ID past the last event", "GET", "", []string{ahead}, 400, invalid, "null", spec.ReasonInvalidEventID},
 		{"GET without SSE", "GET", "", []string{"Accept: application/json"}, 406, invalid, "null", spec.ReasonNotAcceptable},
-		{"GET without session", "GET", "", []string{streamable.HeaderSessionID + ": "}, 400, invalid, "null", spec.ReasonSessionRequired},
-		{"GET unknown session", "GET", "", []string{streamable.HeaderSessionID + ": nope"}, 404, invalid, "null", spec.ReasonUnknownSession},
-		{"DELETE without session", "DELETE", "", []string{streamable.HeaderSessionID + ": "}, 400, invalid, "null", spec.ReasonSessionRequired},
+		{"GET without session", "GET", "", []string{httptransport.HeaderSessionID + ": "}, 400, invalid, "null", spec.ReasonSessionRequired},
+		{"GET unknown session", "GET", "", []string{httptransport.HeaderSessionID + ": nope"}, 404, invalid, "null", spec.ReasonUnknownSession},
+		{"DELETE without session", "DELETE", "", []string{httptransport.HeaderSessionID + ": "}, 400, invalid, "null", spec.ReasonSessionRequired},
 		{"PUT", "PUT", "", nil, 405, invalid, "null", ""},
 	}
 	for _, tc := range cases {
@@ -294,7 +294,7 @@ func TestGetStreamAndDelete(t *testing.T) {
 // session: requests/resume by POST streams the rest and the response under the
 // original id.
 func TestSessionExpiryKeepsRequests(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{SessionIdle: 50 * time.Millisecond})
+	s := newServer(t, nil, &httptransport.Options{SessionIdle: 50 * time.Millisecond})
 	c := s.raw(t)
 	c.initialize(`{"resumableRequests":{}}`)
 	ctx, drop := context.WithCancel(context.Background())
@@ -403,7 +403,7 @@ func TestLastEventIDEnded(t *testing.T) {
 	}
 	get := func(what, lastID string, reason spec.Reason) {
 		t.Helper()
-		resp := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+lastID)
+		resp := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+lastID)
 		var e struct {
 			Error *spec.Error `json:"error"`
 		}
@@ -427,7 +427,7 @@ func TestLastEventIDEnded(t *testing.T) {
 // response (SEP-1699 polling). The stream closes StreamIdle after its last event,
 // not at the next keepalive (a minute here: the call would end first).
 func TestStreamIdlePolling(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{StreamIdle: 30 * time.Millisecond, KeepAlive: time.Minute})
+	s := newServer(t, nil, &httptransport.Options{StreamIdle: 30 * time.Millisecond, KeepAlive: time.Minute})
 	c := s.raw(t)
 	c.initialize(`{}`)
 	resp := c.do(context.Background(), http.MethodPost, countdown("8", 0.6, 3))
@@ -451,7 +451,7 @@ func TestStreamIdlePolling(t *testing.T) {
 		if polls++; polls > 100 {
 			t.Fatal("no result after 100 polls")
 		}
-		resp = c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+last)
+		resp = c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+last)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("poll %d: %s", polls, resp.Status)
 		}
@@ -482,10 +482,10 @@ func TestResumeWithLastEventID(t *testing.T) {
 	d := s.raw(t)
 	d.initialize(caps)
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"requests/resume","params":{"resumeToken":%q}}`, token)
-	if resp, got := d.post(body, streamable.HeaderLastEventID+": "+eventKey("5")+".2"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(got, string(spec.ReasonInvalidEventID)) {
+	if resp, got := d.post(body, httptransport.HeaderLastEventID+": "+eventKey("5")+".2"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(got, string(spec.ReasonInvalidEventID)) {
 		t.Errorf("resume with another request's Last-Event-ID: %s %s", resp.Status, got)
 	}
-	resp := d.do(context.Background(), http.MethodPost, body, streamable.HeaderLastEventID+": "+last.id)
+	resp := d.do(context.Background(), http.MethodPost, body, httptransport.HeaderLastEventID+": "+last.id)
 	var progress []int
 	var result string
 	for e := range events(resp.Body) {
@@ -527,7 +527,7 @@ func TestClientConnGetDelete(t *testing.T) {
 // A quiet event stream gets keepalive comments every KeepAlive; the response still
 // ends it.
 func TestKeepAliveComments(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{KeepAlive: 20 * time.Millisecond})
+	s := newServer(t, nil, &httptransport.Options{KeepAlive: 20 * time.Millisecond})
 	c := s.raw(t)
 	c.initialize(`{}`)
 	// One step of 0.3s: the stream is quiet for 0.3s between the priming event
@@ -549,7 +549,7 @@ func TestMediaTypesAccepted(t *testing.T) {
 	s := newServer(t, nil, nil)
 	c := s.raw(t)
 	c.initialize(`{}`)
-	sid := streamable.HeaderSessionID + ": " + c.session
+	sid := httptransport.HeaderSessionID + ": " + c.session
 	for i, hdr := range [][]string{
 		{"Content-Type: application/json; charset=utf-8"},
 		{"Content-Type: Application/JSON"},
@@ -571,7 +571,7 @@ func TestMediaTypesAccepted(t *testing.T) {
 // a body over MaxMessageBytes, answered with id null) fails the client's Write:
 // nothing would ever answer it.
 func TestClientRefusedRequest(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{MaxMessageBytes: 256})
+	s := newServer(t, nil, &httptransport.Options{MaxMessageBytes: 256})
 	c := s.dial(t)
 	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("x", 300) + `"}}`
 	err := c.Write(context.Background(), []byte(big))
@@ -593,7 +593,7 @@ func TestClosedHandler(t *testing.T) {
 		hdr                []string
 	}{
 		{"message of a session", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil},
-		{"initialize", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, []string{streamable.HeaderSessionID + ": "}},
+		{"initialize", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, []string{httptransport.HeaderSessionID + ": "}},
 		{"GET stream", http.MethodGet, "", nil},
 		{"DELETE", http.MethodDelete, "", nil},
 	} {
@@ -774,7 +774,7 @@ func TestLastEventIDRateLimited(t *testing.T) {
 	drop()
 
 	for i, want := range []int{http.StatusGone, http.StatusGone, http.StatusTooManyRequests} {
-		get := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+eventKey(fmt.Sprint(70+i))+".1")
+		get := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+eventKey(fmt.Sprint(70+i))+".1")
 		_ = get.Body.Close()
 		if get.StatusCode != want {
 			t.Fatalf("GET #%d for a request not delivered here: %s, want %d", i+1, get.Status, want)
@@ -783,7 +783,7 @@ func TestLastEventIDRateLimited(t *testing.T) {
 			t.Errorf("Retry-After %q, want 3600", get.Header.Get("Retry-After"))
 		}
 	}
-	get := c.do(context.Background(), http.MethodGet, "", streamable.HeaderLastEventID+": "+last.id)
+	get := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+last.id)
 	defer get.Body.Close()
 	if get.StatusCode != http.StatusOK {
 		t.Fatalf("GET for the session's own call while limited: %s, want 200", get.Status)

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // An mcp-go server served over Streamable HTTP with resumable requests, and a
@@ -26,7 +26,7 @@ func ExampleNewHandler() {
 		})
 	core := mcp.New(srv, nil)
 	defer core.Close()
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -35,7 +35,7 @@ func ExampleNewHandler() {
 
 	ctx := context.Background()
 	c, err := client.Connect(ctx, func(context.Context) (transport.Conn, error) {
-		return streamable.Dial(ts.URL+"/mcp", nil), nil
+		return httptransport.Dial(ts.URL+"/mcp", nil), nil
 	}, nil)
 	if err != nil {
 		fmt.Println(err)

@@ -1,4 +1,4 @@
-package streamable
+package http
 
 import (
 	"bytes"
@@ -114,7 +114,7 @@ type Inbound struct {
 
 // ErrStreamLost is returned by Read of a ClientConn with FailOnStreamLoss after a
 // request's event stream ended before its response.
-var ErrStreamLost = errors.New("transport/streamable: a request's event stream ended before its response")
+var ErrStreamLost = errors.New("transport/http: a request's event stream ended before its response")
 
 // Dial returns a ClientConn for the endpoint url. No request is made before the
 // first Write.

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 const testKeys = "alice:key-alice\nbob:key-bob"
@@ -29,7 +29,7 @@ func keys(t testing.TB) *transport.KeySet {
 // JSON-RPC error whose reason is unauthorized; the key is checked before the
 // session, so a valid session id does not help.
 func TestAuthRequired(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{Keys: keys(t)})
+	s := newServer(t, nil, &httptransport.Options{Keys: keys(t)})
 	alice := s.raw(t)
 	alice.client = &http.Client{Transport: transport.BearerTransport("key-alice", s.srv.Client().Transport)}
 	alice.initialize(`{}`)
@@ -53,7 +53,7 @@ func TestAuthRequired(t *testing.T) {
 	}
 	// The client reports a 401 as the Write's error (the error body has no id to
 	// route by).
-	c := streamable.Dial(s.url, &streamable.ClientOptions{Client: s.srv.Client()})
+	c := httptransport.Dial(s.url, &httptransport.ClientOptions{Client: s.srv.Client()})
 	defer c.Close()
 	if err := c.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("ClientConn.Write without a key: %v; want a 401 error", err)
@@ -68,7 +68,7 @@ func TestAuthRequired(t *testing.T) {
 // gets (same bytes) for getStatus and resume, and bob's cancel with it does
 // nothing; bob cannot use alice's session either. Alice's own getStatus works.
 func TestAuthPrincipalIsolation(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{Keys: keys(t)})
+	s := newServer(t, nil, &httptransport.Options{Keys: keys(t)})
 	tr := s.srv.Client().Transport
 	alice, bob := s.raw(t), s.raw(t)
 	alice.client = &http.Client{Transport: transport.BearerTransport("key-alice", tr)}
@@ -105,7 +105,7 @@ func TestAuthPrincipalIsolation(t *testing.T) {
 		t.Errorf("bob's cancel: %s %s", resp.Status, body)
 	}
 	// Bob presenting alice's session id: an unknown session.
-	if resp, body := bob.post(getStatus(token), streamable.HeaderSessionID+": "+alice.session); resp.StatusCode != http.StatusNotFound ||
+	if resp, body := bob.post(getStatus(token), httptransport.HeaderSessionID+": "+alice.session); resp.StatusCode != http.StatusNotFound ||
 		!strings.Contains(body, string(spec.ReasonUnknownSession)) {
 		t.Errorf("bob on alice's session: %s %s; want 404 unknown_session", resp.Status, body)
 	}
@@ -119,11 +119,11 @@ func TestAuthPrincipalIsolation(t *testing.T) {
 // The shared end-to-end suite, with authentication on and every client presenting
 // its key.
 func TestEndToEndHTTPAuth(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{Keys: keys(t)})
+	s := newServer(t, nil, &httptransport.Options{Keys: keys(t)})
 	client := &http.Client{Transport: transport.BearerTransport("key-bob", s.srv.Client().Transport)}
 	e2etest.Run(t, e2etest.Harness{
 		Dial: func(t testing.TB) transport.Conn {
-			c := streamable.Dial(s.url, &streamable.ClientOptions{Client: client})
+			c := httptransport.Dial(s.url, &httptransport.ClientOptions{Client: client})
 			t.Cleanup(func() { _ = c.Close() })
 			return c
 		},

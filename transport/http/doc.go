@@ -1,6 +1,10 @@
-// Package streamable serves MCP over Streamable HTTP with resumable requests, on
+// Package http serves MCP over Streamable HTTP with resumable requests, on
 // the core of package mcp, in both eras: 2025-era sessions (protocol versions
-// 2024-11-05 to 2025-11-25) and stateless 2026-07-28 requests.
+// 2024-11-05 to 2025-11-25) and stateless 2026-07-28 requests, and is its
+// client (Dial). It shares net/http's name, so its importers name it
+// httptransport:
+//
+//	import httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 //
 // A POST of the 2026-07-28 era (its MCP-Protocol-Version header names it, or its
 // body carries the envelope) is one request on a session of its own that ends
@@ -45,4 +49,4 @@
 //
 // Every request is checked for DNS rebinding: its Host must be an allowed host and
 // its Origin, when present, an allowed origin (by default loopback names only).
-package streamable
+package http

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // raw is a bare Streamable HTTP client for tests that look at HTTP itself:
@@ -43,7 +43,7 @@ func (c *raw) do(ctx context.Context, method, body string, hdr ...string) *http.
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	if c.session != "" {
-		req.Header.Set(streamable.HeaderSessionID, c.session)
+		req.Header.Set(httptransport.HeaderSessionID, c.session)
 	}
 	for _, h := range hdr {
 		k, v, _ := strings.Cut(h, ": ")
@@ -80,7 +80,7 @@ func (c *raw) initialize(caps string) {
 	if resp.StatusCode != http.StatusOK {
 		c.t.Fatalf("initialize: %s %s", resp.Status, body)
 	}
-	c.session = resp.Header.Get(streamable.HeaderSessionID)
+	c.session = resp.Header.Get(httptransport.HeaderSessionID)
 	if c.session == "" {
 		c.t.Fatal("initialize: no Mcp-Session-Id")
 	}

@@ -1,4 +1,4 @@
-package streamable
+package http
 
 import (
 	"bufio"
@@ -67,7 +67,7 @@ func (c *ClientConn) Resume(id []byte, lastEventID string, idle time.Duration) e
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return fmt.Errorf("transport/streamable: GET %s with Last-Event-ID: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("transport/http: GET %s with Last-Event-ID: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
 	}
 	if idle > 0 {
 		resp.Body = newIdleBody(resp.Body, idle)
@@ -130,7 +130,7 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 		// key, a forbidden origin, a wrong media type, a body too large...): the
 		// error carries no id to route by, and the request will never be
 		// answered. Without a key, nothing will be.
-		return fmt.Errorf("transport/streamable: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("transport/http: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
 	}
 	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
 		c.deliver(Inbound{Msg: b})
@@ -138,7 +138,7 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 	}
 	if requestID(sent) != nil {
 		// A request that got neither a stream nor an answer will never be answered.
-		return fmt.Errorf("transport/streamable: POST %s: %s without an answer", c.url, resp.Status)
+		return fmt.Errorf("transport/http: POST %s: %s without an answer", c.url, resp.Status)
 	}
 	return nil
 }

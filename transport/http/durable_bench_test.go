@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"fmt"

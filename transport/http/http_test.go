@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"net/http"
@@ -15,7 +15,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,14 +24,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // loopback listener. Everything is stopped and waited for at the end of the test.
 type server struct {
 	core *mcp.Server
-	h    *streamable.Handler
+	h    *httptransport.Handler
 	srv  *httptest.Server
 	url  string
 }
 
-func newServer(t testing.TB, opts *mcp.Options, hopts *streamable.Options) *server {
+func newServer(t testing.TB, opts *mcp.Options, hopts *httptransport.Options) *server {
 	core := mcp.New(demo.Server("test"), opts)
-	h := streamable.NewHandler(core, hopts)
+	h := httptransport.NewHandler(core, hopts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Close()
@@ -41,8 +41,8 @@ func newServer(t testing.TB, opts *mcp.Options, hopts *streamable.Options) *serv
 	return &server{core: core, h: h, srv: srv, url: srv.URL + "/mcp"}
 }
 
-func (s *server) dial(t testing.TB) *streamable.ClientConn {
-	c := streamable.Dial(s.url, &streamable.ClientOptions{Client: s.srv.Client()})
+func (s *server) dial(t testing.TB) *httptransport.ClientConn {
+	c := httptransport.Dial(s.url, &httptransport.ClientOptions{Client: s.srv.Client()})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -57,7 +57,7 @@ func TestEndToEndHTTP(t *testing.T) {
 		Calls:     s.core.Calls,
 		Stall: func(t testing.TB) (transport.Conn, func()) {
 			p := faultproxy.New(t, s.srv.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
-			c := streamable.Dial("http://"+p.Addr()+"/mcp", nil)
+			c := httptransport.Dial("http://"+p.Addr()+"/mcp", nil)
 			t.Cleanup(func() { _ = c.Close() })
 			return c, func() { p.Stall() }
 		},
@@ -79,7 +79,7 @@ func TestIdleSessionsCostNoGoroutine(t *testing.T) {
 		poll.Until(t, 5*time.Second, what, func() bool { return runtime.NumGoroutine() <= base+2 })
 	}
 	for range 40 {
-		c := e2etest.NewClient(t, streamable.Dial(s.url, &streamable.ClientOptions{Client: hc}))
+		c := e2etest.NewClient(t, httptransport.Dial(s.url, &httptransport.ClientOptions{Client: hc}))
 		c.Initialize(`{}`)
 		c.Close()
 	}
@@ -88,7 +88,7 @@ func TestIdleSessionsCostNoGoroutine(t *testing.T) {
 	}
 	settled("no goroutine per idle session")
 	// A GET stream: the session's pump runs while it is open.
-	c := streamable.Dial(s.url, &streamable.ClientOptions{Client: hc})
+	c := httptransport.Dial(s.url, &httptransport.ClientOptions{Client: hc})
 	ec := e2etest.NewClient(t, c)
 	ec.Initialize(`{}`)
 	if status, err := c.Get(""); status != http.StatusOK || err != nil {

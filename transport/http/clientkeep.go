@@ -1,4 +1,4 @@
-package streamable
+package http
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func (c *ClientConn) fromKept(msg []byte) (bool, error) {
 	select {
 	case c.in <- Inbound{Msg: res}:
 	default:
-		return true, errors.New("transport/streamable: read buffer full")
+		return true, errors.New("transport/http: read buffer full")
 	}
 	return true, nil
 }
@@ -120,7 +120,7 @@ func (c *ClientConn) reopen(ctx context.Context, used string) error {
 	k.id, k.result = "", nil
 	k.mu.Unlock()
 	if init == nil {
-		return errors.New("transport/streamable: no initialize to open a new session with")
+		return errors.New("transport/http: no initialize to open a new session with")
 	}
 	c.mu.Lock()
 	c.session = ""
@@ -142,7 +142,7 @@ func (c *ClientConn) reopen(ctx context.Context, used string) error {
 		if sid != "" { // opened, but its answer was lost: end it rather than leave it idle
 			c.deleteSession(sid)
 		}
-		return fmt.Errorf("transport/streamable: reopening the session: %s", resp.Status)
+		return fmt.Errorf("transport/http: reopening the session: %s", resp.Status)
 	}
 	var r struct {
 		Result struct {

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // Fault test: 200 concurrent long calls through a proxy that cuts every connection
@@ -61,7 +61,7 @@ func faultCall(client *http.Client, url string, n int, reconnects *int) error {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(streamable.HeaderSessionID, sid)
+		req.Header.Set(httptransport.HeaderSessionID, sid)
 		resp, err := client.Do(req)
 		if err != nil {
 			continue
@@ -93,7 +93,7 @@ func faultInit(client *http.Client, url string) (string, error) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if sid != "" {
-			req.Header.Set(streamable.HeaderSessionID, sid)
+			req.Header.Set(httptransport.HeaderSessionID, sid)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -107,7 +107,7 @@ func faultInit(client *http.Client, url string) (string, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("initialize: %v", err)
 	}
-	sid := resp.Header.Get(streamable.HeaderSessionID)
+	sid := resp.Header.Get(httptransport.HeaderSessionID)
 	if resp, err := post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || resp.StatusCode != http.StatusAccepted {
 		return "", fmt.Errorf("initialized: %v", err)
 	}

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // A client whose connection stops carrying bytes mid-call and never comes
@@ -20,9 +20,9 @@ import (
 // expires at maxWait.
 func TestStalledClientDetached(t *testing.T) {
 	s := newServer(t, &mcp.Options{Engine: &resume.Options{MaxWait: 2 * time.Second}},
-		&streamable.Options{WriteTimeout: 300 * time.Millisecond, KeepAlive: 100 * time.Millisecond})
+		&httptransport.Options{WriteTimeout: 300 * time.Millisecond, KeepAlive: 100 * time.Millisecond})
 	p := faultproxy.NewStaller(t, s.srv.Listener.Addr().String())
-	c := e2etest.NewClient(t, streamable.Dial("http://"+p.Addr()+"/mcp", nil))
+	c := e2etest.NewClient(t, httptransport.Dial("http://"+p.Addr()+"/mcp", nil))
 	c.Initialize(`{"resumableRequests":{}}`)
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, strings.Repeat("x", 3<<20))
 	e2etest.PolicyOf(t, c.Next())

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 var tokenField = regexp.MustCompile(`"resumeToken"\s*:\s*"([^"]+)"`)
@@ -57,13 +57,13 @@ func (c tokenConn) Write(ctx context.Context, msg []byte) error {
 func TestLogsCarryNoTokens(t *testing.T) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	s := newServer(t, &mcp.Options{Logger: &log}, &streamable.Options{Keys: keys(t), Logger: &log})
+	s := newServer(t, &mcp.Options{Logger: &log}, &httptransport.Options{Keys: keys(t), Logger: &log})
 	client := &http.Client{Transport: transport.BearerTransport("key-bob", s.srv.Client().Transport)}
 	var mu sync.Mutex
 	tokens := map[string]bool{}
 	e2etest.Run(t, e2etest.Harness{
 		Dial: func(t testing.TB) transport.Conn {
-			c := streamable.Dial(s.url, &streamable.ClientOptions{Client: client})
+			c := httptransport.Dial(s.url, &httptransport.ClientOptions{Client: client})
 			t.Cleanup(func() { _ = c.Close() })
 			return tokenConn{Conn: c, mu: &mu, tokens: tokens}
 		},

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"bufio"
@@ -23,13 +23,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // The HTTP benchmarks run one client, written here on plain net/http, against
 // three Streamable HTTP servers on loopback, each serving the same two tools:
 //
-//   - ours: an mcp-go MCPServer behind mcp.New and streamable.NewHandler, with a
+//   - ours: an mcp-go MCPServer behind mcp.New and httptransport.NewHandler, with a
 //     client that advertises resumableRequests (ours-resume: policy notification,
 //     resume engine, sequence numbers), with a plain client (ours-plain), and with
 //     the resumable client and a default policy of after:1ms (ours-after1ms);
@@ -79,7 +79,7 @@ func startOurs() (string, func()) { return startOursWith(nil) }
 
 func startOursWith(opts *mcp.Options) (string, func()) {
 	core := mcp.New(mcpgoToolServer(), opts)
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	srv := httptest.NewServer(h)
 	return srv.URL + "/mcp", func() {
 		h.Close()
@@ -658,12 +658,12 @@ func BenchmarkIdleSession(b *testing.B) { benchSessions(b, false) }
 func BenchmarkParkedSession(b *testing.B) { benchSessions(b, true) }
 
 func benchSessions(b *testing.B, parked bool) {
-	opts := &streamable.Options{MaxSessions: -1, MaxSessionsPerPrincipal: -1, MaxSessionsPerAddress: -1}
+	opts := &httptransport.Options{MaxSessions: -1, MaxSessionsPerPrincipal: -1, MaxSessionsPerAddress: -1}
 	if parked {
 		opts.EmptySessionIdle = time.Millisecond
 	}
 	core := mcp.New(mcpgoToolServer(), nil)
-	h := streamable.NewHandler(core, opts)
+	h := httptransport.NewHandler(core, opts)
 	srv := httptest.NewServer(h)
 	defer func() {
 		h.Close()

@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // An answered call whose result the engine keeps (resumable, for
@@ -23,7 +23,7 @@ import (
 // writer, and with it of the request, its headers and net/http's buffers.
 func TestAnsweredCallKeepsNoExchange(t *testing.T) {
 	core := mcp.New(demo.Server("test"), nil)
-	h := streamable.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, nil)
 	var (
 		mu    sync.Mutex
 		calls []weak.Pointer[http.Request]
@@ -41,7 +41,7 @@ func TestAnsweredCallKeepsNoExchange(t *testing.T) {
 		srv.Close()
 		core.Close()
 	})
-	c := e2etest.NewClient(t, streamable.Dial(srv.URL+"/mcp", &streamable.ClientOptions{Client: srv.Client()}))
+	c := e2etest.NewClient(t, httptransport.Dial(srv.URL+"/mcp", &httptransport.ClientOptions{Client: srv.Client()}))
 	c.Initialize(`{"resumableRequests":{}}`)
 	const n = 20
 	for i := range n {

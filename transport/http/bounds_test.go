@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"io"
@@ -10,19 +10,19 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // At the bound of sessions per address, a new session takes the place of the
 // one used least recently that has no open stream; when every one has a stream,
 // initialize is refused with 503 and too_many_sessions.
 func TestSessionBounds(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{MaxSessionsPerAddress: 3})
+	s := newServer(t, nil, &httptransport.Options{MaxSessionsPerAddress: 3})
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	open := func() *e2etest.Client {
-		c := e2etest.NewClient(t, streamable.Dial(s.url, &streamable.ClientOptions{Client: hc}))
+		c := e2etest.NewClient(t, httptransport.Dial(s.url, &httptransport.ClientOptions{Client: hc}))
 		c.Initialize(`{}`)
 		return c
 	}
@@ -67,10 +67,10 @@ func TestSessionBounds(t *testing.T) {
 // resumable requests capability included); one with a request a stream
 // reconnect could take up is not parked.
 func TestEmptySessionParked(t *testing.T) {
-	s := newServer(t, nil, &streamable.Options{EmptySessionIdle: 50 * time.Millisecond, SessionIdle: time.Hour})
-	empty := e2etest.NewClient(t, streamable.Dial(s.url, nil))
+	s := newServer(t, nil, &httptransport.Options{EmptySessionIdle: 50 * time.Millisecond, SessionIdle: time.Hour})
+	empty := e2etest.NewClient(t, httptransport.Dial(s.url, nil))
 	empty.Initialize(`{"resumableRequests":{}}`)
-	busy := e2etest.NewClient(t, streamable.Dial(s.url, nil))
+	busy := e2etest.NewClient(t, httptransport.Dial(s.url, nil))
 	busy.Initialize(`{"resumableRequests":{}}`)
 	busy.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":30,"steps":30},"_meta":{"progressToken":"p"}}}`)
 	e2etest.PolicyOf(t, busy.Next())

@@ -1,4 +1,4 @@
-package streamable
+package http
 
 import (
 	"bytes"

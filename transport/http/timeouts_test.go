@@ -1,4 +1,4 @@
-package streamable_test
+package http_test
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport/streamable"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // A POST whose body stops arriving is answered 408 request_timeout at
@@ -24,7 +24,7 @@ import (
 // bubble.)
 func TestBodyTimeout(t *testing.T) {
 	const bodyTimeout = 200 * time.Millisecond
-	s := newServer(t, nil, &streamable.Options{BodyTimeout: bodyTimeout})
+	s := newServer(t, nil, &httptransport.Options{BodyTimeout: bodyTimeout})
 	c, err := net.Dial("tcp", s.srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestBodyTimeout(t *testing.T) {
 // or that has a request's stream open, keeps it.
 func TestSessionIdleWithStream(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	s := newServer(t, nil, &streamable.Options{SessionIdle: idle, KeepAlive: 50 * time.Millisecond})
+	s := newServer(t, nil, &httptransport.Options{SessionIdle: idle, KeepAlive: 50 * time.Millisecond})
 	c := s.raw(t)
 	c.initialize(`{"resumableRequests":{}}`)
 	get := events(c.do(t.Context(), http.MethodGet, "").Body)
