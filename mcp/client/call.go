@@ -86,6 +86,7 @@ type call struct {
 	sent     bool      // written on some link
 	link     *link     // the link it was last sent or resumed on; nil while waiting to resume
 	resuming bool      // its current link carries requests/resume, not the original
+	retries  int       // times its resume on link was sent again (retryLaterLocked)
 	policy   *Policy   // nil until the server makes it resumable
 	lastSeq  uint64    // highest sequence number received
 	heard    time.Time // when the server last showed this request alive, for maxWait

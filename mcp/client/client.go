@@ -330,11 +330,8 @@ func (c *Client) install(l *link) {
 			continue
 		}
 		cl.link, cl.resuming, cl.unconfirmed = l, true, true
-		p := spec.ResumeParams{ResumeToken: cl.policy.Token}
-		ack := cl.lastSeq
-		p.Meta = &spec.RequestMeta{Ack: &ack}
-		b, _ := json.Marshal(p)
-		msgs = append(msgs, spec.EncodeRequest(cl.id, spec.MethodResume, b))
+		cl.retries = 0
+		msgs = append(msgs, resumeLocked(cl))
 		if cl.opts.Resumed != nil {
 			resumed = append(resumed, cl.opts.Resumed)
 		}
@@ -350,6 +347,56 @@ func (c *Client) install(l *link) {
 			return
 		}
 	}
+}
+
+// resumeLocked returns cl's requests/resume: its id, its token and the last
+// sequence number it holds. c.mu is held.
+func resumeLocked(cl *call) []byte {
+	p := spec.ResumeParams{ResumeToken: cl.policy.Token}
+	ack := cl.lastSeq
+	p.Meta = &spec.RequestMeta{Ack: &ack}
+	b, _ := json.Marshal(p)
+	return spec.EncodeRequest(cl.id, spec.MethodResume, b)
+}
+
+// maxResumeRetries bounds how many times one resume the server did not take
+// up (retryLaterLocked) is sent again on the same link.
+const maxResumeRetries = 30
+
+// retryLaterLocked takes up a resume of cl on l that the server answered e
+// without taking it up, and with a retryAfter: the instance of a cluster that
+// runs the request did not answer (owner_unreachable: it is claimed once its
+// lease runs out), or the session spent its failed token checks
+// (rate_limited). The resume is sent again on l after retryAfter, unless the
+// call ends or moves to another link meanwhile. It reports false, and the
+// call ends with e, for any other error, or once the retries are spent.
+// c.mu is held.
+func (c *Client) retryLaterLocked(cl *call, l *link, e *spec.Error) bool {
+	if e.Reason != spec.ReasonOwnerUnreachable && e.Reason != spec.ReasonRateLimited || cl.retries >= maxResumeRetries {
+		return false
+	}
+	cl.retries++
+	wait := max(time.Duration(e.RetryAfter)*time.Second, time.Second)
+	c.wg.Go(func() {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-l.done:
+			return // the next link resumes the call
+		case <-c.ctx.Done():
+			return
+		}
+		c.mu.Lock()
+		if cl.finished || cl.link != l || c.link != l {
+			c.mu.Unlock()
+			return
+		}
+		msg := resumeLocked(cl)
+		c.mu.Unlock()
+		c.write(l, msg)
+	})
+	return true
 }
 
 // write writes m on l; a failed write drops l (its reader then ends, and the loop

@@ -19,7 +19,11 @@
 //   - initializes the new connection and sends requests/resume for each
 //     resumable request: the original id, its token, and `_meta["io.mcp-resume/ack"]`
 //     = the last sequence number received, so that the server sends only what the
-//     client does not have.
+//     client does not have. A resume the server answers with a retryAfter
+//     without taking it up (owner_unreachable: the cluster instance that runs the
+//     request did not answer, and the request is claimed once its lease runs
+//     out; rate_limited) is sent again on the same connection after that
+//     delay, up to 30 times.
 //
 // CallTool therefore returns the tool's result however many disconnects happen.
 // Progress callbacks run exactly once per notification and in order: each call

@@ -78,10 +78,14 @@ func (c *Client) response(l *link, m *spec.Message) {
 	e.ID = cl.id
 	var err error = &e
 	switch resume := cl.resuming && cl.link == l; {
+	case resume && c.retryLaterLocked(cl, l, &e):
+		c.mu.Unlock()
+		return
 	case resume && resumeReasons[e.Reason]:
 		err = &ResumeError{ID: cl.id, Err: &e}
 	case resume && e.Reason == spec.ReasonRateLimited:
-		// The server did not check the token: the resume was not taken up.
+		// The server did not check the token, again and again: the resume was
+		// not taken up.
 	default:
 		if f := acceptedLocked(cl, l); f != nil {
 			c.mu.Unlock()
