@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -238,7 +239,8 @@ func TestTraceDropAndResume(t *testing.T) {
 
 // A call's answer shapes its span: a tool's own error is error.type
 // tool_error; a wrong token is -32602 (the client's mistake: no error.type)
-// with its reason; a call key never reaches a span.
+// with its reason; a call key and a task id never reach a span, and a task's
+// span ends with its work.
 func TestTraceErrors(t *testing.T) {
 	rec := newSpans()
 	_, dial := serve(t, &mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()})
@@ -253,10 +255,26 @@ func TestTraceErrors(t *testing.T) {
 	const key = "k3y-0f-a-ca11-that-is-l0ng-en0ugh-t0-be-a-key"
 	c.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.mcp-resume/key":%q}}}`, key)
 	c.Response(`3`)
+	c.Send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"x"},"task":{}}}`)
+	created, _ := c.Response(`4`)
+	var task struct {
+		Task struct {
+			ID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(created.Result, &task); err != nil || task.Task.ID == "" {
+		t.Fatalf("no task created: %s", created.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":%q}}`, task.Task.ID)
+	c.Response(`5`)
 
-	got := rec.wait(t, "the three requests' spans", func(ss []sdktrace.ReadOnlySpan) bool {
-		return len(named(ss, "tools/call countdown")) == 1 && len(named(ss, "requests/getStatus")) == 1 && len(named(ss, "tools/call echo")) == 1
+	got := rec.wait(t, "the four calls' spans", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 1 && len(named(ss, "requests/getStatus")) == 1 && len(named(ss, "tools/call echo")) == 1 &&
+			len(named(ss, "tools/call summarize")) == 1
 	})
+	if ts := named(got, "tools/call summarize")[0]; attrsOf(ts)["error.type"] != "cancelled" || !slices.Contains(eventNames(ts), "mcp_resume.resumable") {
+		t.Errorf("cancelled task's span: attributes %v, events %v", attrsOf(ts), eventNames(ts))
+	}
 	fail := named(got, "tools/call countdown")[0]
 	if at := attrsOf(fail); at["error.type"] != "tool_error" || fail.Status().Code.String() != "Error" {
 		t.Errorf("failed tool: attributes %v, status %v", at, fail.Status())
@@ -268,7 +286,7 @@ func TestTraceErrors(t *testing.T) {
 	if gs.Parent().IsValid() {
 		t.Errorf("wrong token: the span has a parent %v; a token that names nothing leads to no trace", gs.Parent())
 	}
-	noSecrets(t, got, wrong, key)
+	noSecrets(t, got, wrong, key, task.Task.ID)
 }
 
 // Without a TracerProvider the core makes no span, even where a global one is
