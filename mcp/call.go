@@ -361,8 +361,10 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		}
 	}
 	cl.req, cl.hidden = r, hidden
-	cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
-	cl.span.follow(r)
+	if cl.span != nil { // the attribute's slice is not made for nobody
+		cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
+		cl.span.follow(r)
+	}
 	if cl.hold != nil && (!hidden || cl.kind.task()) { // the engine knows the key from now on
 		s.keys.drop(c.principal, cl.key, cl.hold)
 	}
