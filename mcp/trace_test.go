@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -306,4 +307,37 @@ func TestTraceOff(t *testing.T) {
 	if len(rec.ended) != 0 {
 		t.Fatalf("spans without a TracerProvider: %v", spanNames(rec.ended))
 	}
+}
+
+// A call on one instance of a cluster resumed on the other: the resume's span,
+// made by the instance that does not own the request, is a child of the
+// call's span on its owner (the trace context came with the request's record
+// in the shared store), and the call's span, on the owner, ends when the
+// result reaches the client through the other instance.
+func TestTraceAcrossInstances(t *testing.T) {
+	rec := newSpans() // both instances', as one collector would have them
+	ins := startClusterOf(t, 2, 5*time.Second, mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()},
+		func() *server.MCPServer { return demo.Server("test") })
+	a := e2etest.NewClient(t, ins[0].dial(t))
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":10},"_meta":{"progressToken":"p","traceparent":%q}}}`, traceparent(clientSpan))
+	pol := e2etest.PolicyOf(t, a.Next())
+	a.Until(func(m e2etest.Msg) bool { return e2etest.Progress(m) == 2 })
+	a.Close()
+
+	b := e2etest.NewClient(t, ins[1].dial(t))
+	b.Initialize(`{"resumableRequests":{}}`)
+	b.Resume(`11`, pol.ResumeToken)
+	if resp, _ := b.Response(`11`); e2etest.Text(resp) != "countdown done: 10 of 10 steps" {
+		t.Fatalf("result %s", resp.Raw)
+	}
+	got := rec.wait(t, "the call's span and the resume's", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 1 && len(named(ss, "requests/resume")) == 1
+	})
+	call, res := named(got, "tools/call countdown")[0], named(got, "requests/resume")[0]
+	if call.Parent().SpanID().String() != clientSpan || res.Parent().SpanID() != call.SpanContext().SpanID() ||
+		res.SpanContext().TraceID().String() != clientTrace {
+		t.Errorf("call span's parent %v, resume span's parent %v: want the client's, and the call's %v", call.Parent(), res.Parent(), call.SpanContext())
+	}
+	noSecrets(t, got, pol.ResumeToken)
 }
