@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net/http"
+	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -104,5 +105,37 @@ func TestTraceResumedCall(t *testing.T) {
 		if bytes.Contains(raw, []byte(secret)) {
 			t.Errorf("the %s is in what was exported", name)
 		}
+	}
+}
+
+// Through `gateway` in front of `serve --stdio` (both exporting to the one
+// receiver): the upstream's span of the call is in the client's trace, a
+// child of the gateway's span of it, which is a child of the client's span.
+func TestTraceThroughGateway(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.1,"steps":2},"_meta":{"progressToken":"p","traceparent":"00-%s-%s-01"}}}`, clientTraceID, clientSpanID)
+	if resp, _ := c.Response(`1`); e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
+		t.Fatalf("result %s", resp.Raw)
+	}
+	var gw, up otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the gateway's span of the call and the upstream's below it", func(spans []otlptest.Span) bool {
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && s.ParentSpanID == clientSpanID {
+				gw = s
+			}
+		}
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && gw.SpanID != "" && s.ParentSpanID == gw.SpanID {
+				up = s
+			}
+		}
+		return up.SpanID != ""
+	})
+	if gw.TraceID != clientTraceID || up.TraceID != clientTraceID || up.Kind != "Server" {
+		t.Errorf("gateway's span %+v, upstream's %+v: want both in the client's trace", gw, up)
 	}
 }
