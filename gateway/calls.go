@@ -16,6 +16,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
@@ -65,6 +67,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		case resuming.IsZero():
 			id = p.newID()
 			meta := map[string]any{"progressToken": json.RawMessage(id)}
+			withTrace(ctx, meta)
 			if g.keys {
 				// A key of the call's own (its resume token upstream): the call
 				// sent again with it is joined to the one running, never run twice.
@@ -117,6 +120,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			// SEP-975: the same id, the token, and what was passed on already.
 			method = spec.MethodResume
 			rm := map[string]any{spec.MetaAck: ack}
+			withTrace(ctx, rm)
 			maps.Copy(rm, envelope) // a call of the 2026 era is resumed in it
 			params, _ = json.Marshal(map[string]any{"resumeToken": token, "_meta": rm})
 		}
@@ -717,3 +721,18 @@ const (
 	methodTasksResult = "tasks/result"
 	methodTasksCancel = "tasks/cancel"
 )
+
+// withTrace puts the W3C trace context of the span ctx carries (the core's
+// span of the client's call, when the gateway traces) into meta, a request's
+// _meta to the upstream (SEP-414): the upstream's spans of the call join the
+// client's trace, below the gateway's span.
+func withTrace(ctx context.Context, meta map[string]any) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	for k, v := range c {
+		meta[k] = v
+	}
+}

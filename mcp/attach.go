@@ -121,20 +121,27 @@ func ackOf(m *spec.RequestMeta) uint64 {
 // delivers messages.
 func (at *attachments) getStatus(m *spec.Message, st Stream) {
 	c := at.c
+	sp := c.spanOf(m, st)
+	fail := func(e *spec.Error) {
+		c.replyError(st, m.ID, e)
+		sp.end(e)
+	}
 	p, perr := spec.DecodeGetStatusParams(m.Params)
 	if perr != nil {
-		c.replyError(st, m.ID, perr)
+		fail(perr)
 		return
 	}
 	r, wait, err := at.lookup(p.ResumeToken, p.RequestID)
 	if at.rateLimited(st, m.ID, wait) {
+		sp.end(rateLimitError(wait))
 		return
 	}
+	sp.within(r) // the request's trace, when it was found
 	if err == nil {
 		err = r.Touch(ackOf(p.Meta))
 	}
 	if err != nil {
-		c.replyError(st, m.ID, wireError(err))
+		fail(wireError(err))
 		return
 	}
 	rs := r.Status()
@@ -147,10 +154,10 @@ func (at *attachments) getStatus(m *spec.Message, st Stream) {
 	case resume.StateFailed:
 		res.Status = spec.StatusFailed
 	case resume.StateCancelled:
-		c.replyError(st, m.ID, wireError(resume.ErrCancelled))
+		fail(wireError(resume.ErrCancelled))
 		return
 	default:
-		c.replyError(st, m.ID, wireError(resume.ErrExpired))
+		fail(wireError(resume.ErrExpired))
 		return
 	}
 	if rs.Dropped > 0 {
@@ -158,6 +165,7 @@ func (at *attachments) getStatus(m *spec.Message, st Stream) {
 	}
 	b, _ := json.Marshal(res)
 	c.reply(st, spec.EncodeResponse(m.ID, b))
+	sp.end(nil)
 }
 
 // resume answers requests/resume: the request named by the message's id and token is
@@ -168,19 +176,29 @@ func (at *attachments) getStatus(m *spec.Message, st Stream) {
 //
 // A 2026-era resume (modern) gets its messages through a round, as its request's
 // rounds do: a question the tool asks meanwhile answers it input_required.
+//
+// Its span covers the lookup and the attach, which writes what the request
+// had queued; what comes later is on the request's own span.
 func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern bool) {
 	c := at.c
+	sp := c.spanOf(m, st)
+	fail := func(e *spec.Error) {
+		c.replyError(st, m.ID, e)
+		sp.end(e)
+	}
 	p, perr := spec.DecodeResumeParams(m.Params)
 	if perr != nil {
-		c.replyError(st, m.ID, perr)
+		fail(perr)
 		return
 	}
 	r, wait, err := at.lookup(p.ResumeToken, m.ID)
 	if at.rateLimited(st, m.ID, wait) {
+		sp.end(rateLimitError(wait))
 		return
 	}
+	sp.within(r)
 	if err != nil {
-		c.replyError(st, m.ID, wireError(err))
+		fail(wireError(err))
 		return
 	}
 	snk := st
@@ -197,9 +215,10 @@ func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern b
 		defer c.s.wg.Done()
 		acked := p.Meta != nil && p.Meta.Ack != nil
 		if err := at.adopt(r, st, snk, max(ackOf(p.Meta), after), acked, false); err != nil {
-			c.replyError(st, m.ID, wireError(err))
+			fail(wireError(err))
 			return
 		}
+		sp.end(nil)
 		c.debug().Str("request", string(m.ID)).Msg("resumed")
 	}()
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/internal/jstest"
@@ -501,4 +503,41 @@ func BenchmarkTaskStream(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkCoreTracingPaired is BenchmarkCoreToolsCallPaired's pairing for
+// tracing: each iteration makes one echo call on a server without a
+// TracerProvider (tracing off: no span, nothing read for one) and one on a
+// server that samples every request and exports its span in batches (the
+// SDK's batch processor, to an exporter that drops what it gets), both for a
+// client with resumable requests (a span that the request keeps, and its
+// trace context in the request's record). The "traced/off" metric is the
+// ratio of their times per call.
+func BenchmarkCoreTracingPaired(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	caps := `{"resumableRequests":{}}`
+	off := benchCore(b, caps, nil)
+	on := benchCore(b, caps, &mcp.Options{TracerProvider: tp})
+	var offT, onT time.Duration
+	timed := func(call func(int), i int) time.Duration {
+		t := time.Now()
+		call(i)
+		return time.Since(t)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		if n%2 == 0 {
+			offT += timed(off, n)
+			onT += timed(on, n)
+		} else {
+			onT += timed(on, n)
+			offT += timed(off, n)
+		}
+	}
+	b.ReportMetric(float64(offT.Nanoseconds())/float64(n), "off-ns/call")
+	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), "traced-ns/call")
+	b.ReportMetric(float64(onT)/float64(offT), "traced/off")
 }

@@ -44,6 +44,10 @@ type call struct {
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
 	sess   *callSession
+	// span is the call's span (nil when the server does not trace): ended
+	// with the call's answer, or once the call is a request, by the request
+	// (reqSpan.follow).
+	span *reqSpan
 	// modern: the request is of the 2026-07-28 era (its envelope); nil for a
 	// 2025-era request, which lives in its session.
 	modern *modernReq
@@ -160,12 +164,20 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		// Cancelled by the client, expired, shut down, or its connection is gone:
 		// no response (a cancelled request gets none, and nobody would read it).
 		cl.c.debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
+		if r == nil {
+			cl.span.endCause(cause) // a request's span is the request's to end
+		}
 		return
 	}
 	if r == nil {
 		cl.c.reply(cl.st, encodeReply(cl.id, resp, cl.patch, 0))
+		cl.span.endWith(resp)
 		return
 	}
+	// The span ends when the response reaches a client (a task's: now, its
+	// work done); what it says is known now.
+	cl.span.result(resp)
+	cl.span.event(eventCompleted)
 	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
 		cl.c.debug().Err(err).Str("request", string(cl.id)).Msg("completing")
 	}
@@ -173,6 +185,9 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		cl.taskStatus("failed")
 	} else {
 		cl.taskStatus("completed")
+	}
+	if cl.kind.task() {
+		cl.span.endWith(resp)
 	}
 }
 
@@ -271,7 +286,8 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	// A task is found by its task id, not by a token its client holds: no
 	// policy, no sequence numbers, whatever the client declared.
 	hidden := !cl.resumable || cl.kind.task()
-	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.kind.task()}
+	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.kind.task(),
+		Trace: cl.span.traceContext(), Observer: cl.span.observer()}
 	if !hidden || cl.kind.task() {
 		so.Token = cl.key // "": the engine makes one
 	}
@@ -345,6 +361,10 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		}
 	}
 	cl.req, cl.hidden = r, hidden
+	if cl.span != nil { // the attribute's slice is not made for nobody
+		cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
+		cl.span.follow(r)
+	}
 	if cl.hold != nil && (!hidden || cl.kind.task()) { // the engine knows the key from now on
 		s.keys.drop(c.principal, cl.key, cl.hold)
 	}

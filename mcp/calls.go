@@ -31,6 +31,7 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 		if refusal != nil {
 			c.replyError(st, m.ID, refusal)
 		}
+		cl.span.end(refusal) // nil: answered by the request the call joined
 		return
 	}
 	c.s.wg.Add(1)
@@ -45,8 +46,10 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 // newCall returns the call of request m, of its kind, with its own context.
 func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) *call {
 	c := cc.c
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
-	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr}
+	sp := c.spanOf(m, st)
+	// The handler's context carries the call's span, for spans of its own.
+	ctx, cancel := context.WithCancelCause(sp.context(context.WithoutCancel(c.ctx)))
+	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp}
 	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
 	if mr != nil {
 		cl.resumable, cl.ackMode = mr.resumable()
@@ -172,16 +175,23 @@ func (cc *sessionCalls) awaitKey(other *keyHold, m *spec.Message, raw []byte, st
 }
 
 // retry handles the retry of a request that is waiting for input: its answers go
-// to the waiting tool, and st becomes the request's next round.
+// to the waiting tool, and st becomes the request's next round. Its span, in
+// the request's trace, covers the lookup and the attach.
 func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	c := cc.c
+	sp := c.spanOf(m, st)
+	fail := func(e *spec.Error) {
+		c.replyError(st, m.ID, e)
+		sp.end(e)
+	}
 	invalid := func() {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
+		fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
 			"requestState is not one this server handed out, or its request has ended"))
 	}
 	rs, ok := decodeState(state)
 	if !ok {
-		if c.att.rateLimited(st, m.ID, c.att.badToken()) {
+		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait) {
+			sp.end(rateLimitError(wait))
 			return
 		}
 		invalid()
@@ -189,8 +199,10 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	}
 	r, wait, err := c.att.lookup(rs.Token, rs.ID)
 	if c.att.rateLimited(st, m.ID, wait) {
+		sp.end(rateLimitError(wait))
 		return
 	}
+	sp.within(r)
 	if err != nil {
 		invalid()
 		return
@@ -203,7 +215,7 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 		Responses map[string]json.RawMessage `json:"inputResponses"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
+		fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
 		return
 	}
 	for key, res := range p.Responses {
@@ -215,6 +227,7 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	if c.closed {
 		c.mu.Unlock()
 		r.Cancel()
+		sp.endCause(errConnectionLost)
 		return
 	}
 	if cc.retries == nil {
@@ -236,8 +249,10 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	// lives there: not on the connection's read loop.
 	c.s.wg.Go(func() {
 		if err := r.Attach(rd, 0); err != nil {
-			c.replyError(st, m.ID, wireError(err))
+			fail(wireError(err))
+			return
 		}
+		sp.end(nil)
 	})
 }
 

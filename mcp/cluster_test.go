@@ -32,11 +32,12 @@ type instance struct {
 // with a short lease, and tools' policies (nil: the default).
 func startCluster(t *testing.T, n int, lease time.Duration, tools map[string]mcp.Policy) []*instance {
 	t.Helper()
-	return startClusterOf(t, n, lease, tools, func() *server.MCPServer { return demo.Server("test") })
+	return startClusterOf(t, n, lease, mcp.Options{Tools: tools}, func() *server.MCPServer { return demo.Server("test") })
 }
 
-// startClusterOf is startCluster with each instance's server made by newServer.
-func startClusterOf(t *testing.T, n int, lease time.Duration, tools map[string]mcp.Policy, newServer func() *server.MCPServer) []*instance {
+// startClusterOf is startCluster with each instance's server made by newServer,
+// and its options base (with the instance's Store and Cluster).
+func startClusterOf(t *testing.T, n int, lease time.Duration, base mcp.Options, newServer func() *server.MCPServer) []*instance {
 	t.Helper()
 	srv, err := embedded.Start(&embedded.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -64,7 +65,9 @@ func startClusterOf(t *testing.T, n int, lease time.Duration, tools map[string]m
 		if err != nil {
 			t.Fatal(err)
 		}
-		core := mcp.New(newServer(), &mcp.Options{Store: st, Cluster: node, Tools: tools})
+		opts := base
+		opts.Store, opts.Cluster = st, node
+		core := mcp.New(newServer(), &opts)
 		// Cleanups run last first: the core, then the node, then the connection.
 		t.Cleanup(nc.Close)
 		t.Cleanup(node.Close)
@@ -89,7 +92,7 @@ func TestEndToEndCluster(t *testing.T) {
 // window), and the tool runs once.
 func TestClusterCallKeySentAgain(t *testing.T) {
 	var runs atomic.Int32
-	ins := startClusterOf(t, 2, 5*time.Second, nil, func() *server.MCPServer { return countingServer(&runs) })
+	ins := startClusterOf(t, 2, 5*time.Second, mcp.Options{}, func() *server.MCPServer { return countingServer(&runs) })
 	a := e2etest.NewClient(t, ins[0].dial(t))
 	a.Initialize(`{"resumableRequests":{}}`)
 	a.Send(keyedCall, callKey)

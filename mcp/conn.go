@@ -61,6 +61,8 @@ type connState struct {
 	// principal is who the client authenticated as ("" without authentication):
 	// the requests started here are bound to it, and only it finds them by token.
 	principal string
+	// remote and transport are SessionOptions', for the requests' spans.
+	remote, transport string
 	// stateless: the session carries 2026-era requests only (a Streamable HTTP
 	// POST of that era): it is not an mcp-go session, and a 2025-era request is
 	// refused.
@@ -107,15 +109,14 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	if replay {
 		c.att.onStream = make(map[Stream][]tracked)
 	}
-	remote := ""
 	if opts != nil {
-		c.principal, remote, c.stateless = opts.Principal, opts.Remote, opts.Stateless
+		c.principal, c.remote, c.transport, c.stateless = opts.Principal, opts.Remote, opts.Transport, opts.Stateless
 	}
 	switch {
 	case c.principal != "":
 		c.att.limitKey = "principal:" + c.principal
-	case remote != "":
-		c.att.limitKey = "remote:" + remote
+	case c.remote != "":
+		c.att.limitKey = "remote:" + c.remote
 	default:
 		c.att.limitKey = "local"
 	}

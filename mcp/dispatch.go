@@ -17,19 +17,26 @@ func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	case spec.KindRequest:
 		if env := m.Envelope(); env.Modern() {
 			if c.s.closed.Load() {
-				c.replyError(st, m.ID, spec.ShuttingDown())
+				c.refuse(st, m, spec.ShuttingDown())
 				return
 			}
 			c.modern(m, raw, st, env)
 			return
 		}
 		if c.stateless {
-			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonEraMismatch,
+			c.refuse(st, m, spec.NewError(spec.CodeInvalidParams, spec.ReasonEraMismatch,
 				"a request without a session must carry its protocol version in params._meta[\""+spec.MetaProtocolVersion+"\"]"))
 			return
 		}
 		c.request(m, raw, st)
 	}
+}
+
+// refuse answers request m with e, as its whole handling (traced).
+func (c *connState) refuse(st Stream, m *spec.Message, e *spec.Error) {
+	sp := c.spanOf(m, st)
+	c.replyError(st, m.ID, e)
+	sp.end(e)
 }
 
 func (c *connState) notification(m *spec.Message, raw []byte) {
@@ -44,7 +51,7 @@ func (c *connState) notification(m *spec.Message, raw []byte) {
 
 func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 	if c.s.closed.Load() {
-		c.replyError(st, m.ID, spec.ShuttingDown())
+		c.refuse(st, m, spec.ShuttingDown())
 		return
 	}
 	switch m.Method {
@@ -70,6 +77,7 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 // initialize runs the handshake through mcp-go, notes the client's capability and
 // adds the server's advertisement.
 func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
+	sp := c.spanOf(m, st)
 	var p struct {
 		Capabilities struct {
 			Resumable    json.RawMessage            `json:"resumableRequests"`
@@ -104,14 +112,14 @@ func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
 		}
 	}
 	c.reply(st, encodeReply(m.ID, resp, patch, 0))
+	sp.endWith(resp)
 }
 
 // modern handles a request of the 2026-07-28 era: stateless, whatever session
 // or connection it arrived on.
 func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Envelope) {
 	if !spec.IsModern(env.Version) {
-		e := spec.UnsupportedVersion(env.Version)
-		c.replyError(st, m.ID, e)
+		c.refuse(st, m, spec.UnsupportedVersion(env.Version))
 		return
 	}
 	switch m.Method {
@@ -125,7 +133,7 @@ func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Enve
 		if ids, others := taskListen(m.Params); len(ids) > 0 {
 			mr := parseModern(env)
 			if !mr.tasks() {
-				c.replyError(st, m.ID, errNeedsTasks("task notifications need the "+spec.ExtensionTasks+" extension in the request's capabilities"))
+				c.refuse(st, m, errNeedsTasks("task notifications need the "+spec.ExtensionTasks+" extension in the request's capabilities"))
 				return
 			}
 			if !others {

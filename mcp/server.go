@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -87,6 +88,11 @@ type Options struct {
 	// for (0: DefaultMaxTaskTTL); a task's ttl is reported, the same on every
 	// read, as its task object's ttl (ttlMs).
 	TaskTTL, MaxTaskTTL time.Duration
+	// TracerProvider, when set, traces every request the server receives (a
+	// SERVER span per request, one trace per resumable request across its
+	// resumes, other instances and restarts: see docs/observability.md). Nil
+	// means no tracing at all: no span is made, nothing is read for one.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultTaskTTL and DefaultMaxTaskTTL are the defaults of Options.TaskTTL and
@@ -108,6 +114,9 @@ type Server struct {
 	opts Options
 	log  zerolog.Logger
 	caps spec.ServerCapability
+	// tracer makes the requests' spans (Options.TracerProvider); nil when
+	// the server does not trace.
+	tracer trace.Tracer
 
 	idPrefix string        // for server-to-client request ids, unique per process
 	cluster  Cluster       // the other instances (Options.Cluster); nil for none
@@ -167,6 +176,9 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		keys:      keyHolds{m: make(map[string]*keyHold)},
 	}
 	s.answers.s, s.reruns.s = s, s
+	if o.TracerProvider != nil {
+		s.tracer = o.TracerProvider.Tracer(instrumentation)
+	}
 	if cl := o.Cluster; cl != nil {
 		// One instance of a cluster: its server-to-client request ids name it, so
 		// that another instance forwards the client's answers here.
@@ -238,6 +250,10 @@ type SessionOptions struct {
 	// on HTTP and WebSocket. Empty means this process's own client (stdio,
 	// in-process): all such sessions share one bucket.
 	Remote string
+	// Transport names the transport the session's client came on
+	// (TransportStdio, TransportHTTP, TransportWebSocket), for its requests'
+	// spans; "" for another.
+	Transport string
 	// Stateless: the session carries requests of the 2026-07-28 era only, which
 	// need no session (a Streamable HTTP POST of that era is one such session):
 	// it costs no goroutine, and a 2025-era request on it is refused.

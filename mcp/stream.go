@@ -111,6 +111,7 @@ func (ss *Session) Busy() bool {
 // mcp-go registration; Server.Unpark takes it up again.
 type Parked struct {
 	id, principal, limitKey         string
+	remote, transport               string
 	info                            mcpgo.Implementation
 	caps                            mcpgo.ClientCapabilities
 	protocol                        string
@@ -135,7 +136,7 @@ func (ss *Session) Park() *Parked {
 	}
 	sess := c.sess
 	sess.mu.Lock()
-	p := &Parked{id: sess.id, principal: c.principal, limitKey: c.att.limitKey, info: sess.info, caps: sess.caps,
+	p := &Parked{id: sess.id, principal: c.principal, limitKey: c.att.limitKey, remote: c.remote, transport: c.transport, info: sess.info, caps: sess.caps,
 		protocol: sess.protocol, level: sess.level}
 	sess.mu.Unlock()
 	p.initialized, p.resumable, p.ackMode = sess.initialized.Load(), c.resumable.Load(), c.ackMode.Load()
@@ -146,7 +147,7 @@ func (ss *Session) Park() *Parked {
 // Unpark takes a parked session up again: a session with the same id, principal
 // and state, as if it had never been let go.
 func (s *Server) Unpark(p *Parked) *Session {
-	ss := s.NewSession(&SessionOptions{Principal: p.principal, id: p.id})
+	ss := s.NewSession(&SessionOptions{Principal: p.principal, Remote: p.remote, Transport: p.transport, id: p.id})
 	c, sess := ss.c, ss.c.sess
 	c.att.limitKey = p.limitKey
 	sess.mu.Lock()

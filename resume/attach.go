@@ -119,6 +119,9 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode AttachMode) error 
 	r.newAttachmentLocked(sink, max(ack, written), win)
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
+	if r.obs != nil {
+		r.obs.Attached(ack)
+	}
 	return nil
 }
 
@@ -147,6 +150,9 @@ func (r *Request) detachLocked() {
 	r.att = nil
 	if r.state == StateProcessing {
 		r.scheduleLocked()
+	}
+	if r.obs != nil {
+		r.obs.Detached()
 	}
 }
 

@@ -142,6 +142,9 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 		if !r.delivered && !r.gone.Load() {
 			r.delivered = true
 			r.scheduleLocked() // the shorter window from now on
+			if r.obs != nil {
+				r.obs.Delivered()
+			}
 		}
 		// Nothing comes after the final response: the request, kept for
 		// DeliveredRetention, holds no sink (nor its connection's state). (A

@@ -149,6 +149,13 @@ type StartOptions struct {
 	// without having received its policy. The caller vouches that it is
 	// unguessable. Start returns ErrExists when a request with it is known.
 	Token string
+	// Trace is the trace context of the span that stands for the request:
+	// stored in its Record (Handle.Trace on any instance, Request.Trace after
+	// a restart). Zero for none.
+	Trace TraceContext
+	// Observer, when set, is told of the request's attachments and of its
+	// final response's delivery while this engine runs it.
+	Observer Observer
 }
 
 // Start registers a new resumable request with JSON-RPC id id. It returns the
@@ -170,8 +177,9 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
 	}
-	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL}
+	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL, Trace: so.Trace}
 	r := e.newRequest(base, rec, outbox{})
+	r.obs = so.Observer
 
 	e.mu.Lock()
 	switch {

@@ -12,6 +12,8 @@ type Handle interface {
 	Status() Status
 	// Created returns when the request started.
 	Created() time.Time
+	// Trace returns the request's trace context (Record.Trace).
+	Trace() TraceContext
 	// Gone reports whether the request has left the engine (see Request.Gone).
 	Gone() bool
 	// Attached reports whether sink is the request's current sink.

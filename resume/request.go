@@ -32,6 +32,11 @@ type Request struct {
 	// ttlArmed: that deadline is queued.
 	ttl      time.Duration
 	ttlArmed bool
+	// trace is the request's trace context (StartOptions.Trace; Record.Trace).
+	trace TraceContext
+	// obs is told of attachments and the final response's delivery
+	// (StartOptions.Observer); nil for none.
+	obs Observer
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -84,7 +89,7 @@ type Request struct {
 // own from base: every Request is made here, started (Start) or recovered.
 func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request {
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
-		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL}
+		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL, trace: rec.Trace}
 	if rec.State == StateProcessing {
 		r.payload = rec.Payload
 	}
@@ -100,6 +105,10 @@ func (r *Request) Task() bool { return r.task }
 
 // ID returns the request's JSON-RPC id, raw.
 func (r *Request) ID() []byte { return r.id }
+
+// Trace returns the request's trace context (StartOptions.Trace), kept in its
+// Record: a recovered request has it too.
+func (r *Request) Trace() TraceContext { return r.trace }
 
 // Payload returns what the request was started with to make it restartable (see
 // StartOptions.Payload); nil for a request that is not restartable.
@@ -276,7 +285,7 @@ const finalRetry = time.Second
 
 // recordLocked returns the request's Record with state.
 func (r *Request) recordLocked(state State) Record {
-	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl}
+	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl, Trace: r.trace}
 	if state == StateProcessing {
 		rec.Payload = r.payload // what a restartable request runs again with
 	}

@@ -133,6 +133,40 @@ type Record struct {
 	// TTL is the request's fixed lifetime from Created (StartOptions.TTL); 0
 	// for none.
 	TTL time.Duration
+	// Trace is the trace context of the span that stands for the request
+	// (StartOptions.Trace): what happens to the request later, on any
+	// instance and after a restart, is traced in its trace. Zero for none.
+	Trace TraceContext
+}
+
+// TraceContext is a W3C trace context (https://www.w3.org/TR/trace-context/):
+// a traceparent and its tracestate. The engine keeps it with its request and
+// never reads it.
+type TraceContext struct {
+	// Parent is the traceparent header's value: version, trace id, parent
+	// span id, flags ("00-<32 hex>-<16 hex>-01"); "" for none.
+	Parent string
+	// State is the tracestate header's value; "" for none.
+	State string
+}
+
+// IsZero reports whether tc holds no trace context.
+func (tc TraceContext) IsZero() bool { return tc.Parent == "" && tc.State == "" }
+
+// Observer is told what becomes of a request on the instance that runs it:
+// package mcp's span of the request takes it as span events, and ends when
+// the final response reaches a client. Its methods are called with the
+// request's lock held: they return at once and never call the Request.
+type Observer interface {
+	// Attached: a client took the request up (a resume, a stream reconnect,
+	// a call sent again with its key, a takeover), having acknowledged every
+	// message up to ack. Not called for the attachment of Start.
+	Attached(ack uint64)
+	// Detached: the request lost its client (its stream closed, a write to
+	// it failed) and runs on without one.
+	Detached()
+	// Delivered: the request's final response was written to a client.
+	Delivered()
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

@@ -302,6 +302,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := zerolog.New(logOutput(stderr)).Level(lvl).With().Timestamp().Logger()
+	// Ended last: what the shutdown below ends is exported too.
+	tp, stopTracing := startTracing(func(err error) { log.Warn().Err(err).Msg("tracing") })
+	defer stopTracing()
 	keys, err := loadKeys(f.apiKeys)
 	if err != nil {
 		return err
@@ -393,6 +396,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		MaxConcurrentPerPrincipal: f.maxConcurrentP,
 		TaskTTL:                   f.taskTTL,
 		MaxTaskTTL:                f.maxTaskTTL,
+		TracerProvider:            tp,
 	})
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -401,7 +405,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		log.Info().Str("version", version).Str("transport", "stdio").Stringer("maxWait", f.maxWait).Msg("mcp-resume serving")
 		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
 		served := make(chan error, 1)
-		go func() { served <- core.Serve(ctx, conn) }()
+		go func() { served <- core.ServeWith(ctx, conn, &mcp.SessionOptions{Transport: mcp.TransportStdio}) }()
 		select {
 		case err = <-served:
 		case <-ctx.Done():

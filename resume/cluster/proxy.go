@@ -25,6 +25,7 @@ type proxy struct {
 	hash      resume.TokenHash
 	principal string
 	created   time.Time
+	trace     resume.TraceContext
 	gone      atomic.Bool // the client has the result, or the request went with its owner
 
 	mu     sync.Mutex // guards the fields below
@@ -50,7 +51,7 @@ var errUnreachable = resume.ErrUnreachable
 
 // proxy returns a proxy of rec, owned by a live instance.
 func (n *Node) proxy(rec resume.Record) *proxy {
-	return &proxy{n: n, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
+	return &proxy{n: n, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created, trace: rec.Trace,
 		owner: rec.Owner, status: resume.Status{State: rec.State}}
 }
 
@@ -106,7 +107,7 @@ func (p *proxy) failover(ownerLost bool) resume.Handle {
 	owner := p.owner
 	p.mu.Unlock()
 
-	rec := resume.Record{Hash: p.hash, ID: p.id, Principal: p.principal, Created: p.created, Owner: owner}
+	rec := resume.Record{Hash: p.hash, ID: p.id, Principal: p.principal, Created: p.created, Owner: owner, Trace: p.trace}
 	nx, err := p.n.resolve(rec, ownerLost)
 	if err != nil {
 		log.Info().Err(err).Str("request", string(p.id)).Msg("the owner of a proxied request was lost, and the request with it")
@@ -193,6 +194,8 @@ func (p *proxy) Touch(ack uint64) error {
 
 // Created returns when the request started, as its record says.
 func (p *proxy) Created() time.Time { return p.created }
+
+func (p *proxy) Trace() resume.TraceContext { return p.trace }
 
 func (p *proxy) Status() resume.Status {
 	nx, _ := p.current()

@@ -17,7 +17,8 @@ import (
 //	record:  6, state, varint created (Unix nanoseconds), uvarint len(id), id,
 //	         uvarint len(principal), principal, uvarint len(owner), owner,
 //	         uvarint epoch, flags, uvarint ttl in milliseconds (when flagTTL),
-//	         payload (when flagPayload)
+//	         uvarint len(traceparent), traceparent, uvarint len(tracestate),
+//	         tracestate (when flagTrace), payload (when flagPayload)
 //
 // There is one record format until the first release; 1 to 5 were the formats
 // of development versions, which nothing deployed wrote: a record in one of
@@ -31,11 +32,12 @@ const (
 	flagAckMode
 	flagAcknowledged // a tombstone of an acknowledged request
 	flagTask
-	flagTTL // a uvarint of milliseconds follows the flags
+	flagTTL   // a uvarint of milliseconds follows the flags
+	flagTrace // the trace context's two strings follow (and the ttl)
 )
 
 func encodeRecord(rec resume.Record) []byte {
-	b := make([]byte, 0, 3+5*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Owner)+len(rec.Payload))
+	b := make([]byte, 0, 3+7*binary.MaxVarintLen64+len(rec.ID)+len(rec.Principal)+len(rec.Owner)+len(rec.Trace.Parent)+len(rec.Trace.State)+len(rec.Payload))
 	b = append(b, recordVersion, byte(rec.State))
 	b = binary.AppendVarint(b, rec.Created.UnixNano())
 	b = wire.AppendString(b, string(rec.ID))
@@ -58,9 +60,16 @@ func encodeRecord(rec resume.Record) []byte {
 	if rec.TTL >= time.Millisecond { // stored in milliseconds
 		flags |= flagTTL
 	}
+	if !rec.Trace.IsZero() {
+		flags |= flagTrace
+	}
 	b = append(b, flags)
 	if flags&flagTTL != 0 {
 		b = binary.AppendUvarint(b, uint64(rec.TTL.Milliseconds()))
+	}
+	if flags&flagTrace != 0 {
+		b = wire.AppendString(b, rec.Trace.Parent)
+		b = wire.AppendString(b, rec.Trace.State)
 	}
 	return append(b, rec.Payload...)
 }
@@ -92,7 +101,7 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 		return nil, errCodec
 	}
 	rec.Epoch = uint32(epoch)
-	const allowed = flagPayload | flagAckMode | flagAcknowledged | flagTask | flagTTL
+	const allowed = flagPayload | flagAckMode | flagAcknowledged | flagTask | flagTTL | flagTrace
 	if len(rest) == 0 || rest[0]&^allowed != 0 {
 		return nil, errCodec
 	}
@@ -107,6 +116,14 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 			return nil, errCodec
 		}
 		rec.TTL, rest = time.Duration(ms)*time.Millisecond, r
+	}
+	if flags&flagTrace != 0 {
+		if rec.Trace.Parent, rest, ok = wire.CutString(rest); !ok {
+			return nil, errCodec
+		}
+		if rec.Trace.State, rest, ok = wire.CutString(rest); !ok || rec.Trace.IsZero() {
+			return nil, errCodec
+		}
 	}
 	if flags&flagPayload != 0 {
 		rec.Payload = append([]byte{}, rest...)

@@ -27,6 +27,14 @@ func TestRecordRoundTrip(t *testing.T) {
 		with(func(r *resume.Record) { r.Task = true; r.TTL = time.Hour; r.Payload = []byte(`{"t":2}`) }),
 		with(func(r *resume.Record) { r.TTL = 1500 * time.Millisecond }),
 		with(func(r *resume.Record) { r.TTL = 500 * time.Microsecond }),
+		with(func(r *resume.Record) { r.Trace.Parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" }),
+		with(func(r *resume.Record) {
+			r.Trace = resume.TraceContext{Parent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", State: "k=v"}
+		}),
+		with(func(r *resume.Record) {
+			r.TTL, r.Task, r.Payload = time.Minute, true, []byte(`{"t":3}`)
+			r.Trace = resume.TraceContext{Parent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", State: "a=1,b=2"}
+		}),
 	} {
 		b := encodeRecord(rec)
 		if b[0] != recordVersion {
@@ -51,7 +59,10 @@ func TestDecodeRecordRejects(t *testing.T) {
 		"development v1": {1, byte(resume.StateCompleted), 2, '"', 'a', '"'},
 		"development v5": {5, 0, 2, 1, '1', 0, 0, 0, 0},
 		"truncated":      ok[:len(ok)-1],
-		"unknown flag":   append(bytes.Clone(ok[:len(ok)-1]), 32),
+		"unknown flag":   append(bytes.Clone(ok[:len(ok)-1]), 64),
+		"trace missing":  append(bytes.Clone(ok[:len(ok)-1]), 32),
+		"trace halved":   append(bytes.Clone(ok[:len(ok)-1]), 32, 1, 'x'),
+		"empty trace":    append(bytes.Clone(ok[:len(ok)-1]), 32, 0, 0),
 		"ttl missing":    append(bytes.Clone(ok[:len(ok)-1]), 16),
 		"ttl of 0":       append(bytes.Clone(ok[:len(ok)-1]), 16, 0),
 		"trailing bytes": append(bytes.Clone(ok), 'x'),
@@ -91,5 +102,5 @@ func sameRecord(a, b resume.Record) bool {
 	return a.Hash == b.Hash && bytes.Equal(a.ID, b.ID) && a.State == b.State && a.Created.Equal(b.Created) &&
 		bytes.Equal(a.Payload, b.Payload) && (a.Payload == nil) == (b.Payload == nil) &&
 		a.Principal == b.Principal && a.Owner == b.Owner && a.AckMode == b.AckMode && a.Epoch == b.Epoch &&
-		a.Acknowledged == b.Acknowledged && a.Task == b.Task && a.TTL == b.TTL
+		a.Acknowledged == b.Acknowledged && a.Task == b.Task && a.TTL == b.TTL && a.Trace == b.Trace
 }

@@ -233,6 +233,12 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 			{ID: []byte(`"ack"`), State: resume.StateProcessing, Created: time.Unix(5, 0), AckMode: true},
 			{ID: []byte(`"all"`), State: resume.StateProcessing, Created: time.Unix(6, 0), Principal: "bob", Owner: "B", Payload: []byte(`{"p":2}`), AckMode: true, Epoch: 1<<32 - 1},
 			{ID: []byte(`"epoch"`), State: resume.StateFailed, Created: time.Unix(7, 0), Epoch: 1},
+			{ID: []byte(`"task"`), State: resume.StateProcessing, Created: time.Unix(8, 0), Task: true, TTL: time.Hour, Payload: []byte(`{"t":1}`)},
+			{ID: []byte(`"tomb"`), State: resume.StateExpired, Created: time.Unix(9, 0), Acknowledged: true},
+			{ID: []byte(`"traced"`), State: resume.StateProcessing, Created: time.Unix(10, 0),
+				Trace: resume.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
+			{ID: []byte(`"traced all"`), State: resume.StateCompleted, Created: time.Unix(11, 0), Principal: "carol", Owner: "C", AckMode: true, Task: true, TTL: time.Minute,
+				Trace: resume.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", State: "vendor=opaque,other=1"}},
 		}
 		want := map[resume.TokenHash]resume.Record{}
 		for i := range recs {
@@ -245,7 +251,8 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 		same := func(got, want resume.Record) bool {
 			return got.Hash == want.Hash && bytes.Equal(got.ID, want.ID) && got.State == want.State && got.Created.Equal(want.Created) &&
 				bytes.Equal(got.Payload, want.Payload) && (got.Payload == nil) == (want.Payload == nil) &&
-				got.Principal == want.Principal && got.Owner == want.Owner && got.AckMode == want.AckMode && got.Epoch == want.Epoch
+				got.Principal == want.Principal && got.Owner == want.Owner && got.AckMode == want.AckMode && got.Epoch == want.Epoch &&
+				got.Task == want.Task && got.TTL == want.TTL && got.Acknowledged == want.Acknowledged && got.Trace == want.Trace
 		}
 		for _, rec := range recs {
 			if got, err := s.Get(ctx, rec.Hash); err != nil || !same(*got, rec) {
@@ -269,7 +276,8 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 	t.Run("Claim", func(t *testing.T) {
 		s := newStore(t)
 		h := hash("a")
-		rec := resume.Record{Hash: h, ID: []byte(`"a"`), State: resume.StateProcessing, Created: time.Unix(1, 0), Principal: "alice", Payload: []byte(`{"p":1}`), Owner: "A", AckMode: true, Epoch: 2}
+		tc := resume.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "k=v"}
+		rec := resume.Record{Hash: h, ID: []byte(`"a"`), State: resume.StateProcessing, Created: time.Unix(1, 0), Principal: "alice", Payload: []byte(`{"p":1}`), Owner: "A", AckMode: true, Epoch: 2, Trace: tc}
 		if _, err := claimer(t, s).Claim(ctx, h, "A", "B"); !errors.Is(err, resume.ErrNotFound) {
 			t.Fatalf("Claim of an unknown request: %v, want ErrNotFound", err)
 		}
@@ -294,7 +302,7 @@ func Run(t *testing.T, newStore func(t *testing.T) resume.Store) {
 				got, err := claimer(t, s).Claim(ctx, h, "A", to)
 				switch {
 				case err == nil:
-					if got.Owner != to || string(got.ID) != `"a"` || got.Principal != "alice" || string(got.Payload) != `{"p":1}` || got.State != resume.StateProcessing || !got.AckMode || got.Epoch != 2 {
+					if got.Owner != to || string(got.ID) != `"a"` || got.Principal != "alice" || string(got.Payload) != `{"p":1}` || got.State != resume.StateProcessing || !got.AckMode || got.Epoch != 2 || got.Trace != tc {
 						t.Errorf("Claim returned %+v", got)
 					}
 					wins <- to

@@ -390,6 +390,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		failID(w, http.StatusNotFound, m.ID, errUnknownSession)
 		return
 	}
+	st.traceFrom(r)
 	// A call streams from the start: the priming event gives the client an event id
 	// to reconnect with before anything else happens. A resume streams once it is
 	// accepted (its errors come as a JSON body, in order with other answers).
@@ -464,6 +465,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, m *spec.Mes
 	}
 	st := s.newStream(w, idKey(m.ID))
 	st.modern = true
+	st.traceFrom(r)
 	s.core.Handle(m, raw, st)
 	st.serve(r)
 }
@@ -617,7 +619,7 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 		h.forgetLocked(v)
 		evicted = append(evicted, v)
 	}
-	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote})
+	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote, Transport: mcp.TransportHTTP})
 	h.sessions[s.id] = s
 	h.countLocked(principal, remote, 1)
 	s.used = time.Now()
@@ -691,7 +693,7 @@ func (h *Handler) statelessSession(principal, remote string) *session {
 		return nil
 	}
 	return &session{h: h, stateless: true, streams: make(map[*stream]struct{}, 1),
-		core: h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote, Stateless: true})}
+		core: h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote, Transport: mcp.TransportHTTP, Stateless: true})}
 }
 
 // accepts reports whether the request's Accept header admits media type mt. No

@@ -29,6 +29,9 @@ type stream struct {
 	// resumable), and an error answered as a JSON body gets the HTTP status the
 	// specification gives its code.
 	modern bool
+	// traceparent and tracestate are the W3C trace context headers of the
+	// POST (TraceHeaders); "" for none.
+	traceparent, tracestate string
 
 	mu     sync.Mutex // guards the fields below and writes to w
 	sse    bool       // the event stream has started
@@ -43,7 +46,23 @@ type stream struct {
 	kick      chan struct{} // capacity 1: tells serve there are events to flush
 }
 
-var _ mcp.ClosableStream = (*stream)(nil)
+var (
+	_ mcp.ClosableStream = (*stream)(nil)
+	_ mcp.TracedStream   = (*stream)(nil)
+)
+
+// traceFrom keeps the W3C trace context headers of r, the POST whose answer
+// the stream is. Called before the stream is handed to the core.
+func (st *stream) traceFrom(r *http.Request) {
+	st.traceparent, st.tracestate = r.Header.Get("traceparent"), r.Header.Get("tracestate")
+}
+
+// TraceHeaders returns the traceparent and tracestate headers of the POST
+// (mcp.TracedStream): the parent of the span of a request whose params carry
+// no trace context.
+func (st *stream) TraceHeaders() (traceparent, tracestate string) {
+	return st.traceparent, st.tracestate
+}
 
 func newStream(s *session, w http.ResponseWriter, key string) *stream {
 	return &stream{s: s, key: key, w: w, rc: http.NewResponseController(w), json: true, done: make(chan struct{}), kick: make(chan struct{}, 1)}

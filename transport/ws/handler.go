@@ -182,7 +182,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.mu.Unlock()
 	h.log.Debug().Str("remote", r.RemoteAddr).Msg("WebSocket connected")
-	err = h.core.ServeWith(h.ctx, c, &mcp.SessionOptions{Principal: c.principal, Remote: transport.RemoteIP(r)})
+	err = h.core.ServeWith(h.ctx, c, &mcp.SessionOptions{Principal: c.principal, Remote: transport.RemoteIP(r), Transport: mcp.TransportWebSocket})
 	h.mu.Lock()
 	delete(h.conns, c)
 	h.mu.Unlock()

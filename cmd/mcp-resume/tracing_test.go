@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/otlptest"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
+)
+
+// The client's span, as a tracing client puts it in a call's _meta.
+const (
+	clientTraceID = "0af7651916cd43dd8448eb211c80319c"
+	clientSpanID  = "b7ad6b7169203331"
+)
+
+// The issue's first done-when, on the binary: `serve` exporting to a real
+// OTLP receiver over HTTP, a call with a traceparent in _meta, dropped after
+// two progress steps and resumed from a new session, gives a SERVER span
+// `tools/call countdown` below the client's span, with the conventions'
+// attributes, and a requests/resume span in the same trace; neither the resume
+// token, nor a call key, nor the API key is in anything exported.
+func TestTraceResumedCall(t *testing.T) {
+	rcv := otlptest.New(t)
+	const apiKey = "k-0123456789abcdef0123456789abcdef"
+	t.Setenv(envServerKeys, "alice:"+apiKey)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_SERVICE_NAME", "mcp-resume-under-test")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	srv := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	dial := func() transport.Conn {
+		conn, err := ws.Dial(t.Context(), srv.WS, &ws.DialOptions{Header: http.Header{"Authorization": {"Bearer " + apiKey}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+
+	a := e2etest.NewClient(t, dial())
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":10},"_meta":{"progressToken":"p","traceparent":"00-%s-%s-01"}}}`, clientTraceID, clientSpanID)
+	pol := e2etest.PolicyOf(t, a.Next())
+	a.Until(func(m e2etest.Msg) bool { return e2etest.Progress(m) == 2 })
+	a.Close()
+
+	b := e2etest.NewClient(t, dial())
+	b.Initialize(`{"resumableRequests":{}}`)
+	b.Resume(`11`, pol.ResumeToken)
+	if resp, _ := b.Response(`11`); e2etest.Text(resp) != "countdown done: 10 of 10 steps" {
+		t.Fatalf("result %s", resp.Raw)
+	}
+	const callKey = "a-call-key-of-the-client-0123456789"
+	b.Send(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.mcp-resume/key":%q}}}`, callKey)
+	b.Response(`12`)
+
+	spans := rcv.Wait(t, 20*time.Second, "the call's span and the resume's", func(s []otlptest.Span) bool {
+		_, call := otlptest.Find(s, "tools/call countdown")
+		_, res := otlptest.Find(s, "requests/resume")
+		_, echo := otlptest.Find(s, "tools/call echo")
+		return call && res && echo
+	})
+	call, _ := otlptest.Find(spans, "tools/call countdown")
+	if call.Kind != "Server" || call.TraceID != clientTraceID || call.ParentSpanID != clientSpanID || call.Service != "mcp-resume-under-test" {
+		t.Errorf("call span %+v: want a SERVER span of service mcp-resume-under-test below the client's %s/%s", call, clientTraceID, clientSpanID)
+	}
+	for k, want := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "countdown", "gen_ai.operation.name": "execute_tool",
+		"jsonrpc.request.id": "11", "mcp.protocol.version": "2025-06-18", "network.transport": "tcp", "network.protocol.name": "websocket",
+		"client.address": "127.0.0.1",
+	} {
+		if call.Attrs[k] != want {
+			t.Errorf("call span: %s = %q, want %q (all: %v)", k, call.Attrs[k], want, call.Attrs)
+		}
+	}
+	if call.Attrs["mcp.session.id"] == "" || call.Attrs["error.type"] != "" || call.StatusCode != "Unset" {
+		t.Errorf("call span: attributes %v, status %s", call.Attrs, call.StatusCode)
+	}
+	var events []string
+	for _, e := range call.Events {
+		events = append(events, e.Name)
+	}
+	if !slices.Contains(events, "mcp_resume.detached") || !slices.Contains(events, "mcp_resume.attached") {
+		t.Errorf("call span events %v: want the detach and the attach", events)
+	}
+	res, _ := otlptest.Find(spans, "requests/resume")
+	if res.Kind != "Server" || res.TraceID != clientTraceID || res.ParentSpanID != call.SpanID {
+		t.Errorf("resume span %+v: want a SERVER span below the call's %s", res, call.SpanID)
+	}
+
+	if err := srv.Stop(syscall.SIGTERM); err != nil { // every span ended is exported by now
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	raw := rcv.Raw()
+	if !bytes.Contains(raw, []byte(`"tools/call countdown"`)) {
+		t.Fatal("the exported spans are not in the receiver's raw record: the scan below would prove nothing")
+	}
+	for name, secret := range map[string]string{"resume token": pol.ResumeToken, "call key": callKey, "API key": apiKey} {
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("the %s is in what was exported", name)
+		}
+	}
+}
+
+// Through `gateway` in front of `serve --stdio` (both exporting to the one
+// receiver): the upstream's span of the call is in the client's trace, a
+// child of the gateway's span of it, which is a child of the client's span.
+func TestTraceThroughGateway(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.1,"steps":2},"_meta":{"progressToken":"p","traceparent":"00-%s-%s-01"}}}`, clientTraceID, clientSpanID)
+	if resp, _ := c.Response(`1`); e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
+		t.Fatalf("result %s", resp.Raw)
+	}
+	var gw, up otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the gateway's span of the call and the upstream's below it", func(spans []otlptest.Span) bool {
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && s.ParentSpanID == clientSpanID {
+				gw = s
+			}
+		}
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && gw.SpanID != "" && s.ParentSpanID == gw.SpanID {
+				up = s
+			}
+		}
+		return up.SpanID != ""
+	})
+	if gw.TraceID != clientTraceID || up.TraceID != clientTraceID || up.Kind != "Server" {
+		t.Errorf("gateway's span %+v, upstream's %+v: want both in the client's trace", gw, up)
+	}
+}

@@ -1,0 +1,277 @@
+// Package otlptest is an OTLP trace receiver for tests: a real endpoint, over
+// HTTP (POST /v1/traces, protobuf or JSON, gzipped or not) or gRPC, that
+// decodes what an exporter sends with the collector's pdata and keeps the
+// spans for assertions.
+package otlptest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+)
+
+// Span is one span received, flattened for assertions: ids in hex, attribute
+// values as strings.
+type Span struct {
+	Service                       string // the resource's service.name
+	Resource                      map[string]string
+	TraceID, SpanID, ParentSpanID string // "" for a root span's parent
+	TraceState                    string
+	Name                          string
+	Kind                          string // Server, Client, Internal, Producer, Consumer
+	Attrs                         map[string]string
+	Events                        []Event
+	Links                         []Link
+	StatusCode                    string // Unset, Ok, Error
+	StatusMessage                 string
+	Start, End                    time.Time
+}
+
+// Event is a span event.
+type Event struct {
+	Name  string
+	Time  time.Time
+	Attrs map[string]string
+}
+
+// Link is a span link.
+type Link struct {
+	TraceID, SpanID string
+	Attrs           map[string]string
+}
+
+// Receiver collects the spans exported to it. Its methods are safe for
+// concurrent use.
+type Receiver struct {
+	endpoint string
+
+	mu      sync.Mutex // guards the fields below
+	spans   []Span
+	raw     [][]byte      // every export request received, as OTLP JSON
+	changed chan struct{} // closed (and replaced) when spans arrive
+}
+
+// New starts a receiver of OTLP over HTTP on loopback; the test's cleanup
+// stops it.
+func New(t testing.TB) *Receiver {
+	r := &Receiver{changed: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(r.serveHTTP))
+	t.Cleanup(srv.Close)
+	r.endpoint = srv.URL
+	return r
+}
+
+// NewGRPC starts a receiver of OTLP over gRPC on loopback; the test's cleanup
+// stops it.
+func NewGRPC(t testing.TB) *Receiver {
+	r := &Receiver{changed: make(chan struct{})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	ptraceotlp.RegisterGRPCServer(s, &grpcReceiver{r: r})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		s.Stop()
+		<-done
+	})
+	r.endpoint = "http://" + ln.Addr().String()
+	return r
+}
+
+// Endpoint is the receiver's base URL, for OTEL_EXPORTER_OTLP_ENDPOINT (an
+// HTTP exporter appends /v1/traces to it).
+func (r *Receiver) Endpoint() string { return r.endpoint }
+
+func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
+		http.Error(w, "want POST /v1/traces", http.StatusNotFound)
+		return
+	}
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = zr
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	er := ptraceotlp.NewExportRequest()
+	jsonBody := req.Header.Get("Content-Type") == "application/json"
+	if jsonBody {
+		err = er.UnmarshalJSON(b)
+	} else {
+		err = er.UnmarshalProto(b)
+	}
+	if err != nil {
+		http.Error(w, "decoding the export request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.add(er)
+	resp := ptraceotlp.NewExportResponse()
+	var out []byte
+	if jsonBody {
+		out, err = resp.MarshalJSON()
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		out, err = resp.MarshalProto()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write(out)
+}
+
+type grpcReceiver struct {
+	ptraceotlp.UnimplementedGRPCServer
+	r *Receiver
+}
+
+func (g *grpcReceiver) Export(_ context.Context, er ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	g.r.add(er)
+	return ptraceotlp.NewExportResponse(), nil
+}
+
+// add keeps the spans of one export request.
+func (r *Receiver) add(er ptraceotlp.ExportRequest) {
+	raw, _ := er.MarshalJSON()
+	spans := flatten(er.Traces())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.raw = append(r.raw, raw)
+	r.spans = append(r.spans, spans...)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Spans returns the spans received so far, in the order they came.
+func (r *Receiver) Spans() []Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Span(nil), r.spans...)
+}
+
+// Raw returns every export request received, each as OTLP JSON: all that was
+// sent, for a test that scans it for what must never be there.
+func (r *Receiver) Raw() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bytes.Join(r.raw, []byte("\n"))
+}
+
+// Wait returns the spans received once cond holds for them, checked on each
+// export that comes; it fails t, naming what it waited for, when cond does
+// not hold within d.
+func (r *Receiver) Wait(t testing.TB, d time.Duration, what string, cond func([]Span) bool) []Span {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		spans, changed := append([]Span(nil), r.spans...), r.changed
+		r.mu.Unlock()
+		if cond(spans) {
+			return spans
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s; received %d spans: %v", d, what, len(spans), Names(spans))
+			return nil
+		}
+	}
+}
+
+// Names returns the spans' names, in order.
+func Names(spans []Span) []string {
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Find returns the first span named name, and whether there is one.
+func Find(spans []Span, name string) (Span, bool) {
+	for _, s := range spans {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Span{}, false
+}
+
+func flatten(td ptrace.Traces) []Span {
+	var out []Span
+	for _, rs := range td.ResourceSpans().All() {
+		res := attrs(rs.Resource().Attributes())
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				s := Span{
+					Service: res["service.name"], Resource: res,
+					TraceID: traceID(sp.TraceID()), SpanID: spanID(sp.SpanID()), ParentSpanID: spanID(sp.ParentSpanID()),
+					TraceState: sp.TraceState().AsRaw(),
+					Name:       sp.Name(), Kind: sp.Kind().String(), Attrs: attrs(sp.Attributes()),
+					StatusCode: sp.Status().Code().String(), StatusMessage: sp.Status().Message(),
+					Start: sp.StartTimestamp().AsTime(), End: sp.EndTimestamp().AsTime(),
+				}
+				for _, ev := range sp.Events().All() {
+					s.Events = append(s.Events, Event{Name: ev.Name(), Time: ev.Timestamp().AsTime(), Attrs: attrs(ev.Attributes())})
+				}
+				for _, l := range sp.Links().All() {
+					s.Links = append(s.Links, Link{TraceID: traceID(l.TraceID()), SpanID: spanID(l.SpanID()), Attrs: attrs(l.Attributes())})
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func attrs(m pcommon.Map) map[string]string {
+	out := make(map[string]string, m.Len())
+	for k, v := range m.All() {
+		out[k] = v.AsString()
+	}
+	return out
+}
+
+func traceID(id pcommon.TraceID) string {
+	if id.IsEmpty() {
+		return ""
+	}
+	return hex.EncodeToString(id[:])
+}
+
+func spanID(id pcommon.SpanID) string {
+	if id.IsEmpty() {
+		return ""
+	}
+	return hex.EncodeToString(id[:])
+}

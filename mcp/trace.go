@@ -1,0 +1,420 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Tracing. With Options.TracerProvider set, every request a session receives
+// gets a SERVER span named and attributed as the OpenTelemetry semantic
+// conventions for MCP say ("tools/call countdown"; mcp.method.name,
+// gen_ai.tool.name, jsonrpc.request.id, ...). Its parent is the client's span,
+// from the traceparent and tracestate in params._meta (SEP-414), else from
+// the HTTP headers of the POST that carried it (TracedStream).
+//
+// A call that becomes a resumable request keeps its span for its life: the
+// span's trace context is stored with the request (resume.StartOptions.Trace,
+// so in the Store too), its attachments and detachments are span events
+// (resume.Observer), and it ends when the final response reaches a client, or
+// when the request ends otherwise (cancelled, expired, the server stopped). A
+// task's span ends when its work does. Everything that later names the
+// request (requests/getStatus, requests/resume, a 2026 retry), on this
+// instance or another, is a SERVER span whose parent is the request's stored
+// span, so that a request has one trace; the client's own span of that later
+// request, if it sent one, is the span's link.
+//
+// No span, name, attribute or event holds a resume token, a call key, a task
+// id or a request state: the params are read for the method's target only.
+//
+// With no TracerProvider the core makes no span and reads nothing for one.
+
+// instrumentation names the tracer the core's spans come from.
+const instrumentation = "github.com/mcp-resume/mcp-resume/mcp"
+
+// The attributes of the spans (the semantic conventions' names, and ours
+// under mcp_resume.).
+const (
+	attrMethod          = attribute.Key("mcp.method.name")
+	attrSessionID       = attribute.Key("mcp.session.id")
+	attrProtocolVersion = attribute.Key("mcp.protocol.version")
+	attrResourceURI     = attribute.Key("mcp.resource.uri")
+	attrRequestID       = attribute.Key("jsonrpc.request.id")
+	attrToolName        = attribute.Key("gen_ai.tool.name")
+	attrPromptName      = attribute.Key("gen_ai.prompt.name")
+	attrOperation       = attribute.Key("gen_ai.operation.name")
+	attrNetTransport    = attribute.Key("network.transport")
+	attrNetProtocol     = attribute.Key("network.protocol.name")
+	attrClientAddress   = attribute.Key("client.address")
+	attrErrorType       = attribute.Key("error.type")
+	attrStatusCode      = attribute.Key("rpc.response.status_code")
+	attrReason          = attribute.Key("mcp_resume.error.reason")
+	attrAck             = attribute.Key("mcp_resume.ack")
+	attrTask            = attribute.Key("mcp_resume.task")
+)
+
+// The events on a request's span.
+const (
+	eventResumable = "mcp_resume.resumable" // the call became a resumable request (or a task)
+	eventAttached  = "mcp_resume.attached"  // a client took it up
+	eventDetached  = "mcp_resume.detached"  // its client went away; it runs on
+	eventCompleted = "mcp_resume.completed" // its handler returned; the response waits for a client
+)
+
+// The transports a session may name (SessionOptions.Transport), for its
+// spans' network.transport and network.protocol.name.
+const (
+	TransportStdio     = "stdio"
+	TransportHTTP      = "http"
+	TransportWebSocket = "websocket"
+)
+
+// TracedStream is a Stream that carries the W3C trace context of the
+// transport's own request (the traceparent and tracestate headers of a
+// Streamable HTTP POST): the parent of the span of a request whose params
+// carry none.
+type TracedStream interface {
+	Stream
+	// TraceHeaders returns the traceparent and tracestate the stream's
+	// transport request came with; "" for none.
+	TraceHeaders() (traceparent, tracestate string)
+}
+
+var w3c propagation.TraceContext
+
+// reqSpan is the span of one request, started once its parent is known
+// (within) and ended once (end and its kin), whichever way the request ends
+// first. A nil *reqSpan is a request traced by nobody: every method is a
+// no-op on it.
+type reqSpan struct {
+	// Until the span starts: what it is made of.
+	c  *connState
+	m  *spec.Message
+	at time.Time
+	in trace.SpanContext // the client's, from params._meta or the transport
+
+	span trace.Span  // nil until within
+	done atomic.Bool // ended
+}
+
+// spanOf returns the span of request m, received on st, not started yet; nil
+// when the server does not trace.
+func (c *connState) spanOf(m *spec.Message, st Stream) *reqSpan {
+	if c.s.tracer == nil {
+		return nil
+	}
+	return &reqSpan{c: c, m: m, at: time.Now(), in: incoming(m.Params, st)}
+}
+
+// incoming returns the client's span context of a request: the traceparent
+// and tracestate in its params' _meta (SEP-414), else its stream's
+// (TracedStream). Invalid when it has none.
+func incoming(params json.RawMessage, st Stream) trace.SpanContext {
+	var parent, state string
+	if meta, found, ok := spec.Member(params, "_meta"); found || !ok {
+		if !ok {
+			meta = slowMeta(params)
+		}
+		parent, state = spec.StringMember(meta, "traceparent"), spec.StringMember(meta, "tracestate")
+	}
+	if parent == "" {
+		if ts, ok := st.(TracedStream); ok {
+			parent, state = ts.TraceHeaders()
+		}
+	}
+	return extract(parent, state)
+}
+
+// slowMeta is params' _meta by encoding/json, for params the scanner cannot
+// read.
+func slowMeta(params json.RawMessage) json.RawMessage {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Meta
+}
+
+// extract returns the span context a traceparent and tracestate name;
+// invalid for a malformed or absent traceparent.
+func extract(parent, state string) trace.SpanContext {
+	if parent == "" {
+		return trace.SpanContext{}
+	}
+	ctx := w3c.Extract(context.Background(), propagation.MapCarrier{"traceparent": parent, "tracestate": state})
+	return trace.SpanContextFromContext(ctx)
+}
+
+// within starts the span: a child of the trace context h holds (a request
+// the span's request names by token), with the client's span as its link;
+// for h nil, or one without a trace context, a child of the client's span.
+func (sp *reqSpan) within(h resume.Handle) {
+	if sp == nil || sp.span != nil {
+		return
+	}
+	parent, link := sp.in, trace.SpanContext{}
+	if h != nil {
+		if tc := h.Trace(); !tc.IsZero() {
+			if stored := extract(tc.Parent, tc.State); stored.IsValid() {
+				parent, link = stored, sp.in
+			}
+		}
+	}
+	name, attrs := sp.describe()
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(sp.at), trace.WithAttributes(attrs...)}
+	if link.IsValid() && !link.Equal(parent) {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
+	}
+	ctx := context.Background()
+	if parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	}
+	_, sp.span = sp.c.s.tracer.Start(ctx, name, opts...)
+	sp.c, sp.m = nil, nil // a request's span outlives its session: it holds neither
+}
+
+// describe returns the span's name and attributes.
+func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
+	c, m := sp.c, sp.m
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs, attrMethod.String(m.Method))
+	if len(m.ID) > 0 {
+		attrs = append(attrs, attrRequestID.String(idText(m.ID)))
+	}
+	name := m.Method
+	switch m.Method {
+	case string(mcp.MethodToolsCall):
+		if tool := spec.StringMember(m.Params, "name"); tool != "" {
+			name += " " + tool
+			attrs = append(attrs, attrToolName.String(tool))
+		}
+		attrs = append(attrs, attrOperation.String("execute_tool"))
+	case string(mcp.MethodPromptsGet):
+		if prompt := spec.StringMember(m.Params, "name"); prompt != "" {
+			name += " " + prompt
+			attrs = append(attrs, attrPromptName.String(prompt))
+		}
+	case string(mcp.MethodResourcesRead):
+		if uri := spec.StringMember(m.Params, "uri"); uri != "" {
+			attrs = append(attrs, attrResourceURI.String(uri)) // not in the name: too many of them
+		}
+	}
+	if env := m.Envelope(); env.Modern() {
+		attrs = append(attrs, attrProtocolVersion.String(env.Version))
+	} else if !c.stateless {
+		attrs = append(attrs, attrSessionID.String(c.sess.id))
+		c.sess.mu.Lock()
+		v := c.sess.protocol
+		c.sess.mu.Unlock()
+		if v == "" && m.Method == spec.MethodInitialize {
+			v = spec.StringMember(m.Params, "protocolVersion")
+		}
+		if v != "" {
+			attrs = append(attrs, attrProtocolVersion.String(v))
+		}
+	}
+	switch c.transport {
+	case TransportStdio:
+		attrs = append(attrs, attrNetTransport.String("pipe"))
+	case TransportHTTP, TransportWebSocket:
+		attrs = append(attrs, attrNetTransport.String("tcp"), attrNetProtocol.String(c.transport))
+	}
+	if c.remote != "" {
+		attrs = append(attrs, attrClientAddress.String(c.remote))
+	}
+	return name, attrs
+}
+
+// idText is a JSON-RPC id as the jsonrpc.request.id attribute has it: a
+// string id's text, a number's digits.
+func idText(id spec.ID) string {
+	if len(id) > 0 && id[0] == '"' {
+		var s string
+		if json.Unmarshal(id, &s) == nil {
+			return s
+		}
+	}
+	return string(id)
+}
+
+// context returns ctx carrying the span (started when it was not), for a
+// handler that makes spans of its own below it.
+func (sp *reqSpan) context(ctx context.Context) context.Context {
+	if sp == nil {
+		return ctx
+	}
+	sp.within(nil)
+	return trace.ContextWithSpan(ctx, sp.span)
+}
+
+// traceContext returns the span's W3C trace context, for the request's Record.
+func (sp *reqSpan) traceContext() resume.TraceContext {
+	if sp == nil || sp.span == nil {
+		return resume.TraceContext{}
+	}
+	c := propagation.MapCarrier{}
+	w3c.Inject(trace.ContextWithSpan(context.Background(), sp.span), c)
+	return resume.TraceContext{Parent: c["traceparent"], State: c["tracestate"]}
+}
+
+// event adds an event to the span.
+func (sp *reqSpan) event(name string, attrs ...attribute.KeyValue) {
+	if sp == nil || sp.span == nil {
+		return
+	}
+	sp.span.AddEvent(name, trace.WithAttributes(attrs...))
+}
+
+// end ends the span: e, when not nil, is the error the request was answered
+// with.
+func (sp *reqSpan) end(e *spec.Error) {
+	if sp == nil || !sp.ending() {
+		return
+	}
+	if e != nil {
+		sp.failed(e.Code, e.Message, string(e.Reason))
+	}
+	sp.span.End()
+}
+
+// ending starts the span if it has not started, and reports whether this is
+// its one end.
+func (sp *reqSpan) ending() bool {
+	sp.within(nil)
+	return sp.done.CompareAndSwap(false, true)
+}
+
+// endWith ends the span with mcp-go's answer to the request.
+func (sp *reqSpan) endWith(resp mcp.JSONRPCMessage) {
+	if sp == nil || !sp.ending() {
+		return
+	}
+	sp.result(resp)
+	sp.span.End()
+}
+
+// result records mcp-go's answer on the span: a JSON-RPC error's code, or a
+// tool's own error (isError).
+func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
+	if sp == nil || sp.span == nil {
+		return
+	}
+	var d *mcp.JSONRPCErrorDetails
+	switch v := resp.(type) {
+	case mcp.JSONRPCError:
+		d = &v.Error
+	case *mcp.JSONRPCError:
+		d = &v.Error
+	}
+	if d != nil {
+		sp.failed(d.Code, d.Message, reasonOf(d.Data))
+		return
+	}
+	if failed(resp) { // a tool's own error, in a successful JSON-RPC response
+		sp.span.SetAttributes(attrErrorType.String("tool_error"))
+		sp.span.SetStatus(codes.Error, "the tool's result is an error")
+	}
+}
+
+// failed records an error response: its code always; error.type and the
+// error status for the codes the conventions count as the server's failures
+// (every code but those of a request the server could not serve: parse
+// error, invalid request, method not found, invalid params, resource not
+// found); its data.reason, when there is one.
+func (sp *reqSpan) failed(code int, msg, reason string) {
+	s := strconv.Itoa(code)
+	sp.span.SetAttributes(attrStatusCode.String(s))
+	if reason != "" {
+		sp.span.SetAttributes(attrReason.String(reason))
+	}
+	switch code {
+	case spec.CodeParseError, spec.CodeInvalidRequest, spec.CodeMethodNotFound, spec.CodeInvalidParams, codeResourceNotFound:
+		return
+	}
+	sp.span.SetAttributes(attrErrorType.String(s))
+	sp.span.SetStatus(codes.Error, msg)
+}
+
+// codeResourceNotFound is MCP's resources/read error for an unknown resource.
+const codeResourceNotFound = -32002
+
+// reasonOf returns the data.reason of an error's data as mcp-go holds it.
+func reasonOf(data any) string {
+	switch d := data.(type) {
+	case json.RawMessage:
+		return spec.StringMember(d, "reason")
+	case map[string]any:
+		s, _ := d["reason"].(string)
+		return s
+	}
+	return ""
+}
+
+// endCause ends the span of a request that ended without a response, for
+// cause: cancelled by its client, its connection lost, expired, the server
+// stopping. error.type names it; none of them is the server's failure.
+func (sp *reqSpan) endCause(cause error) {
+	if sp == nil || !sp.ending() {
+		return
+	}
+	var t string
+	switch {
+	case errors.Is(cause, errClientCancel), errors.Is(cause, resume.ErrCancelled):
+		t = "cancelled"
+	case errors.Is(cause, errConnectionLost):
+		t = "connection_lost"
+	case errors.Is(cause, resume.ErrExpired):
+		t = "expired"
+	case errors.Is(cause, resume.ErrClosed):
+		t = "shutdown"
+	case errors.Is(cause, resume.ErrStoreLost):
+		t = string(spec.ReasonStoreLost)
+	case errors.Is(cause, resume.ErrEnded):
+	default:
+		t = "_OTHER"
+	}
+	if t != "" {
+		sp.span.SetAttributes(attrErrorType.String(t))
+	}
+	sp.span.End()
+}
+
+// follow hands the span to request r, which ends it (see the Tracing
+// comment): when its final response reaches a client (Delivered), or when r
+// leaves the engine.
+func (sp *reqSpan) follow(r *resume.Request) {
+	if sp == nil {
+		return
+	}
+	context.AfterFunc(r.Context(), func() { sp.endCause(context.Cause(r.Context())) })
+}
+
+// observer returns what the engine tells of the request the span stands for;
+// nil when there is no span.
+func (sp *reqSpan) observer() resume.Observer {
+	if sp == nil {
+		return nil
+	}
+	return spanObserver{sp}
+}
+
+// spanObserver puts what happens to a request on its span.
+type spanObserver struct{ sp *reqSpan }
+
+var _ resume.Observer = spanObserver{}
+
+func (o spanObserver) Attached(ack uint64) { o.sp.event(eventAttached, attrAck.Int64(int64(ack))) }
+func (o spanObserver) Detached()           { o.sp.event(eventDetached) }
+func (o spanObserver) Delivered()          { o.sp.end(nil) }

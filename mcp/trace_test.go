@@ -1,0 +1,343 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+)
+
+// spans is a span processor that keeps every span that ends and tells a
+// waiter when one did.
+type spans struct {
+	mu      sync.Mutex // guards the fields below
+	ended   []sdktrace.ReadOnlySpan
+	changed chan struct{} // closed (and replaced) when a span ends
+}
+
+func newSpans() *spans { return &spans{changed: make(chan struct{})} }
+
+func (s *spans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (s *spans) OnEnd(sp sdktrace.ReadOnlySpan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = append(s.ended, sp)
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+func (s *spans) Shutdown(context.Context) error   { return nil }
+func (s *spans) ForceFlush(context.Context) error { return nil }
+
+// provider returns a tracer provider whose spans s keeps.
+func (s *spans) provider() trace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(s))
+}
+
+// wait returns the ended spans once cond holds for them.
+func (s *spans) wait(t *testing.T, what string, cond func([]sdktrace.ReadOnlySpan) bool) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		got, changed := slices.Clone(s.ended), s.changed
+		s.mu.Unlock()
+		if cond(got) {
+			return got
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("waiting for %s: %d spans ended: %v", what, len(got), spanNames(got))
+		}
+	}
+}
+
+func spanNames(ss []sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+// named returns the spans named name.
+func named(ss []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range ss {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attrsOf(s sdktrace.ReadOnlySpan) map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.Attributes() {
+		m[string(kv.Key)] = kv.Value.Emit()
+	}
+	return m
+}
+
+func eventNames(s sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, e := range s.Events() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// spanText is everything a span says: its name, attributes, events, links and
+// status, for a scan for what must never be there.
+func spanText(s sdktrace.ReadOnlySpan) string {
+	var b strings.Builder
+	kv := func(attrs []attribute.KeyValue) {
+		for _, a := range attrs {
+			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+		}
+	}
+	b.WriteString(s.Name())
+	kv(s.Attributes())
+	for _, e := range s.Events() {
+		b.WriteString(" " + e.Name)
+		kv(e.Attributes)
+	}
+	for _, l := range s.Links() {
+		b.WriteString(" " + l.SpanContext.TraceID().String())
+		kv(l.Attributes)
+	}
+	b.WriteString(" " + s.Status().Description)
+	kv(s.Resource().Attributes())
+	return b.String()
+}
+
+// noSecrets fails t when any span says one of secrets.
+func noSecrets(t *testing.T, ss []sdktrace.ReadOnlySpan, secrets ...string) {
+	t.Helper()
+	for _, s := range ss {
+		text := spanText(s)
+		for _, sec := range secrets {
+			if sec != "" && strings.Contains(text, sec) {
+				t.Errorf("span %q holds a secret %q: %s", s.Name(), sec, text)
+			}
+		}
+	}
+}
+
+// The client's trace context in a call's _meta, for the tests: a sampled
+// span of a trace of its own.
+const (
+	clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	clientSpan  = "00f067aa0ba902b7"
+	resumeSpan  = "b7ad6b7169203331"
+)
+
+func traceparent(span string) string { return "00-" + clientTrace + "-" + span + "-01" }
+
+// A call with a trace context in _meta, dropped after two progress steps and
+// resumed from a new session: its SERVER span is a child of the client's span
+// with the conventions' attributes, stays open across the drop (detached and
+// attached are its events) and ends when the result reaches the new session;
+// getStatus and resume are spans of the same trace, children of the call's,
+// linked to the client's span of each; no token anywhere.
+func TestTraceDropAndResume(t *testing.T) {
+	rec := newSpans()
+	core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()})
+	dial := serveSessions(t, core)
+	stdio := &mcp.SessionOptions{Transport: mcp.TransportStdio}
+
+	a := e2etest.NewClient(t, dial(t, stdio))
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":10},"_meta":{"progressToken":"p","traceparent":%q,"tracestate":"vendor=x"}}}`, traceparent(clientSpan))
+	pol := e2etest.PolicyOf(t, a.Next())
+	a.Until(func(m e2etest.Msg) bool { return e2etest.Progress(m) == 2 })
+	a.Close()
+
+	b := e2etest.NewClient(t, dial(t, stdio))
+	b.Initialize(`{"resumableRequests":{}}`)
+	b.Send(`{"jsonrpc":"2.0","id":"s","method":"requests/getStatus","params":{"requestId":11,"resumeToken":%q,"_meta":{"traceparent":%q}}}`, pol.ResumeToken, traceparent(resumeSpan))
+	if m, _ := b.Response(`"s"`); m.Error != nil {
+		t.Fatalf("getStatus: %v", m.Error)
+	}
+	b.Resume(`11`, pol.ResumeToken)
+	if resp, _ := b.Response(`11`); e2etest.Text(resp) != "countdown done: 10 of 10 steps" {
+		t.Fatalf("result %s", resp.Raw)
+	}
+
+	got := rec.wait(t, "the call's span", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 1 && len(named(ss, "requests/resume")) == 1
+	})
+	call := named(got, "tools/call countdown")[0]
+	if call.SpanKind() != trace.SpanKindServer || call.Parent().TraceID().String() != clientTrace ||
+		call.Parent().SpanID().String() != clientSpan || !call.Parent().IsRemote() {
+		t.Errorf("call span: kind %v, parent %v; want a SERVER span below the client's %s", call.SpanKind(), call.Parent(), clientSpan)
+	}
+	if ts := call.SpanContext().TraceState().Get("vendor"); ts != "x" {
+		t.Errorf("call span's tracestate: vendor=%q, want the client's", ts)
+	}
+	at := attrsOf(call)
+	for k, want := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "countdown", "gen_ai.operation.name": "execute_tool",
+		"jsonrpc.request.id": "11", "mcp.protocol.version": "2025-06-18", "network.transport": "pipe",
+	} {
+		if at[k] != want {
+			t.Errorf("call span: %s = %q, want %q (all: %v)", k, at[k], want, at)
+		}
+	}
+	if at["mcp.session.id"] == "" {
+		t.Errorf("call span: no mcp.session.id (all: %v)", at)
+	}
+	if _, ok := at["error.type"]; ok || call.Status().Code != 0 {
+		t.Errorf("call span: error %q, status %v; want none", at["error.type"], call.Status())
+	}
+	ev := eventNames(call)
+	if i, j := slices.Index(ev, "mcp_resume.detached"), slices.Index(ev, "mcp_resume.attached"); slices.Index(ev, "mcp_resume.resumable") != 0 || i < 0 || j < i ||
+		!slices.Contains(ev, "mcp_resume.completed") {
+		t.Errorf("call span events %v: want resumable first, detached before attached, and completed", ev)
+	}
+
+	for _, name := range []string{"requests/getStatus", "requests/resume"} {
+		s := named(got, name)
+		if len(s) != 1 {
+			t.Fatalf("%d %s spans, want 1", len(s), name)
+		}
+		if s[0].Parent().TraceID() != call.SpanContext().TraceID() || s[0].Parent().SpanID() != call.SpanContext().SpanID() {
+			t.Errorf("%s span's parent %v, want the call's span %v", name, s[0].Parent(), call.SpanContext())
+		}
+		if s[0].SpanKind() != trace.SpanKindServer || attrsOf(s[0])["mcp.method.name"] != name {
+			t.Errorf("%s span: kind %v, attributes %v", name, s[0].SpanKind(), attrsOf(s[0]))
+		}
+		if s[0].EndTime().After(call.EndTime()) {
+			t.Errorf("%s span ends after the call's", name)
+		}
+	}
+	if l := named(got, "requests/getStatus")[0].Links(); len(l) != 1 || l[0].SpanContext.SpanID().String() != resumeSpan {
+		t.Errorf("getStatus span's links %v, want the client's span %s", l, resumeSpan)
+	}
+	if l := named(got, "requests/resume")[0].Links(); len(l) != 0 {
+		t.Errorf("resume span's links %v: its client sent no trace context", l)
+	}
+	if n := len(named(got, "initialize")); n != 2 {
+		t.Errorf("%d initialize spans, want one per session", n)
+	}
+	noSecrets(t, got, pol.ResumeToken)
+}
+
+// A call's answer shapes its span: a tool's own error is error.type
+// tool_error; a wrong token is -32602 (the client's mistake: no error.type)
+// with its reason; a call key and a task id never reach a span, and a task's
+// span ends with its work.
+func TestTraceErrors(t *testing.T) {
+	rec := newSpans()
+	_, dial := serve(t, &mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()})
+	c := e2etest.NewClient(t, dial(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0,"steps":1,"fail":true}}}`)
+	c.Response(`1`)
+	const wrong = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	if _, err := c.GetStatus(`2`, `1`, wrong); err == nil {
+		t.Fatal("getStatus with a wrong token answered")
+	}
+	const key = "k3y-0f-a-ca11-that-is-l0ng-en0ugh-t0-be-a-key"
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.mcp-resume/key":%q}}}`, key)
+	c.Response(`3`)
+	c.Send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"x"},"task":{}}}`)
+	created, _ := c.Response(`4`)
+	var task struct {
+		Task struct {
+			ID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(created.Result, &task); err != nil || task.Task.ID == "" {
+		t.Fatalf("no task created: %s", created.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":%q}}`, task.Task.ID)
+	c.Response(`5`)
+
+	got := rec.wait(t, "the four calls' spans", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 1 && len(named(ss, "requests/getStatus")) == 1 && len(named(ss, "tools/call echo")) == 1 &&
+			len(named(ss, "tools/call summarize")) == 1
+	})
+	if ts := named(got, "tools/call summarize")[0]; attrsOf(ts)["error.type"] != "cancelled" || !slices.Contains(eventNames(ts), "mcp_resume.resumable") {
+		t.Errorf("cancelled task's span: attributes %v, events %v", attrsOf(ts), eventNames(ts))
+	}
+	fail := named(got, "tools/call countdown")[0]
+	if at := attrsOf(fail); at["error.type"] != "tool_error" || fail.Status().Code.String() != "Error" {
+		t.Errorf("failed tool: attributes %v, status %v", at, fail.Status())
+	}
+	gs := named(got, "requests/getStatus")[0]
+	if at := attrsOf(gs); at["rpc.response.status_code"] != "-32602" || at["mcp_resume.error.reason"] != "not_found" || at["error.type"] != "" {
+		t.Errorf("wrong token: attributes %v", at)
+	}
+	if gs.Parent().IsValid() {
+		t.Errorf("wrong token: the span has a parent %v; a token that names nothing leads to no trace", gs.Parent())
+	}
+	noSecrets(t, got, wrong, key, task.Task.ID)
+}
+
+// Without a TracerProvider the core makes no span, even where a global one is
+// set: tracing is what the options say.
+func TestTraceOff(t *testing.T) {
+	rec := newSpans()
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(rec.provider())
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	_, dial := serve(t, nil)
+	c := e2etest.NewClient(t, dial(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"traceparent":%q}}}`, traceparent(clientSpan))
+	c.Response(`1`)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.ended) != 0 {
+		t.Fatalf("spans without a TracerProvider: %v", spanNames(rec.ended))
+	}
+}
+
+// A call on one instance of a cluster resumed on the other: the resume's span,
+// made by the instance that does not own the request, is a child of the
+// call's span on its owner (the trace context came with the request's record
+// in the shared store), and the call's span, on the owner, ends when the
+// result reaches the client through the other instance.
+func TestTraceAcrossInstances(t *testing.T) {
+	rec := newSpans() // both instances', as one collector would have them
+	ins := startClusterOf(t, 2, 5*time.Second, mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()},
+		func() *server.MCPServer { return demo.Server("test") })
+	a := e2etest.NewClient(t, ins[0].dial(t))
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":10},"_meta":{"progressToken":"p","traceparent":%q}}}`, traceparent(clientSpan))
+	pol := e2etest.PolicyOf(t, a.Next())
+	a.Until(func(m e2etest.Msg) bool { return e2etest.Progress(m) == 2 })
+	a.Close()
+
+	b := e2etest.NewClient(t, ins[1].dial(t))
+	b.Initialize(`{"resumableRequests":{}}`)
+	b.Resume(`11`, pol.ResumeToken)
+	if resp, _ := b.Response(`11`); e2etest.Text(resp) != "countdown done: 10 of 10 steps" {
+		t.Fatalf("result %s", resp.Raw)
+	}
+	got := rec.wait(t, "the call's span and the resume's", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 1 && len(named(ss, "requests/resume")) == 1
+	})
+	call, res := named(got, "tools/call countdown")[0], named(got, "requests/resume")[0]
+	if call.Parent().SpanID().String() != clientSpan || res.Parent().SpanID() != call.SpanContext().SpanID() ||
+		res.SpanContext().TraceID().String() != clientTrace {
+		t.Errorf("call span's parent %v, resume span's parent %v: want the client's, and the call's %v", call.Parent(), res.Parent(), call.SpanContext())
+	}
+	noSecrets(t, got, pol.ResumeToken)
+}
