@@ -121,7 +121,7 @@ func ackOf(m *spec.RequestMeta) uint64 {
 // delivers messages.
 func (at *attachments) getStatus(m *spec.Message, st Stream) {
 	c := at.c
-	sp := c.spanOf(m, st)
+	sp := spanOf(c, m, st)
 	fail := func(e *spec.Error) {
 		c.replyError(st, m.ID, e)
 		sp.end(e)
@@ -181,7 +181,7 @@ func (at *attachments) getStatus(m *spec.Message, st Stream) {
 // had queued; what comes later is on the request's own span.
 func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern bool) {
 	c := at.c
-	sp := c.spanOf(m, st)
+	sp := spanOf(c, m, st)
 	fail := func(e *spec.Error) {
 		c.replyError(st, m.ID, e)
 		sp.end(e)

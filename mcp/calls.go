@@ -46,7 +46,7 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 // newCall returns the call of request m, of its kind, with its own context.
 func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) *call {
 	c := cc.c
-	sp := c.spanOf(m, st)
+	sp := spanOf(c, m, st)
 	// The handler's context carries the call's span, for spans of its own.
 	ctx, cancel := context.WithCancelCause(sp.context(context.WithoutCancel(c.ctx)))
 	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp}
@@ -179,7 +179,7 @@ func (cc *sessionCalls) awaitKey(other *keyHold, m *spec.Message, raw []byte, st
 // the request's trace, covers the lookup and the attach.
 func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	c := cc.c
-	sp := c.spanOf(m, st)
+	sp := spanOf(c, m, st)
 	fail := func(e *spec.Error) {
 		c.replyError(st, m.ID, e)
 		sp.end(e)

@@ -17,14 +17,14 @@ func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	case spec.KindRequest:
 		if env := m.Envelope(); env.Modern() {
 			if c.s.closed.Load() {
-				c.refuse(st, m, spec.ShuttingDown())
+				refuse(c, st, m, spec.ShuttingDown())
 				return
 			}
 			c.modern(m, raw, st, env)
 			return
 		}
 		if c.stateless {
-			c.refuse(st, m, spec.NewError(spec.CodeInvalidParams, spec.ReasonEraMismatch,
+			refuse(c, st, m, spec.NewError(spec.CodeInvalidParams, spec.ReasonEraMismatch,
 				"a request without a session must carry its protocol version in params._meta[\""+spec.MetaProtocolVersion+"\"]"))
 			return
 		}
@@ -32,9 +32,10 @@ func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 	}
 }
 
-// refuse answers request m with e, as its whole handling (traced).
-func (c *connState) refuse(st Stream, m *spec.Message, e *spec.Error) {
-	sp := c.spanOf(m, st)
+// refuse answers request m, received on st by c, with e, as its whole handling
+// (traced).
+func refuse(c *connState, st Stream, m *spec.Message, e *spec.Error) {
+	sp := spanOf(c, m, st)
 	c.replyError(st, m.ID, e)
 	sp.end(e)
 }
@@ -51,7 +52,7 @@ func (c *connState) notification(m *spec.Message, raw []byte) {
 
 func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 	if c.s.closed.Load() {
-		c.refuse(st, m, spec.ShuttingDown())
+		refuse(c, st, m, spec.ShuttingDown())
 		return
 	}
 	switch m.Method {
@@ -77,7 +78,7 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 // initialize runs the handshake through mcp-go, notes the client's capability and
 // adds the server's advertisement.
 func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
-	sp := c.spanOf(m, st)
+	sp := spanOf(c, m, st)
 	var p struct {
 		Capabilities struct {
 			Resumable    json.RawMessage            `json:"resumableRequests"`
@@ -119,7 +120,7 @@ func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
 // or connection it arrived on.
 func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Envelope) {
 	if !spec.IsModern(env.Version) {
-		c.refuse(st, m, spec.UnsupportedVersion(env.Version))
+		refuse(c, st, m, spec.UnsupportedVersion(env.Version))
 		return
 	}
 	switch m.Method {
@@ -133,7 +134,7 @@ func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Enve
 		if ids, others := taskListen(m.Params); len(ids) > 0 {
 			mr := parseModern(env)
 			if !mr.tasks() {
-				c.refuse(st, m, errNeedsTasks("task notifications need the "+spec.ExtensionTasks+" extension in the request's capabilities"))
+				refuse(c, st, m, errNeedsTasks("task notifications need the "+spec.ExtensionTasks+" extension in the request's capabilities"))
 				return
 			}
 			if !others {

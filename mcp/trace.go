@@ -109,9 +109,9 @@ type reqSpan struct {
 	done atomic.Bool // ended
 }
 
-// spanOf returns the span of request m, received on st, not started yet; nil
+// spanOf returns the span of request m, received on st by c, not started yet; nil
 // when the server does not trace.
-func (c *connState) spanOf(m *spec.Message, st Stream) *reqSpan {
+func spanOf(c *connState, m *spec.Message, st Stream) *reqSpan {
 	if c.s.tracer == nil {
 		return nil
 	}
