@@ -483,8 +483,11 @@ func (g *Gateway) replaced(ctx context.Context, p *peer) {
 }
 
 // supervise starts the upstream again whenever its connection ends, until Close.
+// The connection it made last is closed as it returns: Close may have found
+// none installed while a new one was being made.
 func (g *Gateway) supervise(p *peer) {
 	defer g.wg.Done()
+	defer func() { p.close() }()
 	for {
 		select {
 		case <-p.done:
