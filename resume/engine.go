@@ -36,6 +36,8 @@ type Engine struct {
 	byPrincipal map[string]*usage
 	tombs       map[TokenHash]tombstone
 	tombQ       []TokenHash // insertion order, for expiry and the count bound
+	tombTimer   *time.Timer // fires when the oldest tombstone's time is over (ageTombs)
+	tombAt      time.Time   // when tombTimer is armed for; zero when it is not
 	// restartable: recovered requests to run again (see Restartable).
 	restartable []*Request
 	closed      bool
@@ -298,6 +300,9 @@ func (e *Engine) Live() int {
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
+	if e.tombTimer != nil {
+		e.tombTimer.Stop()
+	}
 	reqs := make([]*Request, 0, len(e.live))
 	for _, r := range e.live {
 		reqs = append(reqs, r)

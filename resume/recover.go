@@ -346,6 +346,7 @@ func (e *Engine) restoreTombstone(rec Record) {
 	}
 	e.tombs[rec.Hash] = tombstone{id: rec.ID, principal: rec.Principal, state: state, stored: true, until: until}
 	e.tombQ = append(e.tombQ, rec.Hash)
+	e.armTombsLocked(time.Now())
 }
 
 // dropStored deletes rec's request from the store.

@@ -1,6 +1,7 @@
 package resume_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -147,6 +148,41 @@ func TestTaskTombstoneLastsItsTTL(t *testing.T) {
 		r4.Cancel()
 		if _, err := e.Lookup(taskTok, []byte(`1`)); errors.Is(err, resume.ErrCancelled) {
 			t.Errorf("the task past its ttl: %v, want its tombstone gone", err)
+		}
+	})
+}
+
+// A task's tombstone, and its stored record, go when its ttl is over, though no
+// other request ends to age it out; so does a plain request's at TombstoneTTL.
+func TestTombstonesAgeOnTheirOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, st := newEngine(t, &resume.Options{TombstoneTTL: time.Hour})
+		if st == nil {
+			t.Skip("the stored record needs a store")
+		}
+		task, taskTok := start(t, e, `1`, &resume.StartOptions{Task: true, TTL: 2 * time.Hour})
+		plain, _ := start(t, e, `2`, nil)
+		task.Cancel()
+		plain.Cancel()
+		synctest.Wait()
+		h := resume.HashToken(taskTok)
+		if rec, err := st.Get(context.Background(), h); err != nil || rec == nil {
+			t.Fatalf("the task's stored tombstone: %v %v, want its record", rec, err)
+		}
+		if n := e.Stats().Tombstones; n != 2 {
+			t.Fatalf("%d tombstones, want 2", n)
+		}
+		time.Sleep(time.Hour + time.Second)
+		synctest.Wait()
+		_, err := e.Lookup(taskTok, []byte(`1`))
+		wantErr(t, "the task after an hour", err, resume.ErrCancelled)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := e.Stats().Tombstones; n != 0 {
+			t.Errorf("%d tombstones past their time, want 0", n)
+		}
+		if rec, err := st.Get(context.Background(), h); err == nil && rec != nil {
+			t.Errorf("the task's stored tombstone past its ttl: %+v, want it deleted", rec)
 		}
 	})
 }

@@ -41,8 +41,10 @@ func (e *Engine) TombstoneKey(token string, id []byte, principal string) {
 	if e.closed || e.knownLocked(h) {
 		return
 	}
-	e.tombs[h] = tombstone{id: bytes.Clone(id), principal: principal, state: StateCancelled, until: time.Now().Add(e.opts.TombstoneTTL)}
+	now := time.Now()
+	e.tombs[h] = tombstone{id: bytes.Clone(id), principal: principal, state: StateCancelled, until: now.Add(e.opts.TombstoneTTL)}
 	e.tombQ = append(e.tombQ, h)
+	e.armTombsLocked(now)
 }
 
 // knownLocked says whether a request with hash h is live or has a tombstone.
@@ -67,25 +69,7 @@ func (e *Engine) forget(r *Request, final State) {
 		}
 	}
 	e.releaseUseLocked(r)
-	// Age out old tombstones first (inserted in the order they ended: a task's,
-	// which may last to the end of its ttl, holds back those behind it, which
-	// still answer lookups only until their own time), then bound the count.
-	var aged []TokenHash // those stored: their records go too
-	for len(e.tombQ) > 0 {
-		h := e.tombQ[0]
-		t, ok := e.tombs[h]
-		if ok && now.Before(t.until) && len(e.tombQ) < e.opts.MaxTombstones {
-			break
-		}
-		if ok {
-			delete(e.tombs, h)
-			if t.stored {
-				aged = append(aged, h)
-			}
-		}
-		e.tombQ[0] = TokenHash{}
-		e.tombQ = e.tombQ[1:]
-	}
+	aged := e.ageTombsLocked(now)
 	// A cluster's other instances read the tombstone from the store; a task's
 	// outlives a restart there (its client polls it by id for its ttl).
 	stored := e.store != nil && (e.cluster != nil || r.task)
@@ -98,6 +82,7 @@ func (e *Engine) forget(r *Request, final State) {
 		e.expired.Add(1)
 	}
 	e.tombQ = append(e.tombQ, r.hash)
+	e.armTombsLocked(now)
 	e.mu.Unlock()
 	if e.store == nil {
 		return // and no Cluster
@@ -108,15 +93,7 @@ func (e *Engine) forget(r *Request, final State) {
 	// Those that aged out meanwhile go behind this request's lock, not under
 	// it: after a quiet TombstoneTTL they may be thousands, one store round
 	// trip each.
-	if len(aged) > 0 {
-		e.goBackground(func() {
-			for _, h := range aged {
-				if err := e.store.Delete(e.ctx, h); err != nil {
-					e.log.Warn().Err(err).Msg("deleting an old tombstone from the store")
-				}
-			}
-		})
-	}
+	e.deleteTombs(aged)
 	if !stored {
 		return
 	}
@@ -136,4 +113,80 @@ func (e *Engine) forget(r *Request, final State) {
 	if err := e.store.Put(e.ctx, tomb); err != nil {
 		e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the tombstone of an ended request")
 	}
+}
+
+// ageTombsLocked drops the tombstones whose time is over, and the oldest while
+// there are more than MaxTombstones, and returns those among them that are
+// stored: their records go too (deleteTombs). They are queued in the order
+// they were made, so a task's, which may last to the end of its ttl, holds
+// back those behind it (which still answer lookups only until their own time).
+// It arms the tombstone timer for the next. Called with e.mu held.
+func (e *Engine) ageTombsLocked(now time.Time) (aged []TokenHash) {
+	for len(e.tombQ) > 0 {
+		h := e.tombQ[0]
+		t, ok := e.tombs[h]
+		if ok && now.Before(t.until) && len(e.tombQ) < e.opts.MaxTombstones {
+			break
+		}
+		if ok {
+			delete(e.tombs, h)
+			if t.stored {
+				aged = append(aged, h)
+			}
+		}
+		e.tombQ[0] = TokenHash{}
+		e.tombQ = e.tombQ[1:]
+	}
+	e.armTombsLocked(now)
+	return aged
+}
+
+// armTombsLocked arms the tombstone timer for when the oldest tombstone's
+// time is over, unless it is armed for then already: an engine where no
+// request ends meanwhile still lets its tombstones, and their stored records,
+// go. Called with e.mu held.
+func (e *Engine) armTombsLocked(now time.Time) {
+	if e.closed || len(e.tombQ) == 0 {
+		return
+	}
+	at := now
+	if t, ok := e.tombs[e.tombQ[0]]; ok {
+		at = t.until
+	}
+	switch {
+	case e.tombTimer == nil:
+		e.tombTimer = time.AfterFunc(at.Sub(now), e.ageTombs)
+	case !at.Equal(e.tombAt):
+		e.tombTimer.Reset(at.Sub(now))
+	default:
+		return
+	}
+	e.tombAt = at
+}
+
+// ageTombs is the tombstone timer's: the tombstones whose time is over go.
+func (e *Engine) ageTombs() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.tombAt = time.Time{} // fired: armed again for the next
+	aged := e.ageTombsLocked(time.Now())
+	e.mu.Unlock()
+	e.deleteTombs(aged)
+}
+
+// deleteTombs deletes the stored records of aged tombstones, in the background.
+func (e *Engine) deleteTombs(aged []TokenHash) {
+	if len(aged) == 0 || e.store == nil {
+		return
+	}
+	e.goBackground(func() {
+		for _, h := range aged {
+			if err := e.store.Delete(e.ctx, h); err != nil {
+				e.log.Warn().Err(err).Msg("deleting an old tombstone from the store")
+			}
+		}
+	})
 }
