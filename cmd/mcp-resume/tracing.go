@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/internal/telemetry"
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 )
 
 // tracingFlush bounds how long a command waits, as it exits, for the spans
@@ -34,4 +40,37 @@ func startTracing(warn func(error)) (trace.TracerProvider, func()) {
 			warn(err)
 		}
 	}
+}
+
+// traceClient sets a client command's tracing up from the environment
+// (startTracing): opts, the options of its client of tg, get the provider and
+// the transport's name, and the returned context carries the parent of the
+// command's spans when the environment names one (TRACEPARENT and TRACESTATE,
+// as OpenTelemetry's environment carriers have it; a script that traces puts
+// the command's spans in its trace). The returned function ends tracing,
+// exporting the spans that ended: the command calls it after its client
+// closed.
+func traceClient(ctx context.Context, tg *target, opts *client.Options, stderr io.Writer) (context.Context, func()) {
+	tp, stop := startTracing(func(err error) { fmt.Fprintf(stderr, "tracing: %v\n", err) })
+	if tp == nil {
+		return ctx, stop
+	}
+	opts.TracerProvider = tp
+	opts.Transport = tg.transport()
+	if parent := os.Getenv("TRACEPARENT"); parent != "" {
+		carrier := propagation.MapCarrier{"traceparent": parent, "tracestate": os.Getenv("TRACESTATE")}
+		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
+	}
+	return ctx, stop
+}
+
+// transport names tg's transport, for the spans' network.transport.
+func (t *target) transport() string {
+	switch {
+	case t.stdio != "":
+		return mcptrace.TransportStdio
+	case t.ws != "":
+		return mcptrace.TransportWebSocket
+	}
+	return mcptrace.TransportHTTP
 }

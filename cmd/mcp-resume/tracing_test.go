@@ -139,3 +139,59 @@ func TestTraceThroughGateway(t *testing.T) {
 		t.Errorf("gateway's span %+v, upstream's %+v: want both in the client's trace", gw, up)
 	}
 }
+
+// `mcp-resume call`, a real process, with the OpenTelemetry environment: its
+// call is a CLIENT span (below the span TRACEPARENT names), exported as the
+// command exits, and the server's SERVER span of the call is its child: one
+// trace across the two processes. The tools/list the command sends first to
+// check the arguments is a CLIENT span of the same trace.
+func TestTraceCallCommand(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	srv := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	cmd := self("call --url " + srv.URL + " countdown seconds=0.2 steps=2")
+	cmd.Env = append(cmd.Env, "OTEL_SERVICE_NAME=the-caller", "TRACEPARENT=00-"+clientTraceID+"-"+clientSpanID+"-01")
+	out, err := cmd.Output()
+	if err != nil || string(out) != "countdown done: 2 of 2 steps\n" {
+		t.Fatalf("call: %v, stdout %q", err, out)
+	}
+	// Exported before the command exited: its client spans are there now.
+	spans := rcv.Spans()
+	var cli otlptest.Span
+	for _, s := range spans {
+		if s.Name == "tools/call countdown" && s.Kind == "Client" {
+			cli = s
+		}
+	}
+	if cli.SpanID == "" || cli.Service != "the-caller" || cli.TraceID != clientTraceID || cli.ParentSpanID != clientSpanID {
+		t.Fatalf("the command's CLIENT span %+v: want one of service the-caller below TRACEPARENT's span (received %v)", cli, otlptest.Names(spans))
+	}
+	for k, want := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "countdown", "network.transport": "tcp", "network.protocol.name": "http",
+	} {
+		if cli.Attrs[k] != want {
+			t.Errorf("CLIENT span: %s = %q, want %q (all %v)", k, cli.Attrs[k], want, cli.Attrs)
+		}
+	}
+	if !slices.ContainsFunc(spans, func(s otlptest.Span) bool {
+		return s.Name == "tools/list" && s.Kind == "Client" && s.TraceID == clientTraceID && s.Service == "the-caller"
+	}) {
+		t.Errorf("no CLIENT span tools/list of the command in the trace: %v", otlptest.Names(spans))
+	}
+	spans = rcv.Wait(t, 20*time.Second, "the server's span of the call", func(spans []otlptest.Span) bool {
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && s.Kind == "Server" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, s := range spans {
+		if s.Name == "tools/call countdown" && s.Kind == "Server" {
+			if s.TraceID != clientTraceID || s.ParentSpanID != cli.SpanID || s.Service != "mcp-resume" {
+				t.Errorf("server span %+v: want mcp-resume's, below the command's CLIENT span %s", s, cli.SpanID)
+			}
+		}
+	}
+}
