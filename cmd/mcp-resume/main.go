@@ -368,7 +368,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	var srv *server.MCPServer
 	var policyOf func(string) (mcp.Policy, bool)
 	if gw {
-		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log)
+		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log, tp)
 		if err != nil {
 			return err
 		}

@@ -109,8 +109,9 @@ func TestTraceResumedCall(t *testing.T) {
 }
 
 // Through `gateway` in front of `serve --stdio` (both exporting to the one
-// receiver): the upstream's span of the call is in the client's trace, a
-// child of the gateway's span of it, which is a child of the client's span.
+// receiver): the gateway's SERVER span of the call is a child of the client's
+// span, the gateway's CLIENT span of the upstream call a child of it, and the
+// upstream's SERVER span of the call a child of that: one trace.
 func TestTraceThroughGateway(t *testing.T) {
 	rcv := otlptest.New(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
@@ -121,8 +122,9 @@ func TestTraceThroughGateway(t *testing.T) {
 	if resp, _ := c.Response(`1`); e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
 		t.Fatalf("result %s", resp.Raw)
 	}
-	var gw, up otlptest.Span
-	rcv.Wait(t, 20*time.Second, "the gateway's span of the call and the upstream's below it", func(spans []otlptest.Span) bool {
+	var gw, out, up otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the gateway's spans of the call and the upstream's below them", func(spans []otlptest.Span) bool {
+		gw, out, up = otlptest.Span{}, otlptest.Span{}, otlptest.Span{}
 		for _, s := range spans {
 			if s.Name == "tools/call countdown" && s.ParentSpanID == clientSpanID {
 				gw = s
@@ -130,13 +132,35 @@ func TestTraceThroughGateway(t *testing.T) {
 		}
 		for _, s := range spans {
 			if s.Name == "tools/call countdown" && gw.SpanID != "" && s.ParentSpanID == gw.SpanID {
+				out = s
+			}
+		}
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && out.SpanID != "" && s.ParentSpanID == out.SpanID {
 				up = s
 			}
 		}
 		return up.SpanID != ""
 	})
-	if gw.TraceID != clientTraceID || up.TraceID != clientTraceID || up.Kind != "Server" {
-		t.Errorf("gateway's span %+v, upstream's %+v: want both in the client's trace", gw, up)
+	if gw.Kind != "Server" || out.Kind != "Client" || up.Kind != "Server" {
+		t.Errorf("kinds: gateway %s > gateway %s > upstream %s, want Server > Client > Server", gw.Kind, out.Kind, up.Kind)
+	}
+	for _, s := range []otlptest.Span{gw, out, up} {
+		if s.TraceID != clientTraceID {
+			t.Errorf("span %s (%s) in trace %s, want the client's", s.Name, s.Kind, s.TraceID)
+		}
+	}
+	for k, want := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "countdown", "network.transport": "pipe",
+		"mcp.protocol.version": "2026-07-28", // serve speaks it: the gateway calls it in that era
+	} {
+		if out.Attrs[k] != want {
+			t.Errorf("the gateway's CLIENT span: %s = %q, want %q (all %v)", k, out.Attrs[k], want, out.Attrs)
+		}
+	}
+	if out.Attrs["jsonrpc.request.id"] == "" || out.Attrs["jsonrpc.request.id"] != up.Attrs["jsonrpc.request.id"] {
+		t.Errorf("the CLIENT span's jsonrpc.request.id %q, the upstream's %q: want the upstream request's id in both",
+			out.Attrs["jsonrpc.request.id"], up.Attrs["jsonrpc.request.id"])
 	}
 }
 
