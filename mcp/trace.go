@@ -296,6 +296,22 @@ func (sp *reqSpan) ending() bool {
 	return sp.done.CompareAndSwap(false, true)
 }
 
+// endResponse ends the span with the response data, as written: an error
+// response's error, or none.
+func (sp *reqSpan) endResponse(data []byte) {
+	if sp == nil {
+		return
+	}
+	var e *spec.Error
+	if raw, found, _ := spec.Member(data, "error"); found {
+		e = new(spec.Error)
+		if json.Unmarshal(raw, e) != nil {
+			e = &spec.Error{Code: spec.CodeInternalError}
+		}
+	}
+	sp.end(e)
+}
+
 // endWith ends the span with mcp-go's answer to the request.
 func (sp *reqSpan) endWith(resp mcp.JSONRPCMessage) {
 	if sp == nil || !sp.ending() {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // spans is a span processor that keeps every span that ends and tells a
@@ -340,4 +342,127 @@ func TestTraceAcrossInstances(t *testing.T) {
 		t.Errorf("call span's parent %v, resume span's parent %v: want the client's, and the call's %v", call.Parent(), res.Parent(), call.SpanContext())
 	}
 	noSecrets(t, got, pol.ResumeToken)
+}
+
+// taskSecrets returns a task id and the resume token it carries (a task id
+// is a token in another form: neither may reach a span).
+func taskSecrets(t *testing.T, id string) []string {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, "tk1."))
+	var tid struct {
+		Token string `json:"t"`
+	}
+	if err != nil || json.Unmarshal(b, &tid) != nil || tid.Token == "" {
+		t.Fatalf("task id %q: not of the form the test knows", id)
+	}
+	return []string{id, tid.Token}
+}
+
+// The task requests of both eras (2025-11-25: tasks/get, tasks/stream,
+// tasks/result, tasks/cancel; 2026-07-28: tasks/get, tasks/stream,
+// tasks/update, tasks/cancel) are SERVER spans in their task's trace: each a
+// child of the span of the call that made the task, linked to the client's
+// span of it when it sent one; tasks/list, which names many tasks, is a span
+// of its own. No task id, nor the token inside one, is in any span.
+func TestTraceTaskRequests(t *testing.T) {
+	rec := newSpans()
+	_, dial := serve(t, &mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()})
+	c := e2etest.NewClient(t, dial(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+
+	// 2025-11-25.
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.2,"steps":2},"task":{},"_meta":{"traceparent":%q}}}`, traceparent(clientSpan))
+	created, _ := c.Response(`1`)
+	var legacy struct {
+		Task struct {
+			ID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(created.Result, &legacy); err != nil || legacy.Task.ID == "" {
+		t.Fatalf("no task created: %s", created.Raw)
+	}
+	old := legacy.Task.ID
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,"_meta":{"traceparent":%q}}}`, old, traceparent(resumeSpan))
+	c.Response(`2`)
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"tasks/stream","params":{"taskId":%q}}`, old)
+	if m, _ := c.Response(`3`); m.Error != nil {
+		t.Fatalf("tasks/stream: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":%q}}`, old)
+	if m, _ := c.Response(`4`); !strings.Contains(string(m.Result), "countdown done") {
+		t.Fatalf("tasks/result: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":%q}}`, old)
+	if m, _ := c.Response(`5`); m.Error == nil {
+		t.Fatalf("tasks/cancel of an ended task: %s, want an error", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":6,"method":"tasks/list","params":{}}`)
+	c.Response(`6`)
+
+	// 2026-07-28.
+	ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
+	c.Modern(`"t"`, "tools/call", `"name":"countdown","arguments":{"seconds":30,"steps":30}`, ext, fmt.Sprintf(`"traceparent":%q`, traceparent(clientSpan)))
+	m, _ := c.Response(`"t"`)
+	var modern struct {
+		ID string `json:"taskId"`
+	}
+	if err := json.Unmarshal(m.Result, &modern); err != nil || modern.ID == "" {
+		t.Fatalf("no task created: %s", m.Raw)
+	}
+	c.Modern(`"g"`, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, modern.ID), ext)
+	c.Response(`"g"`)
+	c.Modern(`"u"`, spec.MethodTasksUpdate, fmt.Sprintf(`"taskId":%q,"inputResponses":{}`, modern.ID), ext)
+	c.Response(`"u"`)
+	c.Modern(`"s"`, spec.MethodTasksStream, fmt.Sprintf(`"taskId":%q`, modern.ID), ext)
+	c.Modern(`"x"`, spec.MethodTasksCancel, fmt.Sprintf(`"taskId":%q`, modern.ID), ext)
+	c.Response(`"x"`)
+	c.Response(`"s"`) // the stream ends with the cancelled task
+
+	got := rec.wait(t, "the task requests' spans", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 2 && len(named(ss, "tasks/get")) == 2 && len(named(ss, "tasks/stream")) == 2 &&
+			len(named(ss, "tasks/result")) == 1 && len(named(ss, "tasks/cancel")) == 2 && len(named(ss, "tasks/update")) == 1 &&
+			len(named(ss, "tasks/list")) == 1
+	})
+	// The call spans by era: the 2025 one's request id is 1.
+	calls := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range named(got, "tools/call countdown") {
+		calls[attrsOf(s)["jsonrpc.request.id"]] = s
+		if s.Parent().SpanID().String() != clientSpan {
+			t.Errorf("task call %s: parent %v, want the client's span", attrsOf(s)["jsonrpc.request.id"], s.Parent())
+		}
+	}
+	want := map[string]sdktrace.ReadOnlySpan{"1": calls["1"], "2": calls["1"], "3": calls["1"], "4": calls["1"], "5": calls["1"],
+		"g": calls["t"], "u": calls["t"], "s": calls["t"], "x": calls["t"]}
+	for _, s := range got {
+		if !strings.HasPrefix(s.Name(), "tasks/") || s.Name() == "tasks/list" {
+			continue
+		}
+		id := attrsOf(s)["jsonrpc.request.id"]
+		call := want[id]
+		if call == nil {
+			t.Errorf("span %s of request %q: not one of the test's", s.Name(), id)
+			continue
+		}
+		if s.SpanKind() != trace.SpanKindServer || s.Parent().SpanID() != call.SpanContext().SpanID() || s.SpanContext().TraceID() != call.SpanContext().TraceID() {
+			t.Errorf("span %s (request %s): parent %v, want the span of the call that made its task %v", s.Name(), id, s.Parent(), call.SpanContext())
+		}
+	}
+	for _, s := range named(got, "tasks/get") {
+		if attrsOf(s)["jsonrpc.request.id"] == "2" {
+			if l := s.Links(); len(l) != 1 || l[0].SpanContext.SpanID().String() != resumeSpan {
+				t.Errorf("tasks/get's links %v, want the client's span of it", l)
+			}
+		}
+	}
+	if s := named(got, "tasks/cancel"); len(s) == 2 {
+		for _, x := range s {
+			if id := attrsOf(x)["jsonrpc.request.id"]; id == "5" && attrsOf(x)["rpc.response.status_code"] != "-32602" {
+				t.Errorf("tasks/cancel of an ended task: attributes %v", attrsOf(x))
+			}
+		}
+	}
+	if l := named(got, "tasks/list")[0]; l.Parent().IsValid() {
+		t.Errorf("tasks/list's parent %v: it is no task's", l.Parent())
+	}
+	noSecrets(t, got, append(taskSecrets(t, old), taskSecrets(t, modern.ID)...)...)
 }
