@@ -110,6 +110,15 @@ func (r *Request) ID() []byte { return r.id }
 // Record: a recovered request has it too.
 func (r *Request) Trace() TraceContext { return r.trace }
 
+// Observe makes o the request's Observer from now on (StartOptions.Observer
+// for a request this engine did not start: one recovered or claimed, run
+// again).
+func (r *Request) Observe(o Observer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obs = o
+}
+
 // Payload returns what the request was started with to make it restartable (see
 // StartOptions.Payload); nil for a request that is not restartable.
 func (r *Request) Payload() []byte { return r.payload }
