@@ -165,9 +165,17 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	if eo.Ended == nil {
 		eo.Ended = endedResponse
 	}
+	s := &Server{}
+	if o.TracerProvider != nil {
+		if f := eo.OnLost; f != nil {
+			eo.OnLost = func(rec resume.Record, cause error) { s.requestLost(rec, cause); f(rec, cause) }
+		} else {
+			eo.OnLost = s.requestLost
+		}
+	}
 	var p [6]byte
 	_, _ = rand.Read(p[:])
-	s := &Server{
+	*s = Server{
 		srv: srv, opts: o, log: log,
 		idPrefix:  "mr-" + hex.EncodeToString(p[:]) + "-",
 		pool:      newWorkers(),

@@ -63,6 +63,7 @@ const (
 	attrReason          = attribute.Key("mcp_resume.error.reason")
 	attrAck             = attribute.Key("mcp_resume.ack")
 	attrTask            = attribute.Key("mcp_resume.task")
+	attrRerun           = attribute.Key("mcp_resume.rerun")
 )
 
 // The events on a request's span.
@@ -71,7 +72,12 @@ const (
 	eventAttached  = "mcp_resume.attached"  // a client took it up
 	eventDetached  = "mcp_resume.detached"  // its client went away; it runs on
 	eventCompleted = "mcp_resume.completed" // its handler returned; the response waits for a client
+	eventRerun     = "mcp_resume.rerun"     // a restartable request runs again (after a restart, or claimed)
 )
+
+// spanLost names the span of a request that ended, failed, because the
+// process that ran it was lost (a restart, a lost instance of a cluster).
+const spanLost = "mcp_resume.request_failed"
 
 // The transports a session may name (SessionOptions.Transport), for its
 // spans' network.transport and network.protocol.name.
@@ -107,6 +113,9 @@ type reqSpan struct {
 
 	span trace.Span  // nil until within
 	done atomic.Bool // ended
+	// rerun: the request runs again (after a restart or a claim), on no
+	// session and no transport of its own.
+	rerun bool
 }
 
 // spanOf returns the span of request m, received on st, not started yet; nil
@@ -210,6 +219,13 @@ func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
 		if uri := spec.StringMember(m.Params, "uri"); uri != "" {
 			attrs = append(attrs, attrResourceURI.String(uri)) // not in the name: too many of them
 		}
+	}
+	if sp.rerun {
+		attrs = append(attrs, attrRerun.Bool(true))
+		if env := m.Envelope(); env.Modern() {
+			attrs = append(attrs, attrProtocolVersion.String(env.Version))
+		}
+		return name, attrs // its session and transport are no client's
 	}
 	if env := m.Envelope(); env.Modern() {
 		attrs = append(attrs, attrProtocolVersion.String(env.Version))
@@ -434,3 +450,50 @@ var _ resume.Observer = spanObserver{}
 func (o spanObserver) Attached(ack uint64) { o.sp.event(eventAttached, attrAck.Int64(int64(ack))) }
 func (o spanObserver) Detached()           { o.sp.event(eventDetached) }
 func (o spanObserver) Delivered()          { o.sp.end(nil) }
+
+// rerunSpan returns the span of request r, of message m, run again after a
+// restart or a claim (nil when the server does not trace): a SERVER span of
+// the request's stored trace (its parent the span of the request's first
+// run, its link the client's span, from the stored request's _meta), whose
+// events and end are the request's, as a span of a call made resumable has.
+func (c *connState) rerunSpan(m *spec.Message, r *resume.Request) *reqSpan {
+	sp := c.spanOf(m, nil)
+	if sp == nil {
+		return nil
+	}
+	sp.rerun = true
+	sp.within(r)
+	sp.event(eventRerun)
+	r.Observe(sp.observer())
+	sp.follow(r)
+	return sp
+}
+
+// requestLost is the engine's OnLost: a request that was processing when the
+// process running it was lost ended now, failed (server_restarted,
+// owner_lost). It is a span of the request's stored trace, below the span of
+// the request's run that was lost, at the moment it ended; nothing when the
+// server does not trace or the request has no trace.
+func (s *Server) requestLost(rec resume.Record, cause error) {
+	if s.tracer == nil || rec.Trace.IsZero() {
+		return
+	}
+	parent := extract(rec.Trace.Parent, rec.Trace.State)
+	if !parent.IsValid() {
+		return
+	}
+	reason := spec.ReasonServerRestarted
+	if errors.Is(cause, resume.ErrOwnerLost) {
+		reason = spec.ReasonOwnerLost
+	}
+	attrs := []attribute.KeyValue{
+		attrRequestID.String(idText(rec.ID)), attrErrorType.String(string(reason)), attrReason.String(string(reason)),
+	}
+	if rec.Task {
+		attrs = append(attrs, attrTask.Bool(true))
+	}
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	_, sp := s.tracer.Start(ctx, spanLost, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	sp.SetStatus(codes.Error, cause.Error())
+	sp.End()
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume/memstore"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -465,4 +466,124 @@ func TestTraceTaskRequests(t *testing.T) {
 		t.Errorf("tasks/list's parent %v: it is no task's", l.Parent())
 	}
 	noSecrets(t, got, append(taskSecrets(t, old), taskSecrets(t, modern.ID)...)...)
+}
+
+// Across a restart on a durable store (here a memstore that outlives the
+// first server): a restartable call run again is a SERVER span of the call's
+// trace, a child of the span of its first run (which ended with the first
+// server: error.type shutdown), linked to the client's span, its events and
+// end the request's; a call that is not restartable, failed with
+// server_restarted at the recovery, is an INTERNAL span of its own trace
+// below the span of its run. Both resumed from a new session.
+func TestTraceRestart(t *testing.T) {
+	rec := newSpans()
+	opts := mcp.Options{Store: memstore.New(), TracerProvider: rec.provider(), Tools: map[string]mcp.Policy{
+		"countdown": {Mode: mcp.Always, Restartable: true}, "ask": {Mode: mcp.Always}}}
+	core1 := mcp.New(demo.Server("test"), &opts)
+	a := e2etest.NewClient(t, serveSessions(t, core1)(t, nil))
+	a.Initialize(`{"resumableRequests":{}}`)
+	const askSpan = "1111111111111111"
+	a.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"delay":30},"_meta":{"traceparent":%q}}}`, traceparent(askSpan))
+	polAsk := e2etest.PolicyOf(t, a.Next())
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.6,"steps":3},"_meta":{"progressToken":"p","traceparent":%q}}}`, traceparent(clientSpan))
+	polCount := e2etest.PolicyOf(t, a.Next())
+	a.Close()
+	core1.Close() // the requests stay in the store, processing
+
+	core2 := mcp.New(demo.Server("test"), &opts)
+	b := e2etest.NewClient(t, serveSessions(t, core2)(t, nil))
+	b.Initialize(`{"resumableRequests":{}}`)
+	b.Resume(`1`, polCount.ResumeToken)
+	if resp, _ := b.Response(`1`); e2etest.Text(resp) != "countdown done: 3 of 3 steps" {
+		t.Fatalf("the call run again: %s", resp.Raw)
+	}
+	b.Resume(`2`, polAsk.ResumeToken)
+	if resp, _ := b.Response(`2`); resp.Error == nil || !strings.Contains(string(resp.Raw), "server_restarted") {
+		t.Fatalf("the call that is not restartable: %s, want server_restarted", resp.Raw)
+	}
+
+	got := rec.wait(t, "both runs of the call and the failed one", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 2 && len(named(ss, "mcp_resume.request_failed")) == 1 && len(named(ss, "tools/call ask")) == 1
+	})
+	var first, rerun sdktrace.ReadOnlySpan
+	for _, s := range named(got, "tools/call countdown") {
+		if attrsOf(s)["mcp_resume.rerun"] == "true" {
+			rerun = s
+		} else {
+			first = s
+		}
+	}
+	if first == nil || rerun == nil {
+		t.Fatalf("countdown spans %v, %v: want the first run and the rerun", first, rerun)
+	}
+	if first.Parent().SpanID().String() != clientSpan || attrsOf(first)["error.type"] != "shutdown" {
+		t.Errorf("first run: parent %v, attributes %v", first.Parent(), attrsOf(first))
+	}
+	if rerun.SpanKind() != trace.SpanKindServer || rerun.SpanContext().TraceID().String() != clientTrace ||
+		rerun.Parent().SpanID() != first.SpanContext().SpanID() {
+		t.Errorf("rerun: kind %v, parent %v; want a SERVER span below the first run %v", rerun.SpanKind(), rerun.Parent(), first.SpanContext())
+	}
+	if l := rerun.Links(); len(l) != 1 || l[0].SpanContext.SpanID().String() != clientSpan {
+		t.Errorf("rerun's links %v, want the client's span (from the stored request)", l)
+	}
+	at := attrsOf(rerun)
+	if at["gen_ai.tool.name"] != "countdown" || at["jsonrpc.request.id"] != "1" || at["mcp.session.id"] != "" || at["error.type"] != "" {
+		t.Errorf("rerun's attributes %v", at)
+	}
+	if ev := eventNames(rerun); len(ev) == 0 || ev[0] != "mcp_resume.rerun" || !slices.Contains(ev, "mcp_resume.attached") || !slices.Contains(ev, "mcp_resume.completed") {
+		t.Errorf("rerun's events %v: want rerun first, the attach and the completion", ev)
+	}
+	if resume := named(got, "requests/resume"); len(resume) < 1 || !slices.ContainsFunc(resume, func(s sdktrace.ReadOnlySpan) bool {
+		return s.Parent().SpanID() == first.SpanContext().SpanID()
+	}) {
+		t.Errorf("no resume span below the call's stored span")
+	}
+	ask := named(got, "tools/call ask")[0]
+	lost := named(got, "mcp_resume.request_failed")[0]
+	if lost.SpanKind() != trace.SpanKindInternal || lost.Parent().SpanID() != ask.SpanContext().SpanID() || lost.SpanContext().TraceID() != ask.SpanContext().TraceID() {
+		t.Errorf("failed request's span: kind %v, parent %v; want an INTERNAL span below the call's %v", lost.SpanKind(), lost.Parent(), ask.SpanContext())
+	}
+	if at := attrsOf(lost); at["error.type"] != "server_restarted" || at["jsonrpc.request.id"] != "2" || lost.Status().Code.String() != "Error" {
+		t.Errorf("failed request's span: attributes %v, status %v", at, lost.Status())
+	}
+	noSecrets(t, got, polCount.ResumeToken, polAsk.ResumeToken)
+}
+
+// An instance of a cluster that dies: the survivor's claim fails its request
+// (not restartable) with owner_lost, an INTERNAL span of the request's trace
+// below the request's span on the dead instance (the trace context came with
+// the record in the shared store). (A restartable one runs again, as after a
+// restart: TestTraceRestart.)
+func TestTraceOwnerLost(t *testing.T) {
+	rec := newSpans()
+	const lease = time.Second
+	ins := startClusterOf(t, 2, lease, mcp.Options{TracerProvider: rec.provider()}, func() *server.MCPServer { return demo.Server("test") })
+	a, b := ins[0], ins[1]
+	ca := e2etest.NewClient(t, a.dial(t))
+	ca.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	ca.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"?"},"_meta":{"traceparent":%q}}}`, traceparent(clientSpan))
+	q := e2etest.PolicyOf(t, ca.Next())
+	ca.Next() // the elicitation, never answered
+	ca.Close()
+	a.nc.Close() // A dies without a goodbye
+
+	cb := e2etest.NewClient(t, b.dial(t))
+	cb.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	got := rec.wait(t, "the failed request's span", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "mcp_resume.request_failed")) == 1
+	})
+	lost := named(got, "mcp_resume.request_failed")[0]
+	if at := attrsOf(lost); at["error.type"] != "owner_lost" || at["jsonrpc.request.id"] != "q" || lost.SpanKind() != trace.SpanKindInternal ||
+		lost.SpanContext().TraceID().String() != clientTrace || lost.Parent().SpanID().String() == clientSpan {
+		t.Errorf("owner_lost span: kind %v, attributes %v, parent %v; want it in the call's trace, below the call's span on A", lost.SpanKind(), at, lost.Parent())
+	}
+	cb.Resume(`"q"`, q.ResumeToken)
+	if resp, _ := cb.Response(`"q"`); resp.Error == nil || resp.Error.Reason != spec.ReasonOwnerLost {
+		t.Fatalf("q after A died: %s, want owner_lost", resp.Raw)
+	}
+	got = rec.wait(t, "the resume's span", func(ss []sdktrace.ReadOnlySpan) bool { return len(named(ss, "requests/resume")) == 1 })
+	if res := named(got, "requests/resume")[0]; res.Parent().SpanID() != lost.Parent().SpanID() {
+		t.Errorf("resume on B: parent %v, want the call's stored span %v", res.Parent(), lost.Parent())
+	}
+	noSecrets(t, got, q.ResumeToken)
 }

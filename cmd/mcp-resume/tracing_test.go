@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -9,9 +11,14 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/mcp-resume/mcp-resume/internal/otlptest"
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -217,5 +224,110 @@ func TestTraceCallCommand(t *testing.T) {
 				t.Errorf("server span %+v: want mcp-resume's, below the command's CLIENT span %s", s, cli.SpanID)
 			}
 		}
+	}
+}
+
+// The issue's done-when for a restart: a restartable call of the Go client
+// (tracing, its CLIENT span recorded here) to `serve --data-dir` (exporting
+// to the receiver), the server killed (SIGKILL) mid-call and started again on
+// the same data: the new process runs the call again, and its span of the
+// rerun, the client's resume and its CLIENT span are one trace. The rerun's
+// parent is the first run's span (lost with the killed process: its context
+// came back from the store), its link the client's span.
+func TestTraceRerunAfterRestart(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	addr := freeAddr(t)
+	args := "--data-dir " + t.TempDir() + " --restartable countdown"
+	kill := spawnHTTP(t, addr, args)
+
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	dial := func(context.Context) (transport.Conn, error) {
+		return httptransport.Dial("http://"+addr+"/mcp", &httptransport.ClientOptions{Client: &http.Client{Transport: tr}, FailOnStreamLoss: true}), nil
+	}
+	c, err := client.Connect(t.Context(), dial, &client.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		TracerProvider: tp, Transport: "http"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		n := 0
+		res, err := c.CallTool(t.Context(), "countdown", map[string]any{"seconds": 1, "steps": 4}, &client.CallOptions{
+			Progress: func(client.Progress) {
+				if n++; n == 1 {
+					close(first)
+				}
+			},
+		})
+		if err == nil && (len(res.Content) != 1 || res.IsError) {
+			err = fmt.Errorf("result %+v", res)
+		}
+		done <- err
+	}()
+	select {
+	case <-first:
+	case err := <-done:
+		t.Fatalf("the call ended before any progress: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no progress")
+	}
+	kill()
+	spawnHTTP(t, addr, args)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the call across the restart: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no result after the restart")
+	}
+
+	var cli sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "tools/call countdown" {
+			cli = s
+		}
+	}
+	if cli == nil {
+		t.Fatal("no CLIENT span of the call")
+	}
+	traceID := cli.SpanContext().TraceID().String()
+	var rerun, resume otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the rerun's span and the resume's", func(spans []otlptest.Span) bool {
+		for _, s := range spans {
+			switch {
+			case s.Name == "tools/call countdown" && s.Attrs["mcp_resume.rerun"] == "true":
+				rerun = s
+			case s.Name == "requests/resume" && s.TraceID == traceID:
+				resume = s
+			}
+		}
+		return rerun.SpanID != "" && resume.SpanID != ""
+	})
+	if rerun.TraceID != traceID || rerun.Kind != "Server" {
+		t.Errorf("the rerun's span %+v: want a SERVER span in the client's trace %s", rerun, traceID)
+	}
+	if rerun.ParentSpanID == "" || rerun.ParentSpanID == cli.SpanContext().SpanID().String() || resume.ParentSpanID != rerun.ParentSpanID {
+		t.Errorf("the rerun's parent %q, the resume's %q: want both the first run's span (the stored trace context)", rerun.ParentSpanID, resume.ParentSpanID)
+	}
+	if len(rerun.Links) != 1 || rerun.Links[0].SpanID != cli.SpanContext().SpanID().String() {
+		t.Errorf("the rerun's links %+v, want the client's span %s", rerun.Links, cli.SpanContext().SpanID())
+	}
+	if len(resume.Links) != 1 || resume.Links[0].SpanID != cli.SpanContext().SpanID().String() {
+		t.Errorf("the resume's links %+v, want the client's span (its context came with the resume)", resume.Links)
+	}
+	var events []string
+	for _, e := range rerun.Events {
+		events = append(events, e.Name)
+	}
+	if !slices.Contains(events, "mcp_resume.rerun") || !slices.Contains(events, "mcp_resume.completed") {
+		t.Errorf("the rerun's events %v", events)
 	}
 }
