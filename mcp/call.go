@@ -203,6 +203,7 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		if !ok || cs.cl.c.s != s {
 			return next(ctx, req)
 		}
+		cs.cl.span.ran(req.Params.Name)
 		if cs.cl.resumable || cs.cl.kind.task() || (cs.cl.modern == nil && cs.cl.c.replay) {
 			p := s.opts.policy(req.Params.Name)
 			if cs.cl.kind == callLegacyTask {

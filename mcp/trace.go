@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,27 +105,40 @@ var w3c propagation.TraceContext
 // (within) and ended once (end and its kin), whichever way the request ends
 // first. A nil *reqSpan is a request traced by nobody: every method is a
 // no-op on it.
+//
+// It also measures the request for Options.OnOperation (op): a server that
+// measures but does not trace has a reqSpan with no span.
 type reqSpan struct {
+	s *Server
 	// Until the span starts: what it is made of.
 	c  *connState
 	m  *spec.Message
 	at time.Time
 	in trace.SpanContext // the client's, from params._meta or the transport
 
-	span trace.Span  // nil until within
-	done atomic.Bool // ended
+	started bool        // within ran
+	span    trace.Span  // nil until within, and without a tracer
+	done    atomic.Bool // ended
 	// rerun: the request runs again (after a restart or a claim), on no
 	// session and no transport of its own.
 	rerun bool
+
+	mu sync.Mutex // guards op once the span started
+	op Operation  // for Options.OnOperation; Duration set at the end
 }
 
 // spanOf returns the span of request m, received on st, not started yet; nil
-// when the server does not trace.
+// when the server neither traces nor measures.
 func (c *connState) spanOf(m *spec.Message, st Stream) *reqSpan {
-	if c.s.tracer == nil {
+	s := c.s
+	if s.tracer == nil && s.onOp == nil {
 		return nil
 	}
-	return &reqSpan{c: c, m: m, at: time.Now(), in: incoming(m.Params, st)}
+	sp := &reqSpan{s: s, c: c, m: m, at: time.Now()}
+	if s.tracer != nil {
+		sp.in = incoming(m.Params, st)
+	}
+	return sp
 }
 
 // incoming returns the client's span context of a request: the traceparent
@@ -170,7 +184,15 @@ func extract(parent, state string) trace.SpanContext {
 // the span's request names by token), with the client's span as its link;
 // for h nil, or one without a trace context, a child of the client's span.
 func (sp *reqSpan) within(h resume.Handle) {
-	if sp == nil || sp.span != nil {
+	if sp == nil || sp.started {
+		return
+	}
+	sp.started = true
+	if sp.s.onOp != nil {
+		sp.measure()
+	}
+	if sp.s.tracer == nil {
+		sp.c, sp.m = nil, nil
 		return
 	}
 	parent, link := sp.in, trace.SpanContext{}
@@ -190,8 +212,28 @@ func (sp *reqSpan) within(h resume.Handle) {
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
-	_, sp.span = sp.c.s.tracer.Start(ctx, name, opts...)
+	_, sp.span = sp.s.tracer.Start(ctx, name, opts...)
 	sp.c, sp.m = nil, nil // a request's span outlives its session: it holds neither
+}
+
+// version returns the protocol version of the span's request: a 2026
+// request's own, else its session's (or, for initialize, the one it asks
+// for); "" when there is none.
+func (sp *reqSpan) version() string {
+	c, m := sp.c, sp.m
+	if env := m.Envelope(); env.Modern() {
+		return env.Version
+	}
+	if c.stateless || sp.rerun {
+		return ""
+	}
+	c.sess.mu.Lock()
+	v := c.sess.protocol
+	c.sess.mu.Unlock()
+	if v == "" && m.Method == spec.MethodInitialize {
+		v = spec.StringMember(m.Params, "protocolVersion")
+	}
+	return v
 }
 
 // describe returns the span's name and attributes.
@@ -220,26 +262,14 @@ func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
 			attrs = append(attrs, attrResourceURI.String(uri)) // not in the name: too many of them
 		}
 	}
-	if sp.rerun {
-		attrs = append(attrs, attrRerun.Bool(true))
-		if env := m.Envelope(); env.Modern() {
-			attrs = append(attrs, attrProtocolVersion.String(env.Version))
-		}
-		return name, attrs // its session and transport are no client's
+	if v := sp.version(); v != "" {
+		attrs = append(attrs, attrProtocolVersion.String(v))
 	}
-	if env := m.Envelope(); env.Modern() {
-		attrs = append(attrs, attrProtocolVersion.String(env.Version))
-	} else if !c.stateless {
+	if sp.rerun {
+		return name, append(attrs, attrRerun.Bool(true)) // its session and transport are no client's
+	}
+	if !m.Envelope().Modern() && !c.stateless {
 		attrs = append(attrs, attrSessionID.String(c.sess.id))
-		c.sess.mu.Lock()
-		v := c.sess.protocol
-		c.sess.mu.Unlock()
-		if v == "" && m.Method == spec.MethodInitialize {
-			v = spec.StringMember(m.Params, "protocolVersion")
-		}
-		if v != "" {
-			attrs = append(attrs, attrProtocolVersion.String(v))
-		}
 	}
 	switch c.transport {
 	case TransportStdio:
@@ -272,6 +302,9 @@ func (sp *reqSpan) context(ctx context.Context) context.Context {
 		return ctx
 	}
 	sp.within(nil)
+	if sp.span == nil {
+		return ctx
+	}
 	return trace.ContextWithSpan(ctx, sp.span)
 }
 
@@ -302,7 +335,7 @@ func (sp *reqSpan) end(e *spec.Error) {
 	if e != nil {
 		sp.failed(e.Code, e.Message, string(e.Reason))
 	}
-	sp.span.End()
+	sp.finish()
 }
 
 // ending starts the span if it has not started, and reports whether this is
@@ -334,13 +367,13 @@ func (sp *reqSpan) endWith(resp mcp.JSONRPCMessage) {
 		return
 	}
 	sp.result(resp)
-	sp.span.End()
+	sp.finish()
 }
 
 // result records mcp-go's answer on the span: a JSON-RPC error's code, or a
 // tool's own error (isError).
 func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
-	if sp == nil || sp.span == nil {
+	if sp == nil || !sp.started {
 		return
 	}
 	var d *mcp.JSONRPCErrorDetails
@@ -355,8 +388,7 @@ func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
 		return
 	}
 	if failed(resp) { // a tool's own error, in a successful JSON-RPC response
-		sp.span.SetAttributes(attrErrorType.String("tool_error"))
-		sp.span.SetStatus(codes.Error, "the tool's result is an error")
+		sp.setError("tool_error", "the tool's result is an error")
 	}
 }
 
@@ -367,16 +399,45 @@ func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
 // found); its data.reason, when there is one.
 func (sp *reqSpan) failed(code int, msg, reason string) {
 	s := strconv.Itoa(code)
-	sp.span.SetAttributes(attrStatusCode.String(s))
-	if reason != "" {
-		sp.span.SetAttributes(attrReason.String(reason))
+	if sp.span != nil {
+		sp.span.SetAttributes(attrStatusCode.String(s))
+		if reason != "" {
+			sp.span.SetAttributes(attrReason.String(reason))
+		}
 	}
 	switch code {
 	case spec.CodeParseError, spec.CodeInvalidRequest, spec.CodeMethodNotFound, spec.CodeInvalidParams, codeResourceNotFound:
 		return
 	}
-	sp.span.SetAttributes(attrErrorType.String(s))
-	sp.span.SetStatus(codes.Error, msg)
+	sp.setError(s, msg)
+}
+
+// setError records error.type t on the span (with the error status, msg its
+// description) and the measure.
+func (sp *reqSpan) setError(t, msg string) {
+	if sp.span != nil {
+		sp.span.SetAttributes(attrErrorType.String(t))
+		sp.span.SetStatus(codes.Error, msg)
+	}
+	if sp.s.onOp != nil {
+		sp.mu.Lock()
+		sp.op.ErrorType = t
+		sp.mu.Unlock()
+	}
+}
+
+// finish ends the span, and tells Options.OnOperation of the request.
+func (sp *reqSpan) finish() {
+	if sp.span != nil {
+		sp.span.End()
+	}
+	if f := sp.s.onOp; f != nil {
+		sp.mu.Lock()
+		op := sp.op
+		sp.mu.Unlock()
+		op.Duration = time.Since(sp.at)
+		f(op)
+	}
 }
 
 // codeResourceNotFound is MCP's resources/read error for an unknown resource.
@@ -418,9 +479,16 @@ func (sp *reqSpan) endCause(cause error) {
 		t = "_OTHER"
 	}
 	if t != "" {
-		sp.span.SetAttributes(attrErrorType.String(t))
+		if sp.span != nil {
+			sp.span.SetAttributes(attrErrorType.String(t))
+		}
+		if sp.s.onOp != nil {
+			sp.mu.Lock()
+			sp.op.ErrorType = t
+			sp.mu.Unlock()
+		}
 	}
-	sp.span.End()
+	sp.finish()
 }
 
 // follow hands the span to request r, which ends it (see the Tracing

@@ -12,7 +12,9 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/internal/telemetry"
+	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/metrics"
 )
 
 // tracingFlush bounds how long a command waits, as it exits, for the spans
@@ -73,4 +75,34 @@ func (t *target) transport() string {
 		return mcptrace.TransportWebSocket
 	}
 	return mcptrace.TransportHTTP
+}
+
+// startMetrics sets the OTLP export of metrics up from the environment
+// (telemetry.SetupMetrics: OTEL_METRICS_EXPORTER=otlp), and returns what
+// records mcp.server.operation.duration in it, nil when the export is off,
+// and what ends it: what was measured since the last export is sent then.
+// warn gets a configuration it cannot use and the exporter's errors.
+func startMetrics(warn func(error)) (func(mcp.Operation), func()) {
+	m, err := telemetry.SetupMetrics(context.Background(), "mcp-resume", version)
+	if err != nil {
+		warn(err)
+		return nil, func() {}
+	}
+	if m == nil {
+		return nil, func() {}
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), tracingFlush)
+		defer cancel()
+		if err := m.Shutdown(ctx); err != nil {
+			warn(err)
+		}
+	}
+	record, err := metrics.OTelOperations(m.MeterProvider())
+	if err != nil {
+		warn(err)
+		stop()
+		return nil, func() {}
+	}
+	return record, stop
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -329,5 +330,43 @@ func TestTraceRerunAfterRestart(t *testing.T) {
 	}
 	if !slices.Contains(events, "mcp_resume.rerun") || !slices.Contains(events, "mcp_resume.completed") {
 		t.Errorf("the rerun's events %v", events)
+	}
+}
+
+// mcp.server.operation.duration: `serve --http` has it on /metrics
+// (mcp_server_operation_duration_seconds, whatever the environment says),
+// and exports it over OTLP with OTEL_METRICS_EXPORTER=otlp.
+func TestOperationMetrics(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_METRICS_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "100")
+	srv := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	c := e2etest.NewClient(t, httptransport.Dial(srv.URL, nil))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	c.Response(`1`)
+
+	want := `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-06-18",network_transport="tcp"} 1`
+	if m := scrapeFrom(t, "127.0.0.1", strings.TrimSuffix(srv.URL, "/mcp")+"/metrics"); !strings.Contains(m, want) {
+		t.Errorf("/metrics has no %s:\n%s", want, m)
+	}
+	points := rcv.WaitPoints(t, 20*time.Second, "the echo's operation over OTLP", func(ps []otlptest.Point) bool {
+		for _, p := range ps {
+			if p.Metric == "mcp.server.operation.duration" && p.Attrs["gen_ai.tool.name"] == "echo" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, p := range points {
+		if p.Metric != "mcp.server.operation.duration" || p.Attrs["gen_ai.tool.name"] != "echo" {
+			continue
+		}
+		if p.Unit != "s" || p.Count != 1 || p.Sum <= 0 || p.Service != "mcp-resume" || p.Attrs["mcp.method.name"] != "tools/call" ||
+			p.Attrs["network.transport"] != "tcp" || p.Attrs["mcp.protocol.version"] != "2025-06-18" {
+			t.Errorf("data point %+v", p)
+		}
+		break
 	}
 }
