@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -72,7 +74,7 @@ const (
 	eventResumable = "mcp_resume.resumable" // the call became a resumable request (or a task)
 	eventAttached  = "mcp_resume.attached"  // a client took it up
 	eventDetached  = "mcp_resume.detached"  // its client went away; it runs on
-	eventCompleted = "mcp_resume.completed" // its handler returned; the response waits for a client
+	eventCompleted = "mcp_resume.completed" // its handler returned with no client attached: the response waits for one
 	eventRerun     = "mcp_resume.rerun"     // a restartable request runs again (after a restart, or claimed)
 )
 
@@ -122,6 +124,8 @@ type reqSpan struct {
 	// rerun: the request runs again (after a restart or a claim), on no
 	// session and no transport of its own.
 	rerun bool
+	// detached: the request has no client attached now (Observer).
+	detached atomic.Bool
 
 	mu sync.Mutex // guards op once the span started
 	op Operation  // for Options.OnOperation; Duration set at the end
@@ -203,17 +207,39 @@ func (sp *reqSpan) within(h resume.Handle) {
 			}
 		}
 	}
-	name, attrs := sp.describe()
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(sp.at), trace.WithAttributes(attrs...)}
-	if link.IsValid() && !link.Equal(parent) {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
-	}
 	ctx := context.Background()
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
-	_, sp.span = sp.s.tracer.Start(ctx, name, opts...)
+	// The attributes are set once the span is known to record (an unsampled
+	// request's are not made), and not passed to Start, which would copy
+	// them once more for samplers (the SDK's read none of them).
+	name, target := sp.name()
+	if link.IsValid() && !link.Equal(parent) {
+		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at), trace.WithLinks(trace.Link{SpanContext: link}))
+	} else {
+		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at))
+	}
+	if sp.span.IsRecording() {
+		sp.span.SetAttributes(sp.attributes(target)...)
+	}
 	sp.c, sp.m = nil, nil // a request's span outlives its session: it holds neither
+}
+
+// spanKindServer is the option of every request's span.
+var spanKindServer = trace.WithSpanKind(trace.SpanKindServer)
+
+// name is the span's name: the method, and its target for tools/call and
+// prompts/get ("tools/call countdown"), which it returns too.
+func (sp *reqSpan) name() (name, target string) {
+	m := sp.m
+	switch m.Method {
+	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet):
+		if target := spec.StringMember(m.Params, "name"); target != "" {
+			return m.Method + " " + target, target
+		}
+	}
+	return m.Method, ""
 }
 
 // version returns the protocol version of the span's request: a 2026
@@ -236,26 +262,24 @@ func (sp *reqSpan) version() string {
 	return v
 }
 
-// describe returns the span's name and attributes.
-func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
+// attributes returns the span's attributes; target is the tool or prompt
+// (name).
+func (sp *reqSpan) attributes(target string) []attribute.KeyValue {
 	c, m := sp.c, sp.m
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, attrMethod.String(m.Method))
 	if len(m.ID) > 0 {
 		attrs = append(attrs, attrRequestID.String(idText(m.ID)))
 	}
-	name := m.Method
 	switch m.Method {
 	case string(mcp.MethodToolsCall):
-		if tool := spec.StringMember(m.Params, "name"); tool != "" {
-			name += " " + tool
-			attrs = append(attrs, attrToolName.String(tool))
+		if target != "" {
+			attrs = append(attrs, attrToolName.String(target))
 		}
 		attrs = append(attrs, attrOperation.String("execute_tool"))
 	case string(mcp.MethodPromptsGet):
-		if prompt := spec.StringMember(m.Params, "name"); prompt != "" {
-			name += " " + prompt
-			attrs = append(attrs, attrPromptName.String(prompt))
+		if target != "" {
+			attrs = append(attrs, attrPromptName.String(target))
 		}
 	case string(mcp.MethodResourcesRead):
 		if uri := spec.StringMember(m.Params, "uri"); uri != "" {
@@ -266,7 +290,7 @@ func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
 		attrs = append(attrs, attrProtocolVersion.String(v))
 	}
 	if sp.rerun {
-		return name, append(attrs, attrRerun.Bool(true)) // its session and transport are no client's
+		return append(attrs, attrRerun.Bool(true)) // its session and transport are no client's
 	}
 	if !m.Envelope().Modern() && !c.stateless {
 		attrs = append(attrs, attrSessionID.String(c.sess.id))
@@ -280,13 +304,16 @@ func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
 	if c.remote != "" {
 		attrs = append(attrs, attrClientAddress.String(c.remote))
 	}
-	return name, attrs
+	return attrs
 }
 
 // idText is a JSON-RPC id as the jsonrpc.request.id attribute has it: a
 // string id's text, a number's digits.
 func idText(id spec.ID) string {
-	if len(id) > 0 && id[0] == '"' {
+	if len(id) > 1 && id[0] == '"' {
+		if inner := id[1 : len(id)-1]; !bytes.ContainsAny(inner, `\"`) {
+			return string(inner) // no escape: its text as it is
+		}
 		var s string
 		if json.Unmarshal(id, &s) == nil {
 			return s
@@ -313,9 +340,25 @@ func (sp *reqSpan) traceContext() resume.TraceContext {
 	if sp == nil || sp.span == nil {
 		return resume.TraceContext{}
 	}
-	c := propagation.MapCarrier{}
-	w3c.Inject(trace.ContextWithSpan(context.Background(), sp.span), c)
-	return resume.TraceContext{Parent: c["traceparent"], State: c["tracestate"]}
+	sc := sp.span.SpanContext()
+	if !sc.IsValid() {
+		return resume.TraceContext{}
+	}
+	return resume.TraceContext{Parent: traceparent(sc), State: sc.TraceState().String()}
+}
+
+// traceparent is sc's W3C traceparent, as the propagator writes it (version
+// 00, the sampled flag alone).
+func traceparent(sc trace.SpanContext) string {
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:], []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return string(b[:])
 }
 
 // event adds an event to the span.
@@ -491,16 +534,6 @@ func (sp *reqSpan) endCause(cause error) {
 	sp.finish()
 }
 
-// follow hands the span to request r, which ends it (see the Tracing
-// comment): when its final response reaches a client (Delivered), or when r
-// leaves the engine.
-func (sp *reqSpan) follow(r *resume.Request) {
-	if sp == nil {
-		return
-	}
-	context.AfterFunc(r.Context(), func() { sp.endCause(context.Cause(r.Context())) })
-}
-
 // observer returns what the engine tells of the request the span stands for;
 // nil when there is no span.
 func (sp *reqSpan) observer() resume.Observer {
@@ -515,9 +548,18 @@ type spanObserver struct{ sp *reqSpan }
 
 var _ resume.Observer = spanObserver{}
 
-func (o spanObserver) Attached(ack uint64) { o.sp.event(eventAttached, attrAck.Int64(int64(ack))) }
-func (o spanObserver) Detached()           { o.sp.event(eventDetached) }
-func (o spanObserver) Delivered()          { o.sp.end(nil) }
+func (o spanObserver) Attached(ack uint64) {
+	o.sp.detached.Store(false)
+	o.sp.event(eventAttached, attrAck.Int64(int64(ack)))
+}
+
+func (o spanObserver) Detached() {
+	o.sp.detached.Store(true)
+	o.sp.event(eventDetached)
+}
+
+func (o spanObserver) Delivered()        { o.sp.end(nil) }
+func (o spanObserver) Ended(cause error) { o.sp.endCause(cause) }
 
 // rerunSpan returns the span of request r, of message m, run again after a
 // restart or a claim (nil when the server does not trace): a SERVER span of
@@ -533,7 +575,9 @@ func (c *connState) rerunSpan(m *spec.Message, r *resume.Request) *reqSpan {
 	sp.within(r)
 	sp.event(eventRerun)
 	r.Observe(sp.observer())
-	sp.follow(r)
+	if r.Gone() { // it ended before it was observed
+		sp.endCause(context.Cause(r.Context()))
+	}
 	return sp
 }
 

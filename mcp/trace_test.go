@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/memstore"
@@ -209,9 +210,11 @@ func TestTraceDropAndResume(t *testing.T) {
 		t.Errorf("call span: error %q, status %v; want none", at["error.type"], call.Status())
 	}
 	ev := eventNames(call)
+	// Completed while attached to session B: its response did not wait, so
+	// no completed event.
 	if i, j := slices.Index(ev, "mcp_resume.detached"), slices.Index(ev, "mcp_resume.attached"); slices.Index(ev, "mcp_resume.resumable") != 0 || i < 0 || j < i ||
-		!slices.Contains(ev, "mcp_resume.completed") {
-		t.Errorf("call span events %v: want resumable first, detached before attached, and completed", ev)
+		slices.Contains(ev, "mcp_resume.completed") {
+		t.Errorf("call span events %v: want resumable first, detached before attached, and no completed", ev)
 	}
 
 	for _, name := range []string{"requests/getStatus", "requests/resume"} {
@@ -535,8 +538,8 @@ func TestTraceRestart(t *testing.T) {
 	if at["gen_ai.tool.name"] != "countdown" || at["jsonrpc.request.id"] != "1" || at["mcp.session.id"] != "" || at["error.type"] != "" {
 		t.Errorf("rerun's attributes %v", at)
 	}
-	if ev := eventNames(rerun); len(ev) == 0 || ev[0] != "mcp_resume.rerun" || !slices.Contains(ev, "mcp_resume.attached") || !slices.Contains(ev, "mcp_resume.completed") {
-		t.Errorf("rerun's events %v: want rerun first, the attach and the completion", ev)
+	if ev := eventNames(rerun); len(ev) == 0 || ev[0] != "mcp_resume.rerun" || !slices.Contains(ev, "mcp_resume.attached") {
+		t.Errorf("rerun's events %v: want rerun first, and the attach", ev)
 	}
 	if resume := named(got, "requests/resume"); len(resume) < 1 || !slices.ContainsFunc(resume, func(s sdktrace.ReadOnlySpan) bool {
 		return s.Parent().SpanID() == first.SpanContext().SpanID()
@@ -591,4 +594,40 @@ func TestTraceOwnerLost(t *testing.T) {
 		t.Errorf("resume on B: parent %v, want the call's stored span %v", res.Parent(), lost.Parent())
 	}
 	noSecrets(t, got, q.ResumeToken)
+}
+
+// A call whose handler returns while no client is attached has the
+// completed event (its response waits for a resume), at the time it
+// completed; the span ends when the resume delivers the response.
+func TestTraceCompletedWhileDetached(t *testing.T) {
+	rec := newSpans()
+	core := mcp.New(demo.Server("test"), &mcp.Options{TracerProvider: rec.provider()})
+	dial := serveSessions(t, core)
+	a := e2etest.NewClient(t, dial(t, nil))
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.1,"steps":1}}}`)
+	pol := e2etest.PolicyOf(t, a.Next())
+	a.Close()
+	b := e2etest.NewClient(t, dial(t, nil))
+	b.Initialize(`{"resumableRequests":{}}`)
+	i := 0
+	poll.Until(t, 10*time.Second, "the call to complete while detached", func() bool {
+		i++
+		st, err := b.GetStatus(fmt.Sprint(100+i), `1`, pol.ResumeToken)
+		return err == nil && st.Status == "completed"
+	})
+	completed := time.Now()
+	b.Resume(`1`, pol.ResumeToken)
+	b.Response(`1`)
+	got := rec.wait(t, "the call's span", func(ss []sdktrace.ReadOnlySpan) bool { return len(named(ss, "tools/call countdown")) == 1 })
+	call := named(got, "tools/call countdown")[0]
+	var at time.Time
+	for _, e := range call.Events() {
+		if e.Name == "mcp_resume.completed" {
+			at = e.Time
+		}
+	}
+	if at.IsZero() || at.After(completed) || call.EndTime().Before(completed) {
+		t.Errorf("events %v (completed at %v), span end %v; want the completion before the resume (%v), the end after it", eventNames(call), at, call.EndTime(), completed)
+	}
 }

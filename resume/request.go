@@ -36,7 +36,7 @@ type Request struct {
 	trace TraceContext
 	// obs is told of attachments and the final response's delivery
 	// (StartOptions.Observer); nil for none.
-	obs Observer
+	obs atomic.Pointer[Observer]
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -114,9 +114,24 @@ func (r *Request) Trace() TraceContext { return r.trace }
 // for a request this engine did not start: one recovered or claimed, run
 // again).
 func (r *Request) Observe(o Observer) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.obs = o
+	r.obs.Store(&o)
+}
+
+// observer returns the request's Observer; nil for none.
+func (r *Request) observer() Observer {
+	if o := r.obs.Load(); o != nil {
+		return *o
+	}
+	return nil
+}
+
+// end ends the request's context with cause (the first cause counts), and
+// tells its Observer.
+func (r *Request) end(cause error) {
+	r.cancel(cause)
+	if o := r.observer(); o != nil {
+		o.Ended(context.Cause(r.ctx))
+	}
 }
 
 // Payload returns what the request was started with to make it restartable (see
@@ -420,11 +435,11 @@ func (r *Request) freeLocked(final State) {
 	r.stopTimerLocked()
 	switch final { // the context ends with the request, whatever ended it
 	case StateCancelled:
-		r.cancel(ErrCancelled)
+		r.end(ErrCancelled)
 	case StateExpired:
-		r.cancel(ErrExpired)
+		r.end(ErrExpired)
 	default:
-		r.cancel(ErrEnded)
+		r.end(ErrEnded)
 	}
 	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{dropped: r.q.dropped}
@@ -449,7 +464,7 @@ func (r *Request) loseLocked() bool {
 		return false // a final response waiting for the store learns it from its Append
 	}
 	r.memory = true
-	r.cancel(ErrStoreLost)
+	r.end(ErrStoreLost)
 	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{last: r.q.last, dropped: r.q.dropped}
 	r.dropWinLocked(len(r.win))
