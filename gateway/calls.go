@@ -16,10 +16,10 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
+	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
@@ -36,8 +36,17 @@ const maxUnsent = 3
 // Silence window): it is resumed, under its id, with its token and an ack of
 // what was passed on, on the next connection, for the call's maxWait. Any other
 // call whose upstream went away fails with upstream_lost, or runs again on the
-// next upstream when its tool is restartable.
+// next upstream when its tool is restartable. With Options.TracerProvider,
+// each upstream request is a CLIENT span (trace.go).
 func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	sp := g.upstreamSpan(ctx, req.Params.Name)
+	res, err := g.runCall(ctx, req, sp)
+	sp.end(res, err)
+	return res, err
+}
+
+// runCall is callTool's work; sp keeps the span of its upstream request.
+func (g *Gateway) runCall(ctx context.Context, req mcpgo.CallToolRequest, sp *upSpan) (*mcpgo.CallToolResult, error) {
 	uc := &upcall{ctx: ctx}
 	if req.Params.Meta != nil {
 		uc.token = req.Params.Meta.ProgressToken
@@ -53,6 +62,9 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		// envelope: the 2026-07-28 _meta members of a call sent in that era,
 		// which its resume carries too.
 		envelope map[string]any
+		// why the previous upstream request of the call ended without an
+		// answer, for its span (an error.type), when the call is sent anew.
+		why string
 	)
 	for {
 		p, err := g.current(ctx)
@@ -66,8 +78,10 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		switch {
 		case resuming.IsZero():
 			id = p.newID()
+			sp.start(id, p.modern, why)
+			why = ""
 			meta := map[string]any{"progressToken": json.RawMessage(id)}
-			withTrace(ctx, meta)
+			sp.inject(ctx, meta)
 			if g.keys {
 				// A key of the call's own (its resume token upstream): the call
 				// sent again with it is joined to the one running, never run twice.
@@ -116,11 +130,13 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			// resume, which an upstream that forgot it (restarted without its
 			// data) refuses rather than run it again.
 			params = first
+			sp.event(mcptrace.EventResent)
 		default:
 			// SEP-975: the same id, the token, and what was passed on already.
 			method = spec.MethodResume
 			rm := map[string]any{spec.MetaAck: ack}
-			withTrace(ctx, rm)
+			sp.inject(ctx, rm)
+			sp.event(mcptrace.EventResumeSent, trace.WithAttributes(mcptrace.Ack.Int64(int64(ack))))
 			maps.Copy(rm, envelope) // a call of the 2026 era is resumed in it
 			params, _ = json.Marshal(map[string]any{"resumeToken": token, "_meta": rm})
 		}
@@ -145,6 +161,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		switch {
 		case ctx.Err() != nil:
 		case lostHere && token != "":
+			sp.event(mcptrace.EventConnectionLost)
 			if resuming.IsZero() {
 				g.log.Warn().Str("tool", req.Params.Name).Msg("upstream connection lost during a call; resuming it")
 			}
@@ -167,11 +184,13 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 			// once this one is out of service (a child that died may still have
 			// taken the write into its pipe).
 			unsent++
+			why = "not_sent"
 			p.close()
 			g.replaced(ctx, p)
 			continue
 		case (errors.Is(err, errLost) || errors.Is(err, errStreamLost)) && g.opts.Restartable(req.Params.Name):
 			g.log.Info().Str("tool", req.Params.Name).Msg("upstream lost during a restartable call; running it again")
+			why = string(ReasonUpstreamLost)
 			if errors.Is(err, errLost) { // the connection, not one stream of it
 				g.replaced(ctx, p)
 			}
@@ -721,18 +740,3 @@ const (
 	methodTasksResult = "tasks/result"
 	methodTasksCancel = "tasks/cancel"
 )
-
-// withTrace puts the W3C trace context of the span ctx carries (the core's
-// span of the client's call, when the gateway traces) into meta, a request's
-// _meta to the upstream (SEP-414): the upstream's spans of the call join the
-// client's trace, below the gateway's span.
-func withTrace(ctx context.Context, meta map[string]any) {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return
-	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	for k, v := range c {
-		meta[k] = v
-	}
-}

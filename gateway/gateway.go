@@ -30,6 +30,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
@@ -107,6 +108,12 @@ type Options struct {
 	// Version is the gateway's version, in its clientInfo upstream.
 	Version string
 	Logger  *zerolog.Logger
+
+	// TracerProvider, when not nil, makes each tools/call sent upstream a
+	// CLIENT span below the core's span of the client's call, whose trace
+	// context the upstream request carries in its _meta. Nil: the trace
+	// context of the core's span, when there is one, is passed on as it is.
+	TracerProvider trace.TracerProvider
 }
 
 func (o *Options) withDefaults() Options {
@@ -137,11 +144,12 @@ func (o *Options) withDefaults() Options {
 
 // Gateway is one upstream server served through an mcp-go server.
 type Gateway struct {
-	opts Options
-	log  zerolog.Logger
-	srv  *server.MCPServer
-	init initResult // the first connection's
-	keys bool       // the upstream takes call keys (takesKeys of init)
+	opts   Options
+	log    zerolog.Logger
+	tracer trace.Tracer // nil: no spans of the gateway's own
+	srv    *server.MCPServer
+	init   initResult // the first connection's
+	keys   bool       // the upstream takes call keys (takesKeys of init)
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -212,6 +220,9 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 		log = *o.Logger
 	}
 	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
+	if o.TracerProvider != nil {
+		g.tracer = o.TracerProvider.Tracer(tracerName)
+	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	p, init, err := g.connect(ctx)
 	if err != nil {

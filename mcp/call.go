@@ -175,9 +175,12 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		return
 	}
 	// The span ends when the response reaches a client (a task's: now, its
-	// work done); what it says is known now.
+	// work done); what it says is known now. A response that waits for a
+	// client says so (an attached one is delivered at once).
 	cl.span.result(resp)
-	cl.span.event(eventCompleted)
+	if cl.span != nil && (cl.kind.task() || cl.span.detached.Load()) {
+		cl.span.event(eventCompleted)
+	}
 	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
 		cl.c.debug().Err(err).Str("request", string(cl.id)).Msg("completing")
 	}
@@ -203,6 +206,7 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		if !ok || cs.cl.c.s != s {
 			return next(ctx, req)
 		}
+		cs.cl.span.ran(req.Params.Name)
 		if cs.cl.resumable || cs.cl.kind.task() || (cs.cl.modern == nil && cs.cl.c.replay) {
 			p := s.opts.policy(req.Params.Name)
 			if cs.cl.kind == callLegacyTask {
@@ -314,6 +318,9 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		rd = &round{st: cl.st, id: cl.id, orig: cl.id}
 		so.Sink = rd
 	}
+	if cl.span != nil { // a task starts with no client attached
+		cl.span.detached.Store(so.Sink == nil)
+	}
 	r, tok, err := s.eng.Start(cl.id, &so)
 	if errors.Is(err, resume.ErrExists) {
 		cl.refusal = spec.NewError(spec.CodeInvalidParams, spec.ReasonKeyInUse, "the call key names another request: choose a new key for each call")
@@ -363,7 +370,6 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	cl.req, cl.hidden = r, hidden
 	if cl.span != nil { // the attribute's slice is not made for nobody
 		cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
-		cl.span.follow(r)
 	}
 	if cl.hold != nil && (!hidden || cl.kind.task()) { // the engine knows the key from now on
 		s.keys.drop(c.principal, cl.key, cl.hold)

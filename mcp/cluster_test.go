@@ -68,9 +68,17 @@ func startClusterOf(t *testing.T, n int, lease time.Duration, base mcp.Options, 
 		opts := base
 		opts.Store, opts.Cluster = st, node
 		core := mcp.New(newServer(), &opts)
-		// Cleanups run last first: the core, then the node, then the connection.
+		// Cleanups run last first: the core, then the store (which waits for
+		// the writes it has in flight: an instance whose connection the test
+		// closed, for its publishes' timeout), then the node, then the
+		// connection.
 		t.Cleanup(nc.Close)
 		t.Cleanup(node.Close)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = st.Close(ctx)
+		})
 		out = append(out, &instance{nc: nc, dial: serveCore(t, core)})
 	}
 	return out

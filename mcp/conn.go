@@ -92,6 +92,9 @@ type tracked struct {
 	// task: a task (started or read here); it belongs to its principal, not
 	// to this session, and is never cancelled with it.
 	task bool
+	// span is the span of the request that attached it here (a tasks/result),
+	// ended as its stream goes away if it has not ended; nil for none.
+	span *reqSpan
 }
 
 // minSweep is the smallest size of a session's attached map at which requests that
@@ -216,6 +219,7 @@ func (c *connState) shutdown(cancel bool) {
 		// A transport with one stream per session (stdio, WebSocket) has it as the
 		// default stream; one with more reports each closed stream (streamClosed).
 		t.r.Detach(cmp.Or(t.sink, def))
+		t.span.endCause(errConnectionLost)
 	}
 	c.calls.retriesClosed(nil)
 	for _, cl := range running {
@@ -253,6 +257,7 @@ func (c *connState) streamClosed(st Stream) {
 	c.mu.Unlock()
 	for _, t := range reqs {
 		t.r.Detach(t.sink)
+		t.span.endCause(errConnectionLost)
 	}
 	for _, cl := range calls {
 		cl.connectionLost()

@@ -93,6 +93,13 @@ type Options struct {
 	// resumes, other instances and restarts: see docs/observability.md). Nil
 	// means no tracing at all: no span is made, nothing is read for one.
 	TracerProvider trace.TracerProvider
+	// OnOperation, when set, is told of every request the server received
+	// once it is over, measured as the semantic conventions' histogram
+	// mcp.server.operation.duration measures it (Operation): for a resumable
+	// request or a task, as long as its span lasts. It runs on the request's
+	// goroutine, or the engine's: it must be quick (an observation of a
+	// histogram). Nil: nothing is measured.
+	OnOperation func(Operation)
 }
 
 // DefaultTaskTTL and DefaultMaxTaskTTL are the defaults of Options.TaskTTL and
@@ -117,6 +124,7 @@ type Server struct {
 	// tracer makes the requests' spans (Options.TracerProvider); nil when
 	// the server does not trace.
 	tracer trace.Tracer
+	onOp   func(Operation) // Options.OnOperation
 
 	idPrefix string        // for server-to-client request ids, unique per process
 	cluster  Cluster       // the other instances (Options.Cluster); nil for none
@@ -165,9 +173,17 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	if eo.Ended == nil {
 		eo.Ended = endedResponse
 	}
+	s := &Server{}
+	if o.TracerProvider != nil {
+		if f := eo.OnLost; f != nil {
+			eo.OnLost = func(rec resume.Record, cause error) { s.requestLost(rec, cause); f(rec, cause) }
+		} else {
+			eo.OnLost = s.requestLost
+		}
+	}
 	var p [6]byte
 	_, _ = rand.Read(p[:])
-	s := &Server{
+	*s = Server{
 		srv: srv, opts: o, log: log,
 		idPrefix:  "mr-" + hex.EncodeToString(p[:]) + "-",
 		pool:      newWorkers(),
@@ -179,6 +195,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer(instrumentation)
 	}
+	s.onOp = o.OnOperation
 	if cl := o.Cluster; cl != nil {
 		// One instance of a cluster: its server-to-client request ids name it, so
 		// that another instance forwards the client's answers here.

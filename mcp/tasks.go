@@ -173,36 +173,47 @@ func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 }
 
 // taskRequest answers tasks/get, tasks/update, tasks/cancel and tasks/stream.
+// Each is a span in the task's trace (taskSpan).
 func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	c := tk.c
+	sp := spanOf(c, m, st)
+	fail := func(e *spec.Error) {
+		c.replyError(st, m.ID, e)
+		sp.end(e)
+	}
+	answer := func(b []byte) {
+		c.reply(st, spec.EncodeResponse(m.ID, b))
+		sp.end(nil)
+	}
 	if !mr.tasks() {
-		c.replyError(st, m.ID, errNeedsTasks(m.Method+" needs the "+spec.ExtensionTasks+" extension in the request's capabilities"))
+		fail(errNeedsTasks(m.Method + " needs the " + spec.ExtensionTasks + " extension in the request's capabilities"))
 		return
 	}
-	unknown := func() {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task"))
-	}
+	unknown := func() { fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")) }
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		if c.att.rateLimited(st, m.ID, c.att.badToken()) {
+		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait) {
+			sp.end(rateLimitError(wait))
 			return
 		}
 		unknown()
 		return
 	}
-	ack := func() { c.reply(st, spec.EncodeResponse(m.ID, json.RawMessage(`{"resultType":"complete"}`))) }
+	ack := func() { answer(json.RawMessage(`{"resultType":"complete"}`)) }
 	r, wait, err := c.att.lookup(tid.Token, tid.ID)
 	if c.att.rateLimited(st, m.ID, wait) {
+		sp.end(rateLimitError(wait))
 		return
 	}
+	sp.within(r) // the task's trace, when it was found
 	if err != nil {
 		switch {
 		case !errors.Is(err, resume.ErrCancelled):
 			unknown()
 		case m.Method == spec.MethodTasksGet:
-			c.reply(st, spec.EncodeResponse(m.ID, taskObject(tid, "cancelled", nil, c.s.eng.Options())))
+			answer(taskObject(tid, "cancelled", nil, c.s.eng.Options()))
 		case m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
-			c.reply(st, spec.EncodeResponse(m.ID, json.RawMessage(`{"resultType":"complete"}`)))
+			ack()
 		default:
 			ack() // a cancel or an update of a cancelled task: nothing to do
 		}
@@ -210,7 +221,7 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	}
 	switch m.Method {
 	case spec.MethodTasksStream:
-		tk.taskStream(m, st, r, tid, true)
+		tk.taskStream(m, st, r, tid, true, sp)
 	case spec.MethodTasksCancel:
 		r.Cancel()
 		ack()
@@ -219,7 +230,7 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 			Responses map[string]json.RawMessage `json:"inputResponses"`
 		}
 		if err := json.Unmarshal(m.Params, &p); err != nil {
-			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
+			fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
 			return
 		}
 		for key, res := range p.Responses {
@@ -228,7 +239,7 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 		_ = r.Touch(0)
 		ack()
 	default:
-		c.reply(st, spec.EncodeResponse(m.ID, tk.taskGet(r, tid)))
+		answer(tk.taskGet(r, tid))
 	}
 }
 

@@ -129,19 +129,26 @@ func (cl *call) legacyTaskResult(tid *taskID, status, message string, asked time
 }
 
 // legacyTaskRequest answers tasks/get, tasks/result, tasks/list, tasks/cancel
-// and tasks/stream of a 2025-era session.
+// and tasks/stream of a 2025-era session. Each but tasks/list is a span in
+// the task's trace; a tasks/result's lasts until the task's result is written
+// (or its stream goes away).
 func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 	c := tk.c
+	sp := spanOf(c, m, st)
 	if m.Method == methodTasksList {
 		tk.taskList(m, st)
+		sp.end(nil)
 		return
 	}
-	unknown := func() {
-		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task"))
+	fail := func(e *spec.Error) {
+		c.replyError(st, m.ID, e)
+		sp.end(e)
 	}
+	unknown := func() { fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")) }
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		if c.att.rateLimited(st, m.ID, c.att.badToken()) {
+		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait) {
+			sp.end(rateLimitError(wait))
 			return
 		}
 		unknown()
@@ -151,11 +158,14 @@ func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 	reply := func(v any) {
 		b, _ := json.Marshal(v)
 		c.reply(st, spec.EncodeResponse(m.ID, b))
+		sp.end(nil)
 	}
 	r, wait, err := c.att.lookup(tid.Token, tid.ID)
 	if c.att.rateLimited(st, m.ID, wait) {
+		sp.end(rateLimitError(wait))
 		return
 	}
+	sp.within(r) // the task's trace, when it was found
 	if err != nil {
 		switch {
 		case !errors.Is(err, resume.ErrCancelled):
@@ -165,31 +175,31 @@ func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 		case m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
 			reply(struct{}{})
 		default: // tasks/result or tasks/cancel of a cancelled task
-			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled"))
+			fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled"))
 		}
 		return
 	}
 	switch m.Method {
 	case spec.MethodTasksStream:
-		tk.taskStream(m, st, r, tid, false)
+		tk.taskStream(m, st, r, tid, false, sp)
 	case spec.MethodTasksGet:
 		status, msg := tk.legacyStatus(r)
 		reply(legacyTask(tid, status, msg, o))
 	case spec.MethodTasksCancel:
 		if s, _ := tk.legacyStatus(r); s != "working" && s != "input_required" {
-			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "the task has ended ("+s+")"))
+			fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "the task has ended ("+s+")"))
 			return
 		}
 		r.Cancel()
 		reply(legacyTask(tid, "cancelled", "", o))
 	default: // tasks/result: the task's questions, then its result, on st
-		rl := &relay{st: st, id: m.ID, orig: tid.ID, task: tid.encode()}
+		rl := &relay{st: st, id: m.ID, orig: tid.ID, task: tid.encode(), span: sp}
 		c.s.wg.Go(func() {
 			if err := r.Attach(rl, 0); err != nil {
-				c.replyError(st, m.ID, wireError(err))
+				fail(wireError(err))
 				return
 			}
-			c.att.trackAs(tracked{r: r, sink: rl, task: true}, st)
+			c.att.trackAs(tracked{r: r, sink: rl, task: true, span: sp}, st)
 		})
 	}
 }
@@ -255,19 +265,26 @@ func (tk *sessionTasks) taskList(m *spec.Message, st Stream) {
 type relay struct {
 	st       Stream
 	id, orig spec.ID
-	task     string // the task's id
+	task     string   // the task's id
+	span     *reqSpan // the tasks/result's: ended once the response is written
 }
 
 func (rl *relay) Write(ctx context.Context, m Message) error {
 	if m.Kind == KindNotification && spec.StringMember(m.Data, "method") == spec.MethodTaskStatus {
 		return nil // the task's own record of its status: its session hears of it (taskStatus)
 	}
-	if m.Kind == KindResponse {
-		m.Data = spec.ReplaceResponseID(m.Data, rl.orig, rl.id)
-	} else {
+	if m.Kind != KindResponse {
 		m.Data = spec.WithRelatedTask(m.Data, rl.task)
+		return rl.st.Write(ctx, m)
 	}
-	return rl.st.Write(ctx, m)
+	m.Data = spec.ReplaceResponseID(m.Data, rl.orig, rl.id)
+	err := rl.st.Write(ctx, m)
+	if err != nil {
+		rl.span.endCause(errConnectionLost)
+	} else {
+		rl.span.endResponse(m.Data)
+	}
+	return err
 }
 
 // asksForTask reports whether tools/call params carry a task object (params.task).

@@ -30,12 +30,14 @@ import (
 func taskStreamKey(tid *taskID) string { return string(tid.ID) + "\x00" + tid.Token }
 
 // taskStream answers tasks/stream for the task tid, found as r, on st. modern:
-// a 2026-07-28 request (its result says resultType).
-func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, tid *taskID, modern bool) {
+// a 2026-07-28 request (its result says resultType). sp, its span, lasts as
+// long as the stream.
+func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, tid *taskID, modern bool, sp *reqSpan) {
 	c := tk.c
 	after, from, err := streamCursor(m.Params)
 	if err != nil {
 		c.replyError(st, m.ID, err)
+		sp.end(err)
 		return
 	}
 	var src eventSource
@@ -53,6 +55,7 @@ func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, 
 	if c.closed {
 		c.mu.Unlock()
 		cancel()
+		sp.endCause(errConnectionLost)
 		return
 	}
 	if tk.streams == nil {
@@ -62,8 +65,9 @@ func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, 
 		if ref.task == key {
 			c.mu.Unlock()
 			cancel()
-			c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonStreamOpen,
-				"this task's events are streamed on this connection already"))
+			e := spec.NewError(spec.CodeInvalidParams, spec.ReasonStreamOpen, "this task's events are streamed on this connection already")
+			c.replyError(st, m.ID, e)
+			sp.end(e)
 			return
 		}
 	}
@@ -83,7 +87,7 @@ func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, 
 	})
 	c.s.wg.Go(func() {
 		defer release()
-		tk.streamEvents(ctx, m.ID, st, src, tid, after, from, modern, release)
+		tk.streamEvents(ctx, m.ID, st, src, tid, after, from, modern, release, sp)
 	})
 }
 
@@ -110,8 +114,19 @@ func streamCursor(params json.RawMessage) (after uint64, from bool, _ *spec.Erro
 // streamEvents sends the task's events after the cursor, then each new one,
 // until the task has ended (answered with the empty result) or ctx ends (the
 // stream was cancelled, or its connection closed: the task runs on).
-func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool, release func()) {
+//
+// sp, the request's span, ends with the stream.
+func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool, release func(), sp *reqSpan) {
 	c := tk.c
+	// gone ends the span of a stream that went away unanswered: its
+	// connection closed, or the client cancelled it.
+	gone := func() {
+		if c.ctx.Err() != nil || ctx.Err() == nil {
+			sp.endCause(errConnectionLost)
+		} else {
+			sp.endCause(errClientCancel)
+		}
+	}
 	w := r.watch() // before the first read: nothing queued meanwhile is missed
 	defer w.Stop()
 	task := tid.encode()
@@ -132,6 +147,7 @@ func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream,
 			e.TaskID, e.EarliestSeq = task, oldest-1
 			release()
 			c.replyError(st, id, e)
+			sp.end(e)
 			return
 		}
 	}
@@ -171,6 +187,7 @@ func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream,
 		}
 		release()
 		c.reply(st, spec.EncodeResponse(id, result))
+		sp.end(nil)
 	}
 	for {
 		// What is kept, from the store or the task's outbox, sent as it is read.
@@ -193,11 +210,14 @@ func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream,
 		}
 		if err != nil && !errors.Is(err, resume.ErrCancelled) {
 			release()
-			c.replyError(st, id, wireError(err))
+			e := wireError(err)
+			c.replyError(st, id, e)
+			sp.end(e)
 			return
 		}
 		switch {
 		case !ok:
+			gone()
 			return
 		case ended || end || err != nil: // completed, failed, or cancelled (nothing kept)
 			finish()
@@ -209,12 +229,14 @@ func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream,
 			select {
 			case <-w.C():
 			case <-ctx.Done():
+				gone()
 				return
 			}
 			got, lagged := w.Take()
 			ok, end := send(got)
 			switch {
 			case !ok:
+				gone()
 				return
 			case end:
 				finish()

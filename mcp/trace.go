@@ -1,10 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +66,7 @@ const (
 	attrReason          = attribute.Key("mcp_resume.error.reason")
 	attrAck             = attribute.Key("mcp_resume.ack")
 	attrTask            = attribute.Key("mcp_resume.task")
+	attrRerun           = attribute.Key("mcp_resume.rerun")
 )
 
 // The events on a request's span.
@@ -70,8 +74,13 @@ const (
 	eventResumable = "mcp_resume.resumable" // the call became a resumable request (or a task)
 	eventAttached  = "mcp_resume.attached"  // a client took it up
 	eventDetached  = "mcp_resume.detached"  // its client went away; it runs on
-	eventCompleted = "mcp_resume.completed" // its handler returned; the response waits for a client
+	eventCompleted = "mcp_resume.completed" // its handler returned with no client attached: the response waits for one
+	eventRerun     = "mcp_resume.rerun"     // a restartable request runs again (after a restart, or claimed)
 )
+
+// spanLost names the span of a request that ended, failed, because the
+// process that ran it was lost (a restart, a lost instance of a cluster).
+const spanLost = "mcp_resume.request_failed"
 
 // The transports a session may name (SessionOptions.Transport), for its
 // spans' network.transport and network.protocol.name.
@@ -98,24 +107,42 @@ var w3c propagation.TraceContext
 // (within) and ended once (end and its kin), whichever way the request ends
 // first. A nil *reqSpan is a request traced by nobody: every method is a
 // no-op on it.
+//
+// It also measures the request for Options.OnOperation (op): a server that
+// measures but does not trace has a reqSpan with no span.
 type reqSpan struct {
+	s *Server
 	// Until the span starts: what it is made of.
 	c  *connState
 	m  *spec.Message
 	at time.Time
 	in trace.SpanContext // the client's, from params._meta or the transport
 
-	span trace.Span  // nil until within
-	done atomic.Bool // ended
+	started bool        // within ran
+	span    trace.Span  // nil until within, and without a tracer
+	done    atomic.Bool // ended
+	// rerun: the request runs again (after a restart or a claim), on no
+	// session and no transport of its own.
+	rerun bool
+	// detached: the request has no client attached now (Observer).
+	detached atomic.Bool
+
+	mu sync.Mutex // guards op once the span started
+	op Operation  // for Options.OnOperation; Duration set at the end
 }
 
-// spanOf returns the span of request m, received on st by c, not started yet; nil
-// when the server does not trace.
+// spanOf returns the span of request m, received on st by c, not started yet;
+// nil when the server neither traces nor measures.
 func spanOf(c *connState, m *spec.Message, st Stream) *reqSpan {
-	if c.s.tracer == nil {
+	s := c.s
+	if s.tracer == nil && s.onOp == nil {
 		return nil
 	}
-	return &reqSpan{c: c, m: m, at: time.Now(), in: incoming(m.Params, st)}
+	sp := &reqSpan{s: s, c: c, m: m, at: time.Now()}
+	if s.tracer != nil {
+		sp.in = incoming(m.Params, st)
+	}
+	return sp
 }
 
 // incoming returns the client's span context of a request: the traceparent
@@ -161,7 +188,15 @@ func extract(parent, state string) trace.SpanContext {
 // the span's request names by token), with the client's span as its link;
 // for h nil, or one without a trace context, a child of the client's span.
 func (sp *reqSpan) within(h resume.Handle) {
-	if sp == nil || sp.span != nil {
+	if sp == nil || sp.started {
+		return
+	}
+	sp.started = true
+	if sp.s.onOp != nil {
+		sp.measure()
+	}
+	if sp.s.tracer == nil {
+		sp.c, sp.m = nil, nil
 		return
 	}
 	parent, link := sp.in, trace.SpanContext{}
@@ -172,58 +207,93 @@ func (sp *reqSpan) within(h resume.Handle) {
 			}
 		}
 	}
-	name, attrs := sp.describe()
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(sp.at), trace.WithAttributes(attrs...)}
-	if link.IsValid() && !link.Equal(parent) {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
-	}
 	ctx := context.Background()
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
-	_, sp.span = sp.c.s.tracer.Start(ctx, name, opts...)
+	// The attributes are set once the span is known to record (an unsampled
+	// request's are not made), and not passed to Start, which would copy
+	// them once more for samplers (the SDK's read none of them).
+	name, target := sp.name()
+	if link.IsValid() && !link.Equal(parent) {
+		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at), trace.WithLinks(trace.Link{SpanContext: link}))
+	} else {
+		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at))
+	}
+	if sp.span.IsRecording() {
+		sp.span.SetAttributes(sp.attributes(target)...)
+	}
 	sp.c, sp.m = nil, nil // a request's span outlives its session: it holds neither
 }
 
-// describe returns the span's name and attributes.
-func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
+// spanKindServer is the option of every request's span.
+var spanKindServer = trace.WithSpanKind(trace.SpanKindServer)
+
+// name is the span's name: the method, and its target for tools/call and
+// prompts/get ("tools/call countdown"), which it returns too.
+func (sp *reqSpan) name() (name, target string) {
+	m := sp.m
+	switch m.Method {
+	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet):
+		if target := spec.StringMember(m.Params, "name"); target != "" {
+			return m.Method + " " + target, target
+		}
+	}
+	return m.Method, ""
+}
+
+// version returns the protocol version of the span's request: a 2026
+// request's own, else its session's (or, for initialize, the one it asks
+// for); "" when there is none.
+func (sp *reqSpan) version() string {
+	c, m := sp.c, sp.m
+	if env := m.Envelope(); env.Modern() {
+		return env.Version
+	}
+	if c.stateless || sp.rerun {
+		return ""
+	}
+	c.sess.mu.Lock()
+	v := c.sess.protocol
+	c.sess.mu.Unlock()
+	if v == "" && m.Method == spec.MethodInitialize {
+		v = spec.StringMember(m.Params, "protocolVersion")
+	}
+	return v
+}
+
+// attributes returns the span's attributes; target is the tool or prompt
+// (name).
+func (sp *reqSpan) attributes(target string) []attribute.KeyValue {
 	c, m := sp.c, sp.m
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, attrMethod.String(m.Method))
 	if len(m.ID) > 0 {
 		attrs = append(attrs, attrRequestID.String(idText(m.ID)))
 	}
-	name := m.Method
 	switch m.Method {
 	case string(mcp.MethodToolsCall):
-		if tool := spec.StringMember(m.Params, "name"); tool != "" {
-			name += " " + tool
-			attrs = append(attrs, attrToolName.String(tool))
+		if target != "" {
+			attrs = append(attrs, attrToolName.String(target))
 		}
 		attrs = append(attrs, attrOperation.String("execute_tool"))
 	case string(mcp.MethodPromptsGet):
-		if prompt := spec.StringMember(m.Params, "name"); prompt != "" {
-			name += " " + prompt
-			attrs = append(attrs, attrPromptName.String(prompt))
+		if target != "" {
+			attrs = append(attrs, attrPromptName.String(target))
 		}
 	case string(mcp.MethodResourcesRead):
 		if uri := spec.StringMember(m.Params, "uri"); uri != "" {
 			attrs = append(attrs, attrResourceURI.String(uri)) // not in the name: too many of them
 		}
 	}
-	if env := m.Envelope(); env.Modern() {
-		attrs = append(attrs, attrProtocolVersion.String(env.Version))
-	} else if !c.stateless {
+	if v := sp.version(); v != "" {
+		attrs = append(attrs, attrProtocolVersion.String(v))
+	}
+	if sp.rerun {
+		return append(attrs, attrRerun.Bool(true)) // its session and transport are no client's
+	}
+	if !m.Envelope().Modern() && !c.stateless {
 		attrs = append(attrs, attrSessionID.String(c.sess.id))
-		c.sess.mu.Lock()
-		v := c.sess.protocol
-		c.sess.mu.Unlock()
-		if v == "" && m.Method == spec.MethodInitialize {
-			v = spec.StringMember(m.Params, "protocolVersion")
-		}
-		if v != "" {
-			attrs = append(attrs, attrProtocolVersion.String(v))
-		}
 	}
 	switch c.transport {
 	case TransportStdio:
@@ -234,13 +304,16 @@ func (sp *reqSpan) describe() (string, []attribute.KeyValue) {
 	if c.remote != "" {
 		attrs = append(attrs, attrClientAddress.String(c.remote))
 	}
-	return name, attrs
+	return attrs
 }
 
 // idText is a JSON-RPC id as the jsonrpc.request.id attribute has it: a
 // string id's text, a number's digits.
 func idText(id spec.ID) string {
-	if len(id) > 0 && id[0] == '"' {
+	if len(id) > 1 && id[0] == '"' {
+		if inner := id[1 : len(id)-1]; !bytes.ContainsAny(inner, `\"`) {
+			return string(inner) // no escape: its text as it is
+		}
 		var s string
 		if json.Unmarshal(id, &s) == nil {
 			return s
@@ -256,6 +329,9 @@ func (sp *reqSpan) context(ctx context.Context) context.Context {
 		return ctx
 	}
 	sp.within(nil)
+	if sp.span == nil {
+		return ctx
+	}
 	return trace.ContextWithSpan(ctx, sp.span)
 }
 
@@ -264,9 +340,25 @@ func (sp *reqSpan) traceContext() resume.TraceContext {
 	if sp == nil || sp.span == nil {
 		return resume.TraceContext{}
 	}
-	c := propagation.MapCarrier{}
-	w3c.Inject(trace.ContextWithSpan(context.Background(), sp.span), c)
-	return resume.TraceContext{Parent: c["traceparent"], State: c["tracestate"]}
+	sc := sp.span.SpanContext()
+	if !sc.IsValid() {
+		return resume.TraceContext{}
+	}
+	return resume.TraceContext{Parent: traceparent(sc), State: sc.TraceState().String()}
+}
+
+// traceparent is sc's W3C traceparent, as the propagator writes it (version
+// 00, the sampled flag alone).
+func traceparent(sc trace.SpanContext) string {
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:], []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	return string(b[:])
 }
 
 // event adds an event to the span.
@@ -286,7 +378,7 @@ func (sp *reqSpan) end(e *spec.Error) {
 	if e != nil {
 		sp.failed(e.Code, e.Message, string(e.Reason))
 	}
-	sp.span.End()
+	sp.finish()
 }
 
 // ending starts the span if it has not started, and reports whether this is
@@ -296,19 +388,35 @@ func (sp *reqSpan) ending() bool {
 	return sp.done.CompareAndSwap(false, true)
 }
 
+// endResponse ends the span with the response data, as written: an error
+// response's error, or none.
+func (sp *reqSpan) endResponse(data []byte) {
+	if sp == nil {
+		return
+	}
+	var e *spec.Error
+	if raw, found, _ := spec.Member(data, "error"); found {
+		e = new(spec.Error)
+		if json.Unmarshal(raw, e) != nil {
+			e = &spec.Error{Code: spec.CodeInternalError}
+		}
+	}
+	sp.end(e)
+}
+
 // endWith ends the span with mcp-go's answer to the request.
 func (sp *reqSpan) endWith(resp mcp.JSONRPCMessage) {
 	if sp == nil || !sp.ending() {
 		return
 	}
 	sp.result(resp)
-	sp.span.End()
+	sp.finish()
 }
 
 // result records mcp-go's answer on the span: a JSON-RPC error's code, or a
 // tool's own error (isError).
 func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
-	if sp == nil || sp.span == nil {
+	if sp == nil || !sp.started {
 		return
 	}
 	var d *mcp.JSONRPCErrorDetails
@@ -323,8 +431,7 @@ func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
 		return
 	}
 	if failed(resp) { // a tool's own error, in a successful JSON-RPC response
-		sp.span.SetAttributes(attrErrorType.String("tool_error"))
-		sp.span.SetStatus(codes.Error, "the tool's result is an error")
+		sp.setError("tool_error", "the tool's result is an error")
 	}
 }
 
@@ -335,16 +442,45 @@ func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
 // found); its data.reason, when there is one.
 func (sp *reqSpan) failed(code int, msg, reason string) {
 	s := strconv.Itoa(code)
-	sp.span.SetAttributes(attrStatusCode.String(s))
-	if reason != "" {
-		sp.span.SetAttributes(attrReason.String(reason))
+	if sp.span != nil {
+		sp.span.SetAttributes(attrStatusCode.String(s))
+		if reason != "" {
+			sp.span.SetAttributes(attrReason.String(reason))
+		}
 	}
 	switch code {
 	case spec.CodeParseError, spec.CodeInvalidRequest, spec.CodeMethodNotFound, spec.CodeInvalidParams, codeResourceNotFound:
 		return
 	}
-	sp.span.SetAttributes(attrErrorType.String(s))
-	sp.span.SetStatus(codes.Error, msg)
+	sp.setError(s, msg)
+}
+
+// setError records error.type t on the span (with the error status, msg its
+// description) and the measure.
+func (sp *reqSpan) setError(t, msg string) {
+	if sp.span != nil {
+		sp.span.SetAttributes(attrErrorType.String(t))
+		sp.span.SetStatus(codes.Error, msg)
+	}
+	if sp.s.onOp != nil {
+		sp.mu.Lock()
+		sp.op.ErrorType = t
+		sp.mu.Unlock()
+	}
+}
+
+// finish ends the span, and tells Options.OnOperation of the request.
+func (sp *reqSpan) finish() {
+	if sp.span != nil {
+		sp.span.End()
+	}
+	if f := sp.s.onOp; f != nil {
+		sp.mu.Lock()
+		op := sp.op
+		sp.mu.Unlock()
+		op.Duration = time.Since(sp.at)
+		f(op)
+	}
 }
 
 // codeResourceNotFound is MCP's resources/read error for an unknown resource.
@@ -386,19 +522,16 @@ func (sp *reqSpan) endCause(cause error) {
 		t = "_OTHER"
 	}
 	if t != "" {
-		sp.span.SetAttributes(attrErrorType.String(t))
+		if sp.span != nil {
+			sp.span.SetAttributes(attrErrorType.String(t))
+		}
+		if sp.s.onOp != nil {
+			sp.mu.Lock()
+			sp.op.ErrorType = t
+			sp.mu.Unlock()
+		}
 	}
-	sp.span.End()
-}
-
-// follow hands the span to request r, which ends it (see the Tracing
-// comment): when its final response reaches a client (Delivered), or when r
-// leaves the engine.
-func (sp *reqSpan) follow(r *resume.Request) {
-	if sp == nil {
-		return
-	}
-	context.AfterFunc(r.Context(), func() { sp.endCause(context.Cause(r.Context())) })
+	sp.finish()
 }
 
 // observer returns what the engine tells of the request the span stands for;
@@ -415,6 +548,64 @@ type spanObserver struct{ sp *reqSpan }
 
 var _ resume.Observer = spanObserver{}
 
-func (o spanObserver) Attached(ack uint64) { o.sp.event(eventAttached, attrAck.Int64(int64(ack))) }
-func (o spanObserver) Detached()           { o.sp.event(eventDetached) }
-func (o spanObserver) Delivered()          { o.sp.end(nil) }
+func (o spanObserver) Attached(ack uint64) {
+	o.sp.detached.Store(false)
+	o.sp.event(eventAttached, attrAck.Int64(int64(ack)))
+}
+
+func (o spanObserver) Detached() {
+	o.sp.detached.Store(true)
+	o.sp.event(eventDetached)
+}
+
+func (o spanObserver) Delivered()        { o.sp.end(nil) }
+func (o spanObserver) Ended(cause error) { o.sp.endCause(cause) }
+
+// rerunSpan returns the span of request r, of message m, run again after a
+// restart or a claim (nil when the server does not trace): a SERVER span of
+// the request's stored trace (its parent the span of the request's first
+// run, its link the client's span, from the stored request's _meta), whose
+// events and end are the request's, as a span of a call made resumable has.
+func (c *connState) rerunSpan(m *spec.Message, r *resume.Request) *reqSpan {
+	sp := spanOf(c, m, nil)
+	if sp == nil {
+		return nil
+	}
+	sp.rerun = true
+	sp.within(r)
+	sp.event(eventRerun)
+	r.Observe(sp.observer())
+	if r.Gone() { // it ended before it was observed
+		sp.endCause(context.Cause(r.Context()))
+	}
+	return sp
+}
+
+// requestLost is the engine's OnLost: a request that was processing when the
+// process running it was lost ended now, failed (server_restarted,
+// owner_lost). It is a span of the request's stored trace, below the span of
+// the request's run that was lost, at the moment it ended; nothing when the
+// server does not trace or the request has no trace.
+func (s *Server) requestLost(rec resume.Record, cause error) {
+	if s.tracer == nil || rec.Trace.IsZero() {
+		return
+	}
+	parent := extract(rec.Trace.Parent, rec.Trace.State)
+	if !parent.IsValid() {
+		return
+	}
+	reason := spec.ReasonServerRestarted
+	if errors.Is(cause, resume.ErrOwnerLost) {
+		reason = spec.ReasonOwnerLost
+	}
+	attrs := []attribute.KeyValue{
+		attrRequestID.String(idText(rec.ID)), attrErrorType.String(string(reason)), attrReason.String(string(reason)),
+	}
+	if rec.Task {
+		attrs = append(attrs, attrTask.Bool(true))
+	}
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	_, sp := s.tracer.Start(ctx, spanLost, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	sp.SetStatus(codes.Error, cause.Error())
+	sp.End()
+}

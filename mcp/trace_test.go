@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -17,8 +18,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume/memstore"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // spans is a span processor that keeps every span that ends and tells a
@@ -206,9 +210,11 @@ func TestTraceDropAndResume(t *testing.T) {
 		t.Errorf("call span: error %q, status %v; want none", at["error.type"], call.Status())
 	}
 	ev := eventNames(call)
+	// Completed while attached to session B: its response did not wait, so
+	// no completed event.
 	if i, j := slices.Index(ev, "mcp_resume.detached"), slices.Index(ev, "mcp_resume.attached"); slices.Index(ev, "mcp_resume.resumable") != 0 || i < 0 || j < i ||
-		!slices.Contains(ev, "mcp_resume.completed") {
-		t.Errorf("call span events %v: want resumable first, detached before attached, and completed", ev)
+		slices.Contains(ev, "mcp_resume.completed") {
+		t.Errorf("call span events %v: want resumable first, detached before attached, and no completed", ev)
 	}
 
 	for _, name := range []string{"requests/getStatus", "requests/resume"} {
@@ -340,4 +346,288 @@ func TestTraceAcrossInstances(t *testing.T) {
 		t.Errorf("call span's parent %v, resume span's parent %v: want the client's, and the call's %v", call.Parent(), res.Parent(), call.SpanContext())
 	}
 	noSecrets(t, got, pol.ResumeToken)
+}
+
+// taskSecrets returns a task id and the resume token it carries (a task id
+// is a token in another form: neither may reach a span).
+func taskSecrets(t *testing.T, id string) []string {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(id, "tk1."))
+	var tid struct {
+		Token string `json:"t"`
+	}
+	if err != nil || json.Unmarshal(b, &tid) != nil || tid.Token == "" {
+		t.Fatalf("task id %q: not of the form the test knows", id)
+	}
+	return []string{id, tid.Token}
+}
+
+// The task requests of both eras (2025-11-25: tasks/get, tasks/stream,
+// tasks/result, tasks/cancel; 2026-07-28: tasks/get, tasks/stream,
+// tasks/update, tasks/cancel) are SERVER spans in their task's trace: each a
+// child of the span of the call that made the task, linked to the client's
+// span of it when it sent one; tasks/list, which names many tasks, is a span
+// of its own. No task id, nor the token inside one, is in any span.
+func TestTraceTaskRequests(t *testing.T) {
+	rec := newSpans()
+	_, dial := serve(t, &mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()})
+	c := e2etest.NewClient(t, dial(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+
+	// 2025-11-25.
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.2,"steps":2},"task":{},"_meta":{"traceparent":%q}}}`, traceparent(clientSpan))
+	created, _ := c.Response(`1`)
+	var legacy struct {
+		Task struct {
+			ID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(created.Result, &legacy); err != nil || legacy.Task.ID == "" {
+		t.Fatalf("no task created: %s", created.Raw)
+	}
+	old := legacy.Task.ID
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,"_meta":{"traceparent":%q}}}`, old, traceparent(resumeSpan))
+	c.Response(`2`)
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"tasks/stream","params":{"taskId":%q}}`, old)
+	if m, _ := c.Response(`3`); m.Error != nil {
+		t.Fatalf("tasks/stream: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":%q}}`, old)
+	if m, _ := c.Response(`4`); !strings.Contains(string(m.Result), "countdown done") {
+		t.Fatalf("tasks/result: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":%q}}`, old)
+	if m, _ := c.Response(`5`); m.Error == nil {
+		t.Fatalf("tasks/cancel of an ended task: %s, want an error", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":6,"method":"tasks/list","params":{}}`)
+	c.Response(`6`)
+
+	// 2026-07-28.
+	ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
+	c.Modern(`"t"`, "tools/call", `"name":"countdown","arguments":{"seconds":30,"steps":30}`, ext, fmt.Sprintf(`"traceparent":%q`, traceparent(clientSpan)))
+	m, _ := c.Response(`"t"`)
+	var modern struct {
+		ID string `json:"taskId"`
+	}
+	if err := json.Unmarshal(m.Result, &modern); err != nil || modern.ID == "" {
+		t.Fatalf("no task created: %s", m.Raw)
+	}
+	c.Modern(`"g"`, spec.MethodTasksGet, fmt.Sprintf(`"taskId":%q`, modern.ID), ext)
+	c.Response(`"g"`)
+	c.Modern(`"u"`, spec.MethodTasksUpdate, fmt.Sprintf(`"taskId":%q,"inputResponses":{}`, modern.ID), ext)
+	c.Response(`"u"`)
+	c.Modern(`"s"`, spec.MethodTasksStream, fmt.Sprintf(`"taskId":%q`, modern.ID), ext)
+	c.Modern(`"x"`, spec.MethodTasksCancel, fmt.Sprintf(`"taskId":%q`, modern.ID), ext)
+	answered := map[string]bool{}
+	c.Until(func(m e2etest.Msg) bool { // the cancel's answer, and the stream's, which ends with the task, in any order
+		for _, id := range []string{`"x"`, `"s"`} {
+			answered[id] = answered[id] || m.IsResponse(id)
+		}
+		return answered[`"x"`] && answered[`"s"`]
+	})
+
+	got := rec.wait(t, "the task requests' spans", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 2 && len(named(ss, "tasks/get")) == 2 && len(named(ss, "tasks/stream")) == 2 &&
+			len(named(ss, "tasks/result")) == 1 && len(named(ss, "tasks/cancel")) == 2 && len(named(ss, "tasks/update")) == 1 &&
+			len(named(ss, "tasks/list")) == 1
+	})
+	// The call spans by era: the 2025 one's request id is 1.
+	calls := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range named(got, "tools/call countdown") {
+		calls[attrsOf(s)["jsonrpc.request.id"]] = s
+		if s.Parent().SpanID().String() != clientSpan {
+			t.Errorf("task call %s: parent %v, want the client's span", attrsOf(s)["jsonrpc.request.id"], s.Parent())
+		}
+	}
+	want := map[string]sdktrace.ReadOnlySpan{"1": calls["1"], "2": calls["1"], "3": calls["1"], "4": calls["1"], "5": calls["1"],
+		"g": calls["t"], "u": calls["t"], "s": calls["t"], "x": calls["t"]}
+	for _, s := range got {
+		if !strings.HasPrefix(s.Name(), "tasks/") || s.Name() == "tasks/list" {
+			continue
+		}
+		id := attrsOf(s)["jsonrpc.request.id"]
+		call := want[id]
+		if call == nil {
+			t.Errorf("span %s of request %q: not one of the test's", s.Name(), id)
+			continue
+		}
+		if s.SpanKind() != trace.SpanKindServer || s.Parent().SpanID() != call.SpanContext().SpanID() || s.SpanContext().TraceID() != call.SpanContext().TraceID() {
+			t.Errorf("span %s (request %s): parent %v, want the span of the call that made its task %v", s.Name(), id, s.Parent(), call.SpanContext())
+		}
+	}
+	for _, s := range named(got, "tasks/get") {
+		if attrsOf(s)["jsonrpc.request.id"] == "2" {
+			if l := s.Links(); len(l) != 1 || l[0].SpanContext.SpanID().String() != resumeSpan {
+				t.Errorf("tasks/get's links %v, want the client's span of it", l)
+			}
+		}
+	}
+	if s := named(got, "tasks/cancel"); len(s) == 2 {
+		for _, x := range s {
+			if id := attrsOf(x)["jsonrpc.request.id"]; id == "5" && attrsOf(x)["rpc.response.status_code"] != "-32602" {
+				t.Errorf("tasks/cancel of an ended task: attributes %v", attrsOf(x))
+			}
+		}
+	}
+	if l := named(got, "tasks/list")[0]; l.Parent().IsValid() {
+		t.Errorf("tasks/list's parent %v: it is no task's", l.Parent())
+	}
+	noSecrets(t, got, append(taskSecrets(t, old), taskSecrets(t, modern.ID)...)...)
+}
+
+// Across a restart on a durable store (here a memstore that outlives the
+// first server): a restartable call run again is a SERVER span of the call's
+// trace, a child of the span of its first run (which ended with the first
+// server: error.type shutdown), linked to the client's span, its events and
+// end the request's; a call that is not restartable, failed with
+// server_restarted at the recovery, is an INTERNAL span of its own trace
+// below the span of its run. Both resumed from a new session.
+func TestTraceRestart(t *testing.T) {
+	rec := newSpans()
+	opts := mcp.Options{Store: memstore.New(), TracerProvider: rec.provider(), Tools: map[string]mcp.Policy{
+		"countdown": {Mode: mcp.Always, Restartable: true}, "ask": {Mode: mcp.Always}}}
+	core1 := mcp.New(demo.Server("test"), &opts)
+	a := e2etest.NewClient(t, serveSessions(t, core1)(t, nil))
+	a.Initialize(`{"resumableRequests":{}}`)
+	const askSpan = "1111111111111111"
+	a.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"delay":30},"_meta":{"traceparent":%q}}}`, traceparent(askSpan))
+	polAsk := e2etest.PolicyOf(t, a.Next())
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.6,"steps":3},"_meta":{"progressToken":"p","traceparent":%q}}}`, traceparent(clientSpan))
+	polCount := e2etest.PolicyOf(t, a.Next())
+	a.Close()
+	core1.Close() // the requests stay in the store, processing
+
+	core2 := mcp.New(demo.Server("test"), &opts)
+	b := e2etest.NewClient(t, serveSessions(t, core2)(t, nil))
+	b.Initialize(`{"resumableRequests":{}}`)
+	b.Resume(`1`, polCount.ResumeToken)
+	if resp, _ := b.Response(`1`); e2etest.Text(resp) != "countdown done: 3 of 3 steps" {
+		t.Fatalf("the call run again: %s", resp.Raw)
+	}
+	b.Resume(`2`, polAsk.ResumeToken)
+	if resp, _ := b.Response(`2`); resp.Error == nil || !strings.Contains(string(resp.Raw), "server_restarted") {
+		t.Fatalf("the call that is not restartable: %s, want server_restarted", resp.Raw)
+	}
+
+	got := rec.wait(t, "both runs of the call and the failed one", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "tools/call countdown")) == 2 && len(named(ss, "mcp_resume.request_failed")) == 1 && len(named(ss, "tools/call ask")) == 1
+	})
+	var first, rerun sdktrace.ReadOnlySpan
+	for _, s := range named(got, "tools/call countdown") {
+		if attrsOf(s)["mcp_resume.rerun"] == "true" {
+			rerun = s
+		} else {
+			first = s
+		}
+	}
+	if first == nil || rerun == nil {
+		t.Fatalf("countdown spans %v, %v: want the first run and the rerun", first, rerun)
+	}
+	if first.Parent().SpanID().String() != clientSpan || attrsOf(first)["error.type"] != "shutdown" {
+		t.Errorf("first run: parent %v, attributes %v", first.Parent(), attrsOf(first))
+	}
+	if rerun.SpanKind() != trace.SpanKindServer || rerun.SpanContext().TraceID().String() != clientTrace ||
+		rerun.Parent().SpanID() != first.SpanContext().SpanID() {
+		t.Errorf("rerun: kind %v, parent %v; want a SERVER span below the first run %v", rerun.SpanKind(), rerun.Parent(), first.SpanContext())
+	}
+	if l := rerun.Links(); len(l) != 1 || l[0].SpanContext.SpanID().String() != clientSpan {
+		t.Errorf("rerun's links %v, want the client's span (from the stored request)", l)
+	}
+	at := attrsOf(rerun)
+	if at["gen_ai.tool.name"] != "countdown" || at["jsonrpc.request.id"] != "1" || at["mcp.session.id"] != "" || at["error.type"] != "" {
+		t.Errorf("rerun's attributes %v", at)
+	}
+	if ev := eventNames(rerun); len(ev) == 0 || ev[0] != "mcp_resume.rerun" || !slices.Contains(ev, "mcp_resume.attached") {
+		t.Errorf("rerun's events %v: want rerun first, and the attach", ev)
+	}
+	if resume := named(got, "requests/resume"); len(resume) < 1 || !slices.ContainsFunc(resume, func(s sdktrace.ReadOnlySpan) bool {
+		return s.Parent().SpanID() == first.SpanContext().SpanID()
+	}) {
+		t.Errorf("no resume span below the call's stored span")
+	}
+	ask := named(got, "tools/call ask")[0]
+	lost := named(got, "mcp_resume.request_failed")[0]
+	if lost.SpanKind() != trace.SpanKindInternal || lost.Parent().SpanID() != ask.SpanContext().SpanID() || lost.SpanContext().TraceID() != ask.SpanContext().TraceID() {
+		t.Errorf("failed request's span: kind %v, parent %v; want an INTERNAL span below the call's %v", lost.SpanKind(), lost.Parent(), ask.SpanContext())
+	}
+	if at := attrsOf(lost); at["error.type"] != "server_restarted" || at["jsonrpc.request.id"] != "2" || lost.Status().Code.String() != "Error" {
+		t.Errorf("failed request's span: attributes %v, status %v", at, lost.Status())
+	}
+	noSecrets(t, got, polCount.ResumeToken, polAsk.ResumeToken)
+}
+
+// An instance of a cluster that dies: the survivor's claim fails its request
+// (not restartable) with owner_lost, an INTERNAL span of the request's trace
+// below the request's span on the dead instance (the trace context came with
+// the record in the shared store). (A restartable one runs again, as after a
+// restart: TestTraceRestart.)
+func TestTraceOwnerLost(t *testing.T) {
+	rec := newSpans()
+	const lease = time.Second
+	ins := startClusterOf(t, 2, lease, mcp.Options{TracerProvider: rec.provider()}, func() *server.MCPServer { return demo.Server("test") })
+	a, b := ins[0], ins[1]
+	ca := e2etest.NewClient(t, a.dial(t))
+	ca.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	ca.Send(`{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"?"},"_meta":{"traceparent":%q}}}`, traceparent(clientSpan))
+	q := e2etest.PolicyOf(t, ca.Next())
+	ca.Next() // the elicitation, never answered
+	ca.Close()
+	a.nc.Close() // A dies without a goodbye
+
+	cb := e2etest.NewClient(t, b.dial(t))
+	cb.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	got := rec.wait(t, "the failed request's span", func(ss []sdktrace.ReadOnlySpan) bool {
+		return len(named(ss, "mcp_resume.request_failed")) == 1
+	})
+	lost := named(got, "mcp_resume.request_failed")[0]
+	if at := attrsOf(lost); at["error.type"] != "owner_lost" || at["jsonrpc.request.id"] != "q" || lost.SpanKind() != trace.SpanKindInternal ||
+		lost.SpanContext().TraceID().String() != clientTrace || lost.Parent().SpanID().String() == clientSpan {
+		t.Errorf("owner_lost span: kind %v, attributes %v, parent %v; want it in the call's trace, below the call's span on A", lost.SpanKind(), at, lost.Parent())
+	}
+	cb.Resume(`"q"`, q.ResumeToken)
+	if resp, _ := cb.Response(`"q"`); resp.Error == nil || resp.Error.Reason != spec.ReasonOwnerLost {
+		t.Fatalf("q after A died: %s, want owner_lost", resp.Raw)
+	}
+	got = rec.wait(t, "the resume's span", func(ss []sdktrace.ReadOnlySpan) bool { return len(named(ss, "requests/resume")) == 1 })
+	if res := named(got, "requests/resume")[0]; res.Parent().SpanID() != lost.Parent().SpanID() {
+		t.Errorf("resume on B: parent %v, want the call's stored span %v", res.Parent(), lost.Parent())
+	}
+	noSecrets(t, got, q.ResumeToken)
+}
+
+// A call whose handler returns while no client is attached has the
+// completed event (its response waits for a resume), at the time it
+// completed; the span ends when the resume delivers the response.
+func TestTraceCompletedWhileDetached(t *testing.T) {
+	rec := newSpans()
+	core := mcp.New(demo.Server("test"), &mcp.Options{TracerProvider: rec.provider()})
+	dial := serveSessions(t, core)
+	a := e2etest.NewClient(t, dial(t, nil))
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.1,"steps":1}}}`)
+	pol := e2etest.PolicyOf(t, a.Next())
+	a.Close()
+	b := e2etest.NewClient(t, dial(t, nil))
+	b.Initialize(`{"resumableRequests":{}}`)
+	i := 0
+	poll.Until(t, 10*time.Second, "the call to complete while detached", func() bool {
+		i++
+		st, err := b.GetStatus(fmt.Sprint(100+i), `1`, pol.ResumeToken)
+		return err == nil && st.Status == "completed"
+	})
+	completed := time.Now()
+	b.Resume(`1`, pol.ResumeToken)
+	b.Response(`1`)
+	got := rec.wait(t, "the call's span", func(ss []sdktrace.ReadOnlySpan) bool { return len(named(ss, "tools/call countdown")) == 1 })
+	call := named(got, "tools/call countdown")[0]
+	var at time.Time
+	for _, e := range call.Events() {
+		if e.Name == "mcp_resume.completed" {
+			at = e.Time
+		}
+	}
+	if at.IsZero() || at.After(completed) || call.EndTime().Before(completed) {
+		t.Errorf("events %v (completed at %v), span end %v; want the completion before the resume (%v), the end after it", eventNames(call), at, call.EndTime(), completed)
+	}
 }

@@ -119,8 +119,8 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode AttachMode) error 
 	r.newAttachmentLocked(sink, max(ack, written), win)
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
-	if r.obs != nil {
-		r.obs.Attached(ack)
+	if o := r.observer(); o != nil {
+		o.Attached(ack)
 	}
 	return nil
 }
@@ -151,8 +151,8 @@ func (r *Request) detachLocked() {
 	if r.state == StateProcessing {
 		r.scheduleLocked()
 	}
-	if r.obs != nil {
-		r.obs.Detached()
+	if o := r.observer(); o != nil {
+		o.Detached()
 	}
 }
 

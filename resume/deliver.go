@@ -142,8 +142,8 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 		if !r.delivered && !r.gone.Load() {
 			r.delivered = true
 			r.scheduleLocked() // the shorter window from now on
-			if r.obs != nil {
-				r.obs.Delivered()
+			if o := r.observer(); o != nil {
+				o.Delivered()
 			}
 		}
 		// Nothing comes after the final response: the request, kept for

@@ -181,7 +181,9 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL, Trace: so.Trace}
 	r := e.newRequest(base, rec, outbox{})
-	r.obs = so.Observer
+	if o := so.Observer; o != nil {
+		r.obs.Store(&o)
+	}
 
 	e.mu.Lock()
 	switch {
@@ -313,7 +315,7 @@ func (e *Engine) Close() {
 	}
 	e.stopTimers()
 	for _, r := range reqs {
-		r.cancel(ErrClosed)
+		r.end(ErrClosed)
 	}
 	e.stop()
 	e.bg.Wait()

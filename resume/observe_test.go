@@ -21,6 +21,7 @@ func (o *observed) add(ev string) { o.mu.Lock(); o.events = append(o.events, ev)
 func (o *observed) Attached(ack uint64) { o.add(fmt.Sprint("attached ", ack)) }
 func (o *observed) Detached()           { o.add("detached") }
 func (o *observed) Delivered()          { o.add("delivered") }
+func (o *observed) Ended(cause error)   { o.add("ended " + cause.Error()) }
 
 func (o *observed) got() []string {
 	o.mu.Lock()
@@ -87,5 +88,22 @@ func TestRecoverKeepsTrace(t *testing.T) {
 	}
 	if rs := e2.Restartable(); len(rs) != 1 || rs[0].Trace() != tc {
 		t.Errorf("restartable %v: want the one request, with its trace context", rs)
+	}
+}
+
+// Ended is told once the request leaves the engine, with its context's
+// cause: cancelled, or the engine closed.
+func TestObserverEnded(t *testing.T) {
+	e := mustNew(t, memstore.New(), nil)
+	cancelled, closed := &observed{}, &observed{}
+	r, _ := start(t, e, `1`, &resume.StartOptions{Observer: cancelled})
+	start(t, e, `2`, &resume.StartOptions{Observer: closed})
+	r.Cancel()
+	e.Close()
+	if got := cancelled.got(); !slices.Equal(got, []string{"ended " + resume.ErrCancelled.Error()}) {
+		t.Errorf("the cancelled request's observer: %q", got)
+	}
+	if got := closed.got(); !slices.Equal(got, []string{"ended " + resume.ErrClosed.Error()}) {
+		t.Errorf("the request of the closed engine's observer: %q", got)
 	}
 }

@@ -68,6 +68,15 @@ type Options struct {
 	// error with its reason); the default is a JSON-RPC 2.0 internal error
 	// (-32603) with cause's text.
 	Ended func(id []byte, seq uint64, cause error) []byte
+	// OnLost, when set, is told of each request that was processing when the
+	// process running it was lost, and that ends now with Ended's response:
+	// at the recovery after a restart (cause ErrRestarted), or at the claim of
+	// a lost instance's requests (ErrOwnerLost). rec is its record (its Trace:
+	// where to report it). A restartable request runs again instead
+	// (Restartable) and is not told of. Called during the recovery (in New,
+	// or the claim), after the response is stored: it must return quickly and
+	// not call the Engine.
+	OnLost func(rec Record, cause error)
 	// Cluster, when set, makes the engine one instance of several sharing its
 	// Store (see Cluster). Nil: the engine owns every request in its Store.
 	Cluster Cluster

@@ -234,6 +234,9 @@ func (e *Engine) recoverReplayed(ctx context.Context, rec Record, q outbox, inpu
 		if err := e.store.Put(ctx, rec); err != nil {
 			e.log.Warn().Err(err).Str("request", string(rec.ID)).Msg("storing the state of a restarted request")
 		}
+		if f := e.opts.OnLost; f != nil {
+			f(rec, lost)
+		}
 	case state != StateCompleted && state != StateFailed, !hasResponse:
 		// A state the engine never stores, or a response already acknowledged
 		// (the process stopped before deleting the request): nothing to resume.

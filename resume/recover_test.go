@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -399,5 +400,43 @@ func TestRecoverCancelled(t *testing.T) {
 	defer e2.Close()
 	if _, err := e2.Lookup(tok, []byte(`1`)); err != nil {
 		t.Fatalf("the request a cancelled New left in the store: %v", err)
+	}
+}
+
+// OnLost is told of the running request that recovery fails (with its record,
+// its trace context included), not of the completed one, nor of the
+// restartable one that runs again, which takes an Observer (Observe).
+func TestRecoverOnLost(t *testing.T) {
+	st := memstore.New()
+	e1 := mustNew(t, st, withEnded(nil))
+	done, _ := start(t, e1, `1`, &resume.StartOptions{Trace: tc})
+	complete(t, done)
+	start(t, e1, `2`, &resume.StartOptions{Trace: tc})
+	start(t, e1, `3`, &resume.StartOptions{Trace: tc, Payload: []byte(`{"restartable":true}`)})
+	e1.Close()
+
+	type lost struct {
+		rec   resume.Record
+		cause error
+	}
+	var got []lost
+	o := withEnded(nil)
+	o.OnLost = func(rec resume.Record, cause error) { got = append(got, lost{rec, cause}) }
+	e2 := mustNew(t, st, o)
+	defer e2.Close()
+	if len(got) != 1 || string(got[0].rec.ID) != `2` || got[0].rec.Trace != tc || !errors.Is(got[0].cause, resume.ErrRestarted) {
+		t.Fatalf("OnLost told of %+v; want request 2 with its trace context, ErrRestarted", got)
+	}
+	rs := e2.Restartable()
+	if len(rs) != 1 || rs[0].Trace() != tc {
+		t.Fatalf("restartable %v", rs)
+	}
+	obs := &observed{}
+	rs[0].Observe(obs)
+	if err := rs[0].Attach(newSink(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.got(); !slices.Equal(got, []string{"attached 0"}) {
+		t.Errorf("the Observer set by Observe was told %v, want the attachment", got)
 	}
 }

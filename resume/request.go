@@ -36,7 +36,7 @@ type Request struct {
 	trace TraceContext
 	// obs is told of attachments and the final response's delivery
 	// (StartOptions.Observer); nil for none.
-	obs Observer
+	obs atomic.Pointer[Observer]
 
 	mu      sync.Mutex // guards the fields below
 	state   State
@@ -109,6 +109,30 @@ func (r *Request) ID() []byte { return r.id }
 // Trace returns the request's trace context (StartOptions.Trace), kept in its
 // Record: a recovered request has it too.
 func (r *Request) Trace() TraceContext { return r.trace }
+
+// Observe makes o the request's Observer from now on (StartOptions.Observer
+// for a request this engine did not start: one recovered or claimed, run
+// again).
+func (r *Request) Observe(o Observer) {
+	r.obs.Store(&o)
+}
+
+// observer returns the request's Observer; nil for none.
+func (r *Request) observer() Observer {
+	if o := r.obs.Load(); o != nil {
+		return *o
+	}
+	return nil
+}
+
+// end ends the request's context with cause (the first cause counts), and
+// tells its Observer.
+func (r *Request) end(cause error) {
+	r.cancel(cause)
+	if o := r.observer(); o != nil {
+		o.Ended(context.Cause(r.ctx))
+	}
+}
 
 // Payload returns what the request was started with to make it restartable (see
 // StartOptions.Payload); nil for a request that is not restartable.
@@ -411,11 +435,11 @@ func (r *Request) freeLocked(final State) {
 	r.stopTimerLocked()
 	switch final { // the context ends with the request, whatever ended it
 	case StateCancelled:
-		r.cancel(ErrCancelled)
+		r.end(ErrCancelled)
 	case StateExpired:
-		r.cancel(ErrExpired)
+		r.end(ErrExpired)
 	default:
-		r.cancel(ErrEnded)
+		r.end(ErrEnded)
 	}
 	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{dropped: r.q.dropped}
@@ -440,7 +464,7 @@ func (r *Request) loseLocked() bool {
 		return false // a final response waiting for the store learns it from its Append
 	}
 	r.memory = true
-	r.cancel(ErrStoreLost)
+	r.end(ErrStoreLost)
 	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{last: r.q.last, dropped: r.q.dropped}
 	r.dropWinLocked(len(r.win))

@@ -155,8 +155,9 @@ func (tc TraceContext) IsZero() bool { return tc.Parent == "" && tc.State == "" 
 
 // Observer is told what becomes of a request on the instance that runs it:
 // package mcp's span of the request takes it as span events, and ends when
-// the final response reaches a client. Its methods are called with the
-// request's lock held: they return at once and never call the Request.
+// the final response reaches a client, or when the request ends. Its methods
+// are called with the request's lock held (Ended, from Engine.Close, without
+// it): they return at once and never call the Request.
 type Observer interface {
 	// Attached: a client took the request up (a resume, a stream reconnect,
 	// a call sent again with its key, a takeover), having acknowledged every
@@ -167,6 +168,11 @@ type Observer interface {
 	Detached()
 	// Delivered: the request's final response was written to a client.
 	Delivered()
+	// Ended: the request left the engine (or, its store lost, ended without
+	// its handler's response), cause its context's cause: ErrEnded,
+	// ErrCancelled, ErrExpired, ErrClosed, ErrStoreLost. It may be called
+	// more than once; the first cause is the one that counts.
+	Ended(cause error)
 }
 
 // ErrNotFound is returned by a Store for a request it does not hold (never created,

@@ -137,7 +137,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 
 	var why atomic.Pointer[string] // what ended the last connection, when it says more than "lost"
-	c, err := connectClient(ctx, dial, &client.Options{
+	opts := &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume call", Version: version},
 		Elicitation: elicitFrom(stdin, stderr, bar),
 		OnConnectionLost: func(err error) {
@@ -148,7 +148,10 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			why.Store(&s)
 		},
 		OnReconnecting: func(attempt int, err error) { bar.line(reconnecting(attempt, why.Load(), err)) },
-	})
+	}
+	ctx, stopTracing := traceClient(ctx, &tg, opts, bar.lines())
+	defer stopTracing()
+	c, err := connectClient(ctx, dial, opts)
 	if err != nil {
 		return err
 	}
@@ -351,7 +354,10 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := connectClient(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}})
+	opts := &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}}
+	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
+	defer stopTracing()
+	c, err := connectClient(ctx, dial, opts)
 	if err != nil {
 		return err
 	}

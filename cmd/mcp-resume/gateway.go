@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp"
@@ -32,13 +33,14 @@ flags:
 `
 
 // startGateway starts the upstream and mirrors it.
-func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, def mcp.Policy, stderr io.Writer, log zerolog.Logger) (*gateway.Gateway, error) {
+func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, def mcp.Policy, stderr io.Writer, log zerolog.Logger, tp trace.TracerProvider) (*gateway.Gateway, error) {
 	opts := &gateway.Options{
-		Command: command,
-		URL:     f.upstream,
-		Stderr:  stderr, // the child's logs with ours
-		Version: version,
-		Logger:  &log,
+		TracerProvider: tp,
+		Command:        command,
+		URL:            f.upstream,
+		Stderr:         stderr, // the child's logs with ours
+		Version:        version,
+		Logger:         &log,
 		Restartable: func(name string) bool {
 			if p, ok := tools[name]; ok {
 				return p.Restartable

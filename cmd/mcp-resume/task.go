@@ -209,10 +209,13 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 	view := newProgressView(stderr)
 	defer view.done()
-	c, err := connectClient(ctx, dial, &client.Options{
+	opts := &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume task", Version: version},
 		Elicitation: elicitFrom(stdin, stderr, view),
-	})
+	}
+	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
+	defer stopTracing()
+	c, err := connectClient(ctx, dial, opts)
 	if err != nil {
 		return err
 	}

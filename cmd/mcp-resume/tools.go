@@ -49,7 +49,10 @@ func tools(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := connectClient(ctx, dial, &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}})
+	opts := &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}}
+	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
+	defer stopTracing()
+	c, err := connectClient(ctx, dial, opts)
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/mcp-resume/mcp-resume/internal/otlptest"
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -109,8 +117,9 @@ func TestTraceResumedCall(t *testing.T) {
 }
 
 // Through `gateway` in front of `serve --stdio` (both exporting to the one
-// receiver): the upstream's span of the call is in the client's trace, a
-// child of the gateway's span of it, which is a child of the client's span.
+// receiver): the gateway's SERVER span of the call is a child of the client's
+// span, the gateway's CLIENT span of the upstream call a child of it, and the
+// upstream's SERVER span of the call a child of that: one trace.
 func TestTraceThroughGateway(t *testing.T) {
 	rcv := otlptest.New(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
@@ -121,8 +130,9 @@ func TestTraceThroughGateway(t *testing.T) {
 	if resp, _ := c.Response(`1`); e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
 		t.Fatalf("result %s", resp.Raw)
 	}
-	var gw, up otlptest.Span
-	rcv.Wait(t, 20*time.Second, "the gateway's span of the call and the upstream's below it", func(spans []otlptest.Span) bool {
+	var gw, out, up otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the gateway's spans of the call and the upstream's below them", func(spans []otlptest.Span) bool {
+		gw, out, up = otlptest.Span{}, otlptest.Span{}, otlptest.Span{}
 		for _, s := range spans {
 			if s.Name == "tools/call countdown" && s.ParentSpanID == clientSpanID {
 				gw = s
@@ -130,12 +140,233 @@ func TestTraceThroughGateway(t *testing.T) {
 		}
 		for _, s := range spans {
 			if s.Name == "tools/call countdown" && gw.SpanID != "" && s.ParentSpanID == gw.SpanID {
+				out = s
+			}
+		}
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && out.SpanID != "" && s.ParentSpanID == out.SpanID {
 				up = s
 			}
 		}
 		return up.SpanID != ""
 	})
-	if gw.TraceID != clientTraceID || up.TraceID != clientTraceID || up.Kind != "Server" {
-		t.Errorf("gateway's span %+v, upstream's %+v: want both in the client's trace", gw, up)
+	if gw.Kind != "Server" || out.Kind != "Client" || up.Kind != "Server" {
+		t.Errorf("kinds: gateway %s > gateway %s > upstream %s, want Server > Client > Server", gw.Kind, out.Kind, up.Kind)
+	}
+	for _, s := range []otlptest.Span{gw, out, up} {
+		if s.TraceID != clientTraceID {
+			t.Errorf("span %s (%s) in trace %s, want the client's", s.Name, s.Kind, s.TraceID)
+		}
+	}
+	for k, want := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "countdown", "network.transport": "pipe",
+		"mcp.protocol.version": "2026-07-28", // serve speaks it: the gateway calls it in that era
+	} {
+		if out.Attrs[k] != want {
+			t.Errorf("the gateway's CLIENT span: %s = %q, want %q (all %v)", k, out.Attrs[k], want, out.Attrs)
+		}
+	}
+	if out.Attrs["jsonrpc.request.id"] == "" || out.Attrs["jsonrpc.request.id"] != up.Attrs["jsonrpc.request.id"] {
+		t.Errorf("the CLIENT span's jsonrpc.request.id %q, the upstream's %q: want the upstream request's id in both",
+			out.Attrs["jsonrpc.request.id"], up.Attrs["jsonrpc.request.id"])
+	}
+}
+
+// `mcp-resume call`, a real process, with the OpenTelemetry environment: its
+// call is a CLIENT span (below the span TRACEPARENT names), exported as the
+// command exits, and the server's SERVER span of the call is its child: one
+// trace across the two processes. The tools/list the command sends first to
+// check the arguments is a CLIENT span of the same trace.
+func TestTraceCallCommand(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	srv := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	cmd := self("call --url " + srv.URL + " countdown seconds=0.2 steps=2")
+	cmd.Env = append(cmd.Env, "OTEL_SERVICE_NAME=the-caller", "TRACEPARENT=00-"+clientTraceID+"-"+clientSpanID+"-01")
+	out, err := cmd.Output()
+	if err != nil || string(out) != "countdown done: 2 of 2 steps\n" {
+		t.Fatalf("call: %v, stdout %q", err, out)
+	}
+	// Exported before the command exited: its client spans are there now.
+	spans := rcv.Spans()
+	var cli otlptest.Span
+	for _, s := range spans {
+		if s.Name == "tools/call countdown" && s.Kind == "Client" {
+			cli = s
+		}
+	}
+	if cli.SpanID == "" || cli.Service != "the-caller" || cli.TraceID != clientTraceID || cli.ParentSpanID != clientSpanID {
+		t.Fatalf("the command's CLIENT span %+v: want one of service the-caller below TRACEPARENT's span (received %v)", cli, otlptest.Names(spans))
+	}
+	for k, want := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "countdown", "network.transport": "tcp", "network.protocol.name": "http",
+	} {
+		if cli.Attrs[k] != want {
+			t.Errorf("CLIENT span: %s = %q, want %q (all %v)", k, cli.Attrs[k], want, cli.Attrs)
+		}
+	}
+	if !slices.ContainsFunc(spans, func(s otlptest.Span) bool {
+		return s.Name == "tools/list" && s.Kind == "Client" && s.TraceID == clientTraceID && s.Service == "the-caller"
+	}) {
+		t.Errorf("no CLIENT span tools/list of the command in the trace: %v", otlptest.Names(spans))
+	}
+	spans = rcv.Wait(t, 20*time.Second, "the server's span of the call", func(spans []otlptest.Span) bool {
+		for _, s := range spans {
+			if s.Name == "tools/call countdown" && s.Kind == "Server" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, s := range spans {
+		if s.Name == "tools/call countdown" && s.Kind == "Server" {
+			if s.TraceID != clientTraceID || s.ParentSpanID != cli.SpanID || s.Service != "mcp-resume" {
+				t.Errorf("server span %+v: want mcp-resume's, below the command's CLIENT span %s", s, cli.SpanID)
+			}
+		}
+	}
+}
+
+// The issue's done-when for a restart: a restartable call of the Go client
+// (tracing, its CLIENT span recorded here) to `serve --data-dir` (exporting
+// to the receiver), the server killed (SIGKILL) mid-call and started again on
+// the same data: the new process runs the call again, and its span of the
+// rerun, the client's resume and its CLIENT span are one trace. The rerun's
+// parent is the first run's span (lost with the killed process: its context
+// came back from the store), its link the client's span.
+func TestTraceRerunAfterRestart(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	addr := freeAddr(t)
+	args := "--data-dir " + t.TempDir() + " --restartable countdown"
+	kill := spawnHTTP(t, addr, args)
+
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	dial := func(context.Context) (transport.Conn, error) {
+		return httptransport.Dial("http://"+addr+"/mcp", &httptransport.ClientOptions{Client: &http.Client{Transport: tr}, FailOnStreamLoss: true}), nil
+	}
+	c, err := client.Connect(t.Context(), dial, &client.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		TracerProvider: tp, Transport: "http"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		n := 0
+		res, err := c.CallTool(t.Context(), "countdown", map[string]any{"seconds": 1, "steps": 4}, &client.CallOptions{
+			Progress: func(client.Progress) {
+				if n++; n == 1 {
+					close(first)
+				}
+			},
+		})
+		if err == nil && (len(res.Content) != 1 || res.IsError) {
+			err = fmt.Errorf("result %+v", res)
+		}
+		done <- err
+	}()
+	select {
+	case <-first:
+	case err := <-done:
+		t.Fatalf("the call ended before any progress: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no progress")
+	}
+	kill()
+	spawnHTTP(t, addr, args)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the call across the restart: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no result after the restart")
+	}
+
+	var cli sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "tools/call countdown" {
+			cli = s
+		}
+	}
+	if cli == nil {
+		t.Fatal("no CLIENT span of the call")
+	}
+	traceID := cli.SpanContext().TraceID().String()
+	var rerun, resume otlptest.Span
+	rcv.Wait(t, 20*time.Second, "the rerun's span and the resume's", func(spans []otlptest.Span) bool {
+		for _, s := range spans {
+			switch {
+			case s.Name == "tools/call countdown" && s.Attrs["mcp_resume.rerun"] == "true":
+				rerun = s
+			case s.Name == "requests/resume" && s.TraceID == traceID:
+				resume = s
+			}
+		}
+		return rerun.SpanID != "" && resume.SpanID != ""
+	})
+	if rerun.TraceID != traceID || rerun.Kind != "Server" {
+		t.Errorf("the rerun's span %+v: want a SERVER span in the client's trace %s", rerun, traceID)
+	}
+	if rerun.ParentSpanID == "" || rerun.ParentSpanID == cli.SpanContext().SpanID().String() || resume.ParentSpanID != rerun.ParentSpanID {
+		t.Errorf("the rerun's parent %q, the resume's %q: want both the first run's span (the stored trace context)", rerun.ParentSpanID, resume.ParentSpanID)
+	}
+	if len(rerun.Links) != 1 || rerun.Links[0].SpanID != cli.SpanContext().SpanID().String() {
+		t.Errorf("the rerun's links %+v, want the client's span %s", rerun.Links, cli.SpanContext().SpanID())
+	}
+	if len(resume.Links) != 1 || resume.Links[0].SpanID != cli.SpanContext().SpanID().String() {
+		t.Errorf("the resume's links %+v, want the client's span (its context came with the resume)", resume.Links)
+	}
+	var events []string
+	for _, e := range rerun.Events {
+		events = append(events, e.Name)
+	}
+	if !slices.Contains(events, "mcp_resume.rerun") {
+		t.Errorf("the rerun's events %v", events)
+	}
+}
+
+// mcp.server.operation.duration: `serve --http` has it on /metrics
+// (mcp_server_operation_duration_seconds, whatever the environment says),
+// and exports it over OTLP with OTEL_METRICS_EXPORTER=otlp.
+func TestOperationMetrics(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_METRICS_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "100")
+	srv := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	c := e2etest.NewClient(t, httptransport.Dial(srv.URL, nil))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	c.Response(`1`)
+
+	want := `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-06-18",network_transport="tcp"} 1`
+	if m := scrapeFrom(t, "127.0.0.1", strings.TrimSuffix(srv.URL, "/mcp")+"/metrics"); !strings.Contains(m, want) {
+		t.Errorf("/metrics has no %s:\n%s", want, m)
+	}
+	points := rcv.WaitPoints(t, 20*time.Second, "the echo's operation over OTLP", func(ps []otlptest.Point) bool {
+		for _, p := range ps {
+			if p.Metric == "mcp.server.operation.duration" && p.Attrs["gen_ai.tool.name"] == "echo" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, p := range points {
+		if p.Metric != "mcp.server.operation.duration" || p.Attrs["gen_ai.tool.name"] != "echo" {
+			continue
+		}
+		if p.Unit != "s" || p.Count != 1 || p.Sum <= 0 || p.Service != "mcp-resume" || p.Attrs["mcp.method.name"] != "tools/call" ||
+			p.Attrs["network.transport"] != "tcp" || p.Attrs["mcp.protocol.version"] != "2025-06-18" {
+			t.Errorf("data point %+v", p)
+		}
+		break
 	}
 }

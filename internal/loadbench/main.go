@@ -24,7 +24,15 @@
 //	gateway:BIN [FLAGS] BIN gateway --http ADDR FLAGS -- BIN serve --stdio
 //	url:URL             a server started elsewhere (no memory or CPU figures)
 //
-// {dir} in FLAGS is replaced by a fresh directory. Without -target: floor,
+// {dir} in FLAGS is replaced by a fresh directory. Leading KEY=VALUE words of
+// ARGS are the target's environment, and {otlp} in them is the URL of an
+// OTLP/HTTP sink this program runs (it answers exports as a collector does and
+// counts the spans of each service, printed at the end): a target that traces
+// every request and exports it,
+//
+//	-target traced=serve:OTEL_EXPORTER_OTLP_ENDPOINT={otlp} OTEL_SERVICE_NAME=traced ./mcp-resume
+//
+// Without -target: floor,
 // mcpgo, memory (serve), datadir (serve --data-dir), datadir-sync (serve
 // --data-dir --sync always) and gateway, with the binary built from this tree.
 package main
@@ -89,13 +97,17 @@ func run(specs []string, cfg config, check string, asJSON bool) error {
 		specs = defaultTargets(bin)
 	}
 	var targets []*target
+	var sink *otlpSink
 	defer func() {
 		for _, t := range targets {
 			t.stop()
 		}
+		if sink != nil {
+			sink.close()
+		}
 	}()
 	for _, s := range specs {
-		t, err := startTarget(s, work, cfg.logs)
+		t, err := startTarget(s, work, cfg.logs, &sink)
 		if err != nil {
 			return err
 		}
@@ -123,6 +135,12 @@ func run(specs []string, cfg config, check string, asJSON bool) error {
 	}
 	sum := summarize(targets)
 	fmt.Print(sum.table())
+	if sink != nil {
+		for _, t := range targets {
+			t.terminate() // a target exports the spans it still holds as it exits
+		}
+		fmt.Println(sink)
+	}
 	if asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Println(string(b))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,8 +40,10 @@ func buildBinary(dir string) (string, error) {
 }
 
 // startTarget starts the server that spec (NAME=KIND[:ARGS]) names and waits
-// until it accepts connections.
-func startTarget(spec, work string, logs bool) (*target, error) {
+// until it accepts connections. Leading KEY=VALUE words of ARGS are its
+// environment (added to this process's); {otlp} is sink's URL (sink is
+// started on first use).
+func startTarget(spec, work string, logs bool, sink **otlpSink) (*target, error) {
 	name, rest, ok := strings.Cut(spec, "=")
 	if !ok || name == "" {
 		return nil, fmt.Errorf("target %q: want NAME=KIND[:ARGS]", spec)
@@ -57,7 +60,19 @@ func startTarget(spec, work string, logs bool) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	if strings.Contains(args, "{otlp}") {
+		if *sink == nil {
+			if *sink, err = startOTLPSink(); err != nil {
+				return nil, err
+			}
+		}
+		args = strings.ReplaceAll(args, "{otlp}", (*sink).url)
+	}
 	fields := strings.Fields(strings.ReplaceAll(args, "{dir}", dir))
+	var env []string
+	for len(fields) > 0 && envWord.MatchString(fields[0]) {
+		env, fields = append(env, fields[0]), fields[1:]
+	}
 	var argv []string
 	path := "/mcp"
 	switch kind {
@@ -82,6 +97,9 @@ func startTarget(spec, work string, logs bool) (*target, error) {
 		return nil, fmt.Errorf("target %q: unknown kind %q", spec, kind)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop takes its children too
 	var stderr bytes.Buffer
@@ -109,15 +127,38 @@ func startTarget(spec, work string, logs bool) (*target, error) {
 	}
 }
 
+// envWord is a KEY=VALUE word of a target's ARGS: an environment variable.
+var envWord = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
 func newClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 }
 
 // stop kills the target's process group.
 func (t *target) stop() {
-	if t.cmd != nil && t.cmd.Process != nil {
+	if t.cmd != nil && t.cmd.Process != nil && t.cmd.ProcessState == nil {
 		_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
 		_ = t.cmd.Wait()
+	}
+}
+
+// terminate stops the target's process group as a supervisor would
+// (SIGTERM), and kills it after 10 s.
+func (t *target) terminate() {
+	if t.cmd == nil || t.cmd.Process == nil || t.cmd.ProcessState != nil {
+		return
+	}
+	_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = t.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package otlptest is an OTLP trace receiver for tests: a real endpoint, over
 // HTTP (POST /v1/traces, protobuf or JSON, gzipped or not) or gRPC, that
 // decodes what an exporter sends with the collector's pdata and keeps the
-// spans for assertions.
+// spans for assertions. Over HTTP it receives metrics too (POST /v1/metrics):
+// their histograms' data points.
 package otlptest
 
 import (
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -60,6 +63,7 @@ type Receiver struct {
 
 	mu      sync.Mutex // guards the fields below
 	spans   []Span
+	points  []Point       // the histograms' data points received
 	raw     [][]byte      // every export request received, as OTLP JSON
 	changed chan struct{} // closed (and replaced) when spans arrive
 }
@@ -102,8 +106,8 @@ func NewGRPC(t testing.TB) *Receiver {
 func (r *Receiver) Endpoint() string { return r.endpoint }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
-		http.Error(w, "want POST /v1/traces", http.StatusNotFound)
+	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" && req.URL.Path != "/v1/metrics" {
+		http.Error(w, "want POST /v1/traces or /v1/metrics", http.StatusNotFound)
 		return
 	}
 	var body io.Reader = req.Body
@@ -120,8 +124,12 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	er := ptraceotlp.NewExportRequest()
 	jsonBody := req.Header.Get("Content-Type") == "application/json"
+	if req.URL.Path == "/v1/metrics" {
+		r.serveMetrics(w, b, jsonBody)
+		return
+	}
+	er := ptraceotlp.NewExportRequest()
 	if jsonBody {
 		err = er.UnmarshalJSON(b)
 	} else {
@@ -274,4 +282,93 @@ func spanID(id pcommon.SpanID) string {
 		return ""
 	}
 	return hex.EncodeToString(id[:])
+}
+
+// Point is one data point of a histogram received, flattened for assertions.
+type Point struct {
+	Service string // the resource's service.name
+	Metric  string // the histogram's name
+	Unit    string
+	Attrs   map[string]string
+	Count   uint64
+	Sum     float64
+}
+
+func (r *Receiver) serveMetrics(w http.ResponseWriter, b []byte, jsonBody bool) {
+	er := pmetricotlp.NewExportRequest()
+	var err error
+	if jsonBody {
+		err = er.UnmarshalJSON(b)
+	} else {
+		err = er.UnmarshalProto(b)
+	}
+	if err != nil {
+		http.Error(w, "decoding the export request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var points []Point
+	for _, rm := range er.Metrics().ResourceMetrics().All() {
+		res := attrs(rm.Resource().Attributes())
+		for _, sm := range rm.ScopeMetrics().All() {
+			for _, m := range sm.Metrics().All() {
+				if m.Type() != pmetric.MetricTypeHistogram {
+					continue
+				}
+				for _, dp := range m.Histogram().DataPoints().All() {
+					points = append(points, Point{Service: res["service.name"], Metric: m.Name(), Unit: m.Unit(),
+						Attrs: attrs(dp.Attributes()), Count: dp.Count(), Sum: dp.Sum()})
+				}
+			}
+		}
+	}
+	r.mu.Lock()
+	r.points = append(r.points, points...)
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	resp := pmetricotlp.NewExportResponse()
+	var out []byte
+	if jsonBody {
+		out, err = resp.MarshalJSON()
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		out, err = resp.MarshalProto()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write(out)
+}
+
+// Points returns the histograms' data points received so far, in the order
+// they came (a cumulative histogram exported again comes again).
+func (r *Receiver) Points() []Point {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Point(nil), r.points...)
+}
+
+// WaitPoints returns the data points received once cond holds for them,
+// checked on each export that comes; it fails t when cond does not hold
+// within d.
+func (r *Receiver) WaitPoints(t testing.TB, d time.Duration, what string, cond func([]Point) bool) []Point {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		points, changed := append([]Point(nil), r.points...), r.changed
+		r.mu.Unlock()
+		if cond(points) {
+			return points
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s; received %d data points", d, what, len(points))
+			return nil
+		}
+	}
 }

@@ -34,6 +34,7 @@ const (
 type Tracing struct {
 	tp       *sdktrace.TracerProvider
 	protocol string
+	exporter string // "mcp-resume" (exporter.go), "otlptracehttp" or "otlptracegrpc"
 }
 
 // Setup configures tracing from the environment, for the service named
@@ -72,12 +73,19 @@ func Setup(ctx context.Context, service, version string, onError func(error)) (*
 		protocol = "http/protobuf"
 	}
 	var exporter sdktrace.SpanExporter
+	var name string
 	var err error
 	switch protocol {
 	case "http/protobuf":
-		exporter, err = otlptracehttp.New(ctx)
+		if cfg, ok := httpConfigFromEnv(); ok {
+			exporter, name = newHTTPExporter(cfg), "mcp-resume" // the binary's own (exporter.go)
+		} else {
+			exporter, err = otlptracehttp.New(ctx)
+			name = "otlptracehttp"
+		}
 	case "grpc":
 		exporter, err = otlptracegrpc.New(ctx)
+		name = "otlptracegrpc"
 	default:
 		return nil, fmt.Errorf("%s=%s: want http/protobuf or grpc", EnvProtocol, protocol)
 	}
@@ -100,7 +108,7 @@ func Setup(ctx context.Context, service, version string, onError func(error)) (*
 	// The sampler (OTEL_TRACES_SAMPLER) and the batch processor's schedule
 	// (OTEL_BSP_SCHEDULE_DELAY) are the SDK's own reading of the environment.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
-	return &Tracing{tp: tp, protocol: protocol}, nil
+	return &Tracing{tp: tp, protocol: protocol, exporter: name}, nil
 }
 
 // TracerProvider returns the provider to trace with; nil when tracing is off.

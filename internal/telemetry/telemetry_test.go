@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
@@ -16,7 +17,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // clearEnv unsets every variable Setup and the SDK read, for the test.
 func clearEnv(t *testing.T) {
 	for _, k := range []string{EnvDisabled, EnvExporter, EnvEndpoint, EnvTracesEndpoint, EnvProtocol, EnvTracesProtocol,
-		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_BSP_SCHEDULE_DELAY"} {
+		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_BSP_SCHEDULE_DELAY",
+		EnvMetricsExporter, EnvMetricsProtocol, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_METRIC_EXPORT_INTERVAL"} {
 		t.Setenv(k, "")
 	}
 }
@@ -174,5 +176,61 @@ func TestSampler(t *testing.T) {
 	shutdown(t, tr)
 	if spans := rcv.Spans(); len(spans) != 0 {
 		t.Fatalf("always_off exported %v", otlptest.Names(spans))
+	}
+}
+
+// Metrics are exported only with OTEL_METRICS_EXPORTER=otlp: an endpoint
+// alone (which turns tracing on) does not, nor OTEL_SDK_DISABLED.
+func TestMetricsOff(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"nothing":       {},
+		"endpoint only": {EnvEndpoint: "http://127.0.0.1:1"},
+		"none":          {EnvMetricsExporter: "none", EnvEndpoint: "http://127.0.0.1:1"},
+		"disabled":      {EnvMetricsExporter: "otlp", EnvDisabled: "true"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			m, err := SetupMetrics(context.Background(), "mcp-resume", "v")
+			if err != nil || m != nil || m.MeterProvider() != nil || m.Shutdown(context.Background()) != nil {
+				t.Fatalf("SetupMetrics = %v, %v; want off", m, err)
+			}
+		})
+	}
+	clearEnv(t)
+	t.Setenv(EnvMetricsExporter, "prometheus")
+	if m, err := SetupMetrics(context.Background(), "mcp-resume", "v"); err == nil || m != nil {
+		t.Fatalf("OTEL_METRICS_EXPORTER=prometheus: %v, %v; want an error", m, err)
+	}
+}
+
+// OTEL_METRICS_EXPORTER=otlp exports over HTTP to the endpoint's /v1/metrics,
+// with the resource; Shutdown exports what was measured since the last
+// export.
+func TestMetricsHTTP(t *testing.T) {
+	clearEnv(t)
+	rcv := otlptest.New(t)
+	t.Setenv(EnvMetricsExporter, "otlp")
+	t.Setenv(EnvEndpoint, rcv.Endpoint())
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "3600000")
+	m, err := SetupMetrics(context.Background(), "mcp-resume", "v9")
+	if err != nil || m == nil || m.Protocol() != "http/protobuf" {
+		t.Fatalf("SetupMetrics = %v, %v", m, err)
+	}
+	h, err := m.MeterProvider().Meter("test").Float64Histogram("test.duration", metric.WithUnit("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Record(context.Background(), 0.5)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := rcv.Points()
+	if len(p) != 1 || p[0].Metric != "test.duration" || p[0].Count != 1 || p[0].Sum != 0.5 || p[0].Service != "mcp-resume" {
+		t.Fatalf("received %+v", p)
 	}
 }

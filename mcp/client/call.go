@@ -11,7 +11,9 @@ import (
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -94,6 +96,12 @@ type call struct {
 	// unconfirmed: the resume on link has had no message of the call back yet
 	// (ResumeAccepted is due). Guarded by Client.mu.
 	unconfirmed bool
+
+	// span is the call's CLIENT span (nil when the client does not trace),
+	// traceparent and tracestate its W3C trace context, sent with the call
+	// and its resumes. Set before the call is sent.
+	span                    trace.Span
+	traceparent, tracestate string
 }
 
 func (c *Client) newCall(method string, opts *CallOptions) *call {
@@ -160,16 +168,31 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 // *spec.Error for a JSON-RPC error, a *ResumeError when a resume was refused, or
 // one matching ErrNotResumable, ErrGaveUp, ErrClosed). params must encode as a
 // JSON object or be nil. A tools/call, and any call with CallOptions.Progress,
-// carries a progress token of its own.
+// carries a progress token of its own. With Options.TracerProvider, the call
+// is a CLIENT span below the span ctx carries, sent in its _meta.
 func (c *Client) Call(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
 	cl := c.newCall(method, opts)
 	if method == spec.MethodToolsCall && c.takesKeys() {
 		cl.callKey = newCallKey()
 	}
-	p, err := encodeParams(params, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil)
+	fields, err := paramFields(params)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s params: %w", method, err)
 	}
+	c.startSpan(ctx, cl, fields)
+	p, err := encodeParams(fields, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil)
+	if err != nil {
+		err = fmt.Errorf("client: %s params: %w", method, err)
+		c.endSpan(cl, nil, err)
+		return nil, err
+	}
+	res, err := c.run(ctx, cl, spec.EncodeRequest(cl.id, method, p))
+	c.endSpan(cl, res, err)
+	return res, err
+}
+
+// run sends cl's request msg (again, when it must be) and waits for its end.
+func (c *Client) run(ctx context.Context, cl *call, msg []byte) (json.RawMessage, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -178,7 +201,6 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	c.calls[cl.key] = cl
 	c.mu.Unlock()
 	defer c.forget(cl)
-	msg := spec.EncodeRequest(cl.id, method, p)
 	for {
 		if err := c.send(ctx, cl, msg); err != nil {
 			return nil, err
@@ -187,6 +209,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		case <-cl.done:
 			return cl.result, cl.err
 		case <-cl.resend:
+			if cl.span != nil {
+				cl.span.AddEvent(mcptrace.EventResent)
+			}
 		case <-ctx.Done():
 			c.cancelCall(cl, context.Cause(ctx))
 			return nil, ctx.Err()
@@ -233,25 +258,38 @@ func newCallKey() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// encodeParams encodes params, adding _meta.progressToken (the call's id) when
-// progress is wanted, and the call's key when it has one.
-func encodeParams(params any, cl *call, progress bool) (json.RawMessage, error) {
-	if params == nil && !progress && cl.callKey == "" {
+// paramFields decodes params, which must encode as a JSON object or be nil,
+// into its members; nil for nil params.
+func paramFields(params any) (map[string]json.RawMessage, error) {
+	if params == nil {
 		return nil, nil
 	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
 	fields := map[string]json.RawMessage{}
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return nil, err
-		}
-		if string(b) != "null" {
-			if err := json.Unmarshal(b, &fields); err != nil {
-				return nil, fmt.Errorf("must be a JSON object: %w", err)
-			}
+	if string(b) != "null" {
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, fmt.Errorf("must be a JSON object: %w", err)
 		}
 	}
-	if progress || cl.callKey != "" {
+	return fields, nil
+}
+
+// encodeParams encodes a request's params (fields, nil for none), adding to
+// its _meta the progress token (the call's id) when progress is wanted, the
+// call's key when it has one, and the trace context of its span when it is
+// traced.
+func encodeParams(fields map[string]json.RawMessage, cl *call, progress bool) (json.RawMessage, error) {
+	traced := cl.traceparent != ""
+	if fields == nil && !progress && cl.callKey == "" && !traced {
+		return nil, nil
+	}
+	if fields == nil {
+		fields = map[string]json.RawMessage{}
+	}
+	if progress || cl.callKey != "" || traced {
 		meta := map[string]json.RawMessage{}
 		if m, ok := fields["_meta"]; ok {
 			if err := json.Unmarshal(m, &meta); err != nil {
@@ -263,6 +301,14 @@ func encodeParams(params any, cl *call, progress bool) (json.RawMessage, error) 
 		}
 		if cl.callKey != "" {
 			meta[spec.MetaKey], _ = json.Marshal(cl.callKey)
+		}
+		if traced {
+			meta["traceparent"], _ = json.Marshal(cl.traceparent)
+			if cl.tracestate != "" {
+				meta["tracestate"], _ = json.Marshal(cl.tracestate)
+			} else {
+				delete(meta, "tracestate") // the caller's, of another span
+			}
 		}
 		fields["_meta"], _ = json.Marshal(meta)
 	}

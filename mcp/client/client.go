@@ -14,7 +14,10 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
+	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -72,6 +75,18 @@ type Options struct {
 	// ReconnectTimeout is how long a call waits for a connection when it has none to
 	// be sent on, and bounds each dial and initialize. Default 30s.
 	ReconnectTimeout time.Duration
+
+	// TracerProvider, when not nil, traces the client's calls: each is a
+	// CLIENT span named and attributed as the OpenTelemetry semantic
+	// conventions for MCP say ("tools/call countdown"), a child of the span
+	// the call's context carries, whose W3C trace context goes to the server
+	// in params._meta (traceparent, tracestate: SEP-414), and again in every
+	// requests/resume of the call. Nil: no span, nothing sent for one.
+	TracerProvider trace.TracerProvider
+	// Transport names the transport the Dialer's connections use, for the
+	// spans' network.transport: "stdio", "http" or "websocket"; "" when it is
+	// not known.
+	Transport string
 }
 
 func (o *Options) withDefaults() Options {
@@ -113,6 +128,7 @@ type Client struct {
 	wg     sync.WaitGroup // the loop, link readers, server request handlers
 
 	reconnects atomic.Int64
+	tracer     trace.Tracer // nil: calls are not traced
 
 	mu     sync.Mutex    // guards the fields below
 	closed bool          //
@@ -158,6 +174,9 @@ func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
 		prefix: "c-" + hex.EncodeToString(p[:]) + "-",
 		ready:  make(chan struct{}), demand: make(chan struct{}, 1),
 		calls: map[string]*call{}, served: newAnswers(4096), logs: newRecent(4096),
+	}
+	if tp := c.opts.TracerProvider; tp != nil {
+		c.tracer = tp.Tracer(mcptrace.Instrumentation)
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	l, err := c.connect(ctx)
@@ -332,6 +351,9 @@ func (c *Client) install(l *link) {
 		cl.link, cl.resuming, cl.unconfirmed = l, true, true
 		cl.retries = 0
 		msgs = append(msgs, resumeLocked(cl))
+		if cl.span != nil {
+			cl.span.AddEvent(mcptrace.EventResumeSent, trace.WithAttributes(mcptrace.Ack.Int64(int64(cl.lastSeq))))
+		}
 		if cl.opts.Resumed != nil {
 			resumed = append(resumed, cl.opts.Resumed)
 		}
@@ -349,13 +371,19 @@ func (c *Client) install(l *link) {
 	}
 }
 
-// resumeLocked returns cl's requests/resume: its id, its token and the last
-// sequence number it holds. c.mu is held.
+// resumeLocked returns cl's requests/resume: its id, its token, the last
+// sequence number it holds and the trace context of its span. c.mu is held.
 func resumeLocked(cl *call) []byte {
-	p := spec.ResumeParams{ResumeToken: cl.policy.Token}
+	type meta struct {
+		spec.RequestMeta
+		TraceParent string `json:"traceparent,omitempty"`
+		TraceState  string `json:"tracestate,omitempty"`
+	}
 	ack := cl.lastSeq
-	p.Meta = &spec.RequestMeta{Ack: &ack}
-	b, _ := json.Marshal(p)
+	b, _ := json.Marshal(struct {
+		ResumeToken string `json:"resumeToken"`
+		Meta        meta   `json:"_meta"`
+	}{cl.policy.Token, meta{spec.RequestMeta{Ack: &ack}, cl.traceparent, cl.tracestate}})
 	return spec.EncodeRequest(cl.id, spec.MethodResume, b)
 }
 
@@ -505,6 +533,9 @@ func (c *Client) lost(l *link) time.Duration {
 	for _, cl := range c.calls {
 		if cl.finished || cl.link != l {
 			continue
+		}
+		if cl.span != nil && perr == nil && !cl.internal {
+			cl.span.AddEvent(mcptrace.EventConnectionLost)
 		}
 		switch {
 		case perr != nil:

@@ -8,6 +8,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -183,6 +184,9 @@ func (c *Client) policy(params json.RawMessage) {
 	}
 	cl.policy = &pol
 	cl.heard = time.Now()
+	if cl.span != nil {
+		cl.span.AddEvent(mcptrace.EventResumable)
+	}
 	f := cl.opts.Policy
 	c.mu.Unlock()
 	if f != nil {

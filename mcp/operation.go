@@ -1,0 +1,85 @@
+package mcp
+
+import (
+	"slices"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Operation is one request a server received, once it is over, as the
+// OpenTelemetry semantic conventions for MCP measure it in the histogram
+// mcp.server.operation.duration (Options.OnOperation). Its values are bounded
+// whatever clients send, so that they make a bounded number of series: a
+// method MCP does not name is "_OTHER", a tool is named only when the server
+// has it (it ran), a protocol version only when the server speaks it.
+type Operation struct {
+	// Method is mcp.method.name: "tools/call", "requests/resume", ...;
+	// "_OTHER" for a method MCP does not have.
+	Method string
+	// Tool is gen_ai.tool.name: the tool a tools/call ran; "" for none (another
+	// method, or a tool the server does not have).
+	Tool string
+	// ErrorType is error.type, as on the request's span: "" when it did not
+	// fail.
+	ErrorType string
+	// ProtocolVersion is mcp.protocol.version; "" when the request had none.
+	ProtocolVersion string
+	// Transport is network.transport: "pipe" (stdio), "tcp" (HTTP and
+	// WebSocket), "" when the session did not say (SessionOptions.Transport).
+	Transport string
+	// Duration runs from the request's arrival to its response, or, for a
+	// resumable request or a task, to the end of its span (its final response
+	// delivered, or its end otherwise).
+	Duration time.Duration
+}
+
+// methods are the request methods an Operation names; any other is _OTHER.
+var methods = map[string]bool{}
+
+func init() {
+	for _, m := range []string{
+		"initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
+		spec.MethodGetStatus, spec.MethodResume, spec.MethodServerDiscover, spec.MethodSubscriptionsListen,
+		spec.MethodTasksGet, spec.MethodTasksCancel, spec.MethodTasksStream, spec.MethodTasksUpdate, methodTasksResult, methodTasksList,
+	} {
+		methods[m] = true
+	}
+}
+
+// measure fills in what the span's request says of its operation (its tool
+// comes when it runs: ran). Called once, as the span starts.
+func (sp *reqSpan) measure() {
+	method := sp.m.Method
+	if !methods[method] {
+		method = "_OTHER"
+	}
+	v := sp.version()
+	if !slices.Contains(spec.Versions, v) {
+		v = ""
+	}
+	var transport string
+	if !sp.rerun {
+		switch sp.c.transport {
+		case TransportStdio:
+			transport = "pipe"
+		case TransportHTTP, TransportWebSocket:
+			transport = "tcp"
+		}
+	}
+	sp.mu.Lock()
+	sp.op.Method, sp.op.ProtocolVersion, sp.op.Transport = method, v, transport
+	sp.mu.Unlock()
+}
+
+// ran records that the span's tools/call runs tool, a tool the server has
+// (the core's middleware runs right before it).
+func (sp *reqSpan) ran(tool string) {
+	if sp == nil || sp.s.onOp == nil {
+		return
+	}
+	sp.mu.Lock()
+	sp.op.Tool = tool
+	sp.mu.Unlock()
+}
