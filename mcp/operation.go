@@ -48,29 +48,28 @@ func init() {
 	}
 }
 
-// measure fills in what the span's request says of its operation (its tool
-// comes when it runs: ran). Called once, as the span starts.
-func (sp *reqSpan) measure() {
-	method := sp.m.Method
+// operation returns what the request says of its operation (its tool comes
+// when it runs: reqSpan.ran): its method, protocol version and transport, each
+// one of those known or "" (the metric's attributes are bounded whatever a
+// client sends).
+func (src spanSource) operation() (method, version, transport string) {
+	method = src.m.Method
 	if !methods[method] {
 		method = "_OTHER"
 	}
-	v := sp.version()
-	if !slices.Contains(spec.Versions, v) {
-		v = ""
+	version = src.version()
+	if !slices.Contains(spec.Versions, version) {
+		version = ""
 	}
-	var transport string
-	if !sp.rerun {
-		switch sp.c.transport {
+	if !src.rerun {
+		switch src.c.transport {
 		case TransportStdio:
 			transport = "pipe"
 		case TransportHTTP, TransportWebSocket:
 			transport = "tcp"
 		}
 	}
-	sp.mu.Lock()
-	sp.op.Method, sp.op.ProtocolVersion, sp.op.Transport = method, v, transport
-	sp.mu.Unlock()
+	return method, version, transport
 }
 
 // ran records that the span's tools/call runs tool, a tool the server has

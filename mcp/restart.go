@@ -36,7 +36,7 @@ func (rr *reruns) run(r *resume.Request) {
 		cl.kind, cl.hidden = callTask, true
 	}
 	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
-	cl.span = c.rerunSpan(m, r)
+	cl.span = rr.span(c, m, r)
 	c.mu.Lock()
 	c.calls.running[string(cl.id)] = cl
 	c.mu.Unlock()

@@ -176,9 +176,9 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	s := &Server{}
 	if o.TracerProvider != nil {
 		if f := eo.OnLost; f != nil {
-			eo.OnLost = func(rec resume.Record, cause error) { s.requestLost(rec, cause); f(rec, cause) }
+			eo.OnLost = func(rec resume.Record, cause error) { s.reruns.lost(rec, cause); f(rec, cause) }
 		} else {
-			eo.OnLost = s.requestLost
+			eo.OnLost = s.reruns.lost
 		}
 	}
 	var p [6]byte

@@ -113,17 +113,13 @@ var w3c propagation.TraceContext
 type reqSpan struct {
 	s *Server
 	// Until the span starts: what it is made of.
-	c  *connState
-	m  *spec.Message
-	at time.Time
-	in trace.SpanContext // the client's, from params._meta or the transport
+	src spanSource
+	at  time.Time
+	in  trace.SpanContext // the client's, from params._meta or the transport
 
 	started bool        // within ran
 	span    trace.Span  // nil until within, and without a tracer
 	done    atomic.Bool // ended
-	// rerun: the request runs again (after a restart or a claim), on no
-	// session and no transport of its own.
-	rerun bool
 	// detached: the request has no client attached now (Observer).
 	detached atomic.Bool
 
@@ -138,7 +134,7 @@ func spanOf(c *connState, m *spec.Message, st Stream) *reqSpan {
 	if s.tracer == nil && s.onOp == nil {
 		return nil
 	}
-	sp := &reqSpan{s: s, c: c, m: m, at: time.Now()}
+	sp := &reqSpan{s: s, src: spanSource{c: c, m: m}, at: time.Now()}
 	if s.tracer != nil {
 		sp.in = incoming(m.Params, st)
 	}
@@ -193,10 +189,13 @@ func (sp *reqSpan) within(h resume.Handle) {
 	}
 	sp.started = true
 	if sp.s.onOp != nil {
-		sp.measure()
+		method, version, transport := sp.src.operation()
+		sp.mu.Lock()
+		sp.op.Method, sp.op.ProtocolVersion, sp.op.Transport = method, version, transport
+		sp.mu.Unlock()
 	}
 	if sp.s.tracer == nil {
-		sp.c, sp.m = nil, nil
+		sp.src = spanSource{}
 		return
 	}
 	parent, link := sp.in, trace.SpanContext{}
@@ -214,24 +213,34 @@ func (sp *reqSpan) within(h resume.Handle) {
 	// The attributes are set once the span is known to record (an unsampled
 	// request's are not made), and not passed to Start, which would copy
 	// them once more for samplers (the SDK's read none of them).
-	name, target := sp.name()
+	name, target := sp.src.name()
 	if link.IsValid() && !link.Equal(parent) {
 		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at), trace.WithLinks(trace.Link{SpanContext: link}))
 	} else {
 		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at))
 	}
 	if sp.span.IsRecording() {
-		sp.span.SetAttributes(sp.attributes(target)...)
+		sp.span.SetAttributes(sp.src.attributes(target)...)
 	}
-	sp.c, sp.m = nil, nil // a request's span outlives its session: it holds neither
+	sp.src = spanSource{} // a request's span outlives its session: it holds neither
 }
 
 // spanKindServer is the option of every request's span.
 var spanKindServer = trace.WithSpanKind(trace.SpanKindServer)
 
+// spanSource is what a request's span is made of as it starts: the request,
+// the session it came on, and whether it is run again.
+type spanSource struct {
+	c *connState
+	m *spec.Message
+	// rerun: the request runs again (after a restart or a claim), on no
+	// session and no transport of its own.
+	rerun bool
+}
+
 // name is the span's name: the method, and its target for tools/call and
 // prompts/get ("tools/call countdown"), which it returns too.
-func (sp *reqSpan) name() (name, target string) {
+func (sp spanSource) name() (name, target string) {
 	m := sp.m
 	switch m.Method {
 	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet):
@@ -245,7 +254,7 @@ func (sp *reqSpan) name() (name, target string) {
 // version returns the protocol version of the span's request: a 2026
 // request's own, else its session's (or, for initialize, the one it asks
 // for); "" when there is none.
-func (sp *reqSpan) version() string {
+func (sp spanSource) version() string {
 	c, m := sp.c, sp.m
 	if env := m.Envelope(); env.Modern() {
 		return env.Version
@@ -264,7 +273,7 @@ func (sp *reqSpan) version() string {
 
 // attributes returns the span's attributes; target is the tool or prompt
 // (name).
-func (sp *reqSpan) attributes(target string) []attribute.KeyValue {
+func (sp spanSource) attributes(target string) []attribute.KeyValue {
 	c, m := sp.c, sp.m
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, attrMethod.String(m.Method))
@@ -561,17 +570,17 @@ func (o spanObserver) Detached() {
 func (o spanObserver) Delivered()        { o.sp.end(nil) }
 func (o spanObserver) Ended(cause error) { o.sp.endCause(cause) }
 
-// rerunSpan returns the span of request r, of message m, run again after a
+// span returns the span of request r, of message m, run again after a
 // restart or a claim (nil when the server does not trace): a SERVER span of
 // the request's stored trace (its parent the span of the request's first
 // run, its link the client's span, from the stored request's _meta), whose
 // events and end are the request's, as a span of a call made resumable has.
-func (c *connState) rerunSpan(m *spec.Message, r *resume.Request) *reqSpan {
+func (rr *reruns) span(c *connState, m *spec.Message, r *resume.Request) *reqSpan {
 	sp := spanOf(c, m, nil)
 	if sp == nil {
 		return nil
 	}
-	sp.rerun = true
+	sp.src.rerun = true
 	sp.within(r)
 	sp.event(eventRerun)
 	r.Observe(sp.observer())
@@ -581,12 +590,13 @@ func (c *connState) rerunSpan(m *spec.Message, r *resume.Request) *reqSpan {
 	return sp
 }
 
-// requestLost is the engine's OnLost: a request that was processing when the
+// lost is the engine's OnLost: a request that was processing when the
 // process running it was lost ended now, failed (server_restarted,
 // owner_lost). It is a span of the request's stored trace, below the span of
 // the request's run that was lost, at the moment it ended; nothing when the
 // server does not trace or the request has no trace.
-func (s *Server) requestLost(rec resume.Record, cause error) {
+func (rr *reruns) lost(rec resume.Record, cause error) {
+	s := rr.s
 	if s.tracer == nil || rec.Trace.IsZero() {
 		return
 	}
