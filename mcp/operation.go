@@ -37,6 +37,18 @@ type Operation struct {
 // methods are the request methods an Operation names; any other is _OTHER.
 var methods = map[string]bool{}
 
+// methodOther stands for a method MCP does not have, in span names and
+// attributes: a client's made-up methods make neither unbounded.
+const methodOther = "_OTHER"
+
+// knownMethod returns method when MCP has it, else methodOther.
+func knownMethod(method string) string {
+	if methods[method] {
+		return method
+	}
+	return methodOther
+}
+
 func init() {
 	for _, m := range []string{
 		"initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
@@ -53,10 +65,7 @@ func init() {
 // one of those known or "" (the metric's attributes are bounded whatever a
 // client sends).
 func (src spanSource) operation() (method, version, transport string) {
-	method = src.m.Method
-	if !methods[method] {
-		method = "_OTHER"
-	}
+	method = knownMethod(src.m.Method)
 	version = src.version()
 	if !slices.Contains(spec.Versions, version) {
 		version = ""

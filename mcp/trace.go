@@ -242,6 +242,9 @@ type spanSource struct {
 // prompts/get ("tools/call countdown"), which it returns too.
 func (sp spanSource) name() (name, target string) {
 	m := sp.m
+	if !methods[m.Method] {
+		return methodOther, "" // a client's made-up method names no span
+	}
 	switch m.Method {
 	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet):
 		if target := spec.StringMember(m.Params, "name"); target != "" {
@@ -276,7 +279,7 @@ func (sp spanSource) version() string {
 func (sp spanSource) attributes(target string) []attribute.KeyValue {
 	c, m := sp.c, sp.m
 	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, attrMethod.String(m.Method))
+	attrs = append(attrs, attrMethod.String(knownMethod(m.Method)))
 	if len(m.ID) > 0 {
 		attrs = append(attrs, attrRequestID.String(idText(m.ID)))
 	}

@@ -274,11 +274,16 @@ func TestTraceErrors(t *testing.T) {
 	}
 	c.Send(`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":%q}}`, task.Task.ID)
 	c.Response(`5`)
+	c.Send(`{"jsonrpc":"2.0","id":6,"method":"made/up-by-the-client-%s","params":{}}`, strings.Repeat("x", 100))
+	c.Response(`6`)
 
 	got := rec.wait(t, "the four calls' spans", func(ss []sdktrace.ReadOnlySpan) bool {
 		return len(named(ss, "tools/call countdown")) == 1 && len(named(ss, "requests/getStatus")) == 1 && len(named(ss, "tools/call echo")) == 1 &&
-			len(named(ss, "tools/call summarize")) == 1
+			len(named(ss, "tools/call summarize")) == 1 && len(named(ss, "_OTHER")) == 1
 	})
+	if at := attrsOf(named(got, "_OTHER")[0]); at["mcp.method.name"] != "_OTHER" {
+		t.Errorf("a made-up method's span: attributes %v, want mcp.method.name _OTHER", at)
+	}
 	if ts := named(got, "tools/call summarize")[0]; attrsOf(ts)["error.type"] != "cancelled" || !slices.Contains(eventNames(ts), "mcp_resume.resumable") {
 		t.Errorf("cancelled task's span: attributes %v, events %v", attrsOf(ts), eventNames(ts))
 	}
