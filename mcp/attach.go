@@ -132,8 +132,7 @@ func (at *attachments) getStatus(m *spec.Message, st Stream) {
 		return
 	}
 	r, wait, err := at.lookup(p.ResumeToken, p.RequestID)
-	if at.rateLimited(st, m.ID, wait) {
-		sp.end(rateLimitError(wait))
+	if at.rateLimited(st, m.ID, wait, sp) {
 		return
 	}
 	sp.within(r) // the request's trace, when it was found
@@ -192,8 +191,7 @@ func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern b
 		return
 	}
 	r, wait, err := at.lookup(p.ResumeToken, m.ID)
-	if at.rateLimited(st, m.ID, wait) {
-		sp.end(rateLimitError(wait))
+	if at.rateLimited(st, m.ID, wait, sp) {
 		return
 	}
 	sp.within(r)
@@ -330,14 +328,17 @@ func (at *attachments) carried(id []byte) (attached resume.Handle, running *resu
 }
 
 // rateLimited answers the request id with rate_limited, and returns true, when
-// wait (from lookup or badToken) says the token check was refused.
-func (at *attachments) rateLimited(st Stream, id spec.ID, wait time.Duration) bool {
+// wait (from lookup or badToken) says the token check was refused; the answer
+// ends the request's span sp.
+func (at *attachments) rateLimited(st Stream, id spec.ID, wait time.Duration, sp *reqSpan) bool {
 	c := at.c
 	if wait <= 0 {
 		return false
 	}
 	c.debug().Stringer("retryAfter", wait).Msg("token check refused: rate limited")
-	c.replyError(st, id, rateLimitError(wait))
+	e := rateLimitError(wait)
+	c.replyError(st, id, e)
+	sp.end(e)
 	return true
 }
 

@@ -190,16 +190,14 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	}
 	rs, ok := decodeState(state)
 	if !ok {
-		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait) {
-			sp.end(rateLimitError(wait))
+		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait, sp) {
 			return
 		}
 		invalid()
 		return
 	}
 	r, wait, err := c.att.lookup(rs.Token, rs.ID)
-	if c.att.rateLimited(st, m.ID, wait) {
-		sp.end(rateLimitError(wait))
+	if c.att.rateLimited(st, m.ID, wait, sp) {
 		return
 	}
 	sp.within(r)

@@ -192,8 +192,7 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	unknown := func() { fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")) }
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait) {
-			sp.end(rateLimitError(wait))
+		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait, sp) {
 			return
 		}
 		unknown()
@@ -201,8 +200,7 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	}
 	ack := func() { answer(json.RawMessage(`{"resultType":"complete"}`)) }
 	r, wait, err := c.att.lookup(tid.Token, tid.ID)
-	if c.att.rateLimited(st, m.ID, wait) {
-		sp.end(rateLimitError(wait))
+	if c.att.rateLimited(st, m.ID, wait, sp) {
 		return
 	}
 	sp.within(r) // the task's trace, when it was found

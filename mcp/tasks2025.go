@@ -147,8 +147,7 @@ func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 	unknown := func() { fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")) }
 	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
 	if !ok {
-		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait) {
-			sp.end(rateLimitError(wait))
+		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait, sp) {
 			return
 		}
 		unknown()
@@ -161,8 +160,7 @@ func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 		sp.end(nil)
 	}
 	r, wait, err := c.att.lookup(tid.Token, tid.ID)
-	if c.att.rateLimited(st, m.ID, wait) {
-		sp.end(rateLimitError(wait))
+	if c.att.rateLimited(st, m.ID, wait, sp) {
 		return
 	}
 	sp.within(r) // the task's trace, when it was found

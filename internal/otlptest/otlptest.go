@@ -141,18 +141,21 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.add(er)
 	resp := ptraceotlp.NewExportResponse()
-	var out []byte
+	respond(w, jsonBody, resp.MarshalJSON, resp.MarshalProto)
+}
+
+// respond writes an export response, in JSON or protobuf as the request was.
+func respond(w http.ResponseWriter, jsonBody bool, asJSON, asProto func() ([]byte, error)) {
+	encode, ct := asProto, "application/x-protobuf"
 	if jsonBody {
-		out, err = resp.MarshalJSON()
-		w.Header().Set("Content-Type", "application/json")
-	} else {
-		out, err = resp.MarshalProto()
-		w.Header().Set("Content-Type", "application/x-protobuf")
+		encode, ct = asJSON, "application/json"
 	}
+	out, err := encode()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	w.Header().Set("Content-Type", ct)
 	_, _ = w.Write(out)
 }
 
@@ -327,19 +330,7 @@ func (r *Receiver) serveMetrics(w http.ResponseWriter, b []byte, jsonBody bool) 
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
 	resp := pmetricotlp.NewExportResponse()
-	var out []byte
-	if jsonBody {
-		out, err = resp.MarshalJSON()
-		w.Header().Set("Content-Type", "application/json")
-	} else {
-		out, err = resp.MarshalProto()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	_, _ = w.Write(out)
+	respond(w, jsonBody, resp.MarshalJSON, resp.MarshalProto)
 }
 
 // Points returns the histograms' data points received so far, in the order
