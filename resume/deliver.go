@@ -144,6 +144,7 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 			r.scheduleLocked() // the shorter window from now on
 			if o := r.observer(); o != nil {
 				o.Delivered()
+				r.obs.Store(nil) // its last word: a request kept for DeliveredRetention holds no Observer (nor its span)
 			}
 		}
 		// Nothing comes after the final response: the request, kept for

@@ -32,7 +32,8 @@ func (o *observed) got() []string {
 var tc = resume.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "k=v"}
 
 // The Observer hears every attach after Start's, every detach (a Detach, a
-// failed write) and the one delivery of the final response; the trace
+// failed write) and the one delivery of the final response, and nothing
+// after it; the trace
 // context is the request's, in its Record and through a lookup.
 func TestObserver(t *testing.T) {
 	e, st := newEngine(t, nil)
@@ -62,6 +63,9 @@ func TestObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	complete(t, r)
+	// Delivered is the Observer's last word: a resume of the delivered
+	// request tells it nothing (the request let go of it).
+	attach(t, r, newSink(), 0)
 	r.Release()
 	want := []string{"detached", "attached 0", "detached", "attached 2", "delivered"}
 	if got := obs.got(); !slices.Equal(got, want) {

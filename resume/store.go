@@ -166,7 +166,8 @@ type Observer interface {
 	// Detached: the request lost its client (its stream closed, a write to
 	// it failed) and runs on without one.
 	Detached()
-	// Delivered: the request's final response was written to a client.
+	// Delivered: the request's final response was written to a client. The
+	// Observer's last call: the request lets go of it.
 	Delivered()
 	// Ended: the request left the engine (or, its store lost, ended without
 	// its handler's response), cause its context's cause: ErrEnded,
