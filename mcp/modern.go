@@ -85,7 +85,7 @@ func (s *Server) discover(result any) any {
 		}
 		ext[spec.ExtensionResumable] = s.caps
 		if s.opts.tasksOffered() {
-			ext[spec.ExtensionTasks] = struct{}{}
+			ext[spec.ExtensionTasks] = tasksSettings // tasks/stream (SEP-2694) with them
 		}
 		r.Capabilities.Extensions = ext
 	}
@@ -100,6 +100,10 @@ func (s *Server) discover(result any) any {
 	}
 	return result
 }
+
+// tasksSettings is the server's settings of the tasks extension in
+// server/discover: tasks/stream is served.
+var tasksSettings = map[string]any{"stream": struct{}{}}
 
 // newestFirst is spec.Versions as server/discover lists them.
 var newestFirst = func() []string {

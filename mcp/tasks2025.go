@@ -48,24 +48,44 @@ func (ti *taskIndex) add(principal string, t *taskID) {
 	ti.ids[principal] = ids
 }
 
-// advertiseTasks adds the 2025-11-25 tasks capability to an initialize result.
+// advertiseTasks adds the 2025-11-25 tasks capability to an initialize result,
+// with tasks/stream (SEP-2694) in it as "stream". The result becomes an
+// initializeResult: mcp-go's TasksCapability has no member for it.
 func advertiseTasks(result any) any {
-	add := func(r *mcp.InitializeResult) {
-		r.Capabilities.Tasks = &mcp.TasksCapability{List: &struct{}{}, Cancel: &struct{}{},
-			Requests: &mcp.TaskRequestsCapability{Tools: &struct {
-				Call *struct{} `json:"call,omitempty"`
-			}{Call: &struct{}{}}}}
-	}
-	switch r := result.(type) {
+	var r mcp.InitializeResult
+	switch v := result.(type) {
 	case mcp.InitializeResult:
-		add(&r)
-		return r
+		r = v
 	case *mcp.InitializeResult:
-		cp := *r
-		add(&cp)
-		return &cp
+		r = *v
+	default:
+		return result
 	}
-	return result
+	tasks := &tasksCapability{TasksCapability: mcp.TasksCapability{List: &struct{}{}, Cancel: &struct{}{},
+		Requests: &mcp.TaskRequestsCapability{Tools: &struct {
+			Call *struct{} `json:"call,omitempty"`
+		}{Call: &struct{}{}}}}, Stream: &struct{}{}}
+	return initializeResult{InitializeResult: r, Capabilities: serverCapabilities{ServerCapabilities: r.Capabilities, Tasks: tasks}}
+}
+
+// initializeResult is an initialize result whose capabilities' tasks member
+// is tasksCapability (encoding/json takes the shallower of two fields of one
+// name: these).
+type initializeResult struct {
+	mcp.InitializeResult
+	Capabilities serverCapabilities `json:"capabilities"`
+}
+
+type serverCapabilities struct {
+	mcp.ServerCapabilities
+	Tasks *tasksCapability `json:"tasks,omitempty"`
+}
+
+// tasksCapability is the 2025-11-25 tasks capability and tasks/stream's
+// advertisement in it.
+type tasksCapability struct {
+	mcp.TasksCapability
+	Stream *struct{} `json:"stream,omitempty"`
 }
 
 // taskSupport marks, in a 2025-era tools/list result, each tool whose calls

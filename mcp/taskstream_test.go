@@ -287,3 +287,50 @@ func TestTaskStreamModern(t *testing.T) {
 		}
 	})
 }
+
+// tasks/stream is advertised where tasks are: in the 2025-11-25 tasks
+// capability at initialize (beside list, cancel and tools/call, and beside
+// the resumable requests capability for a client that declared it), and in
+// the tasks extension's settings in server/discover.
+func TestTaskStreamAdvertised(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		dial := serveCore(t, core)
+		for _, caps := range []string{`{}`, `{"resumableRequests":{}}`} {
+			c := e2etest.NewClient(t, dial(t))
+			m := c.Initialize(caps)
+			var r struct {
+				Capabilities struct {
+					Tasks struct {
+						List, Cancel, Stream *struct{}
+						Requests             struct{ Tools struct{ Call *struct{} } }
+					}
+					Experimental map[string]json.RawMessage
+					Tools        *struct{}
+				}
+				ServerInfo struct{ Name string }
+			}
+			if err := json.Unmarshal(m.Result, &r); err != nil {
+				t.Fatal(err)
+			}
+			tk := r.Capabilities.Tasks
+			if tk.Stream == nil || tk.List == nil || tk.Cancel == nil || tk.Requests.Tools.Call == nil || r.Capabilities.Tools == nil || r.ServerInfo.Name == "" {
+				t.Errorf("initialize for %s: %s", caps, m.Result)
+			}
+			if _, ok := r.Capabilities.Experimental[spec.CapabilityName]; ok != (caps != `{}`) {
+				t.Errorf("initialize for %s: the resumable capability %v: %s", caps, ok, m.Result)
+			}
+		}
+		c := e2etest.NewClient(t, dial(t))
+		c.Modern(`1`, "server/discover", "", `{}`)
+		m, _ := c.Response(`1`)
+		var d struct {
+			Capabilities struct {
+				Extensions map[string]struct{ Stream *struct{} }
+			}
+		}
+		if err := json.Unmarshal(m.Result, &d); err != nil || d.Capabilities.Extensions[spec.ExtensionTasks].Stream == nil {
+			t.Errorf("server/discover: %s", m.Raw)
+		}
+	})
+}
