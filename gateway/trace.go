@@ -74,7 +74,7 @@ func (u *upSpan) finish(why string) {
 		return
 	}
 	if why != "" {
-		mcptrace.Ended(u.span, why, "the upstream request did not end with an answer")
+		mcptrace.Unanswered(why, "the upstream request did not end with an answer").Record(u.span)
 	}
 	u.span.End()
 	u.span = nil
@@ -114,14 +114,14 @@ func (u *upSpan) end(res *mcpgo.CallToolResult, err error) {
 	switch {
 	case err == nil:
 		if res != nil && res.IsError {
-			mcptrace.ToolError(u.span)
+			mcptrace.ToolFailed.Record(u.span)
 		}
 	case errors.As(err, &e):
-		mcptrace.Failed(u.span, e.Code, e.Message, string(e.Reason))
+		mcptrace.Answered(e.Code, e.Message, string(e.Reason)).Record(u.span)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		mcptrace.Ended(u.span, "cancelled", err.Error())
+		mcptrace.Unanswered("cancelled", err.Error()).Record(u.span)
 	default:
-		mcptrace.Ended(u.span, "_OTHER", err.Error())
+		mcptrace.Unanswered(mcptrace.Other, err.Error()).Record(u.span)
 	}
 	u.span.End()
 	u.span = nil
