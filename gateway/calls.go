@@ -143,7 +143,7 @@ func (g *Gateway) runCall(ctx context.Context, req mcpgo.CallToolRequest, sp *up
 		g.mu.Lock()
 		g.calls[string(id)] = uc
 		g.mu.Unlock()
-		raw, err := p.callID(ctx, id, method, params)
+		raw, err := p.send(ctx, id, method, params, true) // traced by sp
 		g.mu.Lock()
 		delete(g.calls, string(id))
 		token, wait, reached := uc.resumeToken, uc.maxWait, uc.heard != heard

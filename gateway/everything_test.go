@@ -51,6 +51,12 @@ type rig struct {
 
 func newRig(t testing.TB, opts gateway.Options) *rig {
 	t.Helper()
+	return newRigWith(t, opts, &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.Always, Task: mcp.AsTask}})
+}
+
+// newRigWith is newRig with the core's options.
+func newRigWith(t testing.TB, opts gateway.Options, coreOpts *mcp.Options) *rig {
+	t.Helper()
 	if testing.Verbose() {
 		opts.Stderr = os.Stderr
 		log := zerolog.New(os.Stderr).Level(zerolog.DebugLevel)
@@ -60,7 +66,7 @@ func newRig(t testing.TB, opts gateway.Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := mcp.New(g.Server(), &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.Always, Task: mcp.AsTask}})
+	core := mcp.New(g.Server(), coreOpts)
 	h := httptransport.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()

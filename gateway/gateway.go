@@ -34,6 +34,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
@@ -109,11 +110,19 @@ type Options struct {
 	Version string
 	Logger  *zerolog.Logger
 
-	// TracerProvider, when not nil, makes each tools/call sent upstream a
-	// CLIENT span below the core's span of the client's call, whose trace
-	// context the upstream request carries in its _meta. Nil: the trace
-	// context of the core's span, when there is one, is passed on as it is.
+	// TracerProvider, when not nil, makes each request sent upstream a
+	// CLIENT span, whose trace context the upstream request carries in its
+	// _meta: below the core's span of the client's request it serves (a
+	// tools/call, resources/read, prompts/get, ..., and the tasks/* that
+	// follow an upstream task), a root for the gateway's own (initialize,
+	// the lists it mirrors). Nil: the trace context of the core's span, when
+	// there is one, is passed on as it is.
 	TracerProvider trace.TracerProvider
+	// OnOperation, when set, is told of each request sent upstream once it
+	// is over, as the semantic conventions' mcp.client.operation.duration
+	// measures it (metrics.ClientOperations, metrics.OTelClientOperations).
+	// It runs on the goroutine that sent the request: it must not block.
+	OnOperation func(client.Operation)
 }
 
 func (o *Options) withDefaults() Options {
@@ -144,12 +153,12 @@ func (o *Options) withDefaults() Options {
 
 // Gateway is one upstream server served through an mcp-go server.
 type Gateway struct {
-	opts   Options
-	log    zerolog.Logger
-	tracer trace.Tracer // nil: no spans of the gateway's own
-	srv    *server.MCPServer
-	init   initResult // the first connection's
-	keys   bool       // the upstream takes call keys (takesKeys of init)
+	opts Options
+	log  zerolog.Logger
+	obs  *observer // nil: upstream requests neither traced nor measured
+	srv  *server.MCPServer
+	init initResult // the first connection's
+	keys bool       // the upstream takes call keys (takesKeys of init)
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -220,9 +229,7 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 		log = *o.Logger
 	}
 	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
-	if o.TracerProvider != nil {
-		g.tracer = o.TracerProvider.Tracer(tracerName)
-	}
+	g.obs = newObserver(&o)
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	p, init, err := g.connect(ctx)
 	if err != nil {
@@ -414,6 +421,7 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 		}
 		return nil, initResult{}, fmt.Errorf("gateway: initializing the upstream: %w", err)
 	}
+	p.version = init.ProtocolVersion
 	p.notify("notifications/initialized", nil)
 	if g.opts.URL == "" || p.http != nil {
 		// A child on stdio, or a server over Streamable HTTP (where a 2026

@@ -41,8 +41,11 @@ type peer struct {
 	// tool calls carry their client's capabilities and go in that era, where a
 	// question is the call's own input_required answer.
 	modern bool
-	next   atomic.Uint64
-	g      *Gateway
+	// version is the protocol version the upstream answered initialize
+	// with, for the spans of the requests sent in it.
+	version string
+	next    atomic.Uint64
+	g       *Gateway
 
 	mu      sync.Mutex
 	pending map[string]*pending // by the request's raw id
@@ -207,13 +210,15 @@ func (p *peer) newID() spec.ID {
 
 // call sends a request and waits for its answer. An error answer is a
 // *spec.Error; the connection's end is errLost. When ctx ends first, the upstream
-// is told (notifications/cancelled) and ctx's error returned.
+// is told (notifications/cancelled) and ctx's error returned. The request is
+// traced and measured (exchange).
 func (p *peer) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	return p.callID(ctx, p.newID(), method, params)
 }
 
+// callID is call with the request's id.
 func (p *peer) callID(ctx context.Context, id spec.ID, method string, params json.RawMessage) (json.RawMessage, error) {
-	return p.send(ctx, id, method, params, true)
+	return exchange(ctx, p, id, method, params, true)
 }
 
 // probe is call for a request the upstream may refuse outright without
@@ -221,12 +226,12 @@ func (p *peer) callID(ctx context.Context, id spec.ID, method string, params jso
 // speak, which a server of the 2025 era answers without a session): the
 // connection stays in service.
 func (p *peer) probe(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return p.send(ctx, p.newID(), method, params, false)
+	return exchange(ctx, p, p.newID(), method, params, false)
 }
 
-// send sends request id and waits for its answer. With renew, an HTTP upstream
-// that refuses it or cannot be reached is taken out of service (its session
-// may be gone).
+// send sends request id and waits for its answer, untraced (a tools/call's
+// span is its caller's: upSpan). With renew, an HTTP upstream that refuses
+// it or cannot be reached is taken out of service (its session may be gone).
 func (p *peer) send(ctx context.Context, id spec.ID, method string, params json.RawMessage, renew bool) (json.RawMessage, error) {
 	pd := &pending{ch: make(chan reply, 1)}
 	p.mu.Lock()

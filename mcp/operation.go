@@ -34,30 +34,16 @@ type Operation struct {
 	Duration time.Duration
 }
 
-// methods are the request methods an Operation names; any other is _OTHER.
-var methods = map[string]bool{}
-
 // methodOther stands for a method MCP does not have, in span names and
 // attributes: a client's made-up methods make neither unbounded.
 const methodOther = "_OTHER"
 
 // knownMethod returns method when MCP has it, else methodOther.
 func knownMethod(method string) string {
-	if methods[method] {
+	if spec.IsMethod(method) {
 		return method
 	}
 	return methodOther
-}
-
-func init() {
-	for _, m := range []string{
-		"initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
-		"resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
-		spec.MethodGetStatus, spec.MethodResume, spec.MethodServerDiscover, spec.MethodSubscriptionsListen,
-		spec.MethodTasksGet, spec.MethodTasksCancel, spec.MethodTasksStream, spec.MethodTasksUpdate, methodTasksResult, methodTasksList,
-	} {
-		methods[m] = true
-	}
 }
 
 // operation returns what the request says of its operation (its tool comes

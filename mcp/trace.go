@@ -242,7 +242,7 @@ type spanSource struct {
 // prompts/get ("tools/call countdown"), which it returns too.
 func (sp spanSource) name() (name, target string) {
 	m := sp.m
-	if !methods[m.Method] {
+	if !spec.IsMethod(m.Method) {
 		return methodOther, "" // a client's made-up method names no span
 	}
 	switch m.Method {

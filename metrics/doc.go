@@ -6,6 +6,9 @@
 // histogram of the OpenTelemetry semantic conventions for MCP
 // (mcp.server.operation.duration), fed by mcp.Options.OnOperation, in the
 // Prometheus format; OTelOperations records it with an OpenTelemetry meter.
+// ClientOperations and OTelClientOperations do the same for the requests a
+// client sends (mcp.client.operation.duration), fed by
+// client.Options.OnOperation or gateway.Options.OnOperation.
 //
 //	ops := metrics.NewOperations()
 //	core := mcp.New(srv, &mcp.Options{OnOperation: ops.Observe})

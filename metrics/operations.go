@@ -70,10 +70,11 @@ func OTelOperations(mp metric.MeterProvider) (func(mcp.Operation), error) {
 	}, nil
 }
 
-// Tee returns an mcp.Options.OnOperation that tells each of fs (nil ones
-// left out) of an operation; nil when none is left.
-func Tee(fs ...func(mcp.Operation)) func(mcp.Operation) {
-	var live []func(mcp.Operation)
+// Tee returns an OnOperation (mcp.Options', of mcp.Operation; or
+// client.Options' and gateway.Options', of client.Operation) that tells each
+// of fs (nil ones left out) of an operation; nil when none is left.
+func Tee[T any](fs ...func(T)) func(T) {
+	var live []func(T)
 	for _, f := range fs {
 		if f != nil {
 			live = append(live, f)
@@ -85,7 +86,7 @@ func Tee(fs ...func(mcp.Operation)) func(mcp.Operation) {
 	case 1:
 		return live[0]
 	}
-	return func(op mcp.Operation) {
+	return func(op T) {
 		for _, f := range live {
 			f(op)
 		}

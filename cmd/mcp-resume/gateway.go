@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 )
 
 const gatewayUsage = `usage: mcp-resume gateway [flags] -- CMD ARGS...
@@ -32,10 +33,13 @@ examples:
 flags:
 `
 
-// startGateway starts the upstream and mirrors it.
-func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, def mcp.Policy, stderr io.Writer, log zerolog.Logger, tp trace.TracerProvider) (*gateway.Gateway, error) {
+// startGateway starts the upstream and mirrors it; its requests to the
+// upstream are traced with tp and measured with onOp (nil: not).
+func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, def mcp.Policy, stderr io.Writer, log zerolog.Logger,
+	tp trace.TracerProvider, onOp func(client.Operation)) (*gateway.Gateway, error) {
 	opts := &gateway.Options{
 		TracerProvider: tp,
+		OnOperation:    onOp,
 		Command:        command,
 		URL:            f.upstream,
 		Stderr:         stderr, // the child's logs with ours

@@ -305,18 +305,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	// Ended last: what the shutdown below ends is exported too.
 	tp, stopTracing := startTracing(func(err error) { log.Warn().Err(err).Msg("tracing") })
 	defer stopTracing()
-	// mcp.server.operation.duration: on /metrics (when it is served), and
-	// over OTLP when the environment asks for it.
-	var ops *metrics.Operations
-	if !f.stdio && f.httpAddr != "" {
-		ops = metrics.NewOperations()
-	}
-	otlpOps, stopMetrics := startMetrics(func(err error) { log.Warn().Err(err).Msg("metrics") })
-	defer stopMetrics()
-	var promOps func(mcp.Operation)
-	if ops != nil {
-		promOps = ops.Observe
-	}
+	// The operation histograms: on /metrics (when it is served), and over
+	// OTLP when the environment asks for it.
+	om := startOpMetrics(!f.stdio && f.httpAddr != "", gw, func(err error) { log.Warn().Err(err).Msg("metrics") })
+	defer om.stop()
 	keys, err := loadKeys(f.apiKeys)
 	if err != nil {
 		return err
@@ -380,7 +372,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	var srv *server.MCPServer
 	var policyOf func(string) (mcp.Policy, bool)
 	if gw {
-		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log, tp)
+		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log, tp, om.client)
 		if err != nil {
 			return err
 		}
@@ -409,7 +401,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		TaskTTL:                   f.taskTTL,
 		MaxTaskTTL:                f.maxTaskTTL,
 		TracerProvider:            tp,
-		OnOperation:               metrics.Tee(promOps, otlpOps),
+		OnOperation:               om.server,
 	})
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -434,7 +426,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		log.Info().Msg("mcp-resume stopped")
 		return cmp.Or(leaseLost(ctx), err)
 	}
-	err = serveHTTP(ctx, &f, core, keys, log, timer, ops)
+	err = serveHTTP(ctx, &f, core, keys, log, timer, om.collectors)
 	return cmp.Or(leaseLost(ctx), err)
 }
 
@@ -482,7 +474,7 @@ func leaseLost(ctx context.Context) error {
 // shuts down: new requests get 503, open streams and WebSocket connections close,
 // running requests end. The --http listener has Streamable HTTP (--path),
 // WebSocket (/ws) and the demo page (/); a --ws listener the last two.
-func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger, timer *metrics.StoreTimer, ops *metrics.Operations) error {
+func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
 	if keys != nil {
 		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key (SIGHUP reloads the keys)")
 		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
@@ -552,9 +544,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_http_sessions", Help: "Streamable HTTP sessions open"},
 			func() float64 { return float64(h.Sessions()) })
 		cs := append([]prometheus.Collector{timer, sessions}, connMetrics(limit, wsh)...)
-		if ops != nil {
-			cs = append(cs, ops)
-		}
+		cs = append(cs, ops...)
 		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), cs...)))
 		if err := listen(f.httpAddr, mux); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -44,21 +45,32 @@ func startTracing(warn func(error)) (trace.TracerProvider, func()) {
 	}
 }
 
-// traceClient sets a client command's tracing up from the environment
-// (startTracing): opts, the options of its client of tg, get the provider and
-// the transport's name, and the returned context carries the parent of the
-// command's spans when the environment names one (TRACEPARENT and TRACESTATE,
-// as OpenTelemetry's environment carriers have it; a script that traces puts
-// the command's spans in its trace). The returned function ends tracing,
-// exporting the spans that ended: the command calls it after its client
+// traceClient sets a client command's tracing and metrics up from the
+// environment (startTracing, startMetrics): opts, the options of its client
+// of tg, get the provider, the transport's name and, with
+// OTEL_METRICS_EXPORTER=otlp, what records mcp.client.operation.duration;
+// the returned context carries the parent of the command's spans when the
+// environment names one (TRACEPARENT and TRACESTATE, as OpenTelemetry's
+// environment carriers have it; a script that traces puts the command's
+// spans in its trace). The returned function ends both, exporting the spans
+// that ended and what was measured: the command calls it after its client
 // closed.
 func traceClient(ctx context.Context, tg *target, opts *client.Options, stderr io.Writer) (context.Context, func()) {
-	tp, stop := startTracing(func(err error) { fmt.Fprintf(stderr, "tracing: %v\n", err) })
+	tp, stopTracing := startTracing(func(err error) { fmt.Fprintf(stderr, "tracing: %v\n", err) })
+	otlp, stopMetrics := startMetrics(func(err error) { fmt.Fprintf(stderr, "metrics: %v\n", err) })
+	stop := func() {
+		stopMetrics()
+		stopTracing()
+	}
+	if tp == nil && otlp.client == nil {
+		return ctx, stop
+	}
+	opts.Transport = tg.transport()
+	opts.OnOperation = otlp.client
 	if tp == nil {
 		return ctx, stop
 	}
 	opts.TracerProvider = tp
-	opts.Transport = tg.transport()
 	if parent := os.Getenv("TRACEPARENT"); parent != "" {
 		carrier := propagation.MapCarrier{"traceparent": parent, "tracestate": os.Getenv("TRACESTATE")}
 		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
@@ -77,19 +89,28 @@ func (t *target) transport() string {
 	return mcptrace.TransportHTTP
 }
 
+// otlpOps record the operation histograms in the OTLP export of metrics:
+// mcp.server.operation.duration of the requests a server received, and
+// mcp.client.operation.duration of those a client sent. Nil when the export
+// is off.
+type otlpOps struct {
+	server func(mcp.Operation)
+	client func(client.Operation)
+}
+
 // startMetrics sets the OTLP export of metrics up from the environment
 // (telemetry.SetupMetrics: OTEL_METRICS_EXPORTER=otlp), and returns what
-// records mcp.server.operation.duration in it, nil when the export is off,
-// and what ends it: what was measured since the last export is sent then.
-// warn gets a configuration it cannot use and the exporter's errors.
-func startMetrics(warn func(error)) (func(mcp.Operation), func()) {
+// records the operation histograms in it, nil when the export is off, and
+// what ends it: what was measured since the last export is sent then. warn
+// gets a configuration it cannot use and the exporter's errors.
+func startMetrics(warn func(error)) (otlpOps, func()) {
 	m, err := telemetry.SetupMetrics(context.Background(), "mcp-resume", version)
 	if err != nil {
 		warn(err)
-		return nil, func() {}
+		return otlpOps{}, func() {}
 	}
 	if m == nil {
-		return nil, func() {}
+		return otlpOps{}, func() {}
 	}
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), tracingFlush)
@@ -98,11 +119,52 @@ func startMetrics(warn func(error)) (func(mcp.Operation), func()) {
 			warn(err)
 		}
 	}
-	record, err := metrics.OTelOperations(m.MeterProvider())
+	server, err := metrics.OTelOperations(m.MeterProvider())
 	if err != nil {
 		warn(err)
 		stop()
-		return nil, func() {}
+		return otlpOps{}, func() {}
 	}
-	return record, stop
+	cli, err := metrics.OTelClientOperations(m.MeterProvider())
+	if err != nil {
+		warn(err)
+		stop()
+		return otlpOps{}, func() {}
+	}
+	return otlpOps{server: server, client: cli}, stop
+}
+
+// opMetrics are the operation histograms of serve and gateway: of the
+// requests received (mcp.server.operation.duration) and, for the gateway,
+// of those it sends its upstream (mcp.client.operation.duration); on
+// /metrics when it is served, and over OTLP when the environment asks for
+// it.
+type opMetrics struct {
+	collectors []prometheus.Collector // for /metrics
+	server     func(mcp.Operation)    // mcp.Options.OnOperation
+	client     func(client.Operation) // gateway.Options.OnOperation; nil for serve
+	stop       func()                 // exports what was measured since the last export
+}
+
+// startOpMetrics sets the operation histograms up: for /metrics when served,
+// of the gateway's upstream requests too when gw. warn gets the OTLP
+// export's troubles.
+func startOpMetrics(served, gw bool, warn func(error)) opMetrics {
+	otlp, stop := startMetrics(warn)
+	m := opMetrics{stop: stop}
+	var promServer func(mcp.Operation)
+	var promClient func(client.Operation)
+	if served {
+		ops := metrics.NewOperations()
+		m.collectors, promServer = append(m.collectors, ops), ops.Observe
+		if gw {
+			cops := metrics.NewClientOperations()
+			m.collectors, promClient = append(m.collectors, cops), cops.Observe
+		}
+	}
+	m.server = metrics.Tee(promServer, otlp.server)
+	if gw {
+		m.client = metrics.Tee(promClient, otlp.client)
+	}
+	return m
 }

@@ -175,8 +175,9 @@ func TestTraceThroughGateway(t *testing.T) {
 // `mcp-resume call`, a real process, with the OpenTelemetry environment: its
 // call is a CLIENT span (below the span TRACEPARENT names), exported as the
 // command exits, and the server's SERVER span of the call is its child: one
-// trace across the two processes. The tools/list the command sends first to
-// check the arguments is a CLIENT span of the same trace.
+// trace across the two processes. The initialize of its connection and the
+// tools/list it sends first to check the arguments are CLIENT spans of the
+// same trace.
 func TestTraceCallCommand(t *testing.T) {
 	rcv := otlptest.New(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
@@ -206,10 +207,12 @@ func TestTraceCallCommand(t *testing.T) {
 			t.Errorf("CLIENT span: %s = %q, want %q (all %v)", k, cli.Attrs[k], want, cli.Attrs)
 		}
 	}
-	if !slices.ContainsFunc(spans, func(s otlptest.Span) bool {
-		return s.Name == "tools/list" && s.Kind == "Client" && s.TraceID == clientTraceID && s.Service == "the-caller"
-	}) {
-		t.Errorf("no CLIENT span tools/list of the command in the trace: %v", otlptest.Names(spans))
+	for _, name := range []string{"initialize", "tools/list"} {
+		if !slices.ContainsFunc(spans, func(s otlptest.Span) bool {
+			return s.Name == name && s.Kind == "Client" && s.TraceID == clientTraceID && s.ParentSpanID == clientSpanID && s.Service == "the-caller"
+		}) {
+			t.Errorf("no CLIENT span %s of the command below TRACEPARENT's span: %v", name, otlptest.Names(spans))
+		}
 	}
 	spans = rcv.Wait(t, 20*time.Second, "the server's span of the call", func(spans []otlptest.Span) bool {
 		for _, s := range spans {
@@ -368,5 +371,106 @@ func TestOperationMetrics(t *testing.T) {
 			t.Errorf("data point %+v", p)
 		}
 		break
+	}
+}
+
+// `gateway --http` in front of `serve --stdio` (this binary twice), with the
+// OpenTelemetry environment: the gateway's own requests to its upstream
+// (initialize, tools/list) are CLIENT spans, roots, whose upstream SERVER
+// spans are their children; every request it sends its upstream is an
+// operation of mcp.client.operation.duration, on its /metrics beside
+// mcp.server.operation.duration (mcp_client_operation_duration_seconds) and
+// over OTLP.
+func TestGatewayClientOperations(t *testing.T) {
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	t.Setenv("OTEL_METRICS_EXPORTER", "otlp")
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "100")
+	ls := spawnNet(t, "gateway --http 127.0.0.1:0 -- "+os.Args[0], 2)
+	if ls[0].URL == "" {
+		ls[0], ls[1] = ls[1], ls[0]
+	}
+	c := e2etest.NewClient(t, httptransport.Dial(ls[0].URL, nil))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	if resp, _ := c.Response(`1`); e2etest.Text(resp) != "hi" {
+		t.Fatalf("result %s", resp.Raw)
+	}
+
+	m := scrapeFrom(t, "127.0.0.1", strings.TrimSuffix(ls[0].URL, "/mcp")+"/metrics")
+	for _, want := range []string{
+		`mcp_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="execute_tool",gen_ai_prompt_name="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1`,
+		`mcp_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="",gen_ai_prompt_name="",gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1`,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-06-18",network_transport="tcp"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics has no %s:\n%s", want, m)
+		}
+	}
+	points := rcv.WaitPoints(t, 20*time.Second, "the gateway's operation of the echo over OTLP", func(ps []otlptest.Point) bool {
+		return slices.ContainsFunc(ps, func(p otlptest.Point) bool {
+			return p.Metric == "mcp.client.operation.duration" && p.Attrs["gen_ai.tool.name"] == "echo"
+		})
+	})
+	for _, p := range points {
+		if p.Metric == "mcp.client.operation.duration" && p.Attrs["gen_ai.tool.name"] == "echo" {
+			if p.Unit != "s" || p.Count != 1 || p.Service != "mcp-resume" || p.Attrs["mcp.method.name"] != "tools/call" ||
+				p.Attrs["network.transport"] != "pipe" || p.Attrs["gen_ai.operation.name"] != "execute_tool" {
+				t.Errorf("data point %+v", p)
+			}
+			break
+		}
+	}
+	rcv.Wait(t, 20*time.Second, "the gateway's initialize and tools/list, each with the upstream's span below it", func(spans []otlptest.Span) bool {
+		for _, name := range []string{"initialize", "tools/list"} {
+			if !slices.ContainsFunc(spans, func(cli otlptest.Span) bool {
+				return cli.Name == name && cli.Kind == "Client" && cli.ParentSpanID == "" && slices.ContainsFunc(spans, func(up otlptest.Span) bool {
+					return up.Name == name && up.Kind == "Server" && up.ParentSpanID == cli.SpanID && up.TraceID == cli.TraceID
+				})
+			}) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A client command (`call`) with OTEL_METRICS_EXPORTER=otlp (and tracing
+// off) exports, as it exits, an operation of mcp.client.operation.duration
+// for each request it sent: its connection's initialize, the tools/list that
+// checks the arguments, the call.
+func TestCallCommandOperations(t *testing.T) {
+	rcv := otlptest.New(t)
+	srv := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	cmd := self("call --url " + srv.URL + " echo text=hi")
+	cmd.Env = append(cmd.Env, "OTEL_SERVICE_NAME=the-caller", "OTEL_METRICS_EXPORTER=otlp", "OTEL_TRACES_EXPORTER=none",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.Endpoint())
+	out, err := cmd.Output()
+	if err != nil || string(out) != "hi\n" {
+		t.Fatalf("call: %v, stdout %q", err, out)
+	}
+	got := map[string]otlptest.Point{}
+	for _, p := range rcv.Points() { // exported before the command exited
+		if p.Metric == "mcp.client.operation.duration" && p.Service == "the-caller" {
+			got[p.Attrs["mcp.method.name"]] = p
+		}
+	}
+	if spans := rcv.Spans(); len(spans) != 0 {
+		t.Errorf("spans with tracing off: %v", otlptest.Names(spans))
+	}
+	for _, method := range []string{"initialize", "tools/list", "tools/call"} {
+		p, ok := got[method]
+		if !ok {
+			t.Errorf("no operation of %s (received %v)", method, rcv.Points())
+			continue
+		}
+		if p.Unit != "s" || p.Count != 1 || p.Attrs["network.transport"] != "tcp" || p.Attrs["network.protocol.name"] != "http" ||
+			p.Attrs["mcp.protocol.version"] != "2025-06-18" || p.Attrs["error.type"] != "" {
+			t.Errorf("the operation of %s: %+v", method, p)
+		}
+	}
+	if got["tools/call"].Attrs["gen_ai.tool.name"] != "echo" {
+		t.Errorf("the call's operation %+v", got["tools/call"])
 	}
 }

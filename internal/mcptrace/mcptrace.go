@@ -3,20 +3,26 @@
 // span named and attributed as the OpenTelemetry semantic conventions for MCP
 // say ("tools/call countdown"; mcp.method.name, gen_ai.tool.name,
 // jsonrpc.request.id, ...), and its W3C trace context for the request's
-// params._meta (SEP-414), where the server takes its span's parent from.
+// params._meta (SEP-414), where the server takes its span's parent from; and
+// how such a request ended (Outcome), for its span and for the conventions'
+// metric mcp.client.operation.duration.
 //
 // A request's params are read for its method's target only (the tool or
-// prompt name): never a resume token, a call key, a task id or an argument.
+// prompt name, a resource's URI): never a resume token, a call key, a task id
+// or an argument.
 package mcptrace
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // Instrumentation names the tracer of a client's spans.
@@ -30,6 +36,7 @@ const (
 	RequestID       = attribute.Key("jsonrpc.request.id")
 	ToolName        = attribute.Key("gen_ai.tool.name")
 	PromptName      = attribute.Key("gen_ai.prompt.name")
+	ResourceURI     = attribute.Key("mcp.resource.uri")
 	Operation       = attribute.Key("gen_ai.operation.name")
 	NetTransport    = attribute.Key("network.transport")
 	NetProtocol     = attribute.Key("network.protocol.name")
@@ -61,19 +68,20 @@ const (
 	TransportWebSocket = "websocket"
 )
 
-// Name returns a span's name: the method, and its target when it has one
-// ("tools/call countdown").
+// Name returns a span's name: the method, and its target when it names one
+// (Targeted: "tools/call countdown"; a resource's URI is an attribute only).
 func Name(method, target string) string {
-	if target == "" {
+	if target == "" || !Targeted(method) {
 		return method
 	}
 	return method + " " + target
 }
 
 // Attributes returns a CLIENT span's attributes for a request of method on
-// target with id (a JSON-RPC id as sent: a string id with its quotes), in
-// protocol version (may be empty) over transport (one of the Transport
-// constants, or empty when it is not known).
+// target (a tool's or a prompt's name, a resource's URI) with id (a JSON-RPC
+// id as sent: a string id with its quotes), in protocol version (may be
+// empty) over transport (one of the Transport constants, or empty when it is
+// not known).
 func Attributes(method, target, id, version, transport string) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs, Method.String(method))
@@ -90,17 +98,63 @@ func Attributes(method, target, id, version, transport string) []attribute.KeyVa
 		if target != "" {
 			attrs = append(attrs, PromptName.String(target))
 		}
+	default:
+		if target != "" && Addressed(method) {
+			attrs = append(attrs, ResourceURI.String(target))
+		}
 	}
 	if version != "" {
 		attrs = append(attrs, ProtocolVersion.String(version))
 	}
-	switch transport {
-	case TransportStdio:
-		attrs = append(attrs, NetTransport.String("pipe"))
-	case TransportHTTP, TransportWebSocket:
-		attrs = append(attrs, NetTransport.String("tcp"), NetProtocol.String(transport))
+	if net, proto := Network(transport); net != "" {
+		attrs = append(attrs, NetTransport.String(net))
+		if proto != "" {
+			attrs = append(attrs, NetProtocol.String(proto))
+		}
 	}
 	return attrs
+}
+
+// Network returns the conventions' network.transport and
+// network.protocol.name of transport (one of the Transport constants): "pipe"
+// for stdio, "tcp" with "http" or "websocket"; "" for what is not known.
+func Network(transport string) (netTransport, netProtocol string) {
+	switch transport {
+	case TransportStdio:
+		return "pipe", ""
+	case TransportHTTP, TransportWebSocket:
+		return "tcp", transport
+	}
+	return "", ""
+}
+
+// Addressed reports whether a method's params name a resource by its "uri",
+// which its span has as mcp.resource.uri (resources/read, resources/subscribe,
+// resources/unsubscribe).
+func Addressed(method string) bool {
+	return method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe"
+}
+
+// Other stands for a method MCP does not have in a metric's attributes, and
+// for an end of a request no other error.type names: a made-up method makes
+// no series of its own.
+const Other = "_OTHER"
+
+// KnownMethod returns method when MCP has it (spec.IsMethod), else Other.
+func KnownMethod(method string) string {
+	if spec.IsMethod(method) {
+		return method
+	}
+	return Other
+}
+
+// KnownVersion returns version when it is one MCP has, else "" (a server's
+// answer to initialize may name anything).
+func KnownVersion(version string) string {
+	if slices.Contains(spec.Versions, version) {
+		return version
+	}
+	return ""
 }
 
 // Targeted reports whether a method's span names a target from its params'
@@ -137,26 +191,51 @@ func Context(sp trace.Span) (traceparent, tracestate string) {
 	return c["traceparent"], c["tracestate"]
 }
 
-// Failed records a JSON-RPC error answer on a client's span: its code as
-// rpc.response.status_code and error.type, its data.reason, the error status.
-func Failed(sp trace.Span, code int, msg, reason string) {
+// Outcome is how a request a client sent ended, for its span and its
+// operation: the zero Outcome is a request answered with a result.
+type Outcome struct {
+	// ErrorType is error.type: the JSON-RPC code of an error answer,
+	// "tool_error" for a tool's result with isError, or why the request ended
+	// without an answer (connection_lost, cancelled, ...); "" for success.
+	ErrorType string
+	// StatusCode is rpc.response.status_code: the code of an error answer, ""
+	// for any other end.
+	StatusCode string
+	// Reason is the error answer's data.reason (mcp_resume.error.reason).
+	Reason string
+	// Message is the span's status description.
+	Message string
+}
+
+// Answered is the Outcome of an error answer: its code, message and
+// data.reason.
+func Answered(code int, msg, reason string) Outcome {
 	s := strconv.Itoa(code)
-	sp.SetAttributes(StatusCode.String(s), ErrorType.String(s))
-	if reason != "" {
-		sp.SetAttributes(Reason.String(reason))
-	}
-	sp.SetStatus(codes.Error, msg)
+	return Outcome{ErrorType: s, StatusCode: s, Reason: reason, Message: msg}
 }
 
-// Ended records on a client's span a call that ended without an answer:
+// Unanswered is the Outcome of a request that ended without an answer:
 // errorType names why (connection_lost, cancelled, ...).
-func Ended(sp trace.Span, errorType, msg string) {
-	sp.SetAttributes(ErrorType.String(errorType))
-	sp.SetStatus(codes.Error, msg)
+func Unanswered(errorType, msg string) Outcome {
+	return Outcome{ErrorType: errorType, Message: msg}
 }
 
-// ToolError records a tool's own error (a result with isError).
-func ToolError(sp trace.Span) {
-	sp.SetAttributes(ErrorType.String("tool_error"))
-	sp.SetStatus(codes.Error, "the tool's result is an error")
+// ToolFailed is the Outcome of a tool's own error (a result with isError).
+var ToolFailed = Outcome{ErrorType: "tool_error", Message: "the tool's result is an error"}
+
+// Record puts o on sp: error.type, rpc.response.status_code and
+// mcp_resume.error.reason when they have a value, and the error status for a
+// failure. Nothing for a nil sp or a success.
+func (o Outcome) Record(sp trace.Span) {
+	if sp == nil || o.ErrorType == "" {
+		return
+	}
+	if o.StatusCode != "" {
+		sp.SetAttributes(StatusCode.String(o.StatusCode))
+	}
+	sp.SetAttributes(ErrorType.String(o.ErrorType))
+	if o.Reason != "" {
+		sp.SetAttributes(Reason.String(o.Reason))
+	}
+	sp.SetStatus(codes.Error, o.Message)
 }

@@ -99,9 +99,14 @@ type call struct {
 
 	// span is the call's CLIENT span (nil when the client does not trace),
 	// traceparent and tracestate its W3C trace context, sent with the call
-	// and its resumes. Set before the call is sent.
+	// and its resumes. began is when the call started, target what it names
+	// (a tool, a prompt, a resource) and version the protocol version it went
+	// in, for its span and its Operation (began is zero when the client
+	// neither traces nor measures). Set before the call is sent.
 	span                    trace.Span
 	traceparent, tracestate string
+	began                   time.Time
+	target, version         string
 }
 
 func (c *Client) newCall(method string, opts *CallOptions) *call {
@@ -169,7 +174,8 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 // one matching ErrNotResumable, ErrGaveUp, ErrClosed). params must encode as a
 // JSON object or be nil. A tools/call, and any call with CallOptions.Progress,
 // carries a progress token of its own. With Options.TracerProvider, the call
-// is a CLIENT span below the span ctx carries, sent in its _meta.
+// is a CLIENT span below the span ctx carries, sent in its _meta; with
+// Options.OnOperation, an Operation once it is over.
 func (c *Client) Call(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
 	cl := c.newCall(method, opts)
 	if method == spec.MethodToolsCall && c.takesKeys() {
@@ -179,15 +185,21 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	if err != nil {
 		return nil, fmt.Errorf("client: %s params: %w", method, err)
 	}
-	c.startSpan(ctx, cl, fields)
+	if c.obs != nil {
+		var version string
+		if r := c.InitializeResult(); r != nil {
+			version = r.ProtocolVersion
+		}
+		c.obs.start(ctx, cl, target(method, fields), version)
+	}
 	p, err := encodeParams(fields, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil)
 	if err != nil {
 		err = fmt.Errorf("client: %s params: %w", method, err)
-		c.endSpan(cl, nil, err)
+		c.obs.end(cl, nil, err)
 		return nil, err
 	}
 	res, err := c.run(ctx, cl, spec.EncodeRequest(cl.id, method, p))
-	c.endSpan(cl, res, err)
+	c.obs.end(cl, res, err)
 	return res, err
 }
 

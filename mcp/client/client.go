@@ -84,9 +84,16 @@ type Options struct {
 	// requests/resume of the call. Nil: no span, nothing sent for one.
 	TracerProvider trace.TracerProvider
 	// Transport names the transport the Dialer's connections use, for the
-	// spans' network.transport: "stdio", "http" or "websocket"; "" when it is
-	// not known.
+	// spans' and the Operations' network.transport: "stdio", "http" or
+	// "websocket"; "" when it is not known.
 	Transport string
+	// OnOperation, when set, is told of every request the client sent (each
+	// call, each connection's initialize) once it is over, as the semantic
+	// conventions' mcp.client.operation.duration measures it: a call that was
+	// resumed is one Operation of its whole life. It runs on the goroutine
+	// that made the call (Connect's, or the client's own for a reconnect's
+	// initialize): it must not block. Nil: nothing is measured.
+	OnOperation func(Operation)
 }
 
 func (o *Options) withDefaults() Options {
@@ -128,7 +135,7 @@ type Client struct {
 	wg     sync.WaitGroup // the loop, link readers, server request handlers
 
 	reconnects atomic.Int64
-	tracer     trace.Tracer // nil: calls are not traced
+	obs        *observer // nil: requests are neither traced nor measured
 
 	mu     sync.Mutex    // guards the fields below
 	closed bool          //
@@ -175,9 +182,7 @@ func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
 		ready:  make(chan struct{}), demand: make(chan struct{}, 1),
 		calls: map[string]*call{}, served: newAnswers(4096), logs: newRecent(4096),
 	}
-	if tp := c.opts.TracerProvider; tp != nil {
-		c.tracer = tp.Tracer(mcptrace.Instrumentation)
-	}
+	c.obs = newObserver(&c.opts)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	l, err := c.connect(ctx)
 	if err != nil {
@@ -266,7 +271,9 @@ func (c *Client) extensions() []string {
 	return []string{spec.ExtensionAck}
 }
 
-// initialize performs the handshake on l.
+// initialize performs the handshake on l: a CLIENT span of its own when the
+// client traces (below the span ctx carries: Connect's caller's for the first
+// connection, none for a reconnect's), an Operation when it measures.
 func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResult, error) {
 	caps := map[string]any{
 		spec.CapabilityName: spec.ClientCapability{Extensions: c.extensions()},
@@ -277,20 +284,49 @@ func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResu
 	if c.opts.Elicitation != nil {
 		caps["elicitation"] = map[string]any{}
 	}
-	params, _ := json.Marshal(map[string]any{
+	cl := c.newCall(spec.MethodInitialize, nil)
+	cl.internal = true
+	c.obs.start(ctx, cl, "", c.opts.ProtocolVersion)
+	fields := map[string]any{
 		"protocolVersion": c.opts.ProtocolVersion,
 		"capabilities":    caps,
 		"clientInfo":      c.opts.ClientInfo,
-	})
-	cl := c.newCall(spec.MethodInitialize, nil)
-	cl.internal = true
+	}
+	if cl.traceparent != "" {
+		meta := map[string]string{"traceparent": cl.traceparent}
+		if cl.tracestate != "" {
+			meta["tracestate"] = cl.tracestate
+		}
+		fields["_meta"] = meta
+	}
+	params, _ := json.Marshal(fields)
 	c.mu.Lock()
 	c.calls[cl.key] = cl
 	cl.sent, cl.link = true, l
 	c.mu.Unlock()
 	defer c.forget(cl)
+	res, err := handshake(ctx, l, cl, params)
+	if res != nil && res.ProtocolVersion != cl.version {
+		cl.version = res.ProtocolVersion // the one the requests to come are sent in
+		if cl.span != nil {
+			cl.span.SetAttributes(mcptrace.ProtocolVersion.String(res.ProtocolVersion))
+		}
+	}
+	c.obs.end(cl, nil, err)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, "notifications/initialized", nil)); err != nil {
+		return nil, fmt.Errorf("client: initialized: %w", err)
+	}
+	return res, nil
+}
+
+// handshake sends cl, an initialize with params, on l and returns the
+// server's answer.
+func handshake(ctx context.Context, l *link, cl *call, params json.RawMessage) (*mcpgo.InitializeResult, error) {
 	if err := l.conn.Write(ctx, spec.EncodeRequest(cl.id, spec.MethodInitialize, params)); err != nil {
-		return nil, fmt.Errorf("client: initialize: %w", err)
+		return nil, fmt.Errorf("client: initialize: %w: %w", errConnectionLost, err)
 	}
 	var raw json.RawMessage
 	select {
@@ -300,16 +336,13 @@ func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResu
 		}
 		raw = cl.result
 	case <-l.done:
-		return nil, fmt.Errorf("client: initialize: connection lost: %w", l.err)
+		return nil, fmt.Errorf("client: initialize: %w: %w", errConnectionLost, l.err)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("client: initialize: %w", context.Cause(ctx))
 	}
 	var res mcpgo.InitializeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, &ProtocolError{Problem: "initialize result: " + err.Error(), Raw: raw}
-	}
-	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, "notifications/initialized", nil)); err != nil {
-		return nil, fmt.Errorf("client: initialized: %w", err)
 	}
 	return &res, nil
 }

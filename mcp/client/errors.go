@@ -23,6 +23,10 @@ var ErrNotResumable = errors.New("client: connection lost and the request was no
 // Options.ReconnectTimeout.
 var ErrGaveUp = errors.New("client: gave up reconnecting")
 
+// errConnectionLost is matched by the error of an initialize whose connection
+// was lost (or could not be written to) before its answer came.
+var errConnectionLost = errors.New("connection lost")
+
 // ProtocolError reports a message from the server that is not valid JSON-RPC.
 // The connection is dropped and every call on it fails with this error: a server
 // that sends garbage is not resumed.

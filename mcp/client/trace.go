@@ -5,50 +5,98 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// Tracing (Options.TracerProvider): every call is a CLIENT span, named and
+// Tracing (Options.TracerProvider): every request the client sends (its
+// calls and each connection's initialize) is a CLIENT span, named and
 // attributed as the OpenTelemetry semantic conventions for MCP say, a child
-// of the span the call's context carries. Its W3C trace context goes in the
-// request's params._meta (SEP-414) and in every requests/resume of it, so
-// that the server's span of the call is its child and the server's spans of
-// the resumes link to it. The span lives as long as the call, across
-// connections: a lost connection, a resume sent and a call sent again are its
-// events. The params are read for the method's target only (the tool or
-// prompt name), never a token, a key, a task id or an argument.
+// of the span the request's context carries. Its W3C trace context goes in
+// the request's params._meta (SEP-414) and in every requests/resume of it,
+// so that the server's span of the request is its child and the server's
+// spans of the resumes link to it. A call's span lives as long as the call,
+// across connections: a lost connection, a resume sent and a call sent again
+// are its events. The params are read for the method's target only (the tool
+// or prompt name, a resource's URI), never a token, a key, a task id or an
+// argument.
+//
+// Measuring (Options.OnOperation): the same requests, each once it is over,
+// as an Operation (operation.go).
 
-// startSpan starts cl's span, for a request whose params are fields, below
-// the span ctx carries. Nothing when the client does not trace.
-func (c *Client) startSpan(ctx context.Context, cl *call, fields map[string]json.RawMessage) {
-	if c.tracer == nil {
+// observer traces and measures the requests of a client. A nil *observer
+// (a client that does neither) does nothing and reads nothing.
+type observer struct {
+	tracer    trace.Tracer    // nil: no spans
+	onOp      func(Operation) // nil: no Operations
+	transport string          // Options.Transport
+}
+
+// newObserver returns the observer of a client with opts; nil when they ask
+// for neither spans nor Operations.
+func newObserver(opts *Options) *observer {
+	if opts.TracerProvider == nil && opts.OnOperation == nil {
+		return nil
+	}
+	o := &observer{onOp: opts.OnOperation, transport: opts.Transport}
+	if tp := opts.TracerProvider; tp != nil {
+		o.tracer = tp.Tracer(mcptrace.Instrumentation)
+	}
+	return o
+}
+
+// start starts cl's span, for a request on target (Targeted's name, or an
+// Addressed resource's URI; "" for none) in protocol version, below the
+// span ctx carries, and notes when the request began for its Operation.
+func (o *observer) start(ctx context.Context, cl *call, target, version string) {
+	if o == nil {
 		return
 	}
-	var target string
-	if mcptrace.Targeted(cl.method) {
-		_ = json.Unmarshal(fields["name"], &target)
+	cl.began, cl.target, cl.version = time.Now(), target, version
+	if o.tracer == nil {
+		return
 	}
-	var version string
-	c.mu.Lock()
-	if c.init != nil {
-		version = c.init.ProtocolVersion
-	}
-	c.mu.Unlock()
-	cl.span = mcptrace.Start(ctx, c.tracer, mcptrace.Name(cl.method, target),
-		mcptrace.Attributes(cl.method, target, string(cl.id), version, c.opts.Transport))
+	cl.span = mcptrace.Start(ctx, o.tracer, mcptrace.Name(cl.method, target),
+		mcptrace.Attributes(cl.method, target, string(cl.id), version, o.transport))
 	cl.traceparent, cl.tracestate = mcptrace.Context(cl.span)
 }
 
-// endSpan ends cl's span with the call's outcome: its result res or its
-// error err.
-func (c *Client) endSpan(cl *call, res json.RawMessage, err error) {
-	sp := cl.span
-	if sp == nil {
+// end ends cl's span with the request's outcome, its result res or its
+// error err, and tells Options.OnOperation of it.
+func (o *observer) end(cl *call, res json.RawMessage, err error) {
+	if o == nil || cl.began.IsZero() {
 		return
 	}
-	defer sp.End()
+	out := outcome(cl.method, res, err)
+	if cl.span != nil {
+		out.Record(cl.span)
+		cl.span.End()
+	}
+	if o.onOp != nil {
+		o.onOp(o.operation(cl, out))
+	}
+}
+
+// target returns the target of a request of method whose params are fields:
+// the tool's or the prompt's name, a resource's URI; "" for none.
+func target(method string, fields map[string]json.RawMessage) string {
+	var target string
+	switch {
+	case mcptrace.Targeted(method):
+		_ = json.Unmarshal(fields["name"], &target)
+	case mcptrace.Addressed(method):
+		_ = json.Unmarshal(fields["uri"], &target)
+	}
+	return target
+}
+
+// outcome is how a request of method ended: with its result res, or its
+// error err.
+func outcome(method string, res json.RawMessage, err error) mcptrace.Outcome {
 	var (
 		e  *spec.Error
 		pe *ProtocolError
@@ -56,26 +104,26 @@ func (c *Client) endSpan(cl *call, res json.RawMessage, err error) {
 	)
 	switch {
 	case err == nil:
-		if cl.method == spec.MethodToolsCall {
+		if method == spec.MethodToolsCall {
 			if v, found, _ := spec.Member(res, "isError"); found && bytes.Equal(v, []byte("true")) {
-				mcptrace.ToolError(sp)
+				return mcptrace.ToolFailed
 			}
 		}
+		return mcptrace.Outcome{}
 	case errors.As(err, &e): // a *ResumeError too
-		mcptrace.Failed(sp, e.Code, e.Message, string(e.Reason))
+		return mcptrace.Answered(e.Code, e.Message, string(e.Reason))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		mcptrace.Ended(sp, "cancelled", err.Error())
-	case errors.Is(err, ErrNotResumable):
-		mcptrace.Ended(sp, "connection_lost", err.Error())
+		return mcptrace.Unanswered("cancelled", err.Error())
+	case errors.Is(err, ErrNotResumable), errors.Is(err, errConnectionLost):
+		return mcptrace.Unanswered("connection_lost", err.Error())
 	case errors.Is(err, ErrGaveUp):
-		mcptrace.Ended(sp, "gave_up", err.Error())
+		return mcptrace.Unanswered("gave_up", err.Error())
 	case errors.Is(err, ErrClosed):
-		mcptrace.Ended(sp, "closed", err.Error())
+		return mcptrace.Unanswered("closed", err.Error())
 	case errors.As(err, &pe):
-		mcptrace.Ended(sp, "protocol_error", "the server broke the protocol")
+		return mcptrace.Unanswered("protocol_error", "the server broke the protocol")
 	case errors.As(err, &po):
-		mcptrace.Ended(sp, "invalid_policy", po.Problem)
-	default:
-		mcptrace.Ended(sp, "_OTHER", err.Error())
+		return mcptrace.Unanswered("invalid_policy", po.Problem)
 	}
+	return mcptrace.Unanswered(mcptrace.Other, err.Error())
 }

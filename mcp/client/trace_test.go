@@ -38,7 +38,7 @@ func find(spans []sdktrace.ReadOnlySpan, name string, kind trace.SpanKind) []sdk
 func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -56,12 +56,12 @@ func spanText(s sdktrace.ReadOnlySpan) string {
 	var b strings.Builder
 	b.WriteString(s.Name() + " " + s.Status().Description)
 	for _, kv := range s.Attributes() {
-		fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+		fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 	}
 	for _, e := range s.Events() {
 		b.WriteString(" " + e.Name)
 		for _, kv := range e.Attributes {
-			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 		}
 	}
 	return b.String()
@@ -208,5 +208,65 @@ func TestTraceClientOff(t *testing.T) {
 	}
 	if n := len(find(rec.Ended(), "tools/call echo", trace.SpanKindClient)); n != 0 {
 		t.Errorf("%d client spans from an untraced client", n)
+	}
+}
+
+// Each connection's initialize is a CLIENT span whose context goes in its
+// _meta: the first connection's below the span Connect's context carries,
+// a reconnect's a root; the server's span of each initialize is its child.
+func TestTraceClientInitialize(t *testing.T) {
+	tp, rec := recorded()
+	s := newPipeServer(t, &mcp.Options{TracerProvider: tp})
+	opts := fastOpts()
+	opts.TracerProvider = tp
+	opts.Transport = "stdio"
+	lost := make(chan struct{}, 1)
+	opts.OnConnectionLost = func(error) { lost <- struct{}{} }
+	ctx, caller := tp.Tracer("test").Start(t.Context(), "caller")
+	c, err := client.Connect(ctx, s.dial, opts)
+	caller.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	s.cutAll()
+	select {
+	case <-lost: // the link is gone: the next call waits for the reconnect
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cut connection was not noticed")
+	}
+	if _, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var cli, srv []sdktrace.ReadOnlySpan
+	poll.Until(t, 10*time.Second, "two initialize spans of the client's and two of the server's", func() bool {
+		cli, srv = find(rec.Ended(), "initialize", trace.SpanKindClient), find(rec.Ended(), "initialize", trace.SpanKindServer)
+		return len(cli) == 2 && len(srv) == 2
+	})
+	if cli[0].Parent().SpanID() != caller.SpanContext().SpanID() {
+		t.Errorf("the first initialize's parent %v, want Connect's caller %v", cli[0].Parent(), caller.SpanContext())
+	}
+	if cli[1].Parent().IsValid() {
+		t.Errorf("the reconnect's initialize has parent %v, want a root", cli[1].Parent())
+	}
+	for i, sp := range cli {
+		a := attrs(sp)
+		for k, want := range map[string]string{"mcp.method.name": "initialize", "mcp.protocol.version": "2025-06-18", "network.transport": "pipe"} {
+			if a[k] != want {
+				t.Errorf("initialize span %d: %s = %q, want %q (all %v)", i, k, a[k], want, a)
+			}
+		}
+		if !strings.HasPrefix(a["jsonrpc.request.id"], "c-") || a["error.type"] != "" || sp.Status().Code.String() != "Unset" {
+			t.Errorf("initialize span %d: attributes %v, status %v", i, a, sp.Status())
+		}
+		var child sdktrace.ReadOnlySpan
+		for _, s := range srv {
+			if s.Parent().SpanID() == sp.SpanContext().SpanID() {
+				child = s
+			}
+		}
+		if child == nil || !child.Parent().IsRemote() || child.SpanContext().TraceID() != sp.SpanContext().TraceID() {
+			t.Errorf("initialize span %d: no server span of it below it (the server's: %v, %v)", i, srv[0].Parent(), srv[1].Parent())
+		}
 	}
 }
