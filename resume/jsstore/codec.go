@@ -13,7 +13,12 @@ import (
 // The stream and the bucket hold small binary encodings, versioned by their first
 // byte.
 //
-//	message: see package wire
+//	message: see package wire (version 1): one message of a request
+//	pack:    2, then for each of several messages of one request, in
+//	         ascending seq: uvarint len(message), message (as above)
+//	dropped: 3, uvarint count, then the discarded messages' seqs, ascending,
+//	         each as a uvarint of its difference from the one before (the
+//	         first from 0)
 //	record:  6, state, varint created (Unix nanoseconds), uvarint len(id), id,
 //	         uvarint len(principal), principal, uvarint len(owner), owner,
 //	         uvarint epoch, flags, uvarint ttl in milliseconds (when flagTTL),
@@ -26,6 +31,112 @@ import (
 const recordVersion = 6
 
 var errCodec = errors.New("malformed stored value")
+
+// A stream message holds one queued message (wire's encoding, as every
+// version before packs wrote), a pack of several (the write-behind sends a
+// request's waiting messages as one: one publish, one acknowledgement and one
+// stored message instead of one each), or the seqs of messages discarded
+// from packs that still hold others (see sweep).
+const (
+	packVersion    = 2
+	droppedVersion = 3
+)
+
+// encodePack packs parts, the encodings of several messages of one request
+// in ascending seq, into one stream message; in returns each part as it sits
+// in it.
+func encodePack(parts [][]byte) (b []byte, in [][]byte) {
+	n := 1
+	for _, p := range parts {
+		n += binary.MaxVarintLen64 + len(p)
+	}
+	b = make([]byte, 0, n)
+	b = append(b, packVersion)
+	at := make([]int, len(parts))
+	for i, p := range parts {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		at[i] = len(b)
+		b = append(b, p...)
+	}
+	in = make([][]byte, len(parts))
+	for i, p := range parts {
+		in[i] = b[at[i] : at[i]+len(p) : at[i]+len(p)]
+	}
+	return b, in
+}
+
+// encodeDropped is the stream message that says seqs, ascending, are
+// discarded.
+func encodeDropped(seqs []uint64) []byte {
+	b := make([]byte, 0, 1+(len(seqs)+1)*binary.MaxVarintLen32)
+	b = append(b, droppedVersion)
+	b = binary.AppendUvarint(b, uint64(len(seqs)))
+	prev := uint64(0)
+	for _, q := range seqs {
+		b = binary.AppendUvarint(b, q-prev)
+		prev = q
+	}
+	return b
+}
+
+// decodeStored decodes a stream message: the messages it holds, in the order
+// stored (one, or a pack's), or the seqs it says are discarded. The messages'
+// Data share b's bytes.
+func decodeStored(b []byte) (msgs []resume.Message, dropped []uint64, err error) {
+	if len(b) == 0 {
+		return nil, nil, errCodec
+	}
+	switch b[0] {
+	case wire.Version:
+		m, err := wire.DecodeMessage(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []resume.Message{m}, nil, nil
+	case packVersion:
+		rest := b[1:]
+		for len(rest) > 0 {
+			n, r, ok := wire.Uvarint(rest)
+			if !ok || n > uint64(len(r)) {
+				return nil, nil, errCodec
+			}
+			m, err := wire.DecodeMessage(r[:n:n])
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(msgs) > 0 && m.Seq <= msgs[len(msgs)-1].Seq {
+				return nil, nil, errCodec
+			}
+			msgs = append(msgs, m)
+			rest = r[n:]
+		}
+		if len(msgs) == 0 {
+			return nil, nil, errCodec
+		}
+		return msgs, nil, nil
+	case droppedVersion:
+		n, rest, ok := wire.Uvarint(b[1:])
+		if !ok || n == 0 || n > uint64(len(rest)) {
+			return nil, nil, errCodec
+		}
+		dropped = make([]uint64, 0, n)
+		prev := uint64(0)
+		for range n {
+			d, r, ok := wire.Uvarint(rest)
+			if !ok || d == 0 || prev+d < prev {
+				return nil, nil, errCodec
+			}
+			prev += d
+			dropped = append(dropped, prev)
+			rest = r
+		}
+		if len(rest) != 0 {
+			return nil, nil, errCodec
+		}
+		return nil, dropped, nil
+	}
+	return nil, nil, errCodec
+}
 
 const (
 	flagPayload = 1 << iota

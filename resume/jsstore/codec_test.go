@@ -3,10 +3,12 @@ package jsstore
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
 )
 
 // Every field of a record reads back as written, in the one format.
@@ -103,4 +105,82 @@ func sameRecord(a, b resume.Record) bool {
 		bytes.Equal(a.Payload, b.Payload) && (a.Payload == nil) == (b.Payload == nil) &&
 		a.Principal == b.Principal && a.Owner == b.Owner && a.AckMode == b.AckMode && a.Epoch == b.Epoch &&
 		a.Acknowledged == b.Acknowledged && a.Task == b.Task && a.TTL == b.TTL && a.Trace == b.Trace
+}
+
+// A stream message holds one message (as before packs), a pack of several, or
+// the seqs of discarded ones; each reads back as written.
+func TestStoredRoundTrip(t *testing.T) {
+	msgs := []resume.Message{
+		{Seq: 3, Kind: resume.KindProgress, Key: "p", Data: []byte(`{"a":1}`)},
+		{Seq: 4, Kind: resume.KindNotification},
+		{Seq: 9, Kind: resume.KindResponse, Failed: true, Data: []byte(`{"error":{}}`)},
+	}
+	parts := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		parts[i] = wire.EncodeMessage(m)
+	}
+	pack, in := encodePack(parts)
+	for i := range parts {
+		if !bytes.Equal(in[i], parts[i]) {
+			t.Errorf("part %d sits in the pack as %q, want %q", i, in[i], parts[i])
+		}
+	}
+	for name, c := range map[string]struct {
+		b       []byte
+		msgs    []resume.Message
+		dropped []uint64
+	}{
+		"one":     {parts[0], msgs[:1], nil},
+		"pack":    {pack, msgs, nil},
+		"dropped": {encodeDropped([]uint64{1, 2, 300, 1 << 40}), nil, []uint64{1, 2, 300, 1 << 40}},
+	} {
+		got, dropped, err := decodeStored(c.b)
+		if err != nil || len(got) != len(c.msgs) || !slices.Equal(dropped, c.dropped) {
+			t.Errorf("%s: %+v, %v, %v; want %+v, %v", name, got, dropped, err, c.msgs, c.dropped)
+			continue
+		}
+		for i := range got {
+			g, w := got[i], c.msgs[i]
+			if g.Seq != w.Seq || g.Kind != w.Kind || g.Key != w.Key || g.Failed != w.Failed || !bytes.Equal(g.Data, w.Data) {
+				t.Errorf("%s: message %d read back as %+v, want %+v", name, i, g, w)
+			}
+		}
+	}
+}
+
+func TestDecodeStoredRejects(t *testing.T) {
+	one := wire.EncodeMessage(resume.Message{Seq: 5, Kind: resume.KindProgress, Data: []byte(`{}`)})
+	pack, _ := encodePack([][]byte{one, wire.EncodeMessage(resume.Message{Seq: 6, Kind: resume.KindProgress})})
+	backwards, _ := encodePack([][]byte{one, one})
+	for name, b := range map[string][]byte{
+		"empty":             nil,
+		"unknown":           {9, 1, 2},
+		"empty pack":        {packVersion},
+		"truncated pack":    pack[:len(pack)-1],
+		"pack out of order": backwards,
+		"pack of garbage":   {packVersion, 2, 7, 7},
+		"no discards":       {droppedVersion, 0},
+		"discards short":    {droppedVersion, 2, 1},
+		"discard repeated":  {droppedVersion, 2, 1, 0},
+		"discards trailing": {droppedVersion, 1, 1, 1},
+	} {
+		if msgs, dropped, err := decodeStored(b); err == nil {
+			t.Errorf("%s: decoded %+v %v, want an error", name, msgs, dropped)
+		}
+	}
+}
+
+// FuzzDecodeStored: no stream message makes decodeStored panic.
+func FuzzDecodeStored(f *testing.F) {
+	one := wire.EncodeMessage(resume.Message{Seq: 5, Kind: resume.KindProgress, Data: []byte(`{}`)})
+	pack, _ := encodePack([][]byte{one, wire.EncodeMessage(resume.Message{Seq: 6, Kind: resume.KindRequest, Key: "k"})})
+	f.Add(one)
+	f.Add(pack)
+	f.Add(encodeDropped([]uint64{4, 8}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msgs, dropped, err := decodeStored(b)
+		if err == nil && len(msgs) == 0 && len(dropped) == 0 {
+			t.Fatalf("%q decoded to nothing, without an error", b)
+		}
+	})
 }

@@ -3,10 +3,13 @@ package jsstore
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -66,7 +69,7 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 		}
 		r.held = slices.DeleteFunc(r.held, func(l loc) bool { return drop[l.seq] })
 	}
-	full := len(r.doomed) >= discardBatch
+	full := len(r.doomed)-r.kept >= discardBatch // not counting those a sweep could not delete
 	s.mu.Unlock()
 	if !full {
 		return nil
@@ -92,6 +95,12 @@ func (s *Store) Sweep(ctx context.Context, h resume.TokenHash) error {
 // discarded, until the next sweep. A purge that empties the stream's last block
 // makes the server remove the block's file and create a new one for the next
 // message, which a request streaming alone would pay at every batch.
+//
+// A pack (see flush) is deleted once every message in it is discarded: one
+// whose others are still held stays, and its discarded messages stay doomed,
+// for a later sweep. For all (the request's final state, or Sweep), the stream
+// must say what is discarded: those are named in a stream message of their
+// own (encodeDropped), which a later process's index leaves out (see scan).
 func (s *Store) sweep(ctx context.Context, h resume.TokenHash, all bool) error {
 	if err := s.settle(ctx, h); err != nil {
 		return err
@@ -102,14 +111,45 @@ func (s *Store) sweep(ctx context.Context, h resume.TokenHash, all bool) error {
 		s.mu.Unlock()
 		return nil
 	}
-	gone := r.doomed
-	r.doomed = nil
+	// The stream messages that hold a discarded message and one still held.
+	var shared map[uint64]bool
+	if len(r.doomed) > 0 {
+		at := make(map[uint64]bool, len(r.doomed))
+		for _, l := range r.doomed {
+			at[l.sseq] = true
+		}
+		for _, l := range r.held {
+			if l.pend == nil && at[l.sseq] {
+				if shared == nil {
+					shared = map[uint64]bool{}
+				}
+				shared[l.sseq] = true
+			}
+		}
+	}
+	var gone, kept []loc
+	var mark []uint64
+	for _, l := range r.doomed {
+		switch {
+		case l.pend != nil || shared[l.sseq]: // not acknowledged (discarded meanwhile), or in a pack still held
+			kept = append(kept, l)
+			if all && l.pend == nil && !l.marked {
+				mark = append(mark, l.seq)
+			}
+		default:
+			gone = append(gone, l)
+		}
+	}
 	// One purge of the subject below the last discarded message takes them all
 	// when every message still held sits after it (and is acknowledged).
 	var top uint64
+	sseqs := make([]uint64, 0, len(gone)) // of the stream messages to delete, each once
 	for _, l := range gone {
 		top = max(top, l.sseq)
+		sseqs = append(sseqs, l.sseq)
 	}
+	slices.Sort(sseqs)
+	sseqs = slices.Compact(sseqs)
 	prefix := true
 	for _, l := range r.held {
 		if l.pend != nil || l.sseq < top {
@@ -118,32 +158,132 @@ func (s *Store) sweep(ctx context.Context, h resume.TokenHash, all bool) error {
 		}
 	}
 	below := top + 1
-	if len(gone) > 1 && prefix && !all {
-		i := slices.IndexFunc(gone, func(l loc) bool { return l.sseq == top })
-		r.doomed = append(r.doomed, gone[i])
+	if len(sseqs) > 1 && prefix && !all {
+		for _, l := range gone {
+			if l.sseq == top {
+				kept = append(kept, l)
+			}
+		}
 		below = top
 	}
+	r.doomed, r.kept = kept, len(kept)
 	s.mu.Unlock()
-	if len(gone) > 1 && prefix {
+	// undo puts back in the index what a deletion that failed left in the
+	// stream (from stream sequence from on), for the next sweep.
+	undo := func(from uint64) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.reqs[h] != r {
+			return
+		}
+		there := make(map[uint64]bool, len(r.doomed))
+		for _, l := range r.doomed {
+			there[l.seq] = true
+		}
+		for _, l := range gone {
+			if l.sseq >= from && !there[l.seq] {
+				r.doomed = append(r.doomed, l)
+			}
+		}
+	}
+	if len(sseqs) > 1 && prefix {
 		err := s.retry(ctx, func(ctx context.Context) error {
 			return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h)), jetstream.WithPurgeSequence(below))
 		})
 		if err != nil {
+			undo(0)
 			return fmt.Errorf("jsstore: purging %d messages of %s: %w", len(gone), key(h)[:12], err)
 		}
+	} else {
+		i := 0 // the next to delete, kept across tries
+		err := s.retry(ctx, func(ctx context.Context) error {
+			for ; i < len(sseqs); i++ {
+				if err := s.deleteMsg(ctx, sseqs[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			undo(sseqs[i])
+			return fmt.Errorf("jsstore: deleting the message at %d of %s: %w", sseqs[i], key(h)[:12], err)
+		}
+	}
+	if len(mark) == 0 {
 		return nil
 	}
-	i := 0 // the next to delete, kept across tries
-	err := s.retry(ctx, func(ctx context.Context) error {
-		for ; i < len(gone); i++ {
-			if err := s.stream.DeleteMsg(ctx, gone[i].sseq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return err
-			}
-		}
+	return s.markDropped(ctx, h, mark)
+}
+
+// deleteMsg deletes the message at stream sequence sseq from the stream; one
+// that is not there (deleted by a purge meanwhile: a message discarded while
+// its publish was unacknowledged, which an earlier purge took) is no error.
+// (The client's DeleteMsg says so only in its error's text.)
+func (s *Store) deleteMsg(ctx context.Context, sseq uint64) error {
+	body, _ := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NoErase bool   `json:"no_erase"`
+	}{sseq, true})
+	m, err := s.js.Conn().RequestWithContext(ctx, s.api+"STREAM.MSG.DELETE."+s.opts.Stream, body)
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Success bool `json:"success"`
+		Error   *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return fmt.Errorf("jsstore: deleting from %s: %w", s.opts.Stream, err)
+	}
+	switch e := resp.Error; {
+	case resp.Success:
 		return nil
+	case e == nil:
+		return fmt.Errorf("jsstore: deleting from %s: not done", s.opts.Stream)
+	case e.ErrCode == int(jetstream.JSErrCodeMessageNotFound), e.ErrCode == jsErrSequenceNotFound,
+		e.ErrCode == jsErrMsgDeleteFailed && e.Description == "no message found":
+		return nil
+	default:
+		return &jetstream.APIError{Code: e.Code, ErrorCode: jetstream.ErrorCode(e.ErrCode), Description: e.Description}
+	}
+}
+
+// The server's error codes of a deletion of a message that is not there:
+// "sequence N not found" (the store had none), and the deletion failed with
+// the store's "no message found".
+const (
+	jsErrSequenceNotFound = 10043
+	jsErrMsgDeleteFailed  = 10057
+)
+
+// markDropped stores the stream message that says request h's messages seqs
+// are discarded (messages that packs still holding others keep in the
+// stream), and notes in the index that it is stored.
+func (s *Store) markDropped(ctx context.Context, h resume.TokenHash, seqs []uint64) error {
+	slices.Sort(seqs)
+	// Unique: a message is marked once (a later process's index leaves it
+	// out), and a mark that failed is made again with more.
+	msgID := key(h) + ".d" + strconv.FormatUint(seqs[0], 10) + "-" + strconv.FormatUint(seqs[len(seqs)-1], 10) + "." + strconv.Itoa(len(seqs))
+	msg := &nats.Msg{Subject: s.subject(h), Data: encodeDropped(seqs), Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}
+	err := s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.js.PublishMsg(ctx, msg, noRetry)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("jsstore: deleting message %d of %s: %w", gone[i].seq, key(h)[:12], err)
+		return fmt.Errorf("jsstore: storing that %d messages of %s are discarded: %w", len(seqs), key(h)[:12], err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.reqs[h]; r != nil {
+		for i := range r.doomed {
+			if _, ok := slices.BinarySearch(seqs, r.doomed[i].seq); ok {
+				r.doomed[i].marked = true
+			}
+		}
 	}
 	return nil
 }
@@ -176,7 +316,7 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 		r.gen++
 		r.unwritten, r.shown = nil, nil
 		if lost = r.lost; lost { // nothing of it to wait for: its subject is purged
-			r.held, r.doomed = nil, nil
+			r.held, r.doomed, r.kept = nil, nil, 0
 		}
 	}
 	s.mu.Unlock()

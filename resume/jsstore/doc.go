@@ -6,20 +6,27 @@
 //
 // One stream (Options.Stream, default MCP_RESUME) holds every queued message, on a
 // subject of its request: <Options.Subject>.<SHA-256 of the token, hex>. A message
-// is stored as its kind, sequence number, coalescing key and data. One KV bucket
-// (Options.Bucket, default mcp-resume) holds the records, keyed by the same hex
-// hash, one revision per key: each write rolls the key's earlier revision up
+// is stored as its kind, sequence number, coalescing key and data, in a stream
+// message of its own or in a pack: one stream message holding several messages
+// of its request, which the write-behind sends together (see Writes). Messages
+// discarded from a pack that still holds others stay in it; the stream says
+// which in a stream message of their numbers, written before the request's
+// final state (and by Sweep), which a later process's index leaves out. A
+// stream written before packs (a stream message per message) reads as it was.
+// One KV bucket (Options.Bucket, default mcp-resume) holds the records, keyed by
+// the same hex hash, one revision per key: each write rolls the key's earlier revision up
 // (Nats-Rollup), under a history of 8 that the server's own limit never reaches.
 //
 // # Hygiene
 //
 // Nothing grows with the number of requests ever made: Discard deletes delivered
-// messages, in batches (a run at the head of a queue in one subject purge), Delete purges
+// messages, in batches (a run at the head of a queue in one subject purge; a
+// pack once every message in it is discarded), Delete purges
 // its key's subject from the bucket's stream and the request's subject from the
 // stream, so no KV delete marker is left behind. Per-message TTLs are not used. As a safety
 // net for what no process deletes (an instance that never comes back), the stream
 // and the bucket age entries out after Options.MaxAge. Publishes carry a message id
-// (hash and sequence number) so that the retries of a publish whose
+// (hash and sequence numbers) so that the retries of a publish whose
 // acknowledgement was lost, or sent while NATS was unreachable (for up to
 // Options.OutageWait), are deduplicated; the deduplication window
 // (Options.Duplicates) is short because JetStream keeps every id for that long.
@@ -35,8 +42,11 @@
 //
 // Append does not wait for the stream, nor publish at once: a message waits up to
 // flushDelay (1 ms), or until flushBatch (256) of its request wait, and is then
-// published, pipelined on the connection, in order, and acknowledged in the
-// background, with at most maxInFlight (256) of the store's publishes in flight:
+// published, with those of its request waiting beside it in one pack (up to
+// packBytes, 64 KiB: one publish, acknowledgement and stored message for them
+// all, which is what a request appending without pause, a task's progress,
+// costs the stream), pipelined on the connection, in order, and acknowledged in
+// the background, with at most maxInFlight (256) of the store's publishes in flight:
 // a writer faster than the stream waits for it, and nothing that waits for an
 // acknowledgement waits behind more than that (see window). While the connection
 // is down nothing is published, and Append waits for it (Options.OutageWait).

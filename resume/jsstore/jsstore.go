@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -115,6 +116,9 @@ type Store struct {
 	win *window
 	// flushDelay: see the package's flushDelay.
 	flushDelay time.Duration
+	// packMax bounds a pack's size: packBytes, or less under a server whose
+	// largest message is smaller.
+	packMax int
 	// streamCfg and kvCfg make the stream and the bucket (New, and checkStore
 	// when they are gone).
 	streamCfg jetstream.StreamConfig
@@ -153,8 +157,10 @@ type request struct {
 	rev   uint64 // the revision of its record this store last wrote or read; 0: unknown
 	owner string // the record's Owner at rev
 	// doomed: discarded messages still in the stream, deleted in batches (see
-	// Discard).
+	// Discard); kept: how many of them the last sweep left there, in packs
+	// that hold messages still held (see sweep).
 	doomed []loc
+	kept   int
 	// pendFrom: held messages numbered below it are all acknowledged (reapLocked).
 	pendFrom uint64
 	// unsent: messages appended and not sent yet, in order (see Append).
@@ -177,9 +183,15 @@ type request struct {
 
 // loc places one message: its sequence number in the request, and in the stream
 // (0 while its publish is unacknowledged: pend is set then).
+//
+// Several messages sent in one pack share their stream sequence (and their
+// pending pack while it is unacknowledged).
 type loc struct {
 	seq, sseq uint64
 	pend      *pending
+	// marked: discarded from a pack that still holds others, and said so in
+	// the stream (see sweep).
+	marked bool
 	// data: the message, kept for the newest tailKeep messages a request holds,
 	// which Replay then gives from memory (a client that reconnects, or a drain
 	// past a gap, wants the newest; they come even while NATS is away).
@@ -190,16 +202,50 @@ type loc struct {
 const tailKeep = 64
 
 // pending is a message appended and not yet acknowledged by the stream: not
-// sent yet (see Append), or sent and waiting (see settle).
+// sent yet (see Append), or sent and waiting (see settle); or a pack of
+// several of a request's messages sent as one stream message (see flush),
+// which the index's locs of its messages then point to.
 type pending struct {
-	seq     uint64     // the message's number in its request
-	msg     *nats.Msg  // the publish: subject, data and message id
-	mu      sync.Mutex // guards the fields below
-	sent    bool       // published at least once
-	dropped bool       // discarded before it was sent: never sent
-	att     *attempt   // the latest publish; nil while unsent or failed to send
-	failed  bool       // att failed, or could not be sent: to be sent again
-	sseq    uint64     // where it sits, once acknowledged
+	seq uint64    // the message's number in its request (a pack's: its first's)
+	msg *nats.Msg // the publish: subject, data and message id
+	// A pack's: its messages' numbers, ascending, and their encodings.
+	seqs  []uint64
+	parts [][]byte
+	mu    sync.Mutex // guards the fields below
+	// via: the pack this message went out in (set with sent, under the store's
+	// mutex); its publish is the pack's from then on.
+	via     *pending
+	sent    bool     // published at least once, or taken to be (flush)
+	dropped bool     // discarded before it was sent: never sent
+	att     *attempt // the latest publish; nil while unsent or failed to send
+	failed  bool     // att failed, or could not be sent: to be sent again
+	sseq    uint64   // where it sits, once acknowledged
+}
+
+// unit returns the pending publish that carries p: the pack it went out in,
+// or p itself.
+func (p *pending) unit() *pending {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.via != nil {
+		return p.via
+	}
+	return p
+}
+
+// part returns the encoding of message seq, which p (a message, or a pack)
+// carries; nil when it does not.
+func (p *pending) part(seq uint64) []byte {
+	if p.seqs == nil {
+		if p.seq != seq {
+			return nil
+		}
+		return p.msg.Data
+	}
+	if i, ok := slices.BinarySearch(p.seqs, seq); ok {
+		return p.parts[i]
+	}
+	return nil
 }
 
 // recordHistory is the bucket's history: how many revisions of a key the
@@ -283,10 +329,13 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		win: newWindow(js.Options().DefaultTimeout), streamCfg: streamCfg, kvCfg: kvCfg,
 		replicated: kvs.CachedInfo().Config.Replicas > 1,
 		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
-		dirty: make(map[resume.TokenHash]struct{}), flushDelay: flushDelay,
+		dirty: make(map[resume.TokenHash]struct{}), flushDelay: flushDelay, packMax: packBytes,
 		created: [2]time.Time{stream.CachedInfo().Created, kvs.CachedInfo().Created},
 	}
 	s.win.onFail = s.suspect
+	if mp := int(js.Conn().MaxPayload()); mp > 0 {
+		s.packMax = min(s.packMax, mp/2)
+	}
 	return s, nil
 }
 

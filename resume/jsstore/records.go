@@ -117,8 +117,9 @@ func (s *Store) putFresh(ctx context.Context, rec resume.Record, r *request) err
 	r.fmu.Lock() // after a flush writing its first record, if one is
 	s.mu.Lock()
 	fresh, gen := r.fresh, r.gen
-	ps := r.unsent
+	var units []*pending
 	if fresh {
+		units = s.packLocked(h, r, r.unsent)
 		r.unsent = nil
 	}
 	s.mu.Unlock()
@@ -129,8 +130,8 @@ func (s *Store) putFresh(ctx context.Context, rec resume.Record, r *request) err
 		}
 		return s.putNow(ctx, rec)
 	}
-	for _, p := range ps { // the messages go out first
-		s.send(p)
+	for _, p := range units { // the messages go out first
+		s.publish(context.Background(), p)
 	}
 	fut, err := s.js.PublishMsgAsync(s.kvMsg(key(h), encodeRecord(rec), 0), jetstream.WithExpectLastSequencePerSubject(0))
 	done := make(chan struct{})

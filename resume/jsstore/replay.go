@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -104,7 +105,7 @@ func (s *Store) yieldBatch(ctx context.Context, h resume.TokenHash, batch []loc,
 		case l.data != nil || l.pend != nil: // the newest, or not acknowledged yet: from memory
 			data := l.data
 			if data == nil {
-				data = l.pend.msg.Data
+				data = l.pend.part(l.seq) // the message's encoding, alone or in its pack
 			}
 			var err error
 			if m, err = wire.DecodeMessage(data); err == nil && m.Seq != l.seq {
@@ -340,6 +341,9 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got *bat
 		missing = rest
 	}
 	for _, l := range confirm {
+		if got.has(l.seq) {
+			continue // in a pack read for another
+		}
 		rawSubj, data, err := s.leaderGet(ctx, l.sseq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // deleted meanwhile
@@ -347,14 +351,17 @@ func (s *Store) readBatch(ctx context.Context, subj string, locs []loc, got *bat
 		if err != nil {
 			return err
 		}
-		msg, err := wire.DecodeMessage(data)
-		if err == nil && (rawSubj != subj || msg.Seq != l.seq) {
-			err = fmt.Errorf("%w: %s message %d where message %d was", errCodec, rawSubj, msg.Seq, l.seq)
+		msgs, _, err := decodeStored(data)
+		i := slices.IndexFunc(msgs, func(m resume.Message) bool { return m.Seq == l.seq })
+		if err == nil && (rawSubj != subj || i < 0) {
+			err = fmt.Errorf("%w: %s at %d does not hold message %d", errCodec, rawSubj, l.sseq, l.seq)
 		}
 		if err != nil {
 			return fmt.Errorf("jsstore: message at %d: %w", l.sseq, err)
 		}
-		got.put(msg)
+		for _, m := range msgs { // with a pack's others, which may be wanted too
+			got.put(m)
+		}
 	}
 	return nil
 }
@@ -391,12 +398,14 @@ func (s *Store) directBatch(ctx context.Context, subj string, from uint64, n int
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
-			msg, err := wire.DecodeMessage(m.Data)
+			msgs, _, err := decodeStored(m.Data) // one message, a pack of them, or discards
 			if err != nil {
 				return fmt.Errorf("jsstore: batched read of %s: %w", subj, err)
 			}
-			if want[msg.Seq] {
-				got.put(msg)
+			for _, msg := range msgs {
+				if want[msg.Seq] {
+					got.put(msg)
+				}
 			}
 		case "204", "404": // end of batch; nothing (more) of the subject
 			return nil
@@ -453,26 +462,91 @@ func (s *Store) ensure(ctx context.Context, h resume.TokenHash) error {
 	return nil
 }
 
-// scan reads where each of a request's messages sits in the stream.
+// scan reads where each of a request's messages sits in the stream, scanBatch
+// stream messages a round trip (a batched direct get): a message stored alone
+// or in a pack, less those a stream message says are discarded (see sweep).
 func (s *Store) scan(ctx context.Context, h resume.TokenHash) ([]loc, error) {
 	subj := s.subject(h)
 	var held []loc
-	for from := uint64(1); ; {
-		raw, err := s.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			// A publish sent again after its acknowledgement failed sits after
-			// messages appended later: the index is in the request's order.
-			slices.SortStableFunc(held, func(a, b loc) int { return cmp.Compare(a.seq, b.seq) })
-			return slices.CompactFunc(held, func(a, b loc) bool { return a.seq == b.seq }), nil
-		}
+	var dropped []uint64
+	for from := uint64(1); from != 0; {
+		var err error
+		from, err = s.scanBatch(ctx, subj, from, &held, &dropped)
 		if err != nil {
-			return nil, fmt.Errorf("jsstore: reading %s at %d: %w", key(h)[:12], from, err)
+			return nil, fmt.Errorf("jsstore: reading %s from %d: %w", key(h)[:12], from, err)
 		}
-		m, err := wire.DecodeMessage(raw.Data)
+	}
+	// A publish sent again after its acknowledgement failed sits after
+	// messages appended later: the index is in the request's order.
+	slices.SortStableFunc(held, func(a, b loc) int { return cmp.Compare(a.seq, b.seq) })
+	held = slices.CompactFunc(held, func(a, b loc) bool { return a.seq == b.seq })
+	if len(dropped) > 0 {
+		slices.Sort(dropped)
+		held = slices.DeleteFunc(held, func(l loc) bool { _, ok := slices.BinarySearch(dropped, l.seq); return ok })
+	}
+	return held, nil
+}
+
+// scanBatch is how many stream messages one round trip of a scan reads.
+const scanBatch = 1024
+
+// scanBatch adds to held the messages of subject subj stored from stream
+// sequence from on, up to scanBatch stream messages of it, and to dropped the
+// seqs those say are discarded; it returns where the next batch starts, 0 when
+// there is no more.
+func (s *Store) scanBatch(ctx context.Context, subj string, from uint64, held *[]loc, dropped *[]uint64) (uint64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	nc := s.js.Conn()
+	sub, err := nc.SubscribeSync(nc.NewRespInbox())
+	if err != nil {
+		return from, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	req, _ := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+		Batch   int    `json:"batch"`
+	}{from, subj, scanBatch})
+	if err := nc.PublishRequest(s.api+"DIRECT.GET."+s.opts.Stream, sub.Subject, req); err != nil {
+		return from, err
+	}
+	next := from
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("jsstore: message at %d: %w", raw.Sequence, err)
+			return from, err
 		}
-		held = append(held, loc{seq: m.Seq, sseq: raw.Sequence})
-		from = raw.Sequence + 1
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			sseq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+			if err != nil || sseq < next {
+				return from, fmt.Errorf("jsstore: batched read of %s: stream sequence %q", subj, m.Header.Get(jetstream.SequenceHeader))
+			}
+			msgs, d, err := decodeStored(m.Data)
+			if err != nil {
+				return from, fmt.Errorf("jsstore: message at %d: %w", sseq, err)
+			}
+			for _, msg := range msgs {
+				*held = append(*held, loc{seq: msg.Seq, sseq: sseq})
+			}
+			*dropped = append(*dropped, d...)
+			next = sseq + 1
+		case "404": // nothing (more) of the subject
+			return 0, nil
+		case "204": // the end of the batch: more after it, or not
+			if n, err := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64); err == nil && n == 0 {
+				return 0, nil
+			}
+			if next == from { // an empty batch that says more is pending: read on past nothing
+				return 0, nil
+			}
+			return next, nil
+		default:
+			return from, fmt.Errorf("jsstore: batched read of %s: status %s %s", subj, status, m.Header.Get("Description"))
+		}
 	}
 }

@@ -29,6 +29,11 @@ var flushDelay = time.Millisecond
 
 const flushBatch = 256
 
+// packBytes bounds the size of a pack: the messages of a request sent
+// together as one stream message (see flush). A message this big or bigger
+// goes alone, as one does when it is the only one waiting.
+const packBytes = 64 << 10
+
 // ackPatience is how long, past its OutageWait, settle goes on sending again
 // what the stream has not acknowledged while the connection is up: a stream
 // whose window of publishes in flight is full acknowledges late, not never.
@@ -40,7 +45,8 @@ const recordRetry = 100 * time.Millisecond
 
 // Append queues a message for its request's subject (queue): it is published
 // after flushDelay, or once flushBatch of the request's messages wait, or when
-// something needs it stored, unless discarded before (Discard drops it unsent).
+// something needs it stored, unless discarded before (Discard drops it unsent),
+// in one pack with those of its request waiting beside it (see packLocked).
 // Publishes are pipelined, in order, on the connection, at most maxInFlight of
 // the store's at once (see window): an Append that finds its request's batch
 // full while the window is full waits for the stream. What needs the message
@@ -173,24 +179,87 @@ func (s *Store) flush(h resume.TokenHash) {
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	ps := r.unsent
+	units := s.packLocked(h, r, r.unsent)
 	r.unsent = nil
 	s.mu.Unlock()
-	for _, p := range ps {
-		s.send(p)
+	for _, p := range units {
+		s.publish(context.Background(), p)
 	}
 }
 
-// send publishes p, unless it was sent or dropped already.
-func (s *Store) send(p *pending) {
-	p.mu.Lock()
-	if p.sent || p.dropped {
-		p.mu.Unlock()
-		return
+// packLocked takes ps, request r's messages waiting to be sent, in order, to
+// be sent now: those not sent or dropped meanwhile, from now on sent (a
+// Discard deletes them from the stream). It returns their publishes: a run of
+// them is one pack, one stream message of up to s.packMax bytes, and a message
+// goes alone when it is the only one or too big to share. A request appended
+// to without pause (a task's progress) costs the stream a publish, an
+// acknowledgement and a stored message per flush, not per message. The
+// index's locs of a pack's messages point to the pack (see record).
+//
+// Under s.mu, so that republish, which takes it too, never sends a message
+// alone that a pack carries.
+func (s *Store) packLocked(h resume.TokenHash, r *request, ps []*pending) []*pending {
+	var units, run []*pending
+	size := 0
+	end := func() {
+		switch len(run) {
+		case 0:
+		case 1:
+			units = append(units, run[0])
+		default:
+			units = append(units, s.packRunLocked(h, r, run))
+		}
+		run, size = nil, 0
 	}
-	p.sent = true // from now on a Discard deletes it from the stream
-	p.mu.Unlock()
-	s.publish(context.Background(), p)
+	for _, p := range ps {
+		p.mu.Lock()
+		take := !p.sent && !p.dropped
+		if take {
+			p.sent = true
+		}
+		p.mu.Unlock()
+		if !take {
+			continue
+		}
+		n := len(p.msg.Data)
+		if len(run) > 0 && size+n > s.packMax {
+			end()
+		}
+		run = append(run, p)
+		size += n
+	}
+	end()
+	return units
+}
+
+// packRunLocked makes the pack of run, two messages or more of request r,
+// in ascending seq and taken for sending (packLocked), and points their
+// pendings and their locs to it.
+func (s *Store) packRunLocked(h resume.TokenHash, r *request, run []*pending) *pending {
+	parts := make([][]byte, len(run))
+	seqs := make([]uint64, len(run))
+	for i, p := range run {
+		parts[i], seqs[i] = p.msg.Data, p.seq
+	}
+	data, parts := encodePack(parts)
+	first, last := seqs[0], seqs[len(seqs)-1]
+	// An id of its own: the messages' numbers are unique to the request, and a
+	// run is taken once.
+	msgID := key(h) + "." + strconv.FormatUint(first, 10) + "-" + strconv.FormatUint(last, 10) + "." + strconv.Itoa(len(run))
+	pk := &pending{seq: first, seqs: seqs, parts: parts, sent: true,
+		msg: &nats.Msg{Subject: run[0].msg.Subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
+	i := 0
+	for _, p := range run {
+		p.mu.Lock()
+		p.via = pk
+		p.mu.Unlock()
+		j, ok := slices.BinarySearchFunc(r.held[i:], p.seq, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) })
+		i += j
+		if ok && r.held[i].pend == p {
+			r.held[i].pend = pk
+		}
+	}
+	return pk
 }
 
 // noRetry: a publish nobody answers fails at once, instead of nats.go sending
@@ -292,9 +361,11 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 			return nil
 		}
 		if r != nil {
+			seen := map[*pending]bool{} // a pack's messages share it
 			for _, ls := range [][]loc{r.held, r.doomed} {
 				for _, l := range ls {
-					if l.pend != nil && !l.pend.isDropped() {
+					if l.pend != nil && !seen[l.pend] && !l.pend.isDropped() {
+						seen[l.pend] = true
 						wait = append(wait, l.pend)
 					}
 				}
@@ -343,6 +414,7 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 // outcome waits for pending publish p to be resolved (see window): true when
 // it is stored (and recorded in h's index), false when it must be sent again.
 func (s *Store) outcome(ctx context.Context, h resume.TokenHash, p *pending) (bool, error) {
+	p = p.unit()
 	p.mu.Lock()
 	att, sseq, failed, dropped := p.att, p.sseq, p.failed, p.dropped
 	p.mu.Unlock()
@@ -390,19 +462,27 @@ func (p *pending) isDropped() bool {
 	return p.dropped
 }
 
-// republish sends p again with its message id, unless it is stored or
-// dropped meanwhile.
+// republish sends p again with its message id (the pack that carries it, if
+// one does), unless it is stored or dropped meanwhile. A message not sent yet
+// is taken to be sent: a flush does not send it again, nor pack it.
 func (s *Store) republish(ctx context.Context, p *pending) {
+	s.mu.Lock() // see packLocked
+	p = p.unit()
 	p.mu.Lock()
 	sseq, dropped := p.sseq, p.dropped
+	if !dropped {
+		p.sent = true
+	}
 	p.mu.Unlock()
+	s.mu.Unlock()
 	if sseq != 0 || dropped {
 		return
 	}
 	s.publish(ctx, p)
 }
 
-// record notes where p sits in request h's index.
+// record notes where p (a message, or a pack of them) sits in request h's
+// index.
 func (s *Store) record(h resume.TokenHash, p *pending, sseq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -410,8 +490,14 @@ func (s *Store) record(h resume.TokenHash, p *pending, sseq uint64) {
 	if r == nil {
 		return
 	}
-	if i, ok := slices.BinarySearchFunc(r.held, p.seq, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) }); ok && r.held[i].pend == p {
-		r.held[i].sseq, r.held[i].pend = sseq, nil
+	seqs := p.seqs
+	if seqs == nil {
+		seqs = []uint64{p.seq}
+	}
+	for _, q := range seqs {
+		if i, ok := slices.BinarySearchFunc(r.held, q, func(l loc, seq uint64) int { return cmp.Compare(l.seq, seq) }); ok && r.held[i].pend == p {
+			r.held[i].sseq, r.held[i].pend = sseq, nil
+		}
 	}
 	for i := range r.doomed {
 		if r.doomed[i].pend == p {

@@ -1,5 +1,6 @@
 // Package wire is the binary encoding of a resume.Message that the JetStream store
-// keeps (one stream message per outbox message) and that a cluster's instances
+// keeps (a stream message holds one, or a pack of several: see package jsstore)
+// and that a cluster's instances
 // send each other (inbox deliveries), with the varint helpers both codecs use.
 //
 //	message: version (1), kind (failedBit set for Message.Failed), varint seq,
