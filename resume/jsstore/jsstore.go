@@ -206,12 +206,15 @@ const tailKeep = 64
 // several of a request's messages sent as one stream message (see flush),
 // which the index's locs of its messages then point to.
 type pending struct {
-	seq uint64    // the message's number in its request (a pack's: its first's)
-	msg *nats.Msg // the publish: subject, data and message id
+	seq  uint64 // the message's number in its request (a pack's: its first's)
+	data []byte // its encoding (a pack's: the pack's)
 	// A pack's: its messages' numbers, ascending, and their encodings.
 	seqs  []uint64
 	parts [][]byte
-	mu    sync.Mutex // guards the fields below
+	// msg: the publish (subject, data and message id), made once it is sent
+	// alone or as a pack, under the store's mutex.
+	msg *nats.Msg
+	mu  sync.Mutex // guards the fields below
 	// via: the pack this message went out in (set with sent, under the store's
 	// mutex); its publish is the pack's from then on.
 	via     *pending
@@ -240,7 +243,7 @@ func (p *pending) part(seq uint64) []byte {
 		if p.seq != seq {
 			return nil
 		}
-		return p.msg.Data
+		return p.data
 	}
 	if i, ok := slices.BinarySearch(p.seqs, seq); ok {
 		return p.parts[i]

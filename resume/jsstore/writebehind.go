@@ -75,8 +75,7 @@ func (s *Store) Append(ctx context.Context, h resume.TokenHash, m resume.Message
 		return fmt.Errorf("jsstore: appending message %d of %s: %w", m.Seq, key(h)[:12], err)
 	}
 	data := wire.EncodeMessage(m)
-	msgID := key(h) + "." + strconv.FormatUint(m.Seq, 10)
-	p := &pending{seq: m.Seq, msg: &nats.Msg{Subject: s.subject(h), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
+	p := &pending{seq: m.Seq, data: data} // its publish is made when it is sent (packLocked), alone or in a pack
 	n, err := s.queue(h, loc{seq: m.Seq, pend: p, data: data})
 	if n >= flushBatch {
 		s.flush(h)
@@ -205,6 +204,7 @@ func (s *Store) packLocked(h resume.TokenHash, r *request, ps []*pending) []*pen
 		switch len(run) {
 		case 0:
 		case 1:
+			s.publishingLocked(h, run[0])
 			units = append(units, run[0])
 		default:
 			units = append(units, s.packRunLocked(h, r, run))
@@ -221,7 +221,7 @@ func (s *Store) packLocked(h resume.TokenHash, r *request, ps []*pending) []*pen
 		if !take {
 			continue
 		}
-		n := len(p.msg.Data)
+		n := len(p.data)
 		if len(run) > 0 && size+n > s.packMax {
 			end()
 		}
@@ -239,15 +239,15 @@ func (s *Store) packRunLocked(h resume.TokenHash, r *request, run []*pending) *p
 	parts := make([][]byte, len(run))
 	seqs := make([]uint64, len(run))
 	for i, p := range run {
-		parts[i], seqs[i] = p.msg.Data, p.seq
+		parts[i], seqs[i] = p.data, p.seq
 	}
 	data, parts := encodePack(parts)
 	first, last := seqs[0], seqs[len(seqs)-1]
 	// An id of its own: the messages' numbers are unique to the request, and a
 	// run is taken once.
 	msgID := key(h) + "." + strconv.FormatUint(first, 10) + "-" + strconv.FormatUint(last, 10) + "." + strconv.Itoa(len(run))
-	pk := &pending{seq: first, seqs: seqs, parts: parts, sent: true,
-		msg: &nats.Msg{Subject: run[0].msg.Subject, Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
+	pk := &pending{seq: first, data: data, seqs: seqs, parts: parts, sent: true,
+		msg: &nats.Msg{Subject: s.subject(h), Data: data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}}
 	i := 0
 	for _, p := range run {
 		p.mu.Lock()
@@ -260,6 +260,16 @@ func (s *Store) packRunLocked(h resume.TokenHash, r *request, run []*pending) *p
 		}
 	}
 	return pk
+}
+
+// publishingLocked makes p's publish, a message of request h sent alone, with
+// its message id (the request's and its number), unless it has one.
+func (s *Store) publishingLocked(h resume.TokenHash, p *pending) {
+	if p.msg != nil {
+		return
+	}
+	msgID := key(h) + "." + strconv.FormatUint(p.seq, 10)
+	p.msg = &nats.Msg{Subject: s.subject(h), Data: p.data, Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}
 }
 
 // noRetry: a publish nobody answers fails at once, instead of nats.go sending
@@ -406,7 +416,7 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 			}
 		}
 		for _, p := range failed {
-			s.republish(ctx, p)
+			s.republish(ctx, h, p)
 		}
 	}
 }
@@ -465,7 +475,7 @@ func (p *pending) isDropped() bool {
 // republish sends p again with its message id (the pack that carries it, if
 // one does), unless it is stored or dropped meanwhile. A message not sent yet
 // is taken to be sent: a flush does not send it again, nor pack it.
-func (s *Store) republish(ctx context.Context, p *pending) {
+func (s *Store) republish(ctx context.Context, h resume.TokenHash, p *pending) {
 	s.mu.Lock() // see packLocked
 	p = p.unit()
 	p.mu.Lock()
@@ -474,6 +484,9 @@ func (s *Store) republish(ctx context.Context, p *pending) {
 		p.sent = true
 	}
 	p.mu.Unlock()
+	if !dropped {
+		s.publishingLocked(h, p)
+	}
 	s.mu.Unlock()
 	if sseq != 0 || dropped {
 		return
