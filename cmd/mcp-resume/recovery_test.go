@@ -42,10 +42,7 @@ import (
 //     --restartable, the record holding the call) and then its own result;
 //     never not_found unless its cancel was sent, or its policy came in the
 //     last recentPolicy before the kill (the record of a new call waits up to a
-//     millisecond before it is written: jsstore.Options.DeferRecords);
-//   - a result the client received may be not_found too when the call's policy
-//     came in the last recentPolicy before the kill: a call that ended within
-//     that millisecond has its final state written behind its response.
+//     millisecond before it is written: jsstore.Options.DeferRecords).
 //
 // "restartable" starts the first two servers with --restartable countdown and the
 // third without (the stored calls decide what runs again). Runs are counted from
@@ -356,10 +353,8 @@ func (rc *recoveryCheck) check(p *recoveryProc, r *tracked, n int) {
 	case serr != nil && serr.Reason == spec.ReasonNotFound && (r.cancelSent || r.ackSent):
 		r.gone = true // cancelled or acked before the kill; the answer did not come
 		return
-	case serr != nil && serr.Reason == spec.ReasonNotFound && r.policyAt.After(rc.killedAt.Add(-recentPolicy)):
-		// Started in the moments before the kill: its record not written yet,
-		// or, ended at once, its final state written behind its response.
-		r.gone = true
+	case serr != nil && serr.Reason == spec.ReasonNotFound && !r.final && r.policyAt.After(rc.killedAt.Add(-recentPolicy)):
+		r.gone = true // started in the moments before the kill; its record not written yet
 		return
 	case serr != nil:
 		t.Errorf("%s, server %d: getStatus of %v: %v", rc.name, n, r, serr)

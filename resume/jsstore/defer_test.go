@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
@@ -66,11 +64,6 @@ func TestDeferRecords(t *testing.T) {
 	if err := st.Put(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	// The final state of a request never written is stored behind Put; Sweep
-	// waits for it, as every write for the request does.
-	if err := st.Sweep(ctx, quick); err != nil {
-		t.Fatal(err)
-	}
 	if n := writes(); n != 1 {
 		t.Errorf("a request that ended at once: %d record writes, want 1 (its final state)", n)
 	}
@@ -112,88 +105,5 @@ func TestDeferRecords(t *testing.T) {
 	}
 	if _, err := kv.Get(ctx, hex.EncodeToString(gone[:])); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("a request deleted before its record was written: %v, want no key", err)
-	}
-}
-
-// TestFinalStateBehindPut: with DeferRecords, the final state of a request
-// whose record was never written is published by Put and stored behind it. Put
-// returns while NATS is unreachable (it used to wait for the stream, up to
-// OutageWait); Get gives the final state meanwhile; a Delete waits for the
-// write and leaves nothing of its request; once NATS is back the other
-// request's final state and response are stored (Sweep waits for them), as a
-// second store reads them.
-func TestFinalStateBehindPut(t *testing.T) {
-	ctx := t.Context()
-	srv := listen(t, t.TempDir())
-	px := faultproxy.New(t, srv.addr, faultproxy.NoCut, faultproxy.NoCut)
-	_, js := dialNATS(t, "nats://"+px.Addr(), 0)
-	jsstore.SetFlushDelay(t, time.Hour) // nothing is written on its own: the records stay unwritten
-	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true, OutageWait: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close(context.Background()) })
-	kept, deleted := resume.HashToken("kept"), resume.HashToken("deleted")
-	recs := map[resume.TokenHash]resume.Record{}
-	for i, h := range []resume.TokenHash{kept, deleted} {
-		rec := resume.Record{Hash: h, ID: fmt.Appendf(nil, "%d", i+1), State: resume.StateProcessing, Created: time.Unix(1, 0)}
-		if err := st.Put(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Append(ctx, h, resume.Message{Seq: 1, Kind: resume.KindResponse, Data: []byte(`{"result":{}}`)}); err != nil {
-			t.Fatal(err)
-		}
-		recs[h] = rec
-	}
-
-	px.Down()
-	for _, h := range []resume.TokenHash{kept, deleted} {
-		rec := recs[h]
-		rec.State = resume.StateCompleted
-		put := make(chan error, 1)
-		go func() { put <- st.Put(ctx, rec) }()
-		select {
-		case err := <-put:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the final Put of a request never written waits for the stream")
-		}
-		if got, err := st.Get(ctx, h); err != nil || got.State != resume.StateCompleted {
-			t.Fatalf("Get while the final state is written: %+v, %v", got, err)
-		}
-	}
-	del := make(chan error, 1)
-	go func() { del <- st.Delete(ctx, deleted) }()
-	px.Up()
-	if err := <-del; err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Sweep(ctx, kept); err != nil {
-		t.Fatal(err)
-	}
-
-	_, js2 := dialNATS(t, "nats://"+srv.addr, 0)
-	st2, err := jsstore.New(ctx, js2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st2.Close(context.Background()) })
-	if got, err := st2.Get(ctx, kept); err != nil || got.State != resume.StateCompleted {
-		t.Errorf("the kept request, read by another store: %+v, %v", got, err)
-	}
-	var data []string
-	for m, err := range st2.Replay(ctx, kept, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		data = append(data, string(m.Data))
-	}
-	if len(data) != 1 || data[0] != `{"result":{}}` {
-		t.Errorf("the kept request's messages, read by another store: %q", data)
-	}
-	if got, err := st2.Get(ctx, deleted); !errors.Is(err, resume.ErrNotFound) {
-		t.Errorf("the deleted request, read by another store: %+v, %v; want not found", got, err)
 	}
 }

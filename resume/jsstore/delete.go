@@ -34,9 +34,6 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 	if len(seqs) == 0 {
 		return nil
 	}
-	if err := s.finished(ctx, h); err != nil {
-		return err
-	}
 	if err := s.ensure(ctx, h); errors.Is(err, resume.ErrNotFound) {
 		return nil
 	} else if err != nil {
@@ -82,12 +79,7 @@ func (s *Store) Discard(ctx context.Context, h resume.TokenHash, seqs ...uint64)
 // discarded is deleted, which Append and Discard leave to later. For readers of
 // the stream itself (another process); a request's final state and its Delete
 // do it anyway.
-func (s *Store) Sweep(ctx context.Context, h resume.TokenHash) error {
-	if err := s.finished(ctx, h); err != nil {
-		return err
-	}
-	return s.sweep(ctx, h, true)
-}
+func (s *Store) Sweep(ctx context.Context, h resume.TokenHash) error { return s.sweep(ctx, h, true) }
 
 // sweep deletes request h's discarded messages from the stream, once every
 // message indexed is stored; all of them, or (for a Discard's batch) all but the
@@ -302,9 +294,6 @@ func (s *Store) markDropped(ctx context.Context, h resume.TokenHash, seqs []uint
 // succeed, a few at a time, one try each: else its record would stay until
 // MaxAge, and the next process would recover it.
 func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
-	if err := s.finished(ctx, h); err != nil {
-		return fmt.Errorf("jsstore: deleting %s: %w", key(h)[:12], err)
-	}
 	// A message not sent yet never is; a publish still unacknowledged would
 	// land after the purge.
 	s.mu.Lock()

@@ -54,8 +54,7 @@
 // without acks) is never sent, so a request streaming to such a client
 // costs the stream nothing. With Options.DeferRecords a new request's record
 // waits the same way (Get answers with it meanwhile), and one that ends first is
-// written once, with its final state, behind the Put (which returns once it is
-// published; the request's later writes wait for it). A Discard batch, the Put of a final state,
+// written once, with its final state. A Discard batch, the Put of a final state,
 // Delete, Sweep and Close send what waits and wait for its acknowledgements. The Put of a request's final
 // state, Delete and Sweep wait for every message before them (sending again, with
 // its message id, a publish whose acknowledgement failed); a Replay gives an

@@ -58,11 +58,9 @@ type Options struct {
 	// DeferRecords lets the record of a new request wait like its messages
 	// (flushDelay) before it is written, and a request that ends meanwhile be
 	// written once, with its final state, beside its last messages: a quick call
-	// costs one round trip to the store instead of three, and its response does
-	// not wait for it (Put returns once the final state is published; the
-	// request's later writes wait for its acknowledgement). A crash within the
+	// costs one round trip to the store instead of three. A crash within the
 	// wait loses the request (a client that got its resume policy is answered
-	// not_found after the restart; one that got its result has it). Only for a store no other process reads
+	// not_found after the restart). Only for a store no other process reads
 	// (serve --data-dir with --sync periodic): in a cluster another instance
 	// looks records up.
 	DeferRecords bool
@@ -176,9 +174,6 @@ type request struct {
 	unwritten, shown *resume.Record
 	fresh            bool
 	gen              uint64
-	// finishing is closed once the final state putFresh published is stored
-	// (finishFresh); nil when none is being written.
-	finishing chan struct{}
 }
 
 // loc places one message: its sequence number in the request, and in the stream
@@ -364,9 +359,6 @@ func (s *Store) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	var first error
 	for _, h := range hs {
-		if err := s.finished(ctx, h); err != nil && first == nil {
-			first = err
-		}
 		if err := s.settle(ctx, h); err != nil && first == nil {
 			first = err
 		}

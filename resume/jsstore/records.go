@@ -29,9 +29,6 @@ import (
 // whose requests another instance claimed meanwhile, out of their records in the
 // moments before it finds its lease gone.
 func (s *Store) Put(ctx context.Context, rec resume.Record) error {
-	if err := s.finished(ctx, rec.Hash); err != nil {
-		return err
-	}
 	if err := s.lostErr(rec.Hash); err != nil {
 		return err
 	}
@@ -103,15 +100,11 @@ func (s *Store) kvMsg(k string, val []byte, rev uint64) *nats.Msg {
 
 // putFresh writes rec, the final state of a request whose record was never
 // written (DeferRecords), together with its waiting messages: its record is
-// published beside them, not after their acknowledgements. Put returns once
-// they are published; their acknowledgements are waited for behind it
-// (finishFresh), and every later call for the request that writes (Put,
-// Delete, Discard, Sweep, Claim) waits for them first (finished). So the final
-// response of a call that ends within the write-behind's delay reaches its
-// client without waiting for the stream: a crash before the acknowledgements
-// loses the call, as it would have lost it, unanswered, had Put waited; its
-// client may have the result now. Anything unusual (the key has an older
-// revision, a publish fails) falls back to putNow, behind Put too.
+// published beside them, not after their acknowledgements, and Put returns once
+// all are stored. A crash before that may leave the record without its last
+// messages, as it would leave the request unknown had the record waited; once
+// Put has returned, the request is stored exactly. Anything unusual (the key
+// has an older revision, a publish fails) falls back to putNow.
 func (s *Store) putFresh(ctx context.Context, rec resume.Record, r *request) error {
 	h := rec.Hash
 	r.fmu.Lock() // after a flush writing its first record, if one is
@@ -134,43 +127,23 @@ func (s *Store) putFresh(ctx context.Context, rec resume.Record, r *request) err
 		s.publish(context.Background(), p)
 	}
 	fut, err := s.js.PublishMsgAsync(s.kvMsg(key(h), encodeRecord(rec), 0), jetstream.WithExpectLastSequencePerSubject(0))
-	done := make(chan struct{})
-	s.mu.Lock()
-	r.finishing = done
-	s.mu.Unlock()
 	r.fmu.Unlock()
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		defer close(done)
-		if err != nil {
-			fut = nil
-		}
-		if err := s.finishFresh(rec, r, gen, fut); err != nil {
-			s.log(fmt.Errorf("storing the final state of %s: %w", key(h)[:12], err))
-		}
-	}()
-	return nil
-}
-
-// finishFresh waits for the publishes putFresh made (fut: the record's; nil
-// when it could not be sent), and writes the record again when its publish
-// failed.
-func (s *Store) finishFresh(rec resume.Record, r *request, gen uint64, fut jetstream.PubAckFuture) error {
-	ctx := context.Background() // settle and putNow bound their own waits
-	err := s.sweep(ctx, rec.Hash, true)
+	if err := s.sweep(ctx, h, true); err != nil {
+		return err
+	}
 	var rev uint64
-	if fut != nil {
+	if err == nil {
 		t := time.NewTimer(s.timeout)
 		select {
 		case ack := <-fut.Ok():
 			rev = ack.Sequence
 		case <-fut.Err():
 		case <-t.C:
+		case <-ctx.Done():
 		}
 		t.Stop()
 	}
-	if rev == 0 && err == nil {
+	if rev == 0 {
 		err = s.putNow(ctx, rec)
 	}
 	s.mu.Lock()
@@ -180,29 +153,8 @@ func (s *Store) finishFresh(rec resume.Record, r *request, gen uint64, fut jetst
 	if r.gen == gen {
 		r.shown = nil
 	}
-	r.finishing = nil
 	s.mu.Unlock()
 	return err
-}
-
-// finished waits until the final state of request h that putFresh left to
-// finishFresh is written (at once when none is being written), or ctx ends.
-func (s *Store) finished(ctx context.Context, h resume.TokenHash) error {
-	s.mu.Lock()
-	var done chan struct{}
-	if r := s.reqs[h]; r != nil {
-		done = r.finishing
-	}
-	s.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // putNow writes rec.
@@ -441,9 +393,6 @@ func unreadable(key string, err error) error {
 // revision: of racing claims, the first update wins and the others see a newer
 // revision (or another owner) and get resume.ErrClaimed.
 func (s *Store) Claim(ctx context.Context, h resume.TokenHash, from, to string) (*resume.Record, error) {
-	if err := s.finished(ctx, h); err != nil {
-		return nil, err
-	}
 	rec, rev, err := s.get(ctx, h)
 	if err != nil {
 		return nil, err
