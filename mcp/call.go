@@ -330,6 +330,11 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		c.logger().Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
 		return nil
 	}
+	// On the span before anything tells the client: a task's creation, once
+	// answered, may be cancelled at once, and an ended span takes no event.
+	if cl.span != nil { // the attribute's slice is not made for nobody
+		cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
+	}
 	if cl.kind.task() {
 		tid := &taskID{ID: cl.id, Token: tok, Created: r.Created().UnixMilli(), TTL: so.TTL.Milliseconds()}
 		data := taskResult(cl.id, tid, "working")
@@ -368,9 +373,6 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		}
 	}
 	cl.req, cl.hidden = r, hidden
-	if cl.span != nil { // the attribute's slice is not made for nobody
-		cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
-	}
 	if cl.hold != nil && (!hidden || cl.kind.task()) { // the engine knows the key from now on
 		s.keys.drop(c.principal, cl.key, cl.hold)
 	}
