@@ -447,35 +447,24 @@ func arraySize(v attribute.Value) int {
 func elements(v attribute.Value) []attribute.Value {
 	switch v.Type() {
 	case attribute.BOOLSLICE:
-		s := v.AsBoolSlice()
-		out := make([]attribute.Value, len(s))
-		for i, x := range s {
-			out[i] = attribute.BoolValue(x)
-		}
-		return out
+		return valuesOf(v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		s := v.AsInt64Slice()
-		out := make([]attribute.Value, len(s))
-		for i, x := range s {
-			out[i] = attribute.Int64Value(x)
-		}
-		return out
+		return valuesOf(v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		s := v.AsFloat64Slice()
-		out := make([]attribute.Value, len(s))
-		for i, x := range s {
-			out[i] = attribute.Float64Value(x)
-		}
-		return out
+		return valuesOf(v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		s := v.AsStringSlice()
-		out := make([]attribute.Value, len(s))
-		for i, x := range s {
-			out[i] = attribute.StringValue(x)
-		}
-		return out
+		return valuesOf(v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
 		return v.AsSlice()
 	}
 	return nil
+}
+
+// valuesOf returns s's elements as values, each made by value.
+func valuesOf[T any](s []T, value func(T) attribute.Value) []attribute.Value {
+	out := make([]attribute.Value, len(s))
+	for i, x := range s {
+		out[i] = value(x)
+	}
+	return out
 }

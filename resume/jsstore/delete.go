@@ -221,12 +221,8 @@ func (s *Store) deleteMsg(ctx context.Context, sseq uint64) error {
 		return err
 	}
 	var resp struct {
-		Success bool `json:"success"`
-		Error   *struct {
-			Code        int    `json:"code"`
-			ErrCode     int    `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error"`
+		Success bool      `json:"success"`
+		Error   *apiError `json:"error"`
 	}
 	if err := json.Unmarshal(m.Data, &resp); err != nil {
 		return fmt.Errorf("jsstore: deleting from %s: %w", s.opts.Stream, err)

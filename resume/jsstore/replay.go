@@ -256,6 +256,13 @@ type leaderMsg struct {
 	Data    []byte `json:"data"`
 }
 
+// apiError is the error of a JetStream API answer (STREAM.MSG.GET, STREAM.MSG.DELETE).
+type apiError struct {
+	Code        int    `json:"code"`
+	ErrCode     int    `json:"err_code"`
+	Description string `json:"description"`
+}
+
 // leaderRead asks stream's leader for the message req names
 // (STREAM.MSG.GET): jetstream.ErrMsgNotFound when there is none.
 func (s *Store) leaderRead(ctx context.Context, stream string, req any) (*leaderMsg, error) {
@@ -268,11 +275,7 @@ func (s *Store) leaderRead(ctx context.Context, stream string, req any) (*leader
 	}
 	var resp struct {
 		Message *leaderMsg `json:"message"`
-		Error   *struct {
-			Code        int    `json:"code"`
-			ErrCode     int    `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error"`
+		Error   *apiError  `json:"error"`
 	}
 	if err := json.Unmarshal(m.Data, &resp); err != nil {
 		return nil, fmt.Errorf("jsstore: reading from %s: %w", stream, err)
