@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 		serveChild() // this binary started again as an upstream of a test
 		return
 	}
+	// This binary's children (it, started again) exit without the race
+	// runtime's second of sleep at exit (atexit_sleep_ms, 1000 by default).
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	goleak.VerifyTestMain(m)
 }
 

@@ -28,6 +28,7 @@ import (
 // tools (progress, resumes, acks, elicitation and sampling while detached,
 // cancels, both protocol eras, tasks) holds for tools the gateway only relays.
 func TestGatewayEndToEnd(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
 	t.Run("stdio", func(t *testing.T) {
 		e2etest.Run(t, e2etest.Harness{
 			Dial: func(t testing.TB) transport.Conn { return spawn(t, "gateway --stdio -- "+os.Args[0]) },
@@ -299,6 +300,7 @@ func freeAddr(t *testing.T) string {
 // The shared end-to-end suite through `mcp-resume connect URL` (its stdio
 // face) in front of `mcp-resume serve` over Streamable HTTP.
 func TestConnectEndToEnd(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
 	remote := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
 	for name, url := range map[string]string{"HTTP": remote.URL, "WebSocket": remote.WS} {
 		t.Run(name, func(t *testing.T) {

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 		main2(strings.Fields(args))
 		return
 	}
+	// This binary's children (it, started again) exit without the race
+	// runtime's second of sleep at exit (atexit_sleep_ms, 1000 by default).
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	goleak.VerifyTestMain(m)
 }
 
@@ -89,6 +92,7 @@ func spawn(t testing.TB, args string) transport.Conn {
 }
 
 func TestEndToEndStdioSubprocess(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
 	e2etest.Run(t, e2etest.Harness{
 		Dial: func(t testing.TB) transport.Conn { return spawn(t, "serve --stdio --log-level debug") },
 	})

@@ -95,6 +95,7 @@ func startNATS(t *testing.T) string {
 // Short form (in go test ./..., and so in .ci/run): 12 s, a cut every 4 s.
 // Long form: MR_OUTAGE_SOAK=10m MR_OUTAGE_EVERY=30s go test -run TestStoreOutageSoak -v -timeout 20m ./cmd/mcp-resume/
 func TestStoreOutageSoak(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
 	if testing.Short() {
 		t.Skip("slow")
 	}

@@ -52,6 +52,7 @@ import (
 // MR_RECOVERY_ROUNDS (default 2) sets the rounds of each variant,
 // MR_RECOVERY_SEED the seed (default: the time, logged).
 func TestRecoveryAfterKill(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
 	rounds := 2
 	if s := os.Getenv("MR_RECOVERY_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)

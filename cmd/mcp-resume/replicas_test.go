@@ -57,6 +57,7 @@ var clusterStreams = []string{"MCP_RESUME", "KV_mcp-resume", "KV_mcp-resume-leas
 // echo for its record's first write (the client's 5 s), the call running
 // without a resume policy when that fails.
 func TestClusterNATSServerLoss(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
 	const (
 		steps       = 40
 		seconds     = 4.0

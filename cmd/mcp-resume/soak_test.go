@@ -31,6 +31,7 @@ import (
 // Short form (in go test ./..., and so in .ci/run): 15 s of churn, 5 s quiet.
 // Long form: MR_SOAK=4m MR_SOAK_IDLE=2m MR_SOAK_EVERY=1m go test -run TestChurnSoak -v ./cmd/mcp-resume/
 func TestChurnSoak(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
 	if testing.Short() {
 		t.Skip("slow")
 	}

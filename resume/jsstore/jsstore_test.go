@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(natsProcEnv); dir != "" {
 		os.Exit(natsProc(dir)) // a NATS server in a process of its own (natsproc_test.go)
 	}
+	// This binary's children (it, started again) exit without the race
+	// runtime's second of sleep at exit (atexit_sleep_ms, 1000 by default).
+	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	goleak.VerifyTestMain(m)
 }
 
