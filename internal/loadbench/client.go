@@ -47,81 +47,133 @@ type session struct {
 
 // round runs one round against t (see the package doc).
 func (t *target) round(cfg config) (result, error) {
-	sessions := make([]*session, cfg.sessions)
-	for i := range sessions {
-		s, err := t.open()
-		if err != nil {
-			return result{}, err
-		}
-		sessions[i] = s
+	rs, err := roundOf(cfg, []*target{t})
+	if len(rs) == 0 {
+		return result{}, err
 	}
+	return rs[0], err
+}
+
+// roundOf runs one round of each of ts, whose echo calls run at once: each of
+// cfg.sessions workers holds a session on every target and calls them in turn,
+// call by call, the order rotating, so that the targets meet the machine at
+// the same moments (-paired); then each target's countdown, in the order of ts.
+// With one target it is that target's round.
+func roundOf(cfg config, ts []*target) ([]result, error) {
+	sides := make([][]*session, len(ts))
 	defer func() {
-		for _, s := range sessions {
-			s.close()
+		for _, ss := range sides {
+			for _, s := range ss {
+				s.close()
+			}
 		}
 	}()
-	res := result{Lossless: true}
-	lose := func(format string, a ...any) {
-		if res.Lossless {
-			res.Lossless, res.Problem = false, fmt.Sprintf(format, a...)
+	for k, t := range ts {
+		for range cfg.sessions {
+			s, err := t.open()
+			if err != nil {
+				return nil, err
+			}
+			sides[k] = append(sides[k], s)
 		}
 	}
+	res := make([]result, len(ts))
+	for k := range res {
+		res[k].Lossless = true
+	}
+	if err := echo(cfg, ts, sides, res); err != nil {
+		return res, err
+	}
+	for k, t := range ts {
+		if err := t.countdown(cfg, sides[k][0], &res[k]); err != nil {
+			return res, err
+		}
+		res[k].RSS = t.rss()
+	}
+	return res, nil
+}
 
-	lat := make([]time.Duration, cfg.echo)
+// lose marks r lossy, keeping the first problem.
+func (r *result) lose(format string, a ...any) {
+	if r.Lossless {
+		r.Lossless, r.Problem = false, fmt.Sprintf(format, a...)
+	}
+}
+
+// echo makes cfg.echo echo calls on each of ts (see roundOf) and sets their
+// echo figures in res. Paired, a target's calls/s is its share of calls over
+// the phase, which all targets took together.
+func echo(cfg config, ts []*target, sides [][]*session, res []result) error {
+	lat := make([][]time.Duration, len(ts))
+	cpu0 := make([]time.Duration, len(ts))
+	for k, t := range ts {
+		lat[k] = make([]time.Duration, cfg.echo)
+		cpu0[k] = t.cpu()
+	}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
 	)
-	begin, cpu0 := time.Now(), t.cpu()
-	for i, s := range sessions {
+	begin := time.Now()
+	for i := range cfg.sessions {
 		wg.Go(func() {
-			for j := i; j < cfg.echo; j += len(sessions) {
+			for j := i; j < cfg.echo; j += cfg.sessions {
 				text := fmt.Sprintf("echo %d", j)
-				t0 := time.Now()
-				got, _, err := s.callTool("echo", map[string]any{"text": text}, false)
-				lat[j] = time.Since(t0)
-				mu.Lock()
-				switch {
-				case err != nil && first == nil:
-					first = err
-				case err == nil && got != text:
-					lose("echo %d answered %q", j, got)
+				for n := range ts {
+					k := (j + n) % len(ts)
+					t0 := time.Now()
+					got, _, err := sides[k][i].callTool("echo", map[string]any{"text": text}, false)
+					lat[k][j] = time.Since(t0)
+					mu.Lock()
+					switch {
+					case err != nil && first == nil:
+						first = fmt.Errorf("%s: %w", ts[k].name, err)
+					case err == nil && got != text:
+						res[k].lose("echo %d answered %q", j, got)
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
 	if first != nil {
-		return res, first
+		return first
 	}
-	res.CallsPerSec = float64(cfg.echo) / time.Since(begin).Seconds()
-	res.CPUPerCall = (t.cpu() - cpu0) / time.Duration(cfg.echo)
-	slices.Sort(lat)
-	res.EchoP50, res.EchoP99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	took := time.Since(begin)
+	for k, t := range ts {
+		res[k].CallsPerSec = float64(cfg.echo) / took.Seconds()
+		res[k].CPUPerCall = (t.cpu() - cpu0[k]) / time.Duration(cfg.echo)
+		slices.Sort(lat[k])
+		res[k].EchoP50, res[k].EchoP99 = lat[k][len(lat[k])/2], lat[k][len(lat[k])*99/100]
+	}
+	return nil
+}
 
+// countdown makes the round's countdown call on s, a session of t, and sets
+// res's progress figures.
+func (t *target) countdown(cfg config, s *session, res *result) error {
 	t0, cpu0 := time.Now(), t.cpu()
-	got, progress, err := sessions[0].callTool("countdown", map[string]any{"seconds": 0, "steps": cfg.progress}, true)
+	got, progress, err := s.callTool("countdown", map[string]any{"seconds": 0, "steps": cfg.progress}, true)
 	if err != nil {
-		return res, err
+		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	res.ProgressPerSec = float64(len(progress)) / time.Since(t0).Seconds()
 	res.CPUPerProgress = (t.cpu() - cpu0) / time.Duration(cfg.progress)
 	if want := fmt.Sprintf("countdown done: %d of %d steps", cfg.progress, cfg.progress); got != want {
-		lose("countdown answered %q", got)
+		res.lose("countdown answered %q", got)
 	}
 	if len(progress) != cfg.progress {
-		lose("%d progress notifications of %d", len(progress), cfg.progress)
+		res.lose("%d progress notifications of %d", len(progress), cfg.progress)
 	}
 	for i, p := range progress {
 		if p != i+1 {
-			lose("progress notification %d is %d", i+1, p)
+			res.lose("progress notification %d is %d", i+1, p)
 			break
 		}
 	}
-	res.RSS = t.rss()
-	return res, nil
+	return nil
 }
 
 // open initializes a session, declaring resumable requests.

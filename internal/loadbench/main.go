@@ -32,6 +32,12 @@
 //
 //	-target traced=serve:OTEL_EXPORTER_OTLP_ENDPOINT={otlp} OTEL_SERVICE_NAME=traced ./mcp-resume
 //
+// With -paired, a round's echo calls go to every target in turn, call by call
+// (each of the four workers holds a session on each target), instead of one
+// target's calls after another's: the targets' p50s then come from the same
+// moments of the machine, and their ratio moves far less from run to run than
+// that of turns taken a round at a time. The countdowns stay one at a time.
+//
 // Without -target: floor,
 // mcpgo, memory (serve), datadir (serve --data-dir), datadir-sync (serve
 // --data-dir --sync always) and gateway, with the binary built from this tree.
@@ -67,6 +73,7 @@ func main() {
 	flag.IntVar(&cfg.echo, "echo", 2000, "echo calls per round, spread over the sessions")
 	flag.IntVar(&cfg.progress, "progress", 20000, "progress notifications of the round's countdown call")
 	flag.StringVar(&check, "check", "", "compare the ratios with the figures recorded in this file's table (see docs/testing.md) and fail on one more than 15% worse")
+	flag.BoolVar(&cfg.paired, "paired", false, "make each round's echo calls to every target in turn, call by call, instead of one target's after another's")
 	flag.BoolVar(&asJSON, "json", false, "print the summary as JSON too")
 	flag.BoolVar(&keepLogs, "v", false, "pass the servers' logs through to stderr")
 	flag.Parse()
@@ -80,6 +87,7 @@ func main() {
 // config is the shape of every round.
 type config struct {
 	rounds, sessions, echo, progress int
+	paired                           bool // see roundOf
 	logs                             bool
 }
 
@@ -123,14 +131,26 @@ func run(specs []string, cfg config, check string, asJSON bool) error {
 	}
 	for round := range cfg.rounds {
 		// The order rotates, so that no target always follows the same one.
+		order := make([]*target, len(targets))
 		for i := range targets {
-			t := targets[(i+round)%len(targets)]
-			res, err := t.round(cfg)
-			if err != nil {
-				return fmt.Errorf("%s, round %d: %w", t.name, round+1, err)
+			order[i] = targets[(i+round)%len(targets)]
+		}
+		groups := [][]*target{order}
+		if !cfg.paired {
+			groups = groups[:0]
+			for _, t := range order {
+				groups = append(groups, []*target{t})
 			}
-			t.results = append(t.results, res)
-			fmt.Fprintf(os.Stderr, "round %d %-14s %s\n", round+1, t.name, res)
+		}
+		for _, g := range groups {
+			rs, err := roundOf(cfg, g)
+			if err != nil {
+				return fmt.Errorf("round %d: %w", round+1, err)
+			}
+			for k, t := range g {
+				t.results = append(t.results, rs[k])
+				fmt.Fprintf(os.Stderr, "round %d %-14s %s\n", round+1, t.name, rs[k])
+			}
 		}
 	}
 	sum := summarize(targets)
