@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,101 @@ func TestDeferRecords(t *testing.T) {
 	}
 	if _, err := kv.Get(ctx, hex.EncodeToString(gone[:])); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("a request deleted before its record was written: %v, want no key", err)
+	}
+}
+
+// TestDeleteBare: a request none of whose messages reached the stream (each
+// delivered and discarded within the write-behind: a quick call of a client
+// without acks) is deleted with one purge, of its record; one with a message
+// sent is purged from the stream too. Either way nothing of it is left, for
+// this store or a later one.
+func TestDeleteBare(t *testing.T) {
+	ctx := t.Context()
+	js, _ := startServer(t, t.TempDir(), false)
+	jsstore.SetFlushDelay(t, 2*time.Second) // "at once" below: within the delay, on a loaded machine too
+	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := js.Conn()
+	purges, err := nc.SubscribeSync("$JS.API.STREAM.PURGE.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = purges.Unsubscribe() }()
+	purged := func() map[string]int {
+		t.Helper()
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for {
+			m, err := purges.NextMsg(0)
+			if err != nil {
+				return got
+			}
+			got[strings.TrimPrefix(m.Subject, "$JS.API.STREAM.PURGE.")]++
+		}
+	}
+	run := func(token string, keep bool) resume.TokenHash {
+		t.Helper()
+		h := resume.HashToken(token)
+		rec := resume.Record{Hash: h, ID: []byte(`1`), State: resume.StateProcessing, Created: time.Unix(1, 0)}
+		if err := st.Put(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		for seq := uint64(1); seq <= 2; seq++ { // the policy, then the response
+			if err := st.Append(ctx, h, resume.Message{Seq: seq, Kind: resume.KindResponse, Data: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if !keep {
+				if err := st.Discard(ctx, h, seq); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rec.State = resume.StateCompleted
+		if err := st.Put(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Delete(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+
+	quick := run("quick", false)
+	if got := purged(); got["KV_mcp-resume"] != 1 || got["MCP_RESUME"] != 0 {
+		t.Errorf("a request with nothing sent: purges %v, want its record's alone", got)
+	}
+	kept := run("kept", true)
+	if got := purged(); got["KV_mcp-resume"] != 1 || got["MCP_RESUME"] != 1 {
+		t.Errorf("a request with messages sent: purges %v, want its record's and its messages'", got)
+	}
+
+	msgs, err := js.Stream(ctx, "MCP_RESUME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := msgs.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Errorf("the stream holds %d messages after both were deleted, want 0", info.State.Msgs)
+	}
+	later, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []resume.TokenHash{quick, kept} {
+		if _, err := later.Get(ctx, h); !errors.Is(err, resume.ErrNotFound) {
+			t.Errorf("a later store's Get of a deleted request: %v, want not found", err)
+		}
+		for m, err := range later.Replay(ctx, h, 0) {
+			if !errors.Is(err, resume.ErrNotFound) {
+				t.Errorf("a later store's Replay of a deleted request: %+v, %v, want not found", m, err)
+			}
+		}
 	}
 }

@@ -293,8 +293,9 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	// A message not sent yet never is; a publish still unacknowledged would
 	// land after the purge.
 	s.mu.Lock()
-	lost := false
+	lost, bare := false, false
 	if r := s.reqs[h]; r != nil {
+		bare = r.bare
 		for _, p := range r.unsent {
 			p.drop()
 		}
@@ -310,7 +311,7 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 		err = s.settle(ctx, h)
 	}
 	if err == nil {
-		err = s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h) })
+		err = s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h, !bare) })
 	}
 	s.mu.Lock()
 	// Forgotten last, so that a Replay meanwhile finds nothing in the stream
@@ -333,7 +334,7 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 		return fmt.Errorf("jsstore: deleting %s: %w", key(h)[:12], err)
 	}
 	for _, u := range again {
-		if err := s.purge(ctx, u); err != nil {
+		if err := s.purge(ctx, u, true); err != nil {
 			s.mu.Lock()
 			s.undeleted[u] = struct{}{}
 			s.mu.Unlock()
@@ -342,10 +343,14 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	return nil
 }
 
-// purge removes request h's record, then its messages.
-func (s *Store) purge(ctx context.Context, h resume.TokenHash) error {
+// purge removes request h's record, then its messages unless messages is
+// false (its subject holds none: see request.bare).
+func (s *Store) purge(ctx context.Context, h resume.TokenHash, messages bool) error {
 	if err := s.kvs.Purge(ctx, jetstream.WithPurgeSubject("$KV."+s.opts.Bucket+"."+key(h))); err != nil {
 		return fmt.Errorf("purging its record: %w", err)
+	}
+	if !messages {
+		return nil
 	}
 	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.subject(h))); err != nil {
 		return fmt.Errorf("purging its messages: %w", err)

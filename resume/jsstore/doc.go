@@ -23,7 +23,9 @@
 // messages, in batches (a run at the head of a queue in one subject purge; a
 // pack once every message in it is discarded), Delete purges
 // its key's subject from the bucket's stream and the request's subject from the
-// stream, so no KV delete marker is left behind. Per-message TTLs are not used. As a safety
+// stream (not when this store made the request and sent none of its messages:
+// a quick call delivered within the write-behind costs one purge, not two), so
+// no KV delete marker is left behind. Per-message TTLs are not used. As a safety
 // net for what no process deletes (an instance that never comes back), the stream
 // and the bucket age entries out after Options.MaxAge. Publishes carry a message id
 // (hash and sequence numbers) so that the retries of a publish whose

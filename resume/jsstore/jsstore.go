@@ -174,6 +174,11 @@ type request struct {
 	unwritten, shown *resume.Record
 	fresh            bool
 	gen              uint64
+	// bare: this store made the request's first record, and no message of it
+	// was sent since: its subject in the stream holds nothing, and Delete
+	// purges its record alone (a quick call, delivered within the write-behind,
+	// costs the stream no purge).
+	bare bool
 }
 
 // loc places one message: its sequence number in the request, and in the stream

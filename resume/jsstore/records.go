@@ -72,7 +72,7 @@ func (s *Store) deferRecord(rec resume.Record) bool {
 	r, known := s.reqs[rec.Hash]
 	switch {
 	case !known:
-		r = &request{loaded: true, fresh: true}
+		r = &request{loaded: true, fresh: true, bare: true}
 		s.reqs[rec.Hash] = r
 	case !r.fresh:
 		return false
@@ -188,7 +188,7 @@ func (s *Store) putNow(ctx context.Context, rec resume.Record) error {
 	s.mu.Lock()
 	r = s.reqs[rec.Hash]
 	if r == nil {
-		r = &request{loaded: fresh}
+		r = &request{loaded: fresh, bare: fresh} // made, not found: nothing was appended to it
 		s.reqs[rec.Hash] = r
 	}
 	r.rev, r.owner, r.fresh = rev, rec.Owner, false

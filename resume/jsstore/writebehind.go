@@ -229,6 +229,9 @@ func (s *Store) packLocked(h resume.TokenHash, r *request, ps []*pending) []*pen
 		size += n
 	}
 	end()
+	if len(units) > 0 {
+		r.bare = false
+	}
 	return units
 }
 
