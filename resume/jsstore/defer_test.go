@@ -117,6 +117,23 @@ func TestDeferRecords(t *testing.T) {
 func TestDeleteBare(t *testing.T) {
 	ctx := t.Context()
 	js, _ := startServer(t, t.TempDir(), false)
+	// A request of an earlier process, with a message stored, which a later one
+	// runs again (a restartable call after a restart): see "again" below.
+	earlier, err := jsstore.New(ctx, js, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := resume.HashToken("again")
+	if err := earlier.Put(ctx, resume.Record{Hash: again, ID: []byte(`1`), State: resume.StateProcessing, Created: time.Unix(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := earlier.Append(ctx, again, resume.Message{Seq: 1, Kind: resume.KindProgress, Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := earlier.Sweep(ctx, again); err != nil { // stored by now
+		t.Fatal(err)
+	}
+
 	jsstore.SetFlushDelay(t, 2*time.Second) // "at once" below: within the delay, on a loaded machine too
 	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true})
 	if err != nil {
@@ -177,6 +194,10 @@ func TestDeleteBare(t *testing.T) {
 	if got := purged(); got["KV_mcp-resume"] != 1 || got["MCP_RESUME"] != 1 {
 		t.Errorf("a request with messages sent: purges %v, want its record's and its messages'", got)
 	}
+	run("again", false) // nothing sent by this store, but its earlier message is in the stream
+	if got := purged(); got["KV_mcp-resume"] != 1 || got["MCP_RESUME"] != 1 {
+		t.Errorf("a request an earlier store wrote: purges %v, want its record's and its messages'", got)
+	}
 
 	msgs, err := js.Stream(ctx, "MCP_RESUME")
 	if err != nil {
@@ -187,13 +208,13 @@ func TestDeleteBare(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.State.Msgs != 0 {
-		t.Errorf("the stream holds %d messages after both were deleted, want 0", info.State.Msgs)
+		t.Errorf("the stream holds %d messages after every request was deleted, want 0", info.State.Msgs)
 	}
 	later, err := jsstore.New(ctx, js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []resume.TokenHash{quick, kept} {
+	for _, h := range []resume.TokenHash{quick, kept, again} {
 		if _, err := later.Get(ctx, h); !errors.Is(err, resume.ErrNotFound) {
 			t.Errorf("a later store's Get of a deleted request: %v, want not found", err)
 		}

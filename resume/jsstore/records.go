@@ -171,13 +171,13 @@ func (s *Store) putNow(ctx context.Context, rec resume.Record) error {
 	}
 	s.mu.Unlock()
 	var err error
-	fresh := false
+	fresh, existed := false, false
 	if known {
 		rev, err = s.replace(ctx, rec, val, rev)
 	} else {
 		rev, err = s.create(ctx, key(rec.Hash), val)
 		fresh = err == nil
-		if errors.Is(err, errStale) {
+		if existed = errors.Is(err, errStale); existed {
 			rev, err = s.replace(ctx, rec, val, 0)
 		}
 	}
@@ -192,6 +192,11 @@ func (s *Store) putNow(ctx context.Context, rec resume.Record) error {
 		s.reqs[rec.Hash] = r
 	}
 	r.rev, r.owner, r.fresh = rev, rec.Owner, false
+	if existed {
+		// A record an earlier process wrote (a request run again after a
+		// restart): its messages may be in the stream.
+		r.bare = false
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -411,6 +416,7 @@ func (s *Store) Claim(ctx context.Context, h resume.TokenHash, from, to string) 
 	s.mu.Lock()
 	if r := s.reqs[h]; r != nil {
 		r.rev, r.owner = rev, to
+		r.bare = false // others may have written to it meanwhile
 	}
 	s.mu.Unlock()
 	return rec, nil
