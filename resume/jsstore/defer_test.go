@@ -198,6 +198,34 @@ func TestDeleteBare(t *testing.T) {
 	if got := purged(); got["KV_mcp-resume"] != 1 || got["MCP_RESUME"] != 1 {
 		t.Errorf("a request an earlier store wrote: purges %v, want its record's and its messages'", got)
 	}
+	// The same, the earlier record owned by another instance: this store's
+	// final Put is refused, and the Delete that follows purges its messages.
+	claimed := resume.HashToken("claimed")
+	rec := resume.Record{Hash: claimed, ID: []byte(`1`), State: resume.StateProcessing, Created: time.Unix(1, 0), Owner: "A"}
+	if err := earlier.Put(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := earlier.Append(ctx, claimed, resume.Message{Seq: 1, Kind: resume.KindProgress, Data: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := earlier.Sweep(ctx, claimed); err != nil {
+		t.Fatal(err)
+	}
+	purged()
+	rec.Owner = "B"
+	if err := st.Put(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.State = resume.StateCompleted
+	if err := st.Put(ctx, rec); !errors.Is(err, resume.ErrClaimed) {
+		t.Fatalf("the final Put of a request another instance owns: %v, want ErrClaimed", err)
+	}
+	if err := st.Delete(ctx, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if got := purged(); got["MCP_RESUME"] != 1 {
+		t.Errorf("a request whose record another instance owns: purges %v, want its messages'", got)
+	}
 
 	msgs, err := js.Stream(ctx, "MCP_RESUME")
 	if err != nil {

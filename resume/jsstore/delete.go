@@ -293,9 +293,9 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	// A message not sent yet never is; a publish still unacknowledged would
 	// land after the purge.
 	s.mu.Lock()
-	lost, bare := false, false
-	if r := s.reqs[h]; r != nil {
-		bare = r.bare
+	lost := false
+	r := s.reqs[h]
+	if r != nil {
 		for _, p := range r.unsent {
 			p.drop()
 		}
@@ -310,6 +310,10 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	if !lost {
 		err = s.settle(ctx, h)
 	}
+	// Read once settle has sent and stored what an Append slipped in meanwhile.
+	s.mu.Lock()
+	bare := r != nil && s.reqs[h] == r && r.bare
+	s.mu.Unlock()
 	if err == nil {
 		err = s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h, !bare) })
 	}

@@ -177,7 +177,11 @@ type request struct {
 	// bare: this store made the request's first record, and no message of it
 	// was sent since: its subject in the stream holds nothing, and Delete
 	// purges its record alone (a quick call, delivered within the write-behind,
-	// costs the stream no purge).
+	// costs the stream no purge). Messages that no record names (a process
+	// that crashed between Delete's two purges, or after it published the
+	// messages of a request whose record it failed to write) are not looked
+	// for when a request of the same token is made again (a client's key);
+	// they age out after Options.MaxAge, as any such message does.
 	bare bool
 }
 

@@ -171,14 +171,23 @@ func (s *Store) putNow(ctx context.Context, rec resume.Record) error {
 	}
 	s.mu.Unlock()
 	var err error
-	fresh, existed := false, false
+	fresh := false
 	if known {
 		rev, err = s.replace(ctx, rec, val, rev)
 	} else {
 		rev, err = s.create(ctx, key(rec.Hash), val)
 		fresh = err == nil
-		if existed = errors.Is(err, errStale); existed {
+		if errors.Is(err, errStale) {
 			rev, err = s.replace(ctx, rec, val, 0)
+		}
+		if !fresh {
+			// The record was there already (a request run again after a
+			// restart), or may be (the create failed): so may its messages.
+			s.mu.Lock()
+			if r := s.reqs[rec.Hash]; r != nil {
+				r.bare = false
+			}
+			s.mu.Unlock()
 		}
 	}
 	if err != nil {
@@ -192,11 +201,6 @@ func (s *Store) putNow(ctx context.Context, rec resume.Record) error {
 		s.reqs[rec.Hash] = r
 	}
 	r.rev, r.owner, r.fresh = rev, rec.Owner, false
-	if existed {
-		// A record an earlier process wrote (a request run again after a
-		// restart): its messages may be in the stream.
-		r.bare = false
-	}
 	s.mu.Unlock()
 	return nil
 }

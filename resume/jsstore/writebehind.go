@@ -489,6 +489,9 @@ func (s *Store) republish(ctx context.Context, h resume.TokenHash, p *pending) {
 	p.mu.Unlock()
 	if !dropped {
 		s.publishingLocked(h, p)
+		if r := s.reqs[h]; r != nil && sseq == 0 {
+			r.bare = false // a message packLocked never took goes from here
+		}
 	}
 	s.mu.Unlock()
 	if sseq != 0 || dropped {
