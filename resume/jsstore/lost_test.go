@@ -25,13 +25,12 @@ import (
 // with that cause), one detached and quiet, resumed later, and one completed
 // whose result was kept. A request started after that is stored as usual.
 func TestStoreLost(t *testing.T) {
-	ctx := t.Context()
 	dir := t.TempDir()
 	srv := listen(t, dir)
 	nc, js := dialNATS(t, "nats://"+srv.addr, 0)
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs)
-	st, err := jsstore.New(ctx, js, &jsstore.Options{Logger: &log})
+	st, err := openStore(t, js, &jsstore.Options{Logger: &log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func testOutage(t *testing.T, o outage) {
 	}
 	nc, js := dialNATS(t, url, o.reconnectBuf)
 	sopts := &jsstore.Options{OutageWait: o.outageWait}
-	st, err := jsstore.New(ctx, js, sopts)
+	st, err := openStore(t, js, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func testOutage(t *testing.T, o outage) {
 			t.Errorf("request %s: Sweep: %v", w.id, err)
 		}
 	}
-	fresh, err := jsstore.New(ctx, js, sopts)
+	fresh, err := openStore(t, js, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,11 +304,11 @@ func TestRecordsOutage(t *testing.T) {
 	ctx := t.Context()
 	srv := listen(t, t.TempDir())
 	nc, js := dialNATS(t, "nats://"+srv.addr, 0)
-	st, err := jsstore.New(ctx, js, nil)
+	st, err := openStore(t, js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, err := jsstore.New(ctx, js, &jsstore.Options{OutageWait: 200 * time.Millisecond})
+	short, err := openStore(t, js, &jsstore.Options{OutageWait: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +360,16 @@ func TestRecordsOutage(t *testing.T) {
 // is short so that a lost publish is retried within a cut's second, and long
 // enough for a read on a machine loaded with the race detector and busy loops.
 const jsTimeout = time.Second
+
+// openStore is jsstore.New on a connection of dialNATS, whose requests wait
+// jsTimeout at most: its stream and bucket are made under the bound the binary
+// gives them (30 s), which a loaded machine can need (the bucket's creation took
+// longer than jsTimeout in a -count=20 sweep beside busy loops).
+func openStore(t *testing.T, js jetstream.JetStream, opts *jsstore.Options) (*jsstore.Store, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	return jsstore.New(ctx, js, opts)
+}
 
 // dialNATS connects to url with the reconnect options of a client that rides out
 // an outage: reconnect forever, soon (reconnectBuf as in outage).
@@ -670,7 +680,7 @@ func TestCompleteOutlivesOutage(t *testing.T) {
 	ctx := t.Context()
 	srv := listen(t, t.TempDir())
 	nc, js := dialNATS(t, "nats://"+srv.addr, 0)
-	st, err := jsstore.New(ctx, js, &jsstore.Options{OutageWait: 200 * time.Millisecond})
+	st, err := openStore(t, js, &jsstore.Options{OutageWait: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,7 +729,7 @@ func TestCompleteOutlivesOutage(t *testing.T) {
 	if err := st.Sweep(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := jsstore.New(ctx, js, nil)
+	fresh, err := openStore(t, js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
