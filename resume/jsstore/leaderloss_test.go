@@ -52,7 +52,7 @@ func TestLeaderLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := jsstore.New(ctx, js, &jsstore.Options{Replicas: 3})
+	st, err := openStore(t, js, &jsstore.Options{Replicas: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
