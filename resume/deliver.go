@@ -147,6 +147,10 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 				r.obs.Store(nil) // its last word: a request kept for DeliveredRetention holds no Observer (nor its span)
 			}
 		}
+		if a == r.released && !r.ackMode && !r.finishing && r.state.Ended() {
+			r.freeLocked(r.state) // its client ended its session as this write went (Release)
+			return false
+		}
 		// Nothing comes after the final response: the request, kept for
 		// DeliveredRetention, holds no sink (nor its connection's state). (A
 		// response stored and replayed while its Complete still waits for the

@@ -67,7 +67,11 @@ type Request struct {
 	// finishing: its final response waits for the Store (appendFinalLocked);
 	// no other message is queued.
 	finishing bool
-	gone      atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	// released: the attachment whose client ended its session (Release) while
+	// a write to it was under way: the response that write delivers frees the
+	// request (deliver).
+	released *attachment
+	gone     atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// lastW is the write lock of the latest attachment, detached or not (see
 	// attachment.wmu).
 	lastW writeLock
@@ -363,13 +367,22 @@ func (r *Request) Cancel() {
 // running, whose result no client has received, or whose client acknowledges
 // (ack mode: it says itself when it has the result) is left as it is: its
 // client may come back for it with its token.
+//
+// A response whose write to the client's stream is under way as the session
+// ends (the client may have it already, and have ended its session after
+// reading it) frees the request once that write succeeds.
 func (r *Request) Release() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// A client in ack mode says when it has a result, by acknowledging it.
-	if !r.gone.Load() && r.delivered && !r.finishing && !r.ackMode && r.state.Ended() {
-		r.freeLocked(r.state)
+	if r.gone.Load() || r.ackMode {
+		return
 	}
+	if r.delivered && !r.finishing && r.state.Ended() {
+		r.freeLocked(r.state)
+		return
+	}
+	r.released = r.att
 }
 
 // ackLocked applies a client's acknowledgement that it holds every message up to

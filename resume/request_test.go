@@ -739,4 +739,24 @@ func TestRelease(t *testing.T) {
 	if acked.Gone() {
 		t.Fatal("Release freed an ack-mode request's result before its ack")
 	}
+	// A client that ends its session as its result is being written (it may
+	// have read it already): the write that succeeds frees the request.
+	racing, _ := start(t, e, `5`, nil)
+	g := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 1)}
+	attach(t, racing, g, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		complete(t, racing) // blocks in the sink's Write
+	}()
+	for racing.Status().State != resume.StateCompleted {
+		runtime.Gosched()
+	}
+	racing.Release()
+	close(g.gate)
+	<-done
+	<-g.written
+	if !racing.Gone() {
+		t.Fatal("Release as the response was being written: the result is kept after the write succeeded")
+	}
 }
