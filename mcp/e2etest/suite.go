@@ -460,9 +460,16 @@ func cancelAttached(t *testing.T, h Harness) {
 }
 
 func badInput(t *testing.T, h Harness) {
-	c := h.client(t, resumableCaps)
-	callCountdown(c, `"long"`, 0.3, 3) // must finish, untouched by everything below
+	c := h.client(t, `{"resumableRequests":{},"elicitation":{}}`)
+	// In flight until its question is answered, after everything below, and then
+	// it must finish, untouched by all of it (a countdown of its own length
+	// could end before the duplicate id below on a loaded machine).
+	c.Send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"ask","arguments":{"question":"Still there?"}}}`)
 	PolicyOf(t, c.Next())
+	ask := c.Next()
+	if ask.Method != "elicitation/create" {
+		t.Fatalf("want the call's elicitation/create, got %s", ask.Raw)
+	}
 	cases := []struct {
 		name, msg string
 		id        string // the id of the error response; "" for none expected
@@ -511,8 +518,9 @@ func badInput(t *testing.T, h Harness) {
 			t.Errorf("%s: got %v, want one error id %s code %d reason %s", tc.name, errs, tc.id, tc.code, tc.reason)
 		}
 	}
+	c.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"yes"}}}`, ask.ID)
 	resp, _ := c.Response(`"long"`)
-	if Text(resp) != "countdown done: 3 of 3 steps" {
+	if Text(resp) != "answer: yes" {
 		t.Errorf("the call in flight did not survive the bad input: %s", resp.Raw)
 	}
 }
