@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -758,5 +760,19 @@ func TestRelease(t *testing.T) {
 	<-g.written
 	if !racing.Gone() {
 		t.Fatal("Release as the response was being written: the result is kept after the write succeeded")
+	}
+}
+
+// A token never begins with '-', which a command line would take for a flag
+// (mcp-resume status ID TOKEN failed so for one token in 64); among 2,000, some
+// would otherwise.
+func TestTokenNotAFlag(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	for i := range 2000 {
+		r, tok := start(t, e, strconv.Itoa(i), nil)
+		if strings.HasPrefix(tok, "-") {
+			t.Fatalf("token %d begins with '-'", i)
+		}
+		r.Cancel()
 	}
 }

@@ -15,12 +15,16 @@ type TokenHash [sha256.Size]byte
 func HashToken(token string) TokenHash { return sha256.Sum256([]byte(token)) }
 
 // newToken returns a fresh 256-bit token from the CSPRNG, base64url without padding
-// (43 characters), and its hash.
+// (43 characters), and its hash. It never begins with '-': a command line given
+// one (mcp-resume status ID TOKEN) would take it for a flag. Drawing again when
+// it would costs the token 0.02 bits.
 func newToken() (string, TokenHash) {
 	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+); it panics instead.
-	var enc [43]byte       // base64.RawURLEncoding.EncodedLen(32)
-	base64.RawURLEncoding.Encode(enc[:], b[:])
+	var enc [43]byte // base64.RawURLEncoding.EncodedLen(32)
+	for enc[0] == 0 || enc[0] == '-' {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+); it panics instead.
+		base64.RawURLEncoding.Encode(enc[:], b[:])
+	}
 	return string(enc[:]), sha256.Sum256(enc[:])
 }
 
