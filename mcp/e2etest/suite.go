@@ -142,8 +142,10 @@ func dropAndResume(t *testing.T, h Harness) {
 
 	b := h.client(t, resumableCaps)
 	st := b.WaitStatus("11", pol.ResumeToken, func(s Status) bool { return s.HasPendingMessage })
-	if st.Status != "processing" {
-		t.Errorf("status %+v, want processing", st)
+	// The call went on without its client: still running, or (on a loaded
+	// machine, its second gone by) ended with its result waiting.
+	if st.Status != "processing" && st.Status != "completed" {
+		t.Errorf("status %+v, want processing or completed", st)
 	}
 	b.Resume(`11`, pol.ResumeToken)
 	resp, before := b.Response("11")
@@ -419,15 +421,25 @@ func sampling(t *testing.T, h Harness) {
 
 func takeover(t *testing.T, h Harness) {
 	h.needReconnect(t)
-	a := h.client(t, resumableCaps)
-	callCountdown(a, "31", 0.5, 10)
+	// The call waits for its question's answer, which only the new connection
+	// gives: it cannot end before the takeover, however slow the machine.
+	caps := `{"resumableRequests":{},"elicitation":{}}`
+	a := h.client(t, caps)
+	a.Send(`{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"ask","arguments":{"question":"Who?"}}}`)
 	pol := PolicyOf(t, a.Next())
-	a.Until(func(m Msg) bool { return Progress(m) == 1 })
+	if q := a.Next(); q.Method != "elicitation/create" {
+		t.Fatalf("want the call's elicitation/create, got %s", q.Raw)
+	}
 
-	b := h.client(t, resumableCaps)
+	b := h.client(t, caps)
 	b.Resume(`31`, pol.ResumeToken)
+	q := b.Next()
+	if q.Method != "elicitation/create" {
+		t.Fatalf("want the question again on the new connection, got %s", q.Raw)
+	}
+	b.Send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"b"}}}`, q.ID)
 	resp, _ := b.Response("31")
-	if Text(resp) != "countdown done: 10 of 10 steps" {
+	if Text(resp) != "answer: b" {
 		t.Fatalf("result on the new connection: %s", resp.Raw)
 	}
 	// The old connection got nothing after the takeover: at most the progress that
