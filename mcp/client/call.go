@@ -263,11 +263,18 @@ func (c *Client) takesKeys() bool {
 	return c.caps != nil && slices.Contains(c.caps.Extensions, spec.ExtensionKey)
 }
 
-// newCallKey returns a random call key: 256 bits, base64url (43 characters).
+// newCallKey returns a random call key: 256 bits, base64url (43 characters),
+// never beginning with '-'. The key becomes the call's resume token, which
+// `mcp-resume call -v` prints for `mcp-resume status ID TOKEN`, where a leading
+// '-' would be taken for a flag.
 func newCallKey() string {
 	var b [32]byte
-	_, _ = crand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		_, _ = crand.Read(b[:])
+		if k := base64.RawURLEncoding.EncodeToString(b[:]); k[0] != '-' {
+			return k
+		}
+	}
 }
 
 // paramFields decodes params, which must encode as a JSON object or be nil,
