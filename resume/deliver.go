@@ -123,13 +123,31 @@ func (r *Request) deliverWin(a *attachment, before uint64) bool {
 func (r *Request) deliver(a *attachment, m Message) bool {
 	a.wmu <- struct{}{}
 	defer func() { <-a.wmu }()
+	if m.Kind == KindResponse {
+		// The client may read the response, and end its session, before the
+		// lines below run (its stream has ended with the write): see Release.
+		r.mu.Lock()
+		r.writing = a
+		r.mu.Unlock()
+	}
 	if err := a.sink.Write(r.e.ctx, m); err != nil {
+		r.mu.Lock()
+		if r.writing == a {
+			r.writing = nil
+		}
+		if r.released == a {
+			r.released = nil // nor kept: a request holds no sink after its delivery
+		}
+		r.mu.Unlock()
 		r.e.log.Debug().Err(err).Str("request", string(r.id)).Msg("write failed; detaching")
 		r.detachAfterFailure(a)
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.writing == a {
+		r.writing = nil
+	}
 	// Delivered, even if the attachment changed meanwhile: without acks an
 	// intermediate message written successfully is not sent again.
 	if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {

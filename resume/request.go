@@ -67,10 +67,10 @@ type Request struct {
 	// finishing: its final response waits for the Store (appendFinalLocked);
 	// no other message is queued.
 	finishing bool
-	// released: the attachment whose client ended its session (Release) while
-	// a write to it was under way: the response that write delivers frees the
-	// request (deliver).
-	released *attachment
+	// writing: the attachment the final response is being written to (deliver);
+	// released: that attachment, when its client ended its session (Release)
+	// during the write, which then frees the request once it succeeds.
+	writing, released *attachment
 	gone     atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// lastW is the write lock of the latest attachment, detached or not (see
 	// attachment.wmu).
@@ -382,7 +382,7 @@ func (r *Request) Release() {
 		r.freeLocked(r.state)
 		return
 	}
-	r.released = r.att
+	r.released = r.writing
 }
 
 // ackLocked applies a client's acknowledgement that it holds every message up to

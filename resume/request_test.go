@@ -537,13 +537,18 @@ func TestConcurrentAppendAttach(t *testing.T) {
 	t.Logf("%d messages, %d writes to %d sinks, %d failed writes", last, writes, len(sinks), failures)
 }
 
-// gateSink blocks every Write until its gate is closed.
+// gateSink blocks every Write until its gate is closed; entered, when set, is
+// told of each Write as it starts.
 type gateSink struct {
 	gate    chan struct{}
 	written chan []byte
+	entered chan struct{}
 }
 
 func (s *gateSink) Write(ctx context.Context, m resume.Message) error {
+	if s.entered != nil {
+		s.entered <- struct{}{}
+	}
 	select {
 	case <-s.gate:
 		s.written <- m.Data
@@ -744,16 +749,15 @@ func TestRelease(t *testing.T) {
 	// A client that ends its session as its result is being written (it may
 	// have read it already): the write that succeeds frees the request.
 	racing, _ := start(t, e, `5`, nil)
-	g := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 1)}
+	g := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 1), entered: make(chan struct{}, 1)}
 	attach(t, racing, g, 0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		complete(t, racing) // blocks in the sink's Write
 	}()
-	for racing.Status().State != resume.StateCompleted {
-		runtime.Gosched()
-	}
+	<-g.entered
+	racing.Detach(g) // its stream closed (it ended with the response) before the session
 	racing.Release()
 	close(g.gate)
 	<-done
