@@ -71,7 +71,7 @@ type Request struct {
 	// released: that attachment, when its client ended its session (Release)
 	// during the write, which then frees the request once it succeeds.
 	writing, released *attachment
-	gone     atomic.Bool // freed: left the engine; written under r.mu, read anywhere
+	gone              atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// lastW is the write lock of the latest attachment, detached or not (see
 	// attachment.wmu).
 	lastW writeLock
