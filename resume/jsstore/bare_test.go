@@ -5,30 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 )
 
 // TestBareRepublished: a message that settle sends itself (appended after the
 // flush that settle starts with, so no flush took it) makes its request no
 // longer bare, and Delete purges it from the stream.
 func TestBareRepublished(t *testing.T) {
-	srv, err := embedded.Start(&embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedJS(t)
 	SetFlushDelay(t, time.Hour) // nothing is sent but by the test
 	ctx := t.Context()
 	s, err := New(ctx, js, nil)

@@ -71,16 +71,8 @@ func TestDeferRecords(t *testing.T) {
 	if got, err := st.Get(ctx, quick); err != nil || got.State != resume.StateCompleted {
 		t.Fatalf("Get after the final Put: %+v, %v", got, err)
 	}
-	msgs, err := js.Stream(ctx, "MCP_RESUME")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := msgs.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.LastSeq != 1 {
-		t.Errorf("stream: %d messages published, want 1 (the response; the progress was discarded before it was sent)", info.State.LastSeq)
+	if n := streamState(t, js).LastSeq; n != 1 {
+		t.Errorf("stream: %d messages published, want 1 (the response; the progress was discarded before it was sent)", n)
 	}
 
 	long := resume.HashToken("long")
@@ -227,16 +219,8 @@ func TestDeleteBare(t *testing.T) {
 		t.Errorf("a request whose record another instance owns: purges %v, want its messages'", got)
 	}
 
-	msgs, err := js.Stream(ctx, "MCP_RESUME")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := msgs.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != 0 {
-		t.Errorf("the stream holds %d messages after every request was deleted, want 0", info.State.Msgs)
+	if n := streamState(t, js).Msgs; n != 0 {
+		t.Errorf("the stream holds %d messages after every request was deleted, want 0", n)
 	}
 	later, err := jsstore.New(ctx, js, nil)
 	if err != nil {
@@ -252,4 +236,18 @@ func TestDeleteBare(t *testing.T) {
 			}
 		}
 	}
+}
+
+// streamState is the state of the store's message stream now.
+func streamState(t *testing.T, js jetstream.JetStream) jetstream.StreamState {
+	t.Helper()
+	msgs, err := js.Stream(t.Context(), "MCP_RESUME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := msgs.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State
 }

@@ -6,30 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/mcp-resume/mcp-resume/resume"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 )
 
 // TestGetFromLeader: the record read through the bucket's leader (what a get
 // that a lagging replica missed falls back to) is the record, at its revision;
 // a deleted one and an unknown one are not found.
 func TestGetFromLeader(t *testing.T) {
-	srv, err := embedded.Start(&embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embeddedJS(t)
 	ctx := context.Background()
 	s, err := New(ctx, js, nil)
 	if err != nil {
