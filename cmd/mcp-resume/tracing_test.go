@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcp-resume/mcp-resume/internal/otlptest"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -398,7 +399,13 @@ func TestGatewayClientOperations(t *testing.T) {
 		t.Fatalf("result %s", resp.Raw)
 	}
 
-	m := scrapeFrom(t, "127.0.0.1", strings.TrimSuffix(ls[0].URL, "/mcp")+"/metrics")
+	// The server's operation is observed once its response is delivered, which
+	// may come a moment after the client read it: scraped until it is there.
+	var m string
+	poll.Until(t, 10*time.Second, "the server's operation on /metrics", func() bool {
+		m = scrapeFrom(t, "127.0.0.1", strings.TrimSuffix(ls[0].URL, "/mcp")+"/metrics")
+		return strings.Contains(m, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo"`)
+	})
 	for _, want := range []string{
 		`mcp_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="execute_tool",gen_ai_prompt_name="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1`,
 		`mcp_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="",gen_ai_prompt_name="",gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1`,
