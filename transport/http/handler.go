@@ -100,6 +100,13 @@ type Options struct {
 	// never held: it goes out with everything before it. Default 200µs; negative
 	// flushes every event at once.
 	Coalesce time.Duration
+	// FirstFlush is how long the first events of a stream wait for others
+	// instead of Coalesce: a call's priming event and policy wait for its
+	// response, so that a quick call is answered in one write even when its
+	// answer takes longer than Coalesce (a durable call's waits for its final
+	// state to be stored). Events after the first flush wait Coalesce.
+	// Default 1ms (Coalesce when that is negative); negative: Coalesce.
+	FirstFlush time.Duration
 	// WriteTimeout bounds one write to a client; a client that does not read for
 	// that long loses its stream (its requests are detached). Default 30s.
 	WriteTimeout time.Duration
@@ -142,6 +149,12 @@ func (o *Options) withDefaults() Options {
 	def(&v.WriteTimeout, 30*time.Second)
 	if v.Coalesce == 0 {
 		v.Coalesce = 200 * time.Microsecond
+	}
+	switch {
+	case v.FirstFlush < 0, v.FirstFlush == 0 && v.Coalesce < 0:
+		v.FirstFlush = v.Coalesce
+	case v.FirstFlush == 0:
+		v.FirstFlush = time.Millisecond
 	}
 	if v.Logger == nil {
 		nop := zerolog.Nop()

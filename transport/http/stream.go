@@ -323,11 +323,12 @@ func (st *stream) serve(r *http.Request) {
 	default:
 	}
 	// The stream's one timer. Events wait up to opts.Coalesce for company before
-	// they are flushed, so that events written in a burst, and a quick call's
-	// priming event, policy and response, share one write to the client; while
-	// none wait, it runs to the next keepalive, KeepAlive after the last flush,
-	// or for a request's stream to its idle check, StreamIdle after it, when that
-	// is sooner (SEP-1699 polling: not only at the next keepalive).
+	// they are flushed, so that events written in a burst share one write to
+	// the client, and the first ones up to opts.FirstFlush, so that a quick
+	// call's priming event, policy and response do; while none wait, it runs
+	// to the next keepalive, KeepAlive after the last flush, or for a request's
+	// stream to its idle check, StreamIdle after it, when that is sooner
+	// (SEP-1699 polling: not only at the next keepalive).
 	quiet := opts.KeepAlive
 	if opts.StreamIdle > 0 && st.key != "" && !st.modern {
 		quiet = min(quiet, opts.StreamIdle)
@@ -335,6 +336,7 @@ func (st *stream) serve(r *http.Request) {
 	t := time.NewTimer(quiet)
 	defer t.Stop()
 	flushDue := false
+	hold := opts.FirstFlush // of the next flush
 	for {
 		select {
 		case <-st.done:
@@ -343,13 +345,15 @@ func (st *stream) serve(r *http.Request) {
 			return
 		case <-st.kick:
 			switch {
-			case opts.Coalesce <= 0:
+			case flushDue:
+			case hold <= 0:
 				st.flush()
 				t.Reset(quiet)
-			case !flushDue:
+			default:
 				flushDue = true
-				t.Reset(opts.Coalesce)
+				t.Reset(hold)
 			}
+			hold = opts.Coalesce
 		case <-t.C:
 			if flushDue {
 				flushDue = false
