@@ -3,6 +3,7 @@ package mcp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,15 @@ type tracked struct {
 	// ended as its stream goes away if it has not ended; nil for none.
 	span *reqSpan
 }
+
+// closedStream stands for a stream that closed in a tracked request's entry,
+// which must not keep it (nor, through it, its transport's state): no request
+// is attached to it, so detaching from it does nothing.
+type closedStream struct{}
+
+func (closedStream) Write(context.Context, Message) error { return errStreamClosed }
+
+var errStreamClosed = errors.New("mcp: the stream closed")
 
 // minSweep is the smallest size of a session's attached map at which requests that
 // are gone are swept out of it.
@@ -254,6 +264,16 @@ func (c *connState) streamClosed(st Stream) {
 	}
 	reqs := c.att.onStream[st]
 	delete(c.att.onStream, st)
+	// The requests keep their entries in attached (a result kept for
+	// --delivered-retention is found by id), but not the stream: nothing is
+	// attached to it from now on.
+	for _, t := range reqs {
+		k := string(t.r.ID())
+		if a, ok := c.att.attached[k]; ok && a.sink == st {
+			a.sink, a.span = closedStream{}, nil
+			c.att.attached[k] = a
+		}
+	}
 	c.mu.Unlock()
 	for _, t := range reqs {
 		t.r.Detach(t.sink)

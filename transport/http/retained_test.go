@@ -1,10 +1,12 @@
 package http_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,4 +91,41 @@ func BenchmarkAnsweredCallHeld(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(id), "held-B/call")
 	b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects))/float64(id), "held-objs/call")
+}
+
+// Nor does the session: the stream an answered call was written to, once it
+// has closed, is let go while the call's result is kept (the session's entry
+// for the request, by which its client finds it by id, keeps no stream).
+func TestAnsweredCallKeepsNoStream(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	resp := c.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?"}}}`)
+	ch := events(resp.Body)
+	var ask map[string]any
+	for ask = next(t, ch).msg(); ask == nil || ask["method"] != "elicitation/create"; ask = next(t, ch).msg() {
+	}
+	streams := httptransport.OpenStreams(s.h) // the call's, while it waits for the answer
+	if len(streams) != 1 {
+		t.Fatalf("%d streams open, want the call's", len(streams))
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"answer":"Ada"}}}`, mustJSON(ask["id"]))
+	if r, body := c.post(answer); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("posting the answer: %s %s", r.Status, body)
+	}
+	for e := range ch {
+		if m := e.msg(); m["result"] != nil && !strings.Contains(e.data, "Ada") {
+			t.Fatalf("the tool did not get the answer: %s", e.data)
+		}
+	}
+	if live := s.core.Engine().Live(); live != 1 {
+		t.Fatalf("the engine holds %d requests, want the result kept", live)
+	}
+	poll.Until(t, 10*time.Second, "the answered call's stream to be collectable", func() bool {
+		runtime.GC()
+		return streams[0].Value() == nil
+	})
+	if live := s.core.Engine().Live(); live != 1 {
+		t.Fatalf("the engine holds %d requests, want the result still kept", live)
+	}
 }
