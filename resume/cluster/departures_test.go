@@ -161,14 +161,14 @@ func TestWatchNotFired(t *testing.T) {
 	a.Watch("alpha", func() { fired.Store(true) })
 	a.Watch("beta", func() { fired.Store(true) })
 	a.OnDeparted(func(string) { fired.Store(true) })
-	// Several polls, with both alive.
+	// Several polls (every steady/4), with both alive.
 	ctx := ctxT(t)
-	deadline := time.Now().Add(lease)
+	deadline := time.Now().Add(steady)
 	for time.Now().Before(deadline) {
 		if !a.Alive(ctx, "beta") || !b.Alive(ctx, "alpha") {
 			t.Fatal("an instance is not alive")
 		}
-		time.Sleep(lease / 10)
+		time.Sleep(steady / 20)
 	}
 	a.Close()
 	if fired.Load() {
