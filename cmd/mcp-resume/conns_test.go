@@ -103,6 +103,20 @@ func TestServeConnLimits(t *testing.T) {
 	}
 }
 
+// scrapeUntil scrapes url from loopback address ip until it has want, and
+// returns it; the test fails if it does not within 10 s. For what is observed a
+// moment after the client saw it happen: a server's operation is observed once
+// its response is delivered, which may follow the client's read of it.
+func scrapeUntil(t *testing.T, ip, url, want string) string {
+	t.Helper()
+	var m string
+	poll.Until(t, 10*time.Second, "/metrics with "+want, func() bool {
+		m = scrapeFrom(t, ip, url)
+		return strings.Contains(m, want)
+	})
+	return m
+}
+
 // scrapeFrom gets url from loopback address ip, without keep-alive.
 func scrapeFrom(t *testing.T, ip, url string) string {
 	t.Helper()

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcp-resume/mcp-resume/internal/otlptest"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -351,10 +350,8 @@ func TestOperationMetrics(t *testing.T) {
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
 	c.Response(`1`)
 
-	want := `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-06-18",network_transport="tcp"} 1`
-	if m := scrapeFrom(t, "127.0.0.1", strings.TrimSuffix(srv.URL, "/mcp")+"/metrics"); !strings.Contains(m, want) {
-		t.Errorf("/metrics has no %s:\n%s", want, m)
-	}
+	scrapeUntil(t, "127.0.0.1", strings.TrimSuffix(srv.URL, "/mcp")+"/metrics",
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-06-18",network_transport="tcp"} 1`)
 	points := rcv.WaitPoints(t, 20*time.Second, "the echo's operation over OTLP", func(ps []otlptest.Point) bool {
 		for _, p := range ps {
 			if p.Metric == "mcp.server.operation.duration" && p.Attrs["gen_ai.tool.name"] == "echo" {
@@ -399,13 +396,8 @@ func TestGatewayClientOperations(t *testing.T) {
 		t.Fatalf("result %s", resp.Raw)
 	}
 
-	// The server's operation is observed once its response is delivered, which
-	// may come a moment after the client read it: scraped until it is there.
-	var m string
-	poll.Until(t, 10*time.Second, "the server's operation on /metrics", func() bool {
-		m = scrapeFrom(t, "127.0.0.1", strings.TrimSuffix(ls[0].URL, "/mcp")+"/metrics")
-		return strings.Contains(m, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo"`)
-	})
+	m := scrapeUntil(t, "127.0.0.1", strings.TrimSuffix(ls[0].URL, "/mcp")+"/metrics",
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="echo"`)
 	for _, want := range []string{
 		`mcp_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="execute_tool",gen_ai_prompt_name="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1`,
 		`mcp_client_operation_duration_seconds_count{error_type="",gen_ai_operation_name="",gen_ai_prompt_name="",gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1`,
