@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/mcp"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
@@ -64,18 +61,9 @@ func TestFirstFlush(t *testing.T) {
 // newCountingServer is newServer with a count of the writes to its
 // connections.
 func newCountingServer(t *testing.T, hopts *httptransport.Options) (*server, *atomic.Int64) {
-	core := mcp.New(demo.Server("test"), nil)
-	h := httptransport.NewHandler(core, hopts)
-	srv := httptest.NewUnstartedServer(h)
 	writes := new(atomic.Int64)
-	srv.Listener = countingListener{srv.Listener, writes}
-	srv.Start()
-	t.Cleanup(func() {
-		h.Close()
-		srv.Close()
-		core.Close()
-	})
-	return &server{core: core, h: h, srv: srv, url: srv.URL + "/mcp"}, writes
+	s := newServerOn(t, nil, hopts, func(l net.Listener) net.Listener { return countingListener{l, writes} })
+	return s, writes
 }
 
 type countingListener struct {

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -30,9 +31,18 @@ type server struct {
 }
 
 func newServer(t testing.TB, opts *mcp.Options, hopts *httptransport.Options) *server {
+	return newServerOn(t, opts, hopts, nil)
+}
+
+// newServerOn is newServer with its listener wrapped by wrap (nil: as it is).
+func newServerOn(t testing.TB, opts *mcp.Options, hopts *httptransport.Options, wrap func(net.Listener) net.Listener) *server {
 	core := mcp.New(demo.Server("test"), opts)
 	h := httptransport.NewHandler(core, hopts)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	if wrap != nil {
+		srv.Listener = wrap(srv.Listener)
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		h.Close()
 		srv.Close()
