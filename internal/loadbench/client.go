@@ -274,6 +274,12 @@ type message struct {
 	Error json.RawMessage `json:"error"`
 }
 
+// readers are the event streams' line readers, reused from call to call: a
+// client that allocated one a call would make the servers that answer with an
+// event stream (the floor, ours) pay its garbage collection beside those that
+// answer with a JSON body (mcp-go), on the cores they share.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 // readMessages reads resp's body, a JSON message or an SSE stream of them, to
 // the response, handing every other message to each, and closes it.
 func readMessages(resp *http.Response, each func(*message)) (*message, error) {
@@ -285,7 +291,9 @@ func readMessages(resp *http.Response, each func(*message)) (*message, error) {
 		}
 		return &m, nil
 	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	defer func() { br.Reset(nil); readers.Put(br) }()
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
