@@ -41,6 +41,7 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 			return nil, spec.NewError(spec.CodeInternalError, "", "the request cannot wait for input")
 		}
 	}
+	cl.due()
 	id := spec.ID(strconv.Quote(s.idPrefix + strconv.FormatUint(s.nextID.Add(1), 10)))
 	key := string(id)
 

@@ -84,7 +84,11 @@ type call struct {
 	// refusal: the call may not run (its key names another request); the
 	// middleware answers it instead of running the tool.
 	refusal *spec.Error
-	timer   *time.Timer // for Mode After: promotes the call when it fires
+	timer   *time.Timer // for Mode After, and Always with QuickCall: promotes the call when it fires
+	// eager: the call's policy (Always) makes it resumable at once, and
+	// Options.QuickCall deferred that: its first message promotes it, or its
+	// timer, whichever comes first (see due).
+	eager bool
 	// applied: the middleware applied a policy of Mode Always or After (Promote
 	// may make the call resumable), restartable that policy's.
 	applied, restartable bool
@@ -245,6 +249,17 @@ func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 	}
 	switch p.Mode {
 	case Always:
+		if w := cl.c.s.opts.QuickCall; w > 0 && cl.key == "" && !cl.kind.task() {
+			// Its client holds no token until the policy is sent: a call that
+			// answers first is answered as a plain one (Options.QuickCall).
+			cl.mu.Lock()
+			if cl.timer == nil && !cl.done {
+				cl.eager = true
+				cl.timer = time.AfterFunc(w, func() { cl.promote(true, p.Restartable) })
+			}
+			cl.mu.Unlock()
+			return ctx
+		}
 		if r := cl.promote(false, p.Restartable); r != nil {
 			// The tool runs on the request's own context, which ends exactly when
 			// the request does, with mcp-go's values (session, server, request).
@@ -287,6 +302,7 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 	if cl.done || cl.lost || cl.req != nil {
 		return nil
 	}
+	cl.eager = false
 	// A task is found by its task id, not by a token its client holds: no
 	// policy, no sequence numbers, whatever the client declared.
 	hidden := !cl.resumable || cl.kind.task()
@@ -387,6 +403,17 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 		c.att.trackAs(tracked{r: r, hidden: hidden, sink: so.Sink, task: cl.kind.task()}, cl.st)
 	}
 	return r
+}
+
+// due makes an eager call resumable before its first message goes out, so that
+// the message is in the request's outbox, numbered, after the policy.
+func (cl *call) due() {
+	cl.mu.Lock()
+	eager, restartable := cl.eager, cl.restartable
+	cl.mu.Unlock()
+	if eager {
+		cl.promote(true, restartable)
+	}
 }
 
 // request returns the call's request once it is resumable, or nil.

@@ -22,7 +22,10 @@ func ExampleNew() {
 			return mcpgo.NewToolResultText("sunny in " + req.GetString("city", "")), nil
 		})
 
-	core := mcp.New(srv, nil) // every tools/call is resumable by default
+	// Every tools/call is resumable by default; one that answers within a
+	// millisecond is answered plainly (Options.QuickCall), which this example,
+	// whose tool answers at once, turns off.
+	core := mcp.New(srv, &mcp.Options{QuickCall: -1})
 	defer core.Close()
 	client, conn := transport.Pipe()
 	done := make(chan struct{})

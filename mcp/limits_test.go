@@ -73,7 +73,7 @@ func TestMaxLivePerPrincipalCalls(t *testing.T) {
 // client is told why: expired, detail evicted.
 func TestByteBudgetEvictsOldest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxBytes: 6 << 10}})
+		core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxBytes: 6 << 10}, QuickCall: -1})
 		dial := serveCore(t, core)
 		big := strings.Repeat("x", 4<<10)
 		var toks []string

@@ -44,6 +44,17 @@ type Options struct {
 	Cluster Cluster
 	// DefaultPolicy applies to tools not named in Tools. The zero value is Always.
 	DefaultPolicy Policy
+	// QuickCall is how long a call of Mode Always runs as a plain call before
+	// it becomes resumable, unless it sends a message (a notification, a
+	// request to its client) sooner, which makes it resumable first. A call
+	// that answers within it is answered as a plain MCP server answers (no
+	// resume policy, no event stream, nothing kept or stored): its client
+	// could not have resumed it, holding no token for it yet (the HTTP
+	// transport holds a stream's first events about as long, FirstFlush, to
+	// send them with the answer). A call the client named with a key (its
+	// token) and a task become resumable at once. 0 means DefaultQuickCall;
+	// negative: every call of Mode Always is resumable from its start.
+	QuickCall time.Duration
 	// Tools sets a Policy per tool name.
 	Tools map[string]Policy
 	// PolicyOf, when set, is asked first: a policy that depends on the tool as
@@ -109,6 +120,9 @@ const (
 	DefaultMaxTaskTTL = 24 * time.Hour
 )
 
+// DefaultQuickCall is the default of Options.QuickCall.
+const DefaultQuickCall = time.Millisecond
+
 // DefaultMaxConcurrentPerPrincipal is the default of
 // Options.MaxConcurrentPerPrincipal.
 const DefaultMaxConcurrentPerPrincipal = 1000
@@ -160,6 +174,9 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if o.QuickCall == 0 {
+		o.QuickCall = DefaultQuickCall
 	}
 	log := zerolog.Nop()
 	if o.Logger != nil {

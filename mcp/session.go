@@ -201,8 +201,10 @@ func (s *callSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 // into NotificationChannel (server.SendNotificationToClient), on the sender's
 // goroutine: the notifier counts the send, waits for room when the channel is
 // full, and starts its drainer (notifier.announce). The name is mcp-go's: on its
-// own Streamable HTTP transport the hook switches a response to SSE.
+// own Streamable HTTP transport the hook switches a response to SSE. A call
+// that is to become resumable (call.due) becomes it first.
 func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
+	s.cl.due()
 	s.notes.announce(s.cl)
 }
 

@@ -148,7 +148,7 @@ func TestMaxLive(t *testing.T) {
 // The engine's maxWait and minWait reach the client twice, in whole seconds: in the
 // server's advertisement at initialize and in each resume policy.
 func TestWaitsAdvertised(t *testing.T) {
-	core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxWait: 90 * time.Second, MinWait: 3 * time.Second}})
+	core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxWait: 90 * time.Second, MinWait: 3 * time.Second}, QuickCall: -1})
 	c := e2etest.NewClient(t, serveCore(t, core)(t))
 	init := c.Initialize(`{"resumableRequests":{}}`)
 	var res struct {

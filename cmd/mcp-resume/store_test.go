@@ -34,7 +34,7 @@ func TestRestartSubprocess(t *testing.T) {
 		n = 20
 	}
 	dir := t.TempDir()
-	args := "serve --stdio --sync always --data-dir " + dir
+	args := "serve --stdio --sync always --quick-call 0 --data-dir " + dir // every echo resumable, however quick
 	conn := spawn(t, args)
 	c := e2etest.NewClient(t, conn)
 	c.Initialize(`{"resumableRequests":{}}`)

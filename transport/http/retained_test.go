@@ -24,7 +24,7 @@ import (
 // written to, which the request holds as its sink, lets go of the response
 // writer, and with it of the request, its headers and net/http's buffers.
 func TestAnsweredCallKeepsNoExchange(t *testing.T) {
-	core := mcp.New(demo.Server("test"), nil)
+	core := mcp.New(demo.Server("test"), &mcp.Options{QuickCall: -1}) // every echo kept, however quick
 	h := httptransport.NewHandler(core, nil)
 	var (
 		mu    sync.Mutex
@@ -97,7 +97,7 @@ func BenchmarkAnsweredCallHeld(b *testing.B) {
 // has closed, is let go while the call's result is kept (the session's entry
 // for the request, by which its client finds it by id, keeps no stream).
 func TestAnsweredCallKeepsNoStream(t *testing.T) {
-	s := newServer(t, nil, nil)
+	s := newServer(t, &mcp.Options{QuickCall: -1}, nil)
 	c := s.raw(t)
 	c.initialize(`{"resumableRequests":{},"elicitation":{}}`)
 	resp := c.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"ask","arguments":{"question":"Name?"}}}`)

@@ -19,7 +19,7 @@ import (
 // stream, the request is detached with its result kept for a resume, and it
 // expires at maxWait.
 func TestStalledClientDetached(t *testing.T) {
-	s := newServer(t, &mcp.Options{Engine: &resume.Options{MaxWait: 2 * time.Second}},
+	s := newServer(t, &mcp.Options{Engine: &resume.Options{MaxWait: 2 * time.Second}, QuickCall: -1},
 		&httptransport.Options{WriteTimeout: 300 * time.Millisecond, KeepAlive: 100 * time.Millisecond})
 	p := faultproxy.NewStaller(t, s.srv.Listener.Addr().String())
 	c := e2etest.NewClient(t, httptransport.Dial("http://"+p.Addr()+"/mcp", nil))

@@ -218,7 +218,7 @@ func modernPing(id, version string) string {
 // and its streams, and leaves a resumable request whose token the client holds
 // running: another session finds it processing, resumes it, and gets its result.
 func TestGetStreamAndDelete(t *testing.T) {
-	s := newServer(t, nil, nil)
+	s := newServer(t, &mcp.Options{QuickCall: -1}, nil)
 	c := s.raw(t)
 	c.initialize(`{"resumableRequests":{}}`)
 

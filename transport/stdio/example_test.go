@@ -23,7 +23,9 @@ func ExampleNew() {
 		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			return mcpgo.NewToolResultText(req.GetString("text", "")), nil
 		})
-	core := mcp.New(srv, nil)
+	// QuickCall -1: the echo answers at once, and would be answered as by a
+	// plain MCP server by default; here it is resumable, policy first.
+	core := mcp.New(srv, &mcp.Options{QuickCall: -1})
 	defer core.Close()
 
 	stdin, toServer := io.Pipe()

@@ -1,0 +1,113 @@
+package mcp_test
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// A call of policy Always that answers within Options.QuickCall, sending
+// nothing before, is answered as a plain call: its response comes first, with
+// no sequence number, and the engine never held it. A call that runs longer
+// gets its policy once the window has passed (virtual time), and its response
+// through its outbox.
+func TestQuickCallAnsweredPlainly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core := mcp.New(demo.Server("test"), nil)
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{"resumableRequests":{"extensions":["io.mcp-resume/ack"]}}`)
+
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+		if m := c.Next(); string(m.ID) != "1" || e2etest.Text(m) != "hi" || m.Seq() != 0 {
+			t.Fatalf("a quick call's first message: %s, want its plain response", m.Raw)
+		}
+		if st := core.Engine().Stats(); st.Processing+st.Completed+st.Failed != 0 {
+			t.Errorf("the engine holds %+v after a quick call", st)
+		}
+
+		start := time.Now()
+		c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1,"steps":1}}}`)
+		e2etest.PolicyOf(t, c.Next())
+		if d := time.Since(start); d != mcp.DefaultQuickCall {
+			t.Errorf("the policy came after %v, want %v", d, mcp.DefaultQuickCall)
+		}
+		if m := c.Next(); string(m.ID) != "2" || m.Seq() == 0 {
+			t.Fatalf("want the response from the outbox, got %s", m.Raw)
+		}
+	})
+}
+
+// A call that sends a message within the window becomes resumable first: its
+// policy, then its notifications numbered from its outbox, then its response.
+func TestQuickCallNotifiesResumable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core := mcp.New(demo.Server("test"), nil)
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{"resumableRequests":{"extensions":["io.mcp-resume/ack"]}}`)
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0,"steps":3},"_meta":{"progressToken":"p"}}}`)
+		e2etest.PolicyOf(t, c.Next())
+		resp, before := c.Response("1")
+		if len(before) != 3 {
+			t.Fatalf("%d messages before the response, want 3 progress notifications", len(before))
+		}
+		for i, m := range before {
+			if e2etest.Progress(m) != i+1 || m.Seq() != uint64(i+1) {
+				t.Errorf("notification %d: %s, want progress %d with seq %d", i, m.Raw, i+1, i+1)
+			}
+		}
+		if resp.Seq() != 4 {
+			t.Errorf("response %s, want seq 4", resp.Raw)
+		}
+	})
+}
+
+// A call its client named with a key is resumable from its start, however
+// quick: the client holds its token (the key) already. So is every call with
+// a negative QuickCall.
+func TestQuickCallKeyedOrOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			opts  *mcp.Options
+			param string
+		}{
+			{"keyed", nil, `,"_meta":{"io.mcp-resume/key":"k7Xq2mP9vR4tY8wZ1nB6cD3fH5jL0sA"}`},
+			{"off", &mcp.Options{QuickCall: -1}, ""},
+		} {
+			core := mcp.New(demo.Server("test"), tc.opts)
+			c := e2etest.NewClient(t, serveCore(t, core)(t))
+			c.Initialize(`{"resumableRequests":{}}`)
+			c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}%s}}`, tc.param)
+			if m := c.Next(); m.Method != spec.MethodResumePolicy {
+				t.Errorf("%s: first message %s, want the policy", tc.name, m.Raw)
+			}
+			c.Response("1")
+		}
+	})
+}
+
+// A connection lost within the window cancels the call: its client holds no
+// token, so nobody could resume it.
+func TestQuickCallLostConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		causes := make(chan error, 1)
+		core := mcp.New(blockServer(causes), &mcp.Options{QuickCall: time.Hour})
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{"resumableRequests":{}}`)
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block"}}`)
+		synctest.Wait()
+		c.Close()
+		if err := <-causes; err == nil || !strings.Contains(err.Error(), "connection lost") {
+			t.Errorf("the tool ended with %v, want the lost connection", err)
+		}
+		if st := core.Engine().Stats(); st.Processing != 0 {
+			t.Errorf("the engine holds %+v", st)
+		}
+	})
+}
