@@ -3,8 +3,10 @@ package http_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +42,26 @@ func TestFirstFlush(t *testing.T) {
 		want := "[priming notifications/requests/resumePolicy notifications/progress result]"
 		if got := fmt.Sprint(kinds); got != want {
 			t.Fatalf("events %s, want %s", got, want)
+		}
+		if n := writes.Load() - before; n != 1 {
+			t.Fatalf("the call's answer took %d writes to the connection, want 1", n)
+		}
+	})
+	t.Run("quick", func(t *testing.T) {
+		// A call answered before the stream's first flush, sending nothing
+		// before: a JSON body, in one write, with no priming event or policy
+		// (mcp.Options.QuickCall).
+		s, writes := newCountingServer(t, &httptransport.Options{FirstFlush: time.Hour})
+		c := s.raw(t)
+		c.initialize(`{"resumableRequests":{}}`)
+		before := writes.Load()
+		resp := c.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":"1","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" || !strings.Contains(string(body), `"text":"hi"`) {
+			t.Fatalf("answered %s: %s, want the result as a JSON body", ct, body)
 		}
 		if n := writes.Load() - before; n != 1 {
 			t.Fatalf("the call's answer took %d writes to the connection, want 1", n)

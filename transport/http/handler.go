@@ -404,11 +404,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	st.traceFrom(r)
-	// A call streams from the start: the priming event gives the client an event id
-	// to reconnect with before anything else happens. A resume streams once it is
-	// accepted (its errors come as a JSON body, in order with other answers).
+	// A call streams from its first flush: the priming event gives the client an
+	// event id to reconnect with before anything else reaches it; a quick call's
+	// answer comes first, as a JSON body. A resume streams once it is accepted
+	// (its errors come as a JSON body, in order with other answers).
 	if class.Streams {
-		st.startSSE()
+		st.startSSELater()
 	}
 	if class.Resume && r.Header.Get(HeaderLastEventID) != "" {
 		// Last-Event-ID on a resume: the client has that request's stream up to it.

@@ -44,6 +44,9 @@ type stream struct {
 	// burst share a write to the client.
 	unflushed bool
 	kick      chan struct{} // capacity 1: tells serve there are events to flush
+	// primeDue: the answer is to become an event stream at its first flush
+	// (startSSELater) unless a response that needs none comes first.
+	primeDue bool
 }
 
 var (
@@ -184,6 +187,20 @@ func (st *stream) startSSE() {
 	}
 }
 
+// startSSELater makes the stream an event stream, with its priming event, at
+// its first flush (FirstFlush after now, or with the first event written),
+// and not at all when a response that needs none comes first: a quick call is
+// answered with a JSON body, as its priming event would have reached the
+// client only with its response, of no use then.
+func (st *stream) startSSELater() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.closed && !st.sse {
+		st.primeDue = true
+		st.markUnflushedLocked()
+	}
+}
+
 // startSSELocked starts the event stream unless it has started: the headers, then
 // for a request's stream the priming event (an id to reconnect with, and the
 // retry delay; SEP-1699).
@@ -247,6 +264,9 @@ func (st *stream) flush() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.unflushed && !st.closed {
+		if st.primeDue && !st.sse {
+			st.startSSELocked()
+		}
 		_ = st.flushLocked(nil)
 	}
 }
