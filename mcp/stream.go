@@ -196,5 +196,6 @@ func (cl *call) closeStream() bool {
 	if !ok {
 		return false
 	}
+	cl.due() // the client comes back for it: it must be resumable first
 	return cs.CloseStream()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	mcpgoserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
@@ -36,7 +37,12 @@ func newServer(t testing.TB, opts *mcp.Options, hopts *httptransport.Options) *s
 
 // newServerOn is newServer with its listener wrapped by wrap (nil: as it is).
 func newServerOn(t testing.TB, opts *mcp.Options, hopts *httptransport.Options, wrap func(net.Listener) net.Listener) *server {
-	core := mcp.New(demo.Server("test"), opts)
+	return newServerOf(t, demo.Server("test"), opts, hopts, wrap)
+}
+
+// newServerOf is newServerOn serving srv's tools instead of the demo's.
+func newServerOf(t testing.TB, tools *mcpgoserver.MCPServer, opts *mcp.Options, hopts *httptransport.Options, wrap func(net.Listener) net.Listener) *server {
+	core := mcp.New(tools, opts)
 	h := httptransport.NewHandler(core, hopts)
 	srv := httptest.NewUnstartedServer(h)
 	if wrap != nil {

@@ -299,6 +299,11 @@ func (st *stream) CloseStream() bool {
 	if st.closed {
 		return false
 	}
+	if st.primeDue {
+		// Closed before its first flush: the client gets the priming event,
+		// the id to come back with, before the end of the stream.
+		st.startSSELocked()
+	}
 	st.endLocked()
 	return true
 }
