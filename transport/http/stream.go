@@ -91,11 +91,16 @@ func (st *stream) Write(_ context.Context, m mcp.Message) error {
 		if st.modern {
 			status = errorStatus(m.Data)
 		}
-		// With its length and flushed now, the answer is complete at the client
-		// before the request's session and stream are taken down.
+		// With its length and flushed now, by the goroutine that wrote it (a
+		// call's worker), the answer is on its way to the client before the
+		// request's own goroutine has woken to take its stream down.
+		st.w.Header().Set("Content-Length", strconv.Itoa(len(m.Data)))
 		st.w.WriteHeader(status)
 		_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.h.opts.WriteTimeout))
 		_, err := st.w.Write(m.Data)
+		if err == nil {
+			err = st.rc.Flush()
+		}
 		st.endLocked()
 		return err
 	}
