@@ -252,12 +252,7 @@ func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 		if w := cl.c.s.opts.QuickCall; w > 0 && cl.key == "" && !cl.kind.task() {
 			// Its client holds no token until the policy is sent: a call that
 			// answers first is answered as a plain one (Options.QuickCall).
-			cl.mu.Lock()
-			if cl.timer == nil && !cl.done {
-				cl.eager = true
-				cl.timer = time.AfterFunc(w, func() { cl.promote(true, p.Restartable) })
-			}
-			cl.mu.Unlock()
+			cl.promoteAfter(w, p.Restartable, true)
 			return ctx
 		}
 		if r := cl.promote(false, p.Restartable); r != nil {
@@ -266,13 +261,21 @@ func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 			return requestCtx{Context: r.Context(), values: ctx}
 		}
 	case After:
-		cl.mu.Lock()
-		if cl.timer == nil && !cl.done {
-			cl.timer = time.AfterFunc(p.After, func() { cl.promote(true, p.Restartable) })
-		}
-		cl.mu.Unlock()
+		cl.promoteAfter(p.After, p.Restartable, false)
 	}
 	return ctx
+}
+
+// promoteAfter makes the call resumable once it has run d, unless it ends
+// sooner; eager: or sooner still, right before its first message (due). Only
+// the first call counts.
+func (cl *call) promoteAfter(d time.Duration, restartable, eager bool) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.timer == nil && !cl.done {
+		cl.eager = eager
+		cl.timer = time.AfterFunc(d, func() { cl.promote(true, restartable) })
+	}
 }
 
 // requestCtx is a request's context carrying the values of another context (the one

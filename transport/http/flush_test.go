@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/demo"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
@@ -84,7 +85,7 @@ func TestFirstFlush(t *testing.T) {
 // connections.
 func newCountingServer(t *testing.T, hopts *httptransport.Options) (*server, *atomic.Int64) {
 	writes := new(atomic.Int64)
-	s := newServerOn(t, nil, hopts, func(l net.Listener) net.Listener { return countingListener{l, writes} })
+	s := newServerOf(t, demo.Server("test"), nil, hopts, func(l net.Listener) net.Listener { return countingListener{l, writes} })
 	return s, writes
 }
 

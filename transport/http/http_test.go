@@ -32,15 +32,11 @@ type server struct {
 }
 
 func newServer(t testing.TB, opts *mcp.Options, hopts *httptransport.Options) *server {
-	return newServerOn(t, opts, hopts, nil)
+	return newServerOf(t, demo.Server("test"), opts, hopts, nil)
 }
 
-// newServerOn is newServer with its listener wrapped by wrap (nil: as it is).
-func newServerOn(t testing.TB, opts *mcp.Options, hopts *httptransport.Options, wrap func(net.Listener) net.Listener) *server {
-	return newServerOf(t, demo.Server("test"), opts, hopts, wrap)
-}
-
-// newServerOf is newServerOn serving srv's tools instead of the demo's.
+// newServerOf is newServer serving tools' tools instead of the demo's, with its
+// listener wrapped by wrap (nil: as it is).
 func newServerOf(t testing.TB, tools *mcpgoserver.MCPServer, opts *mcp.Options, hopts *httptransport.Options, wrap func(net.Listener) net.Listener) *server {
 	core := mcp.New(tools, opts)
 	h := httptransport.NewHandler(core, hopts)

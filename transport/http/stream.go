@@ -269,8 +269,8 @@ func (st *stream) flush() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.unflushed && !st.closed {
-		if st.primeDue && !st.sse {
-			st.startSSELocked()
+		if st.primeDue {
+			st.startSSELocked() // nothing once started
 		}
 		_ = st.flushLocked(nil)
 	}
