@@ -483,3 +483,47 @@ func TestEverythingResourceUpdates(t *testing.T) {
 		}
 	}
 }
+
+// A stdio child sees the variables a program needs and those the gateway was
+// told to pass, never the rest of the gateway's environment: server-everything's
+// get-env tool, called through the gateway, prints the child's.
+func TestChildEnvironment(t *testing.T) {
+	secrets := map[string]string{
+		"MCP_RESUME_API_KEYS":        "alice:alice-key-0123456789,bob:bob-key-0123456789",
+		"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer otlp-secret",
+		"AWS_SECRET_ACCESS_KEY":      "aws-secret",
+		"UPSTREAM_TOKEN":             "upstream-secret",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("PASSED_BY_NAME", "by-name")
+	opts := stdioUpstream(t, "")
+	opts.Env = []string{"PASSED_BY_NAME", "SET_HERE=literal", "NOT_SET_ANYWHERE"}
+	r := newRig(t, opts)
+	c := e2etest.NewClient(t, r.dialHTTP(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":"env","method":"tools/call","params":{"name":"get-env","arguments":{}}}`)
+	resp, _ := c.Response(`"env"`)
+	var env map[string]string
+	if err := json.Unmarshal([]byte(e2etest.Text(resp)), &env); err != nil {
+		t.Fatalf("get-env: %v in %s", err, resp.Raw)
+	}
+	for k, v := range secrets {
+		if _, ok := env[k]; ok {
+			t.Errorf("the child sees %s", k)
+		}
+		if strings.Contains(string(resp.Raw), v) {
+			t.Errorf("the child's environment holds the value of %s", k)
+		}
+	}
+	if env["PATH"] != os.Getenv("PATH") {
+		t.Errorf("PATH %q, want the gateway's", env["PATH"])
+	}
+	if env["PASSED_BY_NAME"] != "by-name" || env["SET_HERE"] != "literal" {
+		t.Errorf("passed variables: PASSED_BY_NAME=%q SET_HERE=%q", env["PASSED_BY_NAME"], env["SET_HERE"])
+	}
+	if _, ok := env["NOT_SET_ANYWHERE"]; ok {
+		t.Errorf("a variable named but not set reached the child")
+	}
+}

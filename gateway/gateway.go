@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -63,8 +62,11 @@ const writeTimeout = 10 * time.Second
 // Options configure a Gateway. Either Command or URL is set.
 type Options struct {
 	// Command starts the upstream as a stdio child: the program and its
-	// arguments. Env is added to this process's environment; Dir is its working
-	// directory; its stderr goes to Stderr (nil: discarded).
+	// arguments. Its environment is stdio.Environ(Env): the variables a program
+	// needs (stdio.BaseEnv) and those Env names (NAME: this process's, or
+	// NAME=value), never the rest of this process's (its API keys, tokens and
+	// credentials); Dir is its working directory; its stderr goes to Stderr
+	// (nil: discarded).
 	Command []string
 	Env     []string
 	Dir     string
@@ -362,8 +364,12 @@ func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 		}
 		return httptransport.Dial(g.opts.URL, &httptransport.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true, Silence: g.opts.Silence}), nil
 	}
+	env, err := stdio.Environ(g.opts.Env)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	cmd := exec.Command(g.opts.Command[0], g.opts.Command[1:]...)
-	cmd.Env = append(os.Environ(), g.opts.Env...)
+	cmd.Env = env
 	cmd.Dir = g.opts.Dir
 	cmd.Stderr = g.opts.Stderr
 	return stdio.Command(cmd, &stdio.Options{MaxMessageBytes: transport.DefaultMaxMessageBytes})

@@ -51,7 +51,7 @@ func TestUpstreamTask2026Question(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, gateway.Options{Command: []string{exe}, Env: []string{childEnv + "=1"}})
+	r := newRig(t, gateway.Options{Command: []string{exe}, Env: []string{childEnv + "=1", "GORACE"}})
 	c := e2etest.NewClient(t, r.dialHTTP(t))
 	caps := `{"elicitation":{},"extensions":{"` + spec.ExtensionTasks + `":{}}}`
 	c.Modern(`"call"`, "tools/call", `"name":"decide","arguments":{}`, caps)

@@ -34,6 +34,7 @@ var errCancelled = errors.New("cancelled")
 type target struct {
 	url, ws, stdio string
 	wsPing         time.Duration
+	env            envList // the --stdio child's variables beyond stdio.BaseEnv
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
@@ -41,6 +42,7 @@ func (t *target) flags(fs *flag.FlagSet) {
 	fs.StringVar(&t.ws, "ws", "", "WebSocket endpoint (ws://host:port/ws)")
 	fs.DurationVar(&t.wsPing, "ws-ping", 20*time.Second, "with --ws: ping a quiet connection this often; one whose pong is half as late is taken for dead and the call resumed on a new connection (on HTTP, a stream silent for 2.5 times the keepalive the server announces is)")
 	fs.StringVar(&t.stdio, "stdio", "", "start this command and speak MCP on its stdin and stdout (split on spaces)")
+	fs.Var(&t.env, "env", "with --stdio: "+envUsage)
 }
 
 // dialer returns the Dialer of the chosen transport; a child's stderr goes to
@@ -66,7 +68,12 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 			return nil, errors.New("--stdio needs a command")
 		}
 		return func(ctx context.Context) (transport.Conn, error) {
+			env, err := stdio.Environ(t.env)
+			if err != nil {
+				return nil, err
+			}
 			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = env
 			cmd.Stderr = stderr
 			return stdio.Command(cmd, nil)
 		}, nil

@@ -41,6 +41,7 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		TracerProvider: tp,
 		OnOperation:    onOp,
 		Command:        command,
+		Env:            f.childEnv,
 		URL:            f.upstream,
 		Stderr:         stderr, // the child's logs with ours
 		Version:        version,
@@ -54,6 +55,9 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	}
 	if f.upstream == "" && (f.upstreamTokenEnv != "" || f.upstreamHeaders.h != nil) {
 		return nil, fmt.Errorf("--upstream-token-env and --upstream-header go with --upstream")
+	}
+	if f.upstream != "" && len(f.childEnv) > 0 {
+		return nil, fmt.Errorf("--env goes with a command after -- (the child's environment), not with --upstream")
 	}
 	opts.Header = f.upstreamHeaders.h.Clone()
 	if f.upstreamTokenEnv != "" {

@@ -204,6 +204,7 @@ type serveFlags struct {
 	upstream         string
 	upstreamTokenEnv string
 	upstreamHeaders  headerList
+	childEnv         envList
 }
 
 // serve runs the serve command, or with gw the gateway command: the same server
@@ -227,6 +228,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	if gw {
 		fs.StringVar(&f.upstream, "upstream", "", "the upstream's Streamable HTTP URL (instead of a command after --)")
 		fs.StringVar(&f.upstreamTokenEnv, "upstream-token-env", "", "with --upstream: the name of an environment variable holding a bearer token sent to the upstream")
+		fs.Var(&f.childEnv, "env", "with a command after --: "+envUsage)
 		fs.Var(&f.upstreamHeaders, "upstream-header", "with --upstream: a header sent with every request to the upstream, `Name: value` (repeatable); ${VAR} in the value is the environment variable VAR")
 	}
 	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP on stdin/stdout (newline-delimited JSON) instead of HTTP; logs go to stderr")

@@ -28,10 +28,19 @@ const commandGrace = 2 * time.Second
 
 // Command starts cmd and returns a Conn on its stdin and stdout. cmd.Stdin and
 // cmd.Stdout must be unset; cmd.Stderr is left as the caller set it (nil discards
-// the child's logs).
+// the child's logs). A cmd whose Env is nil gets Environ(nil), not this
+// process's whole environment (what exec.Cmd would give it): a server started
+// to serve others must not read the secrets of whoever started us.
 func Command(cmd *exec.Cmd, opts *Options) (*CommandConn, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("stdio: Command needs a cmd with Stdin and Stdout unset")
+	}
+	if cmd.Env == nil {
+		env, err := Environ(nil)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Env = env
 	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
