@@ -333,7 +333,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 	}
 	s := &Store{
 		opts: o, stream: stream, kv: kv, kvs: kvs, js: js, api: api, timeout: js.Options().DefaultTimeout,
-		win: newWindow(js.Options().DefaultTimeout), streamCfg: streamCfg, kvCfg: kvCfg,
+		win: newWindow(js.Options().DefaultTimeout, js.Conn().StatusChanged(nats.CLOSED)), streamCfg: streamCfg, kvCfg: kvCfg,
 		replicated: kvs.CachedInfo().Config.Replicas > 1,
 		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
 		dirty: make(map[resume.TokenHash]struct{}), flushDelay: flushDelay, packMax: packBytes,
@@ -376,6 +376,7 @@ func (s *Store) Close(ctx context.Context) error {
 	s.closed = true
 	s.mu.Unlock()
 	s.win.wait()
+	s.js.Conn().RemoveStatusListener(s.win.connClosed)
 	s.bg.Wait()
 	return first
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,7 +32,10 @@ const maxInFlight = 256
 // acknowledgement for at most lost since the one before it was resolved (the
 // stream makes progress, or it does not), and when that passes it gives up every
 // publish in flight that has no acknowledgement yet (lost with a server of a
-// NATS cluster, or with a connection closed for good): settle sends them again.
+// NATS cluster): settle sends them again. A connection closed for good gives up
+// every publish in flight at once: nats.go fails them on a reconnect, not on a
+// close, and none can be acknowledged after (so a store whose connection its
+// owner closed without closing the store leaves no goroutine behind).
 //
 // An acknowledgement frees its slot. A publish that failed or was given up
 // keeps its slot as a ghost: the server may still hold it in its queue (a
@@ -42,6 +46,9 @@ const maxInFlight = 256
 // publish through to find out.
 type window struct {
 	lost time.Duration
+	// closed receives once the connection the publishes go out on is closed
+	// for good (nats.Conn.StatusChanged(nats.CLOSED)).
+	connClosed chan nats.Status
 	// onFail is told of the error of each publish that failed.
 	onFail func(error)
 
@@ -53,6 +60,7 @@ type window struct {
 	waiters int           // publishes waiting for freed
 	running bool          // the resolving goroutine runs
 	closed  bool          // wait has been called: no goroutine starts any more
+	gone    bool          // connClosed was received: nothing in flight is acknowledged
 	wg      sync.WaitGroup
 }
 
@@ -66,8 +74,8 @@ type attempt struct {
 	done chan struct{} // closed once resolved: p.sseq set, or p failed
 }
 
-func newWindow(lost time.Duration) *window {
-	return &window{lost: lost, freed: make(chan struct{})}
+func newWindow(lost time.Duration, connClosed chan nats.Status) *window {
+	return &window{lost: lost, connClosed: connClosed, freed: make(chan struct{})}
 }
 
 // acquire takes a slot, waiting while the window is full, until ctx ends. It
@@ -157,7 +165,13 @@ func (w *window) resolve() {
 		a := w.q[0]
 		w.q[0] = nil
 		w.q = w.q[1:]
+		gone := w.gone
 		w.mu.Unlock()
+		if gone {
+			w.end(a, nil, nil)
+			w.giveUp()
+			continue
+		}
 		t.Reset(w.lost)
 		select {
 		case ack := <-a.fut.Ok():
@@ -166,6 +180,12 @@ func (w *window) resolve() {
 			w.end(a, nil, err)
 		case <-t.C:
 			w.end(a, nil, errNoAck)
+			w.giveUp()
+		case <-w.connClosed:
+			w.mu.Lock()
+			w.gone = true
+			w.mu.Unlock()
+			w.end(a, nil, nil)
 			w.giveUp()
 		}
 	}

@@ -67,7 +67,7 @@ func taken(w *window) (ok, probe bool) {
 // back and wakes the next.
 func TestWindowGhosts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := newWindow(time.Second)
+		w := newWindow(time.Second, nil)
 		fs, ps := fill(t, w)
 		if ok, _ := taken(w); ok {
 			t.Fatal("a slot with every one in flight")
@@ -118,6 +118,47 @@ func TestWindowGhosts(t *testing.T) {
 		synctest.Wait()
 		if ok, probe := taken(w); !ok || !probe {
 			t.Fatalf("after the window gave up: a slot %v, probe %v; want a probe", ok, probe)
+		}
+		w.wait()
+	})
+}
+
+// A connection closed for good gives up every publish in flight at once,
+// without waiting for the window's time, and the resolving goroutine ends:
+// nats.go fails its futures on a reconnect, never on a close.
+func TestWindowConnClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		closed := make(chan nats.Status, 1)
+		w := newWindow(time.Hour, closed)
+		_, ps := fill(t, w)
+		start := time.Now()
+		closed <- nats.CLOSED
+		synctest.Wait()
+		if time.Since(start) != 0 {
+			t.Fatalf("gave up after %v, want at once", time.Since(start))
+		}
+		for i, p := range ps {
+			if !p.failed {
+				t.Fatalf("publish %d: not given up", i)
+			}
+		}
+		w.mu.Lock()
+		running := w.running
+		w.mu.Unlock()
+		if running {
+			t.Fatal("the resolving goroutine still runs")
+		}
+		// A publish after the close is given up at once too.
+		if _, err := w.acquire(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		f, p := newFuture(), &pending{}
+		a := &attempt{p: p, fut: f, done: make(chan struct{})}
+		p.att = a
+		w.push(a)
+		synctest.Wait()
+		if !p.failed {
+			t.Fatal("a publish after the close: not given up")
 		}
 		w.wait()
 	})
