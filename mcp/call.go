@@ -132,6 +132,9 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		}
 	}
 	resp := s.srv.HandleMessage(ctx, raw)
+	if cl.modern == nil {
+		resp = legacyResult(resp)
+	}
 
 	cl.mu.Lock()
 	cl.done = true

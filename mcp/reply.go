@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"reflect"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -153,4 +154,50 @@ func withResourceURI(resp mcp.JSONRPCMessage, uri string) mcp.JSONRPCMessage {
 	}
 	e.Error.Data = map[string]any{"uri": uri}
 	return e
+}
+
+// legacyResult takes out of resp, the answer to a request of the 2025 era, the
+// resultType that only 2026-07-28 defines, which a handler may have copied from
+// an answer of that era (the gateway's, from an upstream of that era).
+// 2026-07-28 (basic, Result): resultType "is omitted when responding to a
+// request that used an earlier protocol version". The handler's own value is
+// left as it was: the result is changed on a copy.
+func legacyResult(resp mcp.JSONRPCMessage) mcp.JSONRPCMessage {
+	r, ok := resp.(mcp.JSONRPCResponse)
+	if !ok || r.Result == nil {
+		return resp
+	}
+	const complete = mcp.ResultTypeComplete
+	switch res := r.Result.(type) { // a tool's result, the common case, without reflection
+	case mcp.CallToolResult:
+		if res.ResultType == complete {
+			res.ResultType = ""
+			r.Result = res
+		}
+		return r
+	case *mcp.CallToolResult:
+		if res != nil && res.ResultType == complete {
+			c := *res
+			c.ResultType = ""
+			r.Result = &c
+		}
+		return r
+	}
+	v := reflect.ValueOf(r.Result)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return resp
+	}
+	if f := v.FieldByName("ResultType"); !f.IsValid() || f.String() != string(complete) {
+		return resp
+	}
+	p := reflect.New(v.Type())
+	p.Elem().Set(v)
+	if md, ok := reflect.TypeAssert[mcp.ResultMetadata](p); ok {
+		md.SetResultType("")
+		r.Result = p.Interface()
+	}
+	return r
 }

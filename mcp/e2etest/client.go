@@ -50,6 +50,7 @@ type Client struct {
 	in   chan Msg
 	done chan struct{}
 	once sync.Once
+	era  eraCheck
 }
 
 // timeout bounds every wait for a message in the suite; a correct server answers in
@@ -73,6 +74,7 @@ func NewClient(t testing.TB, conn transport.Conn) *Client {
 				continue
 			}
 			m.Raw = raw
+			c.era.received(t, m)
 			c.in <- m
 		}
 	}()
@@ -89,7 +91,9 @@ func (c *Client) Close() {
 // Send writes a raw message.
 func (c *Client) Send(format string, args ...any) {
 	c.t.Helper()
-	if err := c.conn.Write(context.Background(), fmt.Appendf(nil, format, args...)); err != nil {
+	msg := fmt.Appendf(nil, format, args...)
+	c.era.sending(msg)
+	if err := c.conn.Write(context.Background(), msg); err != nil {
 		c.t.Fatalf("send: %v", err)
 	}
 }
