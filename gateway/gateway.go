@@ -53,6 +53,14 @@ const (
 	ReasonUnattributed spec.Reason = "unattributed_request"
 )
 
+// StartError is the error of an upstream connection that could not be made or
+// initialized (New's, when the upstream is not there yet or refuses the
+// gateway).
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return "gateway: initializing the upstream: " + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
 // Protocol is the revision the gateway asks its upstream for.
 const Protocol = "2025-11-25"
 
@@ -386,7 +394,7 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 	defer cancel()
 	conn, err := g.dial(ctx)
 	if err != nil {
-		return nil, initResult{}, err
+		return nil, initResult{}, &StartError{err}
 	}
 	n := g.conns.Add(1)
 	p := newPeer(g, conn, "gw"+strconv.FormatUint(n, 10)+"-")
@@ -422,10 +430,10 @@ func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
 		if errors.Is(err, errLost) || errors.Is(err, errNotSent) {
 			<-p.done
 			if p.err != nil && !errors.Is(p.err, transport.ErrClosed) {
-				err = fmt.Errorf("%w (%v)", err, p.err)
+				err = fmt.Errorf("%w (%w)", err, p.err)
 			}
 		}
-		return nil, initResult{}, fmt.Errorf("gateway: initializing the upstream: %w", err)
+		return nil, initResult{}, &StartError{err}
 	}
 	p.version = init.ProtocolVersion
 	p.notify("notifications/initialized", nil)

@@ -47,3 +47,21 @@ type Drainer interface {
 	// max, or when ctx ends.
 	Drain(ctx context.Context, max time.Duration)
 }
+
+// RefusedError reports an HTTP request of a client transport (a Streamable
+// HTTP POST or GET, a WebSocket handshake) that the server refused with a
+// status before any JSON-RPC answer: a wrong path, a missing key, a proxy's
+// error page. Body is the start of what the server said.
+type RefusedError struct {
+	Method, URL string
+	Code        int
+	Status      string // "405 Method Not Allowed"
+	Body        []byte
+}
+
+func (e *RefusedError) Error() string {
+	if len(e.Body) == 0 {
+		return fmt.Sprintf("%s %s: %s", e.Method, e.URL, e.Status)
+	}
+	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.URL, e.Status, e.Body)
+}

@@ -27,6 +27,9 @@ const (
 	envClientKey = "MCP_RESUME_API_KEY"
 )
 
+// keyNote is the part of the client commands' help about the API key.
+const keyNote = "A server started with --api-keys wants an API key: set " + envClientKey + " to yours\n(an environment variable, not a flag: a command line shows in ps to every user).\n\n"
+
 // loadKeys returns the API keys of --api-keys FILE and of MCP_RESUME_API_KEYS
 // together, or nil when neither gives any (no authentication).
 func loadKeys(file string) (*transport.KeySet, error) {
@@ -123,15 +126,16 @@ func reloadOnHUP(ctx context.Context, file string, keys *transport.KeySet, log z
 	}
 }
 
-// connectClient is client.Connect for the commands: a server that refuses the
-// client for want of an API key gets an error that says where the key goes.
-func connectClient(ctx context.Context, dial client.Dialer, opts *client.Options) (*client.Client, error) {
+// connect is client.Connect for the commands: an error of the first connection
+// says what to do about it (see explain).
+func (t *target) connect(ctx context.Context, dial client.Dialer, opts *client.Options) (*client.Client, error) {
 	c, err := client.Connect(ctx, dial, opts)
-	if err != nil && (strings.Contains(err.Error(), "401 Unauthorized") || strings.Contains(err.Error(), "status code 401")) {
-		if os.Getenv(envClientKey) == "" {
-			return nil, fmt.Errorf("the server wants an API key: set %s to yours (%w)", envClientKey, err)
-		}
-		return nil, fmt.Errorf("the server refused the API key in %s (%w)", envClientKey, err)
+	if err == nil || t.stdio != "" {
+		return c, err
 	}
-	return c, err
+	creds := "set " + envClientKey + " to your API key (an environment variable: a flag would show in ps)"
+	if os.Getenv(envClientKey) != "" {
+		creds = "the server refused the API key in " + envClientKey
+	}
+	return nil, explain(err, t.endpoint(), creds)
 }

@@ -45,6 +45,20 @@ func (t *target) flags(fs *flag.FlagSet) {
 	fs.Var(&t.env, "env", "with --stdio: "+envUsage)
 }
 
+// endpoint is the server's URL: --ws's, or --url's (by default
+// http://127.0.0.1:8080/mcp); "" for --stdio.
+func (t *target) endpoint() string {
+	switch {
+	case t.stdio != "":
+		return ""
+	case t.ws != "":
+		return t.ws
+	case t.url != "":
+		return t.url
+	}
+	return "http://127.0.0.1:8080/mcp"
+}
+
 // dialer returns the Dialer of the chosen transport; a child's stderr goes to
 // stderr.
 func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
@@ -58,6 +72,9 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 	case n > 1:
 		return nil, errors.New("give one of --url, --ws, --stdio")
 	case t.ws != "":
+		if err := checkURL("--ws", t.ws, "ws", "wss"); err != nil {
+			return nil, err
+		}
 		hdr, _ := clientKey()
 		return func(ctx context.Context) (transport.Conn, error) {
 			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr, Options: ws.Options{PingInterval: t.wsPing, PingTimeout: t.wsPing / 2}})
@@ -78,9 +95,9 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 			return stdio.Command(cmd, nil)
 		}, nil
 	}
-	url := t.url
-	if url == "" {
-		url = "http://127.0.0.1:8080/mcp"
+	url := t.endpoint()
+	if err := checkURL("--url", url, "http", "https"); err != nil {
+		return nil, err
 	}
 	_, hc := clientKey()
 	keep := &httptransport.KeptSession{} // one session on the server, however often we reconnect
@@ -101,7 +118,7 @@ still running then fails, unless the server runs its tool again (--restartable),
 when its progress starts over. Progress shows as a bar on a terminal, as lines
 otherwise (stderr). Ctrl-C cancels the request on the server and exits.
 
-flags:
+` + keyNote + `flags:
 `
 
 // call is `mcp-resume call`.
@@ -158,7 +175,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, stopTracing := traceClient(ctx, &tg, opts, bar.lines())
 	defer stopTracing()
-	c, err := connectClient(ctx, dial, opts)
+	c, err := tg.connect(ctx, dial, opts)
 	if err != nil {
 		return err
 	}
@@ -325,7 +342,7 @@ printed by "mcp-resume call -v". The token is read from the environment variable
 either keeps it out of the process list, where an argument is visible to every
 user of the machine.
 
-flags:
+` + keyNote + `flags:
 `
 
 // tokenEnv names the environment variable status reads a resume token from.
@@ -364,7 +381,7 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts := &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}}
 	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
 	defer stopTracing()
-	c, err := connectClient(ctx, dial, opts)
+	c, err := tg.connect(ctx, dial, opts)
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func TestCallArgs(t *testing.T) {
 func TestCallStdio(t *testing.T) {
 	t.Setenv("MCP_RESUME_TEST_ARGS", "serve --stdio --log-level error")
 	var out, errw bytes.Buffer
-	if err := run([]string{"call", "--stdio", os.Args[0], "countdown", "seconds=0.05", "steps=2"}, nil, &out, &errw); err != nil {
+	if err := run([]string{"call", "--stdio", os.Args[0], "--env", "MCP_RESUME_TEST_ARGS", "--env", "GORACE", "countdown", "seconds=0.05", "steps=2"}, nil, &out, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	if out.String() != "countdown done: 2 of 2 steps\n" {

@@ -25,8 +25,9 @@ it. Logs go to stderr: one line per loss of the remote, nothing else
 The remote's credentials: --header, --token-env, or else the API key in
 MCP_RESUME_API_KEY (as mcp-resume call), sent as a bearer token.
 
-example, in a desktop app's or an IDE's MCP configuration:
-  {"mcpServers": {"remote": {"command": "mcp-resume",
+example, in a desktop app's or an IDE's MCP configuration (command as an absolute
+path: an app started from a dock does not get your shell's PATH):
+  {"mcpServers": {"remote": {"command": "/home/me/go/bin/mcp-resume",
     "args": ["connect", "https://mcp.example.com/mcp",
              "--header", "Authorization: Bearer ${REMOTE_TOKEN}"],
     "env": {"REMOTE_TOKEN": "..."}}}}
@@ -69,7 +70,7 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *dataDir != "" {
 		gw = append(gw, "--data-dir", *dataDir)
 	}
-	return serve(gw, stdin, stdout, stderr, true)
+	return serve(gw, stdin, stdout, stderr, modeConnect)
 }
 
 // rawHeaders collects --header values as given (checked as headerList checks

@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
-	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/gateway"
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 const gatewayUsage = `usage: mcp-resume gateway [flags] -- CMD ARGS...
@@ -70,14 +74,58 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		}
 		opts.Header.Set("Authorization", "Bearer "+tok)
 	}
-	g, err := gateway.New(context.Background(), opts)
+	var g *gateway.Gateway
+	var err error
+	if f.connect {
+		g, err = startRemote(opts, log)
+	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {
+		err = explain(err, f.upstream, "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header")
+	}
 	if err != nil {
-		if f.upstream != "" && opts.Header.Get("Authorization") == "" && strings.Contains(err.Error(), "401") {
-			err = fmt.Errorf("%w\n(the upstream wants a token: put it in an environment variable and name it with --upstream-token-env)", err)
-		}
 		return nil, err
 	}
 	info := g.ServerInfo()
 	log.Info().Str("upstream", info.Name).Str("upstreamVersion", info.Version).Msg("gateway ready")
 	return g, nil
+}
+
+// remoteWait is how long connect waits for a remote that is not there when it
+// starts (a laptop waking before its network, a remote restarting): a local
+// client waits about as long for its server's initialize (the TypeScript SDK's
+// request timeout is 60 s).
+const remoteWait = time.Minute
+
+// startRemote is gateway.New for connect: a remote that cannot be reached is
+// tried again for remoteWait, and said so once; one that refuses connect (a
+// status: credentials, a wrong path) is not. Errors speak of the remote.
+func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, error) {
+	creds := "give them with --header 'Authorization: Bearer ${TOKEN}' (the variable set in the launching app's env) or --token-env NAME"
+	deadline := time.Now().Add(remoteWait)
+	pause := backoff.Double(250*time.Millisecond, 5*time.Second)
+	for said := false; ; {
+		g, err := gateway.New(context.Background(), opts)
+		if err == nil {
+			if said {
+				log.Warn().Msg("connect: the remote is reachable now")
+			}
+			return g, nil
+		}
+		// What the remote or the network said, without the gateway's layers.
+		var refused *transport.RefusedError
+		var netErr *net.OpError
+		switch {
+		case errors.As(err, &refused):
+			err = refused
+		case errors.As(err, &netErr):
+			err = netErr
+		}
+		if refused != nil || time.Now().After(deadline) {
+			return nil, explain(fmt.Errorf("connect: the remote %s: %w", opts.URL, err), opts.URL, creds)
+		}
+		if !said {
+			log.Warn().Str("remote", opts.URL).Str("error", err.Error()).Stringer("for", remoteWait).Msg("connect: the remote is not reachable; trying again")
+			said = true
+		}
+		time.Sleep(pause.Next())
+	}
 }

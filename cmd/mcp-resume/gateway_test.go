@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +16,14 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/internal/freeport"
+	"github.com/mcp-resume/mcp-resume/internal/logbuf"
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/stdio"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -528,4 +533,93 @@ func TestGatewayTaskAfterQuestions(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// connect started before its remote: it says so once and tries again; once
+// the remote is up, the local client's initialize (sent meanwhile) is
+// answered and calls work.
+func TestConnectWaitsForRemote(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
+	addr := freeAddr(t)
+	cmd := self("connect http://" + addr + "/mcp")
+	stdin, stdout := stdioPipes(t, cmd)
+	var stderr logbuf.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	conn := &procConn{Conn: stdio.New(stdout, stdin, nil), cmd: cmd}
+	t.Cleanup(func() { _ = conn.Close() })
+	const said = "connect: the remote is not reachable; trying again"
+	poll.Until(t, 20*time.Second, "connect to say it waits", func() bool { return strings.Contains(stderr.String(), said) })
+	c := e2etest.NewClient(t, conn)
+	c.Send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	spawnNet(t, "serve --http "+addr, 1)
+	if m, _ := c.Response(`"init"`); m.Error != nil {
+		t.Fatalf("initialize: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"up"}}}`)
+	if resp, _ := c.Response("1"); e2etest.Text(resp) != "up" {
+		t.Fatalf("echo: %s", resp.Raw)
+	}
+	if n := strings.Count(stderr.String(), said); n != 1 {
+		t.Fatalf("said %d times that it waits, want once:\n%s", n, stderr.String())
+	}
+}
+
+// A remote that refuses connect (no credentials) ends it at once, with an
+// error about the remote (not "the gateway") that says where credentials go.
+func TestConnectRefusedAtStart(t *testing.T) {
+	t.Setenv(envClientKey, "")
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("laptop:connect-test-key-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	remote := spawnNet(t, "serve --http 127.0.0.1:0 --api-keys "+keys, 1)[0]
+	err := run([]string{"connect", remote.URL}, strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("connect without credentials: no error")
+	}
+	for _, want := range []string{"connect: the remote " + remote.URL, "401", "hint: the server wants credentials", "--token-env"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "gateway") || strings.Contains(err.Error(), "upstream") {
+		t.Errorf("error %q speaks of the gateway", err)
+	}
+}
+
+// The gateway binds its listeners before it starts its child: with its port
+// taken it says so, and the child never starts. Its page at / names its
+// endpoints; it is not the demo page, whose buttons call the demo tools.
+func TestGatewayStartUp(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	marker := filepath.Join(t.TempDir(), "child-started")
+	err = run([]string{"gateway", "--http", taken.Addr().String(), "--", "sh", "-c", `touch "$0"; exec sleep 30`, marker}, nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--http "+taken.Addr().String()) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("gateway on a taken port: %v, want an error naming --http and the address in use", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the child was started before the listener was bound")
+	}
+
+	ls := spawnNet(t, "gateway --http 127.0.0.1:0 -- "+os.Args[0], 2)
+	if ls[0].URL == "" {
+		ls[0], ls[1] = ls[1], ls[0]
+	}
+	resp, err := http.Get(strings.TrimSuffix(ls[0].URL, "/mcp") + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "Streamable HTTP at /mcp") || strings.Contains(string(b), "countdown") {
+		t.Fatalf("the gateway's page: %s %q", resp.Status, b)
+	}
 }

@@ -110,9 +110,12 @@ commands:
             --ws URL | --stdio CMD] TOOL key=value ... (-h for the flags)
             (--task: as a task of the server; --detach: print its id, exit)
   status    ask for a request's status by id and resume token
-  task      read the server's tasks: task get|result|cancel ID, task list
+  task      the server's tasks: task get|result|cancel|watch ID, task list
   tools     list the server's tools
   version   print the version
+
+call, status, task and tools present the API key in MCP_RESUME_API_KEY (a
+server started with --api-keys wants one); -h after a command for its flags.
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -122,9 +125,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stdin, stdout, stderr, false)
+		return serve(args[1:], stdin, stdout, stderr, modeServe)
 	case "gateway":
-		return serve(args[1:], stdin, stdout, stderr, true)
+		return serve(args[1:], stdin, stdout, stderr, modeGateway)
 	case "connect":
 		return connect(args[1:], stdin, stdout, stderr)
 	case "call":
@@ -201,16 +204,29 @@ type serveFlags struct {
 	maxLiveP       int
 
 	// gateway only
+	gateway          bool // the gateway command (or connect): no demo tools, no demo page
+	connect          bool // connect: the upstream is "the remote", waited for at start-up
 	upstream         string
 	upstreamTokenEnv string
 	upstreamHeaders  headerList
 	childEnv         envList
 }
 
-// serve runs the serve command, or with gw the gateway command: the same server
-// in front of an upstream MCP server instead of the demo tools.
-func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) error {
-	var f serveFlags
+// serveMode is what serve runs: the serve command, the gateway command (the
+// same server in front of an upstream MCP server instead of the demo tools), or
+// connect (the gateway for one local client).
+type serveMode int
+
+const (
+	modeServe serveMode = iota
+	modeGateway
+	modeConnect
+)
+
+// serve runs the serve command, the gateway command or connect (mode).
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveMode) error {
+	gw := mode != modeServe
+	f := serveFlags{gateway: gw, connect: mode == modeConnect}
 	name := "serve"
 	if gw {
 		name = "gateway"
@@ -226,7 +242,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		fs.PrintDefaults()
 	}
 	if gw {
-		fs.StringVar(&f.upstream, "upstream", "", "the upstream's Streamable HTTP URL (instead of a command after --)")
+		fs.StringVar(&f.upstream, "upstream", "", "the upstream's URL, instead of a command after --: Streamable HTTP (http://, https://) or WebSocket (ws://, wss://)")
 		fs.StringVar(&f.upstreamTokenEnv, "upstream-token-env", "", "with --upstream: the name of an environment variable holding a bearer token sent to the upstream")
 		fs.Var(&f.childEnv, "env", "with a command after --: "+envUsage)
 		fs.Var(&f.upstreamHeaders, "upstream-header", "with --upstream: a header sent with every request to the upstream, `Name: value` (repeatable); ${VAR} in the value is the environment variable VAR")
@@ -248,10 +264,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.DurationVar(&f.streamIdle, "stream-idle", 0, "close a request's event stream after this long without an event; the client reconnects with Last-Event-ID (0: never)")
 	fs.DurationVar(&f.keepAlive, "keepalive", 20*time.Second, "an event stream quiet this long gets a keepalive comment; the interval is announced on every stream (Mcp-Resume-Keepalive), and mcp-resume's clients take a stream silent for 2.5 times it for a dead connection")
 	fs.DurationVar(&f.userTimeout, "tcp-user-timeout", 30*time.Second, "a connection whose peer acknowledges nothing written for this long is dropped (TCP_USER_TIMEOUT, Linux) and its requests detached: a client that vanished without closing (a laptop that slept) is found at the next keepalive, not after the kernel's 15 minutes of retransmissions (0: the kernel's default)")
-	fs.IntVar(&f.maxConns, "max-conns", transport.DefaultMaxConns(), "TCP connections open at once over the --http and --ws listeners (default 10000, or three quarters of the open-file limit when lower); past it a new connection is answered 503 too_many_connections and closed (negative: no bound)")
+	fs.IntVar(&f.maxConns, "max-conns", transport.DefaultMaxConns(), "TCP connections open at once over the --http and --ws listeners (the default shown is this machine's: 10000, or three quarters of the open-file limit when that is lower); past it a new connection is answered 503 too_many_connections and closed (negative: no bound)")
 	fs.IntVar(&f.maxConnsA, "max-conns-per-address", transport.DefaultMaxConnsPerAddress, "TCP connections open at once from one remote address (IPv6: one /64), the same way")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", 30*time.Second, "a Streamable HTTP POST whose body has not fully arrived this long after its head is answered 408 (request_timeout) and its connection closed; the event stream that follows is not bounded by it (negative: no bound)")
-	fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
+	if !gw { // the gateway serves its upstream's
+		fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
+	}
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")
 	fs.DurationVar(&f.retention, "retention", 0, "how long a result no client has received is kept (0: same as --max-wait)")
@@ -260,7 +278,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	fs.IntVar(&f.maxLive, "max-live", 10000, "maximum running resumable requests; past it new calls run without a resume policy")
 	fs.IntVar(&f.maxRetained, "max-retained", 100000, "maximum finished requests whose results are kept; past it the oldest is released")
 	fs.IntVar(&f.queueBytes, "queue-bytes", 1<<20, "byte budget of each request's queued messages")
-	fs.Int64Var(&f.queuedBytes, "max-queued-bytes", defaultQueuedBytes(), "byte budget of everything kept for every request together, results included (default: a quarter of the machine's or the cgroup's memory); at it the oldest kept results go first (answering expired, detail evicted), and new calls run without a resume policy while it stays used up (negative: no budget)")
+	fs.Int64Var(&f.queuedBytes, "max-queued-bytes", defaultQueuedBytes(), "byte budget of everything kept for every request together, results included (the default shown is this machine's: a quarter of its or its cgroup's memory); at it the oldest kept results go first (answering expired, detail evicted), and new calls run without a resume policy while it stays used up (negative: no budget)")
 	fs.Int64Var(&f.queuedBytesP, "max-queued-bytes-per-principal", 0, "the same budget for the requests of each principal (--api-keys) (0: a quarter of --max-queued-bytes; negative: none)")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", transport.DefaultMaxMessageBytes, "largest message accepted from a client")
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
@@ -291,9 +309,6 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 	}
 	if gw && (f.upstream == "") == (fs.NArg() == 0) {
 		return errors.New("gateway: give the upstream either as a command after -- or with --upstream URL")
-	}
-	if gw && f.conformance {
-		return errors.New("gateway: --conformance serves the fixture tools; the gateway serves its upstream's")
 	}
 	if f.stdio && f.wsAddr != "" {
 		return errors.New("--ws serves the network transports; it cannot be combined with --stdio")
@@ -362,6 +377,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		tools[name] = p
 	}
 
+	// The listeners are bound first: a port in use is told before anything
+	// starts (the gateway's child, the store).
+	var bound *listeners
+	if !f.stdio {
+		if bound, err = bind(&f); err != nil {
+			return err
+		}
+		defer bound.close()
+	}
 	store, node, closeStore, err := openStore(context.Background(), &f, log)
 	if err != nil {
 		return err
@@ -431,7 +455,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, gw bool) er
 		log.Info().Msg("mcp-resume stopped")
 		return cmp.Or(leaseLost(ctx), err)
 	}
-	err = serveHTTP(ctx, &f, core, keys, log, timer, om.collectors)
+	err = serveHTTP(ctx, &f, bound, core, keys, log, timer, om.collectors)
 	return cmp.Or(leaseLost(ctx), err)
 }
 
@@ -475,11 +499,48 @@ func leaseLost(ctx context.Context) error {
 	return nil
 }
 
-// serveHTTP serves the network transports until ctx ends (SIGINT, SIGTERM), then
-// shuts down: new requests get 503, open streams and WebSocket connections close,
-// running requests end. The --http listener has Streamable HTTP (--path),
-// WebSocket (/ws) and the demo page (/); a --ws listener the last two.
-func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
+// listeners are serve's --http and --ws listeners, bound before anything
+// starts, under one connection limit (the files are the process's).
+type listeners struct {
+	http, ws net.Listener // nil when not served
+	limit    *transport.ConnLimit
+}
+
+// bind binds --http and --ws.
+func bind(f *serveFlags) (*listeners, error) {
+	l := &listeners{limit: transport.NewConnLimit(f.maxConns, f.maxConnsA)}
+	for _, a := range []struct {
+		flag, addr string
+		ln         *net.Listener
+	}{{"--http", f.httpAddr, &l.http}, {"--ws", f.wsAddr, &l.ws}} {
+		if a.addr == "" {
+			continue
+		}
+		ln, err := transport.Listen(context.Background(), a.addr, &transport.ListenOptions{UserTimeout: f.userTimeout, Limit: l.limit})
+		if err != nil {
+			l.close()
+			return nil, fmt.Errorf("%s %s: %w", a.flag, a.addr, err)
+		}
+		*a.ln = ln
+	}
+	return l, nil
+}
+
+// close closes the listeners (again after their servers closed them: harmless).
+func (l *listeners) close() {
+	for _, ln := range []net.Listener{l.http, l.ws} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// serveHTTP serves the network transports on bound until ctx ends (SIGINT,
+// SIGTERM), then shuts down: new requests get 503, open streams and WebSocket
+// connections close, running requests end. The --http listener has Streamable
+// HTTP (--path), WebSocket (/ws) and the demo page (/); a --ws listener the
+// last two.
+func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
 	if keys != nil {
 		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key (SIGHUP reloads the keys)")
 		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
@@ -514,6 +575,10 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		Logger:         &log,
 	})
 	page := web.Handler()
+	if f.gateway {
+		// The demo page calls the demo tools, which a gateway does not have.
+		page = gatewayPage(f.path)
+	}
 	var pr probes
 
 	type listener struct {
@@ -521,26 +586,16 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		srv *http.Server
 	}
 	var lns []listener
-	limit := transport.NewConnLimit(f.maxConns, f.maxConnsA) // one for every listener: the files are the process's
-	listen := func(addr string, mux *http.ServeMux) error {
-		ln, err := transport.Listen(ctx, addr, &transport.ListenOptions{UserTimeout: f.userTimeout, Limit: limit})
-		if err != nil {
-			return err
-		}
+	limit := bound.limit
+	listen := func(ln net.Listener, mux *http.ServeMux) {
 		// A request's head must come within 10 s (a WebSocket handshake's too);
 		// a connection between requests is closed after 2 minutes (an idle
 		// keep-alive connection counts toward --max-conns). No ReadTimeout: it
 		// would cut the event streams; --body-timeout bounds a POST body.
 		lns = append(lns, listener{ln, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: stdlog.New(log, "", 0)}})
-		return nil
 	}
-	closeAll := func() {
-		for _, l := range lns {
-			_ = l.ln.Close()
-		}
-	}
-	if f.httpAddr != "" {
+	if bound.http != nil {
 		mux := http.NewServeMux()
 		mux.Handle(f.path, h)
 		mux.Handle("/ws", wsh)
@@ -551,18 +606,13 @@ func serveHTTP(ctx context.Context, f *serveFlags, core *mcp.Server, keys *trans
 		cs := append([]prometheus.Collector{timer, sessions}, connMetrics(limit, wsh)...)
 		cs = append(cs, ops...)
 		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), cs...)))
-		if err := listen(f.httpAddr, mux); err != nil {
-			return err
-		}
+		listen(bound.http, mux)
 	}
-	if f.wsAddr != "" {
+	if bound.ws != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
-		if err := listen(f.wsAddr, mux); err != nil {
-			closeAll()
-			return err
-		}
+		listen(bound.ws, mux)
 	}
 	errc := make(chan error, len(lns))
 	for _, l := range lns {
@@ -700,4 +750,17 @@ func logOutput(w io.Writer) io.Writer {
 		return zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
 	return w
+}
+
+// gatewayPage is what a gateway serves at /: where its endpoints are (the demo
+// page calls tools only `serve` has).
+func gatewayPage(path string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "mcp-resume gateway %s: Streamable HTTP at %s, WebSocket at /ws (the demo page is mcp-resume serve's)\n", version, path)
+	})
 }

@@ -26,10 +26,12 @@ func TestMain(m *testing.M) {
 		return
 	}
 	if args := os.Getenv("MCP_RESUME_TEST_ARGS"); args != "" {
-		if strings.HasPrefix(args, "gateway ") {
+		if rest, ok := strings.CutPrefix(args, "gateway "); ok && !strings.Contains(args, "--upstream ") {
 			// The gateway's upstream child is this binary again, as the
-			// command MCP_RESUME_TEST_UPSTREAM says (default serve --stdio).
+			// command MCP_RESUME_TEST_UPSTREAM says (default serve --stdio),
+			// which the child learns from the variables passed on to it.
 			_ = os.Setenv("MCP_RESUME_TEST_ARGS", cmp.Or(os.Getenv("MCP_RESUME_TEST_UPSTREAM"), "serve --stdio"))
+			args = "gateway --env MCP_RESUME_TEST_ARGS --env GORACE " + rest
 		}
 		main2(strings.Fields(args))
 		return

@@ -178,7 +178,7 @@ its questions from stdin), watch follows its events (progress, logs, its end;
 tasks/stream, across lost connections) without taking its result, cancel
 cancels it, list lists this client's tasks. Flags go anywhere.
 
-flags:
+` + keyNote + `flags:
 `
 
 // task is `mcp-resume task`.
@@ -215,7 +215,7 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
 	defer stopTracing()
-	c, err := connectClient(ctx, dial, opts)
+	c, err := tg.connect(ctx, dial, opts)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ const toolsUsage = `usage: mcp-resume tools [--url URL | --ws URL | --stdio CMD]
 Lists the server's tools: a line each, its name and the first line of its
 description (--json: the whole tools/list result).
 
-flags:
+` + keyNote + `flags:
 `
 
 // tools is `mcp-resume tools`.
@@ -52,7 +52,7 @@ func tools(args []string, stdout, stderr io.Writer) error {
 	opts := &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}}
 	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
 	defer stopTracing()
-	c, err := connectClient(ctx, dial, opts)
+	c, err := tg.connect(ctx, dial, opts)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,8 @@ func TestTraceThroughGateway(t *testing.T) {
 	rcv := otlptest.New(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
-	c := e2etest.NewClient(t, spawn(t, "gateway --stdio -- "+os.Args[0]))
+	// The child exports its spans when given the exporter's variables.
+	c := e2etest.NewClient(t, spawn(t, "gateway --stdio --env OTEL_EXPORTER_OTLP_ENDPOINT --env OTEL_BSP_SCHEDULE_DELAY -- "+os.Args[0]))
 	c.Initialize(`{}`)
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0.1,"steps":2},"_meta":{"progressToken":"p","traceparent":"00-%s-%s-01"}}}`, clientTraceID, clientSpanID)
 	if resp, _ := c.Response(`1`); e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
@@ -385,7 +386,7 @@ func TestGatewayClientOperations(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
 	t.Setenv("OTEL_METRICS_EXPORTER", "otlp")
 	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "100")
-	ls := spawnNet(t, "gateway --http 127.0.0.1:0 -- "+os.Args[0], 2)
+	ls := spawnNet(t, "gateway --http 127.0.0.1:0 --env OTEL_EXPORTER_OTLP_ENDPOINT --env OTEL_BSP_SCHEDULE_DELAY --env OTEL_METRICS_EXPORTER --env OTEL_METRIC_EXPORT_INTERVAL -- "+os.Args[0], 2)
 	if ls[0].URL == "" {
 		ls[0], ls[1] = ls[1], ls[0]
 	}

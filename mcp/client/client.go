@@ -326,7 +326,7 @@ func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResu
 // server's answer.
 func handshake(ctx context.Context, l *link, cl *call, params json.RawMessage) (*mcpgo.InitializeResult, error) {
 	if err := l.conn.Write(ctx, spec.EncodeRequest(cl.id, spec.MethodInitialize, params)); err != nil {
-		return nil, fmt.Errorf("client: initialize: %w: %w", errConnectionLost, err)
+		return nil, fmt.Errorf("client: initialize: %w (not sent): %w", errNoAnswer, err)
 	}
 	var raw json.RawMessage
 	select {
@@ -336,7 +336,7 @@ func handshake(ctx context.Context, l *link, cl *call, params json.RawMessage) (
 		}
 		raw = cl.result
 	case <-l.done:
-		return nil, fmt.Errorf("client: initialize: %w: %w", errConnectionLost, l.err)
+		return nil, fmt.Errorf("client: initialize: %w (the connection ended first): %w", errNoAnswer, l.err)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("client: initialize: %w", context.Cause(ctx))
 	}

@@ -23,9 +23,11 @@ var ErrNotResumable = errors.New("client: connection lost and the request was no
 // Options.ReconnectTimeout.
 var ErrGaveUp = errors.New("client: gave up reconnecting")
 
-// errConnectionLost is matched by the error of an initialize whose connection
-// was lost (or could not be written to) before its answer came.
-var errConnectionLost = errors.New("connection lost")
+// errNoAnswer is matched by the error of an initialize that got no answer: it
+// could not be sent (the server refused it, or could not be reached), or its
+// connection ended before the answer came. Nothing was connected, so nothing
+// was lost.
+var errNoAnswer = errors.New("no answer")
 
 // ProtocolError reports a message from the server that is not valid JSON-RPC.
 // The connection is dropped and every call on it fails with this error: a server

@@ -114,7 +114,7 @@ func outcome(method string, res json.RawMessage, err error) mcptrace.Outcome {
 		return mcptrace.Answered(e.Code, e.Message, string(e.Reason))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return mcptrace.Unanswered("cancelled", err.Error())
-	case errors.Is(err, ErrNotResumable), errors.Is(err, errConnectionLost):
+	case errors.Is(err, ErrNotResumable), errors.Is(err, errNoAnswer):
 		return mcptrace.Unanswered("connection_lost", err.Error())
 	case errors.Is(err, ErrGaveUp):
 		return mcptrace.Unanswered("gave_up", err.Error())

@@ -38,7 +38,7 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, fmt.Errorf("GET: %s: %s", resp.Status, b)
+		return resp.StatusCode, &transport.RefusedError{Method: http.MethodGet, URL: c.url, Code: resp.StatusCode, Status: resp.Status, Body: bodyStart(b)}
 	}
 	return resp.StatusCode, c.take(resp, nil, nil)
 }
@@ -130,7 +130,7 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 		// key, a forbidden origin, a wrong media type, a body too large...): the
 		// error carries no id to route by, and the request will never be
 		// answered. Without a key, nothing will be.
-		return fmt.Errorf("transport/http: POST %s: %s: %s", c.url, resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("transport/http: %w", &transport.RefusedError{Method: http.MethodPost, URL: c.url, Code: resp.StatusCode, Status: resp.Status, Body: bodyStart(b)})
 	}
 	if len(bytes.TrimSpace(b)) > 0 && strings.HasPrefix(ct, "application/json") {
 		c.deliver(Inbound{Msg: b})
@@ -204,4 +204,13 @@ func (b *idleBody) Read(p []byte) (int, error) {
 func (b *idleBody) Close() error {
 	b.timer.Stop()
 	return b.ReadCloser.Close()
+}
+
+// bodyStart is the start of a refusal's body that an error quotes.
+func bodyStart(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if len(b) > 512 {
+		b = b[:512]
+	}
+	return b
 }

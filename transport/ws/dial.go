@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // DialOptions configure Dial. Nil means defaults.
@@ -62,8 +65,8 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 	})
 	if err != nil {
 		if resp != nil && resp.Body != nil {
-			b, _ := io.ReadAll(resp.Body)
-			return nil, fmt.Errorf("ws: dial %s: %s: %s", url, resp.Status, b)
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			return nil, fmt.Errorf("ws: dial: %w", &transport.RefusedError{Method: "WebSocket handshake", URL: url, Code: resp.StatusCode, Status: resp.Status, Body: bytes.TrimSpace(b)})
 		}
 		return nil, fmt.Errorf("ws: dial %s: %w", url, err)
 	}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// helpFlags returns the flags `mcp-resume CMD --help` lists.
+func helpFlags(t *testing.T, cmd string) []string {
+	t.Helper()
+	var errw bytes.Buffer
+	if err := run([]string{cmd, "--help"}, nil, &bytes.Buffer{}, &errw); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("%s --help: %v", cmd, err)
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(errw.String(), -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Fatalf("%s --help lists no flag:\n%s", cmd, errw.String())
+	}
+	return names
+}
+
+// Help and docs agree: every flag a command's --help lists is in that
+// command's page of docs/, and every --flag the docs (and the READMEs) name
+// is a flag of one of our commands, or of the other programs they show.
+func TestHelpAndDocsAgree(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	pages := map[string][]string{ // the page of each command's flags
+		"docs/serve.md":   {"serve"},
+		"docs/gateway.md": {"gateway"},
+		"docs/connect.md": {"connect"},
+		"docs/cli.md":     {"call", "status", "task", "tools"},
+	}
+	serveFlags := helpFlags(t, "serve")
+	all := map[string]bool{}
+	for page, cmds := range pages {
+		text := read(page)
+		for _, cmd := range cmds {
+			for _, name := range helpFlags(t, cmd) {
+				all[name] = true
+				if cmd == "gateway" && slices.Contains(serveFlags, name) {
+					continue // a serve flag: serve.md's
+				}
+				if !regexp.MustCompile(`(^|[^a-zA-Z0-9-])--?` + regexp.QuoteMeta(name) + `\b`).MatchString(text) {
+					t.Errorf("%s --help lists -%s, which %s does not name", cmd, name, page)
+				}
+			}
+		}
+	}
+	// Flags of other programs the docs show: the conformance suite's, mcp-remote's.
+	others := []string{"suite", "requirements", "transport", "expected-failures", "scenario"}
+	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	for i := range docs {
+		docs[i], _ = filepath.Rel(filepath.Join("..", ".."), docs[i])
+	}
+	for _, page := range append(docs, "README.md", "spec/README.md") {
+		for _, m := range regexp.MustCompile(`(?:^|[^a-zA-Z0-9-])--([a-z][a-z0-9-]+)`).FindAllStringSubmatch(read(page), -1) {
+			if !all[m[1]] && !slices.Contains(others, m[1]) {
+				t.Errorf("%s names --%s, which no command has", page, m[1])
+			}
+		}
+	}
+}
+
+// The top-level help names every subcommand of task.
+func TestUsageNamesTaskVerbs(t *testing.T) {
+	for _, verb := range []string{"get", "result", "cancel", "watch", "list"} {
+		if !strings.Contains(usage, verb) {
+			t.Errorf("the usage does not name task %s", verb)
+		}
+	}
+}
