@@ -20,6 +20,9 @@ type asker struct{ cl *call }
 // requested until it is answered.
 func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	s := cl.c.s
+	if err := context.Cause(cl.ctx); err != nil {
+		return nil, err // cancelled: its client is asked nothing more
+	}
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -37,7 +40,7 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 			cl.mu.Unlock()
 			return nil, e
 		}
-		if cl.request() == nil && cl.promote(true, false) == nil && cl.request() == nil {
+		if cl.request() == nil && cl.promote(true) == nil && cl.request() == nil {
 			return nil, spec.NewError(spec.CodeInternalError, "", "the request cannot wait for input")
 		}
 	}

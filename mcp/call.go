@@ -92,6 +92,9 @@ type call struct {
 	// applied: the middleware applied a policy of Mode Always or After (Promote
 	// may make the call resumable), restartable that policy's.
 	applied, restartable bool
+	// primed: the call's stream has given its client an id to reconnect with
+	// (PrimingStream): a quick window would come too late.
+	primed bool
 	done                 bool // the handler returned
 	lost                 bool // the connection went away before the request became resumable
 }
@@ -170,9 +173,16 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if cause != nil {
 		// Cancelled by the client, expired, shut down, or its connection is gone:
 		// no response (a cancelled request gets none, and nobody would read it).
+		// A request the call became ends with it when the call was cancelled
+		// on its own (its client, its connection): nothing else would end it
+		// now that its handler has returned. One the engine ended (expiry, a
+		// cancel by token, shutdown: its context's cause) is the engine's.
 		cl.c.debug().Str("request", string(cl.id)).Str("cause", cause.Error()).Msg("request ended without a response")
-		if r == nil {
+		switch {
+		case r == nil:
 			cl.span.endCause(cause) // a request's span is the request's to end
+		case r.Context().Err() == nil:
+			r.Cancel()
 		}
 		return
 	}
@@ -255,16 +265,16 @@ func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 		if w := cl.c.s.opts.QuickCall; w > 0 && cl.key == "" && !cl.kind.task() {
 			// Its client holds no token until the policy is sent: a call that
 			// answers first is answered as a plain one (Options.QuickCall).
-			cl.promoteAfter(w, p.Restartable, true)
+			cl.promoteAfter(w, true)
 			return ctx
 		}
-		if r := cl.promote(false, p.Restartable); r != nil {
+		if r := cl.promote(false); r != nil {
 			// The tool runs on the request's own context, which ends exactly when
 			// the request does, with mcp-go's values (session, server, request).
 			return requestCtx{Context: r.Context(), values: ctx}
 		}
 	case After:
-		cl.promoteAfter(p.After, p.Restartable, false)
+		cl.promoteAfter(p.After, false)
 	}
 	return ctx
 }
@@ -272,12 +282,32 @@ func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 // promoteAfter makes the call resumable once it has run d, unless it ends
 // sooner; eager: or sooner still, right before its first message (due). Only
 // the first call counts.
-func (cl *call) promoteAfter(d time.Duration, restartable, eager bool) {
+func (cl *call) promoteAfter(d time.Duration, eager bool) {
 	cl.mu.Lock()
+	if eager && cl.primed {
+		// Its client has an id to reconnect with already: resumable now.
+		cl.mu.Unlock()
+		cl.promote(true)
+		return
+	}
 	defer cl.mu.Unlock()
 	if cl.timer == nil && !cl.done {
 		cl.eager = eager
-		cl.timer = time.AfterFunc(d, func() { cl.promote(true, restartable) })
+		cl.timer = time.AfterFunc(d, func() { cl.promote(true) })
+	}
+}
+
+// beforePrime runs right before the call's stream gives its client an id to
+// reconnect with (PrimingStream): a call in its quick window becomes
+// resumable now, and one whose policy is not applied yet will be as it is
+// (promoteAfter), so that the id names a request the client can come back to.
+func (cl *call) beforePrime() {
+	cl.mu.Lock()
+	cl.primed = true
+	eager := cl.eager
+	cl.mu.Unlock()
+	if eager {
+		cl.promote(true)
 	}
 }
 
@@ -300,15 +330,20 @@ func (c requestCtx) Value(key any) any {
 // promote makes the call resumable: registers it, writes the policy notification
 // (before any other message of the request), and attaches it to its connection.
 // running says the tool already runs on the call's context, which must then end
-// when the request does. It returns the request, or nil when the call stays plain.
-func (cl *call) promote(running, restartable bool) *resume.Request {
+// when the request does. Whether the request may run again after a restart is
+// the applied policy's (cl.restartable), whatever made the call resumable now.
+// It returns the request, or nil when the call stays plain.
+func (cl *call) promote(running bool) *resume.Request {
 	c, s := cl.c, cl.c.s
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if cl.done || cl.lost || cl.req != nil {
+	if cl.done || cl.lost || cl.req != nil || cl.ctx.Err() != nil {
+		// Answered, gone with its connection, a request already, or ended
+		// (cancelled by its client before it became one: see cancelled).
 		return nil
 	}
 	cl.eager = false
+	restartable := cl.restartable
 	// A task is found by its task id, not by a token its client holds: no
 	// policy, no sequence numbers, whatever the client declared.
 	hidden := !cl.resumable || cl.kind.task()
@@ -415,10 +450,10 @@ func (cl *call) promote(running, restartable bool) *resume.Request {
 // the message is in the request's outbox, numbered, after the policy.
 func (cl *call) due() {
 	cl.mu.Lock()
-	eager, restartable := cl.eager, cl.restartable
+	eager := cl.eager
 	cl.mu.Unlock()
 	if eager {
-		cl.promote(true, restartable)
+		cl.promote(true)
 	}
 }
 

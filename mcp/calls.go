@@ -51,6 +51,9 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 	ctx, cancel := context.WithCancelCause(sp.context(context.WithoutCancel(c.ctx)))
 	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp}
 	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
+	if ps, ok := st.(PrimingStream); ok {
+		ps.BeforePrime(cl.beforePrime)
+	}
 	if mr != nil {
 		cl.resumable, cl.ackMode = mr.resumable()
 		cl.sess.own = &ownSession{level: mcp.LoggingLevelInfo}
@@ -293,11 +296,16 @@ func (cc *sessionCalls) cancelled(m *spec.Message) {
 	cl, r := cc.running[key], c.att.attached[key].r
 	c.mu.Unlock()
 	if r == nil && cl != nil {
+		// Under the call's lock: a call not yet a request is cancelled before
+		// promote can make it one (promote looks at its context under the same
+		// lock).
 		cl.mu.Lock()
 		req := cl.req
-		cl.mu.Unlock()
 		if req == nil {
 			cl.cancel(errClientCancel)
+		}
+		cl.mu.Unlock()
+		if req == nil {
 			return
 		}
 		r = req

@@ -1,14 +1,18 @@
 package mcp_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/resume/memstore"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -110,4 +114,38 @@ func TestQuickCallLostConnection(t *testing.T) {
 			t.Errorf("the engine holds %+v", st)
 		}
 	})
+}
+
+// A restartable tool of a 2026 request (of a client that declared SEP-975, so
+// that it outlives the process) that asks its client within the quick window (the question makes the call a request at once, MRTR) keeps its
+// policy's restartability: after a restart on its store it runs again,
+// instead of failing with server_restarted.
+func TestQuickCallAskRestartable(t *testing.T) {
+	for _, restartable := range []bool{true, false} {
+		st := memstore.New()
+		opts := mcp.Options{Store: st, Tools: map[string]mcp.Policy{"ask": {Mode: mcp.Always, Restartable: restartable}}}
+		core1 := mcp.New(demo.Server("test"), &opts)
+		a := e2etest.NewClient(t, serveSessions(t, core1)(t, nil))
+		caps := fmt.Sprintf(`{"elicitation":{},"extensions":{%q:{}}}`, spec.ExtensionResumable)
+		a.Modern(`"q"`, "tools/call", `"name":"ask","arguments":{"question":"now?"}`, caps)
+		if m, _ := a.Response(`"q"`); !strings.Contains(string(m.Raw), "input_required") {
+			t.Fatalf("the question: %s", m.Raw)
+		}
+		a.Close()
+		core1.Close() // the request stays in the store, waiting for its answer
+
+		core2 := mcp.New(demo.Server("test"), &opts)
+		var stats resume.Stats
+		poll.Until(t, 10*time.Second, "the recovery", func() bool {
+			stats = core2.Engine().Stats()
+			return stats.Processing+stats.Failed > 0
+		})
+		if restartable && (stats.Processing != 1 || stats.Failed != 0) {
+			t.Errorf("restartable: %+v after the restart, want the call running again", stats)
+		}
+		if !restartable && stats.Failed != 1 {
+			t.Errorf("not restartable: %+v after the restart, want it failed (server_restarted)", stats)
+		}
+		core2.Close()
+	}
 }

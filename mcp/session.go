@@ -299,12 +299,12 @@ func Promote(ctx context.Context) bool {
 	}
 	cl := cs.cl
 	cl.mu.Lock()
-	applied, restartable := cl.applied, cl.restartable
+	applied := cl.applied
 	cl.mu.Unlock()
 	if !applied {
 		return false
 	}
-	return cl.promote(true, restartable) != nil || cl.request() != nil
+	return cl.promote(true) != nil || cl.request() != nil
 }
 
 // Ask sends a server-to-client request (sampling/createMessage,

@@ -189,6 +189,19 @@ type ClosableStream interface {
 	CloseStream() bool
 }
 
+// A PrimingStream is a Stream that gives its client an id to reconnect with
+// before any message of its request (Streamable HTTP's priming event,
+// SEP-1699). A client that reconnects with that id must find the request: the
+// core hands the stream, for each call, what makes the call resumable before
+// the id goes out (a call in its quick window is promoted then).
+type PrimingStream interface {
+	Stream
+	// BeforePrime sets f, which the stream runs once right before it writes
+	// its priming event, outside its own lock (f may Write to it). Set before
+	// the stream's first Write.
+	BeforePrime(f func())
+}
+
 // closeStream closes the stream the call's messages currently go to, when its
 // transport can.
 func (cl *call) closeStream() bool {

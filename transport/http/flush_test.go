@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/mcp"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
@@ -21,7 +24,7 @@ import (
 // call's first events reach the client while it runs.
 func TestFirstFlush(t *testing.T) {
 	t.Run("held", func(t *testing.T) {
-		s, writes := newCountingServer(t, &httptransport.Options{FirstFlush: time.Hour})
+		s, writes := newCountingServer(t, nil, &httptransport.Options{FirstFlush: time.Hour})
 		c := s.raw(t)
 		c.initialize(`{"resumableRequests":{}}`)
 		before := writes.Load()
@@ -51,8 +54,9 @@ func TestFirstFlush(t *testing.T) {
 	t.Run("quick", func(t *testing.T) {
 		// A call answered before the stream's first flush, sending nothing
 		// before: a JSON body, in one write, with no priming event or policy
-		// (mcp.Options.QuickCall).
-		s, writes := newCountingServer(t, &httptransport.Options{FirstFlush: time.Hour})
+		// (mcp.Options.QuickCall, an hour here: however slow the machine, the
+		// echo is quick).
+		s, writes := newCountingServer(t, &mcp.Options{QuickCall: time.Hour}, &httptransport.Options{FirstFlush: time.Hour})
 		c := s.raw(t)
 		c.initialize(`{"resumableRequests":{}}`)
 		before := writes.Load()
@@ -69,23 +73,32 @@ func TestFirstFlush(t *testing.T) {
 		}
 	})
 	t.Run("coalesce", func(t *testing.T) {
-		s, _ := newCountingServer(t, &httptransport.Options{FirstFlush: -1})
+		// FirstFlush negative: the first events wait as long as Coalesce (an
+		// hour here), not FirstFlush's default: the call is answered in one
+		// write, its priming event, policy and progress with its result.
+		s, writes := newCountingServer(t, nil, &httptransport.Options{FirstFlush: -1, Coalesce: time.Hour})
 		c := s.raw(t)
 		c.initialize(`{"resumableRequests":{}}`)
-		ctx, drop := context.WithCancel(context.Background())
-		defer drop()
-		resp := c.do(ctx, http.MethodPost, countdown("1", 60, 1)) // ends long after the test
-		if e := next(t, events(resp.Body)); e.data != "" {
-			t.Fatalf("first event %q, want the priming event", e.data)
+		before := writes.Load()
+		resp := c.do(context.Background(), http.MethodPost, countdown("1", 0.05, 1))
+		n := 0
+		for range events(resp.Body) {
+			n++
+		}
+		if n != 4 {
+			t.Fatalf("%d events, want the priming event, policy, progress and result", n)
+		}
+		if n := writes.Load() - before; n != 1 {
+			t.Fatalf("the call's answer took %d writes to the connection, want 1", n)
 		}
 	})
 }
 
 // newCountingServer is newServer with a count of the writes to its
 // connections.
-func newCountingServer(t *testing.T, hopts *httptransport.Options) (*server, *atomic.Int64) {
+func newCountingServer(t *testing.T, opts *mcp.Options, hopts *httptransport.Options) (*server, *atomic.Int64) {
 	writes := new(atomic.Int64)
-	s := newServerOf(t, demo.Server("test"), nil, hopts, func(l net.Listener) net.Listener { return countingListener{l, writes} })
+	s := newServerOf(t, demo.Server("test"), opts, hopts, func(l net.Listener) net.Listener { return countingListener{l, writes} })
 	return s, writes
 }
 
@@ -110,4 +123,32 @@ type countingConn struct {
 func (c countingConn) Write(b []byte) (int, error) {
 	c.writes.Add(1)
 	return c.Conn.Write(b)
+}
+
+// The priming event names a request its client can reconnect to: a call still
+// in its quick window (mcp.Options.QuickCall) when its stream's first flush
+// comes is made resumable first, so a drop right after the priming event
+// loses nothing and Last-Event-ID finds the call.
+func TestPrimingNamesResumable(t *testing.T) {
+	tools := demo.Server("test")
+	tools.AddTool(mcpgo.NewTool("block"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s := newServerOf(t, tools, &mcp.Options{QuickCall: time.Hour}, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{}}`)
+	ctx, drop := context.WithCancel(context.Background())
+	resp := c.do(ctx, http.MethodPost, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"block"}}`)
+	prime := next(t, events(resp.Body))
+	if prime.data != "" || prime.id == "" {
+		t.Fatalf("first event %+v, want the priming event", prime)
+	}
+	drop()
+	again := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+prime.id)
+	defer again.Body.Close()
+	if again.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(again.Body)
+		t.Fatalf("reconnecting with the priming event's id %s: %s %s", prime.id, again.Status, b)
+	}
 }

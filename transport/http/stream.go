@@ -47,12 +47,24 @@ type stream struct {
 	// primeDue: the answer is to become an event stream at its first flush
 	// (startSSELater) unless a response that needs none comes first.
 	primeDue bool
+	// beforePrime runs before the priming event of a stream started at its
+	// first flush (mcp.PrimingStream); nil once run, or for none.
+	beforePrime func()
 }
 
 var (
 	_ mcp.ClosableStream = (*stream)(nil)
 	_ mcp.TracedStream   = (*stream)(nil)
+	_ mcp.PrimingStream  = (*stream)(nil)
 )
+
+// BeforePrime sets what runs before the stream's priming event, when its
+// first flush starts it (mcp.PrimingStream).
+func (st *stream) BeforePrime(f func()) {
+	st.mu.Lock()
+	st.beforePrime = f
+	st.mu.Unlock()
+}
 
 // traceFrom keeps the W3C trace context headers of r, the POST whose answer
 // the stream is. Called before the stream is handed to the core.
@@ -265,8 +277,16 @@ func (st *stream) flushLocked(b []byte) error {
 }
 
 // flush writes the events Write left in the response's buffer to the client.
+// A stream that starts now runs beforePrime first, outside the lock: what it
+// writes (a call's policy) follows the priming event.
 func (st *stream) flush() {
 	st.mu.Lock()
+	if f := st.beforePrime; f != nil && st.primeDue && !st.sse && !st.closed {
+		st.beforePrime = nil
+		st.mu.Unlock()
+		f()
+		st.mu.Lock()
+	}
 	defer st.mu.Unlock()
 	if st.unflushed && !st.closed {
 		if st.primeDue {
