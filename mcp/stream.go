@@ -18,10 +18,11 @@ import (
 // the stream its answers go to; the core keeps everything else: calls, resumable
 // requests, their outboxes and routing.
 //
-// Every call of a Session gets an outbox, also for a client that did not advertise
-// resumableRequests, so that the transport can reconnect a dropped stream by event
-// id (Reconnect); such a client still sees plain MCP, and its calls end with its
-// session.
+// Every call of a Session that outlives Options.QuickCall (or sends a message
+// sooner) gets an outbox, also for a client that did not advertise
+// resumableRequests, so that the transport can reconnect a dropped stream by
+// event id (Reconnect); such a client still sees plain MCP, and its calls end
+// with its session.
 type Session struct{ c *connState }
 
 // NewSession starts a session. opts may be nil.

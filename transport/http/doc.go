@@ -21,10 +21,13 @@
 //     application/json body when its response is the only message (and the client
 //     accepts JSON), otherwise a text/event-stream that carries every message of the
 //     request (policy, progress, logs, sampling and elicitation requests) and ends
-//     with its response. tools/call always streams, and an accepted
-//     requests/resume too (its lookup errors come as a JSON body), starting with a
-//     priming event (an event id and a retry field, SEP-1699). A notification or a
-//     response gets 202 Accepted.
+//     with its response. tools/call streams from its first flush (Options.
+//     FirstFlush after it arrived, or its first message: a call answered sooner
+//     gets a JSON body), and an accepted requests/resume at once (its lookup
+//     errors come as a JSON body), starting with a priming event (an event id and
+//     a retry field, SEP-1699) that names a request the client can reconnect to:
+//     a call still in the core's quick window is made resumable first
+//     (mcp.PrimingStream). A notification or a response gets 202 Accepted.
 //   - GET: with Last-Event-ID, reconnects to the request stream that event belongs
 //     to and replays what follows it; without, opens the session's stream for
 //     messages of no request (one per session).
@@ -43,9 +46,11 @@
 // the final response (the client has it all) or a request that has ended gets 410
 // with the reason (acknowledged, expired, cancelled), and one whose seq the
 // request never gave out gets 400: a reconnect is answered at once, never left
-// open with nothing to come. Every call of a
-// session has an outbox, even for a client that did not ask for resumability, so a
-// dropped stream can always be reconnected this way while the session lives.
+// open with nothing to come. Every call of a session that streams has an
+// outbox, even for a client that did not ask for resumability (a hidden
+// request: no policy, no sequence numbers), so a dropped stream can be
+// reconnected this way while the session lives; a quick call answered with a
+// JSON body has none.
 //
 // Every request is checked for DNS rebinding: its Host must be an allowed host and
 // its Origin, when present, an allowed origin (by default loopback names only).

@@ -208,7 +208,8 @@ func (st *stream) startSSE() {
 // its first flush (FirstFlush after now, or with the first event written),
 // and not at all when a response that needs none comes first: a quick call is
 // answered with a JSON body, as its priming event would have reached the
-// client only with its response, of no use then.
+// client only with its response, of no use then. A stream that starts runs
+// beforePrime first (see flush).
 func (st *stream) startSSELater() {
 	st.mu.Lock()
 	defer st.mu.Unlock()

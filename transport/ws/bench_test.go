@@ -79,7 +79,11 @@ type benchClient struct {
 }
 
 func newBenchClient(b *testing.B, dial func(*testing.B, *mcp.Server) transport.Conn) *benchClient {
-	core := mcp.New(demo.Server("bench"), nil)
+	return newBenchClientWith(b, dial, nil)
+}
+
+func newBenchClientWith(b *testing.B, dial func(*testing.B, *mcp.Server) transport.Conn, opts *mcp.Options) *benchClient {
+	core := mcp.New(demo.Server("bench"), opts)
 	b.Cleanup(core.Close) // after the transport's cleanup: registered first
 	c := &benchClient{b: b, conn: dial(b, core)}
 	c.call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"bench","version":"1"}}}`, 0)
@@ -116,17 +120,24 @@ func (c *benchClient) call(msg string, id int) (progress int) {
 	}
 }
 
-// BenchmarkToolsCall measures a tools/call round trip (echo) with the resume layer
-// on (policy notification, then the response), over each transport.
+// BenchmarkToolsCall measures a tools/call round trip (echo) of a client of
+// resumable requests over each transport: answered plainly within the quick
+// window (quick=on, the default), or made resumable from its start (quick=off:
+// a request of the engine, its policy, then its response).
 func BenchmarkToolsCall(b *testing.B) {
 	for _, tr := range benchTransports {
-		b.Run("transport="+tr.name, func(b *testing.B) {
-			c := newBenchClient(b, tr.dial)
-			b.ReportAllocs()
-			for i := 1; b.Loop(); i++ {
-				c.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, i), i)
-			}
-		})
+		for _, q := range []struct {
+			name string
+			opts *mcp.Options
+		}{{"on", nil}, {"off", &mcp.Options{QuickCall: -1}}} {
+			b.Run("transport="+tr.name+"/quick="+q.name, func(b *testing.B) {
+				c := newBenchClientWith(b, tr.dial, q.opts)
+				b.ReportAllocs()
+				for i := 1; b.Loop(); i++ {
+					c.call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`, i), i)
+				}
+			})
+		}
 	}
 }
 
