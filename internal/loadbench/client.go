@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/rand"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -234,8 +235,11 @@ func (s *session) post(msg any) (*http.Response, error) {
 func (s *session) callTool(name string, args map[string]any, withProgress bool) (string, []int, error) {
 	s.n++
 	params := map[string]any{"name": name, "arguments": args}
-	if withProgress {
+	switch {
+	case withProgress:
 		params["_meta"] = map[string]any{"progressToken": "p"}
+	case s.t.keyed:
+		params["_meta"] = map[string]any{"io.mcp-resume/key": rand.Text() + rand.Text()[:17]} // 43 characters, as our client's
 	}
 	resp, err := s.post(map[string]any{"jsonrpc": "2.0", "id": s.n, "method": "tools/call", "params": params})
 	if err != nil {

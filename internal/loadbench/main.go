@@ -24,6 +24,11 @@
 //	gateway:BIN [FLAGS] BIN gateway --http ADDR FLAGS -- BIN serve --stdio
 //	url:URL             a server started elsewhere (no memory or CPU figures)
 //
+// KIND+keyed (serve+keyed:BIN, url+keyed:URL, ...) makes every echo call of the
+// target carry a call key of its own (io.mcp-resume/key, 43 random
+// characters), as our own clients' calls do: such a call is resumable from its
+// start, and with --data-dir stored.
+//
 // {dir} in FLAGS is replaced by a fresh directory. Leading KEY=VALUE words of
 // ARGS are the target's environment, and {otlp} in them is the URL of an
 // OTLP/HTTP sink this program runs (it answers exports as a collector does and
@@ -38,9 +43,10 @@
 // moments of the machine, and their ratio moves far less from run to run than
 // that of turns taken a round at a time. The countdowns stay one at a time.
 //
-// Without -target: floor,
-// mcpgo, memory (serve), datadir (serve --data-dir), datadir-sync (serve
-// --data-dir --sync always) and gateway, with the binary built from this tree.
+// Without -target: floor, mcpgo, memory (serve), datadir (serve --data-dir),
+// datadir-sync (serve --data-dir --sync always), keyed (serve, keyed calls),
+// keyed-datadir (serve --data-dir, keyed calls) and gateway, with the binary
+// built from this tree.
 package main
 
 import (
@@ -185,6 +191,8 @@ func defaultTargets(bin string) []string {
 		"memory=serve:" + bin,
 		"datadir=serve:" + bin + " --data-dir {dir}",
 		"datadir-sync=serve:" + bin + " --data-dir {dir} --sync always",
+		"keyed=serve+keyed:" + bin,
+		"keyed-datadir=serve+keyed:" + bin + " --data-dir {dir}",
 		"gateway=gateway:" + bin,
 	}
 }

@@ -77,6 +77,9 @@ func summarize(targets []*target) summary {
 		if mem, ok := byName["memory"]; ok && strings.HasPrefix(ts.Name, "datadir") {
 			add(ts.Name+" echo-p50/memory", float64(ts.EchoP50)/float64(mem.EchoP50), "lower")
 		}
+		if k, ok := byName["keyed"]; ok && strings.HasPrefix(ts.Name, "keyed-datadir") {
+			add(ts.Name+" echo-p50/keyed", float64(ts.EchoP50)/float64(k.EchoP50), "lower")
+		}
 	}
 	return s
 }

@@ -26,6 +26,9 @@ type target struct {
 	cmd     *exec.Cmd
 	client  *http.Client
 	results []result
+	// keyed: its echo calls carry a call key of their own (io.mcp-resume/key),
+	// as every call of our own clients, connect and the gateway does.
+	keyed bool
 }
 
 // buildBinary builds this tree's mcp-resume into dir.
@@ -49,8 +52,9 @@ func startTarget(spec, work string, logs bool, sink **otlpSink) (*target, error)
 		return nil, fmt.Errorf("target %q: want NAME=KIND[:ARGS]", spec)
 	}
 	kind, args, _ := strings.Cut(rest, ":")
+	kind, keyed := strings.CutSuffix(kind, "+keyed")
 	if kind == "url" { // a server started elsewhere: no memory or CPU figures
-		return &target{name: name, url: args, client: newClient()}, nil
+		return &target{name: name, url: args, client: newClient(), keyed: keyed}, nil
 	}
 	addr, err := freeAddr()
 	if err != nil {
@@ -111,7 +115,7 @@ func startTarget(spec, work string, logs bool, sink **otlpSink) (*target, error)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("target %s: %w", name, err)
 	}
-	t := &target{name: name, url: "http://" + addr + path, cmd: cmd, client: newClient()}
+	t := &target{name: name, url: "http://" + addr + path, cmd: cmd, client: newClient(), keyed: keyed}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)

@@ -310,9 +310,29 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	if !lost {
 		err = s.settle(ctx, h)
 	}
-	// Read once settle has sent and stored what an Append slipped in meanwhile.
+	var writing chan struct{}
+	if r != nil {
+		// A flush writing the request's record finishes first (it holds fmu),
+		// and a final record it writes behind lands first: neither may land
+		// after the purge.
+		r.fmu.Lock()
+		r.fmu.Unlock()
+		s.mu.Lock()
+		writing = r.writing
+		s.mu.Unlock()
+	}
+	if writing != nil {
+		select {
+		case <-writing:
+		case <-ctx.Done():
+		}
+	}
+	// Read once settle has sent and stored what an Append slipped in
+	// meanwhile. One whose record was never written (fresh) has not learned
+	// whether an earlier process left messages under its token (a create
+	// that finds a record says so): its subject is purged too.
 	s.mu.Lock()
-	bare := r != nil && s.reqs[h] == r && r.bare
+	bare := r != nil && s.reqs[h] == r && r.bare && !r.fresh
 	s.mu.Unlock()
 	if err == nil {
 		err = s.retry(ctx, func(ctx context.Context) error { return s.purge(ctx, h, !bare) })

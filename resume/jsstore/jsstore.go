@@ -57,12 +57,13 @@ type Options struct {
 	OutageWait time.Duration
 	// DeferRecords lets the record of a new request wait like its messages
 	// (flushDelay) before it is written, and a request that ends meanwhile be
-	// written once, with its final state, beside its last messages: a quick call
-	// costs one round trip to the store instead of three. A crash within the
-	// wait loses the request (a client that got its resume policy is answered
-	// not_found after the restart). Only for a store no other process reads
-	// (serve --data-dir with --sync periodic): in a cluster another instance
-	// looks records up.
+	// written once, with its final state, after its last messages, by the
+	// flush: a quick call costs the store one record written behind, and its
+	// Put of the final state does not wait for the store (its answer goes out
+	// at once). A crash within the wait loses the request (a client that got
+	// its resume policy is answered not_found after the restart). Only for a
+	// store no other process reads (serve --data-dir with --sync periodic): in
+	// a cluster another instance looks records up.
 	DeferRecords bool
 	// Logger receives what the store does on its own (a stream or bucket found
 	// gone and made anew). Nil means none.
@@ -174,6 +175,10 @@ type request struct {
 	unwritten, shown *resume.Record
 	fresh            bool
 	gen              uint64
+	// writing is closed once the final record a flush wrote behind (see
+	// writeFinal) is stored or failed; nil when none is in flight. Delete
+	// waits for it, so that no record lands after its purge.
+	writing chan struct{}
 	// bare: this store made the request's first record, and no message of it
 	// was sent since: its subject in the stream holds nothing, and Delete
 	// purges its record alone (a quick call, delivered within the write-behind,

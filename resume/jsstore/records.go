@@ -32,8 +32,8 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 	if err := s.lostErr(rec.Hash); err != nil {
 		return err
 	}
-	if s.opts.DeferRecords && rec.State == resume.StateProcessing && s.deferRecord(rec) {
-		return nil
+	if s.opts.DeferRecords && s.deferRecord(rec) {
+		return nil // processing, or ended before its first record was written
 	}
 	s.mu.Lock()
 	r := s.reqs[rec.Hash]
@@ -63,9 +63,9 @@ func (s *Store) Put(ctx context.Context, rec resume.Record) error {
 	return s.putNow(ctx, rec)
 }
 
-// deferRecord keeps rec, the record of a request still processing, to be written
-// with the request's waiting messages (flush), when no record of the request
-// was written yet; it reports whether it did.
+// deferRecord keeps rec to be written with the request's waiting messages
+// (flush), when no record of the request was written yet (processing, or
+// ended before that); it reports whether it did.
 func (s *Store) deferRecord(rec resume.Record) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

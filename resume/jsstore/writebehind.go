@@ -156,6 +156,19 @@ func (s *Store) flush(h resume.TokenHash) {
 	rec, gen := r.unwritten, r.gen
 	r.unwritten = nil
 	s.mu.Unlock()
+	if rec != nil && rec.State.Ended() {
+		// A request that ended before its first record was written: its
+		// messages go first, then its record, written behind (writeFinal).
+		s.mu.Lock()
+		units := s.packLocked(h, r, r.unsent)
+		r.unsent = nil
+		s.mu.Unlock()
+		for _, p := range units {
+			s.publish(context.Background(), p)
+		}
+		s.writeFinal(h, r, *rec, gen)
+		return
+	}
 	if rec != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		err := s.putNow(ctx, *rec)
@@ -184,6 +197,63 @@ func (s *Store) flush(h resume.TokenHash) {
 	for _, p := range units {
 		s.publish(context.Background(), p)
 	}
+}
+
+// writeFinal writes rec, the final record of request r, which ended before
+// any record of it was written, once its messages (published just before) are
+// stored: the record is published now, pipelined behind them, and what waits
+// for the acknowledgements runs in the background, so that a flush of many
+// requests costs one round trip, not one a request. A record that could not
+// be written waits for the next flush (NATS away) or is written as any other
+// (the create found one: a request run again).
+//
+// Called from flush, with r.fmu held.
+func (s *Store) writeFinal(h resume.TokenHash, r *request, rec resume.Record, gen uint64) {
+	fut, err := s.js.PublishMsgAsync(s.kvMsg(key(h), encodeRecord(rec), 0), jetstream.WithExpectLastSequencePerSubject(0))
+	done := make(chan struct{})
+	s.mu.Lock()
+	r.writing = done
+	s.mu.Unlock()
+	s.bg.Go(func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		serr := s.sweep(ctx, h, true)
+		var rev uint64
+		if err == nil {
+			select {
+			case ack := <-fut.Ok():
+				rev = ack.Sequence
+			case <-fut.Err():
+			case <-ctx.Done():
+			}
+		}
+		if rev == 0 && serr == nil {
+			serr = s.putNow(ctx, rec)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r.writing == done {
+			r.writing = nil
+		}
+		switch {
+		case rev != 0:
+			r.rev, r.owner, r.fresh = rev, rec.Owner, false
+		case serr != nil && r.gen == gen && s.reqs[h] == r && unreachable(serr) && !s.closed:
+			r.unwritten = &rec // NATS away: the next flush tries again
+			time.AfterFunc(recordRetry, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if s.reqs[h] == r && r.unwritten != nil {
+					s.dirtyLocked(h)
+				}
+			})
+			return
+		}
+		if r.gen == gen {
+			r.shown = nil
+		}
+	})
 }
 
 // packLocked takes ps, request r's messages waiting to be sent, in order, to

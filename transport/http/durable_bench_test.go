@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"testing"
@@ -59,6 +60,40 @@ func BenchmarkHTTPDurable(b *testing.B) {
 			slices.Sort(echo)
 			b.ReportMetric(float64(echo[len(echo)/2].Nanoseconds())/1000, "echo-p50-us")
 			b.ReportMetric(float64(notes)/inBursts.Seconds(), "progress/s")
+		})
+	}
+}
+
+// BenchmarkHTTPKeyed: an echo call its client names with a key of its own
+// (io.mcp-resume/key, as every call of our client, connect and the gateway
+// is), over loopback Streamable HTTP, with the requests in memory and on an
+// embedded JetStream (serve --data-dir). echo-p50-us is the call's round trip.
+func BenchmarkHTTPKeyed(b *testing.B) {
+	for _, store := range []struct {
+		name string
+		open func(b *testing.B) resume.Store // nil: in memory
+	}{
+		{"memory", nil},
+		{"data-dir", func(b *testing.B) resume.Store { st, _, _ := jstest.Start(b, false); return st }},
+	} {
+		b.Run("store="+store.name, func(b *testing.B) {
+			opts := &mcp.Options{}
+			if store.open != nil {
+				opts.Store = store.open(b)
+			}
+			c := newBenchClient(b, benchTarget{name: store.name, caps: `{"resumableRequests":{}}`, start: func() (string, func()) { return startOursWith(opts) }})
+			var echo []time.Duration
+			id := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				id++
+				params := fmt.Sprintf(`{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.mcp-resume/key":%q}}`, rand.Text()+rand.Text()[:17])
+				t0 := time.Now()
+				c.call(b, id, params, nil, checkEcho)
+				echo = append(echo, time.Since(t0))
+			}
+			slices.Sort(echo)
+			b.ReportMetric(float64(echo[len(echo)/2].Nanoseconds())/1000, "echo-p50-us")
 		})
 	}
 }
