@@ -41,12 +41,12 @@ func (as *answers) route(c *connState, m *spec.Message, raw []byte) {
 	if inst := as.askedBy(m.ID); inst != "" {
 		// A call to the instance that asked: not on the connection's read loop,
 		// which must not wait for another instance (up to its call timeout).
-		c.mu.Lock()
-		closed := c.closed
-		if !closed {
-			c.wg.Go(func() { as.forward(c, inst, m.ID, raw) })
-		}
-		c.mu.Unlock()
+		var closed bool
+		c.update(func(st *sessionState) {
+			if closed = st.closed; !closed {
+				c.wg.Go(func() { as.forward(c, inst, m.ID, raw) })
+			}
+		})
 		if closed { // shutdown waits for c.wg already: forward here
 			as.forward(c, inst, m.ID, raw)
 		}

@@ -16,13 +16,6 @@ import (
 // by c.mu.
 type attachments struct {
 	c *connState
-	// attached: the requests delivered here, by id text.
-	attached map[string]tracked
-	// onStream (replay mode only) lists the requests attached to each open
-	// stream, so that a closing stream detaches its own requests without a scan
-	// of every request the session carried.
-	onStream map[Stream][]tracked
-	sweepAt  int // size of attached at which gone requests are swept out
 	// limitKey names the failed token check bucket this session spends from:
 	// its principal's, or without authentication its remote address's.
 	limitKey string
@@ -56,10 +49,8 @@ func (at *attachments) reconnect(id spec.ID, after uint64, st Stream) *spec.Erro
 	if err != nil {
 		return wireError(err)
 	}
-	c := at.c
-	c.mu.Lock()
-	hidden := at.attached[string(id)].hidden
-	c.mu.Unlock()
+	var hidden bool
+	at.c.update(func(st *sessionState) { hidden = st.attached[string(id)].hidden })
 	// An acknowledgement, 0 included (the client has the stream's priming
 	// event and nothing after it): what the replay window holds after it is
 	// written again.
@@ -78,36 +69,38 @@ func (at *attachments) track(r resume.Handle, hidden bool, st Stream, snk Stream
 
 // trackAs is track for t, attached to st.
 func (at *attachments) trackAs(t tracked, st Stream) {
-	c := at.c
 	r, hidden, snk := t.r, t.hidden, t.sink
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		if hidden && !t.task {
-			r.Cancel()
-		} else {
-			r.Detach(snk)
+	var closed bool
+	at.c.update(func(s *sessionState) {
+		if closed = s.closed; closed {
+			return
 		}
+		if s.attached == nil {
+			s.attached = make(map[string]tracked)
+		}
+		s.attached[string(r.ID())] = t
+		if s.onStream != nil {
+			s.onStream[st] = append(s.onStream[st], t)
+		}
+		// Requests that are gone leave the map in amortized sweeps, so a
+		// long-lived session does not keep every request it ever carried.
+		if len(s.attached) >= s.attachSweepAt {
+			for k, a := range s.attached {
+				if a.r.Gone() {
+					delete(s.attached, k)
+				}
+			}
+			s.attachSweepAt = max(minSweep, 2*len(s.attached))
+		}
+	})
+	if !closed {
 		return
 	}
-	if at.attached == nil {
-		at.attached = make(map[string]tracked)
+	if hidden && !t.task {
+		r.Cancel()
+	} else {
+		r.Detach(snk)
 	}
-	at.attached[string(r.ID())] = t
-	if at.onStream != nil {
-		at.onStream[st] = append(at.onStream[st], t)
-	}
-	// Requests that are gone leave the map in amortized sweeps, so a long-lived
-	// session does not keep every request it ever carried.
-	if len(at.attached) >= at.sweepAt {
-		for k, a := range at.attached {
-			if a.r.Gone() {
-				delete(at.attached, k)
-			}
-		}
-		at.sweepAt = max(minSweep, 2*len(at.attached))
-	}
-	c.mu.Unlock()
 }
 
 func ackOf(m *spec.RequestMeta) uint64 {
@@ -274,9 +267,9 @@ func (at *attachments) lookup(token string, id []byte) (r resume.Handle, wait ti
 	c := at.c
 	session, address := at.limitKeys()
 	if token == "" {
-		c.mu.Lock()
-		t, ok := at.attached[string(id)]
-		c.mu.Unlock()
+		var t tracked
+		var ok bool
+		c.update(func(st *sessionState) { t, ok = st.attached[string(id)] })
 		if ok {
 			return t.r, 0, nil
 		}
@@ -317,10 +310,9 @@ func (at *attachments) badToken() time.Duration {
 // carried returns the requests with id that this session carries: the one
 // attached here and the one started here whose handler runs (nil when none).
 func (at *attachments) carried(id []byte) (attached resume.Handle, running *resume.Request) {
-	c := at.c
-	c.mu.Lock()
-	cl, t := c.calls.running[string(id)], at.attached[string(id)]
-	c.mu.Unlock()
+	var cl *call
+	var t tracked
+	at.c.update(func(st *sessionState) { cl, t = st.running[string(id)], st.attached[string(id)] })
 	if cl != nil {
 		running = cl.request()
 	}

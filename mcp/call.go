@@ -157,11 +157,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	cl.mu.Unlock()
 	cl.flush()
 	cl.releaseKey()
-	cl.c.mu.Lock()
-	if cl.c.calls.running[string(cl.id)] == cl {
-		delete(cl.c.calls.running, string(cl.id))
-	}
-	cl.c.mu.Unlock()
+	cl.c.update(func(st *sessionState) {
+		if st.running[string(cl.id)] == cl {
+			delete(st.running, string(cl.id))
+		}
+	})
 	// Counted by admit in startCall; a call run again after a restart has no
 	// principal (restartSession), so this is nothing for it.
 	s.admission.release(cl.c.principal)

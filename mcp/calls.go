@@ -12,12 +12,10 @@ import (
 )
 
 // sessionCalls are the calls a session runs: requests whose handler runs here,
-// and the 2026 rounds its retries attached. Its fields are guarded by c.mu.
+// and the 2026 rounds its retries attached (sessionState.running and
+// retries).
 type sessionCalls struct {
-	c            *connState
-	running      map[string]*call   // calls started here whose handler runs, by id text
-	retries      map[string]retried // 2026 rounds attached by retries here, by the retry's id text
-	retrySweepAt int                // size of retries at which answered rounds are swept out
+	c *connState
 }
 
 // startCall starts handling request m in its own goroutine. mr is the envelope
@@ -133,21 +131,24 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 		}
 	}
 	key := string(m.ID)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch _, dup := cc.running[key]; {
-	case c.closed:
-		return nil, errConnectionLost
-	case dup:
-		return spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
-			"a request with id "+key+" is already in flight on this connection"), errClientCancel
-	case !c.s.admission.admit(c.principal):
+	c.update(func(st *sessionState) {
+		switch _, dup := st.running[key]; {
+		case st.closed:
+			cause = errConnectionLost
+		case dup:
+			refusal, cause = spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
+				"a request with id "+key+" is already in flight on this connection"), errClientCancel
+		case !c.s.admission.admit(c.principal):
+			refusal, cause = spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
+				"too many requests of this principal in flight; retry when one has finished"), errClientCancel
+		default:
+			st.running[key] = cl
+		}
+	})
+	if refusal != nil && refusal.Reason == spec.ReasonTooManyRequests {
 		c.debug().Str("request", key).Msg("request refused: too many in flight")
-		return spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
-			"too many requests of this principal in flight; retry when one has finished"), errClientCancel
 	}
-	cc.running[key] = cl
-	return nil, nil
+	return refusal, cause
 }
 
 // awaitKey handles request m, a keyed call sent again while the first copy
@@ -224,28 +225,31 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	}
 	rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
 	rd.gatherOn(c.s, r)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	var closed bool
+	c.update(func(s *sessionState) {
+		if closed = s.closed; closed {
+			return
+		}
+		if s.retries == nil {
+			s.retries = make(map[string]retried)
+		}
+		// A long-lived connection forgets answered rounds, in amortized
+		// sweeps (as attached requests are: see trackAs).
+		if len(s.retries) >= s.retrySweepAt {
+			for k, rt := range s.retries {
+				if rt.rd.answered() || rt.r.Gone() {
+					delete(s.retries, k)
+				}
+			}
+			s.retrySweepAt = max(minSweep, 2*len(s.retries))
+		}
+		s.retries[string(m.ID)] = retried{r: r, rd: rd}
+	})
+	if closed {
 		r.Cancel()
 		sp.endCause(errConnectionLost)
 		return
 	}
-	if cc.retries == nil {
-		cc.retries = make(map[string]retried)
-	}
-	// A long-lived connection forgets answered rounds, in amortized sweeps (as
-	// attached requests are: see trackAs).
-	if len(cc.retries) >= cc.retrySweepAt {
-		for k, rt := range cc.retries {
-			if rt.rd.answered() || rt.r.Gone() {
-				delete(cc.retries, k)
-			}
-		}
-		cc.retrySweepAt = max(minSweep, 2*len(cc.retries))
-	}
-	cc.retries[string(m.ID)] = retried{r: r, rd: rd}
-	c.mu.Unlock()
 	// The replay may be long, and waits for another instance when the request
 	// lives there: not on the connection's read loop.
 	c.s.wg.Go(func() {
@@ -257,24 +261,31 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	})
 }
 
-// retriesClosed cancels the requests whose retry came on st (nil: every one on
-// the session) and that had no answer yet.
+// retriesClosed cancels the requests whose retry came on st and that had no
+// answer yet.
 func (cc *sessionCalls) retriesClosed(st Stream) {
-	c := cc.c
-	c.mu.Lock()
-	var cancel []resume.Handle
-	for k, rt := range cc.retries {
-		if st != nil && rt.rd.st != st {
-			continue
+	var closed map[string]retried
+	cc.c.update(func(s *sessionState) {
+		for k, rt := range s.retries {
+			if rt.rd.st == st {
+				if closed == nil {
+					closed = map[string]retried{}
+				}
+				closed[k] = rt
+				delete(s.retries, k)
+			}
 		}
-		delete(cc.retries, k)
-		if !rt.rd.answered() {
-			cancel = append(cancel, rt.r)
+	})
+	cancelUnanswered(closed, st)
+}
+
+// cancelUnanswered cancels the requests of rounds, those whose retry came on st
+// (nil: every one), that had no answer yet.
+func cancelUnanswered(rounds map[string]retried, st Stream) {
+	for _, rt := range rounds {
+		if (st == nil || rt.rd.st == st) && !rt.rd.answered() {
+			rt.r.Cancel()
 		}
-	}
-	c.mu.Unlock()
-	for _, r := range cancel {
-		r.Cancel()
 	}
 }
 
@@ -292,9 +303,9 @@ func (cc *sessionCalls) cancelled(m *spec.Message) {
 	if c.tasks.stopTaskStream(key) {
 		return // the stream ends; its task runs on
 	}
-	c.mu.Lock()
-	cl, r := cc.running[key], c.att.attached[key].r
-	c.mu.Unlock()
+	var cl *call
+	var r resume.Handle
+	c.update(func(st *sessionState) { cl, r = st.running[key], st.attached[key].r })
 	if r == nil && cl != nil {
 		// Under the call's lock: a call not yet a request is cancelled before
 		// promote can make it one (promote looks at its context under the same

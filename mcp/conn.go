@@ -41,8 +41,9 @@ const (
 
 // connState is one session being served: a connection on stdio and WebSocket, an
 // Mcp-Session-Id on Streamable HTTP. It holds the session's lifecycle, its
-// streams and what it sends, and dispatches each message by era (dispatch.go);
-// the rest of its state is in one part per concern, each guarded by mu:
+// streams and what it sends, and dispatches each message by era (dispatch.go).
+// What its goroutines share is one sessionState, changed only through update
+// (state.go: the session's one lock); its work is in one part per concern:
 // the requests it delivered and the token checks that find them (attachments,
 // attach.go), the calls it runs (sessionCalls, calls.go) and the tasks/stream
 // requests it serves (sessionTasks, tasks.go).
@@ -72,10 +73,8 @@ type connState struct {
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
 
-	mu       sync.Mutex // guards the fields below and those of att, calls and tasks
-	def      Stream     // for messages of no request (list changes); may be nil
-	closed   bool
-	pumpStop chan struct{} // closed to stop the session's pump; nil when none runs
+	mu sync.Mutex   // guards st: taken by update alone (state.go)
+	st sessionState // what the session's goroutines share
 
 	att   attachments
 	calls sessionCalls
@@ -114,13 +113,14 @@ const minSweep = 64
 func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *connState {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
-		s: s, ctx: ctx, cancel: cancel, def: def, replay: replay,
+		s: s, ctx: ctx, cancel: cancel, replay: replay,
+		st: sessionState{def: def, running: make(map[string]*call, 1), attachSweepAt: minSweep, retrySweepAt: minSweep},
 	}
-	c.att = attachments{c: c, sweepAt: minSweep}
-	c.calls = sessionCalls{c: c, running: make(map[string]*call, 1), retrySweepAt: minSweep}
+	c.att = attachments{c: c}
+	c.calls = sessionCalls{c: c}
 	c.tasks = sessionTasks{c: c}
 	if replay {
-		c.att.onStream = make(map[Stream][]tracked)
+		c.st.onStream = make(map[Stream][]tracked)
 	}
 	if opts != nil {
 		c.principal, c.remote, c.transport, c.stateless = opts.Principal, opts.Remote, opts.Transport, opts.Stateless
@@ -148,23 +148,23 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		c.logger().Warn().Err(err).Msg("registering the session with mcp-go")
 	}
 	if def != nil {
-		c.startPumpLocked()
+		c.startPump(&c.st)
 	}
 	return c
 }
 
-// startPumpLocked starts the goroutine that writes the session's own
-// notifications to its default stream, unless it runs. Only a session with a
-// default stream has one: a Streamable HTTP session costs no goroutine while it
-// has no GET stream open (a notification for it meanwhile waits in the
-// channel's buffer, or is dropped when that is full, as mcp-go drops them).
-// c.mu is held, or c is not shared yet.
-func (c *connState) startPumpLocked() {
-	if c.pumpStop != nil || c.closed {
+// startPump starts the goroutine that writes the session's own notifications
+// to its default stream, unless it runs. Only a session with a default stream
+// has one: a Streamable HTTP session costs no goroutine while it has no GET
+// stream open (a notification for it meanwhile waits in the channel's buffer,
+// or is dropped when that is full, as mcp-go drops them). Called within
+// update, or before c is shared.
+func (c *connState) startPump(st *sessionState) {
+	if st.pumpStop != nil || st.closed {
 		return
 	}
 	stop := make(chan struct{})
-	c.pumpStop = stop
+	st.pumpStop = stop
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -172,11 +172,11 @@ func (c *connState) startPumpLocked() {
 	}()
 }
 
-// stopPumpLocked stops the pump, if one runs. c.mu is held.
-func (c *connState) stopPumpLocked() {
-	if c.pumpStop != nil {
-		close(c.pumpStop)
-		c.pumpStop = nil
+// stopPump stops the pump, if one runs. Called within update.
+func stopPump(st *sessionState) {
+	if st.pumpStop != nil {
+		close(st.pumpStop)
+		st.pumpStop = nil
 	}
 }
 
@@ -199,21 +199,27 @@ func (c *connState) replyError(st Stream, id spec.ID, e *spec.Error) {
 }
 
 // defaultStream returns the stream for messages of no request.
-func (c *connState) defaultStream() Stream {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.def
+func (c *connState) defaultStream() (def Stream) {
+	c.update(func(st *sessionState) { def = st.def })
+	return def
 }
 
 // shutdown ends the session. Requests the client can resume (it holds their token)
 // are detached and live on for maxWait, unless cancel is set (the client ended the
 // session explicitly); every other call is cancelled.
 func (c *connState) shutdown(cancel bool) {
-	c.mu.Lock()
-	c.closed = true
-	running, attached, def := c.calls.running, c.att.attached, c.def
-	c.calls.running, c.att.attached = nil, nil
-	c.mu.Unlock()
+	var (
+		running  map[string]*call
+		attached map[string]tracked
+		retries  map[string]retried
+		def      Stream
+	)
+	c.update(func(st *sessionState) {
+		st.closed = true
+		running, attached, retries, def = st.running, st.attached, st.retries, st.def
+		st.running, st.attached, st.retries = nil, nil, nil
+		stopPump(st)
+	})
 	for _, t := range attached {
 		// The client holds a token of each of them but the hidden ones (a
 		// task's id is one), and a client that ends its session (DELETE) may
@@ -231,7 +237,7 @@ func (c *connState) shutdown(cancel bool) {
 		t.r.Detach(cmp.Or(t.sink, def))
 		t.span.endCause(errConnectionLost)
 	}
-	c.calls.retriesClosed(nil)
+	cancelUnanswered(retries, nil)
 	for _, cl := range running {
 		if cancel && !cl.outlivesSession() {
 			cl.cancel(errClientCancel)
@@ -255,26 +261,29 @@ func (c *connState) shutdown(cancel bool) {
 // server closed an idle stream): requests attached to it are detached, calls on it
 // that cannot be reconnected to are cancelled.
 func (c *connState) streamClosed(st Stream) {
-	c.mu.Lock()
-	var calls []*call
-	for _, cl := range c.calls.running {
-		if cl.st == st {
-			calls = append(calls, cl)
+	var (
+		calls []*call
+		reqs  []tracked
+	)
+	c.update(func(s *sessionState) {
+		for _, cl := range s.running {
+			if cl.st == st {
+				calls = append(calls, cl)
+			}
 		}
-	}
-	reqs := c.att.onStream[st]
-	delete(c.att.onStream, st)
-	// The requests keep their entries in attached (a result kept for
-	// --delivered-retention is found by id), but not the stream: nothing is
-	// attached to it from now on.
-	for _, t := range reqs {
-		k := string(t.r.ID())
-		if a, ok := c.att.attached[k]; ok && a.sink == st {
-			a.sink, a.span = closedStream{}, nil
-			c.att.attached[k] = a
+		reqs = s.onStream[st]
+		delete(s.onStream, st)
+		// The requests keep their entries in attached (a result kept for
+		// --delivered-retention is found by id), but not the stream: nothing
+		// is attached to it from now on.
+		for _, t := range reqs {
+			k := string(t.r.ID())
+			if a, ok := s.attached[k]; ok && a.sink == st {
+				a.sink, a.span = closedStream{}, nil
+				s.attached[k] = a
+			}
 		}
-	}
-	c.mu.Unlock()
+	})
 	for _, t := range reqs {
 		t.r.Detach(t.sink)
 		t.span.endCause(errConnectionLost)

@@ -37,9 +37,7 @@ func (rr *reruns) run(r *resume.Request) {
 	}
 	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
 	cl.span = rr.span(c, m, r)
-	c.mu.Lock()
-	c.calls.running[string(cl.id)] = cl
-	c.mu.Unlock()
+	c.update(func(st *sessionState) { st.running[string(cl.id)] = cl })
 	s.log.Info().Str("request", string(r.ID())).Msg("running a restartable request again")
 	s.wg.Add(1)
 	s.calls.Add(1)

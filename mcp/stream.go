@@ -53,14 +53,15 @@ func (ss *Session) HandleResume(m *spec.Message, st Stream, after uint64) {
 // SetDefaultStream sets the stream for messages of no request (the GET stream); nil
 // means there is none and such messages are dropped.
 func (ss *Session) SetDefaultStream(st Stream) {
-	ss.c.mu.Lock()
-	ss.c.def = st
-	if st != nil && !ss.c.stateless {
-		ss.c.startPumpLocked()
-	} else {
-		ss.c.stopPumpLocked()
-	}
-	ss.c.mu.Unlock()
+	c := ss.c
+	c.update(func(s *sessionState) {
+		s.def = st
+		if st != nil && !c.stateless {
+			c.startPump(s)
+		} else {
+			stopPump(s)
+		}
+	})
 }
 
 // StreamClosed tells the core that st is gone: requests attached to it are detached
@@ -68,12 +69,12 @@ func (ss *Session) SetDefaultStream(st Stream) {
 // cancelled, and it stops being the default stream. Call it for every stream that
 // closes, after its last Write returned.
 func (ss *Session) StreamClosed(st Stream) {
-	ss.c.mu.Lock()
-	if ss.c.def == st {
-		ss.c.def = nil
-		ss.c.stopPumpLocked()
-	}
-	ss.c.mu.Unlock()
+	ss.c.update(func(s *sessionState) {
+		if s.def == st {
+			s.def = nil
+			stopPump(s)
+		}
+	})
 	ss.c.streamClosed(st)
 }
 
@@ -91,18 +92,14 @@ func (ss *Session) Reconnect(id spec.ID, after uint64, st Stream) *spec.Error {
 // whose handler runs, or a request it delivered that a stream reconnect
 // (Last-Event-ID) could take up again. A session that is not busy and has no
 // stream holds nothing but itself; a transport may let it go sooner.
-func (ss *Session) Busy() bool {
-	ss.c.mu.Lock()
-	defer ss.c.mu.Unlock()
-	if len(ss.c.calls.running) > 0 {
-		return true
-	}
-	for _, t := range ss.c.att.attached {
-		if !t.r.Gone() {
-			return true
+func (ss *Session) Busy() (busy bool) {
+	ss.c.update(func(st *sessionState) {
+		busy = len(st.running) > 0
+		for _, t := range st.attached {
+			busy = busy || !t.r.Gone()
 		}
-	}
-	return false
+	})
+	return busy
 }
 
 // Parked is a session with no stream and no work, let go and kept as what its

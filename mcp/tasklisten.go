@@ -42,28 +42,32 @@ func (tk *sessionTasks) listenTasks(m *spec.Message, st Stream, mr *modernReq, i
 	key := string(m.ID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
 	cl := &call{c: c, st: st, id: m.ID, ctx: ctx, cancel: cancel, modern: mr}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	var closed, dup bool
+	c.update(func(s *sessionState) {
+		if closed = s.closed; closed {
+			return
+		}
+		if _, dup = s.running[key]; !dup {
+			s.running[key] = cl
+		}
+	})
+	switch {
+	case closed:
 		cancel(errConnectionLost)
 		return
-	}
-	if _, dup := c.calls.running[key]; dup {
-		c.mu.Unlock()
+	case dup:
 		cancel(errClientCancel)
 		c.replyError(st, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID, "a request with id "+key+" is already in flight on this connection"))
 		return
 	}
-	c.calls.running[key] = cl
-	c.mu.Unlock()
 	c.s.wg.Go(func() {
 		defer func() {
 			cancel(nil)
-			c.mu.Lock()
-			if c.calls.running[key] == cl {
-				delete(c.calls.running, key)
-			}
-			c.mu.Unlock()
+			c.update(func(s *sessionState) {
+				if s.running[key] == cl {
+					delete(s.running, key)
+				}
+			})
 		}()
 		cl.watchTasks(ids)
 	})

@@ -19,8 +19,7 @@ import (
 // sessionTasks are the tasks/stream requests a session serves, and its way to
 // the engine's tasks. Its fields are guarded by c.mu.
 type sessionTasks struct {
-	c       *connState
-	streams map[string]taskStreamRef // tasks/stream running here, by the request's id text
+	c *connState
 }
 
 // Tasks (the io.modelcontextprotocol/tasks extension of 2026-07-28). A task is a

@@ -51,39 +51,44 @@ func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, 
 	}
 	key := taskStreamKey(tid)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.ctx))
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	id := string(m.ID)
+	var closed, open bool
+	c.update(func(s *sessionState) {
+		if closed = s.closed; closed {
+			return
+		}
+		for _, ref := range s.taskStreams {
+			if open = ref.task == key; open {
+				return
+			}
+		}
+		if s.taskStreams == nil {
+			s.taskStreams = map[string]taskStreamRef{}
+		}
+		s.taskStreams[id] = taskStreamRef{task: key, cancel: cancel}
+	})
+	switch {
+	case closed:
 		cancel()
 		sp.endCause(errConnectionLost)
 		return
+	case open:
+		cancel()
+		e := spec.NewError(spec.CodeInvalidParams, spec.ReasonStreamOpen, "this task's events are streamed on this connection already")
+		c.replyError(st, m.ID, e)
+		sp.end(e)
+		return
 	}
-	if tk.streams == nil {
-		tk.streams = map[string]taskStreamRef{}
-	}
-	for _, ref := range tk.streams {
-		if ref.task == key {
-			c.mu.Unlock()
-			cancel()
-			e := spec.NewError(spec.CodeInvalidParams, spec.ReasonStreamOpen, "this task's events are streamed on this connection already")
-			c.replyError(st, m.ID, e)
-			sp.end(e)
-			return
-		}
-	}
-	id := string(m.ID)
-	tk.streams[id] = taskStreamRef{task: key, cancel: cancel}
-	c.mu.Unlock()
 	// release lets go of the stream's place on the connection: before its
 	// answer is written, so that a client that streams the task again once
 	// answered is not refused stream_open by a stream that has ended.
 	release := sync.OnceFunc(func() {
 		cancel()
-		c.mu.Lock()
-		if ref, ok := tk.streams[id]; ok && ref.task == key {
-			delete(tk.streams, id)
-		}
-		c.mu.Unlock()
+		c.update(func(s *sessionState) {
+			if ref, ok := s.taskStreams[id]; ok && ref.task == key {
+				delete(s.taskStreams, id)
+			}
+		})
 	})
 	c.s.wg.Go(func() {
 		defer release()
@@ -325,10 +330,9 @@ func statusPayload(resp []byte) []byte {
 // one runs (notifications/cancelled): the task runs on. It reports whether one
 // did.
 func (tk *sessionTasks) stopTaskStream(id string) bool {
-	c := tk.c
-	c.mu.Lock()
-	ref, ok := tk.streams[id]
-	c.mu.Unlock()
+	var ref taskStreamRef
+	var ok bool
+	tk.c.update(func(st *sessionState) { ref, ok = st.taskStreams[id] })
 	if ok {
 		ref.cancel()
 	}

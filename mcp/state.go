@@ -1,0 +1,80 @@
+package mcp
+
+import (
+	"fmt"
+	"testing"
+)
+
+// sessionState is what a session's goroutines share: its default stream and
+// pump, whether it has ended, the requests it delivered, the calls it runs,
+// the 2026 rounds its retries attached and the task streams it serves. It is
+// read and changed only through connState.update, under one lock (the only
+// one of the session), which re-checks its invariants after each change; the
+// session's parts (attachments, sessionCalls, sessionTasks) keep none of it.
+type sessionState struct {
+	def      Stream        // for messages of no request (list changes); may be nil
+	closed   bool          // shutdown has run: nothing is added any more
+	pumpStop chan struct{} // closed to stop the session's pump; nil when none runs
+
+	// attached: the requests delivered here, by id text; onStream (replay
+	// mode only) lists the requests attached to each open stream, so that a
+	// closing stream detaches its own without a scan of every request the
+	// session carried; attachSweepAt: the size of attached at which gone
+	// requests are swept out.
+	attached      map[string]tracked
+	onStream      map[Stream][]tracked
+	attachSweepAt int
+
+	// running: calls started here whose handler runs, by id text; retries:
+	// 2026 rounds attached by retries here, by the retry's id text, swept out
+	// once answered at retrySweepAt.
+	running      map[string]*call
+	retries      map[string]retried
+	retrySweepAt int
+
+	// taskStreams: tasks/stream requests running here, by the request's id
+	// text.
+	taskStreams map[string]taskStreamRef
+}
+
+// update runs f on the session's state, under the session's lock, and checks
+// the state's invariants after it. f must not block, nor call update.
+func (c *connState) update(f func(st *sessionState)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(&c.st)
+	c.st.check()
+}
+
+// check panics when the state breaks an invariant: a bug of the code that
+// changed it, found at the change. Checks that visit every entry run in test
+// binaries only.
+func (st *sessionState) check() {
+	if st.closed && (st.running != nil || st.attached != nil || st.retries != nil || st.pumpStop != nil) {
+		panic("mcp: a closed session still holds calls, requests, rounds or its pump")
+	}
+	if st.attachSweepAt < minSweep || st.retrySweepAt < minSweep {
+		panic("mcp: a sweep threshold under minSweep")
+	}
+	if !thorough {
+		return
+	}
+	for k, cl := range st.running {
+		if k != string(cl.id) {
+			panic(fmt.Sprintf("mcp: call %s is running under id %s", cl.id, k))
+		}
+	}
+	for k, t := range st.attached {
+		if id := string(t.r.ID()); k != id {
+			panic(fmt.Sprintf("mcp: request %s is attached under id %s", id, k))
+		}
+	}
+	for s, ts := range st.onStream {
+		if _, closed := s.(closedStream); closed || len(ts) == 0 {
+			panic("mcp: an empty or closed stream listed among the open ones")
+		}
+	}
+}
+
+// thorough: the whole state is checked at each change (see check).
+var thorough = testing.Testing()
