@@ -95,8 +95,8 @@ type call struct {
 	// primed: the call's stream has given its client an id to reconnect with
 	// (PrimingStream): a quick window would come too late.
 	primed bool
-	done                 bool // the handler returned
-	lost                 bool // the connection went away before the request became resumable
+	done   bool // the handler returned
+	lost   bool // the connection went away before the request became resumable
 }
 
 // releaseKey lets go of the call's key among the keyed calls in flight (once
