@@ -166,12 +166,13 @@ func (at *attachments) getStatus(m *spec.Message, st Stream) {
 // after, when not 0, is what the transport knows the client has (Last-Event-ID
 // on HTTP); the larger of it and the params' ack applies.
 //
-// A 2026-era resume (modern) gets its messages through a round, as its request's
-// rounds do: a question the tool asks meanwhile answers it input_required.
+// A 2026-era resume (mr, its envelope; nil for the 2025 era) gets its messages
+// through a round, as its request's rounds do: a question the tool asks
+// meanwhile answers it input_required (modernReq.sink).
 //
 // Its span covers the lookup and the attach, which writes what the request
 // had queued; what comes later is on the request's own span.
-func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern bool) {
+func (at *attachments) resume(m *spec.Message, st Stream, after uint64, mr *modernReq) {
 	c := at.c
 	sp := spanOf(c, m, st)
 	fail := func(e *spec.Error) {
@@ -192,13 +193,7 @@ func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern b
 		fail(wireError(err))
 		return
 	}
-	snk := st
-	if modern {
-		rs := requestState{ID: m.ID, Token: p.ResumeToken}
-		rd := &round{st: st, id: m.ID, orig: m.ID, state: rs.encode()}
-		rd.gatherOn(c.s, r)
-		snk = rd
-	}
+	snk := mr.sink(c.s, st, m.ID, p.ResumeToken, r)
 	// Validation and lookup answer in order with the connection's other messages;
 	// the replay, which may be long, runs on its own goroutine.
 	c.s.wg.Add(1)
@@ -218,15 +213,9 @@ func (at *attachments) resume(m *spec.Message, st Stream, after uint64, modern b
 // (spec.MetaKey): the client lost the first one's connection, maybe before its
 // resume policy came. The policy is written again, then everything the request
 // holds (Request.AttachAll), as a resume would, but from its first message.
-func (at *attachments) rejoin(r resume.Handle, id spec.ID, key string, st Stream, modern bool) {
+func (at *attachments) rejoin(r resume.Handle, id spec.ID, key string, st Stream, mr *modernReq) {
 	c := at.c
-	snk := st
-	if modern {
-		rs := requestState{ID: id, Token: key}
-		rd := &round{st: st, id: id, orig: id, state: rs.encode()}
-		rd.gatherOn(c.s, r)
-		snk = rd
-	}
+	snk := mr.sink(c.s, st, id, key, r)
 	p := spec.ResumePolicyParams{RequestID: id, ResumeToken: key, MaxWait: &c.s.caps.MaxWait, MinWait: &c.s.caps.MinWait}
 	if err := st.Write(c.ctx, Message{Kind: KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}); err != nil {
 		return

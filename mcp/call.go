@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,8 +31,39 @@ const (
 	callLegacyTask // a task asked for with params.task (2025-11-25): a task at once
 )
 
+// kindTraits is how a kind of call differs from a plain one: the one place
+// the kinds are told apart (kinds), read through callKind's methods.
+type kindTraits struct {
+	// task: found by its task id, not by a token its client holds: no
+	// resume policy and no sequence numbers whatever its client declared, a
+	// request from its start (no quick window) that starts detached, answered
+	// with its creation, and outlives its connection and its session.
+	task bool
+	// legacy: a task its 2025-11-25 client asked for (params.task): its
+	// policy is Always, its ttl the client's, its creation and results in
+	// that revision's shapes, listed by tasks/list.
+	legacy bool
+	// listen: a 2026 subscriptions/listen: registered with mcp-go for its
+	// broadcasts, its notifications tagged with its id and drained until it
+	// ends (no response closes them).
+	listen bool
+}
+
+var kinds = [...]kindTraits{
+	callPlain:      {},
+	callListen:     {listen: true},
+	callTask:       {task: true},
+	callLegacyTask: {task: true, legacy: true},
+}
+
 // task reports whether a call of kind k is, or becomes, a task.
-func (k callKind) task() bool { return k >= callTask }
+func (k callKind) task() bool { return kinds[k].task }
+
+// legacy reports whether k is a task of the 2025-11-25 form.
+func (k callKind) legacy() bool { return kinds[k].legacy }
+
+// listen reports whether k is a subscriptions/listen.
+func (k callKind) listen() bool { return kinds[k].listen }
 
 // call is one request being handled by mcp-go.
 type call struct {
@@ -125,7 +155,7 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if m.Method == spec.MethodServerDiscover { // it lists the versions served
 		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
 	}
-	if cl.kind == callListen {
+	if cl.kind.listen() {
 		// Broadcasts (list changes) reach only sessions registered with mcp-go;
 		// the filter the listen sets decides which of them the client gets.
 		if err := s.srv.RegisterSession(ctx, cl.sess); err != nil {
@@ -226,7 +256,7 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		cs.cl.span.ran(req.Params.Name)
 		if cs.cl.resumable || cs.cl.kind.task() || (cs.cl.modern == nil && cs.cl.c.replay) {
 			p := s.opts.policy(req.Params.Name)
-			if cs.cl.kind == callLegacyTask {
+			if cs.cl.kind.legacy() {
 				p.Mode = Always // the client asked for a task
 			}
 			ctx = cs.cl.apply(ctx, p)
@@ -279,38 +309,6 @@ func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 	return ctx
 }
 
-// promoteAfter makes the call resumable once it has run d, unless it ends
-// sooner; eager: or sooner still, right before its first message (due). Only
-// the first call counts.
-func (cl *call) promoteAfter(d time.Duration, eager bool) {
-	cl.mu.Lock()
-	if eager && cl.primed {
-		// Its client has an id to reconnect with already: resumable now.
-		cl.mu.Unlock()
-		cl.promote(true)
-		return
-	}
-	defer cl.mu.Unlock()
-	if cl.timer == nil && !cl.done {
-		cl.eager = eager
-		cl.timer = time.AfterFunc(d, func() { cl.promote(true) })
-	}
-}
-
-// beforePrime runs right before the call's stream gives its client an id to
-// reconnect with (PrimingStream): a call in its quick window becomes
-// resumable now, and one whose policy is not applied yet will be as it is
-// (promoteAfter), so that the id names a request the client can come back to.
-func (cl *call) beforePrime() {
-	cl.mu.Lock()
-	cl.primed = true
-	eager := cl.eager
-	cl.mu.Unlock()
-	if eager {
-		cl.promote(true)
-	}
-}
-
 // requestCtx is a request's context carrying the values of another context (the one
 // mcp-go made for the call). Value looks in the request's context first: it holds
 // no values of its own but the context package's, so contexts a tool derives from
@@ -325,136 +323,6 @@ func (c requestCtx) Value(key any) any {
 		return v
 	}
 	return c.values.Value(key)
-}
-
-// promote makes the call resumable: registers it, writes the policy notification
-// (before any other message of the request), and attaches it to its connection.
-// running says the tool already runs on the call's context, which must then end
-// when the request does. Whether the request may run again after a restart is
-// the applied policy's (cl.restartable), whatever made the call resumable now.
-// It returns the request, or nil when the call stays plain.
-func (cl *call) promote(running bool) *resume.Request {
-	c, s := cl.c, cl.c.s
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.done || cl.lost || cl.req != nil || cl.ctx.Err() != nil {
-		// Answered, gone with its connection, a request already, or ended
-		// (cancelled by its client before it became one: see cancelled).
-		return nil
-	}
-	cl.eager = false
-	restartable := cl.restartable
-	// A task is found by its task id, not by a token its client holds: no
-	// policy, no sequence numbers, whatever the client declared.
-	hidden := !cl.resumable || cl.kind.task()
-	so := resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.kind.task(),
-		Trace: cl.span.traceContext(), Observer: cl.span.observer()}
-	if !hidden || cl.kind.task() {
-		so.Token = cl.key // "": the engine makes one
-	}
-	// A task is restartable too: its client polls it by id, and gets the new
-	// run's result.
-	if restartable && (!hidden || cl.kind.task()) {
-		so.Payload = bytes.Clone(cl.raw)
-		if cl.key != "" {
-			so.Payload = spec.WithoutKey(so.Payload) // a secret, not stored
-		}
-	}
-	var askedTTL time.Duration
-	if cl.kind.task() {
-		so.TTL, askedTTL = s.taskTTL(cl)
-	}
-	var rd *round
-	switch {
-	case cl.kind.task():
-		// A task: answered with its CreateTaskResult, then detached; tasks/get
-		// reads its outbox.
-		so.Sink = nil
-	case cl.modern != nil:
-		// Every message of a 2026 request goes through its rounds (MRTR).
-		rd = &round{st: cl.st, id: cl.id, orig: cl.id}
-		so.Sink = rd
-	}
-	if cl.span != nil { // a task starts with no client attached
-		cl.span.detached.Store(so.Sink == nil)
-	}
-	r, tok, err := s.eng.Start(cl.id, &so)
-	if errors.Is(err, resume.ErrExists) {
-		cl.refusal = spec.NewError(spec.CodeInvalidParams, spec.ReasonKeyInUse, "the call key names another request: choose a new key for each call")
-		return nil
-	}
-	if err != nil {
-		c.logger().Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
-		return nil
-	}
-	// On the span before anything tells the client: a task's creation, once
-	// answered, may be cancelled at once, and an ended span takes no event.
-	if cl.span != nil { // the attribute's slice is not made for nobody
-		cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
-	}
-	if cl.kind.task() {
-		tid := &taskID{ID: cl.id, Token: tok, Created: r.Created().UnixMilli(), TTL: so.TTL.Milliseconds()}
-		data := taskResult(cl.id, tid, "working")
-		if cl.kind == callLegacyTask {
-			s.taskList.add(c.principal, tid)
-			cl.taskID = tid
-			data = cl.legacyTaskResult(tid, "working", "", askedTTL)
-		}
-		if err := cl.st.Write(c.ctx, Message{Kind: KindResponse, Data: data}); err != nil {
-			c.debug().Err(err).Str("request", string(cl.id)).Msg("writing a task's creation")
-		}
-	}
-	if rd != nil {
-		rd.gatherOn(s, r)
-		rs := requestState{ID: cl.id, Token: tok}
-		if m, derr := spec.Decode(cl.raw); derr == nil {
-			rs.Name = addressed(m.Method, m.Params)
-		}
-		rd.state = rs.encode()
-		cl.round = rd
-	}
-	if !hidden {
-		p := spec.ResumePolicyParams{RequestID: cl.id, ResumeToken: tok, MaxWait: &s.caps.MaxWait, MinWait: &s.caps.MinWait}
-		msg := Message{Kind: KindNotification, Data: spec.AppendResumePolicy(make([]byte, 0, 192), &p)}
-		if err := cl.st.Write(c.ctx, msg); err != nil && cl.key == "" {
-			// The client never got the token, so nobody can resume: behave as if
-			// the connection was lost before the request became resumable.
-			r.Cancel()
-			cl.lost = true
-			cl.cancel(errConnectionLost)
-			return nil
-		} else if err != nil {
-			// The client holds the key, which is the token: the request runs
-			// on, detached, for the call sent again.
-			r.Detach(so.Sink)
-		}
-	}
-	cl.req, cl.hidden = r, hidden
-	if cl.hold != nil && (!hidden || cl.kind.task()) { // the engine knows the key from now on
-		s.keys.drop(c.principal, cl.key, cl.hold)
-	}
-	if running {
-		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
-	}
-	if c.replay {
-		// On a one-stream transport the running call stands for its request
-		// (cancel by id, detach at the end); once it has ended, a result kept for
-		// retention needs nothing from this connection. Only stream reconnects
-		// (replay) look requests up by id after their call.
-		c.att.trackAs(tracked{r: r, hidden: hidden, sink: so.Sink, task: cl.kind.task()}, cl.st)
-	}
-	return r
-}
-
-// due makes an eager call resumable before its first message goes out, so that
-// the message is in the request's outbox, numbered, after the policy.
-func (cl *call) due() {
-	cl.mu.Lock()
-	eager := cl.eager
-	cl.mu.Unlock()
-	if eager {
-		cl.promote(true)
-	}
 }
 
 // request returns the call's request once it is resumable, or nil.
@@ -514,7 +382,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	cl.mu.Lock()
 	r := cl.req
 	if r == nil {
-		if cl.kind == callListen {
+		if cl.kind.listen() {
 			n = tagSubscription(n, cl.id)
 		}
 		cl.c.send(cl.st, KindNotification, encodeNotification(n, 0))
@@ -522,7 +390,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 		return
 	}
 	cl.mu.Unlock()
-	if cl.kind == callListen {
+	if cl.kind.listen() {
 		n = tagSubscription(n, cl.id)
 	}
 	kind, key := classify(n)

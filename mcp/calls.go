@@ -109,7 +109,7 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 				c.tasks.rejoinTask(r, cl, ck)
 				return nil, errClientCancel
 			case err == nil: // sent again: the call runs already, or has its result
-				c.att.rejoin(r, m.ID, ck, st, mr != nil)
+				c.att.rejoin(r, m.ID, ck, st, mr)
 				return nil, errClientCancel
 			case errors.Is(err, resume.ErrUnknown):
 				survives := cl.kind.task() || c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always

@@ -61,7 +61,7 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 	case spec.MethodGetStatus:
 		c.att.getStatus(m, st)
 	case spec.MethodResume:
-		c.att.resume(m, st, 0, false)
+		c.att.resume(m, st, 0, nil)
 	case spec.MethodTasksGet, spec.MethodTasksCancel, methodTasksResult, methodTasksList, spec.MethodTasksStream:
 		if !c.s.tasks { // mcp-go's own tasks, if the server has any
 			c.calls.startCall(m, raw, st, nil)
@@ -127,7 +127,7 @@ func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Enve
 	case spec.MethodGetStatus:
 		c.att.getStatus(m, st)
 	case spec.MethodResume:
-		c.att.resume(m, st, 0, true)
+		c.att.resume(m, st, 0, parseModern(env))
 	case spec.MethodTasksGet, spec.MethodTasksUpdate, spec.MethodTasksCancel, spec.MethodTasksStream:
 		c.tasks.taskRequest(m, st, parseModern(env))
 	case spec.MethodSubscriptionsListen:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -255,4 +256,18 @@ func (s *Server) headerBound(t *mcp.Tool) bool {
 
 func mismatch(msg string) *spec.Error {
 	return spec.NewError(spec.CodeHeaderMismatch, spec.ReasonHeaderMismatch, msg)
+}
+
+// sink is where the messages of request r, taken up as id with token on st
+// (a resume, a call sent again with its key), go: st itself for a request of
+// the 2025 era (mr nil); for one of the 2026 era a round of its own, through
+// which a question the tool asks answers it input_required (MRTR).
+func (mr *modernReq) sink(s *Server, st Stream, id spec.ID, token string, r resume.Handle) Stream {
+	if mr == nil {
+		return st
+	}
+	rs := requestState{ID: id, Token: token}
+	rd := &round{st: st, id: id, orig: id, state: rs.encode()}
+	rd.gatherOn(s, r)
+	return rd
 }

@@ -43,7 +43,7 @@ func (n *notifier) channel(cl *call) chan<- mcp.JSONRPCNotification {
 	}
 	if n.ch == nil {
 		n.ch, n.done, n.room = make(chan mcp.JSONRPCNotification, notifyDepth), make(chan struct{}), make(chan struct{}, 1)
-		if cl.kind == callListen {
+		if cl.kind.listen() {
 			n.startLocked(cl)
 		}
 	}
@@ -101,7 +101,7 @@ func (n *notifier) drain(cl *call) {
 	defer n.wg.Done()
 	for {
 		n.mu.Lock()
-		if n.expected == 0 && cl.kind != callListen {
+		if n.expected == 0 && !cl.kind.listen() {
 			n.draining = false
 			n.mu.Unlock()
 			return

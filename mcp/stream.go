@@ -47,7 +47,7 @@ func (ss *Session) HandleResume(m *spec.Message, st Stream, after uint64) {
 		ss.c.dispatch(m, nil, st)
 		return
 	}
-	ss.c.att.resume(m, st, after, false)
+	ss.c.att.resume(m, st, after, nil)
 }
 
 // SetDefaultStream sets the stream for messages of no request (the GET stream); nil

@@ -131,7 +131,7 @@ func (tk *sessionTasks) rejoinTask(h resume.Handle, cl *call, key string) {
 	tid := &taskID{ID: cl.id, Token: key, Created: h.Created().UnixMilli(), TTL: ttl.Milliseconds()}
 	c.debug().Str("request", string(cl.id)).Msg("task call sent again; answered with its task")
 	c.s.wg.Go(func() { // a task another instance owns is read from it
-		if cl.kind == callLegacyTask {
+		if cl.kind.legacy() {
 			status, msg := tk.legacyStatus(h)
 			c.reply(cl.st, cl.legacyTaskResult(tid, status, msg, asked))
 			return
@@ -148,7 +148,7 @@ func (tk *sessionTasks) rejoinTask(h resume.Handle, cl *call, key string) {
 func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 	limit := cmp.Or(s.opts.MaxTaskTTL, DefaultMaxTaskTTL)
 	ttl = min(cmp.Or(s.opts.TaskTTL, DefaultTaskTTL), limit)
-	if cl.kind != callLegacyTask {
+	if !cl.kind.legacy() {
 		return ttl, 0
 	}
 	var p struct {
@@ -197,7 +197,7 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 		unknown()
 		return
 	}
-	ack := func() { answer(json.RawMessage(`{"resultType":"complete"}`)) }
+	ack := func() { answer(doneResult2026) }
 	r, wait, err := c.att.lookup(tid.Token, tid.ID)
 	if c.att.rateLimited(st, m.ID, wait, sp) {
 		return
@@ -218,7 +218,7 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	}
 	switch m.Method {
 	case spec.MethodTasksStream:
-		tk.taskStream(m, st, r, tid, true, sp)
+		tk.taskStream(m, st, r, tid, doneResult2026, sp)
 	case spec.MethodTasksCancel:
 		r.Cancel()
 		ack()

@@ -199,7 +199,7 @@ func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 	}
 	switch m.Method {
 	case spec.MethodTasksStream:
-		tk.taskStream(m, st, r, tid, false, sp)
+		tk.taskStream(m, st, r, tid, doneResult2025, sp)
 	case spec.MethodTasksGet:
 		status, msg := tk.legacyStatus(r)
 		reply(legacyTask(tid, status, msg, o))

@@ -29,10 +29,10 @@ import (
 // taskStreamKey names a task's stream among a connection's: one per task.
 func taskStreamKey(tid *taskID) string { return string(tid.ID) + "\x00" + tid.Token }
 
-// taskStream answers tasks/stream for the task tid, found as r, on st. modern:
-// a 2026-07-28 request (its result says resultType). sp, its span, lasts as
-// long as the stream.
-func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, tid *taskID, modern bool, sp *reqSpan) {
+// taskStream answers tasks/stream for the task tid, found as r, on st; done
+// is the empty result that ends it, in its era's shape (doneResult2025,
+// doneResult2026). sp, its span, lasts as long as the stream.
+func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, tid *taskID, done json.RawMessage, sp *reqSpan) {
 	c := tk.c
 	after, from, err := streamCursor(m.Params)
 	if err != nil {
@@ -92,7 +92,7 @@ func (tk *sessionTasks) taskStream(m *spec.Message, st Stream, r resume.Handle, 
 	})
 	c.s.wg.Go(func() {
 		defer release()
-		tk.streamEvents(ctx, m.ID, st, src, tid, after, from, modern, release, sp)
+		tk.streamEvents(ctx, &taskStreamReq{id: m.ID, st: st, src: src, tid: tid, after: after, from: from, done: done, release: release, sp: sp})
 	})
 }
 
@@ -116,13 +116,35 @@ func streamCursor(params json.RawMessage) (after uint64, from bool, _ *spec.Erro
 	return n, true, nil
 }
 
+// taskStreamReq is one tasks/stream being served: its request's id, where its
+// events go (st), where they are read (src), the task, the cursor (from:
+// after is one, the events after it are sent; else every one kept), the
+// result that ends it (done), what lets go of its place on the connection
+// (release) and its span (sp), which ends with it.
+type taskStreamReq struct {
+	id      spec.ID
+	st      Stream
+	src     eventSource
+	tid     *taskID
+	after   uint64
+	from    bool
+	done    json.RawMessage
+	release func()
+	sp      *reqSpan
+}
+
+// The empty results that end a tasks/stream, in each era's shape.
+var (
+	doneResult2025 = json.RawMessage(`{}`)
+	doneResult2026 = json.RawMessage(`{"resultType":"complete"}`)
+)
+
 // streamEvents sends the task's events after the cursor, then each new one,
 // until the task has ended (answered with the empty result) or ctx ends (the
 // stream was cancelled, or its connection closed: the task runs on).
-//
-// sp, the request's span, ends with the stream.
-func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream, r eventSource, tid *taskID, after uint64, from bool, modern bool, release func(), sp *reqSpan) {
+func (tk *sessionTasks) streamEvents(ctx context.Context, q *taskStreamReq) {
 	c := tk.c
+	id, st, r, tid, after, from, release, sp := q.id, q.st, q.src, q.tid, q.after, q.from, q.release, q.sp
 	// gone ends the span of a stream that went away unanswered: its
 	// connection closed, or the client cancelled it.
 	gone := func() {
@@ -186,12 +208,8 @@ func (tk *sessionTasks) streamEvents(ctx context.Context, id spec.ID, st Stream,
 		return true, end
 	}
 	finish := func() {
-		result := json.RawMessage(`{}`)
-		if modern {
-			result = json.RawMessage(`{"resultType":"complete"}`)
-		}
 		release()
-		c.reply(st, spec.EncodeResponse(id, result))
+		c.reply(st, spec.EncodeResponse(id, q.done))
 		sp.end(nil)
 	}
 	for {
