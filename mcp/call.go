@@ -125,6 +125,18 @@ type call struct {
 	// primed: the call's stream has given its client an id to reconnect with
 	// (PrimingStream): a quick window would come too late.
 	primed bool
+	// token: its request's token, once it is one (a deferred answer's handle
+	// carries it).
+	token string
+	// Deferral (deferral.go): the call's tool, when it started and its latest
+	// progress (for the deferred answer), the timer of Options.AnswerWithin,
+	// and deferred: it was answered with a deferred answer and runs on,
+	// detached, for the await tool.
+	tool         string
+	started      time.Time
+	lastProgress *progressNote
+	deferTimer   *time.Timer
+	deferred     bool
 	done   bool // the handler returned
 	lost   bool // the connection went away before the request became resumable
 }
@@ -173,6 +185,9 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	cl.done = true
 	if cl.timer != nil {
 		cl.timer.Stop()
+	}
+	if cl.deferTimer != nil {
+		cl.deferTimer.Stop()
 	}
 	r := cl.req
 	if cl.uri != "" {
@@ -341,7 +356,7 @@ func (cl *call) request() *resume.Request {
 func (cl *call) connectionLost() {
 	cl.mu.Lock()
 	r := cl.req
-	keep := r != nil && (cl.modern == nil || cl.resumable || cl.kind.task() || cl.round.answered())
+	keep := r != nil && (cl.modern == nil || cl.resumable || cl.kind.task() || cl.deferred || cl.round.answered())
 	if r == nil && cl.survives && !cl.done {
 		keep = true // promote makes it a request, detached (its policy's write fails)
 	}
@@ -363,7 +378,7 @@ func (cl *call) connectionLost() {
 func (cl *call) outlivesSession() bool {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return (cl.req != nil && !cl.hidden) || cl.kind.task() || (cl.survives && !cl.done)
+	return (cl.req != nil && !cl.hidden) || cl.kind.task() || cl.deferred || (cl.survives && !cl.done)
 }
 
 // flush runs after the handler returned: the notifications it sent are delivered
@@ -380,6 +395,11 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 		return
 	}
 	cl.mu.Lock()
+	if n.Method == spec.MethodProgress && cl.deferTimer != nil {
+		if note := noteOf(n.Params.AdditionalFields); note != nil {
+			cl.lastProgress = note
+		}
+	}
 	r := cl.req
 	if r == nil {
 		if cl.kind.listen() {

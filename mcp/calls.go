@@ -32,6 +32,7 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 		cl.span.end(refusal) // nil: answered by the request the call joined
 		return
 	}
+	cl.armDeferral(m)
 	c.s.wg.Add(1)
 	c.s.calls.Add(1)
 	c.s.pool.run(func() {

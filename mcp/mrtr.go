@@ -112,6 +112,16 @@ func (rd *round) Write(ctx context.Context, m Message) error {
 	return rd.st.Write(ctx, m)
 }
 
+// close ends the round without an answer of its own (the call was answered
+// otherwise: a deferred answer); it reports whether the round was open.
+func (rd *round) close() bool {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	open := !rd.over
+	rd.over = true
+	return open
+}
+
 // answered reports whether the round has had its answer (false for no round).
 func (rd *round) answered() bool {
 	if rd == nil {

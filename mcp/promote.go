@@ -38,6 +38,7 @@ func (cl *call) promote(running bool) *resume.Request {
 		cl.notStartedLocked(err)
 		return nil
 	}
+	cl.token = tok
 	// On the span before anything tells the client: a task's creation, once
 	// answered, may be cancelled at once, and an ended span takes no event.
 	if cl.span != nil { // the attribute's slice is not made for nobody
@@ -66,7 +67,9 @@ func (cl *call) startOptionsLocked() (so resume.StartOptions, rd *round, askedTT
 	hidden := cl.hiddenLocked()
 	so = resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.kind.task(),
 		Trace: cl.span.traceContext(), Observer: cl.span.observer()}
-	known := !hidden || cl.kind.task() // its client can find it: by its token, or by its task id
+	// Its client can find it: by its token, its task id, or a deferred
+	// answer's handle.
+	known := !hidden || cl.kind.task() || cl.deferred
 	if known {
 		so.Token = cl.key // "": the engine makes one
 	}
@@ -83,6 +86,10 @@ func (cl *call) startOptionsLocked() (so resume.StartOptions, rd *round, askedTT
 		// Answered with its CreateTaskResult, then detached; tasks/get reads
 		// its outbox.
 		so.TTL, askedTTL = s.taskTTL(cl)
+		so.Sink = nil
+	case cl.deferred:
+		// Answered with its deferred answer, then detached: the await tool
+		// attaches to it.
 		so.Sink = nil
 	case cl.modern != nil:
 		// Every message of a 2026 request goes through its rounds (MRTR).
@@ -168,7 +175,7 @@ func (cl *call) becomeLocked(r *resume.Request, sink Stream, running bool) {
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	}
-	if c.replay {
+	if c.replay && !cl.deferred {
 		// On a one-stream transport the running call stands for its request
 		// (cancel by id, detach at the end); once it has ended, a result kept
 		// for retention needs nothing from this connection. Only stream

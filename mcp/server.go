@@ -55,6 +55,16 @@ type Options struct {
 	// token) and a task become resumable at once. 0 means DefaultQuickCall;
 	// negative: every call of Mode Always is resumable from its start.
 	QuickCall time.Duration
+	// AnswerWithin, when positive, is how long a tools/call may run before it
+	// is answered with a deferred answer: a normal tool result that says the
+	// tool is still running, what it last reported, and how to get its result,
+	// by calling the await tool (DefaultAwaitTool, which New adds to the
+	// server's tools) with the handle it gives. The call runs on, detached,
+	// for the await tool; a client that waits for no longer than it (the
+	// TypeScript SDK's 60 s, and the clients built on it) gets its result
+	// however long it runs. Tasks, and tools of policy Never, are not
+	// deferred. 0: never.
+	AnswerWithin time.Duration
 	// Tools sets a Policy per tool name.
 	Tools map[string]Policy
 	// PolicyOf, when set, is asked first: a policy that depends on the tool as
@@ -161,6 +171,8 @@ type Server struct {
 	reruns   reruns // restartable requests run again here
 	closed   atomic.Bool
 	tasks    bool      // some tool may become a task (Options.tasksOffered)
+	// awaitTool is the await tool's name (Options.AnswerWithin); "" without.
+	awaitTool string
 	taskList taskIndex // the 2025-11-25 tasks created here, for tasks/list
 }
 
@@ -236,6 +248,9 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		MaxWait:    int64(eff.MaxWait / time.Second),
 		MinWait:    int64(eff.MinWait / time.Second),
 		Extensions: []string{spec.ExtensionSeq, spec.ExtensionAck, spec.ExtensionKey},
+	}
+	if o.AnswerWithin > 0 {
+		s.addAwaitTool(srv)
 	}
 	s.tasks = s.opts.tasksOffered()
 	if s.opts.MaxConcurrentPerPrincipal == 0 {

@@ -36,6 +36,13 @@ const (
 	// tools/call sent again with the same key and id attaches to the call instead
 	// of running the tool twice.
 	MetaKey = "io.mcp-resume/key"
+	// MetaDeferred, in the _meta of a tool's result, marks a deferred answer
+	// (the call still runs; see the await tool): what to call to get its
+	// result, {"tool": name, "arguments": {...}}, and how it stands.
+	MetaDeferred = "io.mcp-resume/deferred"
+	// MetaReason, in the _meta of the await tool's error result, is why it
+	// failed (a Reason: not_found, expired, ...).
+	MetaReason = "io.mcp-resume/reason"
 	// MetaRequestedTTL, in the `_meta` of a 2025-11-25 CreateTaskResult, is the
 	// ttl (milliseconds) the client asked for when the server cut it to its
 	// maximum; the task's ttl is what it got.
@@ -185,6 +192,9 @@ const (
 	// that runs, but not as a resumable request (its tool's policy): it ends with
 	// the connection it came on, and is not run a second time.
 	ReasonNotResumable Reason = "not_resumable"
+	// ReasonInvalidHandle: the await tool got a handle this server did not
+	// hand out (malformed).
+	ReasonInvalidHandle Reason = "invalid_handle"
 )
 
 // MetaRelatedTask (_meta) names the task a message belongs to (2025-11-25

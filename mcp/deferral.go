@@ -1,0 +1,237 @@
+package mcp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Deferred answers (Options.AnswerWithin). Clients stop waiting for a tool call
+// on their own clock (60 s in the TypeScript SDK and the clients built on it),
+// whatever the server does meanwhile. A tools/call still running after
+// AnswerWithin is answered in time with a normal CallToolResult that says so
+// and names the await tool with the arguments to call it with (a handle: the
+// request's id and token, a secret bound to the caller's principal); the call
+// goes on as a detached request of the engine, where it survives the client's
+// disconnect, a restart on a durable store and the loss of an instance, as any
+// resumable request does. The await tool (await.go) follows the request for
+// up to AnswerWithin: its progress to the await call's progress token, its
+// questions to the await call's client, its result as the await call's
+// result; or it answers with another deferred answer.
+
+// DefaultAwaitTool is the name of the await tool, unless the server has a
+// tool of that name (then a suffix _2, _3 ... is added).
+const DefaultAwaitTool = "await_tool_result"
+
+// handlePrefix starts every handle (a deferred call's, for the await tool).
+const handlePrefix = "dh1."
+
+// deferHandle is what a handle carries: the request's id, its token, and the
+// name of its tool (for the deferred answers of the await tool).
+type deferHandle struct {
+	ID    spec.ID `json:"i"`
+	Token string  `json:"t"`
+	Tool  string  `json:"n,omitempty"`
+}
+
+func (h deferHandle) encode() string {
+	b, _ := json.Marshal(h)
+	return handlePrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeHandle(s string) (deferHandle, bool) {
+	var h deferHandle
+	rest, ok := strings.CutPrefix(s, handlePrefix)
+	if !ok {
+		return h, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || json.Unmarshal(b, &h) != nil || spec.CheckToken(h.Token) != nil {
+		return h, false
+	}
+	if _, err := spec.ParseID(h.ID); err != nil {
+		return h, false
+	}
+	return h, true
+}
+
+// progressNote is the latest progress a call reported, as the deferred answer
+// tells it.
+type progressNote struct {
+	Progress float64  `json:"progress"`
+	Total    *float64 `json:"total,omitempty"`
+	Message  string   `json:"message,omitempty"`
+}
+
+// noteOf reads a progress notification's params (numbers of any Go type, as
+// a tool passed them, or float64 as decoded).
+func noteOf(params map[string]any) *progressNote {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil
+	}
+	var n struct {
+		progressNote
+		Progress *float64 `json:"progress"`
+	}
+	if json.Unmarshal(b, &n) != nil || n.Progress == nil {
+		return nil
+	}
+	n.progressNote.Progress = *n.Progress
+	return &n.progressNote
+}
+
+// armDeferral starts the deferral clock of call cl, request m, when the server
+// defers (Options.AnswerWithin): a tools/call that is no task, of a tool whose
+// policy is not Never, other than the await tool.
+func (cl *call) armDeferral(m *spec.Message) {
+	s := cl.c.s
+	if s.opts.AnswerWithin <= 0 || m.Method != string(mcp.MethodToolsCall) || cl.kind.task() {
+		return
+	}
+	tool := addressed(m.Method, m.Params)
+	p := s.opts.policy(tool)
+	if tool == s.awaitTool || p.Mode == Never {
+		return
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.done {
+		return
+	}
+	cl.tool, cl.started = tool, time.Now()
+	cl.deferTimer = time.AfterFunc(s.opts.AnswerWithin, func() { cl.deferAnswer(p.Restartable) })
+}
+
+// deferAnswer answers the call, still running after Options.AnswerWithin,
+// with a deferred answer, and lets it run on as a detached request of the
+// engine (made one now when it is not yet: restartable is its policy's). A
+// call answered meanwhile, or one whose client was asked a question it has
+// not answered yet (a 2026 round answered input_required: its retry's
+// answer is the client's to wait for), is left as it is.
+func (cl *call) deferAnswer(restartable bool) {
+	c, s := cl.c, cl.c.s
+	cl.mu.Lock()
+	if cl.done || cl.lost || cl.deferred || cl.ctx.Err() != nil {
+		cl.mu.Unlock()
+		return
+	}
+	st, id := cl.st, cl.id
+	if rd := cl.round; rd != nil && !rd.close() {
+		cl.mu.Unlock()
+		return
+	}
+	if !cl.applied {
+		cl.restartable = restartable
+	}
+	cl.deferred = true
+	r := cl.req
+	if r == nil {
+		so, _, _ := cl.startOptionsLocked()
+		nr, tok, err := s.eng.Start(cl.id, &so)
+		if err != nil {
+			// It runs on as a plain call, answered when it ends.
+			cl.deferred = false
+			cl.notStartedLocked(err)
+			cl.mu.Unlock()
+			return
+		}
+		cl.token = tok
+		cl.becomeLocked(nr, nil, true)
+		r = nr
+	} else {
+		r.Detach(cl.st)
+		if cl.round != nil {
+			r.Detach(cl.round)
+		}
+	}
+	h := deferHandle{ID: cl.id, Token: cl.token, Tool: cl.tool}
+	last, tool, elapsed := cl.lastProgress, cl.tool, time.Since(cl.started)
+	modern := cl.modern != nil
+	cl.mu.Unlock()
+	// Its client holds a handle of it now: the session's end leaves it.
+	c.untrack(id)
+	res := s.deferredResult(tool, h.encode(), elapsed, last, r.Status().HasInput)
+	if modern {
+		res.ResultType = mcp.ResultTypeComplete
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return
+	}
+	c.reply(st, spec.EncodeResponse(id, b))
+	c.debug().Str("request", string(id)).Msg("answered with a deferred answer; the call runs on")
+}
+
+// deferredResult is the answer that says tool is still running (for elapsed,
+// last its latest progress, asking: it waits for an answer to a question)
+// and how to get its result: call the await tool with handle.
+func (s *Server) deferredResult(tool, handle string, elapsed time.Duration, last *progressNote, asking bool) *mcp.CallToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The tool %q is still running (for %s so far) and goes on in the background.", tool, elapsed.Round(time.Second))
+	if last != nil {
+		b.WriteString(" Its latest progress: ")
+		if last.Message != "" {
+			b.WriteString(last.Message + " (")
+		}
+		b.WriteString(strconv.FormatFloat(last.Progress, 'f', -1, 64))
+		if last.Total != nil {
+			b.WriteString(" of " + strconv.FormatFloat(*last.Total, 'f', -1, 64))
+		}
+		if last.Message != "" {
+			b.WriteString(")")
+		}
+		b.WriteString(".")
+	}
+	if asking {
+		fmt.Fprintf(&b, " It is waiting for an answer to a question it asked: calling %s shows the question.", s.awaitTool)
+	}
+	args, _ := json.Marshal(map[string]any{"handle": handle})
+	fmt.Fprintf(&b, " To get its result, call the tool %q with the arguments %s. That call waits up to %s and answers with the result, or says again that the tool is still running; call it again then. To stop the tool instead, call %s with \"cancel\": true besides the handle.",
+		s.awaitTool, args, s.opts.AnswerWithin.Round(time.Second), s.awaitTool)
+	meta := map[string]any{
+		"tool":           s.awaitTool,
+		"arguments":      map[string]any{"handle": handle},
+		"elapsedMs":      elapsed.Milliseconds(),
+		"inputRequested": asking,
+	}
+	if last != nil {
+		meta["progress"] = last
+	}
+	res := mcp.NewToolResultText(b.String())
+	res.Meta = &mcp.Meta{AdditionalFields: map[string]any{spec.MetaDeferred: meta}}
+	return res
+}
+
+// untrack forgets the request with id among those the session delivered: its
+// client holds a handle of it (a deferred call), and the session's end or
+// its streams' must leave it as it is.
+func (c *connState) untrack(id spec.ID) {
+	c.update(func(st *sessionState) {
+		t, ok := st.attached[string(id)]
+		if !ok {
+			return
+		}
+		delete(st.attached, string(id))
+		for s, ts := range st.onStream {
+			for i, u := range ts {
+				if u.r == t.r {
+					ts = append(ts[:i], ts[i+1:]...)
+					break
+				}
+			}
+			if len(ts) == 0 {
+				delete(st.onStream, s)
+			} else {
+				st.onStream[s] = ts
+			}
+		}
+	})
+}
