@@ -137,8 +137,8 @@ type call struct {
 	lastProgress *progressNote
 	deferTimer   *time.Timer
 	deferred     bool
-	done   bool // the handler returned
-	lost   bool // the connection went away before the request became resumable
+	done         bool // the handler returned
+	lost         bool // the connection went away before the request became resumable
 }
 
 // releaseKey lets go of the call's key among the keyed calls in flight (once

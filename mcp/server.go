@@ -168,12 +168,12 @@ type Server struct {
 	admission admission // requests in flight by principal
 	keys      keyHolds  // keyed calls in flight that are not requests yet
 
-	reruns   reruns // restartable requests run again here
-	closed   atomic.Bool
-	tasks    bool      // some tool may become a task (Options.tasksOffered)
+	reruns reruns // restartable requests run again here
+	closed atomic.Bool
+	tasks  bool // some tool may become a task (Options.tasksOffered)
 	// awaitTool is the await tool's name (Options.AnswerWithin); "" without.
 	awaitTool string
-	taskList taskIndex // the 2025-11-25 tasks created here, for tasks/list
+	taskList  taskIndex // the 2025-11-25 tasks created here, for tasks/list
 }
 
 // New returns a Server around srv. srv's tools, resources and prompts are served
