@@ -184,6 +184,9 @@ type Gateway struct {
 	// taskSupport: each upstream tool's execution.taskSupport, as last
 	// mirrored, when the upstream does tasks itself (nil when it does not).
 	taskSupport map[string]mcpgo.TaskSupport
+	// mirrored names the tools the last mirror of the upstream's list set;
+	// the others (the core's own) stay when it changes.
+	mirrored map[string]bool
 	subs        subscriptions
 }
 

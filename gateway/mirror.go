@@ -105,12 +105,24 @@ func (g *Gateway) mirror(ctx context.Context, p *peer) error {
 			t.Execution = nil
 			tools = append(tools, server.ServerTool{Tool: t, Handler: g.callTool})
 		}
+		names := make(map[string]bool, len(tools))
+		for _, t := range tools {
+			names[t.Tool.Name] = true
+		}
 		g.mu.Lock()
 		g.taskSupport = nil
 		if tasks {
 			g.taskSupport = support
 		}
+		mirrored := g.mirrored
+		g.mirrored = names
 		g.mu.Unlock()
+		// Tools the gateway did not mirror (the core's await tool) stay.
+		for name, st := range g.srv.ListTools() {
+			if !mirrored[name] && !names[name] {
+				tools = append(tools, *st)
+			}
+		}
 		g.srv.SetTools(tools...)
 	}); err != nil {
 		return err

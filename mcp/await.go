@@ -138,7 +138,7 @@ func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferH
 			}
 		}
 		if timeUp {
-			return s.deferredResult(h.Tool, h.encode(), time.Since(r.Created()), last, r.Status().HasInput), nil
+			return s.deferredResult(h.Tool, h.encode(), time.Since(time.UnixMilli(h.Started)), last, r.Status().HasInput), nil
 		}
 	}
 }

@@ -33,12 +33,14 @@ const DefaultAwaitTool = "await_tool_result"
 // handlePrefix starts every handle (a deferred call's, for the await tool).
 const handlePrefix = "dh1."
 
-// deferHandle is what a handle carries: the request's id, its token, and the
-// name of its tool (for the deferred answers of the await tool).
+// deferHandle is what a handle carries: the request's id, its token, and for
+// the deferred answers of the await tool the name of its tool and when the
+// call started (unix milliseconds).
 type deferHandle struct {
-	ID    spec.ID `json:"i"`
-	Token string  `json:"t"`
-	Tool  string  `json:"n,omitempty"`
+	ID      spec.ID `json:"i"`
+	Token   string  `json:"t"`
+	Tool    string  `json:"n,omitempty"`
+	Started int64   `json:"s,omitempty"`
 }
 
 func (h deferHandle) encode() string {
@@ -152,7 +154,7 @@ func (cl *call) deferAnswer(restartable bool) {
 			r.Detach(cl.round)
 		}
 	}
-	h := deferHandle{ID: cl.id, Token: cl.token, Tool: cl.tool}
+	h := deferHandle{ID: cl.id, Token: cl.token, Tool: cl.tool, Started: cl.started.UnixMilli()}
 	last, tool, elapsed := cl.lastProgress, cl.tool, time.Since(cl.started)
 	modern := cl.modern != nil
 	cl.mu.Unlock()

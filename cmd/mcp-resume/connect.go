@@ -8,6 +8,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/mcp"
 )
 
 const connectUsage = `usage: mcp-resume connect [flags] URL
@@ -35,6 +38,12 @@ path: an app started from a dock does not get your shell's PATH):
 flags:
 `
 
+// defaultConnectAnswerWithin is connect's --answer-within: under the 60 s after
+// which the TypeScript SDK (and claude.ai, GitHub Copilot) give up on a call,
+// with room for the answer to travel and for a client whose clock started
+// before ours; progress does not reset most clients' timers.
+const defaultConnectAnswerWithin = 45 * time.Second
+
 // connect is `mcp-resume connect`: the gateway with its stdio face in front of
 // URL, quiet by default.
 func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -44,6 +53,7 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tokenEnv := fs.String("token-env", "", "the name of an environment variable holding a bearer token sent to the remote")
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	dataDir := fs.String("data-dir", "", "keep the local client's calls in this directory, so that they survive a restart of connect itself (see serve --data-dir)")
+	answerWithin := fs.Duration("answer-within", defaultConnectAnswerWithin, "a tool call still running after this long is answered with a deferred answer: the tool runs on, and the local client's model gets its result by calling the "+mcp.DefaultAwaitTool+" tool (local clients stop waiting on their own: 60 s in the TypeScript SDK, claude.ai, Copilot) (0: never)")
 	var headers rawHeaders
 	fs.Var(&headers, "header", "a header sent with every request to the remote, `Name: value` (repeatable, as mcp-remote's); ${VAR} in the value is the environment variable VAR")
 	if err := parseAnywhere(fs, args); err != nil {
@@ -70,6 +80,7 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *dataDir != "" {
 		gw = append(gw, "--data-dir", *dataDir)
 	}
+	gw = append(gw, "--answer-within", answerWithin.String())
 	return serve(gw, stdin, stdout, stderr, modeConnect)
 }
 

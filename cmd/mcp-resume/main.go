@@ -185,6 +185,7 @@ type serveFlags struct {
 	policies       string
 	defaultPolicy  string
 	quickCall      time.Duration
+	answerWithin   time.Duration
 	restartable    string
 	logLevel       string
 	dataDir        string
@@ -284,6 +285,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
 	fs.StringVar(&f.defaultPolicy, "default-policy", "always", "resume policy of tools not named in --policy")
 	fs.DurationVar(&f.quickCall, "quick-call", mcp.DefaultQuickCall, "a call of policy always that answers within this, sending nothing before, is answered as a plain call: no resume policy (its client holds no token yet), nothing kept or stored; one that runs longer, or sends a message sooner, becomes resumable then (0: every call resumable from its start)")
+	fs.DurationVar(&f.answerWithin, "answer-within", 0, "a tool call still running after this long is answered with a deferred answer (the tool runs on; the answer tells how to get its result with the "+mcp.DefaultAwaitTool+" tool), for clients that stop waiting on their own (60 s in the TypeScript SDK and the apps built on it) (0: never; connect's default is 45s)")
 	fs.StringVar(&f.restartable, "restartable", "", "tools safe to run twice, comma-separated: with --data-dir or --nats-url, their calls running when the server stopped run again after a restart instead of failing with server_restarted")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error (on stderr: human-readable when it is a terminal, JSON lines otherwise)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep queued messages and results in this directory (an embedded NATS JetStream server, in-process, no port): they survive a restart")
@@ -420,6 +422,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		Cluster:       asCluster(node),
 		DefaultPolicy: def,
 		QuickCall:     cmp.Or(f.quickCall, -1), // the flag's 0 is "none"; the option's is the default
+		AnswerWithin:  f.answerWithin,
 		Tools:         tools,
 		PolicyOf:      policyOf,
 		Logger:        &log,
