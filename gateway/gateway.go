@@ -187,7 +187,7 @@ type Gateway struct {
 	// mirrored names the tools the last mirror of the upstream's list set;
 	// the others (the core's own) stay when it changes.
 	mirrored map[string]bool
-	subs        subscriptions
+	subs     subscriptions
 }
 
 // upcall is a tools/call running on the upstream, by its upstream request id.

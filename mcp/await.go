@@ -30,6 +30,11 @@ func (s *Server) addAwaitTool(srv *server.MCPServer) {
 		mcp.WithDescription(fmt.Sprintf("Gets the result of a tool call that was still running when it answered: its answer said so and gave a handle. "+
 			"Call this with that handle: it waits up to %s and answers with the call's result, or says that the call is still running (call it again then). "+
 			"A question the running tool asks comes with this call. Set cancel to true to stop the running call instead of waiting for it.", within)),
+		mcp.WithTitleAnnotation("Await a tool call's result"),
+		mcp.WithReadOnlyHintAnnotation(false),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
 		mcp.WithString("handle", mcp.Required(), mcp.Description("the handle the still-running call's answer gave")),
 		mcp.WithBoolean("cancel", mcp.Description("stop the running call instead of waiting for its result")),
 	), s.await)

@@ -236,3 +236,14 @@ func TestClusterFailoverKeepsMode(t *testing.T) {
 		t.Fatalf("the result of the new run: %s", resp.Raw)
 	}
 }
+
+// Deferred answers across a cluster of two instances: each connection goes to
+// the other instance than the one before, so every await is served by an
+// instance that does not own the deferred call (e2etest.RunDeferral), and a
+// question asked there is answered through it.
+func TestDeferralCluster(t *testing.T) {
+	ins := startClusterOf(t, 2, 5*time.Second, mcp.Options{AnswerWithin: e2etest.DeferralWithin}, func() *server.MCPServer { return demo.Server("test") })
+	var next atomic.Int64
+	dial := func(t testing.TB) transport.Conn { return ins[next.Add(1)%2].dial(t) }
+	e2etest.RunDeferral(t, e2etest.Harness{Dial: dial, Reconnect: true})
+}

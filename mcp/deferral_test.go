@@ -334,3 +334,9 @@ func TestAwaitAgainAndNever(t *testing.T) {
 		}
 	})
 }
+
+// The shared deferral cases on in-memory connections.
+func TestDeferralEndToEndPipe(t *testing.T) {
+	core := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: e2etest.DeferralWithin})
+	e2etest.RunDeferral(t, e2etest.Harness{Dial: serveCore(t, core), Reconnect: true})
+}

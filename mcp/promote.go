@@ -68,8 +68,8 @@ func (cl *call) startOptionsLocked() (so resume.StartOptions, rd *round, askedTT
 	so = resume.StartOptions{AckMode: cl.ackMode && !hidden, Sink: cl.st, Principal: c.principal, Task: cl.kind.task(),
 		Trace: cl.span.traceContext(), Observer: cl.span.observer()}
 	// Its client can find it: by its token, its task id, or a deferred
-	// answer's handle.
-	known := !hidden || cl.kind.task() || cl.deferred
+	// answer's handle (one it may be given later: deferTimer).
+	known := !hidden || cl.kind.task() || cl.deferred || cl.deferTimer != nil
 	if known {
 		so.Token = cl.key // "": the engine makes one
 	}

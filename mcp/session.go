@@ -279,10 +279,17 @@ func (s *callSession) SetProtocolVersion(v string) {
 // tool running on ctx returns reaches its client as the request's answer, to
 // be retried with the client's answers: a 2026-era request that is not a task,
 // or not one yet (its policy's After has not come, and Promote was not
-// called). Otherwise the tool asks its questions with Ask.
+// called), and was not deferred (Options.AnswerWithin: its client awaits it
+// with the await tool). Otherwise the tool asks its questions with Ask.
 func TakesInputRequired(ctx context.Context) bool {
 	cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
-	return ok && cs.cl.modern != nil && (!cs.cl.kind.task() || cs.cl.request() == nil)
+	if !ok || cs.cl.modern == nil {
+		return false
+	}
+	cl := cs.cl
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return !cl.deferred && (!cl.kind.task() || cl.req == nil)
 }
 
 // Promote makes the call whose tool runs on ctx resumable now, as its

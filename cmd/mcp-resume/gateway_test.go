@@ -623,3 +623,102 @@ func TestGatewayStartUp(t *testing.T) {
 		t.Fatalf("the gateway's page: %s %q", resp.Status, b)
 	}
 }
+
+// Deferred answers end to end (e2etest.RunDeferral), both eras: the binary on
+// stdio, Streamable HTTP and WebSocket with --answer-within, the gateway in
+// front of serve --stdio, and connect (--answer-within) in front of serve.
+func TestDeferralEndToEnd(t *testing.T) {
+	t.Parallel() // subprocesses, mostly waiting: beside the package's others
+	within := "--answer-within " + e2etest.DeferralWithin.String()
+	t.Run("stdio", func(t *testing.T) {
+		e2etest.RunDeferral(t, e2etest.Harness{Dial: func(t testing.TB) transport.Conn { return spawn(t, "serve --stdio "+within) }})
+	})
+	ls := spawnNet(t, "serve --http 127.0.0.1:0 "+within, 1)
+	t.Run("http", func(t *testing.T) {
+		e2etest.RunDeferral(t, e2etest.Harness{Reconnect: true, Dial: func(t testing.TB) transport.Conn {
+			c := httptransport.Dial(ls[0].URL, nil)
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}})
+	})
+	t.Run("ws", func(t *testing.T) {
+		e2etest.RunDeferral(t, e2etest.Harness{Reconnect: true, Dial: func(t testing.TB) transport.Conn {
+			c, err := ws.Dial(t.Context(), ls[0].WS, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}})
+	})
+	t.Run("gateway", func(t *testing.T) {
+		e2etest.RunDeferral(t, e2etest.Harness{Dial: func(t testing.TB) transport.Conn { return spawn(t, "gateway --stdio "+within+" -- "+os.Args[0]) }})
+	})
+	remote := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	t.Run("connect", func(t *testing.T) {
+		e2etest.RunDeferral(t, e2etest.Harness{Dial: func(t testing.TB) transport.Conn { return spawn(t, "connect "+within+" "+remote.URL) }})
+	})
+}
+
+// A deferred call's handle after a kill -9 of serve --data-dir and its restart
+// on the same data: a call that finished before the kill gives its result; a
+// running restartable one runs again and gives the rerun's; a running one that
+// is not restartable is a tool error, server_restarted.
+func TestDeferralSurvivesKill(t *testing.T) {
+	t.Parallel() // subprocesses, mostly waiting
+	dir, addr := t.TempDir(), freeAddr(t)
+	args := "serve --http " + addr + " --data-dir " + dir + " --answer-within 300ms --restartable countdown"
+	first := spawnNet(t, args, 1)[0]
+	dial := func(url string) *e2etest.Client {
+		conn := httptransport.Dial(url, nil)
+		t.Cleanup(func() { _ = conn.Close() })
+		c := e2etest.NewClient(t, conn)
+		c.Initialize(`{}`)
+		return c
+	}
+	deferredCall := func(c *e2etest.Client, id, tool, args string) (string, string) {
+		t.Helper()
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+		resp, _ := c.Response(id)
+		var r struct {
+			Meta map[string]struct {
+				Tool      string          `json:"tool"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"_meta"`
+		}
+		_ = json.Unmarshal(resp.Result, &r)
+		d, ok := r.Meta[spec.MetaDeferred]
+		if !ok {
+			t.Fatalf("%s: %s, want a deferred answer", tool, resp.Raw)
+		}
+		return d.Tool, string(d.Arguments)
+	}
+	c := dial(first.URL)
+	tool, finished := deferredCall(c, `"f"`, "countdown", `{"seconds":0.6,"steps":2}`)
+	_, rerun := deferredCall(c, `"r"`, "countdown", `{"seconds":1.5,"steps":3}`)
+	_, lost := deferredCall(c, `"l"`, "ask", `{"delay":30}`)
+	scrapeUntil(t, "127.0.0.1", strings.TrimSuffix(first.URL, "/mcp")+"/metrics", `mcp_resume_requests{state="completed"} 1`)
+	first.Kill()
+
+	second := spawnNet(t, args, 1)[0]
+	c = dial(second.URL)
+	await := func(id, args string) e2etest.Msg {
+		for i := 0; ; i++ {
+			cid := fmt.Sprintf(`"%s%d"`, id, i)
+			c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, cid, tool, args)
+			resp, _ := c.Response(cid)
+			if !strings.Contains(string(resp.Raw), spec.MetaDeferred) || i > 20 {
+				return resp
+			}
+		}
+	}
+	if resp := await("f", finished); e2etest.Text(resp) != "countdown done: 2 of 2 steps" {
+		t.Errorf("the call that finished before the kill: %s", resp.Raw)
+	}
+	if resp := await("r", rerun); e2etest.Text(resp) != "countdown done: 3 of 3 steps" {
+		t.Errorf("the restartable call running at the kill: %s", resp.Raw)
+	}
+	if resp := await("l", lost); !strings.Contains(string(resp.Raw), `"isError":true`) || !strings.Contains(string(resp.Raw), string(spec.ReasonServerRestarted)) {
+		t.Errorf("the call running at the kill, not restartable: %s, want server_restarted", resp.Raw)
+	}
+}

@@ -2,14 +2,20 @@ package http_test
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
 // BenchmarkHTTPDurable: what asking for durability costs end to end, over
@@ -96,4 +102,81 @@ func BenchmarkHTTPKeyed(b *testing.B) {
 			b.ReportMetric(float64(echo[len(echo)/2].Nanoseconds())/1000, "echo-p50-us")
 		})
 	}
+}
+
+// BenchmarkHTTPDeferral: deferred answers (mcp.Options.AnswerWithin) over
+// loopback Streamable HTTP, a plain client. await: the await tool's answer
+// once the deferred call's result exists (a 30 ms countdown deferred after 10
+// ms, its result waited for outside the timing): await-p50-us. echo: what
+// deferral costs a call that answers in time, an echo to a server that defers
+// and to one that does not, paired call by call: echo-ns/call for each and
+// their ratio (defer/off).
+func BenchmarkHTTPDeferral(b *testing.B) {
+	b.Run("await", func(b *testing.B) {
+		c := newBenchClient(b, benchTarget{name: "defer", caps: `{}`, start: func() (string, func()) {
+			core := mcp.New(demo.Server("bench"), &mcp.Options{AnswerWithin: 10 * time.Millisecond})
+			h := httptransport.NewHandler(core, nil)
+			srv := httptest.NewServer(h)
+			return srv.URL + "/mcp", func() {
+				h.Close()
+				srv.Close()
+				core.Close()
+			}
+		}})
+		var lat []time.Duration
+		id := 0
+		var handle string
+		grab := func(m *benchMsg) {
+			var r struct {
+				Meta map[string]struct {
+					Arguments struct {
+						Handle string `json:"handle"`
+					} `json:"arguments"`
+				} `json:"_meta"`
+			}
+			if json.Unmarshal(m.Result, &r) == nil {
+				handle = r.Meta[spec.MetaDeferred].Arguments.Handle
+			}
+		}
+		for b.Loop() {
+			b.StopTimer()
+			id++
+			handle = ""
+			c.call(b, id, `{"name":"countdown","arguments":{"seconds":0.03,"steps":1}}`, nil, func(_ *testing.B, m *benchMsg) { grab(m) })
+			if handle == "" {
+				b.Fatal("no deferred answer")
+			}
+			time.Sleep(40 * time.Millisecond) // the result exists
+			id++
+			b.StartTimer()
+			t0 := time.Now()
+			c.call(b, id, fmt.Sprintf(`{"name":%q,"arguments":{"handle":%q}}`, mcp.DefaultAwaitTool, handle), nil, func(b *testing.B, m *benchMsg) {
+				if !strings.Contains(string(m.Result), "countdown done") {
+					b.Fatalf("await: %s", m.Result)
+				}
+			})
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "await-p50-us")
+	})
+	b.Run("echo", func(b *testing.B) {
+		on := newBenchClient(b, benchTarget{name: "defer", caps: `{}`, start: func() (string, func()) {
+			return startOursWith(&mcp.Options{AnswerWithin: 45 * time.Second})
+		}})
+		off := newBenchClient(b, benchTarget{name: "off", caps: `{}`, start: func() (string, func()) { return startOursWith(nil) }})
+		var spent [2]time.Duration
+		id := 0
+		for b.Loop() {
+			id++
+			for k, c := range []*benchClient{on, off} {
+				t0 := time.Now()
+				c.call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, checkEcho)
+				spent[k] += time.Since(t0)
+			}
+		}
+		b.ReportMetric(float64(spent[0].Nanoseconds())/float64(id), "defer-ns/call")
+		b.ReportMetric(float64(spent[1].Nanoseconds())/float64(id), "off-ns/call")
+		b.ReportMetric(float64(spent[0])/float64(spent[1]), "defer/off")
+	})
 }
