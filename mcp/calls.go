@@ -89,6 +89,11 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 // answered by the join.
 func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *spec.Error, cause error) {
 	c, st, mr := cc.c, cl.st, cl.modern
+	if c.toolRefusal != nil && m.Method == string(mcp.MethodToolsCall) {
+		if e := c.toolRefusal(addressed(m.Method, m.Params)); e != nil {
+			return e, errClientCancel
+		}
+	}
 	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks && !cl.kind.task() &&
 		c.s.opts.policy(addressed(m.Method, m.Params)).Task == TaskRequired {
 		if mr != nil {

@@ -65,6 +65,9 @@ type connState struct {
 	principal string
 	// remote and transport are SessionOptions', for the requests' spans.
 	remote, transport string
+	// toolRefusal is SessionOptions.ToolRefusal (nil: every tool may be
+	// called).
+	toolRefusal func(tool string) *spec.Error
 	// stateless: the session carries 2026-era requests only (a Streamable HTTP
 	// POST of that era): it is not an mcp-go session, and a 2025-era request is
 	// refused.
@@ -124,6 +127,7 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	}
 	if opts != nil {
 		c.principal, c.remote, c.transport, c.stateless = opts.Principal, opts.Remote, opts.Transport, opts.Stateless
+		c.toolRefusal = opts.ToolRefusal
 	}
 	switch {
 	case c.principal != "":

@@ -307,6 +307,10 @@ type SessionOptions struct {
 	// need no session (a Streamable HTTP POST of that era is one such session):
 	// it costs no goroutine, and a 2025-era request on it is refused.
 	Stateless bool
+	// ToolRefusal, when set, is asked before each tools/call of the session:
+	// a non-nil error refuses the call (the credentials the session's
+	// connection was opened with lack the tool's scope: insufficient_scope).
+	ToolRefusal func(tool string) *spec.Error
 
 	// id, when set (Unpark), is the session's id instead of a new one.
 	id string

@@ -88,19 +88,21 @@ func (ks *KeySet) Principal(r *http.Request) (string, bool) {
 	return ks.Lookup(strings.TrimSpace(key))
 }
 
-// Authenticate returns the principal of the key r presents, or answers r with
-// Unauthorized and returns false. A nil KeySet authenticates every request, as
-// "" (no keys configured).
-func (ks *KeySet) Authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+// Authenticate returns the principal of the key r presents (Authenticator),
+// or answers r with Unauthorized and returns false. A nil KeySet
+// authenticates every request, as "" (no keys configured).
+func (ks *KeySet) Authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool) {
 	if ks == nil {
-		return "", true
+		return Identity{}, true
 	}
 	p, ok := ks.Principal(r)
 	if !ok {
 		Unauthorized(w)
 	}
-	return p, ok
+	return Identity{Principal: p}, ok
 }
+
+var _ Authenticator = (*KeySet)(nil)
 
 // Lookup returns the principal of key. Every stored key is compared, whether or
 // not an earlier one matched, so the time taken does not depend on which key

@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"crypto/rand"
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"

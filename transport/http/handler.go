@@ -52,6 +52,11 @@ type Options struct {
 	// belongs to the principal that opened it, and its resumable requests are
 	// bound to that principal. Nil: no authentication.
 	Keys *transport.KeySet
+	// Auth, when set, authenticates every request instead of Keys (an
+	// oauth.ResourceServer): its answer names the principal, and a tools/call
+	// its credentials do not allow is refused with its Refusal (403 and a
+	// step-up challenge).
+	Auth transport.Authenticator
 	// MaxMessageBytes bounds a POST body. Default transport.DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// BodyTimeout bounds the reading of a POST body, from the end of the
@@ -303,10 +308,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
 		return
 	}
-	principal, ok := h.authenticate(w, r)
+	id, ok := h.authenticate(w, r)
 	if !ok {
 		return
 	}
+	principal := id.Principal
 	v := r.Header.Get(HeaderProtocolVersion)
 	if v != "" && !slices.Contains(Versions, v) && r.Method != http.MethodPost {
 		fail(w, http.StatusBadRequest, spec.UnsupportedVersion(v)) // a POST's answer names its request (post)
@@ -321,7 +327,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.post(w, r, principal)
+		h.post(w, r, id)
 	case http.MethodGet:
 		h.get(w, r, principal)
 	case http.MethodDelete:
@@ -333,7 +339,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // post handles one JSON-RPC message.
-func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string) {
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, id transport.Identity) {
+	principal := id.Principal
 	if !strings.EqualFold(mediaType(r.Header.Get("Content-Type")), "application/json") {
 		fail(w, http.StatusUnsupportedMediaType, spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnsupportedMediaType,
 			"Content-Type must be application/json"))
@@ -371,6 +378,15 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, principal string)
 	if derr != nil {
 		failID(w, http.StatusBadRequest, derr.ID, derr)
 		return
+	}
+	if id.ToolRefusal != nil && m.Kind == spec.KindRequest && m.Method == spec.MethodToolsCall {
+		// A call of a tool the request's credentials do not cover: 403 and the
+		// scope to step up to, before anything runs.
+		if ref := id.ToolRefusal(spec.StringMember(m.Params, "name")); ref != nil {
+			h.log.Info().Str("remote", r.RemoteAddr).Str("reason", string(ref.Err.Reason)).Msg("tool call refused")
+			ref.Write(w, m.ID)
+			return
+		}
 	}
 	class := mcp.Classify(m)
 	if v := r.Header.Get(HeaderProtocolVersion); spec.IsModern(v) || class.Modern {
@@ -554,15 +570,19 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, principal strin
 var errUnknownSession = spec.NewError(spec.CodeInvalidRequest, spec.ReasonUnknownSession,
 	"unknown or ended session; initialize a new one")
 
-// authenticate returns the principal of the request's API key, or "" when the
-// handler has no keys. A request without a known key is answered with 401 and
-// false.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
-	p, ok := h.opts.Keys.Authenticate(w, r)
+// authenticate returns who the request's credentials name (Options.Auth, or
+// the API keys; "" without either). A request they do not admit is answered
+// (401, 403, 503) and false.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (transport.Identity, bool) {
+	var auth transport.Authenticator = h.opts.Keys
+	if h.opts.Auth != nil {
+		auth = h.opts.Auth
+	}
+	id, ok := auth.Authenticate(w, r)
 	if !ok {
 		h.log.Warn().Str("remote", r.RemoteAddr).Bool("authorization", r.Header.Get("Authorization") != "").Msg("unauthorized request")
 	}
-	return p, ok
+	return id, ok
 }
 
 // session returns the session named by the request's header, or answers the

@@ -73,9 +73,9 @@ type Conn struct {
 	ws   *websocket.Conn
 	raw  *rawConn // under ws; closing it ends every operation at once
 	opts Options
-	// principal is who the handshake's API key belongs to (AcceptOptions.Keys);
-	// "" without authentication. Set before the Conn is returned.
-	principal string
+	// id is who the handshake's credentials name (AcceptOptions.Keys or Auth);
+	// set before the connection is shared.
+	id transport.Identity
 
 	life   context.Context // ends when the connection is closed or dropped
 	cancel context.CancelFunc
@@ -223,7 +223,7 @@ func (c *Conn) Write(ctx context.Context, msg []byte) error {
 
 // Principal returns who the handshake authenticated as (AcceptOptions.Keys), or
 // "" without authentication.
-func (c *Conn) Principal() string { return c.principal }
+func (c *Conn) Principal() string { return c.id.Principal }
 
 // Close closes the connection with status 1000 (normal closure).
 func (c *Conn) Close() error {

@@ -36,6 +36,13 @@ type AcceptOptions struct {
 	// connection's resumable requests are bound to the key's principal
 	// (Conn.Principal). Nil: no authentication.
 	Keys *transport.KeySet
+	// Auth, when set, authenticates the handshake instead of Keys (an
+	// oauth.ResourceServer). The connection is closed (1008, policy
+	// violation) when its credentials expire (Identity.Expiry): the client
+	// connects again with fresh ones, and resumes its requests there; a
+	// tools/call its credentials do not allow is answered with the refusal's
+	// JSON-RPC error.
+	Auth transport.Authenticator
 	// InitTimeout bounds the time from the upgrade to the client's first
 	// message that opens a session: an initialize request, or a request of the
 	// 2026-07-28 era (which needs none). A connection that has sent none by
@@ -80,9 +87,13 @@ func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, er
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
 		return nil, errors.New("ws: host or origin not allowed")
 	}
-	principal, ok := o.Keys.Authenticate(w, r)
+	var auth transport.Authenticator = o.Keys
+	if o.Auth != nil {
+		auth = o.Auth
+	}
+	id, ok := auth.Authenticate(w, r)
 	if !ok {
-		return nil, errors.New("ws: missing or unknown API key")
+		return nil, errors.New("ws: the handshake's credentials were refused")
 	}
 	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", "websocket") {
 		w.Header().Set("Upgrade", "websocket")
@@ -109,7 +120,7 @@ func accept(w http.ResponseWriter, r *http.Request, o *AcceptOptions) (*Conn, er
 	// Deadlines the HTTP server set for the handshake must not cut the connection.
 	_ = hw.conn.SetDeadline(time.Time{})
 	conn := newConn(c, hw.conn, o.Options, o.InitTimeout)
-	conn.principal = principal
+	conn.id = id
 	return conn, nil
 }
 
@@ -182,7 +193,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.mu.Unlock()
 	h.log.Debug().Str("remote", r.RemoteAddr).Msg("WebSocket connected")
-	err = h.core.ServeWith(h.ctx, c, &mcp.SessionOptions{Principal: c.principal, Remote: transport.RemoteIP(r), Transport: mcp.TransportWebSocket})
+	if exp := c.id.Expiry; !exp.IsZero() {
+		// Credentials expire with the connection they opened.
+		t := time.AfterFunc(time.Until(exp), func() { c.closeWith(websocket.StatusPolicyViolation, "credentials expired") })
+		defer t.Stop()
+	}
+	so := &mcp.SessionOptions{Principal: c.id.Principal, Remote: transport.RemoteIP(r), Transport: mcp.TransportWebSocket}
+	if refuse := c.id.ToolRefusal; refuse != nil {
+		so.ToolRefusal = func(tool string) *spec.Error {
+			if ref := refuse(tool); ref != nil {
+				return ref.Err
+			}
+			return nil
+		}
+	}
+	err = h.core.ServeWith(h.ctx, c, so)
 	h.mu.Lock()
 	delete(h.conns, c)
 	h.mu.Unlock()

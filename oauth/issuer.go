@@ -1,0 +1,327 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// refetchEvery bounds how often an issuer's metadata and keys are fetched
+// again: a token naming a key not known yet (a rotation) fetches the keys at
+// most this often, so that a flood of made-up key ids costs the identity
+// provider one fetch a second.
+const refetchEvery = time.Second
+
+// maxDocBytes bounds a metadata document or key set read from an
+// authorization server.
+const maxDocBytes = 1 << 20
+
+// asymmetric are the signature algorithms a token may be signed with: never
+// none, never an HMAC (whose key would be the issuer's public key).
+var asymmetric = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA,
+}
+
+// issuer is one authorization server: its metadata and keys, fetched when
+// needed and again at most every refetchEvery.
+type issuer struct {
+	id string
+	rs *ResourceServer
+
+	mu         sync.Mutex // guards the fields below
+	meta       *asMetadata
+	keys       *jose.JSONWebKeySet
+	metaAt     time.Time // the last fetch of the metadata (success or not)
+	keysAt     time.Time // the last fetch of the keys
+	algs       []jose.SignatureAlgorithm
+	fetching   chan struct{} // closed when the fetch under way ends; nil when none
+	lastReason string
+}
+
+// asMetadata is what the resource server reads of an authorization server's
+// metadata (RFC 8414, OpenID Connect Discovery).
+type asMetadata struct {
+	Issuer                string   `json:"issuer"`
+	JWKSURI               string   `json:"jwks_uri"`
+	IntrospectionEndpoint string   `json:"introspection_endpoint"`
+	SigningAlgs           []string `json:"id_token_signing_alg_values_supported"`
+}
+
+// metadataURLs are where an issuer's metadata is looked for, in the order
+// [MCP authorization, authorization server metadata discovery] gives it:
+// RFC 8414 with path insertion, OpenID Connect with path insertion, OpenID
+// Connect appended to the path (only the first two for an issuer without a
+// path).
+func metadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	origin := u.Scheme + "://" + u.Host
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	if path == "" {
+		return []string{origin + "/.well-known/oauth-authorization-server", origin + "/.well-known/openid-configuration"}
+	}
+	return []string{
+		origin + "/.well-known/oauth-authorization-server" + path,
+		origin + "/.well-known/openid-configuration" + path,
+		origin + path + "/.well-known/openid-configuration",
+	}
+}
+
+// getJSON fetches url into v, within maxDocBytes.
+func (rs *ResourceServer) getJSON(ctx context.Context, url string, v any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := rs.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes+1))
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if len(b) > maxDocBytes {
+		return resp.StatusCode, fmt.Errorf("GET %s: the document is over %d bytes", url, maxDocBytes)
+	}
+	return resp.StatusCode, json.Unmarshal(b, v)
+}
+
+// state returns what is known of the issuer, fetching its metadata and keys
+// first when they are missing (or, with kid not among the keys, fetching the
+// keys again) and not fetched within refetchEvery. One fetch at a time;
+// others wait for it.
+func (is *issuer) state(ctx context.Context, kid string) (*asMetadata, *jose.JSONWebKeySet, []jose.SignatureAlgorithm) {
+	for {
+		is.mu.Lock()
+		now := time.Now()
+		needMeta := is.meta == nil && now.Sub(is.metaAt) >= refetchEvery
+		needKeys := is.meta != nil && is.meta.JWKSURI != "" && (is.keys == nil || kid != "" && len(is.keys.Key(kid)) == 0) && now.Sub(is.keysAt) >= refetchEvery
+		if (!needMeta && !needKeys) || is.fetching != nil {
+			if w := is.fetching; w != nil {
+				is.mu.Unlock()
+				select {
+				case <-w:
+					continue
+				case <-ctx.Done():
+					return nil, nil, nil
+				}
+			}
+			meta, keys, algs := is.meta, is.keys, is.algs
+			is.mu.Unlock()
+			return meta, keys, algs
+		}
+		done := make(chan struct{})
+		is.fetching = done
+		is.mu.Unlock()
+		is.fetch(ctx, needMeta)
+		is.mu.Lock()
+		is.fetching = nil
+		is.mu.Unlock()
+		close(done)
+	}
+}
+
+// fetch fetches the metadata (meta) then the keys.
+func (is *issuer) fetch(ctx context.Context, meta bool) {
+	rs := is.rs
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if meta {
+		var m *asMetadata
+		var err error
+		for _, u := range metadataURLs(is.id) {
+			var doc asMetadata
+			var status int
+			status, err = rs.getJSON(ctx, u, &doc)
+			if err == nil {
+				// RFC 8414 §3.3: the issuer in the document MUST be identical
+				// to the one its URL was made from.
+				if doc.Issuer != is.id {
+					err = fmt.Errorf("%s names the issuer %q, not %q", u, doc.Issuer, is.id)
+					break
+				}
+				m = &doc
+				break
+			}
+			if status < 400 || status >= 500 { // not "not found here": the server is away
+				break
+			}
+		}
+		is.mu.Lock()
+		is.metaAt = time.Now()
+		if m != nil {
+			is.meta = m
+			is.algs = signingAlgs(m.SigningAlgs)
+		}
+		is.mu.Unlock()
+		if m == nil {
+			rs.log.Warn().Str("issuer", is.id).Err(err).Msg("the authorization server's metadata could not be read")
+			return
+		}
+	}
+	is.mu.Lock()
+	m := is.meta
+	is.mu.Unlock()
+	if m == nil || m.JWKSURI == "" {
+		return
+	}
+	var ks jose.JSONWebKeySet
+	_, err := rs.getJSON(ctx, m.JWKSURI, &ks)
+	is.mu.Lock()
+	is.keysAt = time.Now()
+	if err == nil {
+		is.keys = &ks
+	}
+	is.mu.Unlock()
+	if err != nil {
+		rs.log.Warn().Str("issuer", is.id).Err(err).Msg("the authorization server's keys could not be read; the keys read before stay")
+		return
+	}
+	rs.log.Info().Str("issuer", is.id).Int("keys", len(ks.Keys)).Msg("authorization server keys read")
+}
+
+// signingAlgs are the asymmetric algorithms among those an issuer announces
+// (id_token_signing_alg_values_supported: RFC 8414 has no field for access
+// tokens); every asymmetric one when it announces none.
+func signingAlgs(announced []string) []jose.SignatureAlgorithm {
+	var out []jose.SignatureAlgorithm
+	for _, a := range announced {
+		if alg := jose.SignatureAlgorithm(a); slices.Contains(asymmetric, alg) {
+			out = append(out, alg)
+		}
+	}
+	if len(out) == 0 {
+		return asymmetric
+	}
+	return out
+}
+
+// atClaims are the claims of a JWT access token (RFC 9068) the server reads.
+type atClaims struct {
+	jwt.Claims
+	Scope    string   `json:"scope"`
+	Scp      []string `json:"scp"`
+	Resource any      `json:"resource"`
+	// An ID token's: a token with one is no access token.
+	Nonce  string `json:"nonce"`
+	AtHash string `json:"at_hash"`
+}
+
+// checkJWT checks raw as a JWT access token: signed by one of the issuers
+// with an announced asymmetric algorithm and a key of its key set, naming
+// this server's resource, within its exp and nbf (Options.Skew).
+func (rs *ResourceServer) checkJWT(ctx context.Context, raw string) (*Token, spec.Reason, string) {
+	tok, err := jwt.ParseSigned(raw, asymmetric)
+	if err != nil || len(tok.Headers) != 1 {
+		return nil, ReasonMalformed, "the access token is not a JWT signed with an asymmetric algorithm"
+	}
+	h := tok.Headers[0]
+	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); typ != "" && !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") && !strings.EqualFold(typ, "JWT") {
+		return nil, ReasonNotAccessTok, "the token's type is " + typ + ", not an access token's"
+	}
+	var unverified atClaims
+	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
+		return nil, ReasonMalformed, "the access token's claims cannot be read"
+	}
+	is := rs.issuers[unverified.Issuer]
+	if is == nil {
+		return nil, ReasonUnknownIssuer, "the access token was not issued by an authorization server of this resource"
+	}
+	_, keys, algs := is.state(ctx, h.KeyID)
+	if keys == nil {
+		return nil, ReasonUnavailable, "the authorization server's keys cannot be read now; try again later"
+	}
+	if !slices.Contains(algs, jose.SignatureAlgorithm(h.Algorithm)) {
+		return nil, ReasonBadSignature, "the access token is signed with an algorithm its issuer does not announce"
+	}
+	var candidates []jose.JSONWebKey
+	if h.KeyID != "" {
+		candidates = keys.Key(h.KeyID)
+	} else {
+		candidates = keys.Keys
+	}
+	var c atClaims
+	verified := false
+	for _, k := range candidates {
+		if (k.Use != "" && k.Use != "sig") || !k.IsPublic() {
+			continue // a key set holds public signing keys; anything else is ignored
+		}
+		if k.Algorithm != "" && k.Algorithm != h.Algorithm {
+			continue
+		}
+		if err := tok.Claims(k.Key, &c); err == nil {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return nil, ReasonBadSignature, "the access token's signature does not verify with its issuer's keys"
+	}
+	if c.Nonce != "" || c.AtHash != "" {
+		return nil, ReasonNotAccessTok, "this is an ID token, not an access token"
+	}
+	if c.Expiry == nil {
+		return nil, ReasonMalformed, "the access token has no expiry (exp)"
+	}
+	now := time.Now()
+	switch err := c.ValidateWithLeeway(jwt.Expected{Issuer: is.id, Time: now}, rs.opts.Skew); {
+	case errors.Is(err, jwt.ErrExpired):
+		return nil, ReasonExpired, "the access token has expired"
+	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return nil, ReasonNotYetValid, "the access token is not valid yet"
+	case err != nil:
+		return nil, ReasonMalformed, "the access token's claims are not valid: " + err.Error()
+	}
+	// [MCP authorization, token handling] MCP servers MUST validate that
+	// access tokens were issued specifically for them as the intended
+	// audience (RFC 8707).
+	if !slices.ContainsFunc(c.Audience, rs.resourceMatches) && !rs.resourceClaimMatches(c.Resource) {
+		return nil, ReasonWrongAudience, "the access token was not issued for this resource (" + rs.opts.Resource + ")"
+	}
+	if c.Subject == "" {
+		return nil, ReasonMalformed, "the access token names no subject (sub)"
+	}
+	scopes := strings.Fields(c.Scope)
+	if len(scopes) == 0 {
+		scopes = c.Scp
+	}
+	return &Token{Issuer: is.id, Subject: c.Subject, Scopes: scopes, Expiry: c.Expiry.Time()}, "", ""
+}
+
+// resourceClaimMatches reports whether a token's resource claim (a string or
+// a list) names this server's resource.
+func (rs *ResourceServer) resourceClaimMatches(v any) bool {
+	switch r := v.(type) {
+	case string:
+		return rs.resourceMatches(r)
+	case []any:
+		for _, x := range r {
+			if s, ok := x.(string); ok && rs.resourceMatches(s) {
+				return true
+			}
+		}
+	}
+	return false
+}

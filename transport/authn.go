@@ -1,0 +1,50 @@
+package transport
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// An Authenticator decides who an HTTP request of the network transports (a
+// Streamable HTTP message, a WebSocket handshake, /metrics) comes from: the
+// Identity its credentials name, or it answers the request itself (401, 403,
+// 503) and reports false. Implementations: *KeySet (API keys) and
+// oauth.ResourceServer (OAuth 2.1 access tokens). Safe for concurrent use.
+type Authenticator interface {
+	Authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool)
+}
+
+// Identity is who a request's credentials name, and what they allow.
+type Identity struct {
+	// Principal binds the requests, tasks, keys and limits of the request's
+	// sessions ("" without authentication).
+	Principal string
+	// Expiry is when the credentials stop being valid (zero: never): a
+	// WebSocket authenticated with them is closed then.
+	Expiry time.Time
+	// ToolRefusal, when set, is asked before a tools/call of tool: a non-nil
+	// answer refuses the call (a token without the tool's scope).
+	ToolRefusal func(tool string) *Refusal
+}
+
+// Refusal is the answer to a request its credentials do not allow: the HTTP
+// status, the WWW-Authenticate challenge (RFC 6750; "" for none) and the
+// JSON-RPC error (with its reason), written as the body, or sent alone where
+// no HTTP response is left to write (a WebSocket's message).
+type Refusal struct {
+	Status    int
+	Challenge string
+	Err       *spec.Error
+}
+
+// Write answers w with the refusal, the error under id (nil: none).
+func (f *Refusal) Write(w http.ResponseWriter, id spec.ID) {
+	if f.Challenge != "" {
+		w.Header().Set("WWW-Authenticate", f.Challenge)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(f.Status)
+	_, _ = w.Write(spec.EncodeError(id, f.Err))
+}
