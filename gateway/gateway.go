@@ -87,6 +87,12 @@ type Options struct {
 	URL    string
 	Header http.Header
 	Client *http.Client
+	// Authorization, when set, gives the Authorization header of each
+	// request to an HTTP upstream and of each WebSocket handshake, asked
+	// every time (a token source that refreshes: oauth.ClientCredentials),
+	// over Header's. The gateway's own credentials: a client's are never
+	// sent upstream.
+	Authorization func(ctx context.Context) (string, error)
 	// WSPing is the interval of a WebSocket upstream's keepalive pings; a pong
 	// half as late takes the connection for dead. Default 20s.
 	WSPing time.Duration
@@ -361,16 +367,28 @@ func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 		// A WebSocket is one session: its loss (a close, a ping unanswered
 		// for PingTimeout, which is how a silent connection shows) ends the
 		// peer, and calls the upstream made resumable are resumed on the next.
-		return ws.Dial(ctx, g.opts.URL, &ws.DialOptions{Header: g.opts.Header, Options: ws.Options{PingInterval: g.opts.WSPing, PingTimeout: g.opts.WSPing / 2}})
+		h := g.opts.Header
+		if g.opts.Authorization != nil {
+			a, err := g.opts.Authorization(ctx)
+			if err != nil {
+				return nil, err
+			}
+			h = h.Clone()
+			if h == nil {
+				h = http.Header{}
+			}
+			h.Set("Authorization", a)
+		}
+		return ws.Dial(ctx, g.opts.URL, &ws.DialOptions{Header: h, Options: ws.Options{PingInterval: g.opts.WSPing, PingTimeout: g.opts.WSPing / 2}})
 	}
 	if g.opts.URL != "" {
 		client := g.opts.Client
 		if client == nil {
 			client = http.DefaultClient
 		}
-		if len(g.opts.Header) > 0 {
+		if len(g.opts.Header) > 0 || g.opts.Authorization != nil {
 			c := *client
-			c.Transport = headerTransport{base: client.Transport, header: g.opts.Header}
+			c.Transport = headerTransport{base: client.Transport, header: g.opts.Header, auth: g.opts.Authorization}
 			client = &c
 		}
 		return httptransport.Dial(g.opts.URL, &httptransport.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true, Silence: g.opts.Silence}), nil
@@ -617,16 +635,28 @@ func upstreamErr(err error) error {
 	return err
 }
 
-// headerTransport adds headers to every request.
+// headerTransport adds headers to every request, and the Authorization auth
+// gives.
 type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
+	auth   func(context.Context) (string, error)
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, vs := range t.header {
 		r.Header[k] = vs
+	}
+	if t.auth != nil {
+		a, err := t.auth(r.Context())
+		if err != nil {
+			if r.Body != nil {
+				_ = r.Body.Close()
+			}
+			return nil, err
+		}
+		r.Header.Set("Authorization", a)
 	}
 	base := t.base
 	if base == nil {

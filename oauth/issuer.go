@@ -58,6 +58,7 @@ type asMetadata struct {
 	Issuer                string   `json:"issuer"`
 	JWKSURI               string   `json:"jwks_uri"`
 	IntrospectionEndpoint string   `json:"introspection_endpoint"`
+	TokenEndpoint         string   `json:"token_endpoint"`
 	SigningAlgs           []string `json:"id_token_signing_alg_values_supported"`
 }
 
@@ -83,14 +84,14 @@ func metadataURLs(issuer string) []string {
 	}
 }
 
-// getJSON fetches url into v, within maxDocBytes.
-func (rs *ResourceServer) getJSON(ctx context.Context, url string, v any) (int, error) {
+// getJSON fetches url into v with client, within maxDocBytes.
+func getJSON(ctx context.Context, client *http.Client, url string, v any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := rs.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -149,26 +150,7 @@ func (is *issuer) fetch(ctx context.Context, meta bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	if meta {
-		var m *asMetadata
-		var err error
-		for _, u := range metadataURLs(is.id) {
-			var doc asMetadata
-			var status int
-			status, err = rs.getJSON(ctx, u, &doc)
-			if err == nil {
-				// RFC 8414 §3.3: the issuer in the document MUST be identical
-				// to the one its URL was made from.
-				if doc.Issuer != is.id {
-					err = fmt.Errorf("%s names the issuer %q, not %q", u, doc.Issuer, is.id)
-					break
-				}
-				m = &doc
-				break
-			}
-			if status < 400 || status >= 500 { // not "not found here": the server is away
-				break
-			}
-		}
+		m, err := discover(ctx, rs.client, is.id)
 		is.mu.Lock()
 		is.metaAt = time.Now()
 		if m != nil {
@@ -188,7 +170,7 @@ func (is *issuer) fetch(ctx context.Context, meta bool) {
 		return
 	}
 	var ks jose.JSONWebKeySet
-	_, err := rs.getJSON(ctx, m.JWKSURI, &ks)
+	_, err := getJSON(ctx, rs.client, m.JWKSURI, &ks)
 	is.mu.Lock()
 	is.keysAt = time.Now()
 	if err == nil {
@@ -200,6 +182,28 @@ func (is *issuer) fetch(ctx context.Context, meta bool) {
 		return
 	}
 	rs.log.Info().Str("issuer", is.id).Int("keys", len(ks.Keys)).Msg("authorization server keys read")
+}
+
+// discover reads the metadata of the authorization server issuer, trying
+// metadataURLs in order.
+func discover(ctx context.Context, client *http.Client, issuer string) (*asMetadata, error) {
+	err := errors.New("no metadata URL")
+	for _, u := range metadataURLs(issuer) {
+		var doc asMetadata
+		var status int
+		if status, err = getJSON(ctx, client, u, &doc); err == nil {
+			// RFC 8414 §3.3: the issuer in the document MUST be identical to
+			// the one its URL was made from.
+			if doc.Issuer != issuer {
+				return nil, fmt.Errorf("%s names the issuer %q, not %q", u, doc.Issuer, issuer)
+			}
+			return &doc, nil
+		}
+		if status < 400 || status >= 500 { // not "not found here": the server is away
+			break
+		}
+	}
+	return nil, err
 }
 
 // signingAlgs are the asymmetric algorithms among those an issuer announces
@@ -227,6 +231,8 @@ type atClaims struct {
 	// An ID token's: a token with one is no access token.
 	Nonce  string `json:"nonce"`
 	AtHash string `json:"at_hash"`
+	// Keycloak's token kind (Bearer, ID, Refresh).
+	Typ string `json:"typ"`
 }
 
 // checkJWT checks raw as a JWT access token: signed by one of the issuers
@@ -279,7 +285,7 @@ func (rs *ResourceServer) checkJWT(ctx context.Context, raw string) (*Token, spe
 	if !verified {
 		return nil, ReasonBadSignature, "the access token's signature does not verify with its issuer's keys"
 	}
-	if c.Nonce != "" || c.AtHash != "" {
+	if c.Nonce != "" || c.AtHash != "" || strings.EqualFold(c.Typ, "ID") || strings.EqualFold(c.Typ, "Refresh") {
 		return nil, ReasonNotAccessTok, "this is an ID token, not an access token"
 	}
 	if c.Expiry == nil {

@@ -46,6 +46,10 @@ type Options struct {
 	// OnRefused, when set, is told the reason of each refused request
 	// (missing, malformed, expired, wrong_audience, ...; see Refusal).
 	OnRefused func(reason string)
+	// Keys are API keys accepted beside access tokens, each naming its
+	// principal (machines, a metrics scraper, the owner while the identity
+	// provider is away). A key allows everything: no scope is asked of it.
+	Keys *transport.KeySet
 	// Logger receives what the server does with its authorization servers
 	// (never a token). Nil means none.
 	Logger *zerolog.Logger
@@ -123,8 +127,15 @@ func New(opts *Options) (*ResourceServer, error) {
 // MetadataPaths are the paths the protected resource metadata is served at
 // (RFC 9728): the path-specific one, and the root.
 func (rs *ResourceServer) MetadataPaths() []string {
-	return []string{rs.metaPath, "/.well-known/oauth-protected-resource"}
+	const root = "/.well-known/oauth-protected-resource"
+	if rs.metaPath == root {
+		return []string{root}
+	}
+	return []string{rs.metaPath, root}
 }
+
+// Resource is the canonical URI tokens must be issued for.
+func (rs *ResourceServer) Resource() string { return rs.opts.Resource }
 
 // MetadataHandler serves the protected resource metadata document.
 func (rs *ResourceServer) MetadataHandler() http.Handler {
@@ -165,11 +176,18 @@ type Token struct {
 	Issuer, Subject string
 	Scopes          []string
 	Expiry          time.Time // zero: none said
+	key             bool      // an API key of Options.Keys (Subject its principal)
 }
 
 // Principal is the token's issuer and subject: who its requests, tasks, keys
-// and limits belong to.
-func (t *Token) Principal() string { return t.Issuer + "#" + t.Subject }
+// and limits belong to (an API key's principal for a key: such a name has no
+// colon, an issuer has one).
+func (t *Token) Principal() string {
+	if t.key {
+		return t.Subject
+	}
+	return t.Issuer + "#" + t.Subject
+}
 
 // Authenticate checks the access token r carries (transport.Authenticator):
 // its Identity, or r answered with the refusal (401 and a challenge naming
@@ -204,6 +222,11 @@ func (rs *ResourceServer) Check(ctx context.Context, authorization, remote strin
 	case len(raw) > maxTokenBytes:
 		return nil, rs.refuse(ReasonMalformed, "invalid_token", "the access token is too long")
 	}
+	if rs.opts.Keys != nil {
+		if p, ok := rs.opts.Keys.Lookup(raw); ok {
+			return &Token{Subject: p, key: true}, nil
+		}
+	}
 	var tok *Token
 	var reason spec.Reason
 	var desc string
@@ -236,7 +259,7 @@ func (rs *ResourceServer) Check(ctx context.Context, authorization, remote strin
 // needs.
 func (rs *ResourceServer) toolRefusal(tok *Token, tool string) *transport.Refusal {
 	need := rs.opts.ToolScopes[tool]
-	if len(need) == 0 || len(uncovered(tok.Scopes, need)) == 0 {
+	if len(need) == 0 || tok.key || len(uncovered(tok.Scopes, need)) == 0 {
 		return nil
 	}
 	// [MCP 2026-07-28, authorization: step-up] servers SHOULD include all

@@ -72,7 +72,12 @@ func ParseKeys(text string) (*KeySet, error) {
 }
 
 // Len returns the number of keys.
-func (ks *KeySet) Len() int { return len(*ks.keys.Load()) }
+func (ks *KeySet) Len() int {
+	if ks == nil {
+		return 0
+	}
+	return len(*ks.keys.Load())
+}
 
 // Replace makes ks hold the keys of from from now on: a check that starts after
 // Replace returns sees only them.

@@ -69,13 +69,13 @@ func isLoopback(addr string) bool {
 
 // checkExposure refuses a listener other machines can reach when there is no
 // authentication, unless the operator said --insecure-no-auth.
-func checkExposure(f *serveFlags, keys *transport.KeySet) error {
-	if keys != nil || f.insecureNoAuth || f.stdio {
+func checkExposure(f *serveFlags, authOn bool) error {
+	if authOn || f.insecureNoAuth || f.stdio {
 		return nil
 	}
 	for _, a := range []struct{ flag, addr string }{{"--http", f.httpAddr}, {"--ws", f.wsAddr}} {
 		if a.addr != "" && !isLoopback(a.addr) {
-			return fmt.Errorf("%s %s is not a loopback address and no API keys are configured: give --api-keys FILE (or %s), or --insecure-no-auth to serve it without authentication",
+			return fmt.Errorf("%s %s is not a loopback address and no authentication is configured: give --api-keys FILE (or %s) or --oauth-issuer URL, or --insecure-no-auth to serve it without authentication",
 				a.flag, a.addr, envServerKeys)
 		}
 	}

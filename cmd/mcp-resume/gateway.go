@@ -74,12 +74,17 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		}
 		opts.Header.Set("Authorization", "Bearer "+tok)
 	}
+	opts.Authorization = f.oauth.upstreamAuthorization(f.upstream)
 	var g *gateway.Gateway
 	var err error
 	if f.connect {
 		g, err = startRemote(opts, log)
 	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {
-		err = explain(err, f.upstream, "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header")
+		fix := "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header"
+		if opts.Authorization != nil {
+			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server, and that --upstream-oauth-resource names the resource the upstream wants tokens for"
+		}
+		err = explain(err, f.upstream, fix)
 	}
 	if err != nil {
 		return nil, err

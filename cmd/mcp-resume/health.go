@@ -3,8 +3,6 @@ package main
 import (
 	"net/http"
 	"sync/atomic"
-
-	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // probes answers the liveness and readiness checks of the --http listener:
@@ -39,18 +37,4 @@ func (p *probes) readyz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ready\n"))
-}
-
-// requireKey serves next only to requests with one of keys' API keys (all of them
-// when keys is nil), as the MCP endpoints do: /metrics tells how busy the server
-// is and how many token checks fail.
-func requireKey(keys *transport.KeySet, next http.Handler) http.Handler {
-	if keys == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := keys.Authenticate(w, r); ok {
-			next.ServeHTTP(w, r)
-		}
-	})
 }

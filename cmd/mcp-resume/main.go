@@ -74,12 +74,17 @@ func buildVersion() string {
 }
 
 func main() {
-	err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(report(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)))
+}
+
+// report tells err on stderr when it is a failure, and returns the exit
+// status.
+func report(err error) int {
 	code := exitCode(err)
 	if code == 2 {
 		fmt.Fprintln(os.Stderr, "mcp-resume:", err)
 	}
-	os.Exit(code)
+	return code
 }
 
 // exitCode is the process's exit status for run's error: 0 for none and for a
@@ -211,6 +216,8 @@ type serveFlags struct {
 	upstreamTokenEnv string
 	upstreamHeaders  headerList
 	childEnv         envList
+
+	oauth oauthFlags
 }
 
 // serveMode is what serve runs: the serve command, the gateway command (the
@@ -295,7 +302,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	fs.IntVar(&f.replicas, "replicas", 0, "with --nats-url: copies of the JetStream stream and KV buckets the instances share, 1 to 5, each on another server of the NATS cluster (3 survive the loss of one server); an existing stream or bucket with another count is scaled to it (default: keep their count, 1 for new ones)")
 	fs.StringVar(&f.sync, "sync", "periodic", "--data-dir disk flushes: periodic (fast; a machine crash can lose what was acknowledged since the last flush) or always (fsync before each acknowledgement; slower)")
 	fs.StringVar(&f.apiKeys, "api-keys", "", "require a bearer API key on HTTP and WebSocket: a file of principal:key lines (# comments); "+envServerKeys+" adds keys in the same format (comma- or newline-separated). Each resumable request is bound to its key's principal")
-	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys")
+	f.oauth.register(fs, gw)
+	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow --http or --ws on a non-loopback address without --api-keys or --oauth-issuer")
 	fs.IntVar(&f.failBurst, "token-failure-burst", mcp.DefaultTokenFailureBurst, "failed token checks (getStatus, resume, cancel, retry or task request by token answered as unknown) allowed in a burst per session, and 100 times as many per principal (per remote IP without --api-keys); past either a session's token checks are answered rate_limited, except for requests it carries (negative: no limit)")
 	fs.DurationVar(&f.failRefill, "token-failure-refill", mcp.DefaultTokenFailureRefill, "each bucket (a session's, a principal's or remote IP's) allows one failed token check again per this interval, up to its size")
 	fs.DurationVar(&f.taskTTL, "task-ttl", mcp.DefaultTaskTTL, "a task's lifetime from its creation when its client asks for none: kept that long, running or ended, polled or not, then expired")
@@ -334,7 +342,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	if err != nil {
 		return err
 	}
-	if err := checkExposure(&f, keys); err != nil {
+	if err := f.oauth.check(&f); err != nil {
+		return err
+	}
+	if err := checkExposure(&f, keys != nil || len(f.oauth.issuers) > 0); err != nil {
 		return err
 	}
 	if f.taskTTL < time.Second || f.maxTaskTTL < time.Second {
@@ -387,6 +398,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			return err
 		}
 		defer bound.close()
+	}
+	var auth *authn
+	if !f.stdio {
+		if auth, err = newAuthn(&f, bound, keys, log); err != nil {
+			return err
+		}
 	}
 	store, node, closeStore, err := openStore(context.Background(), &f, log)
 	if err != nil {
@@ -458,7 +475,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		log.Info().Msg("mcp-resume stopped")
 		return cmp.Or(leaseLost(ctx), err)
 	}
-	err = serveHTTP(ctx, &f, bound, core, keys, log, timer, om.collectors)
+	err = serveHTTP(ctx, &f, bound, core, keys, auth, log, timer, om.collectors)
 	return cmp.Or(leaseLost(ctx), err)
 }
 
@@ -543,15 +560,21 @@ func (l *listeners) close() {
 // connections close, running requests end. The --http listener has Streamable
 // HTTP (--path), WebSocket (/ws) and the demo page (/); a --ws listener the
 // last two.
-func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.Server, keys *transport.KeySet, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
+func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.Server, keys *transport.KeySet, auth *authn, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
 	if keys != nil {
-		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key (SIGHUP reloads the keys)")
 		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
-	} else {
-		log.Warn().Bool("auth", false).Msg("authentication off: anyone who can reach the listeners can call tools (give --api-keys)")
+	}
+	switch {
+	case auth.rs != nil:
+		log.Info().Bool("auth", true).Strs("issuers", f.oauth.issuers).Str("resource", auth.rs.Resource()).Int("keys", keys.Len()).
+			Msg("authentication on: HTTP and WebSocket require an OAuth access token for the resource (or an API key)")
+	case keys != nil:
+		log.Info().Bool("auth", true).Int("keys", keys.Len()).Msg("authentication on: HTTP and WebSocket require a bearer API key (SIGHUP reloads the keys)")
+	default:
+		log.Warn().Bool("auth", false).Msg("authentication off: anyone who can reach the listeners can call tools (give --api-keys or --oauth-issuer)")
 	}
 	h := httptransport.NewHandler(core, &httptransport.Options{
-		Keys:                    keys,
+		Auth:                    auth.auth,
 		AllowedHosts:            allowedHosts(f.hosts, f.httpAddr),
 		AllowedOrigins:          splitList(f.origins),
 		MaxMessageBytes:         f.maxMessage,
@@ -573,7 +596,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 		},
 		InitTimeout:    f.wsInitTimeout,
 		AllowedHosts:   slices.Concat(allowedHosts(f.hosts, f.httpAddr), allowedHosts(f.hosts, f.wsAddr)),
-		Keys:           keys,
+		Auth:           auth.auth,
 		AllowedOrigins: splitList(f.origins),
 		Logger:         &log,
 	})
@@ -603,18 +626,21 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 		mux.Handle(f.path, h)
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
+		auth.register(mux)
 		pr.register(mux)
 		sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_http_sessions", Help: "Streamable HTTP sessions open"},
 			func() float64 { return float64(h.Sessions()) })
 		cs := append([]prometheus.Collector{timer, sessions}, connMetrics(limit, wsh)...)
 		cs = append(cs, ops...)
-		mux.Handle("GET /metrics", requireKey(keys, metrics.Handler(core.Engine(), cs...)))
+		cs = append(cs, auth.refusals)
+		mux.Handle("GET /metrics", auth.require(metrics.Handler(core.Engine(), cs...)))
 		listen(bound.http, mux)
 	}
 	if bound.ws != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
+		auth.register(mux)
 		listen(bound.ws, mux)
 	}
 	errc := make(chan error, len(lns))
@@ -629,7 +655,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 		} else {
 			ev = ev.Str("transport", "ws")
 		}
-		ev.Str("ws", "ws://"+addr+"/ws").Str("page", "http://"+addr+"/").Bool("auth", keys != nil).
+		ev.Str("ws", "ws://"+addr+"/ws").Str("page", "http://"+addr+"/").Bool("auth", auth.auth != nil).
 			Stringer("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
 	}
 	var err error

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 }
 
 func main2(args []string) {
-	os.Exit(exitCode(run(args, os.Stdin, os.Stdout, os.Stderr)))
+	os.Exit(report(run(args, os.Stdin, os.Stdout, os.Stderr)))
 }
 
 // procConn is a connection to a server subprocess over its stdin and stdout.

@@ -33,8 +33,9 @@ type startLine struct {
 	// did not exit 0, with its stderr besides the logs. Only the first call
 	// signals; a stopped process gets nothing at the end of the test.
 	Stop func(sig os.Signal) error `json:"-"`
-	// Warnings returns the log lines at level warn or error so far.
-	Warnings func() string `json:"-"`
+	// Warnings returns the log lines at level warn or error so far; Logs
+	// every line of stderr so far.
+	Warnings, Logs func() string `json:"-"`
 }
 
 // spawnNet starts `mcp-resume serve ARGS` as a subprocess and returns the start-up
@@ -54,11 +55,12 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	lines := make(chan startLine, want)
 	drained := make(chan struct{})
 	var other strings.Builder // stderr that is not a log line; read once drained
-	var warnings logbuf.Buffer
+	var warnings, all logbuf.Buffer
 	go func() {
 		defer close(drained)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			_, _ = fmt.Fprintf(&all, "%s\n", sc.Bytes())
 			var l struct {
 				startLine
 				Message string `json:"message"`
@@ -105,10 +107,12 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 	for range want {
 		select {
 		case l := <-lines:
-			l.Kill, l.Stop, l.Warnings = kill, stop, warnings.String
+			l.Kill, l.Stop, l.Warnings, l.Logs = kill, stop, warnings.String, all.String
 			out = append(out, l)
+		case <-drained:
+			t.Fatalf("serve %s exited at start-up; its stderr:\n%s%s", args, warnings.String(), other.String())
 		case <-time.After(20 * time.Second):
-			t.Fatalf("serve %s: %d start-up lines, want %d", args, len(out), want)
+			t.Fatalf("serve %s: %d start-up lines, want %d; its warnings:\n%s", args, len(out), want, warnings.String())
 		}
 	}
 	return out

@@ -33,8 +33,12 @@ import (
 )
 
 // Service users: the client credentials of each principal the tests use,
-// their tokens JWTs unless named opaque.
-var serviceUsers = map[string]string{"alice": "alice-secret", "bob": "bob-secret", "opaque": "opaque-secret"}
+// their tokens JWTs unless named opaque (a gateway's own credentials:
+// gateway).
+var serviceUsers = map[string]string{"alice": "alice-secret", "bob": "bob-secret", "opaque": "opaque-secret", "gateway": "gateway-secret"}
+
+// Secret returns the client secret of a service user.
+func Secret(user string) string { return serviceUsers[user] }
 
 // OP is a running provider.
 type OP struct {

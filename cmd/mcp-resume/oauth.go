@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/transport"
+)
+
+const (
+	// envIntrospectionSecret holds the secret of --oauth-client-id, which
+	// authenticates the server to an introspection endpoint.
+	envIntrospectionSecret = "MCP_RESUME_OAUTH_CLIENT_SECRET"
+	// envUpstreamSecret holds the secret of --upstream-oauth-client-id.
+	envUpstreamSecret = "MCP_RESUME_UPSTREAM_CLIENT_SECRET"
+)
+
+// oauthFlags are the flags of serve and gateway as an OAuth 2.1 protected
+// resource, and of the gateway as an OAuth client of its upstream.
+type oauthFlags struct {
+	issuers       listFlag
+	introspection string
+	clientID      string
+	scopes        string
+	toolScopes    listFlag
+	publicURL     string
+
+	upstreamClientID string
+	upstreamIssuer   string
+	upstreamScopes   string
+	upstreamResource string
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, splitList(s)...)
+	return nil
+}
+
+func (o *oauthFlags) register(fs *flag.FlagSet, gw bool) {
+	fs.Var(&o.issuers, "oauth-issuer", "accept OAuth 2.1 access tokens from this authorization server (its issuer URL; metadata by RFC 8414 or OpenID Connect discovery) on HTTP and WebSocket, and serve protected resource metadata (RFC 9728) at /.well-known/oauth-protected-resource (repeatable). With --api-keys, the keys work too")
+	fs.StringVar(&o.introspection, "oauth-introspection", "", "with --oauth-issuer: the RFC 7662 introspection endpoint for opaque tokens, when the issuer's metadata names none")
+	fs.StringVar(&o.clientID, "oauth-client-id", "", "with --oauth-issuer: this server's client id at the introspection endpoint; its secret is read from "+envIntrospectionSecret)
+	fs.StringVar(&o.scopes, "oauth-scope", "", "with --oauth-issuer: scopes every request's token must carry, comma-separated (named in the 401 challenge)")
+	fs.Var(&o.toolScopes, "oauth-tool-scope", "with --oauth-issuer: `TOOL=SCOPE[ SCOPE]`, scopes a call of TOOL needs besides --oauth-scope; a token without them gets 403 insufficient_scope naming them (step-up) (repeatable)")
+	fs.StringVar(&o.publicURL, "public-url", "", "with --oauth-issuer: the MCP endpoint's URL as clients reach it, the resource tokens must be issued for (RFC 8707) (default: http://ADDR/PATH of the --http listener, which must then be loopback)")
+	if gw {
+		fs.StringVar(&o.upstreamClientID, "upstream-oauth-client-id", "", "with --upstream: call the upstream with tokens of the client credentials grant (for the upstream's URL as resource) of this client id, its secret read from "+envUpstreamSecret+"; the clients' own tokens are never sent upstream")
+		fs.StringVar(&o.upstreamIssuer, "upstream-oauth-issuer", "", "with --upstream-oauth-client-id: the authorization server (default: the first --oauth-issuer)")
+		fs.StringVar(&o.upstreamScopes, "upstream-oauth-scope", "", "with --upstream-oauth-client-id: scopes asked for, comma-separated")
+		fs.StringVar(&o.upstreamResource, "upstream-oauth-resource", "", "with --upstream-oauth-client-id: the resource the tokens are asked for (RFC 8707) (default: the --upstream URL; an mcp-resume upstream reached over WebSocket wants its --public-url)")
+	}
+}
+
+// check refuses flags that go with others missing.
+func (o *oauthFlags) check(f *serveFlags) error {
+	if len(o.issuers) == 0 {
+		for _, v := range []struct{ name, val string }{{"--oauth-introspection", o.introspection}, {"--oauth-client-id", o.clientID},
+			{"--oauth-scope", o.scopes}, {"--public-url", o.publicURL}, {"--oauth-tool-scope", o.toolScopes.String()}} {
+			if v.val != "" {
+				return fmt.Errorf("%s goes with --oauth-issuer", v.name)
+			}
+		}
+	}
+	if len(o.issuers) > 0 && f.stdio {
+		return errors.New("--oauth-issuer protects the HTTP and WebSocket listeners; on --stdio the client is the process that started this one")
+	}
+	if o.upstreamClientID == "" && (o.upstreamIssuer != "" || o.upstreamScopes != "" || o.upstreamResource != "") {
+		return errors.New("--upstream-oauth-issuer, --upstream-oauth-scope and --upstream-oauth-resource go with --upstream-oauth-client-id")
+	}
+	if o.upstreamClientID != "" {
+		switch {
+		case f.upstream == "":
+			return errors.New("--upstream-oauth-client-id goes with --upstream")
+		case f.upstreamTokenEnv != "":
+			return errors.New("--upstream-oauth-client-id and --upstream-token-env both give the upstream's credentials: give one")
+		case o.upstreamIssuer == "" && len(o.issuers) == 0:
+			return errors.New("--upstream-oauth-client-id: name the authorization server with --upstream-oauth-issuer (or --oauth-issuer)")
+		case os.Getenv(envUpstreamSecret) == "":
+			return fmt.Errorf("--upstream-oauth-client-id: %s is not set or empty", envUpstreamSecret)
+		}
+	}
+	return nil
+}
+
+// upstreamAuthorization is the gateway's own credentials for its upstream
+// (--upstream-oauth-client-id), nil without.
+func (o *oauthFlags) upstreamAuthorization(upstream string) func(context.Context) (string, error) {
+	if o.upstreamClientID == "" {
+		return nil
+	}
+	iss := o.upstreamIssuer
+	if iss == "" {
+		iss = o.issuers[0]
+	}
+	res := o.upstreamResource
+	if res == "" {
+		res = upstream
+	}
+	cc := &oauth.ClientCredentials{Issuer: iss, ClientID: o.upstreamClientID, ClientSecret: os.Getenv(envUpstreamSecret),
+		Resource: res, Scopes: splitList(o.upstreamScopes)}
+	return cc.Authorization
+}
+
+// authn is how serve authenticates the requests of its network transports.
+type authn struct {
+	auth     transport.Authenticator // nil: none
+	rs       *oauth.ResourceServer   // nil without --oauth-issuer
+	refusals *prometheus.CounterVec  // refused requests by reason
+}
+
+// newAuthn makes the authentication of the flags: OAuth (with keys beside it)
+// when --oauth-issuer is given, else keys, else none.
+func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, log zerolog.Logger) (*authn, error) {
+	a := &authn{refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_resume_auth_refusals_total",
+		Help: "requests refused by authentication, by reason (missing_token, expired_token, wrong_audience, insufficient_scope, ...)"}, []string{"reason"})}
+	o := &f.oauth
+	if len(o.issuers) == 0 {
+		if keys != nil {
+			a.auth = countedKeys{keys, a.refusals}
+		}
+		return a, nil
+	}
+	resource := o.publicURL
+	if resource == "" {
+		ln, flagName := bound.http, "--http"
+		if ln == nil {
+			ln, flagName = bound.ws, "--ws"
+		}
+		if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
+			return nil, fmt.Errorf("--oauth-issuer: give --public-url, the MCP endpoint's URL as clients reach it (%s is not loopback)", flagName)
+		}
+		resource = "http://" + ln.Addr().String() + f.path
+	}
+	toolScopes := map[string][]string{}
+	for _, ts := range o.toolScopes {
+		name, scopes, ok := strings.Cut(ts, "=")
+		if !ok || name == "" || strings.TrimSpace(scopes) == "" {
+			return nil, fmt.Errorf("--oauth-tool-scope %q: want TOOL=SCOPE[ SCOPE]", ts)
+		}
+		toolScopes[name] = append(toolScopes[name], strings.Fields(scopes)...)
+	}
+	if o.introspection != "" {
+		if u, err := url.Parse(o.introspection); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("--oauth-introspection %q: not an http(s) URL", o.introspection)
+		}
+	}
+	secret := os.Getenv(envIntrospectionSecret)
+	if (o.clientID == "") != (secret == "") {
+		return nil, fmt.Errorf("--oauth-client-id and %s go together", envIntrospectionSecret)
+	}
+	rs, err := oauth.New(&oauth.Options{
+		Resource: resource, Issuers: o.issuers, Introspection: o.introspection,
+		IntrospectionClient: o.clientID, IntrospectionSecret: secret,
+		Scopes: splitList(o.scopes), ToolScopes: toolScopes,
+		Keys:      keys,
+		OnRefused: func(reason string) { a.refusals.WithLabelValues(reason).Inc() },
+		Logger:    &log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--oauth-issuer: %w", err)
+	}
+	a.auth, a.rs = rs, rs
+	return a, nil
+}
+
+// countedKeys is a KeySet whose refusals are counted (missing_token, or
+// invalid_key for a key it does not know).
+type countedKeys struct {
+	keys     *transport.KeySet
+	refusals *prometheus.CounterVec
+}
+
+func (c countedKeys) Authenticate(w http.ResponseWriter, r *http.Request) (transport.Identity, bool) {
+	id, ok := c.keys.Authenticate(w, r)
+	if !ok {
+		reason := "invalid_key"
+		if r.Header.Get("Authorization") == "" {
+			reason = "missing_token"
+		}
+		c.refusals.WithLabelValues(reason).Inc()
+	}
+	return id, ok
+}
+
+// register serves the protected resource metadata on mux (without
+// authentication: it is how a client learns where to log in).
+func (a *authn) register(mux *http.ServeMux) {
+	if a.rs == nil {
+		return
+	}
+	h := a.rs.MetadataHandler()
+	for _, p := range a.rs.MetadataPaths() {
+		mux.Handle(p, h)
+	}
+}
+
+// require serves next only to authenticated requests, as the MCP endpoints
+// do: /metrics tells how busy the server is and how many checks fail.
+func (a *authn) require(next http.Handler) http.Handler {
+	if a.auth == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := a.auth.Authenticate(w, r); ok {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
