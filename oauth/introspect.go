@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -19,26 +18,13 @@ import (
 // request, and the authorization server is asked about it once a while.
 const introspectKeep = 30 * time.Second
 
-// maxIntrospected bounds the answers kept; past it the oldest go.
-const maxIntrospected = 10000
-
 // introspector checks opaque tokens with RFC 7662 introspection, at the
 // endpoint Options.Introspection names or the issuers' metadata give.
 type introspector struct {
 	rs *ResourceServer
 
-	mu    sync.Mutex // guards cache and order
-	cache map[[32]byte]introspected
-	order [][32]byte
+	kept  checkedCache
 	limit addressLimit
-}
-
-// introspected is a kept answer: the token (nil: not active) until when.
-type introspected struct {
-	tok    *Token
-	reason spec.Reason
-	desc   string
-	until  time.Time
 }
 
 // introspection is what an introspection answer says (RFC 7662 §2.2).
@@ -59,12 +45,9 @@ type introspection struct {
 func (in *introspector) check(ctx context.Context, raw, remote string) (*Token, spec.Reason, string) {
 	key := tokenKey(raw)
 	now := time.Now()
-	in.mu.Lock()
-	if c, ok := in.cache[key]; ok && now.Before(c.until) {
-		in.mu.Unlock()
-		return c.tok, c.reason, c.desc
+	if v, ok := in.kept.get(key, now); ok {
+		return v.tok, v.reason, v.desc
 	}
-	in.mu.Unlock()
 	if !in.limit.allow(remote) {
 		return nil, ReasonRateLimited, "too many new tokens from this address; retry in a moment"
 	}
@@ -89,16 +72,7 @@ func (in *introspector) check(ctx context.Context, raw, remote string) (*Token, 
 	if tok != nil && !tok.Expiry.IsZero() && tok.Expiry.Before(until) {
 		until = tok.Expiry
 	}
-	in.mu.Lock()
-	if _, ok := in.cache[key]; !ok {
-		in.order = append(in.order, key)
-	}
-	in.cache[key] = introspected{tok: tok, reason: reason, desc: desc, until: until}
-	for len(in.order) > maxIntrospected {
-		delete(in.cache, in.order[0])
-		in.order = in.order[1:]
-	}
-	in.mu.Unlock()
+	in.kept.put(key, verdict{tok: tok, reason: reason, desc: desc, until: until})
 	return tok, reason, desc
 }
 

@@ -235,6 +235,29 @@ type atClaims struct {
 	Typ string `json:"typ"`
 }
 
+// verifiedKeep bounds how long a JWT that passed checkJWT is taken as good
+// without its signature verified again (never past its exp): a key its
+// issuer withdraws stops working within it.
+const verifiedKeep = time.Minute
+
+// verifiedJWT is checkJWT, its good verdicts kept for verifiedKeep.
+func (rs *ResourceServer) verifiedJWT(ctx context.Context, raw string) (*Token, spec.Reason, string) {
+	key := tokenKey(raw)
+	now := time.Now()
+	if v, ok := rs.verified.get(key, now); ok {
+		return v.tok, "", ""
+	}
+	tok, reason, desc := rs.checkJWT(ctx, raw)
+	if tok != nil {
+		until := now.Add(verifiedKeep)
+		if exp := tok.Expiry.Add(rs.opts.Skew); exp.Before(until) {
+			until = exp
+		}
+		rs.verified.put(key, verdict{tok: tok, until: until})
+	}
+	return tok, reason, desc
+}
+
 // checkJWT checks raw as a JWT access token: signed by one of the issuers
 // with an announced asymmetric algorithm and a key of its key set, naming
 // this server's resource, within its exp and nbf (Options.Skew).

@@ -86,6 +86,7 @@ type ResourceServer struct {
 	issuers  map[string]*issuer
 	order    []*issuer
 	intro    *introspector
+	verified checkedCache // JWTs whose signature and claims were checked
 }
 
 // New returns a ResourceServer. The authorization servers' metadata and keys
@@ -120,7 +121,7 @@ func New(opts *Options) (*ResourceServer, error) {
 		rs.issuers[id] = is
 		rs.order = append(rs.order, is)
 	}
-	rs.intro = &introspector{rs: rs, cache: map[[32]byte]introspected{}}
+	rs.intro = &introspector{rs: rs}
 	return rs, nil
 }
 
@@ -199,9 +200,13 @@ func (rs *ResourceServer) Authenticate(w http.ResponseWriter, r *http.Request) (
 		ref.Write(w, nil)
 		return transport.Identity{}, false
 	}
+	var exp time.Time
+	if !tok.Expiry.IsZero() {
+		exp = tok.Expiry.Add(rs.opts.Skew) // as long as the token is accepted
+	}
 	return transport.Identity{
 		Principal:   tok.Principal(),
-		Expiry:      tok.Expiry,
+		Expiry:      exp,
 		ToolRefusal: func(tool string) *transport.Refusal { return rs.toolRefusal(tok, tool) },
 	}, true
 }
@@ -231,7 +236,7 @@ func (rs *ResourceServer) Check(ctx context.Context, authorization, remote strin
 	var reason spec.Reason
 	var desc string
 	if strings.Count(raw, ".") == 2 {
-		tok, reason, desc = rs.checkJWT(ctx, raw)
+		tok, reason, desc = rs.verifiedJWT(ctx, raw)
 	} else {
 		tok, reason, desc = rs.intro.check(ctx, raw, remote)
 	}

@@ -406,3 +406,59 @@ func TestTokenFlood(t *testing.T) {
 		t.Errorf("50 made-up key ids within a moment: %d key fetches", n)
 	}
 }
+
+// A token that expires while in use: the verdict kept for it ends at its
+// expiry (with the skew), after which a request carrying it gets 401
+// expired_token; a WebSocket opened with it is closed then (1008).
+func TestTokenExpiresInUse(t *testing.T) {
+	op := oauthtest.Start(t)
+	r := newRig(t, oauth.Options{Issuers: []string{op.Issuer}, Skew: 30 * time.Second})
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	payload, _ := base64.RawURLEncoding.DecodeString(strings.Split(op.Token(t, "alice", resource), ".")[1])
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		t.Fatal(err)
+	}
+	// Issued to expire 25 s ago: accepted for 5 s more (the skew is 30 s).
+	op.ShiftExpiry(-time.Until(time.Unix(claims.Exp, 0)) - 25*time.Second)
+	short := op.Token(t, "alice", resource)
+	op.ShiftExpiry(0)
+	payload, _ = base64.RawURLEncoding.DecodeString(strings.Split(short, ".")[1])
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Unix(claims.Exp, 0).Add(30 * time.Second) // accepted until then
+	if resp, body := r.post(t, short); resp.StatusCode != 200 {
+		t.Fatalf("the token before its expiry: %s %s", resp.Status, body)
+	}
+	wc, err := r.dialWS(t, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := wc.Read(context.Background()); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-closed:
+		// The close frame is read as the end of the connection.
+		if early := time.Until(until); err != io.EOF || early > time.Second {
+			t.Errorf("the WebSocket ended with %v %v before its token's expiry; want io.EOF then", err, early)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the WebSocket is still open 20 s after its token expired")
+	}
+	poll.Until(t, 10*time.Second, "the token refused as expired", func() bool {
+		resp, body := r.post(t, short)
+		return resp.StatusCode == 401 && strings.Contains(body, string(oauth.ReasonExpired))
+	})
+}

@@ -63,6 +63,8 @@ type benchTarget struct {
 	// start serves the tools on a loopback listener; stop ends everything it
 	// started and waits for it.
 	start func() (url string, stop func())
+	// authorization is sent with every request ("" for none).
+	authorization string
 }
 
 var benchTargets = []benchTarget{
@@ -427,6 +429,7 @@ type benchClient struct {
 	session string            // Mcp-Session-Id, once initialized
 	proto   string            // MCP-Protocol-Version, once initialized
 	modern  bool              // 2026-07-28 (benchTarget.modern)
+	auth    string            // benchTarget.authorization
 	names   map[string]string // tools/call params -> their tool's name (Mcp-Name), for modern
 	name    string            // the Mcp-Name of the request being posted
 	br      *bufio.Reader
@@ -451,7 +454,7 @@ type benchMsg struct {
 func newBenchClient(b *testing.B, tg benchTarget) *benchClient {
 	url, stop := tg.start()
 	tr := &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true}
-	c := &benchClient{hc: &http.Client{Transport: tr, Timeout: time.Minute}, url: url, br: bufio.NewReaderSize(nil, 16<<10), modern: tg.modern}
+	c := &benchClient{hc: &http.Client{Transport: tr, Timeout: time.Minute}, url: url, br: bufio.NewReaderSize(nil, 16<<10), modern: tg.modern, auth: tg.authorization}
 	b.Cleanup(func() {
 		if c.session != "" {
 			req, _ := http.NewRequest(http.MethodDelete, c.url, nil)
@@ -532,6 +535,9 @@ func (c *benchClient) post(b *testing.B, msg, id []byte, onMsg func(*benchMsg)) 
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 		req.Header.Set("MCP-Protocol-Version", c.proto)
+	}
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
 	}
 	if c.modern {
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
