@@ -59,6 +59,16 @@ type asMetadata struct {
 	JWKSURI               string   `json:"jwks_uri"`
 	IntrospectionEndpoint string   `json:"introspection_endpoint"`
 	TokenEndpoint         string   `json:"token_endpoint"`
+	// What a client reads.
+	AuthorizationEndpoint string   `json:"authorization_endpoint"`
+	RegistrationEndpoint  string   `json:"registration_endpoint"`
+	RevocationEndpoint    string   `json:"revocation_endpoint"`
+	ScopesSupported       []string `json:"scopes_supported"`
+	CodeChallengeMethods  []string `json:"code_challenge_methods_supported"`
+	TokenAuthMethods      []string `json:"token_endpoint_auth_methods_supported"`
+	GrantTypes            []string `json:"grant_types_supported"`
+	CIMDSupported         bool     `json:"client_id_metadata_document_supported"`
+	IssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
 	SigningAlgs           []string `json:"id_token_signing_alg_values_supported"`
 }
 

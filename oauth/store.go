@@ -1,0 +1,338 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Grant is what a login got: an access token for a resource from an
+// authorization server, with the refresh token that renews it.
+type Grant struct {
+	Issuer       string    `json:"issuer"`
+	Resource     string    `json:"resource"`
+	ClientID     string    `json:"client_id"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	Scopes       []string  `json:"scopes,omitempty"`
+}
+
+// Registration is this client at an authorization server: its client id,
+// how it authenticates at the token endpoint, and the redirect URI it was
+// registered with.
+type Registration struct {
+	Issuer       string `json:"issuer"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	AuthMethod   string `json:"token_endpoint_auth_method"`
+	RedirectURI  string `json:"redirect_uri,omitempty"`
+}
+
+// Server is where an MCP server's tokens come from: its authorization server
+// and the resource it names, as its metadata said at the last login.
+type Server struct {
+	URL      string `json:"url"`
+	Issuer   string `json:"issuer"`
+	Resource string `json:"resource"`
+}
+
+// A Store keeps grants (by issuer and resource), registrations (by issuer)
+// and servers (by URL), and serializes logins: Lock holds off another
+// process's login for the same server until unlock. Load methods return nil
+// and no error for what is not there.
+type Store interface {
+	Grant(issuer, resource string) (*Grant, error)
+	SaveGrant(*Grant) error
+	DeleteGrant(issuer, resource string) error
+	Registration(issuer string) (*Registration, error)
+	SaveRegistration(*Registration) error
+	DeleteRegistration(issuer string) error
+	Server(url string) (*Server, error)
+	SaveServer(*Server) error
+	DeleteServer(url string) error
+	Lock(ctx context.Context, serverURL string) (unlock func(), err error)
+}
+
+// MemoryStore is a Store in this process's memory.
+type MemoryStore struct {
+	mu      sync.Mutex // guards the maps
+	grants  map[string]Grant
+	regs    map[string]Registration
+	servers map[string]Server
+	locks   map[string]chan struct{}
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+func (m *MemoryStore) init() {
+	if m.grants == nil {
+		m.grants, m.regs, m.servers, m.locks = map[string]Grant{}, map[string]Registration{}, map[string]Server{}, map[string]chan struct{}{}
+	}
+}
+
+func (m *MemoryStore) Grant(issuer, resource string) (*Grant, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	if g, ok := m.grants[grantKey(issuer, resource)]; ok {
+		return &g, nil
+	}
+	return nil, nil
+}
+
+func (m *MemoryStore) SaveGrant(g *Grant) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	m.grants[grantKey(g.Issuer, g.Resource)] = *g
+	return nil
+}
+
+func (m *MemoryStore) DeleteGrant(issuer, resource string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	delete(m.grants, grantKey(issuer, resource))
+	return nil
+}
+
+func (m *MemoryStore) Registration(issuer string) (*Registration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	if r, ok := m.regs[issuer]; ok {
+		return &r, nil
+	}
+	return nil, nil
+}
+
+func (m *MemoryStore) SaveRegistration(r *Registration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	m.regs[r.Issuer] = *r
+	return nil
+}
+
+func (m *MemoryStore) DeleteRegistration(issuer string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	delete(m.regs, issuer)
+	return nil
+}
+
+func (m *MemoryStore) Server(url string) (*Server, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	if s, ok := m.servers[url]; ok {
+		return &s, nil
+	}
+	return nil, nil
+}
+
+func (m *MemoryStore) SaveServer(s *Server) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	m.servers[s.URL] = *s
+	return nil
+}
+
+func (m *MemoryStore) DeleteServer(url string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	delete(m.servers, url)
+	return nil
+}
+
+func (m *MemoryStore) Lock(ctx context.Context, serverURL string) (func(), error) {
+	for {
+		m.mu.Lock()
+		m.init()
+		held, ok := m.locks[serverURL]
+		if !ok {
+			done := make(chan struct{})
+			m.locks[serverURL] = done
+			m.mu.Unlock()
+			return func() {
+				m.mu.Lock()
+				delete(m.locks, serverURL)
+				m.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		m.mu.Unlock()
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func grantKey(issuer, resource string) string { return issuer + "\n" + resource }
+
+// FileStore is a Store in a directory only its owner may read (0700, files
+// 0600): a file per grant, registration and server, named by the SHA-256 of
+// its key, written whole (a temporary file renamed); a lock file per server,
+// held with flock(2) (on systems without it, Lock serializes this process's
+// logins only).
+type FileStore struct {
+	Dir string
+}
+
+var _ Store = (*FileStore)(nil)
+
+// DefaultDir is the store's directory in the user's configuration directory
+// ($XDG_CONFIG_HOME/mcp-resume/oauth, ~/.config/mcp-resume/oauth, or the
+// system's equivalent).
+func DefaultDir() (string, error) {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "mcp-resume", "oauth"), nil
+}
+
+func (f *FileStore) path(kind, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(f.Dir, kind, hex.EncodeToString(sum[:16])+".json")
+}
+
+func (f *FileStore) load(kind, key string, v any) (bool, error) {
+	b, err := os.ReadFile(f.path(kind, key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, errors.New("oauth: a stored " + kind + " record is damaged: " + err.Error())
+	}
+	return true, nil
+}
+
+func (f *FileStore) save(kind, key string, v any) error {
+	dir := filepath.Join(f.Dir, kind)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	// A directory made before with looser permissions is tightened.
+	for _, d := range []string{f.Dir, dir} {
+		if err := os.Chmod(d, 0o700); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f.path(kind, key))
+}
+
+func (f *FileStore) remove(kind, key string) error {
+	err := os.Remove(f.path(kind, key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (f *FileStore) Grant(issuer, resource string) (*Grant, error) {
+	var g Grant
+	ok, err := f.load("grants", grantKey(issuer, resource), &g)
+	if !ok {
+		return nil, err
+	}
+	return &g, nil
+}
+
+func (f *FileStore) SaveGrant(g *Grant) error { return f.save("grants", grantKey(g.Issuer, g.Resource), g) }
+
+func (f *FileStore) DeleteGrant(issuer, resource string) error {
+	return f.remove("grants", grantKey(issuer, resource))
+}
+
+func (f *FileStore) Registration(issuer string) (*Registration, error) {
+	var r Registration
+	ok, err := f.load("clients", issuer, &r)
+	if !ok {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func (f *FileStore) SaveRegistration(r *Registration) error { return f.save("clients", r.Issuer, r) }
+
+func (f *FileStore) DeleteRegistration(issuer string) error { return f.remove("clients", issuer) }
+
+func (f *FileStore) Server(url string) (*Server, error) {
+	var s Server
+	ok, err := f.load("servers", url, &s)
+	if !ok {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (f *FileStore) SaveServer(s *Server) error { return f.save("servers", s.URL, s) }
+
+func (f *FileStore) DeleteServer(url string) error { return f.remove("servers", url) }
+
+// inProcess serializes the logins of this process (flock is per open file
+// description: two goroutines of one process would both get it).
+var inProcess MemoryStore
+
+func (f *FileStore) Lock(ctx context.Context, serverURL string) (func(), error) {
+	unlockHere, err := inProcess.Lock(ctx, f.Dir+"\n"+serverURL)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(f.Dir, "locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		unlockHere()
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(serverURL))
+	unlockFile, err := lockFile(ctx, filepath.Join(dir, hex.EncodeToString(sum[:16])+".lock"))
+	if err != nil {
+		unlockHere()
+		return nil, err
+	}
+	return func() {
+		unlockFile()
+		unlockHere()
+	}, nil
+}
