@@ -49,16 +49,15 @@ type issuer struct {
 	keysAt     time.Time // the last fetch of the keys
 	algs       []jose.SignatureAlgorithm
 	fetching   chan struct{} // closed when the fetch under way ends; nil when none
-	lastReason string
 }
 
 // asMetadata is what the resource server reads of an authorization server's
 // metadata (RFC 8414, OpenID Connect Discovery).
 type asMetadata struct {
-	Issuer                string   `json:"issuer"`
-	JWKSURI               string   `json:"jwks_uri"`
-	IntrospectionEndpoint string   `json:"introspection_endpoint"`
-	TokenEndpoint         string   `json:"token_endpoint"`
+	Issuer                string `json:"issuer"`
+	JWKSURI               string `json:"jwks_uri"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
+	TokenEndpoint         string `json:"token_endpoint"`
 	// What a client reads.
 	AuthorizationEndpoint string   `json:"authorization_endpoint"`
 	RegistrationEndpoint  string   `json:"registration_endpoint"`

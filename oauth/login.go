@@ -69,9 +69,9 @@ type Session struct {
 
 	mu      sync.Mutex // guards the fields below
 	grant   *Grant
-	loaded  bool         // the store was read for the grant
-	fresh   string       // a token from a login of this session no request has succeeded with
-	stepUps int          // logins for more scopes since a request succeeded
+	loaded  bool                   // the store was read for the grant
+	fresh   string                 // a token from a login of this session no request has succeeded with
+	stepUps int                    // logins for more scopes since a request succeeded
 	metas   map[string]*asMetadata // by issuer
 }
 

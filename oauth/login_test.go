@@ -51,9 +51,9 @@ type testAS struct {
 	refreshes     int
 	lastScope     string // the scope of the last authorization request
 	lastResource  string
-	deny          string      // a scope the token endpoint never grants
-	trust         *testAS     // the authorization server the RS takes tokens of (nil: this one)
-	seenClients   []string    // client ids seen at /authorize and /token
+	deny          string   // a scope the token endpoint never grants
+	trust         *testAS  // the authorization server the RS takes tokens of (nil: this one)
+	seenClients   []string // client ids seen at /authorize and /token
 }
 
 type grantInfo struct {
@@ -89,7 +89,7 @@ func (a *testAS) serveAS(w http.ResponseWriter, r *http.Request) {
 		m := map[string]any{
 			"issuer": cmpOr(a.metaIssuer, a.issuer), "authorization_endpoint": a.issuer + "/authorize", "token_endpoint": a.issuer + "/token",
 			"revocation_endpoint": a.issuer + "/revoke", "code_challenge_methods_supported": []string{"S256"},
-			"token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic"},
+			"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic"},
 			"authorization_response_iss_parameter_supported": a.advertiseIss, "client_id_metadata_document_supported": a.cimd,
 		}
 		if a.dcr {

@@ -279,7 +279,9 @@ func (f *FileStore) Grant(issuer, resource string) (*Grant, error) {
 	return &g, nil
 }
 
-func (f *FileStore) SaveGrant(g *Grant) error { return f.save("grants", grantKey(g.Issuer, g.Resource), g) }
+func (f *FileStore) SaveGrant(g *Grant) error {
+	return f.save("grants", grantKey(g.Issuer, g.Resource), g)
+}
 
 func (f *FileStore) DeleteGrant(issuer, resource string) error {
 	return f.remove("grants", grantKey(issuer, resource))
