@@ -42,13 +42,13 @@ type issuer struct {
 	id string
 	rs *ResourceServer
 
-	mu         sync.Mutex // guards the fields below
-	meta       *asMetadata
-	keys       *jose.JSONWebKeySet
-	metaAt     time.Time // the last fetch of the metadata (success or not)
-	keysAt     time.Time // the last fetch of the keys
-	algs       []jose.SignatureAlgorithm
-	fetching   chan struct{} // closed when the fetch under way ends; nil when none
+	mu       sync.Mutex // guards the fields below
+	meta     *asMetadata
+	keys     *jose.JSONWebKeySet
+	metaAt   time.Time // the last fetch of the metadata (success or not)
+	keysAt   time.Time // the last fetch of the keys
+	algs     []jose.SignatureAlgorithm
+	fetching chan struct{} // closed when the fetch under way ends; nil when none
 }
 
 // asMetadata is what the resource server reads of an authorization server's
