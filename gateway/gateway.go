@@ -93,6 +93,11 @@ type Options struct {
 	// over Header's. The gateway's own credentials: a client's are never
 	// sent upstream.
 	Authorization func(ctx context.Context) (string, error)
+	// Wrap, when set, wraps the round tripper of every HTTP request to the
+	// upstream, a WebSocket's handshake included: an OAuth client
+	// (oauth.Transport) that logs in, renews its token on a 401 and sends
+	// the request again.
+	Wrap func(http.RoundTripper) http.RoundTripper
 	// WSPing is the interval of a WebSocket upstream's keepalive pings; a pong
 	// half as late takes the connection for dead. Default 20s.
 	WSPing time.Duration
@@ -379,16 +384,27 @@ func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 			}
 			h.Set("Authorization", a)
 		}
-		return ws.Dial(ctx, g.opts.URL, &ws.DialOptions{Header: h, Options: ws.Options{PingInterval: g.opts.WSPing, PingTimeout: g.opts.WSPing / 2}})
+		return ws.Dial(ctx, g.opts.URL, &ws.DialOptions{Header: h, Wrap: g.opts.Wrap, Options: ws.Options{PingInterval: g.opts.WSPing, PingTimeout: g.opts.WSPing / 2}})
 	}
 	if g.opts.URL != "" {
 		client := g.opts.Client
 		if client == nil {
 			client = http.DefaultClient
 		}
-		if len(g.opts.Header) > 0 || g.opts.Authorization != nil {
+		if len(g.opts.Header) > 0 || g.opts.Authorization != nil || g.opts.Wrap != nil {
 			c := *client
-			c.Transport = headerTransport{base: client.Transport, header: g.opts.Header, auth: g.opts.Authorization}
+			var rt http.RoundTripper = headerTransport{base: client.Transport, header: g.opts.Header, auth: g.opts.Authorization}
+			if g.opts.Wrap != nil {
+				base := client.Transport
+				if base == nil {
+					base = http.DefaultTransport
+				}
+				if len(g.opts.Header) > 0 || g.opts.Authorization != nil {
+					base = rt
+				}
+				rt = g.opts.Wrap(base)
+			}
+			c.Transport = rt
 			client = &c
 		}
 		return httptransport.Dial(g.opts.URL, &httptransport.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true, Silence: g.opts.Silence}), nil

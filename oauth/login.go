@@ -196,6 +196,22 @@ func (s *Session) Recover(ctx context.Context, used string, status int, ch *Chal
 	if err != nil {
 		return "", err
 	}
+	if !stepUp && (s.grant == nil || s.grant.Issuer != d.issuer || s.grant.Resource != d.resource) {
+		// A login for the same resource through another URL (its /ws and
+		// its /mcp) serves this one too.
+		g, err := s.store.Grant(d.issuer, d.resource)
+		if err != nil {
+			return "", err
+		}
+		if g != nil && g.AccessToken != used {
+			if err := s.keep(g); err != nil {
+				return "", err
+			}
+			if !expiring(g) {
+				return g.AccessToken, nil
+			}
+		}
+	}
 	var scopes []string
 	if stepUp {
 		if s.stepUps >= s.opts.MaxStepUps {
@@ -265,6 +281,16 @@ func (s *Session) discover(ctx context.Context, ch *Challenge) (*discovered, err
 	if err != nil {
 		return nil, fmt.Errorf("oauth: the server URL %q: %w", s.url, err)
 	}
+	// A WebSocket endpoint is an endpoint of a server reached over HTTP: its
+	// metadata is there, and its resource is the server's (any path of the
+	// origin: mcp-resume's /ws takes the tokens of its /mcp).
+	ws := su.Scheme == "ws" || su.Scheme == "wss"
+	switch su.Scheme {
+	case "ws":
+		su.Scheme = "http"
+	case "wss":
+		su.Scheme = "https"
+	}
 	origin := su.Scheme + "://" + su.Host
 	var candidates []string
 	if rm := ch.Param("resource_metadata"); rm != "" {
@@ -291,7 +317,7 @@ func (s *Session) discover(ctx context.Context, ch *Challenge) (*discovered, err
 	}
 	if prm == nil {
 		// 2025-03-26: the server is its own authorization server.
-		d := &discovered{resource: s.url, issuer: origin}
+		d := &discovered{resource: su.String(), issuer: origin}
 		m, err := discover(ctx, s.http, origin)
 		if err != nil {
 			m = &asMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
@@ -302,7 +328,7 @@ func (s *Session) discover(ctx context.Context, ch *Challenge) (*discovered, err
 	}
 	// [MCP authorization; RFC 9728 §3.3] the metadata must be for this
 	// server: a document naming another resource is refused.
-	if !covers(prm.Resource, s.url) {
+	if target := su.String(); !covers(prm.Resource, target) && !(ws && sameOrigin(prm.Resource, target)) {
 		return nil, fmt.Errorf("oauth: the server's protected resource metadata is for %q, not for %s: refused", prm.Resource, s.url)
 	}
 	if len(prm.AuthorizationServers) == 0 {
@@ -334,6 +360,13 @@ func (s *Session) metadata(ctx context.Context, issuer string) (*asMetadata, err
 	}
 	s.metas[issuer] = m
 	return m, nil
+}
+
+// sameOrigin reports whether a and b have the same scheme and host.
+func sameOrigin(a, b string) bool {
+	x, err1 := url.Parse(a)
+	y, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && strings.EqualFold(x.Scheme, y.Scheme) && strings.EqualFold(x.Host, y.Host)
 }
 
 // covers reports whether resource, a protected resource's identifier, is

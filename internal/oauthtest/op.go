@@ -3,7 +3,9 @@
 // on loopback, adapted to issue what an MCP resource server accepts: access
 // tokens as JWTs (or opaque, for introspection) whose audience is the RFC 8707
 // resource of the token request, with their scopes in a scope claim, from
-// service users by the client credentials grant; its signing key can be
+// service users by the client credentials grant, and to people by the
+// authorization code flow (with PKCE and refresh tokens) of the public client
+// CodeClient, logged in headless (Login, Browse); its signing key can be
 // rotated, its token lifetime shifted, and it can be stopped.
 package oauthtest
 
@@ -13,10 +15,12 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"slices"
 	"strings"
@@ -71,8 +75,10 @@ func Start(t testing.TB, resources ...string) *OP {
 	for _, r := range resources {
 		clients[r] = storage.WebClient(r, IntrospectionSecret)
 	}
+	// Any loopback port with this path (RFC 8252).
+	clients[CodeClient] = storage.NativeClient(CodeClient, "http://localhost/callback")
 	base := storage.NewStorageWithClients(storage.NewUserStore(issuer), clients)
-	st := &opStorage{Storage: base, issued: map[string]issued{}}
+	st := &opStorage{Storage: base, issued: map[string]issued{}, resByReq: map[string]string{}, resByRT: map[string]string{}}
 	st.rotateLocked()
 	// The example logs every request to the process's default logger.
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -83,11 +89,16 @@ func Start(t testing.TB, resources ...string) *OP {
 		o.mu.Lock()
 		o.requests[r.URL.Path]++
 		o.mu.Unlock()
-		if r.URL.Path == "/oauth/token" && r.Method == http.MethodPost {
+		var res string
+		switch {
+		case r.URL.Path == "/oauth/token" && r.Method == http.MethodPost:
 			_ = r.ParseForm()
-			if res := r.PostForm.Get("resource"); res != "" {
-				r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, res))
-			}
+			res = r.PostForm.Get("resource")
+		case r.URL.Path == "/auth":
+			res = r.URL.Query().Get("resource")
+		}
+		if res != "" {
+			r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, res))
 		}
 		router.ServeHTTP(w, r)
 	})
@@ -149,10 +160,12 @@ type resourceKey struct{}
 type opStorage struct {
 	*storage.Storage
 
-	mu     sync.Mutex
-	keys   []*signingKey // the last signs
-	shift  time.Duration
-	issued map[string]issued // token id -> what it was issued as
+	mu       sync.Mutex
+	keys     []*signingKey // the last signs
+	shift    time.Duration
+	issued   map[string]issued // token id -> what it was issued as
+	resByReq map[string]string // auth request id -> the resource it named
+	resByRT  map[string]string // refresh token -> the resource of its grant
 }
 
 // issued is what an access token was issued as, for its introspection.
@@ -241,11 +254,12 @@ func (s *opStorage) ClientCredentialsTokenRequest(ctx context.Context, id string
 }
 
 func (s *opStorage) CreateAccessToken(ctx context.Context, r op.TokenRequest) (string, time.Time, error) {
-	id, exp, err := s.Storage.CreateAccessToken(ctx, r)
+	inner, aud := unwrap(r)
+	id, exp, err := s.Storage.CreateAccessToken(ctx, inner)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exp = exp.Add(s.shift)
-	s.issued[id] = issued{subject: r.GetSubject(), aud: r.GetAudience(), scopes: r.GetScopes(), expiry: exp}
+	s.issued[id] = issued{subject: r.GetSubject(), aud: aud, scopes: r.GetScopes(), expiry: exp}
 	return id, exp, err
 }
 
@@ -275,4 +289,192 @@ func (s *opStorage) SetIntrospectionFromToken(_ context.Context, in *oidc.Intros
 	in.Subject, in.Audience, in.Scope = subject, tok.aud, tok.scopes
 	in.Expiration = oidc.FromTime(tok.expiry)
 	return nil
+}
+
+// CodeClient is the public client of the authorization code flow (PKCE, any
+// loopback redirect with the path /callback): JWT access tokens for the
+// resource the authorization request named, any scope.
+const CodeClient = "mcp-client"
+
+// codeClient is CodeClient as the provider sees it.
+type codeClient struct{ op.Client }
+
+func (codeClient) AccessTokenType() op.AccessTokenType { return op.AccessTokenTypeJWT }
+func (codeClient) IsScopeAllowed(string) bool          { return true }
+func (codeClient) RestrictAdditionalAccessTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+
+func (s *opStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err == nil && id == CodeClient {
+		return codeClient{c}, nil
+	}
+	return c, err
+}
+
+func (s *opStorage) CreateAuthRequest(ctx context.Context, r *oidc.AuthRequest, userID string) (op.AuthRequest, error) {
+	ar, err := s.Storage.CreateAuthRequest(ctx, r, userID)
+	if res, _ := ctx.Value(resourceKey{}).(string); err == nil && res != "" {
+		s.mu.Lock()
+		s.resByReq[ar.GetID()] = res
+		s.mu.Unlock()
+	}
+	return ar, err
+}
+
+// audAuthRequest is an authorization request whose tokens are for the
+// resource it named.
+type audAuthRequest struct {
+	*storage.AuthRequest
+	aud []string
+}
+
+func (a *audAuthRequest) GetAudience() []string { return a.aud }
+
+type audRefreshRequest struct {
+	op.RefreshTokenRequest
+	aud []string
+}
+
+func (a *audRefreshRequest) GetAudience() []string { return a.aud }
+
+func (s *opStorage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	ar, err := s.Storage.AuthRequestByCode(ctx, code)
+	if err != nil {
+		return ar, err
+	}
+	s.mu.Lock()
+	res := s.resByReq[ar.GetID()]
+	s.mu.Unlock()
+	if sar, ok := ar.(*storage.AuthRequest); ok && res != "" {
+		return &audAuthRequest{sar, []string{res}}, nil
+	}
+	return ar, nil
+}
+
+func (s *opStorage) TokenRequestByRefreshToken(ctx context.Context, rt string) (op.RefreshTokenRequest, error) {
+	r, err := s.Storage.TokenRequestByRefreshToken(ctx, rt)
+	if err != nil {
+		return r, err
+	}
+	s.mu.Lock()
+	res := s.resByRT[rt]
+	s.mu.Unlock()
+	if res != "" {
+		return &audRefreshRequest{r, []string{res}}, nil
+	}
+	return r, nil
+}
+
+// unwrap is the request the example storage knows, and the audience.
+func unwrap(r op.TokenRequest) (op.TokenRequest, []string) {
+	switch w := r.(type) {
+	case *audAuthRequest:
+		return w.AuthRequest, w.aud
+	case *audRefreshRequest:
+		return w.RefreshTokenRequest, w.aud
+	}
+	return r, r.GetAudience()
+}
+
+func (s *opStorage) CreateAccessAndRefreshTokens(ctx context.Context, r op.TokenRequest, cur string) (string, string, time.Time, error) {
+	inner, aud := unwrap(r)
+	id, rt, exp, err := s.Storage.CreateAccessAndRefreshTokens(ctx, inner, cur)
+	if err != nil {
+		return id, rt, exp, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp = exp.Add(s.shift)
+	s.issued[id] = issued{subject: r.GetSubject(), aud: aud, scopes: r.GetScopes(), expiry: exp}
+	if len(aud) > 0 {
+		s.resByRT[rt] = aud[0]
+	}
+	return id, rt, exp, nil
+}
+
+// The demo users of the example storage (password Password).
+const (
+	Password = "verysecure"
+	User2    = "test-user2"
+)
+
+// User is the first demo user's name (test-user@ and the issuer's host).
+func (o *OP) User() string {
+	u, _ := url.Parse(o.Issuer)
+	return "test-user@" + u.Hostname()
+}
+
+// Browse is a person with a browser at the authorization URL authURL: it
+// follows the provider's redirects to its login page, logs in as user, and
+// follows the redirects back until one leaves for a loopback /callback,
+// which it returns without following.
+func (o *OP) Browse(ctx context.Context, authURL, user string) (*url.URL, error) {
+	jar, _ := cookiejar.New(nil)
+	var back *url.URL
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		if r.URL.Path == "/callback" && r.URL.Host != strings.TrimPrefix(o.Issuer, "http://") {
+			back = r.URL
+			return http.ErrUseLastResponse
+		}
+		if len(via) > 10 {
+			return errors.New("too many redirects")
+		}
+		return nil
+	}}
+	get := func(method, u string, form url.Values) (*http.Response, error) {
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, body)
+		if err != nil {
+			return nil, err
+		}
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp, nil
+	}
+	resp, err := get(http.MethodGet, authURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	if back != nil {
+		return back, nil
+	}
+	id := resp.Request.URL.Query().Get("authRequestID")
+	if id == "" {
+		return nil, fmt.Errorf("the authorization URL led to %s (%s), not the login page", resp.Request.URL, resp.Status)
+	}
+	if _, err := get(http.MethodPost, o.Issuer+"/login/username", url.Values{"id": {id}, "username": {user}, "password": {Password}}); err != nil {
+		return nil, err
+	}
+	if back == nil {
+		return nil, errors.New("the login did not come back to a /callback")
+	}
+	return back, nil
+}
+
+// Login is an oauth.Authorizer that logs in as user with Browse (the
+// redirect to an unused loopback port, as nothing needs to listen there).
+func (o *OP) Login(user string) func(context.Context, string, func(string) (string, error)) (url.Values, error) {
+	return func(ctx context.Context, _ string, start func(string) (string, error)) (url.Values, error) {
+		authURL, err := start("http://127.0.0.1:9/callback")
+		if err != nil {
+			return nil, err
+		}
+		back, err := o.Browse(ctx, authURL, user)
+		if err != nil {
+			return nil, err
+		}
+		return back.Query(), nil
+	}
 }

@@ -24,6 +24,9 @@ type DialOptions struct {
 	TLS *tls.Config
 	// NetDial opens the TCP connection. Default: a net.Dialer.
 	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Wrap, when set, wraps the round tripper of the handshake (an OAuth
+	// client's, which adds the token and renews it on a 401).
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Dial opens a WebSocket connection to url (ws:// or wss://) with subprotocol
@@ -57,8 +60,12 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 		ForceAttemptHTTP2: false,
 	}
 	defer tr.CloseIdleConnections()
+	var rt http.RoundTripper = tr
+	if o.Wrap != nil {
+		rt = o.Wrap(tr)
+	}
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
-		HTTPClient:      &http.Client{Transport: tr},
+		HTTPClient:      &http.Client{Transport: rt},
 		HTTPHeader:      o.Header,
 		Subprotocols:    []string{Subprotocol},
 		CompressionMode: websocket.CompressionDisabled,
