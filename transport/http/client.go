@@ -193,22 +193,31 @@ func (c *ClientConn) lose(why error) {
 
 // Write sends one message in its own POST.
 func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
+	return c.WriteWith(ctx, msg, nil)
+}
+
+// WriteWith is Write with HTTP headers of the caller's added to the POST: the
+// Mcp-Param-* headers that mirror a 2026-07-28 tools/call's arguments
+// (SEP-2243), which only the caller, who knows the tool's schema, can name.
+func (c *ClientConn) WriteWith(ctx context.Context, msg []byte, h http.Header) error {
 	if c.keep != nil {
 		if done, err := c.fromKept(msg); done {
 			return err
 		}
 	}
-	return c.post(ctx, msg, true)
+	return c.post(ctx, msg, h, true)
 }
 
-// post sends msg in its own POST; with retry, a request refused because the
-// server forgot the kept session is sent again in a new one.
-func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
+// post sends msg in its own POST, with the headers extra; with retry, a
+// request refused because the server forgot the kept session is sent again in
+// a new one.
+func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, retry bool) error {
 	var used string // the session the POST went with
 	m, derr := spec.Decode(msg)
-	modern := derr == nil && m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern()
+	// A request or a notification that carries the 2026-07-28 envelope.
+	modern := derr == nil && m.Kind != spec.KindResponse && spec.EnvelopeOf(m.Params).Modern()
 	pctx, done := c.ctx, func() {}
-	if modern {
+	if modern && m.Kind == spec.KindRequest {
 		pctx, done = c.track(m.ID)
 	}
 	req, err := http.NewRequestWithContext(pctx, http.MethodPost, c.url, bytes.NewReader(msg))
@@ -240,6 +249,9 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 		}
 		c.mu.Unlock()
 	}
+	for k, v := range extra {
+		req.Header[k] = v
+	}
 	resp, err := c.do(req)
 	if err != nil {
 		done()
@@ -252,7 +264,9 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 		// The POST's stream, once read to its end, releases its context.
 		resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
 	}
-	if sid := resp.Header.Get(HeaderSessionID); sid != "" {
+	// A 2026-07-28 request belongs to no session: a session id on its answer
+	// (a server that sets one on every response) is not taken up.
+	if sid := resp.Header.Get(HeaderSessionID); sid != "" && !modern {
 		c.mu.Lock()
 		c.session = sid
 		c.mu.Unlock()
@@ -267,7 +281,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 			var err error
 			for range 3 { // the new session's own POSTs may be cut too
 				if err = c.reopen(ctx, used); err == nil {
-					return c.post(ctx, msg, false)
+					return c.post(ctx, msg, extra, false)
 				}
 			}
 		}
