@@ -458,7 +458,7 @@ func (c *Client) resumeLocked(cl *call) []byte {
 	}{cl.policy.Token, meta{spec.RequestMeta{Ack: &ack}, cl.traceparent, cl.tracestate}})
 	if c.era.modern {
 		// A request of the 2026-07-28 era is resumed in it.
-		fields, _ := paramFields(b)
+		fields, _ := paramFields(json.RawMessage(b))
 		b, _ = encodeParams(fields, &call{}, false, c.era.envelope)
 	}
 	return spec.EncodeRequest(cl.id, spec.MethodResume, b)
