@@ -202,7 +202,7 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		}
 	}
 	for round := 1; ; round++ {
-		res, err := c.call(ctx, method, maps.Clone(fields), tool, opts)
+		res, err := c.request(ctx, method, maps.Clone(fields), tool, opts)
 		if err != nil || !spec.RetriesInput(method) {
 			return res, err
 		}
@@ -233,8 +233,10 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 // input_required.
 const maxInputRounds = 32
 
-// call sends one request of method with params fields, a round of Call.
-func (c *Client) call(ctx context.Context, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions) (json.RawMessage, error) {
+// request sends one request of method with params fields (a round of Call)
+// and returns its result; tool, when not nil, is the tool a tools/call
+// names, whose x-mcp-header annotations name its Mcp-Param-* headers.
+func (c *Client) request(ctx context.Context, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions) (json.RawMessage, error) {
 	cl := c.newCall(method, opts)
 	if method == spec.MethodToolsCall && c.takesKeys() {
 		cl.callKey = newCallKey()

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -41,11 +42,17 @@ type ClientConn struct {
 	silence    time.Duration // ClientOptions.Silence
 	keepAlive  atomic.Int64  // the server's announced keepalive (ns); 0 until it announced one
 
+	// initID is the id of the initialize in flight (guarded by mu), whose
+	// answer names the protocol version the session's requests carry in
+	// MCP-Protocol-Version; initPending is set while there is one.
+	initID      []byte
+	initPending atomic.Bool
+
 	mu       sync.Mutex // guards the fields below
 	err      error      // why the connection ended, when not by Close (ErrStreamLost)
 	closing  bool       // Close began: no new stream readers
 	session  string
-	protocol string
+	protocol string // ClientOptions.Protocol, then the one initialize agreed on
 	keep     *KeptSession
 	keptInit bool // the client's initialize was answered from keep: its initialized notification is not sent
 	// streams: the POSTs of 2026-07-28 requests in flight, by request id, to
@@ -61,7 +68,8 @@ var _ transport.Conn = (*ClientConn)(nil)
 type ClientOptions struct {
 	// Client makes the HTTP requests. Default http.DefaultClient.
 	Client *http.Client
-	// Protocol is sent as MCP-Protocol-Version after initialize. Default
+	// Protocol is sent as MCP-Protocol-Version after initialize until its
+	// answer names the version agreed on, which is sent from then on. Default
 	// 2025-06-18.
 	Protocol string
 	// Keep, when set, keeps the session across ClientConns that share it (the
@@ -220,6 +228,12 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, re
 	if modern && m.Kind == spec.KindRequest {
 		pctx, done = c.track(m.ID)
 	}
+	if derr == nil && m.Kind == spec.KindRequest && m.Method == spec.MethodInitialize {
+		c.mu.Lock()
+		c.initID = bytes.Clone(m.ID)
+		c.mu.Unlock()
+		c.initPending.Store(true)
+	}
 	req, err := http.NewRequestWithContext(pctx, http.MethodPost, c.url, bytes.NewReader(msg))
 	if err != nil {
 		done()
@@ -358,6 +372,9 @@ func (c *ClientConn) deliver(m Inbound) bool {
 	if c.ctx.Err() != nil {
 		return false
 	}
+	if c.initPending.Load() {
+		c.agreed(m.Msg)
+	}
 	select {
 	case c.in <- m:
 		return true
@@ -371,6 +388,30 @@ func (c *ClientConn) closedOr(err error) error {
 		return transport.ErrClosed
 	}
 	return err
+}
+
+// agreed takes up the protocol version of msg when it answers the initialize
+// in flight.
+//
+// [2025-11-25 transports §Protocol Version Header] the client MUST include
+// MCP-Protocol-Version on its requests after initialization, "the protocol
+// version negotiated during initialization".
+func (c *ClientConn) agreed(msg []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initID == nil || !answers(msg, c.initID) {
+		return
+	}
+	c.initID = nil
+	c.initPending.Store(false)
+	var r struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(msg, &r) == nil && r.Result.ProtocolVersion != "" {
+		c.protocol = r.Result.ProtocolVersion
+	}
 }
 
 // Close drops every open request and stream; the session stays on the server.

@@ -109,7 +109,7 @@ func (sc *scenario) run(ctx context.Context) error {
 func (sc *scenario) connect(ctx context.Context, hc *http.Client) (*client.Client, error) {
 	keep := &httptransport.KeptSession{}
 	dial := func(context.Context) (transport.Conn, error) {
-		return httptransport.Dial(sc.URL, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep, Protocol: sc.Version}), nil
+		return httptransport.Dial(sc.URL, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil
 	}
 	return client.Connect(ctx, dial, &client.Options{
 		ClientInfo:      mcpgo.Implementation{Name: "mcp-resume-conformance-client", Version: "1.0.0"},
