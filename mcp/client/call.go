@@ -214,7 +214,10 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 			return nil, fmt.Errorf("client: %s: the server asked for input %d times in a row", method, round)
 		}
 		answers, err := c.fulfil(ctx, in)
-		if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
 			return nil, fmt.Errorf("client: %s: %w", method, err)
 		}
 		// [2026-07-28 MRTR] The retry carries the answers and the

@@ -149,7 +149,9 @@ const maxRetry = time.Minute
 // the response after an event with an id (SEP-1699 polling): after the
 // stream's retry delay, a GET with that id as Last-Event-ID, whose stream is
 // read as the one closed. It reports whether the stream was taken up; the
-// caller treats a stream not taken up as lost.
+// caller treats a stream not taken up as lost. Only a session's streams are
+// polled: a server without sessions, or a request of the 2026-07-28 era
+// (whose closed stream is its end), has none to take up.
 func (c *ClientConn) poll(id []byte, sum streamSum) bool {
 	wait := DefaultRetry
 	if sum.retry >= 0 {
@@ -203,7 +205,7 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 			case sum.answered || id == nil:
 			case c.reportLoss:
 				c.deliver(Inbound{Via: id, Lost: true, LastEventID: sum.last, Delivered: sum.n})
-			case sum.closed && sum.last != "" && c.poll(id, sum):
+			case sum.closed && sum.last != "" && c.SessionID() != "" && c.poll(id, sum):
 				// [2025-11-25 transports §Resumability and Redelivery] "the
 				// server MAY close the connection ... the client SHOULD
 				// 'poll' the SSE stream by attempting to reconnect" once the
