@@ -163,6 +163,7 @@ type Client struct {
 	init    *mcpgo.InitializeResult // initialize's answer, or server/discover's in its form
 	caps    *spec.ServerCapability
 	tools   tools // as ListTools listed them last
+	headers bool  // the latest link carries HTTP headers (a headerWriter)
 	lastErr error // why the last connection attempt failed
 }
 
@@ -408,6 +409,7 @@ func advertisement(res *mcpgo.InitializeResult) *spec.ServerCapability {
 func (c *Client) install(l *link) {
 	c.mu.Lock()
 	c.link = l
+	_, c.headers = l.conn.(headerWriter)
 	l.since = time.Now()
 	close(c.ready)
 	select {

@@ -145,22 +145,7 @@ func TestModernInputWithoutHandler(t *testing.T) {
 // annotations name (the core checks them against the body); a tool whose
 // annotations are invalid is left out of ListTools and not called.
 func TestModernParamHeaders(t *testing.T) {
-	// The bad tool is listed, never served: mcp-go refuses to register it.
-	bad := mcpgo.NewToolWithRawSchema("bad_header", "x-mcp-header on a number",
-		[]byte(`{"type":"object","properties":{"score":{"type":"number","x-mcp-header":"Score"}}}`))
-	srv := server.NewMCPServer("headers", "1", server.WithToolFilter(func(_ context.Context, tools []mcpgo.Tool) []mcpgo.Tool {
-		return append(tools, bad)
-	}))
-	srv.AddTool(mcpgo.NewToolWithRawSchema("test_custom_headers", "echoes its arguments", []byte(`{"type":"object","properties":{
-		"region":{"type":"string","x-mcp-header":"Region"},
-		"priority":{"type":"integer","x-mcp-header":"Priority"},
-		"dryRun":{"type":"boolean","x-mcp-header":"Dry-Run"},
-		"note":{"type":"string"}},"required":["region"]}`)),
-		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-			b, _ := json.Marshal(req.GetArguments())
-			return mcpgo.NewToolResultText(string(b)), nil
-		})
-	url, _ := serveHTTP(t, srv, nil)
+	url, _ := serveHTTP(t, headerServer(), nil)
 	dial := httpDialer(t, url)
 
 	// Not listed: the client does not know the annotations, and the core
@@ -196,7 +181,8 @@ func TestModernParamHeaders(t *testing.T) {
 		t.Fatalf("bad_header: %v, want ErrInvalidTool", err)
 	}
 
-	// The 2025 era knows no x-mcp-header: every tool is listed.
+	// The 2025 era knows no x-mcp-header, and a transport without headers
+	// has no use for them: every tool is listed.
 	legacy := connect(t, dial, fastOpts())
 	if tools, err = legacy.ListTools(t.Context()); err != nil {
 		t.Fatal(err)
@@ -204,6 +190,34 @@ func TestModernParamHeaders(t *testing.T) {
 	if !containsTool(tools, "bad_header") {
 		t.Fatal("the 2025 era left bad_header out")
 	}
+	piped := connect(t, newPipeServerOf(t, headerServer(), nil).dial, modernOpts())
+	if tools, err = piped.ListTools(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !containsTool(tools, "bad_header") || piped.ProtocolVersion() != spec.Version2026 {
+		t.Fatalf("over a pipe in %s, bad_header left out", piped.ProtocolVersion())
+	}
+}
+
+// headerServer serves test_custom_headers, whose arguments are mirrored in
+// Mcp-Param-* headers, and lists bad_header, whose annotation is invalid
+// (never served: mcp-go refuses to register it).
+func headerServer() *server.MCPServer {
+	bad := mcpgo.NewToolWithRawSchema("bad_header", "x-mcp-header on a number",
+		[]byte(`{"type":"object","properties":{"score":{"type":"number","x-mcp-header":"Score"}}}`))
+	srv := server.NewMCPServer("headers", "1", server.WithToolFilter(func(_ context.Context, tools []mcpgo.Tool) []mcpgo.Tool {
+		return append(tools, bad)
+	}))
+	srv.AddTool(mcpgo.NewToolWithRawSchema("test_custom_headers", "echoes its arguments", []byte(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"priority":{"type":"integer","x-mcp-header":"Priority"},
+		"dryRun":{"type":"boolean","x-mcp-header":"Dry-Run"},
+		"note":{"type":"string"}},"required":["region"]}`)),
+		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			b, _ := json.Marshal(req.GetArguments())
+			return mcpgo.NewToolResultText(string(b)), nil
+		})
+	return srv
 }
 
 func containsTool(tools []mcpgo.Tool, name string) bool {

@@ -26,14 +26,16 @@ type tools struct {
 }
 
 // ListTools lists the server's tools, every page of them. In the 2026-07-28
-// era a tool whose x-mcp-header annotations break SEP-2243's constraints (not
-// a primitive, empty, not a header token, not unique) is left out, and calls
-// of it fail with ErrInvalidTool; the tools listed are kept, so that a call
-// carries the Mcp-Param-* headers its tool's annotations name.
+// era over Streamable HTTP a tool whose x-mcp-header annotations break
+// SEP-2243's constraints (not a primitive, empty, not a header token, not
+// unique) is left out, and calls of it fail with ErrInvalidTool; the tools
+// listed are kept, so that a call carries the Mcp-Param-* headers its tool's
+// annotations name. Other transports carry no headers: there the annotations
+// mean nothing, and every tool is listed.
 //
-// [2026-07-28 server/tools §x-mcp-header] "Clients MUST reject tool
-// definitions with invalid x-mcp-header values", excluding them from the
-// tools available, without failing the others.
+// [2026-07-28 server/tools §x-mcp-header, SEP-2243] a client using Streamable
+// HTTP rejects a tool definition with invalid x-mcp-header values, excluding
+// it from the tools available without failing the others.
 func (c *Client) ListTools(ctx context.Context) ([]mcpgo.Tool, error) {
 	var all []mcpgo.Tool
 	var cursor mcpgo.Cursor
@@ -67,9 +69,10 @@ func (c *Client) ListTools(ctx context.Context) ([]mcpgo.Tool, error) {
 	}
 	kept := tools{valid: map[string]*mcpgo.Tool{}, excluded: map[string]error{}}
 	listed := all[:0]
+	headers := c.era.modern && c.carriesHeaders()
 	for i := range all {
 		t := all[i]
-		if c.era.modern {
+		if headers {
 			if err := mcpgo.ValidateParamHeaderAnnotations(&t); err != nil {
 				kept.excluded[t.Name] = err
 				continue
@@ -82,6 +85,15 @@ func (c *Client) ListTools(ctx context.Context) ([]mcpgo.Tool, error) {
 	c.tools = kept
 	c.mu.Unlock()
 	return listed, nil
+}
+
+// carriesHeaders reports whether the client's connection carries HTTP
+// headers of its requests (Streamable HTTP); while it has none, it takes the
+// Dialer's last one for what the next will be.
+func (c *Client) carriesHeaders() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.headers
 }
 
 // maxPages bounds the pages of one listing (a server whose cursors never end).
