@@ -9,7 +9,6 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -239,15 +238,4 @@ func (c *Client) withEnvelope(params json.RawMessage) json.RawMessage {
 		return params
 	}
 	return p
-}
-
-// spanVersion sets the protocol version of cl's span to the one initialize
-// agreed on, when it is not the one asked for.
-func spanVersion(cl *call, version string) {
-	if version != cl.version {
-		cl.version = version // the one the requests to come are sent in
-		if cl.span != nil {
-			cl.span.SetAttributes(mcptrace.ProtocolVersion.String(version))
-		}
-	}
 }
