@@ -86,7 +86,10 @@ type ClientOptions struct {
 	// the ClientConn: every open stream is dropped and Read returns ErrStreamLost
 	// once the messages received before are read. A client that resumes its
 	// requests on a new connection (requests/resume) wants this; without it a lost
-	// stream goes unnoticed and its request's answer never comes.
+	// stream goes unnoticed and its request's answer never comes. A session's
+	// stream that the server ends cleanly after an event id is not lost: it is
+	// polled back (SEP-1699), after the stream's retry delay, with a GET that
+	// names that id in Last-Event-ID, and lost only when that fails.
 	FailOnStreamLoss bool
 	// ReportStreamLoss makes a request's event stream that ends before the
 	// request's response an Inbound of its own (Lost, with the last event id the

@@ -147,15 +147,15 @@ const maxRetry = time.Minute
 
 // poll takes up request id's event stream, which the server closed before
 // the response after an event with an id (SEP-1699 polling): after the
-// stream's retry delay, a GET with that id as Last-Event-ID, whose stream is
+// stream's retry delay, a GET with that lastEventID, whose stream is
 // read as the one closed. It reports whether the stream was taken up; the
 // caller treats a stream not taken up as lost. Only a session's streams are
 // polled: a server without sessions, or a request of the 2026-07-28 era
 // (whose closed stream is its end), has none to take up.
-func (c *ClientConn) poll(id []byte, sum streamSum) bool {
+func (c *ClientConn) poll(id []byte, lastEventID string, retry time.Duration) bool {
 	wait := DefaultRetry
-	if sum.retry >= 0 {
-		wait = min(sum.retry, maxRetry)
+	if retry >= 0 {
+		wait = min(retry, maxRetry)
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -164,7 +164,7 @@ func (c *ClientConn) poll(id []byte, sum streamSum) bool {
 	case <-c.ctx.Done():
 		return false
 	}
-	resp, err := c.reconnect(sum.last)
+	resp, err := c.reconnect(lastEventID)
 	if err != nil {
 		return false
 	}
@@ -198,6 +198,10 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 			}
 			sum := c.events(resp.Body, id)
 			silent := silenceOf(resp.Body)
+			from := sum.last // where a poll takes the stream up
+			if from == "" && resp.Request != nil {
+				from = resp.Request.Header.Get(HeaderLastEventID) // a stream polled back that carried no event
+			}
 			switch {
 			case silent != nil && c.failOnLoss:
 				// Whatever stream it was (the GET stream too): the connection is dead.
@@ -205,7 +209,7 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 			case sum.answered || id == nil:
 			case c.reportLoss:
 				c.deliver(Inbound{Via: id, Lost: true, LastEventID: sum.last, Delivered: sum.n})
-			case sum.closed && sum.last != "" && c.SessionID() != "" && c.poll(id, sum):
+			case sum.closed && from != "" && c.SessionID() != "" && c.poll(id, from, sum.retry):
 				// [2025-11-25 transports §Resumability and Redelivery] "the
 				// server MAY close the connection ... the client SHOULD
 				// 'poll' the SSE stream by attempting to reconnect" once the
