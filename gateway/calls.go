@@ -212,7 +212,7 @@ func (g *Gateway) runCall(ctx context.Context, req mcpgo.CallToolRequest, sp *up
 				return nil, err
 			}
 		}
-		if in, ok := askedInput(raw); ok && !resumemcp.TakesInputRequired(ctx) {
+		if in, ok := spec.AskedInput(raw); ok && !resumemcp.TakesInputRequired(ctx) {
 			// Asked here, then sent again as a new call with the answers.
 			if answers, err = fulfil(ctx, in); err != nil {
 				return nil, err
@@ -357,35 +357,11 @@ func ownMeta(m *mcpgo.Meta) *mcpgo.Meta {
 	return m
 }
 
-// askedInput reads raw, an upstream's result, as an input_required answer
-// (MRTR); ok is false for any other result. The result type is looked up
-// without decoding the rest: most results are complete.
-func askedInput(raw json.RawMessage) (in inputAsked, ok bool) {
-	if v, found, scanned := spec.Member(raw, "resultType"); scanned && (!found || !bytes.Equal(v, []byte(`"`+mcpgo.ResultTypeInputRequired+`"`))) {
-		return in, false
-	}
-	return in, json.Unmarshal(raw, &in) == nil && in.ResultType == string(mcpgo.ResultTypeInputRequired)
-}
-
-// inputRequest is one question of an upstream (MRTR, or a task's).
-type inputRequest struct {
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
-// inputAsked is an upstream's input_required answer (MRTR), as the gateway
-// reads it to ask the questions itself.
-type inputAsked struct {
-	ResultType    string                  `json:"resultType"`
-	InputRequests map[string]inputRequest `json:"inputRequests"`
-	RequestState  string                  `json:"requestState"`
-}
-
 // fulfil asks the call's client the upstream's questions, all at once, and
 // returns the answers by their keys: for a call whose client does not take an
 // input_required answer itself (a task of the gateway's, where the questions
 // make the task input_required, or a 2025-era client, asked with requests).
-func fulfil(ctx context.Context, in inputAsked) (map[string]json.RawMessage, error) {
+func fulfil(ctx context.Context, in spec.InputRequired) (map[string]json.RawMessage, error) {
 	answers := make(map[string]json.RawMessage, len(in.InputRequests))
 	var mu sync.Mutex
 	var first error

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // newServer is the mcp-go server the gateway's clients see: the upstream's name,
@@ -274,7 +275,7 @@ func (g *Gateway) rounds(ctx context.Context, method string, params map[string]a
 		if err != nil || !p.modern {
 			return raw, err
 		}
-		in, asked := askedInput(raw)
+		in, asked := spec.AskedInput(raw)
 		if !asked || resumemcp.TakesInputRequired(ctx) {
 			return raw, nil
 		}

@@ -41,12 +41,12 @@ func modernTask(raw json.RawMessage) string {
 
 // upstreamTask is what tasks/get says of an upstream's task.
 type upstreamTask struct {
-	Status         string                  `json:"status"`
-	StatusMessage  string                  `json:"statusMessage"`
-	PollIntervalMs int64                   `json:"pollIntervalMs"`
-	Result         json.RawMessage         `json:"result"`
-	Error          *spec.Error             `json:"error"`
-	InputRequests  map[string]inputRequest `json:"inputRequests"`
+	Status         string                       `json:"status"`
+	StatusMessage  string                       `json:"statusMessage"`
+	PollIntervalMs int64                        `json:"pollIntervalMs"`
+	Result         json.RawMessage              `json:"result"`
+	Error          *spec.Error                  `json:"error"`
+	InputRequests  map[string]spec.InputRequest `json:"inputRequests"`
 }
 
 // awaitModernTask follows the upstream's task until it ends and returns its
@@ -86,7 +86,7 @@ func (g *Gateway) awaitModernTask(ctx context.Context, uc *upcall, id spec.ID, t
 		case "cancelled":
 			return nil, spec.NewError(spec.CodeInternalError, spec.ReasonCancelled, "the upstream cancelled its task")
 		case "input_required":
-			in := inputAsked{InputRequests: map[string]inputRequest{}}
+			in := spec.InputRequired{InputRequests: map[string]spec.InputRequest{}}
 			for key, q := range t.InputRequests {
 				if !answered[key] {
 					in.InputRequests[key] = q

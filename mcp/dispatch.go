@@ -144,7 +144,7 @@ func (c *connState) modern(m *spec.Message, raw []byte, st Stream, env spec.Enve
 		}
 		c.calls.startCall(m, raw, st, parseModern(env))
 	default:
-		if state, ok := ourState(m.Params); ok && retryable(m.Method) {
+		if state, ok := ourState(m.Params); ok && spec.RetriesInput(m.Method) {
 			c.calls.retry(m, st, state)
 			return
 		}

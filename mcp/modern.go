@@ -66,16 +66,6 @@ func (mr *modernReq) allows(method string) (json.RawMessage, bool) {
 	return nil, true
 }
 
-// retryable reports whether a request of method may be answered input_required,
-// and so be retried with requestState (MRTR).
-func retryable(method string) bool {
-	switch method {
-	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead):
-		return true
-	}
-	return false
-}
-
 // discover adds the server's resumable requests extension to a server/discover
 // result.
 func (s *Server) discover(result any) any {

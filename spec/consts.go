@@ -8,6 +8,8 @@ const (
 
 	MethodInitialize     = "initialize"
 	MethodToolsCall      = "tools/call"
+	MethodPromptsGet     = "prompts/get"
+	MethodResourcesRead  = "resources/read"
 	MethodCancelled      = "notifications/cancelled"
 	MethodProgress       = "notifications/progress"
 	MethodServerDiscover = "server/discover"

@@ -1,11 +1,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -79,6 +82,7 @@ type call struct {
 	done    chan struct{} // closed by finishLocked
 	resend  chan struct{} // an Idempotent or keyed call lost before its policy (capacity 1)
 	callKey string        // the call's io.mcp-resume/key, "" for none
+	header  http.Header   // HTTP headers of its own (Mcp-Param-*), nil for none
 	plain   bool          // progress came before any policy: the server runs it plainly (guarded by Client.mu)
 	result  json.RawMessage
 	err     error
@@ -176,27 +180,81 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 // carries a progress token of its own. With Options.TracerProvider, the call
 // is a CLIENT span below the span ctx carries, sent in its _meta; with
 // Options.OnOperation, an Operation once it is over.
+//
+// A tools/call, prompts/get or resources/read that the server answers
+// input_required (multi round-trip requests, 2026-07-28) has its questions
+// answered by the Options' handlers and is sent again, as a new request with
+// the answers and the server's requestState, until the server answers
+// otherwise: Call returns that answer. A tools/call in the 2026-07-28 era
+// carries, over Streamable HTTP, the Mcp-Param-* headers its tool's
+// x-mcp-header annotations name, for a tool ListTools listed; a tool that
+// ListTools left out for its invalid annotations is not called (an error
+// matching ErrInvalidTool).
 func (c *Client) Call(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
-	cl := c.newCall(method, opts)
-	if method == spec.MethodToolsCall && c.takesKeys() {
-		cl.callKey = newCallKey()
-	}
 	fields, err := paramFields(params)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s params: %w", method, err)
 	}
-	if c.obs != nil {
-		var version string
-		if r := c.InitializeResult(); r != nil {
-			version = r.ProtocolVersion
+	var tool *mcpgo.Tool
+	if method == spec.MethodToolsCall && c.era.modern {
+		if tool, err = c.listedTool(fields); err != nil {
+			return nil, err
 		}
-		c.obs.start(ctx, cl, target(method, fields), version)
 	}
-	p, err := encodeParams(fields, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil)
+	for round := 1; ; round++ {
+		res, err := c.request(ctx, method, maps.Clone(fields), tool, opts)
+		if err != nil || !spec.RetriesInput(method) {
+			return res, err
+		}
+		in, asked := spec.AskedInput(res)
+		if !asked {
+			return res, nil
+		}
+		if round == maxInputRounds {
+			return nil, fmt.Errorf("client: %s: the server asked for input %d times in a row", method, round)
+		}
+		answers, err := c.fulfil(ctx, in)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			return nil, fmt.Errorf("client: %s: %w", method, err)
+		}
+		// [2026-07-28 MRTR] The retry carries the answers and the
+		// requestState exactly as the server sent it; one that sent none gets
+		// none back.
+		fields = maps.Clone(fields)
+		fields["inputResponses"], _ = json.Marshal(answers)
+		delete(fields, "requestState")
+		if state, found := member(res, "requestState"); found && string(state) != "null" {
+			fields["requestState"] = bytes.Clone(state)
+		}
+	}
+}
+
+// maxInputRounds bounds the rounds of one call that the server answers
+// input_required.
+const maxInputRounds = 32
+
+// request sends one request of method with params fields (a round of Call)
+// and returns its result; tool, when not nil, is the tool a tools/call
+// names, whose x-mcp-header annotations name its Mcp-Param-* headers.
+func (c *Client) request(ctx context.Context, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions) (json.RawMessage, error) {
+	cl := c.newCall(method, opts)
+	if method == spec.MethodToolsCall && c.takesKeys() {
+		cl.callKey = newCallKey()
+	}
+	if c.obs != nil {
+		c.obs.start(ctx, cl, target(method, fields), c.ProtocolVersion())
+	}
+	p, err := encodeParams(fields, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil, c.era.envelope)
 	if err != nil {
 		err = fmt.Errorf("client: %s params: %w", method, err)
 		c.obs.end(cl, nil, err)
 		return nil, err
+	}
+	if tool != nil {
+		cl.header = paramHeaders(tool, p)
 	}
 	res, err := c.run(ctx, cl, spec.EncodeRequest(cl.id, method, p))
 	c.obs.end(cl, res, err)
@@ -251,7 +309,7 @@ func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
 		}
 		cl.sent, cl.link = true, l
 		c.mu.Unlock()
-		c.write(l, msg)
+		c.writeWith(l, msg, cl.header)
 		return nil
 	}
 }
@@ -298,23 +356,25 @@ func paramFields(params any) (map[string]json.RawMessage, error) {
 
 // encodeParams encodes a request's params (fields, nil for none), adding to
 // its _meta the progress token (the call's id) when progress is wanted, the
-// call's key when it has one, and the trace context of its span when it is
-// traced.
-func encodeParams(fields map[string]json.RawMessage, cl *call, progress bool) (json.RawMessage, error) {
+// call's key when it has one, the trace context of its span when it is
+// traced, and envelope's members (the 2026-07-28 envelope; nil for none).
+// fields' _meta is replaced, its other members kept.
+func encodeParams(fields map[string]json.RawMessage, cl *call, progress bool, envelope map[string]json.RawMessage) (json.RawMessage, error) {
 	traced := cl.traceparent != ""
-	if fields == nil && !progress && cl.callKey == "" && !traced {
+	if fields == nil && !progress && cl.callKey == "" && !traced && envelope == nil {
 		return nil, nil
 	}
 	if fields == nil {
 		fields = map[string]json.RawMessage{}
 	}
-	if progress || cl.callKey != "" || traced {
+	if progress || cl.callKey != "" || traced || envelope != nil {
 		meta := map[string]json.RawMessage{}
 		if m, ok := fields["_meta"]; ok {
 			if err := json.Unmarshal(m, &meta); err != nil {
 				return nil, fmt.Errorf("_meta must be an object: %w", err)
 			}
 		}
+		maps.Copy(meta, envelope)
 		if progress {
 			meta["progressToken"] = json.RawMessage(cl.id)
 		}
@@ -334,11 +394,20 @@ func encodeParams(fields map[string]json.RawMessage, cl *call, progress bool) (j
 	return json.Marshal(fields)
 }
 
+// aborter is a connection that cancels a request of the 2026-07-28 era by
+// closing its stream (Streamable HTTP).
+type aborter interface {
+	Abort(id []byte)
+}
+
 // cancelCall tells the server a call is abandoned, best effort: with its resume
 // token when it has one, so that it reaches the request wherever it is attached.
+// A call of the 2026-07-28 era over Streamable HTTP is cancelled by closing its
+// stream, and told with notifications/cancelled only when it has a token (a
+// server of that era that does not resume requests has no session to tell).
 func (c *Client) cancelCall(cl *call, cause error) {
 	c.mu.Lock()
-	sent, l := cl.sent, c.link
+	sent, l, on := cl.sent, c.link, cl.link
 	var token string
 	if cl.policy != nil {
 		token = cl.policy.Token
@@ -346,6 +415,15 @@ func (c *Client) cancelCall(cl *call, cause error) {
 	c.mu.Unlock()
 	if !sent {
 		return
+	}
+	if c.era.modern && on != nil {
+		if a, ok := on.conn.(aborter); ok {
+			// [2026-07-28 transports] closing a request's stream cancels it.
+			a.Abort(cl.id)
+			if token == "" {
+				return
+			}
+		}
 	}
 	if l == nil {
 		if token == "" {
@@ -363,7 +441,7 @@ func (c *Client) cancelCall(cl *call, cause error) {
 		reason = cause.Error()
 	}
 	b, _ := json.Marshal(spec.CancelledParams{RequestID: cl.id, Reason: reason, ResumeToken: token})
-	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, b))
+	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, c.withEnvelope(b)))
 }
 
 // Status asks the server for the state of a request by its id and resume token
@@ -390,7 +468,7 @@ func (c *Client) Cancel(ctx context.Context, id spec.ID, token, reason string) e
 		return err
 	}
 	b, _ := json.Marshal(spec.CancelledParams{RequestID: id, Reason: reason, ResumeToken: token})
-	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, spec.MethodCancelled, b)); err != nil {
+	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, spec.MethodCancelled, c.withEnvelope(b))); err != nil {
 		return fmt.Errorf("client: cancel %s: %w", id, err)
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +33,17 @@ type Dialer func(ctx context.Context) (transport.Conn, error)
 type Options struct {
 	// ClientInfo is sent in initialize. Default {Name: "mcp-resume", Version: "dev"}.
 	ClientInfo mcpgo.Implementation
-	// ProtocolVersion is asked for in initialize. Default 2025-06-18.
+	// ProtocolVersion is the protocol version the client asks for. Default
+	// 2025-06-18, asked for in initialize. A version of the 2026-07-28 era
+	// (spec.Version2026) makes the client stateless where the server speaks
+	// that era: Connect asks server/discover instead of initializing, every
+	// request carries its envelope in params._meta (and over Streamable HTTP
+	// the headers that mirror it), and a server's questions come as
+	// input_required results, answered by Sampling and Elicitation and sent
+	// again (multi round-trip requests). A server that answers -32022 with
+	// the versions it speaks gets the newest of them the client speaks; a
+	// server of the 2025 era (it knows no server/discover) gets initialize
+	// with 2025-11-25.
 	ProtocolVersion string
 
 	// Sampling answers sampling/createMessage; nil declines the capability (such
@@ -136,6 +148,7 @@ type Client struct {
 
 	reconnects atomic.Int64
 	obs        *observer // nil: requests are neither traced nor measured
+	era        era       // set by Connect's negotiation, then only read
 
 	mu     sync.Mutex    // guards the fields below
 	closed bool          //
@@ -147,8 +160,10 @@ type Client struct {
 	logs   *recent  // sequenced log messages delivered
 	// streams receive the events of the tasks streamed (StreamTask), by task id.
 	streams map[string]*taskStream
-	init    *mcpgo.InitializeResult
+	init    *mcpgo.InitializeResult // initialize's answer, or server/discover's in its form
 	caps    *spec.ServerCapability
+	tools   tools // as ListTools listed them last
+	headers bool  // the latest link carries HTTP headers (a headerWriter)
 	lastErr error // why the last connection attempt failed
 }
 
@@ -184,7 +199,7 @@ func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
 	}
 	c.obs = newObserver(&c.opts)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	l, err := c.connect(ctx)
+	l, err := c.connect(ctx, c.negotiate)
 	if err != nil {
 		c.cancel()
 		return nil, err
@@ -195,7 +210,10 @@ func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
 	return c, nil
 }
 
-// InitializeResult returns the server's answer to the latest initialize.
+// InitializeResult returns the server's answer to the latest initialize; in
+// the 2026-07-28 era, what the latest server/discover said, in that form
+// (the protocol version in use, the server's capabilities, info and
+// instructions).
 func (c *Client) InitializeResult() *mcpgo.InitializeResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -239,8 +257,9 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// connect dials and initializes a new link; the link's reader runs already.
-func (c *Client) connect(ctx context.Context) (*link, error) {
+// connect dials a new link and opens it with open (negotiate for the first,
+// reopen for the others); the link's reader runs already.
+func (c *Client) connect(ctx context.Context, open func(context.Context, *link) error) (*link, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ReconnectTimeout)
 	defer cancel()
 	conn, err := c.dial(ctx)
@@ -250,17 +269,37 @@ func (c *Client) connect(ctx context.Context) (*link, error) {
 	l := &link{conn: conn, done: make(chan struct{})}
 	c.wg.Add(1)
 	go c.read(l)
-	res, err := c.initialize(ctx, l)
-	if err != nil {
+	if err := open(ctx, l); err != nil {
 		_ = conn.Close()
 		<-l.done
 		return nil, err
 	}
-	c.mu.Lock()
-	c.init = res
-	c.caps = advertisement(res)
-	c.mu.Unlock()
 	return l, nil
+}
+
+// reopen opens a link after the first in the era Connect negotiated:
+// initialize again, or server/discover (which tells the server is there).
+func (c *Client) reopen(ctx context.Context, l *link) error {
+	if !c.era.modern {
+		return c.initialize(ctx, l)
+	}
+	res, err := c.discover(ctx, l)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(res.SupportedVersions, c.era.version) {
+		return fmt.Errorf("client: the server no longer speaks %s: it speaks %v", c.era.version, res.SupportedVersions)
+	}
+	c.discovered(c.era.version, res)
+	return nil
+}
+
+// listener is a connection whose server may send what belongs to no request
+// of the client's on a stream of its own (Streamable HTTP's GET stream of a
+// 2025 session: questions a tool asks outside any request's stream, list
+// changes).
+type listener interface {
+	Listen(ctx context.Context) error
 }
 
 // extensions returns the resumableRequests extensions initialize declares.
@@ -271,10 +310,12 @@ func (c *Client) extensions() []string {
 	return []string{spec.ExtensionAck}
 }
 
-// initialize performs the handshake on l: a CLIENT span of its own when the
-// client traces (below the span ctx carries: Connect's caller's for the first
-// connection, none for a reconnect's), an Operation when it measures.
-func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResult, error) {
+// initialize performs the handshake on l, in the client's era, and records
+// the server's answer: a CLIENT span of its own when the client traces (below
+// the span ctx carries: Connect's caller's for the first connection, none for
+// a reconnect's), an Operation when it measures. Then it opens the
+// connection's stream for what belongs to no request, where it has one.
+func (c *Client) initialize(ctx context.Context, l *link) error {
 	caps := map[string]any{
 		spec.CapabilityName: spec.ClientCapability{Extensions: c.extensions()},
 	}
@@ -286,9 +327,9 @@ func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResu
 	}
 	cl := c.newCall(spec.MethodInitialize, nil)
 	cl.internal = true
-	c.obs.start(ctx, cl, "", c.opts.ProtocolVersion)
+	c.obs.start(ctx, cl, "", c.era.version)
 	fields := map[string]any{
-		"protocolVersion": c.opts.ProtocolVersion,
+		"protocolVersion": c.era.version,
 		"capabilities":    caps,
 		"clientInfo":      c.opts.ClientInfo,
 	}
@@ -305,46 +346,53 @@ func (c *Client) initialize(ctx context.Context, l *link) (*mcpgo.InitializeResu
 	cl.sent, cl.link = true, l
 	c.mu.Unlock()
 	defer c.forget(cl)
-	res, err := handshake(ctx, l, cl, params)
-	if res != nil && res.ProtocolVersion != cl.version {
-		cl.version = res.ProtocolVersion // the one the requests to come are sent in
-		if cl.span != nil {
-			cl.span.SetAttributes(mcptrace.ProtocolVersion.String(res.ProtocolVersion))
+	var res *mcpgo.InitializeResult
+	raw, err := exchange(ctx, l, cl, params)
+	if err == nil {
+		res = new(mcpgo.InitializeResult)
+		if uerr := json.Unmarshal(raw, res); uerr != nil {
+			err = &ProtocolError{Problem: "initialize result: " + uerr.Error(), Raw: raw}
+		} else {
+			spanVersion(cl, res.ProtocolVersion)
 		}
 	}
 	c.obs.end(cl, nil, err)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, "notifications/initialized", nil)); err != nil {
-		return nil, fmt.Errorf("client: initialized: %w", err)
+		return fmt.Errorf("client: initialized: %w", err)
 	}
-	return res, nil
+	c.mu.Lock()
+	c.init = res
+	c.caps = advertisement(res)
+	c.mu.Unlock()
+	if ls, ok := l.conn.(listener); ok {
+		// [2025-11-25 transports §Listening for Messages from the Server]
+		// "The client MAY issue an HTTP GET to the MCP endpoint": a server
+		// that offers none refuses it, which changes nothing.
+		_ = ls.Listen(ctx)
+	}
+	return nil
 }
 
-// handshake sends cl, an initialize with params, on l and returns the
-// server's answer.
-func handshake(ctx context.Context, l *link, cl *call, params json.RawMessage) (*mcpgo.InitializeResult, error) {
-	if err := l.conn.Write(ctx, spec.EncodeRequest(cl.id, spec.MethodInitialize, params)); err != nil {
-		return nil, fmt.Errorf("client: initialize: %w (not sent): %w", errNoAnswer, err)
+// exchange sends cl, a request of the client's own to open l (initialize,
+// server/discover) with params, on l and returns the server's answer.
+func exchange(ctx context.Context, l *link, cl *call, params json.RawMessage) (json.RawMessage, error) {
+	if err := l.conn.Write(ctx, spec.EncodeRequest(cl.id, cl.method, params)); err != nil {
+		return nil, fmt.Errorf("client: %s: %w (not sent): %w", cl.method, errNoAnswer, err)
 	}
-	var raw json.RawMessage
 	select {
 	case <-cl.done:
 		if cl.err != nil {
-			return nil, fmt.Errorf("client: initialize: %w", cl.err)
+			return nil, fmt.Errorf("client: %s: %w", cl.method, cl.err)
 		}
-		raw = cl.result
+		return cl.result, nil
 	case <-l.done:
-		return nil, fmt.Errorf("client: initialize: %w (the connection ended first): %w", errNoAnswer, l.err)
+		return nil, fmt.Errorf("client: %s: %w (the connection ended first): %w", cl.method, errNoAnswer, l.err)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("client: initialize: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("client: %s: %w", cl.method, context.Cause(ctx))
 	}
-	var res mcpgo.InitializeResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &ProtocolError{Problem: "initialize result: " + err.Error(), Raw: raw}
-	}
-	return &res, nil
 }
 
 // advertisement reads the server's experimental.resumableRequests.
@@ -353,15 +401,7 @@ func advertisement(res *mcpgo.InitializeResult) *spec.ServerCapability {
 	if !ok {
 		return nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var sc spec.ServerCapability
-	if json.Unmarshal(b, &sc) != nil {
-		return nil
-	}
-	return &sc
+	return decodeCapability(v)
 }
 
 // install makes l the current link and resumes every resumable call waiting for
@@ -369,6 +409,7 @@ func advertisement(res *mcpgo.InitializeResult) *spec.ServerCapability {
 func (c *Client) install(l *link) {
 	c.mu.Lock()
 	c.link = l
+	_, c.headers = l.conn.(headerWriter)
 	l.since = time.Now()
 	close(c.ready)
 	select {
@@ -383,7 +424,7 @@ func (c *Client) install(l *link) {
 		}
 		cl.link, cl.resuming, cl.unconfirmed = l, true, true
 		cl.retries = 0
-		msgs = append(msgs, resumeLocked(cl))
+		msgs = append(msgs, c.resumeLocked(cl))
 		if cl.span != nil {
 			cl.span.AddEvent(mcptrace.EventResumeSent, trace.WithAttributes(mcptrace.Ack.Int64(int64(cl.lastSeq))))
 		}
@@ -406,7 +447,7 @@ func (c *Client) install(l *link) {
 
 // resumeLocked returns cl's requests/resume: its id, its token, the last
 // sequence number it holds and the trace context of its span. c.mu is held.
-func resumeLocked(cl *call) []byte {
+func (c *Client) resumeLocked(cl *call) []byte {
 	type meta struct {
 		spec.RequestMeta
 		TraceParent string `json:"traceparent,omitempty"`
@@ -417,6 +458,11 @@ func resumeLocked(cl *call) []byte {
 		ResumeToken string `json:"resumeToken"`
 		Meta        meta   `json:"_meta"`
 	}{cl.policy.Token, meta{spec.RequestMeta{Ack: &ack}, cl.traceparent, cl.tracestate}})
+	if c.era.modern {
+		// A request of the 2026-07-28 era is resumed in it.
+		fields, _ := paramFields(json.RawMessage(b))
+		b, _ = encodeParams(fields, &call{}, false, c.era.envelope)
+	}
 	return spec.EncodeRequest(cl.id, spec.MethodResume, b)
 }
 
@@ -453,7 +499,7 @@ func (c *Client) retryLaterLocked(cl *call, l *link, e *spec.Error) bool {
 			c.mu.Unlock()
 			return
 		}
-		msg := resumeLocked(cl)
+		msg := c.resumeLocked(cl)
 		c.mu.Unlock()
 		c.write(l, msg)
 	})
@@ -463,7 +509,25 @@ func (c *Client) retryLaterLocked(cl *call, l *link, e *spec.Error) bool {
 // write writes m on l; a failed write drops l (its reader then ends, and the loop
 // reconnects). It reports whether the write succeeded.
 func (c *Client) write(l *link, m []byte) bool {
-	if err := l.conn.Write(c.ctx, m); err != nil {
+	return c.writeWith(l, m, nil)
+}
+
+// headerWriter is a connection that sends a message with HTTP headers of the
+// client's (Streamable HTTP): the Mcp-Param-* headers of a tools/call.
+type headerWriter interface {
+	WriteWith(ctx context.Context, msg []byte, h http.Header) error
+}
+
+// writeWith is write with the HTTP headers h (nil for none), on a connection
+// that carries them; other connections get m alone.
+func (c *Client) writeWith(l *link, m []byte, h http.Header) bool {
+	var err error
+	if hw, ok := l.conn.(headerWriter); ok && h != nil {
+		err = hw.WriteWith(c.ctx, m, h)
+	} else {
+		err = l.conn.Write(c.ctx, m)
+	}
+	if err != nil {
 		_ = l.conn.Close()
 		return false
 	}
@@ -630,7 +694,7 @@ func (c *Client) reconnect(minWait time.Duration, dials int, lastErr error) (*li
 		if dials++; c.opts.OnReconnecting != nil {
 			c.opts.OnReconnecting(dials, lastErr)
 		}
-		l, err := c.connect(c.ctx)
+		l, err := c.connect(c.ctx, c.reopen)
 		if err != nil {
 			lastErr = err
 			c.mu.Lock()

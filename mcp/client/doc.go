@@ -40,4 +40,21 @@
 // Against a server that does not offer resumability (any plain MCP server) the
 // Client works as a plain MCP client: no policy arrives, nothing is resumed, and a
 // disconnect fails the calls in flight with ErrNotResumable.
+//
+// With Options.ProtocolVersion of the 2026-07-28 era the Client speaks that era
+// where the server does (modern.go): Connect asks server/discover (and settles
+// the version on a -32022 answer, or initializes a server of the 2025 era);
+// every request carries the envelope in params._meta, SEP-975 declared as the
+// era's extension, so a server of this project still makes calls resumable.
+// A server's questions then come as input_required results (multi round-trip
+// requests): Call answers them with the same handlers and sends the request
+// again with the answers and the server's requestState, unchanged. ListTools
+// keeps the tools' schemas as written, and over Streamable HTTP a tools/call
+// mirrors the arguments its tool's x-mcp-header annotations name into
+// Mcp-Param-* headers; a tool whose annotations are invalid is left out.
+//
+// In the 2025 era over Streamable HTTP, the Client listens on the session's GET
+// stream after initialize (questions and notifications of no request). In
+// either era, an accepted elicitation gets the requested schema's defaults for
+// the fields its handler left out (SEP-1034).
 package client

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
 	"github.com/mcp-resume/mcp-resume/internal/demo"
@@ -32,7 +33,12 @@ type pipeServer struct {
 }
 
 func newPipeServer(t testing.TB, opts *mcp.Options) *pipeServer {
-	s := &pipeServer{core: mcp.New(demo.Server("test"), opts)}
+	return newPipeServerOf(t, demo.Server("test"), opts)
+}
+
+// newPipeServerOf is newPipeServer serving tools' tools instead of the demo's.
+func newPipeServerOf(t testing.TB, tools *server.MCPServer, opts *mcp.Options) *pipeServer {
+	s := &pipeServer{core: mcp.New(tools, opts)}
 	t.Cleanup(func() {
 		s.cutAll()
 		s.core.Close()

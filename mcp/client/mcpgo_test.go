@@ -17,7 +17,9 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 )
 
-// methodLog records the methods of the JSON-RPC messages POSTed to a handler.
+// methodLog records the methods of the JSON-RPC messages POSTed to a handler,
+// and its GETs: "GET" for the standalone stream, "GET Last-Event-ID" for a
+// stream taken up.
 type methodLog struct {
 	next http.Handler
 	mu   sync.Mutex // guards seen
@@ -35,6 +37,15 @@ func (l *methodLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.seen[m.Method]++
 		l.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	if r.Method == http.MethodGet {
+		key := "GET"
+		if r.Header.Get("Last-Event-ID") != "" {
+			key += " Last-Event-ID"
+		}
+		l.mu.Lock()
+		l.seen[key]++
+		l.mu.Unlock()
 	}
 	l.next.ServeHTTP(w, r)
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -123,50 +124,66 @@ func (c *Client) serverRequest(l *link, m *spec.Message) {
 
 // answer runs the handler for a server request and returns the response.
 func (c *Client) answer(m *spec.Message) []byte {
+	res, e := c.respond(c.ctx, m.Method, m.Params)
+	if e != nil {
+		return spec.EncodeError(m.ID, e)
+	}
+	return spec.EncodeResponse(m.ID, res)
+}
+
+// respond runs the handler for a server's request of method with params (a
+// request of its own, or an input request of an input_required result) and
+// returns its result, or the error to answer with. An accepted elicitation
+// gets the defaults of the fields its answer left out.
+func (c *Client) respond(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *spec.Error) {
 	var (
 		res any
 		err error
 	)
-	switch m.Method {
+	switch method {
 	case "sampling/createMessage":
 		if c.opts.Sampling == nil {
-			return notSupported(m)
+			return nil, notSupported(method)
 		}
 		var req mcpgo.CreateMessageRequest
-		req.Method = m.Method
-		if err := json.Unmarshal(m.Params, &req.CreateMessageParams); err != nil {
-			return invalid(m, err)
+		req.Method = method
+		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
+			return nil, invalid(method, err)
 		}
-		res, err = c.opts.Sampling(c.ctx, req)
+		res, err = c.opts.Sampling(ctx, req)
 	case "elicitation/create":
 		if c.opts.Elicitation == nil {
-			return notSupported(m)
+			return nil, notSupported(method)
 		}
 		var req mcpgo.ElicitationRequest
-		req.Method = m.Method
-		if err := json.Unmarshal(m.Params, &req.Params); err != nil {
-			return invalid(m, err)
+		req.Method = method
+		if err := json.Unmarshal(params, &req.Params); err != nil {
+			return nil, invalid(method, err)
 		}
-		res, err = c.opts.Elicitation(c.ctx, req)
+		var er *mcpgo.ElicitationResult
+		if er, err = c.opts.Elicitation(ctx, req); err == nil && er != nil {
+			withDefaults(req.Params.RequestedSchema, er)
+		}
+		res = er
 	case "roots/list":
 		res = mcpgo.ListRootsResult{Roots: []mcpgo.Root{}}
 	default:
-		return notSupported(m)
+		return nil, notSupported(method)
 	}
 	if err != nil {
-		return spec.EncodeError(m.ID, spec.NewError(spec.CodeInternalError, "", m.Method+": "+err.Error()))
+		return nil, spec.NewError(spec.CodeInternalError, "", method+": "+err.Error())
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
-		return spec.EncodeError(m.ID, spec.NewError(spec.CodeInternalError, "", m.Method+": "+err.Error()))
+		return nil, spec.NewError(spec.CodeInternalError, "", method+": "+err.Error())
 	}
-	return spec.EncodeResponse(m.ID, b)
+	return b, nil
 }
 
-func notSupported(m *spec.Message) []byte {
-	return spec.EncodeError(m.ID, spec.NewError(spec.CodeMethodNotFound, "", "method not supported by this client: "+m.Method))
+func notSupported(method string) *spec.Error {
+	return spec.NewError(spec.CodeMethodNotFound, "", "method not supported by this client: "+method)
 }
 
-func invalid(m *spec.Message, err error) []byte {
-	return spec.EncodeError(m.ID, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, m.Method+": "+err.Error()))
+func invalid(method string, err error) *spec.Error {
+	return spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, method+": "+err.Error())
 }

@@ -127,3 +127,14 @@ func outcome(method string, res json.RawMessage, err error) mcptrace.Outcome {
 	}
 	return mcptrace.Unanswered(mcptrace.Other, err.Error())
 }
+
+// spanVersion sets the protocol version of cl's span to the one initialize
+// agreed on, when it is not the one asked for.
+func spanVersion(cl *call, version string) {
+	if version != cl.version {
+		cl.version = version // the one the requests to come are sent in
+		if cl.span != nil {
+			cl.span.SetAttributes(mcptrace.ProtocolVersion.String(version))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -41,11 +42,17 @@ type ClientConn struct {
 	silence    time.Duration // ClientOptions.Silence
 	keepAlive  atomic.Int64  // the server's announced keepalive (ns); 0 until it announced one
 
+	// initID is the id of the initialize in flight (guarded by mu), whose
+	// answer names the protocol version the session's requests carry in
+	// MCP-Protocol-Version; initPending is set while there is one.
+	initID      []byte
+	initPending atomic.Bool
+
 	mu       sync.Mutex // guards the fields below
 	err      error      // why the connection ended, when not by Close (ErrStreamLost)
 	closing  bool       // Close began: no new stream readers
 	session  string
-	protocol string
+	protocol string // ClientOptions.Protocol, then the one initialize agreed on
 	keep     *KeptSession
 	keptInit bool // the client's initialize was answered from keep: its initialized notification is not sent
 	// streams: the POSTs of 2026-07-28 requests in flight, by request id, to
@@ -61,7 +68,8 @@ var _ transport.Conn = (*ClientConn)(nil)
 type ClientOptions struct {
 	// Client makes the HTTP requests. Default http.DefaultClient.
 	Client *http.Client
-	// Protocol is sent as MCP-Protocol-Version after initialize. Default
+	// Protocol is sent as MCP-Protocol-Version after initialize until its
+	// answer names the version agreed on, which is sent from then on. Default
 	// 2025-06-18.
 	Protocol string
 	// Keep, when set, keeps the session across ClientConns that share it (the
@@ -78,7 +86,10 @@ type ClientOptions struct {
 	// the ClientConn: every open stream is dropped and Read returns ErrStreamLost
 	// once the messages received before are read. A client that resumes its
 	// requests on a new connection (requests/resume) wants this; without it a lost
-	// stream goes unnoticed and its request's answer never comes.
+	// stream goes unnoticed and its request's answer never comes. A session's
+	// stream that the server ends cleanly after an event id is not lost: it is
+	// polled back (SEP-1699), after the stream's retry delay, with a GET that
+	// names that id in Last-Event-ID, and lost only when that fails.
 	FailOnStreamLoss bool
 	// ReportStreamLoss makes a request's event stream that ends before the
 	// request's response an Inbound of its own (Lost, with the last event id the
@@ -193,23 +204,38 @@ func (c *ClientConn) lose(why error) {
 
 // Write sends one message in its own POST.
 func (c *ClientConn) Write(ctx context.Context, msg []byte) error {
+	return c.WriteWith(ctx, msg, nil)
+}
+
+// WriteWith is Write with HTTP headers of the caller's added to the POST: the
+// Mcp-Param-* headers that mirror a 2026-07-28 tools/call's arguments
+// (SEP-2243), which only the caller, who knows the tool's schema, can name.
+func (c *ClientConn) WriteWith(ctx context.Context, msg []byte, h http.Header) error {
 	if c.keep != nil {
 		if done, err := c.fromKept(msg); done {
 			return err
 		}
 	}
-	return c.post(ctx, msg, true)
+	return c.post(ctx, msg, h, true)
 }
 
-// post sends msg in its own POST; with retry, a request refused because the
-// server forgot the kept session is sent again in a new one.
-func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
+// post sends msg in its own POST, with the headers extra; with retry, a
+// request refused because the server forgot the kept session is sent again in
+// a new one.
+func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, retry bool) error {
 	var used string // the session the POST went with
 	m, derr := spec.Decode(msg)
-	modern := derr == nil && m.Kind == spec.KindRequest && spec.EnvelopeOf(m.Params).Modern()
+	// A request or a notification that carries the 2026-07-28 envelope.
+	modern := derr == nil && m.Kind != spec.KindResponse && spec.EnvelopeOf(m.Params).Modern()
 	pctx, done := c.ctx, func() {}
-	if modern {
+	if modern && m.Kind == spec.KindRequest {
 		pctx, done = c.track(m.ID)
+	}
+	if derr == nil && m.Kind == spec.KindRequest && m.Method == spec.MethodInitialize {
+		c.mu.Lock()
+		c.initID = bytes.Clone(m.ID)
+		c.mu.Unlock()
+		c.initPending.Store(true)
 	}
 	req, err := http.NewRequestWithContext(pctx, http.MethodPost, c.url, bytes.NewReader(msg))
 	if err != nil {
@@ -240,6 +266,9 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 		}
 		c.mu.Unlock()
 	}
+	for k, v := range extra {
+		req.Header[k] = v
+	}
 	resp, err := c.do(req)
 	if err != nil {
 		done()
@@ -252,7 +281,9 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 		// The POST's stream, once read to its end, releases its context.
 		resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
 	}
-	if sid := resp.Header.Get(HeaderSessionID); sid != "" {
+	// A 2026-07-28 request belongs to no session: a session id on its answer
+	// (a server that sets one on every response) is not taken up.
+	if sid := resp.Header.Get(HeaderSessionID); sid != "" && !modern {
 		c.mu.Lock()
 		c.session = sid
 		c.mu.Unlock()
@@ -267,7 +298,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, retry bool) error {
 			var err error
 			for range 3 { // the new session's own POSTs may be cut too
 				if err = c.reopen(ctx, used); err == nil {
-					return c.post(ctx, msg, false)
+					return c.post(ctx, msg, extra, false)
 				}
 			}
 		}
@@ -344,6 +375,9 @@ func (c *ClientConn) deliver(m Inbound) bool {
 	if c.ctx.Err() != nil {
 		return false
 	}
+	if c.initPending.Load() {
+		c.agreed(m.Msg)
+	}
 	select {
 	case c.in <- m:
 		return true
@@ -357,6 +391,30 @@ func (c *ClientConn) closedOr(err error) error {
 		return transport.ErrClosed
 	}
 	return err
+}
+
+// agreed takes up the protocol version of msg when it answers the initialize
+// in flight.
+//
+// [2025-11-25 transports §Protocol Version Header] the client MUST include
+// MCP-Protocol-Version on its requests after initialization, "the protocol
+// version negotiated during initialization".
+func (c *ClientConn) agreed(msg []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initID == nil || !answers(msg, c.initID) {
+		return
+	}
+	c.initID = nil
+	c.initPending.Store(false)
+	var r struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(msg, &r) == nil && r.Result.ProtocolVersion != "" {
+		c.protocol = r.Result.ProtocolVersion
+	}
 }
 
 // Close drops every open request and stream; the session stays on the server.

@@ -156,5 +156,5 @@ func (c *ClientConn) reopen(ctx context.Context, used string) error {
 	c.mu.Lock()
 	c.session, c.protocol = sid, r.Result.ProtocolVersion
 	c.mu.Unlock()
-	return c.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), false)
+	return c.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil, false)
 }

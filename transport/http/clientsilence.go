@@ -55,6 +55,13 @@ func (c *ClientConn) window() time.Duration {
 // must come, and then its body must carry a byte, at least that often, else the
 // request is cancelled and its error (or the body's, silenceOf) says so.
 func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
+	return c.watch(req, false)
+}
+
+// watch is do; with quiet, the body of the answer is a stream that may carry
+// nothing for as long as the server has nothing to send (the standalone GET
+// stream), bounded only once the server announced its keepalive.
+func (c *ClientConn) watch(req *http.Request, quiet bool) (*http.Response, error) {
 	w := c.window()
 	// With ReportStreamLoss alone the window may come with this very answer
 	// (its keepalive announcement), so its body is watched from then on.
@@ -84,6 +91,9 @@ func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
 			w = c.window()
 			silent.Window = w
 		}
+	}
+	if quiet && c.silence == 0 && c.keepAlive.Load() == 0 {
+		w = 0
 	}
 	body := &silentBody{ReadCloser: resp.Body, ctx: ctx, cancel: cancel, silent: silent, window: w}
 	if w > 0 {

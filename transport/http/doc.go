@@ -54,4 +54,13 @@
 //
 // Every request is checked for DNS rebinding: its Host must be an allowed host and
 // its Origin, when present, an allowed origin (by default loopback names only).
+//
+// The client (ClientConn) speaks both eras by the message: a request or
+// notification that carries the 2026-07-28 envelope goes without the session,
+// with the headers that mirror its body (MCP-Protocol-Version, Mcp-Method,
+// Mcp-Name, and the caller's Mcp-Param-* through WriteWith); any other goes
+// with the session and the protocol version initialize agreed on. Listen opens
+// a 2025 session's GET stream. With FailOnStreamLoss, a request's event stream
+// that the server closes cleanly after an event id is polled back (SEP-1699):
+// after the stream's retry delay, a GET with that Last-Event-ID carries it on.
 package http
