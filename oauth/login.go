@@ -52,6 +52,18 @@ type ClientOptions struct {
 	MaxStepUps int
 	// Logger hears of logins and refreshes (never a token). Nil: none.
 	Logger *zerolog.Logger
+	// LoginTimeout bounds a login in the browser, whatever the request that
+	// met the 401 allows. Default 5 minutes.
+	LoginTimeout time.Duration
+
+	// Machine, when set, makes the client a machine's: no person, no
+	// browser; its tokens come from the client credentials grant (RFC 6749
+	// §4.4) of ClientID, authenticated with ClientSecret or, when set,
+	// PrivateKey (private_key_jwt, RFC 7523: a JWT signed with SigningAlg),
+	// again whenever the server refuses the one held.
+	Machine    bool
+	PrivateKey any // a crypto.Signer (or what go-jose signs with)
+	SigningAlg string
 }
 
 // ErrLoginRequired is the error of a request to a server that wants a login
@@ -92,6 +104,9 @@ func NewSession(serverURL string, opts *ClientOptions) *Session {
 	}
 	if s.opts.ClientName == "" {
 		s.opts.ClientName = "mcp-resume"
+	}
+	if s.opts.LoginTimeout <= 0 {
+		s.opts.LoginTimeout = 5 * time.Minute
 	}
 	if s.opts.Logger != nil {
 		s.log = *s.opts.Logger
@@ -222,10 +237,15 @@ func (s *Session) Recover(ctx context.Context, used string, status int, ch *Chal
 		if s.grant != nil {
 			scopes = slices.Clone(s.grant.Scopes)
 		}
+		added := false
 		for _, sc := range ch.Scopes() {
 			if !slices.Contains(scopes, sc) {
 				scopes = append(scopes, sc)
+				added = true
 			}
+		}
+		if !added && s.grant != nil {
+			return "", fmt.Errorf("oauth: the server wants the scopes %q, which the token was granted, and still refuses it: a new login would not help", ch.Param("scope"))
 		}
 		s.stepUps++
 	} else if s.grant != nil && s.grant.RefreshToken != "" && s.grant.Issuer == d.issuer && s.grant.Resource == d.resource {
@@ -261,7 +281,14 @@ type discovered struct {
 	issuer    string
 	meta      *asMetadata
 	prmScopes []string
+	guessed   bool // meta is the 2025-03-26 default endpoints, not a document
 }
+
+// ErrNoAuthorizationServer is the error of a 401 whose server names no
+// authorization server (no protected resource metadata, no authorization
+// server metadata, no registration at the default endpoint): not an OAuth
+// server. Transport answers the request with the 401 itself.
+var ErrNoAuthorizationServer = errors.New("oauth: the server names no authorization server")
 
 // prmDoc is the protected resource metadata (RFC 9728).
 type prmDoc struct {
@@ -318,10 +345,26 @@ func (s *Session) discover(ctx context.Context, ch *Challenge) (*discovered, err
 	if prm == nil {
 		// 2025-03-26: the server is its own authorization server.
 		d := &discovered{resource: su.String(), issuer: origin}
-		m, err := discover(ctx, s.http, origin)
-		if err != nil {
+		// Its metadata at its origin, whatever issuer the document names
+		// (2025-03-26 asked no more).
+		var m *asMetadata
+		var doc asMetadata
+		_, err := getJSON(ctx, s.http, origin+"/.well-known/oauth-authorization-server", &doc)
+		if err == nil && doc.AuthorizationEndpoint != "" && doc.TokenEndpoint != "" && sameOrigin(doc.AuthorizationEndpoint, origin) && sameOrigin(doc.TokenEndpoint, origin) {
+			m = &doc
+			if doc.Issuer == "" {
+				doc.Issuer = origin
+			}
+			d.issuer = doc.Issuer
+			s.metas[doc.Issuer] = m
+		} else {
+			// Its default endpoints, when it registers clients there: a
+			// server that answers 401 with neither metadata nor them wants
+			// credentials of another kind (an API key).
 			m = &asMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
 				RegistrationEndpoint: origin + "/register", CodeChallengeMethods: []string{"S256"}}
+			d.guessed = true
+			s.metas[origin] = m
 		}
 		d.meta = m
 		return d, nil
@@ -390,6 +433,9 @@ func covers(resource, serverURL string) bool {
 // grant (and a registration made for it) once the token is got: a login that
 // fails stores nothing.
 func (s *Session) loginLocked(ctx context.Context, d *discovered, ch *Challenge, scopes []string) error {
+	if s.opts.Machine {
+		return s.machineLocked(ctx, d, ch, scopes)
+	}
 	if s.opts.Authorize == nil {
 		return fmt.Errorf("%w at %s (run mcp-resume login %s)", ErrLoginRequired, d.issuer, s.url)
 	}
@@ -411,6 +457,10 @@ func (s *Session) loginLocked(ctx context.Context, d *discovered, ch *Challenge,
 	if prev != nil {
 		prevRedirect = prev.RedirectURI
 	}
+	// The person may take a while, whatever the request that met the 401
+	// allows.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.LoginTimeout)
+	defer cancel()
 	verifier := oauth2.GenerateVerifier()
 	state := rand.Text()
 	var reg *Registration
@@ -561,6 +611,9 @@ func (s *Session) register(ctx context.Context, d *discovered, redirect string) 
 		Description  string `json:"error_description"`
 	}
 	_ = json.Unmarshal(b, &r)
+	if d.guessed && resp.StatusCode == http.StatusNotFound {
+		return nil, ErrNoAuthorizationServer
+	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK || r.ClientID == "" {
 		return nil, fmt.Errorf("oauth: registering at %s: %s %s %s", d.issuer, resp.Status, r.Error, r.Description)
 	}
@@ -605,7 +658,7 @@ func (s *Session) tokenRequest(ctx context.Context, m *asMetadata, reg *Registra
 		form.Set("client_id", reg.ClientID)
 		form.Set("client_secret", reg.ClientSecret)
 	case "client_secret_basic":
-	default:
+	default: // none, private_key_jwt (its assertion in form)
 		form.Set("client_id", reg.ClientID)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.TokenEndpoint, strings.NewReader(form.Encode()))

@@ -1,6 +1,8 @@
 package oauth
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"net/http"
 )
@@ -61,9 +63,14 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if attempt == 3 {
 			return resp, nil
 		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		if tok, err = s.Recover(r.Context(), tok, resp.StatusCode, ch); err != nil {
+			if errors.Is(err, ErrNoAuthorizationServer) {
+				// Not an OAuth server: its refusal is the answer.
+				resp.Body = io.NopCloser(bytes.NewReader(body))
+				return resp, nil
+			}
 			return nil, err
 		}
 	}

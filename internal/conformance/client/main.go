@@ -13,8 +13,9 @@
 // It speaks 2026-07-28 when the suite asks for it (stateless requests,
 // server/discover, multi round-trip requests), 2025-11-25 otherwise. It exits
 // 0 when the scenario's exchange went through, 1 with the reason on stderr
-// otherwise. The auth/* scenarios need the OAuth client (oauthTransport), which
-// this program does not have yet: it exits 1 for them, saying so.
+// otherwise. The auth/* scenarios go through the OAuth client of package oauth
+// as connect's requests do (auth.go): a person's login with the redirect
+// read headless, or a machine's client credentials.
 //
 // .ci/conformance builds it and runs the suite against it.
 package main

@@ -50,7 +50,7 @@ func TestRun(t *testing.T) {
 		{"no scenario", []string{url}, nil, 2, "MCP_CONFORMANCE_SCENARIO"},
 		{"unknown version", []string{url}, map[string]string{"MCP_CONFORMANCE_SCENARIO": "initialize", "MCP_CONFORMANCE_PROTOCOL_VERSION": "2099-01-01"}, 2, "2099-01-01"},
 		{"unknown scenario", []string{url}, map[string]string{"MCP_CONFORMANCE_SCENARIO": "no-such"}, 1, "unknown scenario"},
-		{"auth without OAuth", []string{url}, map[string]string{"MCP_CONFORMANCE_SCENARIO": "auth/metadata-default"}, 1, "OAuth"},
+		{"an extension not built", []string{url}, map[string]string{"MCP_CONFORMANCE_SCENARIO": "auth/dpop"}, 1, "does not do auth/dpop"},
 		{"2025 era", []string{url}, map[string]string{"MCP_CONFORMANCE_SCENARIO": "initialize"}, 0, ""},
 		{"2026 era", []string{"--flag", url}, map[string]string{"MCP_CONFORMANCE_SCENARIO": "request-metadata", "MCP_CONFORMANCE_PROTOCOL_VERSION": "2026-07-28"}, 0, ""},
 		{"calls from the context", []string{url}, map[string]string{"MCP_CONFORMANCE_SCENARIO": "http-custom-headers", "MCP_CONFORMANCE_PROTOCOL_VERSION": "2026-07-28",
@@ -65,8 +65,7 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// An auth/* scenario runs over the transport oauthTransport gives: the hook
-// the OAuth client fills.
+// An auth/* scenario runs over the transport oauthTransport gives.
 func TestOAuthHook(t *testing.T) {
 	var authorized atomic.Int64
 	url := serve(t, func(h http.Handler) http.Handler {
@@ -80,7 +79,7 @@ func TestOAuthHook(t *testing.T) {
 	oauthTransport = func(_ context.Context, _ *scenario, base http.RoundTripper) (http.RoundTripper, error) {
 		return bearer{base}, nil
 	}
-	t.Cleanup(func() { oauthTransport = nil })
+	t.Cleanup(func() { oauthTransport = authorize })
 	var stderr bytes.Buffer
 	// Listing the tools is enough: calling each of the fixtures' needs their arguments.
 	steps["auth/test"] = listTools

@@ -66,22 +66,15 @@ var steps = map[string]func(context.Context, *client.Client, *scenario) error{
 	"http-invalid-tool-headers":           callListed,
 }
 
-// errNoOAuth: an auth/* scenario, and no OAuth client to run it with.
-var errNoOAuth = errors.New("the auth/* scenarios need the OAuth client, which this program does not have yet")
-
-// oauthTransport, when set, returns the HTTP transport of an auth/*
-// scenario: one that authorizes the client as the scenario's authorization
-// server asks (its data, such as pre-registered credentials, is in
-// sc.Context), with base under it. The OAuth client sets it; while it is nil,
-// the auth scenarios fail with errNoOAuth.
-var oauthTransport func(ctx context.Context, sc *scenario, base http.RoundTripper) (http.RoundTripper, error)
+// oauthTransport returns the HTTP transport of an auth/* scenario: one that
+// authorizes the client as the scenario's authorization server asks (its
+// data, such as pre-registered credentials, is in sc.Context), with base
+// under it (authorize; a test puts another).
+var oauthTransport = authorize
 
 func (sc *scenario) run(ctx context.Context) error {
 	rt := http.DefaultTransport
 	if strings.HasPrefix(sc.Name, "auth/") {
-		if oauthTransport == nil {
-			return errNoOAuth
-		}
 		var err error
 		if rt, err = oauthTransport(ctx, sc, rt); err != nil {
 			return fmt.Errorf("authorizing: %w", err)
