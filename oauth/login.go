@@ -138,7 +138,7 @@ func (s *Session) Token(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	if expiring(s.grant) && s.grant.RefreshToken != "" {
-		if err := s.refreshLocked(ctx, s.grant.AccessToken); err != nil {
+		if err := s.renewLocked(ctx); err != nil {
 			s.log.Warn().Err(err).Msg("oauth: refreshing the token failed; the server will say whether it still takes it")
 		}
 		if s.grant == nil { // the refresh token was refused: a login is due
@@ -146,6 +146,37 @@ func (s *Session) Token(ctx context.Context) (string, error) {
 		}
 	}
 	return s.grant.AccessToken, nil
+}
+
+// renewLocked refreshes the grant, under the store's lock: another process
+// may have refreshed it since this one read it (its refresh token rotated:
+// the one held here is spent), and its grant is taken instead.
+func (s *Session) renewLocked(ctx context.Context) error {
+	unlock, err := s.store.Lock(ctx, s.url)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.reloadLocked(); err != nil {
+		return err
+	}
+	if s.grant == nil || !expiring(s.grant) {
+		return nil
+	}
+	return s.refreshLocked(ctx, s.grant.AccessToken)
+}
+
+// Current returns what the session's grant is (nil: none), without its
+// tokens.
+func (s *Session) Current() *Grant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grant == nil {
+		return nil
+	}
+	g := *s.grant
+	g.AccessToken, g.RefreshToken = "", ""
+	return &g
 }
 
 // reloadLocked reads the grant of the server from the store.
@@ -611,7 +642,7 @@ func (s *Session) register(ctx context.Context, d *discovered, redirect string) 
 		Description  string `json:"error_description"`
 	}
 	_ = json.Unmarshal(b, &r)
-	if d.guessed && resp.StatusCode == http.StatusNotFound {
+	if d.guessed && resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		return nil, ErrNoAuthorizationServer
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK || r.ClientID == "" {

@@ -521,3 +521,35 @@ func FuzzParseChallenges(f *testing.F) {
 		}
 	})
 }
+
+// Two processes that hold one grant the server stops taking: the first to
+// renew it spends the refresh token (the server rotates them); the other,
+// renewing after, takes the grant the first stored instead of spending a
+// refresh token no longer valid (which would end in a new login).
+func TestRefreshRotationAcrossProcesses(t *testing.T) {
+	a := newTestAS(t)
+	dir := t.TempDir()
+	c1, _ := a.client(&oauth.ClientOptions{Store: &oauth.FileStore{Dir: dir}})
+	if st, err := a.get(t, c1, ""); err != nil || st != 200 {
+		t.Fatalf("login: %d %v", st, err)
+	}
+	noLogin := func(context.Context, string, func(string) (string, error)) (url.Values, error) {
+		t.Error("a login where the stored grant would do")
+		return nil, context.Canceled
+	}
+	c2, _ := a.client(&oauth.ClientOptions{Store: &oauth.FileStore{Dir: dir}, Authorize: noLogin})
+	if st, err := a.get(t, c2, ""); err != nil || st != 200 {
+		t.Fatalf("the second process with the stored grant: %d %v", st, err)
+	}
+	a.mu.Lock()
+	clear(a.access) // both hold a token the server no longer takes
+	a.mu.Unlock()
+	for i, c := range []*http.Client{c1, c2} {
+		if st, err := a.get(t, c, ""); err != nil || st != 200 {
+			t.Fatalf("process %d after the server dropped the token: %d %v", i+1, st, err)
+		}
+	}
+	if au, _, ref := a.counts(); ref != 1 || au != 1 {
+		t.Fatalf("%d refreshes and %d authorizations; want 1 and 1", ref, au)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -35,6 +36,7 @@ type target struct {
 	url, ws, stdio string
 	wsPing         time.Duration
 	env            envList // the --stdio child's variables beyond stdio.BaseEnv
+	login          loginFlags
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
@@ -43,6 +45,7 @@ func (t *target) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&t.wsPing, "ws-ping", 20*time.Second, "with --ws: ping a quiet connection this often; one whose pong is half as late is taken for dead and the call resumed on a new connection (on HTTP, a stream silent for 2.5 times the keepalive the server announces is)")
 	fs.StringVar(&t.stdio, "stdio", "", "start this command and speak MCP on its stdin and stdout (split on spaces)")
 	fs.Var(&t.env, "env", "with --stdio: "+envUsage)
+	t.login.register(fs)
 }
 
 // endpoint is the server's URL: --ws's, or --url's (by default
@@ -76,8 +79,16 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 			return nil, err
 		}
 		hdr, _ := clientKey()
+		var w func(http.RoundTripper) http.RoundTripper
+		if hdr == nil {
+			s, err := t.login.session(t.ws, stderr, nil)
+			if err != nil {
+				return nil, err
+			}
+			w = wrap(s)
+		}
 		return func(ctx context.Context) (transport.Conn, error) {
-			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr, Options: ws.Options{PingInterval: t.wsPing, PingTimeout: t.wsPing / 2}})
+			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr, Wrap: w, Options: ws.Options{PingInterval: t.wsPing, PingTimeout: t.wsPing / 2}})
 		}, nil
 	case t.stdio != "":
 		argv := strings.Fields(t.stdio)
@@ -99,7 +110,14 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 	if err := checkURL("--url", url, "http", "https"); err != nil {
 		return nil, err
 	}
-	_, hc := clientKey()
+	hdr, hc := clientKey()
+	if hdr == nil {
+		s, err := t.login.session(url, stderr, nil)
+		if err != nil {
+			return nil, err
+		}
+		hc = &http.Client{Transport: wrap(s)(http.DefaultTransport)}
+	}
 	keep := &httptransport.KeptSession{} // one session on the server, however often we reconnect
 	return func(context.Context) (transport.Conn, error) {
 		return httptransport.Dial(url, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil

@@ -25,8 +25,12 @@ do) are resumed on a new connection, exactly once; the local client sees none of
 it. Logs go to stderr: one line per loss of the remote, nothing else
 (--log-level info for more).
 
-The remote's credentials: --header, --token-env, or else the API key in
-MCP_RESUME_API_KEY (as mcp-resume call), sent as a bearer token.
+The remote's credentials: --header, --token-env, or the API key in
+MCP_RESUME_API_KEY (as mcp-resume call), sent as a bearer token; without them,
+a remote that wants an OAuth login gets one: at start-up (or whenever it asks
+again) connect opens your browser at its authorization server (the URL is in its
+log too), and keeps the tokens, owner-only, with the logins of mcp-resume login,
+renewing them as they expire; several connects to one server share one login.
 
 example, in a desktop app's or an IDE's MCP configuration (command as an absolute
 path: an app started from a dock does not get your shell's PATH):
@@ -56,6 +60,8 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	answerWithin := fs.Duration("answer-within", defaultConnectAnswerWithin, "a tool call still running after this long is answered with a deferred answer: the tool runs on, and the local client's model gets its result by calling the "+mcp.DefaultAwaitTool+" tool (local clients stop waiting on their own: 60 s in the TypeScript SDK, claude.ai, Copilot) (0: never)")
 	var headers rawHeaders
 	fs.Var(&headers, "header", "a header sent with every request to the remote, `Name: value` (repeatable, as mcp-remote's); ${VAR} in the value is the environment variable VAR")
+	var l loginFlags
+	l.register(fs)
 	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
@@ -81,7 +87,7 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		gw = append(gw, "--data-dir", *dataDir)
 	}
 	gw = append(gw, "--answer-within", answerWithin.String())
-	return serve(gw, stdin, stdout, stderr, modeConnect)
+	return serve(gw, stdin, stdout, stderr, modeConnect, &l)
 }
 
 // rawHeaders collects --header values as given (checked as headerList checks

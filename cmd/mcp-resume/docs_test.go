@@ -44,7 +44,7 @@ func TestHelpAndDocsAgree(t *testing.T) {
 		"docs/serve.md":   {"serve"},
 		"docs/gateway.md": {"gateway"},
 		"docs/connect.md": {"connect"},
-		"docs/cli.md":     {"call", "status", "task", "tools"},
+		"docs/cli.md":     {"call", "status", "task", "tools", "login"},
 	}
 	serveFlags := helpFlags(t, "serve")
 	all := map[string]bool{}

@@ -75,6 +75,21 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		opts.Header.Set("Authorization", "Bearer "+tok)
 	}
 	opts.Authorization = f.oauth.upstreamAuthorization(f.upstream)
+	if f.login != nil && opts.Authorization == nil && opts.Header.Get("Authorization") == "" {
+		// A person's login, when the remote wants one: now, before the
+		// gateway's first connection (whose deadline is no person's).
+		s, err := f.login.session(f.upstream, stderr, &log)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), loginWait)
+		_, err = probe(ctx, f.upstream, s)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("connect: logging in to the remote %s: %w", f.upstream, err)
+		}
+		opts.Wrap = wrap(s)
+	}
 	var g *gateway.Gateway
 	var err error
 	if f.connect {
@@ -93,6 +108,9 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	log.Info().Str("upstream", info.Name).Str("upstreamVersion", info.Version).Msg("gateway ready")
 	return g, nil
 }
+
+// loginWait bounds connect's login in the browser at start-up.
+const loginWait = 5 * time.Minute
 
 // remoteWait is how long connect waits for a remote that is not there when it
 // starts (a laptop waking before its network, a remote restarting): a local

@@ -117,10 +117,15 @@ commands:
   status    ask for a request's status by id and resume token
   task      the server's tasks: task get|result|cancel|watch ID, task list
   tools     list the server's tools
+  login     log in to a server that wants OAuth: mcp-resume login URL (connect,
+            call, status, task and tools use the login, and log in themselves
+            when a server asks)
+  logout    forget a server's login: mcp-resume logout URL
   version   print the version
 
 call, status, task and tools present the API key in MCP_RESUME_API_KEY (a
-server started with --api-keys wants one); -h after a command for its flags.
+server started with --api-keys wants one), else the login to the server;
+-h after a command for its flags.
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -130,9 +135,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stdin, stdout, stderr, modeServe)
+		return serve(args[1:], stdin, stdout, stderr, modeServe, nil)
 	case "gateway":
-		return serve(args[1:], stdin, stdout, stderr, modeGateway)
+		return serve(args[1:], stdin, stdout, stderr, modeGateway, nil)
 	case "connect":
 		return connect(args[1:], stdin, stdout, stderr)
 	case "call":
@@ -143,6 +148,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return task(args[1:], stdin, stdout, stderr)
 	case "tools":
 		return tools(args[1:], stdout, stderr)
+	case "login":
+		return login(args[1:], stdout, stderr)
+	case "logout":
+		return logout(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil
@@ -218,6 +227,7 @@ type serveFlags struct {
 	childEnv         envList
 
 	oauth oauthFlags
+	login *loginFlags // connect's
 }
 
 // serveMode is what serve runs: the serve command, the gateway command (the
@@ -231,10 +241,12 @@ const (
 	modeConnect
 )
 
-// serve runs the serve command, the gateway command or connect (mode).
-func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveMode) error {
+// serve runs the serve command, the gateway command or connect (mode; login
+// is connect's OAuth client, which logs a person in to the remote when it
+// asks).
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveMode, login *loginFlags) error {
 	gw := mode != modeServe
-	f := serveFlags{gateway: gw, connect: mode == modeConnect}
+	f := serveFlags{gateway: gw, connect: mode == modeConnect, login: login}
 	name := "serve"
 	if gw {
 		name = "gateway"

@@ -19,8 +19,14 @@ import (
 
 // The test binary doubles as the mcp-resume binary: with MCP_RESUME_TEST_ARGS set it
 // runs the command instead of the tests, so the suite talks to a real subprocess;
-// with MCP_RESUME_TEST_NATS set it is a NATS server of its own (natsProcess).
+// with MCP_RESUME_TEST_NATS set it is a NATS server of its own (natsProcess);
+// with MCP_RESUME_TEST_BROWSER set and a URL for argument, the browser that
+// $BROWSER names (browser).
 func TestMain(m *testing.M) {
+	if user := os.Getenv("MCP_RESUME_TEST_BROWSER"); user != "" && len(os.Args) == 2 && strings.HasPrefix(os.Args[1], "http") {
+		browser(user, os.Args[1])
+		return
+	}
 	if dir := os.Getenv("MCP_RESUME_TEST_NATS"); dir != "" {
 		natsProcess(dir)
 		return

@@ -406,15 +406,21 @@ func (o *OP) User() string {
 	return "test-user@" + u.Hostname()
 }
 
-// Browse is a person with a browser at the authorization URL authURL: it
-// follows the provider's redirects to its login page, logs in as user, and
-// follows the redirects back until one leaves for a loopback /callback,
-// which it returns without following.
-func (o *OP) Browse(ctx context.Context, authURL, user string) (*url.URL, error) {
+// Browse is a person with a browser at the authorization URL authURL of a
+// provider started by Start (in this process or another): it follows the
+// provider's redirects to its login page, logs in as user, and follows the
+// redirects back until one leaves for a /callback elsewhere, which it returns
+// without following.
+func Browse(ctx context.Context, authURL, user string) (*url.URL, error) {
+	au, err := url.Parse(authURL)
+	if err != nil {
+		return nil, err
+	}
+	issuer := au.Scheme + "://" + au.Host
 	jar, _ := cookiejar.New(nil)
 	var back *url.URL
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(r *http.Request, via []*http.Request) error {
-		if r.URL.Path == "/callback" && r.URL.Host != strings.TrimPrefix(o.Issuer, "http://") {
+		if r.URL.Path == "/callback" && r.URL.Host != au.Host {
 			back = r.URL
 			return http.ErrUseLastResponse
 		}
@@ -454,7 +460,7 @@ func (o *OP) Browse(ctx context.Context, authURL, user string) (*url.URL, error)
 	if id == "" {
 		return nil, fmt.Errorf("the authorization URL led to %s (%s), not the login page", resp.Request.URL, resp.Status)
 	}
-	if _, err := get(http.MethodPost, o.Issuer+"/login/username", url.Values{"id": {id}, "username": {user}, "password": {Password}}); err != nil {
+	if _, err := get(http.MethodPost, issuer+"/login/username", url.Values{"id": {id}, "username": {user}, "password": {Password}}); err != nil {
 		return nil, err
 	}
 	if back == nil {
@@ -471,7 +477,7 @@ func (o *OP) Login(user string) func(context.Context, string, func(string) (stri
 		if err != nil {
 			return nil, err
 		}
-		back, err := o.Browse(ctx, authURL, user)
+		back, err := Browse(ctx, authURL, user)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
+)
+
+// envOAuthDir names the directory of the stored logins instead of the user's
+// configuration directory's mcp-resume/oauth.
+const envOAuthDir = "MCP_RESUME_OAUTH_DIR"
+
+// loginFlags are the flags of an OAuth client that logs a person in: login,
+// connect (and call, tools, status, task through the logins stored).
+type loginFlags struct {
+	clientID, clientSecretEnv, clientMetadataURL string
+}
+
+func (l *loginFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.clientID, "client-id", "", "log in as this client, registered beforehand at the server's authorization server (default: the client registers itself where the server lets it)")
+	fs.StringVar(&l.clientSecretEnv, "client-secret-env", "", "with --client-id: the name of an environment variable holding its secret (a public client has none)")
+	fs.StringVar(&l.clientMetadataURL, "client-metadata-url", "", "the URL of this client's Client ID Metadata Document, its client id where the authorization server supports them")
+}
+
+// oauthStore is the store of the logins: $MCP_RESUME_OAUTH_DIR, else the
+// user's configuration directory's mcp-resume/oauth.
+func oauthStore() (*oauth.FileStore, error) {
+	if d := os.Getenv(envOAuthDir); d != "" {
+		return &oauth.FileStore{Dir: d}, nil
+	}
+	d, err := oauth.DefaultDir()
+	if err != nil {
+		return nil, fmt.Errorf("the directory of stored logins: %w (set %s)", err, envOAuthDir)
+	}
+	return &oauth.FileStore{Dir: d}, nil
+}
+
+// session returns the OAuth client of the server at url: its logins stored,
+// a new one in the browser (the URL printed on tell too) when the server
+// wants one.
+func (l *loginFlags) session(url string, tell io.Writer, log *zerolog.Logger) (*oauth.Session, error) {
+	store, err := oauthStore()
+	if err != nil {
+		return nil, err
+	}
+	opts := &oauth.ClientOptions{
+		Store: store, Authorize: oauth.Loopback(oauth.OpenBrowser, tell),
+		ClientID: l.clientID, ClientMetadataURL: l.clientMetadataURL, Logger: log,
+	}
+	if l.clientSecretEnv != "" {
+		if l.clientID == "" {
+			return nil, errors.New("--client-secret-env goes with --client-id")
+		}
+		if opts.ClientSecret = os.Getenv(l.clientSecretEnv); opts.ClientSecret == "" {
+			return nil, fmt.Errorf("--client-secret-env: %s is not set or empty", l.clientSecretEnv)
+		}
+	}
+	return oauth.NewSession(url, opts), nil
+}
+
+// wrap is the round tripper wrapper of s (for ws.DialOptions.Wrap and the
+// gateway).
+func wrap(s *oauth.Session) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper { return &oauth.Transport{Session: s, Base: rt} }
+}
+
+// probe sends one request to url through s, so that a server that wants a
+// login gets it now: a ping POSTed to an HTTP endpoint, a WebSocket
+// handshake. It reports whether the server asked for a token, with the error
+// of a login that failed (a server that cannot be reached is not an error
+// here: whoever connects next says so).
+func probe(ctx context.Context, url string, s *oauth.Session) (bool, error) {
+	tok, err := s.Token(ctx)
+	if err != nil {
+		return false, err
+	}
+	asked := false
+	seen := func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+				asked = true
+			}
+			return resp, err
+		})
+	}
+	if strings.HasPrefix(url, "ws://") || strings.HasPrefix(url, "wss://") {
+		c, err := ws.Dial(ctx, url, &ws.DialOptions{Wrap: func(rt http.RoundTripper) http.RoundTripper { return wrap(s)(seen(rt)) }})
+		if err == nil {
+			_ = c.Close()
+		}
+		return asked || tok != "", loginError(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"login","method":"ping"}`))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := (&http.Client{Transport: wrap(s)(seen(http.DefaultTransport))}).Do(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}
+	return asked || tok != "", loginError(err)
+}
+
+// loginError is err when it is a login's (not the network's).
+func loginError(err error) error {
+	if err != nil && strings.Contains(err.Error(), "oauth:") {
+		return err
+	}
+	return nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+const loginUsage = `usage: mcp-resume login [flags] URL
+
+Logs in to the MCP server at URL (http(s):// or ws(s)://) the way the MCP
+authorization spec describes: its protected resource metadata names its
+authorization server, where this client registers itself (or uses --client-id)
+and you log in in your browser (the URL is printed too, for a machine without
+one). The tokens are kept, owner-only, in the user's configuration directory
+(` + "`" + `mcp-resume/oauth` + "`" + `, or $MCP_RESUME_OAUTH_DIR), for connect, call, tools, status and
+task, which renew them and log in again themselves when the server asks.
+
+flags:
+`
+
+// login is `mcp-resume login`.
+func login(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("login", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, loginUsage); fs.PrintDefaults() }
+	var l loginFlags
+	l.register(fs)
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the login in the browser")
+	if err := parseAnywhere(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("login: want the server's URL (got %q)", fs.Args())
+	}
+	url := fs.Arg(0)
+	if err := checkURL("login", url, "http", "https", "ws", "wss"); err != nil {
+		return err
+	}
+	s, err := l.session(url, stderr, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	asked, err := probe(ctx, url, s)
+	if err != nil {
+		return err
+	}
+	g := s.Current()
+	switch {
+	case g != nil:
+		fmt.Fprintf(stdout, "logged in to %s (authorization server %s)\n", url, g.Issuer)
+	case asked:
+		return fmt.Errorf("login: %s refused the request, and names no authorization server to log in at (an API key in %s?)", url, envClientKey)
+	default:
+		fmt.Fprintf(stdout, "%s wants no login\n", url)
+	}
+	return nil
+}
+
+// logout is `mcp-resume logout`.
+func logout(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: mcp-resume logout URL\n\nForgets the login to the MCP server at URL (its tokens, revoked at the authorization\nserver when it has a revocation endpoint); the client's registration there stays.\n")
+	}
+	if err := parseAnywhere(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("logout: want the server's URL (got %q)", fs.Args())
+	}
+	url := fs.Arg(0)
+	var l loginFlags
+	s, err := l.session(url, stderr, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	had, err := s.Logout(ctx)
+	if err != nil {
+		return err
+	}
+	if had {
+		fmt.Fprintf(stdout, "logged out of %s\n", url)
+	} else {
+		fmt.Fprintf(stdout, "not logged in to %s\n", url)
+	}
+	return nil
+}
