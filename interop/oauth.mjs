@@ -8,8 +8,17 @@
 // metadata, registers, is redirected (followed here headless: the demo approves with a 302),
 // exchanges the code and calls tools with its token. A request without a token gets the 401
 // challenge naming the metadata and the scope; one with a made-up token gets 401 invalid_token.
+// Then `mcp-resume connect` against the same server, with no credentials, as a desktop app
+// starts it: it meets the 401, registers, opens "the browser" ($BROWSER: browser.mjs, which
+// follows the demo's redirect back to connect's loopback listener), gets its token; the SDK
+// client calls through it over stdio.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { InMemoryOAuthClientProvider } from '@modelcontextprotocol/sdk/examples/client/simpleOAuthClientProvider.js';
@@ -86,6 +95,23 @@ run(SCRIPT, async () => {
     check(cd.content?.[0]?.text === 'countdown done: 2 of 2 steps', `countdown: ${j(cd)}`);
     log('echo and countdown answered with the token');
     await client.close();
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-resume-oauth-'));
+    const browser = path.join(dir, 'browser');
+    fs.writeFileSync(browser, `#!/bin/sh\nexec "${process.execPath}" "${path.join(path.dirname(fileURLToPath(import.meta.url)), 'browser.mjs')}" "$1"\n`, { mode: 0o755 });
+    const env = { ...process.env, BROWSER: browser, MCP_RESUME_OAUTH_DIR: path.join(dir, 'logins') };
+    delete env.MCP_RESUME_API_KEY;
+    const viaConnect = new Client({ name: 'mcp-resume-interop-connect', version: '0' });
+    await viaConnect.connect(new StdioClientTransport({ command: bin, args: ['connect', mcpUrl], env, stderr: 'pipe' }));
+    const e2 = await viaConnect.callTool({ name: 'echo', arguments: { text: 'through connect' } });
+    check(e2.content?.[0]?.text === 'through connect', `echo through connect: ${j(e2)}`);
+    const stored = fs.readdirSync(path.join(dir, 'logins', 'grants'));
+    check(stored.length === 1, `connect stored ${stored.length} grants, want 1`);
+    const mode = fs.statSync(path.join(dir, 'logins', 'grants', stored[0])).mode & 0o777;
+    check(mode === 0o600, `the stored grant's mode is ${mode.toString(8)}, want 600`);
+    log('connect logged in at the demo authorization server and the call went through it');
+    await viaConnect.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   } finally {
     await remote.kill();
   }
