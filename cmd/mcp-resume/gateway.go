@@ -123,8 +123,7 @@ const remoteWait = time.Minute
 // status: credentials, a wrong path) is not. Errors speak of the remote.
 func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, error) {
 	creds := "give them with --header 'Authorization: Bearer ${TOKEN}' (the variable set in the launching app's env) or --token-env NAME"
-	deadline := time.Now().Add(remoteWait)
-	pause := backoff.Double(250*time.Millisecond, 5*time.Second)
+	l := backoff.Start(250*time.Millisecond, 5*time.Second, remoteWait, 0)
 	for said := false; ; {
 		g, err := gateway.New(context.Background(), opts)
 		if err == nil {
@@ -142,13 +141,18 @@ func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, e
 		case errors.As(err, &netErr):
 			err = netErr
 		}
-		if refused != nil || time.Now().After(deadline) {
+		giveUp := func() (*gateway.Gateway, error) {
 			return nil, explain(fmt.Errorf("connect: the remote %s: %w", opts.URL, err), opts.URL, creds)
+		}
+		if refused != nil {
+			return giveUp()
 		}
 		if !said {
 			log.Warn().Str("remote", opts.URL).Str("error", err.Error()).Stringer("for", remoteWait).Msg("connect: the remote is not reachable; trying again")
 			said = true
 		}
-		time.Sleep(pause.Next())
+		if !l.Pause(context.Background()) {
+			return giveUp()
+		}
 	}
 }
