@@ -284,6 +284,14 @@ func cancelUnanswered(rounds map[string]retried, st Stream) {
 // cancelled handles notifications/cancelled. A request attached to this connection,
 // or one named with its resume token (our extension), is cancelled; anything else
 // is ignored, as JSON-RPC allows no answer to a notification.
+//
+// [2025-11-25 utilities/cancellation §Behavior Requirements] Receivers of
+// cancellation notifications SHOULD stop processing the cancelled request,
+// free associated resources, and not send a response for the cancelled
+// request; they MAY ignore cancellation notifications if the referenced
+// request is unknown. The handler's context ends (its tool stops), and the
+// request ends cancelled: no response follows, its client asks about it
+// (getStatus, resume) and hears cancelled.
 func (cc *sessionCalls) cancelled(m *spec.Message) {
 	c := cc.c
 	p, err := spec.DecodeCancelledParams(m.Params)
