@@ -74,8 +74,8 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		}
 		opts.Header.Set("Authorization", "Bearer "+tok)
 	}
-	opts.Authorization = f.oauth.upstreamAuthorization(f.upstream)
-	if f.login != nil && opts.Authorization == nil && opts.Header.Get("Authorization") == "" {
+	opts.Wrap = f.oauth.upstreamWrap(f.upstream, &log)
+	if f.login != nil && opts.Wrap == nil && opts.Header.Get("Authorization") == "" {
 		// A person's login, when the remote wants one: now, before the
 		// gateway's first connection (whose deadline is no person's).
 		s, err := f.login.session(f.upstream, stderr, &log)
@@ -96,7 +96,7 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		g, err = startRemote(opts, log)
 	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {
 		fix := "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header"
-		if opts.Authorization != nil {
+		if f.oauth.upstreamClientID != "" {
 			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server, and that --upstream-oauth-resource names the resource the upstream wants tokens for"
 		}
 		err = explain(err, f.upstream, fix)
