@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -203,14 +202,8 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 		if err != nil || addressed(m.Method, m.Params) != rs.Name {
 			return nil, invalid
 		}
-		var p struct {
-			Responses map[string]json.RawMessage `json:"inputResponses"`
-		}
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			return nil, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error())
-		}
-		for key, res := range p.Responses {
-			c.s.inputResponse(c, key, res)
+		if e := c.s.inputResponses(c, m.Params); e != nil {
+			return nil, e
 		}
 		rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
 		rd.gatherOn(c.s, r)

@@ -80,3 +80,25 @@ func refusal(err error) *spec.Error {
 	}
 	return nil
 }
+
+// task finds the task m names (taskId): the task, or cancelled for a task
+// that was cancelled (nothing else is kept of it), or the answer to give: an
+// unknown task (a task id that does not decode spends a failed check), the
+// rate limit.
+func (q *byToken) task(m *spec.Message) (tid *taskID, r resume.Handle, cancelled bool, e *spec.Error) {
+	unknown := spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")
+	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
+	if !ok {
+		return nil, nil, false, q.badToken(unknown)
+	}
+	r, err := q.lookup(tid.Token, tid.ID)
+	switch {
+	case refusal(err) != nil:
+		return nil, nil, false, refusal(err)
+	case errors.Is(err, resume.ErrCancelled):
+		return tid, nil, true, nil
+	case err != nil:
+		return nil, nil, false, unknown
+	}
+	return tid, r, false, nil
+}

@@ -175,25 +175,17 @@ func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 // Each is a span in the task's trace (taskSpan).
 func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	c := tk.c
-	unknown := spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")
 	c.answerByToken(m, st, func(q *byToken) ([]byte, *spec.Error) {
 		if !mr.tasks() {
 			return nil, errNeedsTasks(m.Method + " needs the " + spec.ExtensionTasks + " extension in the request's capabilities")
 		}
-		tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
-		if !ok {
-			return nil, q.badToken(unknown)
-		}
-		r, err := q.lookup(tid.Token, tid.ID)
+		tid, r, cancelled, e := q.task(m)
 		switch {
-		case refusal(err) != nil:
-			return nil, refusal(err)
-		case err == nil:
-		case !errors.Is(err, resume.ErrCancelled):
-			return nil, unknown
-		case m.Method == spec.MethodTasksGet:
+		case e != nil:
+			return nil, e
+		case cancelled && m.Method == spec.MethodTasksGet:
 			return taskObject(tid, "cancelled", nil, c.s.eng.Options()), nil
-		default: // a stream, a cancel or an update of a cancelled task: nothing to do
+		case cancelled: // a stream, a cancel or an update of a cancelled task: nothing to do
 			return doneResult2026, nil
 		}
 		switch m.Method {
@@ -205,14 +197,8 @@ func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 			r.Cancel()
 			return doneResult2026, nil
 		case spec.MethodTasksUpdate:
-			var p struct {
-				Responses map[string]json.RawMessage `json:"inputResponses"`
-			}
-			if err := json.Unmarshal(m.Params, &p); err != nil {
-				return nil, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error())
-			}
-			for key, res := range p.Responses {
-				c.s.inputResponse(c, key, res)
+			if e := c.s.inputResponses(c, m.Params); e != nil {
+				return nil, e
 			}
 			_ = r.Touch(0)
 			return doneResult2026, nil

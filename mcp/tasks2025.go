@@ -154,7 +154,6 @@ func (cl *call) legacyTaskResult(tid *taskID, status, message string, asked time
 // (or its stream goes away).
 func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 	c := tk.c
-	unknown := spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")
 	c.answerByToken(m, st, func(q *byToken) ([]byte, *spec.Error) {
 		if m.Method == methodTasksList {
 			q.answerLater()
@@ -162,23 +161,16 @@ func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 			q.sp.end(nil)
 			return nil, nil
 		}
-		tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
-		if !ok {
-			return nil, q.badToken(unknown)
-		}
 		o := c.s.eng.Options()
-		r, err := q.lookup(tid.Token, tid.ID)
+		tid, r, cancelled, e := q.task(m)
 		switch {
-		case refusal(err) != nil:
-			return nil, refusal(err)
-		case err == nil:
-		case !errors.Is(err, resume.ErrCancelled):
-			return nil, unknown
-		case m.Method == spec.MethodTasksGet:
+		case e != nil:
+			return nil, e
+		case cancelled && m.Method == spec.MethodTasksGet:
 			return marshal(legacyTask(tid, "cancelled", "", o)), nil
-		case m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
+		case cancelled && m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
 			return []byte("{}"), nil
-		default: // tasks/result or tasks/cancel of a cancelled task
+		case cancelled: // tasks/result or tasks/cancel of a cancelled task
 			return nil, spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled")
 		}
 		switch m.Method {
