@@ -659,6 +659,18 @@ type headerTransport struct {
 	auth   func(context.Context) (string, error)
 }
 
+// CloseIdleConnections closes the base's idle connections (see
+// oauth.Transport's).
+func (t headerTransport) CloseIdleConnections() {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, vs := range t.header {
