@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -89,7 +90,7 @@ func (r *recent) add(s string) bool {
 	return true
 }
 
-func (c *Client) serverRequest(l *link, m *spec.Message) {
+func (c *Client) serverRequest(l *link, m *spec.Message, via []byte) {
 	if m.Method == "ping" {
 		c.write(l, spec.EncodeResponse(m.ID, json.RawMessage(`{}`)))
 		return
@@ -97,6 +98,10 @@ func (c *Client) serverRequest(l *link, m *spec.Message) {
 	c.mu.Lock()
 	a, seen := c.served.getOrAdd(string(m.ID))
 	msg := a.msg
+	var op *operation
+	if !seen {
+		op, _ = c.ownerLocked(via, m.Params)
+	}
 	c.mu.Unlock()
 	if seen {
 		if msg != nil && c.write(l, msg) { // asked again after a resume
@@ -109,7 +114,7 @@ func (c *Client) serverRequest(l *link, m *spec.Message) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		msg := c.answer(m)
+		msg := c.answer(op, m)
 		c.mu.Lock()
 		a.msg = msg
 		l := c.link
@@ -122,20 +127,55 @@ func (c *Client) serverRequest(l *link, m *spec.Message) {
 	}()
 }
 
-// answer runs the handler for a server request and returns the response.
-func (c *Client) answer(m *spec.Message) []byte {
-	res, e := c.respond(c.ctx, m.Method, m.Params)
+// answer runs the handler for a server request of op's (nil: of no Call)
+// and returns the response.
+func (c *Client) answer(op *operation, m *spec.Message) []byte {
+	ctx, cancel := c.handlerContext(op)
+	defer cancel()
+	res, e := c.respond(ctx, op, m.Method, m.Params)
 	if e != nil {
 		return spec.EncodeError(m.ID, e)
 	}
 	return spec.EncodeResponse(m.ID, res)
 }
 
-// respond runs the handler for a server's request of method with params (a
-// request of its own, or an input request of an input_required result) and
-// returns its result, or the error to answer with. An accepted elicitation
-// gets the defaults of the fields its answer left out.
-func (c *Client) respond(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *spec.Error) {
+// handlerContext is the context of a handler that answers a request of op:
+// one with the Call's values that ends with the Call or Close; Close's alone
+// for a request of no Call.
+func (c *Client) handlerContext(op *operation) (context.Context, context.CancelFunc) {
+	if op == nil {
+		return c.ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(op.ctx)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// respond answers a server's request of method with params (a request of its
+// own, or an input request of an input_required result or of a task) for op
+// (nil: of no Call): with op's OnRequest, else Options.OnRequest, else the
+// typed handlers. It returns the result, or the error to answer with. An
+// accepted elicitation of a typed handler gets the defaults of the fields its
+// answer left out.
+func (c *Client) respond(ctx context.Context, op *operation, method string, params json.RawMessage) (json.RawMessage, *spec.Error) {
+	raw := c.opts.OnRequest
+	if op != nil && op.opts.OnRequest != nil {
+		raw = op.opts.OnRequest
+	}
+	if raw != nil {
+		res, err := raw(ctx, method, params)
+		if err != nil {
+			var e *spec.Error
+			if !errors.As(err, &e) {
+				e = spec.NewError(spec.CodeInternalError, "", method+": "+err.Error())
+			}
+			return nil, e
+		}
+		return res, nil
+	}
 	var (
 		res any
 		err error
