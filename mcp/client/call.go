@@ -619,7 +619,9 @@ func (c *Client) cancelCall(cl *call, cause error) {
 		reason = cause.Error()
 	}
 	b, _ := json.Marshal(spec.CancelledParams{RequestID: cl.id, Reason: reason, ResumeToken: token})
-	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, withEnvelope(b, cl.env)))
+	// In the client's era: on a session of the 2025 era, where a request of
+	// the 2026-07-28 era sent beside it is named by its token too.
+	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, withEnvelope(b, c.era.envelope)))
 }
 
 // Status asks the server for the state of a request by its id and resume token

@@ -648,7 +648,7 @@ func (c *Client) current(ctx context.Context) (*link, error) {
 		case <-c.ctx.Done():
 			return nil, ErrClosed
 		case <-deadline.C:
-			return nil, fmt.Errorf("%w: no connection within %v: %v", ErrGaveUp, c.opts.ReconnectTimeout, lastErr)
+			return nil, fmt.Errorf("%w: %w within %v: %v", ErrGaveUp, ErrNoConnection, c.opts.ReconnectTimeout, lastErr)
 		}
 	}
 }
