@@ -253,8 +253,10 @@ func (g *Gateway) clientOptions() *client.Options {
 			"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
 			"roots":       map[string]any{"listChanged": true},
 		},
-		OnRequest:      g.unattributed,
-		OnLog:          func(p mcpgo.LoggingMessageNotificationParams) { g.log.Debug().Any("params", p).Msg("upstream log message of no call") },
+		OnRequest: g.unattributed,
+		OnLog: func(p mcpgo.LoggingMessageNotificationParams) {
+			g.log.Debug().Any("params", p).Msg("upstream log message of no call")
+		},
 		OnNotification: g.notification,
 		NoResumable:    o.URL == "",
 		Discover:       !isWebSocket(o.URL),
