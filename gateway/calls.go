@@ -172,18 +172,20 @@ func (r *relay) send(method string, params map[string]any) {
 
 // ask asks the call's client a question of the upstream's, as it is: a
 // roots/list of a call whose client declared no roots gets the gateway's own
-// roots, of which it has none.
-func (r *relay) ask(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// roots, of which it has none. ctx, the client's for the question, carries
+// the tool's values (its session in the core) and ends with the call or the
+// gateway's Close.
+func (r *relay) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	switch method {
 	case string(mcpgo.MethodListRoots):
-		if !hasRoots(r.ctx) {
+		if !hasRoots(ctx) {
 			return json.RawMessage(`{"roots":[]}`), nil
 		}
 	case string(mcpgo.MethodSamplingCreateMessage), string(mcpgo.MethodElicitationCreate):
 	default:
 		return nil, spec.NewError(spec.CodeMethodNotFound, "", "method not found: "+method)
 	}
-	return resumemcp.Ask(r.ctx, method, params)
+	return resumemcp.Ask(ctx, method, params)
 }
 
 // unattributed answers a request of the upstream that belongs to no call the

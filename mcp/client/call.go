@@ -134,6 +134,11 @@ type Policy struct {
 type operation struct {
 	ctx  context.Context // the Call's: its handlers' values
 	opts *CallOptions    // the Call's
+	// seen keys the server's requests of the Call's that its handlers
+	// answered: a request sent again after a resume is answered once, and
+	// one of another Call with the same id (servers that number their
+	// requests per session, on a new session) is a request of its own.
+	seen string
 	// Guarded by Client.mu: the task it became ("" for none), and the last
 	// sequence number of the task's progress under its first request's token.
 	task    string
@@ -293,6 +298,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	op := &operation{ctx: ctx, opts: opts}
 	if opts == nil {
 		op.opts = &CallOptions{}
+	}
+	if op.handles() {
+		op.seen = "op" + strconv.FormatUint(c.nextOp.Add(1), 10) + ":"
 	}
 	asTask := op.opts.AsTask && method == spec.MethodToolsCall
 	env := c.envelopeOf(op.opts.Envelope, asTask)

@@ -193,6 +193,7 @@ type Client struct {
 	opts   Options
 	prefix string        // of every id this client sends, unique per Client
 	nextID atomic.Uint64 // for ids
+	nextOp atomic.Uint64 // for the keys of the server requests of a Call with handlers
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc

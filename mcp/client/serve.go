@@ -13,7 +13,10 @@ import (
 // Server-to-client requests (sampling, elicitation, roots, ping). A resumable
 // request's server requests are sent again after a resume while unanswered, with
 // the same id; each id is answered by one call of its handler, and the answer is
-// written again whenever the request comes again.
+// written again whenever the request comes again. The ids of a Call with
+// handlers of its own are its own: another Call's request with the same id (a
+// server that numbers its requests per session, on a new session) is a new
+// one.
 
 // answer is the client's answer to one server request.
 type answer struct {
@@ -96,12 +99,13 @@ func (c *Client) serverRequest(l *link, m *spec.Message, via []byte) {
 		return
 	}
 	c.mu.Lock()
-	a, seen := c.served.getOrAdd(string(m.ID))
-	msg := a.msg
-	var op *operation
-	if !seen {
-		op, _ = c.ownerLocked(via, m.Params)
+	op, _ := c.ownerLocked(via, m.Params)
+	key := string(m.ID)
+	if op != nil && op.handles() {
+		key = op.seen + key
 	}
+	a, seen := c.served.getOrAdd(key)
+	msg := a.msg
 	c.mu.Unlock()
 	if seen {
 		if msg != nil && c.write(l, msg) { // asked again after a resume
