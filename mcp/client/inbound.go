@@ -203,15 +203,27 @@ func (c *Client) notification(l *link, m *spec.Message, via []byte) {
 }
 
 // log delivers a log message once: to the handler of the Call it belongs to
-// (CallOptions.OnLog), else Options.OnLog.
+// (CallOptions.OnLog), else Options.OnLog. One that belongs to a resumable
+// request (it has a sequence number) and comes again after a resume is
+// dropped: known by its text, within its Call or its request when the
+// client can tell (another's may say the same at the same number).
 func (c *Client) log(l *link, m *spec.Message, via []byte) {
 	seq := spec.ReadSeq(m.Params)
 	c.mu.Lock()
-	if seq > 0 && !c.logs.add(string(m.Params)) {
-		c.mu.Unlock()
-		return
-	}
 	op, cl := c.ownerLocked(via, m.Params)
+	if seq > 0 {
+		key := string(m.Params)
+		switch {
+		case op.handles():
+			key = op.seen + key
+		case cl != nil:
+			key = cl.key + key
+		}
+		if !c.logs.add(key) {
+			c.mu.Unlock()
+			return
+		}
+	}
 	if cl != nil && cl.link == l && !cl.finished {
 		cl.lastSeq = max(cl.lastSeq, seq)
 		cl.heard = time.Now()
