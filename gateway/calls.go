@@ -37,11 +37,10 @@ import (
 // a task of the gateway's, the client asks the questions itself (relay.ask)
 // and sends the call again with the answers.
 func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-	params := map[string]any{"name": req.Params.Name}
-	if req.Params.Arguments != nil {
-		params["arguments"] = req.Params.Arguments
+	params, err := callParams(req.Params.Name, req.Params.Arguments, req.Params.MultiRoundTripParams)
+	if err != nil {
+		return nil, err
 	}
-	retry(params, req.Params.MultiRoundTripParams)
 	var token mcpgo.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
@@ -245,15 +244,28 @@ func clientMeta(m *mcpgo.Meta, key string) (any, bool) {
 	return v, ok
 }
 
-// retry puts what a client's retry (MRTR) carries for the upstream into
-// params: its answers and the upstream's state.
-func retry(params map[string]any, mr mcpgo.MultiRoundTripParams) {
+// callParams are the params of a request to the upstream for a client's
+// tools/call or prompts/get of name with args (none sent when nil: a server
+// may refuse null), and what the client's retry (MRTR) carries for the
+// upstream: its answers and the upstream's state.
+func callParams(name string, args any, mr mcpgo.MultiRoundTripParams) (map[string]json.RawMessage, error) {
+	params := make(map[string]json.RawMessage, 4)
+	var err error
+	params["name"], _ = json.Marshal(name)
+	if args != nil {
+		if params["arguments"], err = json.Marshal(args); err != nil {
+			return nil, err
+		}
+	}
 	if len(mr.InputResponses) > 0 {
-		params["inputResponses"] = mr.InputResponses
+		if params["inputResponses"], err = json.Marshal(mr.InputResponses); err != nil {
+			return nil, err
+		}
 	}
 	if s := upstreamState(mr.RequestState); s != "" {
-		params["requestState"] = s
+		params["requestState"], _ = json.Marshal(s)
 	}
+	return params, nil
 }
 
 // clientState is the requestState handed to the client for the upstream's s.

@@ -240,11 +240,14 @@ func (g *Gateway) readResource(ctx context.Context, req mcpgo.ReadResourceReques
 // is asked in that era, and its questions (an input_required answer) are
 // passed to the client, or asked here, as a tool call's are (callTool).
 func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
-	params := map[string]any{"name": req.Params.Name}
+	var args any
 	if req.Params.Arguments != nil {
-		params["arguments"] = req.Params.Arguments
+		args = req.Params.Arguments
 	}
-	retry(params, req.Params.MultiRoundTripParams)
+	params, err := callParams(req.Params.Name, args, req.Params.MultiRoundTripParams)
+	if err != nil {
+		return nil, err
+	}
 	r := &relay{ctx: ctx}
 	raw, err := g.up.Call(ctx, spec.MethodPromptsGet, params, &client.CallOptions{
 		OnRequest:           r.ask,

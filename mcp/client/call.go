@@ -249,9 +249,13 @@ func (c *Client) forget(cl *call) {
 // notifications/cancelled (with the resume token, which reaches the request even
 // while it is detached) and returns ctx's error.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcpgo.CallToolResult, error) {
-	params := map[string]any{"name": name}
+	params := map[string]json.RawMessage{"name": quote(name)}
 	if args != nil {
-		params["arguments"] = args
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("client: tools/call %s arguments: %w", name, err)
+		}
+		params["arguments"] = b
 	}
 	raw, err := c.Call(ctx, spec.MethodToolsCall, params, opts)
 	if err != nil {
@@ -297,10 +301,13 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	}
 	op := &operation{ctx: ctx, opts: opts}
 	if opts == nil {
-		op.opts = &CallOptions{}
+		op.opts = &noOptions
 	}
 	if op.handles() {
 		op.seen = "op" + strconv.FormatUint(c.nextOp.Add(1), 10) + ":"
+	}
+	if e := op.opts.Envelope; e != nil && e.Capabilities != nil && !json.Valid(e.Capabilities) {
+		return nil, errNotJSON
 	}
 	asTask := op.opts.AsTask && method == spec.MethodToolsCall
 	env := c.envelopeOf(op.opts.Envelope, asTask)
@@ -313,10 +320,11 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	if asTask && env == nil {
 		// [2025-11-25 tasks] a request becomes a task when it carries
 		// params.task.
-		if fields == nil {
-			fields = map[string]json.RawMessage{}
-		}
 		if _, ok := fields["task"]; !ok {
+			fields = maps.Clone(fields)
+			if fields == nil {
+				fields = map[string]json.RawMessage{}
+			}
 			fields["task"] = json.RawMessage("{}")
 		}
 	}
@@ -331,7 +339,7 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		}()
 	}
 	for round := 1; ; round++ {
-		res, first, err := c.request(ctx, op, method, maps.Clone(fields), tool, op.opts, env)
+		res, first, err := c.request(ctx, op, method, fields, tool, op.opts, env)
 		if err == nil && asTask {
 			if id, modern := createdTask(res); id != "" {
 				res, err = c.followTask(ctx, op, first, id, modern, env)
@@ -371,6 +379,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		}
 	}
 }
+
+// noOptions are the options of a Call given none; never changed.
+var noOptions CallOptions
 
 // maxInputRounds bounds the rounds of one call that the server answers
 // input_required.
@@ -519,65 +530,6 @@ func newCallKey() string {
 			return k
 		}
 	}
-}
-
-// paramFields decodes params, which must encode as a JSON object or be nil,
-// into its members; nil for nil params.
-func paramFields(params any) (map[string]json.RawMessage, error) {
-	if params == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	fields := map[string]json.RawMessage{}
-	if string(b) != "null" {
-		if err := json.Unmarshal(b, &fields); err != nil {
-			return nil, fmt.Errorf("must be a JSON object: %w", err)
-		}
-	}
-	return fields, nil
-}
-
-// encodeParams encodes a request's params (fields, nil for none), adding to
-// its _meta the progress token (the call's id) when progress is wanted, the
-// call's key when it has one, the trace context of its span when it is
-// traced, and envelope's members (the 2026-07-28 envelope; nil for none).
-// fields' _meta is replaced, its other members kept.
-func encodeParams(fields map[string]json.RawMessage, cl *call, progress bool, envelope map[string]json.RawMessage) (json.RawMessage, error) {
-	traced := cl.traceparent != ""
-	if fields == nil && !progress && cl.callKey == "" && !traced && envelope == nil {
-		return nil, nil
-	}
-	if fields == nil {
-		fields = map[string]json.RawMessage{}
-	}
-	if progress || cl.callKey != "" || traced || envelope != nil {
-		meta := map[string]json.RawMessage{}
-		if m, ok := fields["_meta"]; ok {
-			if err := json.Unmarshal(m, &meta); err != nil {
-				return nil, fmt.Errorf("_meta must be an object: %w", err)
-			}
-		}
-		maps.Copy(meta, envelope)
-		if progress {
-			meta["progressToken"] = json.RawMessage(cl.id)
-		}
-		if cl.callKey != "" {
-			meta[spec.MetaKey], _ = json.Marshal(cl.callKey)
-		}
-		if traced {
-			meta["traceparent"], _ = json.Marshal(cl.traceparent)
-			if cl.tracestate != "" {
-				meta["tracestate"], _ = json.Marshal(cl.tracestate)
-			} else {
-				delete(meta, "tracestate") // the caller's, of another span
-			}
-		}
-		fields["_meta"], _ = json.Marshal(meta)
-	}
-	return json.Marshal(fields)
 }
 
 // aborter is a connection that cancels a request of the 2026-07-28 era by

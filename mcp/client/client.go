@@ -622,6 +622,12 @@ func (c *Client) writeWith(l *link, m []byte, h http.Header) bool {
 
 // current returns the link to send on, waiting up to ReconnectTimeout for one.
 func (c *Client) current(ctx context.Context) (*link, error) {
+	c.mu.Lock()
+	l, closed := c.link, c.closed
+	c.mu.Unlock()
+	if l != nil && !closed {
+		return l, nil
+	}
 	deadline := time.NewTimer(c.opts.ReconnectTimeout)
 	defer deadline.Stop()
 	for {
