@@ -1,14 +1,21 @@
 // Package gateway puts the resume core in front of any MCP server: it is an MCP
-// client of an upstream server (a stdio child, or Streamable HTTP) and serves the
-// upstream's tools, resources, prompts and completions as an mcp-go server that
-// mcp.New wraps like any other. A tools/call runs on the upstream while the
-// gateway's own client is gone: the upstream's progress, logs and questions
-// (sampling, elicitation, roots) of the call become the call's messages in the
-// core, with everything that gives (sequence numbers, resumes on any transport,
-// tasks, both protocol eras, durable results, clusters).
+// client of an upstream server (a stdio child, Streamable HTTP or WebSocket) and
+// serves the upstream's tools, resources, prompts and completions as an mcp-go
+// server that mcp.New wraps like any other. A tools/call runs on the upstream
+// while the gateway's own client is gone: the upstream's progress, logs and
+// questions (sampling, elicitation, roots) of the call become the call's
+// messages in the core, with everything that gives (sequence numbers, resumes
+// on any transport, tasks, both protocol eras, durable results, clusters).
+//
+// Its upstream side is the project's Go client, mcp/client, the one `mcp-resume
+// call` uses: the upstream calls' resumes, keys, acks, silences, reconnections
+// and upstream tasks are the client's. The gateway keeps what is its own: the
+// mirror of the upstream's lists and subscriptions, and the relay of each call
+// to its own client (calls.go).
 //
 // The gateway speaks the 2025-11-25 revision to its upstream, the one every
-// server of the day speaks; its own clients get both eras.
+// server of the day speaks, and calls an upstream that also speaks 2026-07-28
+// in that era; its own clients get both eras.
 package gateway
 
 import (
