@@ -17,8 +17,9 @@ import (
 
 // read is a link's reader: the one goroutine that handles what the server sends
 // on it. Callbacks run here, so they are ordered; the next link's reader starts
-// only after this one returned. A message over the connection's size limit is
-// skipped (the connection stays usable).
+// only after this one returned. A message over the connection's size limit ends
+// the link: what it was cannot be known, and an answer lost so would leave its
+// call waiting for ever.
 func (c *Client) read(l *link) {
 	defer c.wg.Done()
 	defer close(l.done)
@@ -32,9 +33,6 @@ func (c *Client) read(l *link) {
 			in.Msg, err = l.conn.Read(c.ctx)
 		}
 		if err != nil {
-			if tl := (*transport.TooLargeError)(nil); errors.As(err, &tl) {
-				continue
-			}
 			l.err = err
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
@@ -202,4 +203,69 @@ func serveCore(t testing.TB, core *mcp.Server) string {
 		hs.Close()
 	})
 	return hs.URL
+}
+
+// rawServer is a minimal MCP server on one end of a pipe, for what the core
+// never does: each tools/call asks its client an elicitation with the id
+// "q1" (a server that numbers its requests per session, on a new session for
+// each call) and answers with what came back.
+func rawServer(t *testing.T) client.Dialer {
+	return func(context.Context) (transport.Conn, error) {
+		c, srv := transport.Pipe()
+		go func() {
+			defer srv.Close()
+			var pending spec.ID // the tools/call waiting for its answer
+			for {
+				raw, err := srv.Read(context.Background())
+				if err != nil {
+					return
+				}
+				m, derr := spec.Decode(raw)
+				if derr != nil {
+					return
+				}
+				var out []byte
+				switch {
+				case m.Method == "initialize":
+					out = spec.EncodeResponse(m.ID, json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`))
+				case m.Method == "tools/call":
+					pending = m.ID
+					out = spec.EncodeRequest(spec.ID(`"q1"`), "elicitation/create", json.RawMessage(`{"message":"Name?","requestedSchema":{"type":"object"}}`))
+				case m.Kind == spec.KindResponse && pending != nil:
+					var r struct {
+						Content struct{ Answer string } `json:"content"`
+					}
+					_ = json.Unmarshal(m.Result, &r)
+					out = spec.EncodeResponse(pending, json.RawMessage(`{"content":[{"type":"text","text":"answer: `+r.Content.Answer+`"}]}`))
+					pending = nil
+				case m.Kind == spec.KindRequest:
+					out = spec.EncodeError(m.ID, spec.NewError(spec.CodeMethodNotFound, "", "no"))
+				}
+				if out != nil && srv.Write(context.Background(), out) != nil {
+					return
+				}
+			}
+		}()
+		t.Cleanup(func() { _ = c.Close() })
+		return c, nil
+	}
+}
+
+// A server's request with an id a request of another Call had (a server that
+// numbers its requests per session) is a new question for a Call with its own
+// handlers: each call gets its own answer, not the one before.
+func TestCallOwnRequestIDs(t *testing.T) {
+	var global, n atomic.Int32
+	var mu sync.Mutex
+	var logs []string
+	c := connect(t, rawServer(t), routedOpts(&global, &mu, &logs))
+	for _, name := range []string{"Ada", "Grace"} {
+		res, err := c.CallTool(t.Context(), "any", nil, &client.CallOptions{OnRequest: answerWith(name, &n)})
+		if err != nil || text(t, res) != "answer: "+name {
+			t.Fatalf("%v %v, want the answer %s", res, err, name)
+		}
+	}
+	if n.Load() != 2 || global.Load() != 0 {
+		t.Fatalf("the calls' handlers answered %d, the client's %d", n.Load(), global.Load())
+	}
 }
