@@ -262,7 +262,11 @@ func callParams(name string, args any, mr mcpgo.MultiRoundTripParams) (map[strin
 			return nil, err
 		}
 	}
-	if s := upstreamState(mr.RequestState); s != "" {
+	s, ok := upstreamState(mr.RequestState)
+	if !ok {
+		return nil, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState, "requestState is not one this gateway handed out")
+	}
+	if s != "" {
 		params["requestState"], _ = json.Marshal(s)
 	}
 	return params, nil
@@ -275,13 +279,21 @@ func clientState(s string) string {
 
 // upstreamState is the upstream's requestState in one the gateway handed out
 // (a state of another form is passed on as it is: the upstream judges it).
-func upstreamState(s string) string {
-	if rest, ok := strings.CutPrefix(s, stateTag); ok {
-		if b, err := base64.RawURLEncoding.DecodeString(rest); err == nil {
-			return string(b)
-		}
+// One of the gateway's form that does not decode was changed since: not ok.
+//
+// [2026-07-28 MRTR, SEP-2322] servers MUST reject a requestState that fails
+// integrity verification; the upstream verifies its own, and the gateway
+// its wrapping.
+func upstreamState(s string) (string, bool) {
+	rest, tagged := strings.CutPrefix(s, stateTag)
+	if !tagged {
+		return s, true
 	}
-	return s
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 // errNoContent: a tool result without content that asks for no input.
