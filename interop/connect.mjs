@@ -1,5 +1,7 @@
 // connect.mjs BIN: the TypeScript SDK v1 client over stdio through `mcp-resume connect`
-// (default flags; with BRIDGE=mcp-remote, through mcp-remote instead, for comparison), in front of a remote `mcp-resume serve --http --data-dir D
+// (its default flags but --answer-within 0: these clients wait up to 120 s for a call, and
+// deferred answers have deferred.mjs; with BRIDGE=mcp-remote, through mcp-remote instead,
+// for comparison), in front of a remote `mcp-resume serve --http --data-dir D
 // --restartable countdown`, with a TCP proxy of this script's own between the two that
 // can cut, freeze and pass connections. The three scenes of issue 36, each followed by an
 // echo through the same bridge:
@@ -141,7 +143,8 @@ function bridgeCommand(url) {
   if (process.env.BRIDGE === 'mcp-remote') {
     return { command: 'node', args: [join(import.meta.dirname, 'node_modules/mcp-remote/dist/proxy.js'), url, '--transport', 'http-only'] };
   }
-  return { command: bin, args: ['connect', url] };
+  // These clients wait up to 120 s for a call: no deferred answers (deferred.mjs has them).
+  return { command: bin, args: ['connect', '--answer-within', '0', url] };
 }
 
 /** Runs scene, then an echo; returns its outcome as a line, never throws. */

@@ -113,51 +113,38 @@ func ackOf(m *spec.RequestMeta) uint64 {
 // getStatus answers requests/getStatus. It resets the request's timers and never
 // delivers messages.
 func (at *attachments) getStatus(m *spec.Message, st Stream) {
-	c := at.c
-	sp := spanOf(c, m, st)
-	fail := func(e *spec.Error) {
-		c.replyError(st, m.ID, e)
-		sp.end(e)
-	}
-	p, perr := spec.DecodeGetStatusParams(m.Params)
-	if perr != nil {
-		fail(perr)
-		return
-	}
-	r, wait, err := at.lookup(p.ResumeToken, p.RequestID)
-	if at.rateLimited(st, m.ID, wait, sp) {
-		return
-	}
-	sp.within(r) // the request's trace, when it was found
-	if err == nil {
-		err = r.Touch(ackOf(p.Meta))
-	}
-	if err != nil {
-		fail(wireError(err))
-		return
-	}
-	rs := r.Status()
-	res := spec.GetStatusResult{RequestID: p.RequestID, HasPendingMessage: rs.HasPending, HasInputRequest: rs.HasInput}
-	switch rs.State {
-	case resume.StateProcessing:
-		res.Status = spec.StatusProcessing
-	case resume.StateCompleted:
-		res.Status = spec.StatusCompleted
-	case resume.StateFailed:
-		res.Status = spec.StatusFailed
-	case resume.StateCancelled:
-		fail(wireError(resume.ErrCancelled))
-		return
-	default:
-		fail(wireError(resume.ErrExpired))
-		return
-	}
-	if rs.Dropped > 0 {
-		res.Meta = map[string]any{spec.MetaDropped: rs.Dropped}
-	}
-	b, _ := json.Marshal(res)
-	c.reply(st, spec.EncodeResponse(m.ID, b))
-	sp.end(nil)
+	at.c.answerByToken(m, st, func(q *byToken) ([]byte, *spec.Error) {
+		p, perr := spec.DecodeGetStatusParams(m.Params)
+		if perr != nil {
+			return nil, perr
+		}
+		r, err := q.lookup(p.ResumeToken, p.RequestID)
+		if err == nil {
+			err = r.Touch(ackOf(p.Meta))
+		}
+		if err != nil {
+			return nil, wireError(err)
+		}
+		rs := r.Status()
+		res := spec.GetStatusResult{RequestID: p.RequestID, HasPendingMessage: rs.HasPending, HasInputRequest: rs.HasInput}
+		switch rs.State {
+		case resume.StateProcessing:
+			res.Status = spec.StatusProcessing
+		case resume.StateCompleted:
+			res.Status = spec.StatusCompleted
+		case resume.StateFailed:
+			res.Status = spec.StatusFailed
+		case resume.StateCancelled:
+			return nil, wireError(resume.ErrCancelled)
+		default:
+			return nil, wireError(resume.ErrExpired)
+		}
+		if rs.Dropped > 0 {
+			res.Meta = map[string]any{spec.MetaDropped: rs.Dropped}
+		}
+		b, _ := json.Marshal(res)
+		return b, nil
+	})
 }
 
 // resume answers requests/resume: the request named by the message's id and token is
@@ -174,39 +161,30 @@ func (at *attachments) getStatus(m *spec.Message, st Stream) {
 // had queued; what comes later is on the request's own span.
 func (at *attachments) resume(m *spec.Message, st Stream, after uint64, mr *modernReq) {
 	c := at.c
-	sp := spanOf(c, m, st)
-	fail := func(e *spec.Error) {
-		c.replyError(st, m.ID, e)
-		sp.end(e)
-	}
-	p, perr := spec.DecodeResumeParams(m.Params)
-	if perr != nil {
-		fail(perr)
-		return
-	}
-	r, wait, err := at.lookup(p.ResumeToken, m.ID)
-	if at.rateLimited(st, m.ID, wait, sp) {
-		return
-	}
-	sp.within(r)
-	if err != nil {
-		fail(wireError(err))
-		return
-	}
-	snk := mr.sink(c.s, st, m.ID, p.ResumeToken, r)
-	// Validation and lookup answer in order with the connection's other messages;
-	// the replay, which may be long, runs on its own goroutine.
-	c.s.wg.Add(1)
-	go func() {
-		defer c.s.wg.Done()
-		acked := p.Meta != nil && p.Meta.Ack != nil
-		if err := at.adopt(r, st, snk, max(ackOf(p.Meta), after), acked, false); err != nil {
-			fail(wireError(err))
-			return
+	c.answerByToken(m, st, func(q *byToken) ([]byte, *spec.Error) {
+		p, perr := spec.DecodeResumeParams(m.Params)
+		if perr != nil {
+			return nil, perr
 		}
-		sp.end(nil)
-		c.debug().Str("request", string(m.ID)).Msg("resumed")
-	}()
+		r, err := q.lookup(p.ResumeToken, m.ID)
+		if err != nil {
+			return nil, wireError(err)
+		}
+		snk := mr.sink(c.s, st, m.ID, p.ResumeToken, r)
+		// Validation and lookup answer in order with the connection's other
+		// messages; the replay, which may be long, runs on its own goroutine.
+		q.answerLater()
+		c.s.wg.Go(func() {
+			acked := p.Meta != nil && p.Meta.Ack != nil
+			if err := at.adopt(r, st, snk, max(ackOf(p.Meta), after), acked, false); err != nil {
+				q.fail(wireError(err))
+				return
+			}
+			q.sp.end(nil)
+			c.debug().Str("request", string(m.ID)).Msg("resumed")
+		})
+		return nil, nil
+	})
 }
 
 // rejoin answers a tools/call sent again with the key of a call that is known
@@ -306,21 +284,6 @@ func (at *attachments) carried(id []byte) (attached resume.Handle, running *resu
 		running = cl.request()
 	}
 	return t.r, running
-}
-
-// rateLimited answers the request id with rate_limited, and returns true, when
-// wait (from lookup or badToken) says the token check was refused; the answer
-// ends the request's span sp.
-func (at *attachments) rateLimited(st Stream, id spec.ID, wait time.Duration, sp *reqSpan) bool {
-	c := at.c
-	if wait <= 0 {
-		return false
-	}
-	c.debug().Stringer("retryAfter", wait).Msg("token check refused: rate limited")
-	e := rateLimitError(wait)
-	c.replyError(st, id, e)
-	sp.end(e)
-	return true
 }
 
 // rateLimitError is the answer to a token check refused for wait.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -114,31 +113,13 @@ type call struct {
 	// refusal: the call may not run (its key names another request); the
 	// middleware answers it instead of running the tool.
 	refusal *spec.Error
-	timer   *time.Timer // for Mode After, and Always with QuickCall: promotes the call when it fires
-	// eager: the call's policy (Always) makes it resumable at once, and
-	// Options.QuickCall deferred that: its first message promotes it, or its
-	// timer, whichever comes first (see due).
-	eager bool
-	// applied: the middleware applied a policy of Mode Always or After (Promote
-	// may make the call resumable), restartable that policy's.
-	applied, restartable bool
-	// primed: the call's stream has given its client an id to reconnect with
-	// (PrimingStream): a quick window would come too late.
-	primed bool
+	pol     promotion // how its policy makes it resumable (promote.go)
 	// token: its request's token, once it is one (a deferred answer's handle
 	// carries it).
 	token string
-	// Deferral (deferral.go): the call's tool, when it started and its latest
-	// progress (for the deferred answer), the timer of Options.AnswerWithin,
-	// and deferred: it was answered with a deferred answer and runs on,
-	// detached, for the await tool.
-	tool         string
-	started      time.Time
-	lastProgress *progressNote
-	deferTimer   *time.Timer
-	deferred     bool
-	done         bool // the handler returned
-	lost         bool // the connection went away before the request became resumable
+	dfr   deferral // its deferred answer (deferral.go)
+	done  bool     // the handler returned
+	lost  bool     // the connection went away before the request became resumable
 }
 
 // releaseKey lets go of the call's key among the keyed calls in flight (once
@@ -183,11 +164,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 
 	cl.mu.Lock()
 	cl.done = true
-	if cl.timer != nil {
-		cl.timer.Stop()
+	if cl.pol.timer != nil {
+		cl.pol.timer.Stop()
 	}
-	if cl.deferTimer != nil {
-		cl.deferTimer.Stop()
+	if cl.dfr.timer != nil {
+		cl.dfr.timer.Stop()
 	}
 	r := cl.req
 	if cl.uri != "" {
@@ -302,7 +283,7 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 func (cl *call) apply(ctx context.Context, p Policy) context.Context {
 	if p.Mode != Never {
 		cl.mu.Lock()
-		cl.applied, cl.restartable = true, p.Restartable
+		cl.pol.applied, cl.pol.restartable = true, p.Restartable
 		cl.mu.Unlock()
 	}
 	switch p.Mode {
@@ -356,7 +337,7 @@ func (cl *call) request() *resume.Request {
 func (cl *call) connectionLost() {
 	cl.mu.Lock()
 	r := cl.req
-	keep := r != nil && (cl.modern == nil || cl.resumable || cl.kind.task() || cl.deferred || cl.round.answered())
+	keep := r != nil && (cl.modern == nil || cl.resumable || cl.kind.task() || cl.dfr.deferred || cl.round.answered())
 	if r == nil && cl.survives && !cl.done {
 		keep = true // promote makes it a request, detached (its policy's write fails)
 	}
@@ -378,7 +359,7 @@ func (cl *call) connectionLost() {
 func (cl *call) outlivesSession() bool {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return (cl.req != nil && !cl.hidden) || cl.kind.task() || cl.deferred || (cl.survives && !cl.done)
+	return (cl.req != nil && !cl.hidden) || cl.kind.task() || cl.dfr.deferred || (cl.survives && !cl.done)
 }
 
 // flush runs after the handler returned: the notifications it sent are delivered
@@ -395,9 +376,9 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 		return
 	}
 	cl.mu.Lock()
-	if n.Method == spec.MethodProgress && cl.deferTimer != nil {
+	if n.Method == spec.MethodProgress && cl.dfr.timer != nil {
 		if note := noteOf(n.Params.AdditionalFields); note != nil {
-			cl.lastProgress = note
+			cl.dfr.lastProgress = note
 		}
 	}
 	r := cl.req

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -189,81 +188,61 @@ func (cc *sessionCalls) awaitKey(other *keyHold, m *spec.Message, raw []byte, st
 // the request's trace, covers the lookup and the attach.
 func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 	c := cc.c
-	sp := spanOf(c, m, st)
-	fail := func(e *spec.Error) {
-		c.replyError(st, m.ID, e)
-		sp.end(e)
-	}
-	invalid := func() {
-		fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
-			"requestState is not one this server handed out, or its request has ended"))
-	}
-	rs, ok := decodeState(state)
-	if !ok {
-		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait, sp) {
-			return
+	invalid := spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidState,
+		"requestState is not one this server handed out, or its request has ended")
+	c.answerByToken(m, st, func(q *byToken) ([]byte, *spec.Error) {
+		rs, ok := decodeState(state)
+		if !ok {
+			return nil, q.badToken(invalid)
 		}
-		invalid()
-		return
-	}
-	r, wait, err := c.att.lookup(rs.Token, rs.ID)
-	if c.att.rateLimited(st, m.ID, wait, sp) {
-		return
-	}
-	sp.within(r)
-	if err != nil {
-		invalid()
-		return
-	}
-	if addressed(m.Method, m.Params) != rs.Name {
-		invalid()
-		return
-	}
-	var p struct {
-		Responses map[string]json.RawMessage `json:"inputResponses"`
-	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
-		return
-	}
-	for key, res := range p.Responses {
-		c.s.inputResponse(c, key, res)
-	}
-	rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
-	rd.gatherOn(c.s, r)
-	var closed bool
-	c.update(func(s *sessionState) {
-		if closed = s.closed; closed {
-			return
+		r, err := q.lookup(rs.Token, rs.ID)
+		if e := refusal(err); e != nil {
+			return nil, e
 		}
-		if s.retries == nil {
-			s.retries = make(map[string]retried)
+		if err != nil || addressed(m.Method, m.Params) != rs.Name {
+			return nil, invalid
 		}
-		// A long-lived connection forgets answered rounds, in amortized
-		// sweeps (as attached requests are: see trackAs).
-		if len(s.retries) >= s.retrySweepAt {
-			for k, rt := range s.retries {
-				if rt.rd.answered() || rt.r.Gone() {
-					delete(s.retries, k)
-				}
+		if e := c.s.inputResponses(c, m.Params); e != nil {
+			return nil, e
+		}
+		rd := &round{st: st, id: m.ID, orig: rs.ID, state: state}
+		rd.gatherOn(c.s, r)
+		var closed bool
+		c.update(func(s *sessionState) {
+			if closed = s.closed; closed {
+				return
 			}
-			s.retrySweepAt = max(minSweep, 2*len(s.retries))
+			if s.retries == nil {
+				s.retries = make(map[string]retried)
+			}
+			// A long-lived connection forgets answered rounds, in amortized
+			// sweeps (as attached requests are: see trackAs).
+			if len(s.retries) >= s.retrySweepAt {
+				for k, rt := range s.retries {
+					if rt.rd.answered() || rt.r.Gone() {
+						delete(s.retries, k)
+					}
+				}
+				s.retrySweepAt = max(minSweep, 2*len(s.retries))
+			}
+			s.retries[string(m.ID)] = retried{r: r, rd: rd}
+		})
+		q.answerLater()
+		if closed {
+			r.Cancel()
+			q.sp.endCause(errConnectionLost)
+			return nil, nil
 		}
-		s.retries[string(m.ID)] = retried{r: r, rd: rd}
-	})
-	if closed {
-		r.Cancel()
-		sp.endCause(errConnectionLost)
-		return
-	}
-	// The replay may be long, and waits for another instance when the request
-	// lives there: not on the connection's read loop.
-	c.s.wg.Go(func() {
-		if err := r.Attach(rd, 0); err != nil {
-			fail(wireError(err))
-			return
-		}
-		sp.end(nil)
+		// The replay may be long, and waits for another instance when the
+		// request lives there: not on the connection's read loop.
+		c.s.wg.Go(func() {
+			if err := r.Attach(rd, 0); err != nil {
+				q.fail(wireError(err))
+				return
+			}
+			q.sp.end(nil)
+		})
+		return nil, nil
 	})
 }
 
@@ -298,6 +277,14 @@ func cancelUnanswered(rounds map[string]retried, st Stream) {
 // cancelled handles notifications/cancelled. A request attached to this connection,
 // or one named with its resume token (our extension), is cancelled; anything else
 // is ignored, as JSON-RPC allows no answer to a notification.
+//
+// [2025-11-25 utilities/cancellation §Behavior Requirements] Receivers of
+// cancellation notifications SHOULD stop processing the cancelled request,
+// free associated resources, and not send a response for the cancelled
+// request; they MAY ignore cancellation notifications if the referenced
+// request is unknown. The handler's context ends (its tool stops), and the
+// request ends cancelled: no response follows, its client asks about it
+// (getStatus, resume) and hears cancelled.
 func (cc *sessionCalls) cancelled(m *spec.Message) {
 	c := cc.c
 	p, err := spec.DecodeCancelledParams(m.Params)

@@ -13,6 +13,18 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
+// deferral is what a call keeps for its deferred answer: its tool, when it
+// started and its latest progress (for the answer's text), the timer of
+// Options.AnswerWithin, and deferred: it was answered with a deferred answer
+// and runs on, detached, for the await tool. Guarded by the call's mu.
+type deferral struct {
+	tool         string
+	started      time.Time
+	lastProgress *progressNote
+	timer        *time.Timer
+	deferred     bool
+}
+
 // Deferred answers (Options.AnswerWithin). Clients stop waiting for a tool call
 // on their own clock (60 s in the TypeScript SDK and the clients built on it),
 // whatever the server does meanwhile. A tools/call still running after
@@ -108,8 +120,8 @@ func (cl *call) armDeferral(m *spec.Message) {
 	if cl.done {
 		return
 	}
-	cl.tool, cl.started = tool, time.Now()
-	cl.deferTimer = time.AfterFunc(s.opts.AnswerWithin, func() { cl.deferAnswer(p.Restartable) })
+	cl.dfr.tool, cl.dfr.started = tool, time.Now()
+	cl.dfr.timer = time.AfterFunc(s.opts.AnswerWithin, func() { cl.deferAnswer(p.Restartable) })
 }
 
 // deferAnswer answers the call, still running after Options.AnswerWithin,
@@ -121,7 +133,7 @@ func (cl *call) armDeferral(m *spec.Message) {
 func (cl *call) deferAnswer(restartable bool) {
 	c, s := cl.c, cl.c.s
 	cl.mu.Lock()
-	if cl.done || cl.lost || cl.deferred || cl.ctx.Err() != nil {
+	if cl.done || cl.lost || cl.dfr.deferred || cl.ctx.Err() != nil {
 		cl.mu.Unlock()
 		return
 	}
@@ -130,17 +142,17 @@ func (cl *call) deferAnswer(restartable bool) {
 		cl.mu.Unlock()
 		return
 	}
-	if !cl.applied {
-		cl.restartable = restartable
+	if !cl.pol.applied {
+		cl.pol.restartable = restartable
 	}
-	cl.deferred = true
+	cl.dfr.deferred = true
 	r := cl.req
 	if r == nil {
 		so, _, _ := cl.startOptionsLocked()
 		nr, tok, err := s.eng.Start(cl.id, &so)
 		if err != nil {
 			// It runs on as a plain call, answered when it ends.
-			cl.deferred = false
+			cl.dfr.deferred = false
 			cl.notStartedLocked(err)
 			cl.mu.Unlock()
 			return
@@ -154,8 +166,8 @@ func (cl *call) deferAnswer(restartable bool) {
 			r.Detach(cl.round)
 		}
 	}
-	h := deferHandle{ID: cl.id, Token: cl.token, Tool: cl.tool, Started: cl.started.UnixMilli()}
-	last, tool, elapsed := cl.lastProgress, cl.tool, time.Since(cl.started)
+	h := deferHandle{ID: cl.id, Token: cl.token, Tool: cl.dfr.tool, Started: cl.dfr.started.UnixMilli()}
+	last, tool, elapsed := cl.dfr.lastProgress, cl.dfr.tool, time.Since(cl.dfr.started)
 	modern := cl.modern != nil
 	cl.mu.Unlock()
 	// Its client holds a handle of it now: the session's end leaves it.

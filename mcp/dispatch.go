@@ -76,7 +76,12 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 }
 
 // initialize runs the handshake through mcp-go, notes the client's capability and
-// adds the server's advertisement.
+// adds the server's advertisement. The version is mcp-go's to negotiate
+// ([2025-11-25 lifecycle §Version Negotiation] If the server supports the
+// requested protocol version, it MUST respond with the same version;
+// otherwise, the server MUST respond with another protocol version it
+// supports); the resumable-requests capability is advertised only to a
+// client that declared it.
 func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
 	sp := spanOf(c, m, st)
 	var p struct {

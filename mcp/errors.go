@@ -12,6 +12,10 @@ import (
 // place this mapping happens. A wrong token and an unknown request map to the same
 // error, byte for byte.
 func wireError(err error) *spec.Error {
+	var se *spec.Error
+	if errors.As(err, &se) {
+		return se // already the answer (rate_limited)
+	}
 	// The most precise first: an ended request's error is also resume.ErrEnded.
 	switch {
 	case errors.Is(err, resume.ErrUnknown):

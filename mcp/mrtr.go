@@ -166,6 +166,22 @@ type retried struct {
 	rd *round
 }
 
+// inputResponses routes the inputResponses of params (a retry's, a
+// tasks/update's) to the questions they answer; malformed ones are the
+// request's error.
+func (s *Server) inputResponses(c *connState, params json.RawMessage) *spec.Error {
+	var p struct {
+		Responses map[string]json.RawMessage `json:"inputResponses"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error())
+	}
+	for key, res := range p.Responses {
+		s.inputResponse(c, key, res)
+	}
+	return nil
+}
+
 // inputResponse hands the client's answer to one input request (key is the id
 // of the server-to-client request it answers) to the tool waiting for it, here
 // or on the instance that asked. Keys of no waiting question are ignored, as

@@ -10,6 +10,21 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
+// promotion is how a call's policy makes it resumable, guarded by the call's
+// mu: timer, for Mode After and for Always with QuickCall, promotes it when
+// it fires; eager: its policy (Always) makes it resumable at once, and
+// Options.QuickCall deferred that: its first message promotes it, or its
+// timer, whichever comes first (see due); applied: the middleware applied a
+// policy of Mode Always or After (Promote may make the call resumable),
+// restartable that policy's; primed: the call's stream has given its client
+// an id to reconnect with (PrimingStream): a quick window would come too
+// late.
+type promotion struct {
+	timer                       *time.Timer
+	eager, applied, restartable bool
+	primed                      bool
+}
+
 // Promotion: a call becomes a request of the engine (resumable, or a task).
 // promote is the one way, whatever asks for it: its policy (at once, after its
 // quick window or its After), its first message (due), its stream's priming
@@ -21,7 +36,7 @@ import (
 // creation), and attaches it to its connection. running says the tool
 // already runs on the call's context, which must then end when the request
 // does. Whether the request may run again after a restart is the applied
-// policy's (cl.restartable), whatever made the call resumable now. It returns
+// policy's (cl.pol.restartable), whatever made the call resumable now. It returns
 // the request, or nil when the call stays plain.
 func (cl *call) promote(running bool) *resume.Request {
 	cl.mu.Lock()
@@ -31,7 +46,7 @@ func (cl *call) promote(running bool) *resume.Request {
 		// (cancelled by its client before it became one: see cancelled).
 		return nil
 	}
-	cl.eager = false
+	cl.pol.eager = false
 	so, rd, askedTTL := cl.startOptionsLocked()
 	r, tok, err := cl.c.s.eng.Start(cl.id, &so)
 	if err != nil {
@@ -69,13 +84,13 @@ func (cl *call) startOptionsLocked() (so resume.StartOptions, rd *round, askedTT
 		Trace: cl.span.traceContext(), Observer: cl.span.observer()}
 	// Its client can find it: by its token, its task id, or a deferred
 	// answer's handle (one it may be given later: deferTimer).
-	known := !hidden || cl.kind.task() || cl.deferred || cl.deferTimer != nil
+	known := !hidden || cl.kind.task() || cl.dfr.deferred || cl.dfr.timer != nil
 	if known {
 		so.Token = cl.key // "": the engine makes one
 	}
 	// A task is restartable too: its client polls it by id, and gets the new
 	// run's result.
-	if cl.restartable && known {
+	if cl.pol.restartable && known {
 		so.Payload = bytes.Clone(cl.raw)
 		if cl.key != "" {
 			so.Payload = spec.WithoutKey(so.Payload) // a secret, not stored
@@ -87,7 +102,7 @@ func (cl *call) startOptionsLocked() (so resume.StartOptions, rd *round, askedTT
 		// its outbox.
 		so.TTL, askedTTL = s.taskTTL(cl)
 		so.Sink = nil
-	case cl.deferred:
+	case cl.dfr.deferred:
 		// Answered with its deferred answer, then detached: the await tool
 		// attaches to it.
 		so.Sink = nil
@@ -175,7 +190,7 @@ func (cl *call) becomeLocked(r *resume.Request, sink Stream, running bool) {
 	if running {
 		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	}
-	if c.replay && !cl.deferred {
+	if c.replay && !cl.dfr.deferred {
 		// On a one-stream transport the running call stands for its request
 		// (cancel by id, detach at the end); once it has ended, a result kept
 		// for retention needs nothing from this connection. Only stream
@@ -189,16 +204,16 @@ func (cl *call) becomeLocked(r *resume.Request, sink Stream, running bool) {
 // the first call counts.
 func (cl *call) promoteAfter(d time.Duration, eager bool) {
 	cl.mu.Lock()
-	if eager && cl.primed {
+	if eager && cl.pol.primed {
 		// Its client has an id to reconnect with already: resumable now.
 		cl.mu.Unlock()
 		cl.promote(true)
 		return
 	}
 	defer cl.mu.Unlock()
-	if cl.timer == nil && !cl.done {
-		cl.eager = eager
-		cl.timer = time.AfterFunc(d, func() { cl.promote(true) })
+	if cl.pol.timer == nil && !cl.done {
+		cl.pol.eager = eager
+		cl.pol.timer = time.AfterFunc(d, func() { cl.promote(true) })
 	}
 }
 
@@ -208,8 +223,8 @@ func (cl *call) promoteAfter(d time.Duration, eager bool) {
 // (promoteAfter), so that the id names a request the client can come back to.
 func (cl *call) beforePrime() {
 	cl.mu.Lock()
-	cl.primed = true
-	eager := cl.eager
+	cl.pol.primed = true
+	eager := cl.pol.eager
 	cl.mu.Unlock()
 	if eager {
 		cl.promote(true)
@@ -220,7 +235,7 @@ func (cl *call) beforePrime() {
 // the message is in the request's outbox, numbered, after the policy.
 func (cl *call) due() {
 	cl.mu.Lock()
-	eager := cl.eager
+	eager := cl.pol.eager
 	cl.mu.Unlock()
 	if eager {
 		cl.promote(true)

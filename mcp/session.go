@@ -289,7 +289,7 @@ func TakesInputRequired(ctx context.Context) bool {
 	cl := cs.cl
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return !cl.deferred && (!cl.kind.task() || cl.req == nil)
+	return !cl.dfr.deferred && (!cl.kind.task() || cl.req == nil)
 }
 
 // Promote makes the call whose tool runs on ctx resumable now, as its
@@ -306,7 +306,7 @@ func Promote(ctx context.Context) bool {
 	}
 	cl := cs.cl
 	cl.mu.Lock()
-	applied := cl.applied
+	applied := cl.pol.applied
 	cl.mu.Unlock()
 	if !applied {
 		return false

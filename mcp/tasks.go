@@ -175,69 +175,36 @@ func (s *Server) taskTTL(cl *call) (ttl, asked time.Duration) {
 // Each is a span in the task's trace (taskSpan).
 func (tk *sessionTasks) taskRequest(m *spec.Message, st Stream, mr *modernReq) {
 	c := tk.c
-	sp := spanOf(c, m, st)
-	fail := func(e *spec.Error) {
-		c.replyError(st, m.ID, e)
-		sp.end(e)
-	}
-	answer := func(b []byte) {
-		c.reply(st, spec.EncodeResponse(m.ID, b))
-		sp.end(nil)
-	}
-	if !mr.tasks() {
-		fail(errNeedsTasks(m.Method + " needs the " + spec.ExtensionTasks + " extension in the request's capabilities"))
-		return
-	}
-	unknown := func() { fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")) }
-	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
-	if !ok {
-		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait, sp) {
-			return
+	c.answerByToken(m, st, func(q *byToken) ([]byte, *spec.Error) {
+		if !mr.tasks() {
+			return nil, errNeedsTasks(m.Method + " needs the " + spec.ExtensionTasks + " extension in the request's capabilities")
 		}
-		unknown()
-		return
-	}
-	ack := func() { answer(doneResult2026) }
-	r, wait, err := c.att.lookup(tid.Token, tid.ID)
-	if c.att.rateLimited(st, m.ID, wait, sp) {
-		return
-	}
-	sp.within(r) // the task's trace, when it was found
-	if err != nil {
+		tid, r, cancelled, e := q.task(m)
 		switch {
-		case !errors.Is(err, resume.ErrCancelled):
-			unknown()
-		case m.Method == spec.MethodTasksGet:
-			answer(taskObject(tid, "cancelled", nil, c.s.eng.Options()))
-		case m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
-			ack()
-		default:
-			ack() // a cancel or an update of a cancelled task: nothing to do
+		case e != nil:
+			return nil, e
+		case cancelled && m.Method == spec.MethodTasksGet:
+			return taskObject(tid, "cancelled", nil, c.s.eng.Options()), nil
+		case cancelled: // a stream, a cancel or an update of a cancelled task: nothing to do
+			return doneResult2026, nil
 		}
-		return
-	}
-	switch m.Method {
-	case spec.MethodTasksStream:
-		tk.taskStream(m, st, r, tid, doneResult2026, sp)
-	case spec.MethodTasksCancel:
-		r.Cancel()
-		ack()
-	case spec.MethodTasksUpdate:
-		var p struct {
-			Responses map[string]json.RawMessage `json:"inputResponses"`
+		switch m.Method {
+		case spec.MethodTasksStream:
+			q.answerLater()
+			tk.taskStream(m, st, r, tid, doneResult2026, q.sp)
+			return nil, nil
+		case spec.MethodTasksCancel:
+			r.Cancel()
+			return doneResult2026, nil
+		case spec.MethodTasksUpdate:
+			if e := c.s.inputResponses(c, m.Params); e != nil {
+				return nil, e
+			}
+			_ = r.Touch(0)
+			return doneResult2026, nil
 		}
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "malformed inputResponses: "+err.Error()))
-			return
-		}
-		for key, res := range p.Responses {
-			c.s.inputResponse(c, key, res)
-		}
-		_ = r.Touch(0)
-		ack()
-	default:
-		answer(tk.taskGet(r, tid))
-	}
+		return tk.taskGet(r, tid), nil
+	})
 }
 
 // taskGet reads the task's state from what its outbox holds: its questions and

@@ -154,72 +154,58 @@ func (cl *call) legacyTaskResult(tid *taskID, status, message string, asked time
 // (or its stream goes away).
 func (tk *sessionTasks) legacyTaskRequest(m *spec.Message, st Stream) {
 	c := tk.c
-	sp := spanOf(c, m, st)
-	if m.Method == methodTasksList {
-		tk.taskList(m, st)
-		sp.end(nil)
-		return
-	}
-	fail := func(e *spec.Error) {
-		c.replyError(st, m.ID, e)
-		sp.end(e)
-	}
-	unknown := func() { fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")) }
-	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
-	if !ok {
-		if wait := c.att.badToken(); c.att.rateLimited(st, m.ID, wait, sp) {
-			return
+	c.answerByToken(m, st, func(q *byToken) ([]byte, *spec.Error) {
+		if m.Method == methodTasksList {
+			q.answerLater()
+			tk.taskList(m, st)
+			q.sp.end(nil)
+			return nil, nil
 		}
-		unknown()
-		return
-	}
-	o := c.s.eng.Options()
-	reply := func(v any) {
-		b, _ := json.Marshal(v)
-		c.reply(st, spec.EncodeResponse(m.ID, b))
-		sp.end(nil)
-	}
-	r, wait, err := c.att.lookup(tid.Token, tid.ID)
-	if c.att.rateLimited(st, m.ID, wait, sp) {
-		return
-	}
-	sp.within(r) // the task's trace, when it was found
-	if err != nil {
+		o := c.s.eng.Options()
+		tid, r, cancelled, e := q.task(m)
 		switch {
-		case !errors.Is(err, resume.ErrCancelled):
-			unknown()
-		case m.Method == spec.MethodTasksGet:
-			reply(legacyTask(tid, "cancelled", "", o))
-		case m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
-			reply(struct{}{})
-		default: // tasks/result or tasks/cancel of a cancelled task
-			fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled"))
+		case e != nil:
+			return nil, e
+		case cancelled && m.Method == spec.MethodTasksGet:
+			return marshal(legacyTask(tid, "cancelled", "", o)), nil
+		case cancelled && m.Method == spec.MethodTasksStream: // nothing is kept of a cancelled task
+			return []byte("{}"), nil
+		case cancelled: // tasks/result or tasks/cancel of a cancelled task
+			return nil, spec.NewError(spec.CodeInvalidParams, spec.ReasonCancelled, "the task was cancelled")
 		}
-		return
-	}
-	switch m.Method {
-	case spec.MethodTasksStream:
-		tk.taskStream(m, st, r, tid, doneResult2025, sp)
-	case spec.MethodTasksGet:
-		status, msg := tk.legacyStatus(r)
-		reply(legacyTask(tid, status, msg, o))
-	case spec.MethodTasksCancel:
-		if s, _ := tk.legacyStatus(r); s != "working" && s != "input_required" {
-			fail(spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "the task has ended ("+s+")"))
-			return
+		switch m.Method {
+		case spec.MethodTasksStream:
+			q.answerLater()
+			tk.taskStream(m, st, r, tid, doneResult2025, q.sp)
+			return nil, nil
+		case spec.MethodTasksGet:
+			status, msg := tk.legacyStatus(r)
+			return marshal(legacyTask(tid, status, msg, o)), nil
+		case spec.MethodTasksCancel:
+			if s, _ := tk.legacyStatus(r); s != "working" && s != "input_required" {
+				return nil, spec.NewError(spec.CodeInvalidParams, spec.ReasonInvalidParams, "the task has ended ("+s+")")
+			}
+			r.Cancel()
+			return marshal(legacyTask(tid, "cancelled", "", o)), nil
 		}
-		r.Cancel()
-		reply(legacyTask(tid, "cancelled", "", o))
-	default: // tasks/result: the task's questions, then its result, on st
-		rl := &relay{st: st, id: m.ID, orig: tid.ID, task: tid.encode(), span: sp}
+		// tasks/result: the task's questions, then its result, on st.
+		q.answerLater()
+		rl := &relay{st: st, id: m.ID, orig: tid.ID, task: tid.encode(), span: q.sp}
 		c.s.wg.Go(func() {
 			if err := r.Attach(rl, 0); err != nil {
-				fail(wireError(err))
+				q.fail(wireError(err))
 				return
 			}
-			c.att.trackAs(tracked{r: r, sink: rl, task: true, span: sp}, st)
+			c.att.trackAs(tracked{r: r, sink: rl, task: true, span: q.sp}, st)
 		})
-	}
+		return nil, nil
+	})
+}
+
+// marshal is v in JSON (a value of ours, which always encodes).
+func marshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // legacyStatus reads a task's status in the 2025-11-25 form, where a tool

@@ -64,6 +64,9 @@ type ClientOptions struct {
 	Machine    bool
 	PrivateKey any // a crypto.Signer (or what go-jose signs with)
 	SigningAlg string
+	// Scopes, when set, are the scopes a machine asks for, instead of those
+	// the server's challenge or metadata name.
+	Scopes []string
 }
 
 // ErrLoginRequired is the error of a request to a server that wants a login

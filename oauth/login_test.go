@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -553,3 +554,23 @@ func TestRefreshRotationAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d refreshes and %d authorizations; want 1 and 1", ref, au)
 	}
 }
+
+// The transport passes CloseIdleConnections on to its base: a client that
+// found a connection silent drops the pooled ones through it (without, the
+// next request went out on a dead pooled connection).
+func TestTransportClosesIdleConnections(t *testing.T) {
+	var closed int
+	base := closeCounter{&closed}
+	c := &http.Client{Transport: &oauth.Transport{Session: oauth.NewSession("http://127.0.0.1:9/mcp", nil), Base: base}}
+	c.CloseIdleConnections()
+	if closed != 1 {
+		t.Fatalf("the base's CloseIdleConnections called %d times, want 1", closed)
+	}
+}
+
+type closeCounter struct{ n *int }
+
+func (c closeCounter) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("unused")
+}
+func (c closeCounter) CloseIdleConnections() { *c.n++ }

@@ -20,6 +20,9 @@ func (s *Session) machineLocked(ctx context.Context, d *discovered, ch *Challeng
 	if s.opts.ClientID == "" {
 		return errors.New("oauth: a machine client needs its client id")
 	}
+	if scopes == nil && len(s.opts.Scopes) > 0 {
+		scopes = slices.Clone(s.opts.Scopes)
+	}
 	if scopes == nil {
 		scopes = ch.Scopes()
 		if len(scopes) == 0 {

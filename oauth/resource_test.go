@@ -48,10 +48,18 @@ type rig struct {
 	refused map[string]int
 }
 
-func newRig(t *testing.T, opts oauth.Options) *rig {
+func newRig(t *testing.T, opts oauth.Options) *rig { return newRigAt(t, opts, false) }
+
+// newRigAt is newRig with the server's own URL as its resource when local
+// (its clients reach it at its listen address).
+func newRigAt(t *testing.T, opts oauth.Options, local bool) *rig {
 	t.Helper()
 	r := &rig{refused: map[string]int{}}
+	srv := httptest.NewUnstartedServer(nil)
 	opts.Resource = resource
+	if local {
+		opts.Resource = "http://" + srv.Listener.Addr().String() + "/mcp"
+	}
 	opts.OnRefused = func(reason string) {
 		r.mu.Lock()
 		r.refused[reason]++
@@ -71,7 +79,9 @@ func newRig(t *testing.T, opts oauth.Options) *rig {
 	for _, p := range rs.MetadataPaths() {
 		mux.Handle(p, rs.MetadataHandler())
 	}
-	r.srv = httptest.NewServer(mux)
+	srv.Config.Handler = mux
+	srv.Start()
+	r.srv = srv
 	t.Cleanup(func() {
 		h.Close()
 		wh.Close()

@@ -76,6 +76,15 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 }
 
+// CloseIdleConnections closes the base's idle connections (http.Client's
+// CloseIdleConnections reaches the base through it: a client that found its
+// connection silent drops the pooled ones opened with it).
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base().(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 var errNoReplay = &replayError{}
 
 type replayError struct{}

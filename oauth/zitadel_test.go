@@ -3,15 +3,12 @@ package oauth_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/internal/oauthtest"
-	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/oauth"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
@@ -24,29 +21,9 @@ import (
 // refreshed, not a new login.
 func TestClientAgainstProvider(t *testing.T) {
 	op := oauthtest.Start(t)
-	srv := httptest.NewUnstartedServer(nil)
-	mcpURL := "http://" + srv.Listener.Addr().String() + "/mcp"
-	rs, err := oauth.New(&oauth.Options{Resource: mcpURL, Issuers: []string{op.Issuer}, Scopes: []string{"mcp:tools"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core := mcp.New(demo.Server("test"), nil)
-	h := httptransport.NewHandler(core, &httptransport.Options{Auth: rs})
-	wh := ws.NewHandler(core, &ws.AcceptOptions{Auth: rs})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.Handle("/ws", wh)
-	for _, p := range rs.MetadataPaths() {
-		mux.Handle(p, rs.MetadataHandler())
-	}
-	srv.Config.Handler = mux
-	srv.Start()
-	t.Cleanup(func() {
-		h.Close()
-		wh.Close()
-		srv.Close()
-		core.Close()
-	})
+	r := newRigAt(t, oauth.Options{Issuers: []string{op.Issuer}, Scopes: []string{"mcp:tools"}}, true)
+	srv := r.srv
+	mcpURL := srv.URL + "/mcp"
 
 	store := &oauth.MemoryStore{}
 	opts := &oauth.ClientOptions{Store: store, ClientID: oauthtest.CodeClient, Authorize: op.Login(op.User())}

@@ -1,9 +1,6 @@
 package resume
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // Attachment: a request's one sink at a time (Attach and its variants, Detach),
 // and the write lock a new attachment waits on.
@@ -14,8 +11,11 @@ type attachment struct {
 	cursor   uint64 // highest seq written to sink (or acknowledged before attaching)
 	draining bool   // a goroutine is in drain for this attachment
 	// win: messages of the replay window to write again, in order among the
-	// queued ones (see Request.win).
-	win []Message
+	// queued ones (see Request.win), taken when the first drain starts
+	// (wantWin): after the previous attachment's write in flight, whose
+	// message goes from the outbox to the window when it completes.
+	win     []Message
+	wantWin bool
 	// wmu is held through each write to sink and what follows it (a delivered
 	// message discarded); prevW is the previous attachment's, which this one's
 	// first drain waits for (see drain). Separate allocations, so that a
@@ -25,8 +25,8 @@ type attachment struct {
 
 // newAttachmentLocked makes sink the request's attachment, after the previous
 // one's write in flight, if any (see drain). Called with r.mu held.
-func (r *Request) newAttachmentLocked(sink Sink, cursor uint64, win []Message) *attachment {
-	a := &attachment{sink: sink, cursor: cursor, win: win, wmu: make(writeLock, 1), prevW: r.lastW}
+func (r *Request) newAttachmentLocked(sink Sink, cursor uint64, wantWin bool) *attachment {
+	a := &attachment{sink: sink, cursor: cursor, wantWin: wantWin, wmu: make(writeLock, 1), prevW: r.lastW}
 	r.att, r.lastW = a, a.wmu
 	return a
 }
@@ -103,12 +103,9 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode AttachMode) error 
 			r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
 		}
 	}
-	var win []Message
-	if ack > 0 || mode != AttachModePlain {
-		if time.Since(r.winAt) > r.e.opts.ReplayWindow {
-			r.trimWinLocked(0)
-		}
-		win = slices.Clone(r.win) // ackLocked let go of those up to ack
+	wantWin := ack > 0 || mode != AttachModePlain
+	if wantWin && time.Since(r.winAt) > r.e.opts.ReplayWindow {
+		r.trimWinLocked(0)
 	}
 	if written > ack && !r.ackMode {
 		// Delivered, as deliver would have counted them.
@@ -116,7 +113,7 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode AttachMode) error 
 			r.discardLocked(drop)
 		}
 	}
-	r.newAttachmentLocked(sink, max(ack, written), win)
+	r.newAttachmentLocked(sink, max(ack, written), wantWin)
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
 	if o := r.observer(); o != nil {

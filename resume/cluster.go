@@ -196,18 +196,13 @@ const (
 // failure other than ErrNotFound or ErrUnreadable is tried again until sharedWait
 // has passed.
 func (e *Engine) getShared(h TokenHash) (*Record, error) {
-	end := time.Now().Add(sharedWait)
-	pauses := backoff.Double(10*time.Millisecond, 250*time.Millisecond)
+	l := backoff.Start(10*time.Millisecond, 250*time.Millisecond, sharedWait, sharedTry)
 	for {
-		pause := pauses.Next()
-		ctx, cancel := context.WithTimeout(e.ctx, sharedTry)
+		ctx, cancel := l.Try(e.ctx)
 		rec, err := e.store.Get(ctx, h)
 		cancel()
-		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnreadable) || time.Until(end) < pause {
+		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnreadable) || !l.Pause(e.ctx) {
 			return rec, err
-		}
-		if !backoff.Sleep(e.ctx, pause) {
-			return nil, err
 		}
 	}
 }

@@ -45,6 +45,13 @@ func (r *Request) drain(a *attachment, next Message) {
 			p.waitIdle(takeoverWait)
 		}
 	}
+	r.mu.Lock()
+	if a.wantWin {
+		// The window as it is now: a message the previous attachment wrote
+		// meanwhile is in it (ackLocked let go of those up to the ack).
+		a.win, a.wantWin = slices.Clone(r.win), false
+	}
+	r.mu.Unlock()
 	for {
 		r.mu.Lock()
 		if r.att != a || (!r.q.hasAfter(a.cursor) && len(a.win) == 0) {

@@ -220,7 +220,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	r.mu.Lock()
 	if so.Sink != nil {
-		r.newAttachmentLocked(so.Sink, 0, nil)
+		r.newAttachmentLocked(so.Sink, 0, false)
 	}
 	// Detached until its first Attach, the maxWait clock runs; a TTL runs from
 	// now. An attached request without one has no deadline: nothing to do.

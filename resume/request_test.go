@@ -692,6 +692,40 @@ func TestTakeoverWaitsForWrite(t *testing.T) {
 }
 
 // appendAsync is appendMsg of a notification for a goroutine of the test's.
+// A call sent again (AttachAll) while the lost connection is still writing
+// one of its messages: that message, delivered when the write completes, is
+// in the replay window the new attachment writes first; none is lost.
+func TestAttachAllDuringWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, nil)
+		r, _ := start(t, e, `1`, nil)
+		a := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 2)}
+		attach(t, r, a, 0)
+		appended := make(chan struct{})
+		go func() {
+			defer close(appended)
+			appendAsync(t, r) // seq 1, written by Append: blocks in a
+		}()
+		synctest.Wait()
+		b := newSink()
+		attached := make(chan struct{})
+		go func() {
+			defer close(attached)
+			if err := r.AttachAll(b); err != nil {
+				t.Error(err)
+			}
+		}()
+		synctest.Wait()
+		close(a.gate) // the write to a completes: seq 1 delivered there
+		<-appended
+		<-attached
+		synctest.Wait()
+		appendAsync(t, r) // seq 2, to b
+		synctest.Wait()
+		wantSeqs(t, "sink B, attached with everything while A wrote seq 1", b.seqs(t), 1, 2)
+	})
+}
+
 func appendAsync(t *testing.T, r *resume.Request) {
 	if _, err := r.Append(resume.KindNotification, "", encoder("notification", "")); err != nil {
 		t.Error(err)

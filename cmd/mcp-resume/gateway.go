@@ -74,8 +74,8 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		}
 		opts.Header.Set("Authorization", "Bearer "+tok)
 	}
-	opts.Authorization = f.oauth.upstreamAuthorization(f.upstream)
-	if f.login != nil && opts.Authorization == nil && opts.Header.Get("Authorization") == "" {
+	opts.Wrap = f.oauth.upstreamWrap(f.upstream, &log)
+	if f.login != nil && opts.Wrap == nil && opts.Header.Get("Authorization") == "" {
 		// A person's login, when the remote wants one: now, before the
 		// gateway's first connection (whose deadline is no person's).
 		s, err := f.login.session(f.upstream, stderr, &log)
@@ -96,7 +96,7 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		g, err = startRemote(opts, log)
 	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {
 		fix := "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header"
-		if opts.Authorization != nil {
+		if f.oauth.upstreamClientID != "" {
 			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server, and that --upstream-oauth-resource names the resource the upstream wants tokens for"
 		}
 		err = explain(err, f.upstream, fix)
@@ -123,8 +123,7 @@ const remoteWait = time.Minute
 // status: credentials, a wrong path) is not. Errors speak of the remote.
 func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, error) {
 	creds := "give them with --header 'Authorization: Bearer ${TOKEN}' (the variable set in the launching app's env) or --token-env NAME"
-	deadline := time.Now().Add(remoteWait)
-	pause := backoff.Double(250*time.Millisecond, 5*time.Second)
+	l := backoff.Start(250*time.Millisecond, 5*time.Second, remoteWait, 0)
 	for said := false; ; {
 		g, err := gateway.New(context.Background(), opts)
 		if err == nil {
@@ -142,13 +141,18 @@ func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, e
 		case errors.As(err, &netErr):
 			err = netErr
 		}
-		if refused != nil || time.Now().After(deadline) {
+		giveUp := func() (*gateway.Gateway, error) {
 			return nil, explain(fmt.Errorf("connect: the remote %s: %w", opts.URL, err), opts.URL, creds)
+		}
+		if refused != nil {
+			return giveUp()
 		}
 		if !said {
 			log.Warn().Str("remote", opts.URL).Str("error", err.Error()).Stringer("for", remoteWait).Msg("connect: the remote is not reachable; trying again")
 			said = true
 		}
-		time.Sleep(pause.Next())
+		if !l.Pause(context.Background()) {
+			return giveUp()
+		}
 	}
 }

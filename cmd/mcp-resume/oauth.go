@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,9 +36,7 @@ type oauthFlags struct {
 	publicURL     string
 
 	upstreamClientID string
-	upstreamIssuer   string
 	upstreamScopes   string
-	upstreamResource string
 }
 
 // listFlag is a repeatable flag whose values may also be comma-separated.
@@ -60,10 +57,8 @@ func (o *oauthFlags) register(fs *flag.FlagSet, gw bool) {
 	fs.Var(&o.toolScopes, "oauth-tool-scope", "with --oauth-issuer: `TOOL=SCOPE[ SCOPE]`, scopes a call of TOOL needs besides --oauth-scope; a token without them gets 403 insufficient_scope naming them (step-up) (repeatable)")
 	fs.StringVar(&o.publicURL, "public-url", "", "with --oauth-issuer: the MCP endpoint's URL as clients reach it, the resource tokens must be issued for (RFC 8707) (default: http://ADDR/PATH of the --http listener, which must then be loopback)")
 	if gw {
-		fs.StringVar(&o.upstreamClientID, "upstream-oauth-client-id", "", "with --upstream: call the upstream with tokens of the client credentials grant (for the upstream's URL as resource) of this client id, its secret read from "+envUpstreamSecret+"; the clients' own tokens are never sent upstream")
-		fs.StringVar(&o.upstreamIssuer, "upstream-oauth-issuer", "", "with --upstream-oauth-client-id: the authorization server (default: the first --oauth-issuer)")
-		fs.StringVar(&o.upstreamScopes, "upstream-oauth-scope", "", "with --upstream-oauth-client-id: scopes asked for, comma-separated")
-		fs.StringVar(&o.upstreamResource, "upstream-oauth-resource", "", "with --upstream-oauth-client-id: the resource the tokens are asked for (RFC 8707) (default: the --upstream URL; an mcp-resume upstream reached over WebSocket wants its --public-url)")
+		fs.StringVar(&o.upstreamClientID, "upstream-oauth-client-id", "", "with --upstream: call the upstream with tokens of the client credentials grant of this client id (its secret read from "+envUpstreamSecret+") at the authorization server the upstream's protected resource metadata names, for the resource it names; the clients' own tokens are never sent upstream")
+		fs.StringVar(&o.upstreamScopes, "upstream-oauth-scope", "", "with --upstream-oauth-client-id: scopes asked for, comma-separated (default: those the upstream's challenge or metadata name)")
 	}
 }
 
@@ -80,8 +75,8 @@ func (o *oauthFlags) check(f *serveFlags) error {
 	if len(o.issuers) > 0 && f.stdio {
 		return errors.New("--oauth-issuer protects the HTTP and WebSocket listeners; on --stdio the client is the process that started this one")
 	}
-	if o.upstreamClientID == "" && (o.upstreamIssuer != "" || o.upstreamScopes != "" || o.upstreamResource != "") {
-		return errors.New("--upstream-oauth-issuer, --upstream-oauth-scope and --upstream-oauth-resource go with --upstream-oauth-client-id")
+	if o.upstreamClientID == "" && o.upstreamScopes != "" {
+		return errors.New("--upstream-oauth-scope goes with --upstream-oauth-client-id")
 	}
 	if o.upstreamClientID != "" {
 		switch {
@@ -89,8 +84,6 @@ func (o *oauthFlags) check(f *serveFlags) error {
 			return errors.New("--upstream-oauth-client-id goes with --upstream")
 		case f.upstreamTokenEnv != "":
 			return errors.New("--upstream-oauth-client-id and --upstream-token-env both give the upstream's credentials: give one")
-		case o.upstreamIssuer == "" && len(o.issuers) == 0:
-			return errors.New("--upstream-oauth-client-id: name the authorization server with --upstream-oauth-issuer (or --oauth-issuer)")
 		case os.Getenv(envUpstreamSecret) == "":
 			return fmt.Errorf("--upstream-oauth-client-id: %s is not set or empty", envUpstreamSecret)
 		}
@@ -98,23 +91,17 @@ func (o *oauthFlags) check(f *serveFlags) error {
 	return nil
 }
 
-// upstreamAuthorization is the gateway's own credentials for its upstream
-// (--upstream-oauth-client-id), nil without.
-func (o *oauthFlags) upstreamAuthorization(upstream string) func(context.Context) (string, error) {
+// upstreamWrap is the gateway's own OAuth client of its upstream
+// (--upstream-oauth-client-id): a machine's, the client credentials grant at
+// the authorization server the upstream names; nil without.
+func (o *oauthFlags) upstreamWrap(upstream string, log *zerolog.Logger) func(http.RoundTripper) http.RoundTripper {
 	if o.upstreamClientID == "" {
 		return nil
 	}
-	iss := o.upstreamIssuer
-	if iss == "" {
-		iss = o.issuers[0]
-	}
-	res := o.upstreamResource
-	if res == "" {
-		res = upstream
-	}
-	cc := &oauth.ClientCredentials{Issuer: iss, ClientID: o.upstreamClientID, ClientSecret: os.Getenv(envUpstreamSecret),
-		Resource: res, Scopes: splitList(o.upstreamScopes)}
-	return cc.Authorization
+	return wrap(oauth.NewSession(upstream, &oauth.ClientOptions{
+		Machine: true, ClientID: o.upstreamClientID, ClientSecret: os.Getenv(envUpstreamSecret),
+		Scopes: splitList(o.upstreamScopes), Logger: log,
+	}))
 }
 
 // authn is how serve authenticates the requests of its network transports.

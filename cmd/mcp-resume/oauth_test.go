@@ -177,8 +177,9 @@ func grepLines(s, sub string) string {
 }
 
 // The gateway checks its clients' tokens and calls its upstream with its own
-// (the client credentials grant, for the upstream as resource): the upstream
-// never sees a client's token, over HTTP or WebSocket.
+// (the client credentials grant at the authorization server the upstream's
+// metadata names, for the resource it names): the upstream never sees a
+// client's token, over HTTP or WebSocket.
 func TestGatewayUpstreamCredentials(t *testing.T) {
 	for _, upstreamWS := range []bool{false, true} {
 		name := "http"
@@ -207,6 +208,9 @@ func TestGatewayUpstreamCredentials(t *testing.T) {
 			defer wh.Close()
 			mux.Handle("/mcp", h)
 			mux.Handle("/ws", wh)
+			for _, p := range rs.MetadataPaths() {
+				mux.Handle(p, rs.MetadataHandler())
+			}
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				seen = append(seen, r.Header.Get("Authorization"))
@@ -218,7 +222,7 @@ func TestGatewayUpstreamCredentials(t *testing.T) {
 
 			upstream := upURL
 			if upstreamWS {
-				upstream = "ws://" + ln.Addr().String() + "/ws --upstream-oauth-resource " + upURL
+				upstream = "ws://" + ln.Addr().String() + "/ws"
 			}
 			t.Setenv(envUpstreamSecret, oauthtest.Secret("gateway"))
 			ls := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --upstream "+upstream+" --upstream-oauth-client-id gateway", 1)
@@ -233,14 +237,22 @@ func TestGatewayUpstreamCredentials(t *testing.T) {
 			if len(seen) == 0 {
 				t.Fatal("the upstream got no request")
 			}
+			own := 0
 			for _, a := range seen {
 				if strings.Contains(a, alice) {
 					t.Fatal("the upstream got the client's token")
+				}
+				if a == "" {
+					continue // the request that met the 401, the metadata's
 				}
 				tok, ref := rs.Check(t.Context(), a, "127.0.0.1")
 				if ref != nil || !strings.HasSuffix(tok.Principal(), "#gateway") {
 					t.Fatalf("the upstream got %v (%+v), want the gateway's own token", tok, ref)
 				}
+				own++
+			}
+			if own == 0 {
+				t.Fatal("no request upstream carried the gateway's token")
 			}
 		})
 	}

@@ -47,3 +47,47 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+// A loop's pauses double, jittered between half and all of each; it gives up
+// before a pause that would end past its deadline; each try is bounded by
+// its own bound within the deadline.
+func TestLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := backoff.Start(100*time.Millisecond, 400*time.Millisecond, time.Second, 300*time.Millisecond)
+		want := []time.Duration{100, 200, 400, 400}
+		for i := 0; ; i++ {
+			ctx, cancel := l.Try(t.Context())
+			dl, _ := ctx.Deadline()
+			cancel()
+			if bound := min(300*time.Millisecond, time.Until(l.End())); dl.Sub(time.Now()) != bound {
+				t.Fatalf("try %d: deadline in %v, want %v", i, dl.Sub(time.Now()), bound)
+			}
+			before := time.Now()
+			if !l.Pause(t.Context()) {
+				if time.Since(start) > time.Second || i < 2 {
+					t.Fatalf("gave up after %v and %d pauses", time.Since(start), i)
+				}
+				return
+			}
+			p := time.Since(before)
+			if w := want[i] * time.Millisecond; p < w/2 || p > w {
+				t.Fatalf("pause %d: %v, want between %v and %v", i, p, w/2, w)
+			}
+		}
+	})
+}
+
+func TestJitter(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		d := backoff.Jitter(time.Second)
+		if d < time.Second/2 || d > time.Second {
+			t.Fatalf("Jitter(1s) = %v", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 50 {
+		t.Fatalf("%d distinct pauses in 100", len(seen))
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +18,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 )
 
 // The binary's OTLP/HTTP span exporter (http/protobuf). The official one
@@ -189,24 +190,18 @@ func (e *httpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 		_ = e.zw.Close()
 		body = e.zbuf.Bytes()
 	}
-	start, wait := time.Now(), e.retryFirst
+	l := backoff.Start(e.retryFirst, retryMax, retryTotal, 0)
 	for {
 		retryAfter, err := e.send(ctx, body)
 		var rerr *retryable
 		if !errors.As(err, &rerr) {
 			return err
 		}
-		delay := max(retryAfter, wait/2+rand.N(wait+1))
-		wait = min(2*wait, retryMax)
-		if time.Since(start)+delay > retryTotal {
+		if !l.Wait(ctx, max(retryAfter, l.Next())) {
+			if ctx.Err() != nil {
+				return errors.Join(rerr.err, ctx.Err())
+			}
 			return rerr.err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(rerr.err, ctx.Err())
 		}
 	}
 }

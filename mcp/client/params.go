@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,8 +49,7 @@ func paramFields(params any) (map[string]json.RawMessage, error) {
 // call's key when it has one, the trace context of its span when it is
 // traced, and envelope's members (the 2026-07-28 envelope; nil for none).
 // fields' _meta is replaced in what it writes, its other members kept; fields
-// is not changed. Members are written in key order, each on one line (a
-// value with a line break is compacted: stdio frames a message by line).
+// is not changed. Members are written in key order, as they are.
 func encodeParams(fields map[string]json.RawMessage, cl *call, progress bool, envelope map[string]json.RawMessage) (json.RawMessage, error) {
 	traced := cl.traceparent != ""
 	withMeta := progress || cl.callKey != "" || traced || envelope != nil
@@ -147,13 +145,6 @@ func (ms pairs) appendTo(b []byte) []byte {
 		}
 		b = appendString(b, m.key)
 		b = append(b, ':')
-		if bytes.ContainsAny(m.val, "\r\n") {
-			var c bytes.Buffer
-			if json.Compact(&c, m.val) == nil {
-				b = append(b, c.Bytes()...)
-				continue
-			}
-		}
 		b = append(b, m.val...)
 	}
 	return append(b, '}')

@@ -319,14 +319,12 @@ func (n *Node) Alive(ctx context.Context, instance string) bool {
 // a fifth of CallTimeout, and a failure other than ErrKeyNotFound is tried again
 // until ctx ends or CallTimeout has passed; then the last error is returned.
 func (n *Node) readLease(ctx context.Context, instance string) (jetstream.KeyValueEntry, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.opts.CallTimeout)
-	defer cancel()
-	pauses := backoff.Double(10*time.Millisecond, n.opts.CallTimeout/10)
+	l := backoff.Start(10*time.Millisecond, n.opts.CallTimeout/10, n.opts.CallTimeout, n.opts.CallTimeout/5)
 	for {
-		tctx, tcancel := context.WithTimeout(ctx, n.opts.CallTimeout/5)
+		tctx, cancel := l.Try(ctx)
 		e, err := n.kv.Get(tctx, instance)
-		tcancel()
-		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || !backoff.Sleep(ctx, pauses.Next()) {
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || !l.Pause(ctx) {
 			return e, err
 		}
 	}

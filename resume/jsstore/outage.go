@@ -46,22 +46,18 @@ func (s *Store) connected(ctx context.Context) error {
 // waits for the connection to be up again, or a little more each time while NATS
 // does not answer.
 func (s *Store) retry(ctx context.Context, op func(ctx context.Context) error) error {
-	end := time.Now().Add(s.opts.OutageWait)
+	l := backoff.Start(10*time.Millisecond, 500*time.Millisecond, s.opts.OutageWait, s.timeout)
+	end := l.End()
 	nc := s.js.Conn()
 	var err error
-	pauses := backoff.Double(10*time.Millisecond, 500*time.Millisecond)
 	for {
-		pause := pauses.Next()
+		pause := l.Next()
 		if st := nc.Status(); st == nats.RECONNECTING || st == nats.CONNECTING {
 			if err == nil {
 				err = nats.ErrConnectionReconnecting
 			}
 		} else {
-			deadline := time.Now().Add(s.timeout)
-			if end.Before(deadline) {
-				deadline = end
-			}
-			tctx, cancel := context.WithDeadline(ctx, deadline)
+			tctx, cancel := l.Try(ctx)
 			err = op(tctx)
 			cancel()
 			s.suspect(err)

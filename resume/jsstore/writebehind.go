@@ -432,10 +432,10 @@ func (s *Store) settle(ctx context.Context, h resume.TokenHash) error {
 		return nil // nothing of it is to be stored in the stream made anew
 	}
 	s.flush(h)
-	end := time.Now().Add(s.opts.OutageWait)
-	pauses := backoff.Double(10*time.Millisecond, 500*time.Millisecond)
+	l := backoff.Start(10*time.Millisecond, 500*time.Millisecond, s.opts.OutageWait, 0)
+	end := l.End()
 	for {
-		pause := pauses.Next()
+		pause := l.Next()
 		s.mu.Lock()
 		r := s.reqs[h]
 		var wait []*pending

@@ -495,6 +495,19 @@ type headerTransport struct {
 	auth   func(context.Context) (string, error)
 }
 
+// CloseIdleConnections closes the base's idle connections: a client that
+// found its connection silent drops the pooled ones opened with it
+// (http.Client's CloseIdleConnections reaches the base only through it).
+func (t headerTransport) CloseIdleConnections() {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, vs := range t.header {

@@ -303,6 +303,9 @@ func (h *Handler) unparkLocked(id string, ps *parkedSession) *session {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// [2025-11-25 transports §Security Warning] Servers MUST validate the
+	// Origin header on all incoming connections ... If the Origin header is
+	// present and invalid, servers MUST respond with HTTP 403 Forbidden.
 	if !transport.AllowedRequest(r, h.opts.AllowedHosts, h.opts.AllowedOrigins) {
 		h.log.Warn().Str("host", r.Host).Str("origin", r.Header.Get("Origin")).Msg("forbidden host or origin")
 		fail(w, http.StatusForbidden, spec.NewError(spec.CodeInvalidRequest, spec.ReasonForbidden, "host or origin not allowed"))
@@ -314,6 +317,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	principal := id.Principal
 	v := r.Header.Get(HeaderProtocolVersion)
+	// [2025-11-25 transports §Protocol Version Header] If the server receives
+	// a request with an invalid or unsupported MCP-Protocol-Version, it MUST
+	// respond with 400 Bad Request.
 	if v != "" && !slices.Contains(Versions, v) && r.Method != http.MethodPost {
 		fail(w, http.StatusBadRequest, spec.UnsupportedVersion(v)) // a POST's answer names its request (post)
 		return
@@ -410,6 +416,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id transport.Iden
 	}
 
 	if m.Kind != spec.KindRequest {
+		// [2025-11-25 transports §Sending Messages] If the server accepts
+		// the input [a response or notification], the server MUST return
+		// HTTP status code 202 Accepted with no body.
 		s.core.Handle(m, raw, nil)
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -523,6 +532,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) 
 		st.serve(r)
 		return
 	}
+	// [2025-11-25 transports §Resumability] The server MUST NOT replay
+	// messages that would have been delivered on a different stream: the
+	// event id names its request (the stream), and only that request's
+	// messages after it are replayed.
 	id, seq, ok := parseEventID(last)
 	if !ok {
 		fail(w, http.StatusBadRequest, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidEventID,
@@ -606,6 +619,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 		return nil
 	}
 	if s == nil || s.core.Principal() != principal {
+		// [2025-11-25 transports §Session Management] The server MAY
+		// terminate the session at any time, after which it MUST respond to
+		// requests containing that session ID with HTTP 404 Not Found.
 		failID(w, http.StatusNotFound, id, errUnknownSession)
 		return nil
 	}
@@ -619,6 +635,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 // the handler is closed or the session bounds are reached with every session
 // in use.
 func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
+	// [2025-11-25 transports §Session Management] The session ID SHOULD be
+	// globally unique and cryptographically secure ... MUST only contain
+	// visible ASCII characters: a random (version 4) UUID.
 	s := &session{h: h, id: uuid.NewString(), streams: make(map[*stream]struct{}), principal: principal, remote: remote}
 	h.mu.Lock()
 	if h.closed {

@@ -234,6 +234,10 @@ func (st *stream) startSSELocked() {
 	h.Set(HeaderKeepAlive, st.s.h.keepAliveHeader)
 	st.w.WriteHeader(http.StatusOK)
 	b := st.buf[:0]
+	// [2025-11-25 transports §Sending Messages] The server SHOULD immediately
+	// send an SSE event consisting of an event ID and an empty data field in
+	// order to prime the client to reconnect; before closing the connection
+	// it SHOULD send a retry field.
 	if st.key != "" && !st.modern {
 		b = append(b, "id: "...)
 		b = appendEventID(b, st.key, st.prime)

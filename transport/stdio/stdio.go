@@ -8,7 +8,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"syscall"
@@ -126,6 +128,17 @@ func (c *Conn) readLine() ([]byte, error) {
 func (c *Conn) Write(_ context.Context, msg []byte) error {
 	if c.isClosed() {
 		return transport.ErrClosed
+	}
+	// [2025-11-25 transports §stdio] Messages are delimited by newlines, and
+	// MUST NOT contain embedded newlines: a message indented by whoever made
+	// it (an upstream's, passed on) is compacted; a newline can only be
+	// whitespace between JSON tokens.
+	if bytes.IndexByte(msg, '\n') >= 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, msg); err != nil {
+			return fmt.Errorf("stdio: a message with a newline that is not JSON: %w", err)
+		}
+		msg = b.Bytes()
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()

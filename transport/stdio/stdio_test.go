@@ -3,6 +3,7 @@ package stdio_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -316,5 +317,23 @@ func testDrain(t *testing.T, r, w *os.File) {
 	c.Drain(ctx, time.Hour) // returns once the reader has it all
 	if line := <-got; !strings.Contains(line, "notifications/progress") {
 		t.Errorf("the reader got %q", line)
+	}
+}
+
+// A message with newlines between its tokens (an indented one, passed on) is
+// written compact, on one line; one with a newline that is not JSON is an
+// error, and nothing is written.
+func TestWriteCompacts(t *testing.T) {
+	var out bytes.Buffer
+	c := stdio.New(strings.NewReader(""), &out, nil)
+	if err := c.Write(context.Background(), []byte("{\n  \"jsonrpc\": \"2.0\",\n  \"method\": \"x\"\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != `{"jsonrpc":"2.0","method":"x"}`+"\n" {
+		t.Fatalf("written %q", got)
+	}
+	out.Reset()
+	if err := c.Write(context.Background(), []byte("not\njson")); err == nil || out.Len() != 0 {
+		t.Fatalf("a raw newline: %v, wrote %q", err, out.String())
 	}
 }
