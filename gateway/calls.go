@@ -45,12 +45,14 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	r := &relay{ctx: ctx, token: token}
+	r := &relay{ctx: ctx, token: token, g: g, tool: req.Params.Name}
 	support, _ := g.TaskSupport(req.Params.Name)
 	raw, err := g.up.Call(ctx, spec.MethodToolsCall, params, &client.CallOptions{
 		Progress:  r.progress,
 		OnLog:     r.log,
 		OnRequest: r.ask,
+		Resumed:   r.resumed,
+		Resent:    r.resent,
 		// A task of the upstream's outlives the connection it was made on,
 		// and its questions say which task they are for. Only when the tool
 		// must be one: a task's progress waits in its queue until it is
@@ -125,14 +127,35 @@ func (g *Gateway) envelope(ctx context.Context, asked *mcpgo.Meta) *client.Envel
 type relay struct {
 	ctx   context.Context     // the tool's, in the core: where its messages go
 	token mcpgo.ProgressToken // the client's progress token; nil when it gave none
+	g     *Gateway            // for its log
+	tool  string
 
-	mu sync.Mutex // guards last and moved
+	mu sync.Mutex // guards last, moved and said
 	// last is the last progress value passed on: the gateway serves the
 	// progress of its client's call, which [MCP progress] "MUST increase
 	// with each notification", so a value the upstream sends again (a call
 	// run again on a new child, a stream an upstream replays) is dropped.
 	last  float64
 	moved bool
+	said  bool // the call's loss was logged
+}
+
+// resumed logs, once per call, that the call's upstream connection or stream
+// was lost and the call is being resumed.
+func (r *relay) resumed() {
+	r.mu.Lock()
+	said := r.said
+	r.said = true
+	r.mu.Unlock()
+	if !said {
+		r.g.log.Warn().Str("tool", r.tool).Msg("upstream connection lost during a call; resuming it")
+	}
+}
+
+// resent logs that the call was sent again: the upstream never got it, it
+// has a key, or its tool is restartable.
+func (r *relay) resent() {
+	r.g.log.Info().Str("tool", r.tool).Msg("a call sent to the upstream again: its connection or stream was lost before its answer")
 }
 
 func (r *relay) progress(p client.Progress) {

@@ -248,7 +248,7 @@ func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*m
 	if err != nil {
 		return nil, err
 	}
-	r := &relay{ctx: ctx}
+	r := &relay{ctx: ctx, g: g, tool: req.Params.Name}
 	raw, err := g.up.Call(ctx, spec.MethodPromptsGet, params, &client.CallOptions{
 		OnRequest:           r.ask,
 		ReturnInputRequired: func() bool { return resumemcp.TakesInputRequired(ctx) },
