@@ -1,14 +1,21 @@
 // Package gateway puts the resume core in front of any MCP server: it is an MCP
-// client of an upstream server (a stdio child, or Streamable HTTP) and serves the
-// upstream's tools, resources, prompts and completions as an mcp-go server that
-// mcp.New wraps like any other. A tools/call runs on the upstream while the
-// gateway's own client is gone: the upstream's progress, logs and questions
-// (sampling, elicitation, roots) of the call become the call's messages in the
-// core, with everything that gives (sequence numbers, resumes on any transport,
-// tasks, both protocol eras, durable results, clusters).
+// client of an upstream server (a stdio child, Streamable HTTP or WebSocket) and
+// serves the upstream's tools, resources, prompts and completions as an mcp-go
+// server that mcp.New wraps like any other. A tools/call runs on the upstream
+// while the gateway's own client is gone: the upstream's progress, logs and
+// questions (sampling, elicitation, roots) of the call become the call's
+// messages in the core, with everything that gives (sequence numbers, resumes
+// on any transport, tasks, both protocol eras, durable results, clusters).
+//
+// Its upstream side is the project's Go client, mcp/client, the one `mcp-resume
+// call` uses: the upstream calls' resumes, keys, acks, silences, reconnections
+// and upstream tasks are the client's. The gateway keeps what is its own: the
+// mirror of the upstream's lists and subscriptions, and the relay of each call
+// to its own client (calls.go).
 //
 // The gateway speaks the 2025-11-25 revision to its upstream, the one every
-// server of the day speaks; its own clients get both eras.
+// server of the day speaks, and calls an upstream that also speaks 2026-07-28
+// in that era; its own clients get both eras.
 package gateway
 
 import (
@@ -19,11 +26,8 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -31,7 +35,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-resume/mcp-resume/internal/backoff"
+	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -63,9 +67,6 @@ func (e *StartError) Unwrap() error { return e.Err }
 
 // Protocol is the revision the gateway asks its upstream for.
 const Protocol = "2025-11-25"
-
-// writeTimeout bounds a notification or an answer written to the upstream.
-const writeTimeout = 10 * time.Second
 
 // Options configure a Gateway. Either Command or URL is set.
 type Options struct {
@@ -176,22 +177,21 @@ func (o *Options) withDefaults() Options {
 type Gateway struct {
 	opts Options
 	log  zerolog.Logger
-	obs  *observer // nil: upstream requests neither traced nor measured
 	srv  *server.MCPServer
-	init initResult // the first connection's
-	keys bool       // the upstream takes call keys (takesKeys of init)
+	// up is the gateway's client of the upstream: its calls, their resumes,
+	// keys, acks and silences, its connections.
+	up   *client.Client
+	init *mcpgo.InitializeResult // the first connection's
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the supervisor, peer readers, upstream request handlers
-	conns  atomic.Uint64  // upstream connections made
+	wg     sync.WaitGroup // the supervisor
 
-	mu      sync.Mutex
-	up      *peer         // the live connection; nil while there is none
-	ready   chan struct{} // closed while up is set
-	calls   map[string]*upcall
-	mirrorQ chan struct{}     // capacity 1: the lists changed upstream
-	lists   map[string]string // a digest of each list as last mirrored
+	mirrorQ chan struct{} // capacity 1: the lists changed upstream
+	connQ   chan struct{} // capacity 1: a new upstream connection was made
+
+	mu    sync.Mutex
+	lists map[string]string // a digest of each list as last mirrored
 	// taskSupport: each upstream tool's execution.taskSupport, as last
 	// mirrored, when the upstream does tasks itself (nil when it does not).
 	taskSupport map[string]mcpgo.TaskSupport
@@ -199,45 +199,6 @@ type Gateway struct {
 	// the others (the core's own) stay when it changes.
 	mirrored map[string]bool
 	subs     subscriptions
-}
-
-// upcall is a tools/call running on the upstream, by its upstream request id.
-type upcall struct {
-	ctx   context.Context     // the tool's, in the core: where its messages go
-	token mcpgo.ProgressToken // the client's progress token; nil when it gave none
-	// progress is the last progress value passed on (guarded by Gateway.mu):
-	// progress only increases, so one the upstream sends again (a replay) is
-	// dropped.
-	progress   float64
-	progressed bool
-	// resumeToken, from the upstream's resumePolicy for the call (SEP-975, an
-	// HTTP upstream that offers it), lets the call be resumed on a new
-	// connection when its stream or its connection is lost; maxWait is how long
-	// the upstream keeps it meanwhile; seq is the newest message of the call
-	// passed on (io.mcp-resume/seq), acknowledged on a resume so that nothing
-	// comes twice. Guarded by Gateway.mu.
-	resumeToken string
-	maxWait     time.Duration
-	seq         uint64
-	// keyed: resumeToken is the call's key (io.mcp-resume/key), sent with it:
-	// a call lost before its policy came is sent again with it. policySeen:
-	// the policy came (the upstream had the call). heard counts the call's
-	// messages that arrived, so that a resume knows it reached the upstream.
-	keyed, policySeen bool
-	heard             uint64
-	// upTask is the upstream's task running the call (2025-11-25 tasks), once
-	// it made one: its questions name it (guarded by Gateway.mu).
-	upTask string
-	// asked holds the call's questions from the upstream, by their id: one
-	// sent again after a resume is not asked twice (guarded by Gateway.mu).
-	asked map[string]*question
-}
-
-type initResult struct {
-	ProtocolVersion string                   `json:"protocolVersion"`
-	Capabilities    mcpgo.ServerCapabilities `json:"capabilities"`
-	ServerInfo      mcpgo.Implementation     `json:"serverInfo"`
-	Instructions    string                   `json:"instructions"`
 }
 
 // New starts the upstream, initializes it and mirrors its lists. An error here
@@ -252,26 +213,79 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	if o.Logger != nil {
 		log = *o.Logger
 	}
-	g := &Gateway{opts: o, log: log, ready: make(chan struct{}), calls: map[string]*upcall{}, mirrorQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
-	g.obs = newObserver(&o)
+	g := &Gateway{opts: o, log: log, mirrorQ: make(chan struct{}, 1), connQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
-	p, init, err := g.connect(ctx)
+	up, err := client.Connect(ctx, g.dial, g.clientOptions())
 	if err != nil {
 		g.cancel()
-		return nil, err
+		return nil, &StartError{err}
 	}
-	g.init, g.keys = init, takesKeys(init)
-	g.srv = g.newServer(init)
-	if err := g.mirror(ctx, p); err != nil {
-		p.close()
-		g.wg.Wait()
+	g.up, g.init = up, up.InitializeResult()
+	g.connected()
+	g.srv = g.newServer(g.init)
+	if err := g.mirror(ctx); err != nil {
+		_ = up.Close()
 		g.cancel()
 		return nil, err
 	}
-	g.install(p)
 	g.wg.Add(1)
-	go g.supervise(p)
+	go g.supervise()
 	return g, nil
+}
+
+// clientOptions are the options of the gateway's client of its upstream. It
+// declares what its own clients may answer (sampling, elicitation, roots):
+// servers that offer tools only to capable clients offer them all. An HTTP
+// or WebSocket upstream that offers SEP-975 makes each call resumable (with
+// the ack extension: it keeps what it sent until a resume acknowledges it);
+// a stdio child, whose every connection is a new process, is asked for
+// none. A stdio child or an HTTP upstream that also speaks 2026-07-28 gets
+// tools/call and prompts/get in that era (callTool); over WebSocket calls
+// stay in the session's era. The client connects again whenever the
+// upstream goes, so that its list changes and resource updates are heard.
+func (g *Gateway) clientOptions() *client.Options {
+	o := &g.opts
+	transport := mcptrace.TransportStdio
+	switch {
+	case isWebSocket(o.URL):
+		transport = mcptrace.TransportWebSocket
+	case o.URL != "":
+		transport = mcptrace.TransportHTTP
+	}
+	return &client.Options{
+		ClientInfo:      mcpgo.Implementation{Name: "mcp-resume-gateway", Version: o.Version},
+		ProtocolVersion: Protocol,
+		Capabilities: map[string]any{
+			"sampling":    map[string]any{},
+			"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
+			"roots":       map[string]any{"listChanged": true},
+		},
+		OnRequest: g.unattributed,
+		OnLog: func(p mcpgo.LoggingMessageNotificationParams) {
+			g.log.Debug().Any("params", p).Msg("upstream log message of no call")
+		},
+		OnNotification: g.notification,
+		NoResumable:    o.URL == "",
+		Discover:       !isWebSocket(o.URL),
+		KeepConnected:  true,
+		OnReconnected: func() {
+			select {
+			case g.connQ <- struct{}{}:
+			default:
+			}
+		},
+		OnConnectionLost: func(err error) {
+			g.log.Warn().AnErr("error", err).Msg("upstream connection ended; starting it again")
+		},
+		MinBackoff:       o.MinBackoff,
+		MaxBackoff:       o.MaxBackoff,
+		ReconnectTimeout: o.ConnectTimeout,
+		StreamIdle:       o.StreamIdle,
+		TracerProvider:   o.TracerProvider,
+		OnOperation:      o.OnOperation,
+		PassTraceContext: true,
+		Transport:        transport,
+	}
 }
 
 // Server is the mcp-go server to serve with mcp.New.
@@ -313,7 +327,7 @@ func (g *Gateway) PolicyOf(tools map[string]resumemcp.Policy, def resumemcp.Poli
 		switch support {
 		case mcpgo.TaskSupportRequired:
 			p.Task = resumemcp.TaskRequired
-			if p.Mode == resumemcp.Always && g.modernUpstream() {
+			if p.Mode == resumemcp.Always && g.up.Modern() {
 				// The upstream makes the call its task when it chooses,
 				// and the gateway's call becomes its task then (Promote):
 				// before, the call's questions may be its input_required
@@ -330,93 +344,62 @@ func (g *Gateway) PolicyOf(tools map[string]resumemcp.Policy, def resumemcp.Poli
 	}
 }
 
-// resumableCap is the gateway's SEP-975 capability toward an HTTP upstream.
-var resumableCap = map[string]any{"extensions": []string{spec.ExtensionAck}}
-
 // escalateAfter bounds how long a 2026 client's call of a task-required tool
 // runs before it is a task of the gateway's, when its upstream of the
 // 2026-07-28 era has not made it one yet.
 const escalateAfter = 100 * time.Millisecond
 
-// modernUpstream reports whether the live upstream connection speaks the
-// 2026-07-28 era.
-func (g *Gateway) modernUpstream() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.up != nil && g.up.modern
-}
-
 // ServerInfo is the upstream's name and version.
 func (g *Gateway) ServerInfo() mcpgo.Implementation { return g.init.ServerInfo }
 
 // Connections is how many upstream connections were made (1 + restarts).
-func (g *Gateway) Connections() uint64 { return g.conns.Load() }
+func (g *Gateway) Connections() uint64 { return 1 + uint64(g.up.Reconnects()) }
 
 // Close ends the upstream connection (a child is stopped) and waits for the
 // gateway's goroutines.
 func (g *Gateway) Close() error {
 	g.cancel()
-	g.mu.Lock()
-	p := g.up
-	g.mu.Unlock()
-	if p != nil {
-		p.close()
-	}
+	err := g.up.Close()
 	g.wg.Wait()
-	return nil
+	return err
 }
 
-// dial opens a transport connection to the upstream.
+// dial opens a transport connection to the upstream: a WebSocket is one
+// session, whose loss (a close, a ping unanswered for half the ping
+// interval, which is how a silent connection shows) ends the connection;
+// over Streamable HTTP a lost or silent stream costs its request alone
+// (ReportStreamLoss); a stdio child is started again.
 func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
-	if isWebSocket(g.opts.URL) {
-		// A WebSocket is one session: its loss (a close, a ping unanswered
-		// for PingTimeout, which is how a silent connection shows) ends the
-		// peer, and calls the upstream made resumable are resumed on the next.
-		h := g.opts.Header
-		if g.opts.Authorization != nil {
-			a, err := g.opts.Authorization(ctx)
-			if err != nil {
-				return nil, err
-			}
-			h = h.Clone()
-			if h == nil {
-				h = http.Header{}
-			}
-			h.Set("Authorization", a)
-		}
-		return ws.Dial(ctx, g.opts.URL, &ws.DialOptions{Header: h, Wrap: g.opts.Wrap, Options: ws.Options{PingInterval: g.opts.WSPing, PingTimeout: g.opts.WSPing / 2}})
+	o := &g.opts
+	if isWebSocket(o.URL) {
+		return ws.Dial(ctx, o.URL, &ws.DialOptions{Header: o.Header, Authorization: o.Authorization, Wrap: o.Wrap,
+			Options: ws.Options{PingInterval: o.WSPing, PingTimeout: o.WSPing / 2}})
 	}
-	if g.opts.URL != "" {
-		client := g.opts.Client
-		if client == nil {
-			client = http.DefaultClient
+	if o.URL != "" {
+		hc := o.Client
+		if hc == nil {
+			hc = http.DefaultClient
 		}
-		if len(g.opts.Header) > 0 || g.opts.Authorization != nil || g.opts.Wrap != nil {
-			c := *client
-			var rt http.RoundTripper = headerTransport{base: client.Transport, header: g.opts.Header, auth: g.opts.Authorization}
-			if g.opts.Wrap != nil {
-				base := client.Transport
-				if base == nil {
-					base = http.DefaultTransport
-				}
-				if len(g.opts.Header) > 0 || g.opts.Authorization != nil {
-					base = rt
-				}
-				rt = g.opts.Wrap(base)
+		if o.Wrap != nil {
+			c := *hc
+			base := c.Transport
+			if base == nil {
+				base = http.DefaultTransport
 			}
-			c.Transport = rt
-			client = &c
+			c.Transport = o.Wrap(base)
+			hc = &c
 		}
-		return httptransport.Dial(g.opts.URL, &httptransport.ClientOptions{Client: client, Protocol: Protocol, ReportStreamLoss: true, Silence: g.opts.Silence}), nil
+		return httptransport.Dial(o.URL, &httptransport.ClientOptions{Client: hc, Header: o.Header, Authorization: o.Authorization,
+			Protocol: Protocol, ReportStreamLoss: true, Silence: o.Silence}), nil
 	}
-	env, err := stdio.Environ(g.opts.Env)
+	env, err := stdio.Environ(o.Env)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	cmd := exec.Command(g.opts.Command[0], g.opts.Command[1:]...)
+	cmd := exec.Command(o.Command[0], o.Command[1:]...)
 	cmd.Env = env
-	cmd.Dir = g.opts.Dir
-	cmd.Stderr = g.opts.Stderr
+	cmd.Dir = o.Dir
+	cmd.Stderr = o.Stderr
 	return stdio.Command(cmd, &stdio.Options{MaxMessageBytes: transport.DefaultMaxMessageBytes})
 }
 
@@ -425,278 +408,67 @@ func isWebSocket(url string) bool {
 	return strings.HasPrefix(url, "ws://") || strings.HasPrefix(url, "wss://")
 }
 
-// connect makes one upstream connection and initializes it.
-func (g *Gateway) connect(ctx context.Context) (*peer, initResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
-	defer cancel()
-	conn, err := g.dial(ctx)
-	if err != nil {
-		return nil, initResult{}, &StartError{err}
-	}
-	n := g.conns.Add(1)
-	p := newPeer(g, conn, "gw"+strconv.FormatUint(n, 10)+"-")
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		p.read(g.ctx)
-	}()
-	caps := map[string]any{
-		"sampling":    map[string]any{},
-		"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
-		"roots":       map[string]any{"listChanged": true},
-	}
-	if g.opts.URL != "" {
-		// An HTTP upstream that offers SEP-975 makes each call resumable: a call
-		// whose stream or connection is lost is resumed on the next one. With
-		// the ack extension, it keeps what it sent until the gateway's resume
-		// acknowledges it, so that what a dying connection lost is sent again.
-		caps[spec.CapabilityName] = resumableCap
-	}
-	params, _ := json.Marshal(map[string]any{
-		"protocolVersion": Protocol,
-		"capabilities":    caps,
-		"clientInfo":      g.clientInfo(),
-	})
-	raw, err := p.call(ctx, "initialize", params)
-	var init initResult
-	if err == nil {
-		err = json.Unmarshal(raw, &init)
-	}
-	if err != nil {
-		p.close()
-		if errors.Is(err, errLost) || errors.Is(err, errNotSent) {
-			<-p.done
-			if p.err != nil && !errors.Is(p.err, transport.ErrClosed) {
-				err = fmt.Errorf("%w (%w)", err, p.err)
-			}
-		}
-		return nil, initResult{}, &StartError{err}
-	}
-	p.version = init.ProtocolVersion
-	p.notify("notifications/initialized", nil)
-	if g.opts.URL == "" || p.http != nil {
-		// A child on stdio, or a server over Streamable HTTP (where a 2026
-		// request goes without the session, with headers of its own, and is
-		// cancelled by closing its stream). Over WebSocket calls stay in the
-		// session's era.
-		p.modern = speaksModern(ctx, p)
-	}
-	if p.http != nil {
-		// Notifications of no request (list changes) come on the session's GET
-		// stream, where the upstream offers one.
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			if status, err := p.http.Get(""); err != nil {
-				g.log.Debug().Int("status", status).Err(err).Msg("the upstream has no GET stream")
-			}
-		}()
-	}
-	g.log.Info().Str("upstream", init.ServerInfo.Name).Str("upstreamVersion", init.ServerInfo.Version).Str("protocol", init.ProtocolVersion).Bool("modern", p.modern).Msg("upstream connected")
-	return p, init, nil
-}
-
-// speaksModern asks the upstream's server/discover whether it speaks the
-// 2026-07-28 era as well. An upstream of the 2025 era answers method not found.
-func speaksModern(ctx context.Context, p *peer) bool {
-	params, _ := json.Marshal(map[string]any{"_meta": map[string]any{
-		spec.MetaProtocolVersion:    spec.Version2026,
-		spec.MetaClientCapabilities: map[string]any{},
-		spec.MetaClientInfo:         p.g.clientInfo(),
-	}})
-	raw, err := p.probe(ctx, spec.MethodServerDiscover, params)
-	if err != nil {
-		return false
-	}
-	var d struct {
-		SupportedVersions []string `json:"supportedVersions"`
-	}
-	return json.Unmarshal(raw, &d) == nil && slices.Contains(d.SupportedVersions, spec.Version2026)
-}
-
-// clientInfo is how the gateway names itself to its upstream.
-func (g *Gateway) clientInfo() map[string]any {
-	return map[string]any{"name": "mcp-resume-gateway", "version": g.opts.Version}
-}
-
-// install makes p the live connection.
-func (g *Gateway) install(p *peer) {
-	g.mu.Lock()
-	g.up = p
-	close(g.ready)
-	g.mu.Unlock()
-}
-
-// lost takes p out of service, if it is the live connection: calls wait for
-// the next one from now on.
-func (g *Gateway) lost(p *peer) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.up == p {
-		g.up = nil
-		g.ready = make(chan struct{})
+// connected logs the upstream connection just made.
+func (g *Gateway) connected() {
+	if init := g.up.InitializeResult(); init != nil {
+		g.log.Info().Str("upstream", init.ServerInfo.Name).Str("upstreamVersion", init.ServerInfo.Version).
+			Str("protocol", init.ProtocolVersion).Bool("modern", g.up.Modern()).Msg("upstream connected")
 	}
 }
 
-// replaced waits until p is no longer the live connection (the supervisor
-// took it out of service), up to ConnectTimeout.
-func (g *Gateway) replaced(ctx context.Context, p *peer) {
-	t := time.NewTimer(g.opts.ConnectTimeout)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-	case <-g.ctx.Done():
-	case <-t.C:
-	}
-	g.lost(p)
-}
-
-// supervise starts the upstream again whenever its connection ends, until Close.
-// The connection it made last is closed as it returns: Close may have found
-// none installed while a new one was being made.
-func (g *Gateway) supervise(p *peer) {
+// supervise follows the upstream until Close: it lists again when the
+// upstream says its lists changed, and after each new connection (a child
+// started again, a server that restarted may serve other lists), where it
+// also subscribes to the resources the gateway's clients want.
+func (g *Gateway) supervise() {
 	defer g.wg.Done()
-	defer func() { p.close() }()
 	for {
 		select {
-		case <-p.done:
 		case <-g.mirrorQ:
-			if err := g.mirror(g.ctx, p); err != nil && g.ctx.Err() == nil {
-				g.log.Warn().Err(err).Msg("following the upstream's list changes")
-			}
-			continue
+		case <-g.connQ:
+			g.connected()
+			g.resubscribe(g.ctx)
 		case <-g.ctx.Done():
 			return
 		}
-		g.lost(p)
-		p.close()
-		if g.ctx.Err() != nil {
-			return
-		}
-		g.log.Warn().AnErr("error", p.err).Msg("upstream connection ended; starting it again")
-		for attempt := 0; ; attempt++ {
-			if !backoff.Sleep(g.ctx, backoff.Delay(g.opts.MinBackoff, g.opts.MaxBackoff, attempt)) {
-				return
-			}
-			np, _, err := g.connect(g.ctx)
-			if err == nil {
-				if err = g.mirror(g.ctx, np); err != nil {
-					np.close()
-				} else {
-					g.resubscribe(g.ctx, np)
-				}
-			}
-			if err == nil {
-				p = np
-				g.install(p)
-				break
-			}
-			if g.ctx.Err() != nil {
-				return
-			}
-			g.log.Warn().Err(err).Int("attempt", attempt+1).Msg("starting the upstream again")
-		}
-	}
-}
-
-// current returns the live connection, waiting up to ConnectTimeout for one.
-func (g *Gateway) current(ctx context.Context) (*peer, error) {
-	t := time.NewTimer(g.opts.ConnectTimeout)
-	defer t.Stop()
-	for {
-		g.mu.Lock()
-		p, ready := g.up, g.ready
-		g.mu.Unlock()
-		if p != nil {
-			return p, nil
-		}
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-g.ctx.Done():
-			return nil, spec.ShuttingDown()
-		case <-t.C:
-			return nil, spec.NewError(spec.CodeInternalError, ReasonUpstreamUnavailable, "the upstream server is not running, and could not be started in "+g.opts.ConnectTimeout.String())
+		if err := g.mirror(g.ctx); err != nil && g.ctx.Err() == nil {
+			g.log.Warn().Err(err).Msg("following the upstream's lists")
 		}
 	}
 }
 
 // request sends a request of a client (tools aside) to the upstream.
 func (g *Gateway) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	b, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	p, err := g.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := p.call(ctx, method, b)
-	if e, ok := err.(*spec.Error); ok {
-		// mcp-go answers a handler's error (of anything but a tool) with -32603
-		// and the error's text: the upstream's message, not our rendering of it.
-		return nil, errors.New(e.Message)
-	}
+	raw, err := g.up.Call(ctx, method, params, nil)
 	return raw, upstreamErr(err)
 }
 
-// upstreamErr is what a client gets when the upstream could not answer.
+// upstreamErr is what a client gets when the upstream answered err, or could
+// not answer: the upstream's own error (mcp-go answers a handler's error of
+// anything but a tool with -32603 and the error's text: the upstream's
+// message, not our rendering of it), upstream_lost when it went away before
+// it answered, upstream_unavailable when there was no upstream to ask.
 func upstreamErr(err error) error {
+	var e *spec.Error
 	switch {
-	case errors.Is(err, errLost), errors.Is(err, errStreamLost), errors.Is(err, errNotSent):
+	case err == nil:
+		return nil
+	case errors.As(err, &e):
+		return errors.New(e.Message)
+	}
+	return lostErr(err)
+}
+
+// lostErr is the error of a request the upstream did not answer (err: the
+// client's), with a reason.
+func lostErr(err error) error {
+	switch {
+	case errors.Is(err, client.ErrClosed):
+		return spec.ShuttingDown()
+	case errors.Is(err, client.ErrNoConnection):
+		return spec.NewError(spec.CodeInternalError, ReasonUpstreamUnavailable, "the upstream server is not running, and could not be reached: "+err.Error())
+	case errors.Is(err, client.ErrNotResumable), errors.Is(err, client.ErrGaveUp):
 		return spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream server went away before it answered: "+err.Error())
 	}
 	return err
-}
-
-// headerTransport adds headers to every request, and the Authorization auth
-// gives.
-type headerTransport struct {
-	base   http.RoundTripper
-	header http.Header
-	auth   func(context.Context) (string, error)
-}
-
-// CloseIdleConnections closes the base's idle connections (see
-// oauth.Transport's).
-func (t headerTransport) CloseIdleConnections() {
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, vs := range t.header {
-		r.Header[k] = vs
-	}
-	if t.auth != nil {
-		a, err := t.auth(r.Context())
-		if err != nil {
-			if r.Body != nil {
-				_ = r.Body.Close()
-			}
-			return nil, err
-		}
-		r.Header.Set("Authorization", a)
-	}
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return base.RoundTrip(r)
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }

@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +18,9 @@ import (
 	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // A tool the upstream adds while the gateway runs: the upstream says its list
@@ -66,4 +72,44 @@ func TestCancelGoesUpstream(t *testing.T) {
 	}
 	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"k"}}`)
 	poll.Until(t, 10*time.Second, "the upstream's call to stop", func() bool { return up.Calls() == 0 })
+}
+
+// The gateway's own upstream credentials (Options.Authorization, asked for
+// each request or handshake) reach an upstream that wants an API key, over
+// Streamable HTTP and WebSocket; Header's Authorization gives way to them.
+func TestUpstreamAuthorization(t *testing.T) {
+	keys, err := transport.ParseKeys("gw:gateway-key-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core := mcp.New(demo.Server("up"), nil)
+	h := httptransport.NewHandler(core, &httptransport.Options{Keys: keys})
+	wh := ws.NewHandler(core, &ws.AcceptOptions{Keys: keys})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/ws", wh)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		h.Close()
+		wh.Close()
+		hs.Close()
+		core.Close()
+	})
+	var asked atomic.Int32
+	auth := func(context.Context) (string, error) {
+		asked.Add(1)
+		return "Bearer gateway-key-0123456789", nil
+	}
+	for _, url := range []string{hs.URL + "/mcp", "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"} {
+		r := newRig(t, gateway.Options{URL: url, Authorization: auth, Header: http.Header{"Authorization": {"Bearer wrong"}}})
+		c := e2etest.NewClient(t, r.dialWS(t))
+		c.Initialize(`{}`)
+		c.Send(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"through"}}}`)
+		if m, _ := c.Response(`"e"`); e2etest.Text(m) != "through" {
+			t.Fatalf("%s: %s", url, m.Raw)
+		}
+	}
+	if asked.Load() < 2 {
+		t.Fatalf("the credentials were asked %d times", asked.Load())
+	}
 }

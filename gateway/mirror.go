@@ -10,13 +10,14 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
 // newServer is the mcp-go server the gateway's clients see: the upstream's name,
 // version, instructions and capabilities (list changes always, since the gateway
 // follows the upstream's).
-func (g *Gateway) newServer(init initResult) *server.MCPServer {
+func (g *Gateway) newServer(init *mcpgo.InitializeResult) *server.MCPServer {
 	c := init.Capabilities
 	opts := []server.ServerOption{server.WithToolCapabilities(true)}
 	if c.Resources != nil {
@@ -47,15 +48,15 @@ func (g *Gateway) newServer(init initResult) *server.MCPServer {
 const maxPages = 1000
 
 // listAll reads every page of a list method; field names the items.
-func listAll(ctx context.Context, p *peer, method, field string) ([]json.RawMessage, error) {
+func (g *Gateway) listAll(ctx context.Context, method, field string) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	cursor := ""
 	for range maxPages {
-		params := json.RawMessage("{}")
+		params := map[string]string{}
 		if cursor != "" {
-			params, _ = json.Marshal(map[string]string{"cursor": cursor})
+			params["cursor"] = cursor
 		}
-		raw, err := p.call(ctx, method, params)
+		raw, err := g.up.Call(ctx, method, params, nil)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %s: %w", method, err)
 		}
@@ -83,10 +84,10 @@ func listAll(ctx context.Context, p *peer, method, field string) ([]json.RawMess
 
 // mirror lists the upstream's tools, resources, resource templates and prompts
 // and serves them as they are, each through a handler that asks the upstream.
-func (g *Gateway) mirror(ctx context.Context, p *peer) error {
+func (g *Gateway) mirror(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
 	defer cancel()
-	if err := g.mirrorList(ctx, p, "tools/list", "tools", func(raws []json.RawMessage) {
+	if err := g.mirrorList(ctx, "tools/list", "tools", func(raws []json.RawMessage) {
 		tools := make([]server.ServerTool, 0, len(raws))
 		support := map[string]mcpgo.TaskSupport{}
 		tasks := g.init.Capabilities.Tasks != nil
@@ -129,14 +130,14 @@ func (g *Gateway) mirror(ctx context.Context, p *peer) error {
 		return err
 	}
 	if g.init.Capabilities.Resources != nil {
-		if err := g.mirrorList(ctx, p, "resources/list", "resources", func(raws []json.RawMessage) {
+		if err := g.mirrorList(ctx, "resources/list", "resources", func(raws []json.RawMessage) {
 			g.srv.SetResources(decodeAll(g, raws, "resource", func(r mcpgo.Resource) server.ServerResource {
 				return server.ServerResource{Resource: r, Handler: g.readResource}
 			})...)
 		}); err != nil {
 			return err
 		}
-		if err := g.mirrorList(ctx, p, "resources/templates/list", "resourceTemplates", func(raws []json.RawMessage) {
+		if err := g.mirrorList(ctx, "resources/templates/list", "resourceTemplates", func(raws []json.RawMessage) {
 			g.srv.SetResourceTemplates(decodeAll(g, raws, "resource template", func(t mcpgo.ResourceTemplate) server.ServerResourceTemplate {
 				return server.ServerResourceTemplate{Template: t, Handler: g.readResource}
 			})...)
@@ -145,7 +146,7 @@ func (g *Gateway) mirror(ctx context.Context, p *peer) error {
 		}
 	}
 	if g.init.Capabilities.Prompts != nil {
-		return g.mirrorList(ctx, p, "prompts/list", "prompts", func(raws []json.RawMessage) {
+		return g.mirrorList(ctx, "prompts/list", "prompts", func(raws []json.RawMessage) {
 			g.srv.SetPrompts(decodeAll(g, raws, "prompt", func(pr mcpgo.Prompt) server.ServerPrompt {
 				return server.ServerPrompt{Prompt: pr, Handler: g.getPrompt}
 			})...)
@@ -158,8 +159,8 @@ func (g *Gateway) mirror(ctx context.Context, p *peer) error {
 // serves it with set: the gateway's clients hear of a list change only when
 // there is one (an upstream may say its lists changed when they did not,
 // several times while it starts).
-func (g *Gateway) mirrorList(ctx context.Context, p *peer, method, field string, set func([]json.RawMessage)) error {
-	raws, err := listAll(ctx, p, method, field)
+func (g *Gateway) mirrorList(ctx context.Context, method, field string, set func([]json.RawMessage)) error {
+	raws, err := g.listAll(ctx, method, field)
 	if err != nil {
 		return err
 	}
@@ -235,14 +236,26 @@ func (g *Gateway) readResource(ctx context.Context, req mcpgo.ReadResourceReques
 	return res.Contents, nil
 }
 
+// getPrompt asks the upstream for a prompt; an upstream of the 2026-07-28 era
+// is asked in that era, and its questions (an input_required answer) are
+// passed to the client, or asked here, as a tool call's are (callTool).
 func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
-	params := map[string]any{"name": req.Params.Name}
+	var args any
 	if req.Params.Arguments != nil {
-		params["arguments"] = req.Params.Arguments
+		args = req.Params.Arguments
 	}
-	raw, err := g.rounds(ctx, "prompts/get", params, req.Params.Meta, req.Params.MultiRoundTripParams)
+	params, err := callParams(req.Params.Name, args, req.Params.MultiRoundTripParams)
 	if err != nil {
 		return nil, err
+	}
+	r := &relay{ctx: ctx, g: g, tool: req.Params.Name}
+	raw, err := g.up.Call(ctx, spec.MethodPromptsGet, params, &client.CallOptions{
+		OnRequest:           r.ask,
+		ReturnInputRequired: func() bool { return resumemcp.TakesInputRequired(ctx) },
+		Envelope:            g.envelope(ctx, req.Params.Meta),
+	})
+	if err != nil {
+		return nil, upstreamErr(err)
 	}
 	res, err := mcpgo.ParseGetPromptResult(&raw)
 	if err != nil {
@@ -253,37 +266,6 @@ func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*m
 	}
 	res.Meta = ownMeta(res.Meta)
 	return res, nil
-}
-
-// rounds asks the upstream method with params; an upstream of the 2026-07-28
-// era is asked in that era, and its questions (an input_required answer) are
-// passed to the client, or asked here, as a tool call's are (callTool). mr is
-// what the client's retry carries.
-func (g *Gateway) rounds(ctx context.Context, method string, params map[string]any, asked *mcpgo.Meta, mr mcpgo.MultiRoundTripParams) (json.RawMessage, error) {
-	answers, state := retryOf(mr)
-	for {
-		p, err := g.current(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if p.modern {
-			meta := map[string]any{}
-			g.modernCall(ctx, asked, params, meta, answers, state, false)
-			params["_meta"] = meta
-		}
-		raw, err := g.request(ctx, method, params)
-		if err != nil || !p.modern {
-			return raw, err
-		}
-		in, asked := spec.AskedInput(raw)
-		if !asked || resumemcp.TakesInputRequired(ctx) {
-			return raw, nil
-		}
-		if answers, err = fulfil(ctx, in); err != nil {
-			return nil, err
-		}
-		state = in.RequestState
-	}
 }
 
 // completer passes completion/complete on to the upstream.

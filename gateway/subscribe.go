@@ -80,7 +80,7 @@ func (g *Gateway) unsubscribe(ctx context.Context, session, uri string) {
 
 // resubscribe subscribes a new upstream connection to every URI a session
 // wants.
-func (g *Gateway) resubscribe(ctx context.Context, p *peer) {
+func (g *Gateway) resubscribe(ctx context.Context) {
 	g.mu.Lock()
 	uris := make([]string, 0, len(g.subs.byURI))
 	for uri := range g.subs.byURI {
@@ -88,7 +88,7 @@ func (g *Gateway) resubscribe(ctx context.Context, p *peer) {
 	}
 	g.mu.Unlock()
 	for _, uri := range uris {
-		if _, err := p.call(ctx, "resources/subscribe", mustJSON(map[string]string{"uri": uri})); err != nil {
+		if _, err := g.up.Call(ctx, "resources/subscribe", map[string]string{"uri": uri}, nil); err != nil {
 			g.log.Debug().Err(err).Msg("subscribing the upstream to a resource again")
 		}
 	}

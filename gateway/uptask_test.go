@@ -118,7 +118,9 @@ func TestUpstreamTask2026Question(t *testing.T) {
 // A Streamable HTTP upstream of the 2026-07-28 era gets a 2026 client's call in
 // that era: its question is the call's own input_required answer, passed on
 // with the upstream's state (wrapped as the gateway's: gw1.), and the retry
-// with the answer goes back to it.
+// with the answer goes back to it; a retry with the state tampered with is
+// refused, whether it still decodes (the upstream refuses it) or not (the
+// gateway does).
 func TestHTTPUpstream2026(t *testing.T) {
 	addr, _ := upstreamOurs(t)
 	r := newRig(t, gateway.Options{URL: "http://" + addr + "/mcp"})
@@ -136,6 +138,15 @@ func TestHTTPUpstream2026(t *testing.T) {
 	var key string
 	for k := range ir.InputRequests {
 		key = k
+	}
+	// A state of the gateway's form changed so that it no longer decodes
+	// (SEP-2322's tamper: a suffix) is refused by the gateway itself.
+	for i, tampered := range []string{ir.RequestState + "-TAMPERED", ir.RequestState + "-TAMPERE", ir.RequestState + "-TAMPER", ir.RequestState + "-TAMPERED!"} {
+		id := fmt.Sprintf(`"t%d"`, i)
+		c.Modern(id, "tools/call", fmt.Sprintf(`"name":"ask","arguments":{"question":"Name?"},"inputResponses":{%q:{"action":"accept","content":{"answer":"Ada"}}},"requestState":%q`, key, tampered), caps)
+		if m, _ := c.Response(id); m.Error == nil {
+			t.Fatalf("a tampered requestState %q: %s, want an error", tampered, m.Raw)
+		}
 	}
 	c.Modern(`"a"`, "tools/call", fmt.Sprintf(`"name":"ask","arguments":{"question":"Name?"},"inputResponses":{%q:{"action":"accept","content":{"answer":"Ada"}}},"requestState":%q`, key, ir.RequestState), caps)
 	if m, _ := c.Response(`"a"`); e2etest.Text(m) != "answer: Ada" {

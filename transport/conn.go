@@ -26,6 +26,28 @@ type Conn interface {
 // ErrClosed is returned by Read and Write on a closed connection.
 var ErrClosed = errors.New("transport: connection closed")
 
+// ErrMaybeSent is matched (errors.Is) by a Write error after which the message
+// may still have reached the peer: an HTTP POST that went out and whose
+// answer never came (the connection cut while the server ran the request).
+// Any other Write error means the peer did not get the message (a closed
+// pipe, a refused or unreachable server), so a request may be sent again.
+var ErrMaybeSent = errors.New("transport: the message may have reached the peer")
+
+// Inbound is what a connection that says where each message came from returns
+// (ReadInbound, an optional ability of a client's Conn: Streamable HTTP's): a
+// message, with the id of the request whose stream carried it (Via; nil when
+// the connection cannot tell: a JSON body, a session's GET stream); or the
+// loss of request Via's stream while the connection lives on (Lost), with the
+// last event id that stream carried (where a GET with Last-Event-ID takes it
+// up; "" when it had none) and how many messages it delivered.
+type Inbound struct {
+	Msg         []byte
+	Via         []byte
+	Lost        bool
+	LastEventID string
+	Delivered   int
+}
+
 // TooLargeError reports a message over the size limit. The message was skipped.
 type TooLargeError struct{ Limit int }
 

@@ -6,6 +6,7 @@ import (
 	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // CallOptions configure one call. Nil means none.
@@ -46,13 +48,67 @@ type CallOptions struct {
 	// A plain server's progress then starts again from the beginning.
 	// (Unneeded with a server that takes call keys: see Resent.)
 	Idempotent bool
-	// Resent is called when a tools/call is sent again on a new connection
-	// because the one it was sent on was lost before its policy came. The client
-	// names every tools/call with a random key when the server takes keys
-	// (io.mcp-resume/key): such a call is sent again with its key, and the server
-	// attaches it to the call it already runs (or runs it, if the first never
-	// arrived) instead of running the tool twice.
+	// Resent is called when the call is sent again because its connection,
+	// or its stream, was lost before its policy came: a tools/call with a key,
+	// an Idempotent call, or one the server never got (its write failed, or
+	// the server refused it for a session it no longer knows; at most 3
+	// times). The client names every tools/call with a random key when the
+	// server takes keys (io.mcp-resume/key): such a call is sent again with
+	// its key, and the server attaches it to the call it already runs (or runs
+	// it, if the first never arrived) instead of running the tool twice.
 	Resent func()
+
+	// OnRequest answers the server's requests that belong to this call, and
+	// the input requests of its input_required answers and of its task,
+	// instead of the Options' handlers: params and result as they are on the
+	// wire (Options.OnRequest). It runs on a goroutine of its own, with a
+	// context that ends with the call or Close and carries ctx's values.
+	OnRequest func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// OnLog receives the log messages (notifications/message) that belong to
+	// this call, each once, instead of Options.OnLog.
+	OnLog func(mcpgo.LoggingMessageNotificationParams)
+	// ReturnInputRequired, when set, is asked when the server answers the
+	// call input_required (multi round-trip requests, 2026-07-28): true
+	// returns that answer as it is (its caller answers the questions and
+	// sends the call again itself: a gateway whose own client takes such
+	// answers), false has the handlers answer them, as without it.
+	ReturnInputRequired func() bool
+
+	// Envelope sends the request in the 2026-07-28 era with that envelope,
+	// where the server speaks the era (Modern): on a client of that era, and
+	// on one whose session is of the 2025 era (Options.Discover), where the
+	// request then goes without the session (over Streamable HTTP, with the
+	// headers that mirror it) and is resumed in the same era. Nil: the
+	// request goes in the client's era.
+	Envelope *Envelope
+	// AsTask makes a tools/call a task of the server's, which outlives its
+	// connection, and follows it to its end: the call asks for one (2025-11-25:
+	// params.task; in the 2026-07-28 era the request declares the Tasks
+	// extension, and the server decides), and Call returns the task's result
+	// when the server made it one. Meanwhile the task's progress goes to
+	// Progress, its questions to the handlers (a 2026 task's are answered
+	// with tasks/update), and a call whose ctx ends cancels it
+	// (tasks/cancel). A request that does not ask for a task never declares
+	// the extension: a task the client does not follow is none it can use.
+	AsTask bool
+	// OnTask is told the task's id when the server made the call a task
+	// (AsTask), before the client follows it.
+	OnTask func(id string)
+}
+
+// Envelope is the 2026-07-28 envelope of one request (CallOptions.Envelope):
+// what its _meta declares besides the protocol version and the client's
+// info, which are the client's.
+type Envelope struct {
+	// Capabilities is the clientCapabilities the request declares, a JSON
+	// object; nil for the client's own. The client adds SEP-975 as the era's
+	// extension (unless Options.NoResumable), and the Tasks extension exactly
+	// when the call is AsTask.
+	Capabilities json.RawMessage
+	// LogLevel names the level from which the server sends the request's log
+	// messages (io.modelcontextprotocol/logLevel); "" for none: a request of
+	// the era that names none gets none.
+	LogLevel string
 }
 
 // Progress is one notifications/progress of a call.
@@ -71,21 +127,49 @@ type Policy struct {
 	MaxWait   time.Duration // 0 when the server named none
 }
 
+// operation is one Call: every request it sends (a round that its
+// input_required answers ask for again, the requests that follow the task it
+// became) is a call of the client's, and the server's messages that belong
+// to it go to its handlers.
+type operation struct {
+	ctx  context.Context // the Call's: its handlers' values
+	opts *CallOptions    // the Call's
+	// seen keys the server's requests of the Call's that its handlers
+	// answered: a request sent again after a resume is answered once, and
+	// one of another Call with the same id (servers that number their
+	// requests per session, on a new session) is a request of its own.
+	seen string
+	// Guarded by Client.mu: the task it became ("" for none), and the last
+	// sequence number of the task's progress under its first request's token.
+	task    string
+	lastSeq uint64
+}
+
+// handles reports whether op has handlers of its own for the server's
+// messages that belong to it.
+func (op *operation) handles() bool {
+	return op != nil && (op.opts.OnRequest != nil || op.opts.OnLog != nil)
+}
+
 // call is one request of this client in flight.
 type call struct {
 	id       spec.ID
 	key      string // string(id)
 	method   string
 	opts     CallOptions
-	internal bool // initialize: belongs to one link, not resumed
+	internal bool       // initialize: belongs to one link, not resumed
+	op       *operation // the Call it is a request of; nil for the client's own
 
 	done    chan struct{} // closed by finishLocked
 	resend  chan struct{} // an Idempotent or keyed call lost before its policy (capacity 1)
 	callKey string        // the call's io.mcp-resume/key, "" for none
 	header  http.Header   // HTTP headers of its own (Mcp-Param-*), nil for none
-	plain   bool          // progress came before any policy: the server runs it plainly (guarded by Client.mu)
-	result  json.RawMessage
-	err     error
+	// env is the 2026-07-28 envelope it was sent with (its resumes and its
+	// cancel carry it too); nil for a request of the session's era.
+	env    map[string]json.RawMessage
+	plain  bool // progress came before any policy: the server runs it plainly (guarded by Client.mu)
+	result json.RawMessage
+	err    error
 
 	// Guarded by Client.mu.
 	finished bool
@@ -96,6 +180,13 @@ type call struct {
 	policy   *Policy   // nil until the server makes it resumable
 	lastSeq  uint64    // highest sequence number received
 	heard    time.Time // when the server last showed this request alive, for maxWait
+	// unsent: its last write failed before the server could have it, or the
+	// server refused it (a session it forgot); resends counts the times it
+	// was sent again for that. empty counts the take-ups in a row of its
+	// event stream that delivered nothing.
+	unsent  bool
+	resends int
+	empty   int
 
 	// unconfirmed: the resume on link has had no message of the call back yet
 	// (ResumeAccepted is due). Guarded by Client.mu.
@@ -158,9 +249,13 @@ func (c *Client) forget(cl *call) {
 // notifications/cancelled (with the resume token, which reaches the request even
 // while it is detached) and returns ctx's error.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcpgo.CallToolResult, error) {
-	params := map[string]any{"name": name}
+	params := map[string]json.RawMessage{"name": quote(name)}
 	if args != nil {
-		params["arguments"] = args
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("client: tools/call %s arguments: %w", name, err)
+		}
+		params["arguments"] = b
 	}
 	raw, err := c.Call(ctx, spec.MethodToolsCall, params, opts)
 	if err != nil {
@@ -183,26 +278,73 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 //
 // A tools/call, prompts/get or resources/read that the server answers
 // input_required (multi round-trip requests, 2026-07-28) has its questions
-// answered by the Options' handlers and is sent again, as a new request with
-// the answers and the server's requestState, until the server answers
-// otherwise: Call returns that answer. A tools/call in the 2026-07-28 era
-// carries, over Streamable HTTP, the Mcp-Param-* headers its tool's
-// x-mcp-header annotations name, for a tool ListTools listed; a tool that
-// ListTools left out for its invalid annotations is not called (an error
-// matching ErrInvalidTool).
+// answered by the handlers and is sent again, as a new request with the
+// answers and the server's requestState, until the server answers otherwise
+// (or CallOptions.ReturnInputRequired says to return it): Call returns that
+// answer. A tools/call in the 2026-07-28 era carries, over Streamable HTTP,
+// the Mcp-Param-* headers its tool's x-mcp-header annotations name, for a
+// tool ListTools listed; a tool that ListTools left out for its invalid
+// annotations is not called (an error matching ErrInvalidTool).
+//
+// The server's requests and log messages that belong to the call go to its
+// own handlers (CallOptions.OnRequest, OnLog) when it has them. One belongs
+// to a call when the connection says which request's stream carried it
+// (Streamable HTTP), when it names the call's task
+// (_meta["io.modelcontextprotocol/related-task"]), or, on a connection that
+// says neither (stdio, WebSocket, a session's GET stream), when the call is
+// the only one in flight with handlers of its own. The others go to the
+// Options' handlers.
 func (c *Client) Call(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
 	fields, err := paramFields(params)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s params: %w", method, err)
 	}
+	op := &operation{ctx: ctx, opts: opts}
+	if opts == nil {
+		op.opts = &noOptions
+	}
+	if op.handles() {
+		op.seen = "op" + strconv.FormatUint(c.nextOp.Add(1), 10) + ":"
+	}
+	if e := op.opts.Envelope; e != nil && e.Capabilities != nil && !json.Valid(e.Capabilities) {
+		return nil, errNotJSON
+	}
+	asTask := op.opts.AsTask && method == spec.MethodToolsCall
+	env := c.envelopeOf(op.opts.Envelope, asTask)
 	var tool *mcpgo.Tool
-	if method == spec.MethodToolsCall && c.era.modern {
+	if method == spec.MethodToolsCall && env != nil && c.era.modern {
 		if tool, err = c.listedTool(fields); err != nil {
 			return nil, err
 		}
 	}
+	if asTask && env == nil {
+		// [2025-11-25 tasks] a request becomes a task when it carries
+		// params.task.
+		if _, ok := fields["task"]; !ok {
+			fields = maps.Clone(fields)
+			if fields == nil {
+				fields = map[string]json.RawMessage{}
+			}
+			fields["task"] = json.RawMessage("{}")
+		}
+	}
+	if op.handles() {
+		c.mu.Lock()
+		c.ops[op] = struct{}{}
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			delete(c.ops, op)
+			c.mu.Unlock()
+		}()
+	}
 	for round := 1; ; round++ {
-		res, err := c.request(ctx, method, maps.Clone(fields), tool, opts)
+		res, first, err := c.request(ctx, op, method, fields, tool, op.opts, env)
+		if err == nil && asTask {
+			if id, modern := createdTask(res); id != "" {
+				res, err = c.followTask(ctx, op, first, id, modern, env)
+			}
+		}
 		if err != nil || !spec.RetriesInput(method) {
 			return res, err
 		}
@@ -210,10 +352,13 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		if !asked {
 			return res, nil
 		}
+		if f := op.opts.ReturnInputRequired; f != nil && f() {
+			return res, nil
+		}
 		if round == maxInputRounds {
 			return nil, fmt.Errorf("client: %s: the server asked for input %d times in a row", method, round)
 		}
-		answers, err := c.fulfil(ctx, in)
+		answers, err := c.fulfil(ctx, op, in)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -224,6 +369,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		// requestState exactly as the server sent it; one that sent none gets
 		// none back.
 		fields = maps.Clone(fields)
+		if fields == nil {
+			fields = map[string]json.RawMessage{}
+		}
 		fields["inputResponses"], _ = json.Marshal(answers)
 		delete(fields, "requestState")
 		if state, found := member(res, "requestState"); found && string(state) != "null" {
@@ -232,33 +380,44 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	}
 }
 
+// noOptions are the options of a Call given none; never changed.
+var noOptions CallOptions
+
 // maxInputRounds bounds the rounds of one call that the server answers
 // input_required.
 const maxInputRounds = 32
 
-// request sends one request of method with params fields (a round of Call)
-// and returns its result; tool, when not nil, is the tool a tools/call
-// names, whose x-mcp-header annotations name its Mcp-Param-* headers.
-func (c *Client) request(ctx context.Context, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions) (json.RawMessage, error) {
+// request sends one request of op, of method with params fields (a round of
+// Call, or a request that follows its task) in the envelope env (nil: the
+// session's era), and returns its result and the request; tool, when not
+// nil, is the tool a tools/call names, whose x-mcp-header annotations name
+// its Mcp-Param-* headers.
+func (c *Client) request(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage) (json.RawMessage, *call, error) {
 	cl := c.newCall(method, opts)
+	cl.op, cl.env = op, env
 	if method == spec.MethodToolsCall && c.takesKeys() {
 		cl.callKey = newCallKey()
 	}
 	if c.obs != nil {
-		c.obs.start(ctx, cl, target(method, fields), c.ProtocolVersion())
+		c.obs.start(ctx, cl, target(method, fields), c.versionOf(env))
 	}
-	p, err := encodeParams(fields, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil, c.era.envelope)
+	if cl.span == nil && c.opts.PassTraceContext {
+		if sp := trace.SpanFromContext(ctx); sp.SpanContext().IsValid() {
+			cl.traceparent, cl.tracestate = mcptrace.Context(sp)
+		}
+	}
+	p, err := encodeParams(fields, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil, env)
 	if err != nil {
 		err = fmt.Errorf("client: %s params: %w", method, err)
 		c.obs.end(cl, nil, err)
-		return nil, err
+		return nil, cl, err
 	}
 	if tool != nil {
 		cl.header = paramHeaders(tool, p)
 	}
 	res, err := c.run(ctx, cl, spec.EncodeRequest(cl.id, method, p))
 	c.obs.end(cl, res, err)
-	return res, err
+	return res, cl, err
 }
 
 // run sends cl's request msg (again, when it must be) and waits for its end.
@@ -289,9 +448,10 @@ func (c *Client) run(ctx context.Context, cl *call, msg []byte) (json.RawMessage
 	}
 }
 
-// send writes a call's request on the current link, waiting for one if needed.
-// A failed write drops the link, whose loss settles the call: the server may have
-// it, so it is not sent again unless the call is Idempotent.
+// send writes a call's request on the current link, waiting for one if
+// needed. A failed write drops the link, whose loss settles the call
+// (strandLocked): the server may have it, so it is not sent again unless the
+// server cannot have it, or the call has a key or is Idempotent.
 func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
 	for {
 		l, err := c.current(ctx)
@@ -308,10 +468,47 @@ func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
 			continue // lost meanwhile
 		}
 		cl.sent, cl.link = true, l
+		_, post := l.conn.(headerWriter)
+		if post {
+			// A POST may last as long as its request (a server that answers
+			// with a JSON body at the end): the call waits for its answer, or
+			// for its ctx, meanwhile. Added under c.mu: Close waits for it.
+			c.wg.Add(1)
+		}
 		c.mu.Unlock()
-		c.writeWith(l, msg, cl.header)
+		if !post {
+			c.transmit(l, cl, msg)
+			return nil
+		}
+		go func() {
+			defer c.wg.Done()
+			c.transmit(l, cl, msg)
+		}()
 		return nil
 	}
+}
+
+// transmit writes cl's request msg on l. A failed write drops l; when it
+// failed before the server could have the request, the call is marked so,
+// and l's loss sends it again.
+func (c *Client) transmit(l *link, cl *call, msg []byte) {
+	var err error
+	if hw, ok := l.conn.(headerWriter); ok && cl.header != nil {
+		err = hw.WriteWith(c.ctx, msg, cl.header)
+	} else {
+		err = l.conn.Write(c.ctx, msg)
+	}
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, transport.ErrMaybeSent) {
+		c.mu.Lock()
+		if cl.link == l {
+			cl.unsent = true
+		}
+		c.mu.Unlock()
+	}
+	_ = l.conn.Close()
 }
 
 // takesKeys reports whether the server advertised call keys.
@@ -335,65 +532,6 @@ func newCallKey() string {
 	}
 }
 
-// paramFields decodes params, which must encode as a JSON object or be nil,
-// into its members; nil for nil params.
-func paramFields(params any) (map[string]json.RawMessage, error) {
-	if params == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	fields := map[string]json.RawMessage{}
-	if string(b) != "null" {
-		if err := json.Unmarshal(b, &fields); err != nil {
-			return nil, fmt.Errorf("must be a JSON object: %w", err)
-		}
-	}
-	return fields, nil
-}
-
-// encodeParams encodes a request's params (fields, nil for none), adding to
-// its _meta the progress token (the call's id) when progress is wanted, the
-// call's key when it has one, the trace context of its span when it is
-// traced, and envelope's members (the 2026-07-28 envelope; nil for none).
-// fields' _meta is replaced, its other members kept.
-func encodeParams(fields map[string]json.RawMessage, cl *call, progress bool, envelope map[string]json.RawMessage) (json.RawMessage, error) {
-	traced := cl.traceparent != ""
-	if fields == nil && !progress && cl.callKey == "" && !traced && envelope == nil {
-		return nil, nil
-	}
-	if fields == nil {
-		fields = map[string]json.RawMessage{}
-	}
-	if progress || cl.callKey != "" || traced || envelope != nil {
-		meta := map[string]json.RawMessage{}
-		if m, ok := fields["_meta"]; ok {
-			if err := json.Unmarshal(m, &meta); err != nil {
-				return nil, fmt.Errorf("_meta must be an object: %w", err)
-			}
-		}
-		maps.Copy(meta, envelope)
-		if progress {
-			meta["progressToken"] = json.RawMessage(cl.id)
-		}
-		if cl.callKey != "" {
-			meta[spec.MetaKey], _ = json.Marshal(cl.callKey)
-		}
-		if traced {
-			meta["traceparent"], _ = json.Marshal(cl.traceparent)
-			if cl.tracestate != "" {
-				meta["tracestate"], _ = json.Marshal(cl.tracestate)
-			} else {
-				delete(meta, "tracestate") // the caller's, of another span
-			}
-		}
-		fields["_meta"], _ = json.Marshal(meta)
-	}
-	return json.Marshal(fields)
-}
-
 // aborter is a connection that cancels a request of the 2026-07-28 era by
 // closing its stream (Streamable HTTP).
 type aborter interface {
@@ -408,7 +546,7 @@ type aborter interface {
 func (c *Client) cancelCall(cl *call, cause error) {
 	c.mu.Lock()
 	sent, l, on := cl.sent, c.link, cl.link
-	var token string
+	token := cl.callKey // a key is its call's token from the start
 	if cl.policy != nil {
 		token = cl.policy.Token
 	}
@@ -416,7 +554,7 @@ func (c *Client) cancelCall(cl *call, cause error) {
 	if !sent {
 		return
 	}
-	if c.era.modern && on != nil {
+	if cl.env != nil && on != nil {
 		if a, ok := on.conn.(aborter); ok {
 			// [2026-07-28 transports] closing a request's stream cancels it.
 			a.Abort(cl.id)
@@ -441,7 +579,9 @@ func (c *Client) cancelCall(cl *call, cause error) {
 		reason = cause.Error()
 	}
 	b, _ := json.Marshal(spec.CancelledParams{RequestID: cl.id, Reason: reason, ResumeToken: token})
-	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, c.withEnvelope(b)))
+	// In the client's era: on a session of the 2025 era, where a request of
+	// the 2026-07-28 era sent beside it is named by its token too.
+	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, withEnvelope(b, c.era.envelope)))
 }
 
 // Status asks the server for the state of a request by its id and resume token
@@ -468,7 +608,7 @@ func (c *Client) Cancel(ctx context.Context, id spec.ID, token, reason string) e
 		return err
 	}
 	b, _ := json.Marshal(spec.CancelledParams{RequestID: id, Reason: reason, ResumeToken: token})
-	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, spec.MethodCancelled, c.withEnvelope(b))); err != nil {
+	if err := l.conn.Write(ctx, spec.EncodeRequest(nil, spec.MethodCancelled, withEnvelope(b, c.era.envelope))); err != nil {
 		return fmt.Errorf("client: cancel %s: %w", id, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -54,8 +55,23 @@ type Options struct {
 	Sampling    func(ctx context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error)
 	Elicitation func(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error)
 
-	// OnLog receives notifications/message. A log message that belongs to a
-	// resumable request and is sent again after a resume is delivered once.
+	// OnRequest answers the server's requests that no call's own
+	// CallOptions.OnRequest answers (Call says which call a request belongs
+	// to), with their params and result as they are on the wire:
+	// sampling/createMessage, elicitation/create, roots/list or any other.
+	// Nil: Sampling and Elicitation answer theirs, roots/list is answered
+	// with no roots, any other method with -32601. It runs on a goroutine of
+	// its own, with a context that Close ends; each server request id is
+	// answered once, as for Sampling.
+	OnRequest func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Capabilities are client capabilities declared beside the client's own
+	// (SEP-975, and sampling and elicitation for their handlers): roots, or
+	// elicitation's modes, for a client whose OnRequest answers them.
+	Capabilities map[string]any
+
+	// OnLog receives notifications/message that no call's own
+	// CallOptions.OnLog receives. A log message that belongs to a resumable
+	// request and is sent again after a resume is delivered once.
 	OnLog func(mcpgo.LoggingMessageNotificationParams)
 	// OnNotification receives every other notification the client does not handle
 	// itself (progress of no call of this client, list changes, ...).
@@ -66,6 +82,28 @@ type Options struct {
 	// the extension up front do (the server's replay window keeps such clients
 	// exact). For tests of that path and peers that must not declare it.
 	NoAckExtension bool
+	// NoResumable declares no resumableRequests at all: for a Dialer whose
+	// every connection is a new server that keeps nothing of the last one's
+	// (a stdio child without a store), where a resumable request costs the
+	// server and can never be resumed. Call keys are still sent to a server
+	// that takes them.
+	NoResumable bool
+	// Discover, with a ProtocolVersion of the 2025 era, asks each
+	// connection's server/discover, once it is initialized, whether the
+	// server speaks the 2026-07-28 era too (Modern): a request with
+	// CallOptions.Envelope then goes in that era, while the session carries
+	// the rest (list changes, subscriptions, the server's requests of no
+	// call).
+	Discover bool
+	// KeepConnected makes the client connect again after every loss, whether
+	// or not a call waits for a connection: for a client that listens to its
+	// server (list changes, resource updates), as a gateway does.
+	KeepConnected bool
+	// OnReconnected is told of each connection made after the first, once
+	// the calls that waited for it were resumed on it. It runs on the
+	// client's own goroutine: it must not block (a client that lists again
+	// does so on a goroutine of its own).
+	OnReconnected func()
 
 	// OnConnectionLost is told why each connection ended (as its transport said:
 	// a *httptransport.SilenceError when it carried nothing for too long), before
@@ -87,6 +125,12 @@ type Options struct {
 	// ReconnectTimeout is how long a call waits for a connection when it has none to
 	// be sent on, and bounds each dial and initialize. Default 30s.
 	ReconnectTimeout time.Duration
+	// StreamIdle bounds how long a request's event stream that was taken up
+	// again with Last-Event-ID (on a connection that reports the loss of one
+	// request's stream: httptransport's ReportStreamLoss) may carry nothing
+	// before it is closed and taken up again, which also replays what a
+	// server stored but did not send. Default 30s.
+	StreamIdle time.Duration
 
 	// TracerProvider, when not nil, traces the client's calls: each is a
 	// CLIENT span named and attributed as the OpenTelemetry semantic
@@ -95,6 +139,11 @@ type Options struct {
 	// in params._meta (traceparent, tracestate: SEP-414), and again in every
 	// requests/resume of the call. Nil: no span, nothing sent for one.
 	TracerProvider trace.TracerProvider
+	// PassTraceContext, without a TracerProvider, sends the W3C trace
+	// context of the span a request's ctx carries, if any, in its _meta as it
+	// is (a gateway that passes its server's span of a client's request on to
+	// its upstream). Without it an untraced client sends none.
+	PassTraceContext bool
 	// Transport names the transport the Dialer's connections use, for the
 	// spans' and the Operations' network.transport: "stdio", "http" or
 	// "websocket"; "" when it is not known.
@@ -131,6 +180,9 @@ func (o *Options) withDefaults() Options {
 	if r.ReconnectTimeout <= 0 {
 		r.ReconnectTimeout = 30 * time.Second
 	}
+	if r.StreamIdle <= 0 {
+		r.StreamIdle = 30 * time.Second
+	}
 	return r
 }
 
@@ -141,6 +193,7 @@ type Client struct {
 	opts   Options
 	prefix string        // of every id this client sends, unique per Client
 	nextID atomic.Uint64 // for ids
+	nextOp atomic.Uint64 // for the keys of the server requests of a Call with handlers
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -149,6 +202,14 @@ type Client struct {
 	reconnects atomic.Int64
 	obs        *observer // nil: requests are neither traced nor measured
 	era        era       // set by Connect's negotiation, then only read
+	// modernBase is the envelope of a request of the 2026-07-28 era on a
+	// client of the 2025 era (Options.Discover, CallOptions.Envelope): the
+	// era's version, the client's capabilities and info.
+	modernBase map[string]json.RawMessage
+
+	// modern: the server of the current link speaks the 2026-07-28 era (the
+	// client's era, or what Options.Discover learned of it).
+	modern atomic.Bool
 
 	mu     sync.Mutex    // guards the fields below
 	closed bool          //
@@ -156,6 +217,12 @@ type Client struct {
 	ready  chan struct{} // closed while link is set; replaced when it is lost
 	demand chan struct{} // a call waits for a connection (capacity 1)
 	calls  map[string]*call
+	// ops are the Calls in flight with handlers of their own, which the
+	// server's messages of no known request may belong to (owner); tokens
+	// are the progress tokens of Calls that follow their task, by the key
+	// of the request whose id the token is.
+	ops    map[*operation]struct{}
+	tokens map[string]*operation
 	served *answers // server-to-client requests seen, by id
 	logs   *recent  // sequenced log messages delivered
 	// streams receive the events of the tasks streamed (StreamTask), by task id.
@@ -178,6 +245,9 @@ type link struct {
 	// arrived on it, so the server is there (with a kept Streamable HTTP
 	// session, initialize is answered without it); guarded by Client.mu.
 	heard bool
+	// modern: its server speaks the 2026-07-28 era (Options.Discover); set
+	// before it is installed.
+	modern bool
 }
 
 // liveLink is how long a link must have lived for its end to count as the start
@@ -195,9 +265,11 @@ func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
 		dial: dial, opts: opts.withDefaults(),
 		prefix: "c-" + hex.EncodeToString(p[:]) + "-",
 		ready:  make(chan struct{}), demand: make(chan struct{}, 1),
-		calls: map[string]*call{}, served: newAnswers(4096), logs: newRecent(4096),
+		calls: map[string]*call{}, ops: map[*operation]struct{}{}, tokens: map[string]*operation{},
+		served: newAnswers(4096), logs: newRecent(4096),
 	}
 	c.obs = newObserver(&c.opts)
+	c.modernBase = c.modernEnvelope(spec.Version2026)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	l, err := c.connect(ctx, c.negotiate)
 	if err != nil {
@@ -316,14 +388,9 @@ func (c *Client) extensions() []string {
 // a reconnect's), an Operation when it measures. Then it opens the
 // connection's stream for what belongs to no request, where it has one.
 func (c *Client) initialize(ctx context.Context, l *link) error {
-	caps := map[string]any{
-		spec.CapabilityName: spec.ClientCapability{Extensions: c.extensions()},
-	}
-	if c.opts.Sampling != nil {
-		caps["sampling"] = map[string]any{}
-	}
-	if c.opts.Elicitation != nil {
-		caps["elicitation"] = map[string]any{}
+	caps := c.capabilities()
+	if !c.opts.NoResumable {
+		caps[spec.CapabilityName] = spec.ClientCapability{Extensions: c.extensions()}
 	}
 	cl := c.newCall(spec.MethodInitialize, nil)
 	cl.internal = true
@@ -373,7 +440,25 @@ func (c *Client) initialize(ctx context.Context, l *link) error {
 		// that offers none refuses it, which changes nothing.
 		_ = ls.Listen(ctx)
 	}
+	if c.opts.Discover {
+		l.modern = c.speaksModern(ctx, l)
+	}
 	return nil
+}
+
+// capabilities are the client capabilities every connection declares
+// besides SEP-975: Options.Capabilities, and sampling and elicitation for
+// the handlers the client has.
+func (c *Client) capabilities() map[string]any {
+	caps := make(map[string]any, len(c.opts.Capabilities)+3)
+	maps.Copy(caps, c.opts.Capabilities)
+	if _, ok := caps["sampling"]; !ok && c.opts.Sampling != nil {
+		caps["sampling"] = map[string]any{}
+	}
+	if _, ok := caps["elicitation"]; !ok && c.opts.Elicitation != nil {
+		caps["elicitation"] = map[string]any{}
+	}
+	return caps
 }
 
 // exchange sends cl, a request of the client's own to open l (initialize,
@@ -410,6 +495,7 @@ func (c *Client) install(l *link) {
 	c.mu.Lock()
 	c.link = l
 	_, c.headers = l.conn.(headerWriter)
+	c.modern.Store(c.era.modern || l.modern)
 	l.since = time.Now()
 	close(c.ready)
 	select {
@@ -458,10 +544,10 @@ func (c *Client) resumeLocked(cl *call) []byte {
 		ResumeToken string `json:"resumeToken"`
 		Meta        meta   `json:"_meta"`
 	}{cl.policy.Token, meta{spec.RequestMeta{Ack: &ack}, cl.traceparent, cl.tracestate}})
-	if c.era.modern {
+	if cl.env != nil {
 		// A request of the 2026-07-28 era is resumed in it.
 		fields, _ := paramFields(json.RawMessage(b))
-		b, _ = encodeParams(fields, &call{}, false, c.era.envelope)
+		b, _ = encodeParams(fields, &call{}, false, cl.env)
 	}
 	return spec.EncodeRequest(cl.id, spec.MethodResume, b)
 }
@@ -536,6 +622,12 @@ func (c *Client) writeWith(l *link, m []byte, h http.Header) bool {
 
 // current returns the link to send on, waiting up to ReconnectTimeout for one.
 func (c *Client) current(ctx context.Context) (*link, error) {
+	c.mu.Lock()
+	l, closed := c.link, c.closed
+	c.mu.Unlock()
+	if l != nil && !closed {
+		return l, nil
+	}
 	deadline := time.NewTimer(c.opts.ReconnectTimeout)
 	defer deadline.Stop()
 	for {
@@ -563,7 +655,7 @@ func (c *Client) current(ctx context.Context) (*link, error) {
 		case <-c.ctx.Done():
 			return nil, ErrClosed
 		case <-deadline.C:
-			return nil, fmt.Errorf("%w: no connection within %v: %v", ErrGaveUp, c.opts.ReconnectTimeout, lastErr)
+			return nil, fmt.Errorf("%w: %w within %v: %v", ErrGaveUp, ErrNoConnection, c.opts.ReconnectTimeout, lastErr)
 		}
 	}
 }
@@ -634,37 +726,74 @@ func (c *Client) lost(l *link) time.Duration {
 		if cl.span != nil && perr == nil && !cl.internal {
 			cl.span.AddEvent(mcptrace.EventConnectionLost)
 		}
-		switch {
-		case perr != nil:
+		if perr != nil {
 			c.finishLocked(cl, nil, perr)
-		case cl.policy == nil && cl.callKey != "" && !cl.plain && !cl.internal:
-			// Sent again with its key: the server attaches it to the call it
-			// runs, whose messages (numbered as before) it sends from the first.
-			cl.sent, cl.link = false, nil
-			select {
-			case cl.resend <- struct{}{}:
-			default:
-			}
+			continue
+		}
+		switch c.strandLocked(cl, l.err) {
+		case strandResent:
 			if f := cl.opts.Resent; f != nil {
 				resent = append(resent, f)
 			}
-		case cl.policy == nil && cl.opts.Idempotent && !cl.internal:
-			cl.sent, cl.link, cl.lastSeq = false, nil, 0
-			select {
-			case cl.resend <- struct{}{}:
-			default:
-			}
-		case cl.policy == nil:
-			c.finishLocked(cl, nil, fmt.Errorf("%w: request %s (%s): %v", ErrNotResumable, cl.id, cl.method, l.err))
-		default:
+		case strandResumable:
 			if time.Since(l.since) >= liveLink {
 				cl.heard = time.Now()
 			}
-			cl.link, cl.resuming, cl.unconfirmed = nil, false, false
 			minWait = max(minWait, cl.policy.MinWait)
 		}
 	}
 	return minWait
+}
+
+// strand is what became of a call whose stream or connection was lost
+// (strandLocked).
+type strand int
+
+const (
+	strandFailed    strand = iota // ended: ErrNotResumable
+	strandResent                  // to be sent again (run sends it)
+	strandResumable               // waits to be resumed (requests/resume)
+)
+
+// maxUnsent bounds how often one request whose write failed (the server
+// never got it) is sent again.
+const maxUnsent = 3
+
+// strandLocked settles a call whose link, or whose stream on it, was lost
+// (why) before its answer: a call the server made resumable waits to be
+// resumed; one with a key but no policy yet is sent again with its key (the
+// server attaches it to the call it runs, whose messages, numbered as
+// before, it sends from the first); one the server never got (its write
+// failed, or the server refused it: a session it forgot), an Idempotent
+// one, are sent again; any other ends with ErrNotResumable: its outcome is
+// unknown, and a tool call may not be safe to run twice. c.mu is held.
+func (c *Client) strandLocked(cl *call, why error) strand {
+	resend := func() strand {
+		cl.sent, cl.link = false, nil
+		select {
+		case cl.resend <- struct{}{}:
+		default:
+		}
+		return strandResent
+	}
+	switch {
+	case cl.policy != nil:
+		cl.link, cl.resuming, cl.unconfirmed = nil, false, false
+		return strandResumable
+	case cl.internal:
+	case cl.callKey != "" && !cl.plain:
+		return resend()
+	case cl.unsent && cl.resends < maxUnsent:
+		cl.unsent = false
+		cl.resends++
+		cl.lastSeq = 0
+		return resend()
+	case cl.opts.Idempotent:
+		cl.lastSeq = 0
+		return resend()
+	}
+	c.finishLocked(cl, nil, fmt.Errorf("%w: request %s (%s): %v", ErrNotResumable, cl.id, cl.method, why))
+	return strandFailed
 }
 
 // reconnect dials until a link is up, waiting minWait first and backing off
@@ -682,7 +811,7 @@ func (c *Client) reconnect(minWait time.Duration, dials int, lastErr error) (*li
 		if !backoff.Sleep(c.ctx, wait) {
 			return nil, dials
 		}
-		if !c.wanted() {
+		if !c.wanted() && !c.opts.KeepConnected {
 			select {
 			case <-c.demand:
 				attempt, dials, lastErr = -1, 0, nil
@@ -714,6 +843,9 @@ func (c *Client) reconnect(minWait time.Duration, dials int, lastErr error) (*li
 		// back on l before this goroutine runs again.
 		c.reconnects.Add(1)
 		c.install(l)
+		if f := c.opts.OnReconnected; f != nil {
+			f()
+		}
 		return l, dials
 	}
 }
@@ -733,10 +865,7 @@ func (c *Client) wanted() bool {
 			want = true
 			continue
 		}
-		maxWait := cl.policy.MaxWait
-		if maxWait <= 0 {
-			maxWait = c.opts.MaxWait
-		}
+		maxWait := c.maxWait(cl)
 		if now.After(cl.heard.Add(maxWait)) {
 			c.finishLocked(cl, nil, fmt.Errorf("%w: request %s not resumed within its maxWait %v: %v", ErrGaveUp, cl.id, maxWait, c.lastErr))
 			continue

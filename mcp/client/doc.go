@@ -25,6 +25,16 @@
 //     out; rate_limited) is sent again on the same connection after that
 //     delay, up to 30 times.
 //
+// A connection that reports the loss of one request's stream while it lives on
+// (httptransport.ClientOptions.ReportStreamLoss: a POST's event stream cut, or
+// silent) costs that request alone: its stream is taken up with the server's
+// own means when it gave event ids (a GET with Last-Event-ID), else the request
+// is resumed on the same connection, sent again, or fails, as above. A request
+// whose write failed before the server could have it (transport.ErrMaybeSent
+// tells when it may have), or that the server refused for a session it forgot
+// (unknown_session, which also drops the connection), is sent again on the
+// next connection, up to 3 times.
+//
 // CallTool therefore returns the tool's result however many disconnects happen.
 // Progress callbacks run exactly once per notification and in order: each call
 // carries a progress token of its own (its id), and a notification whose sequence
@@ -57,4 +67,19 @@
 // stream after initialize (questions and notifications of no request). In
 // either era, an accepted elicitation gets the requested schema's defaults for
 // the fields its handler left out (SEP-1034).
+//
+// A client of a 2025 session with Options.Discover asks each connection's
+// server/discover whether the server speaks 2026-07-28 too, and sends a
+// request with CallOptions.Envelope in that era there: the session carries list
+// changes, subscriptions and the server's requests of no call, and such a
+// request declares the capabilities and log level its Envelope gives (a
+// gateway passes its own client's on). CallOptions.ReturnInputRequired hands an
+// input_required answer back to the caller instead of answering it.
+//
+// A Call may have handlers of its own (CallOptions.OnRequest, OnLog): the
+// server's requests and log messages that belong to it go there instead of the
+// Options' (Call says how the client tells). With CallOptions.AsTask a tool call
+// becomes a task of the server's, which the client follows to its end (either
+// era's form). With Options.KeepConnected the client connects again after every
+// loss, for a client that listens to its server (a gateway).
 package client

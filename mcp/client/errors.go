@@ -23,6 +23,11 @@ var ErrNotResumable = errors.New("client: connection lost and the request was no
 // Options.ReconnectTimeout.
 var ErrGaveUp = errors.New("client: gave up reconnecting")
 
+// ErrNoConnection is matched (errors.Is) by the error of a call that found no
+// connection to be sent on within Options.ReconnectTimeout (an ErrGaveUp
+// too): the server never had it.
+var ErrNoConnection = errors.New("client: no connection")
+
 // errNoAnswer is matched by the error of an initialize that got no answer: it
 // could not be sent (the server refused it, or could not be reached), or its
 // connection ended before the answer came. Nothing was connected, so nothing

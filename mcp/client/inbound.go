@@ -1,6 +1,8 @@
 package client
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,21 +12,35 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // read is a link's reader: the one goroutine that handles what the server sends
 // on it. Callbacks run here, so they are ordered; the next link's reader starts
-// only after this one returned.
+// only after this one returned. A message over the connection's size limit ends
+// the link: what it was cannot be known, and an answer lost so would leave its
+// call waiting for ever.
 func (c *Client) read(l *link) {
 	defer c.wg.Done()
 	defer close(l.done)
+	ir, tells := l.conn.(inboundReader)
 	for {
-		raw, err := l.conn.Read(c.ctx)
+		var in transport.Inbound
+		var err error
+		if tells {
+			in, err = ir.ReadInbound(c.ctx)
+		} else {
+			in.Msg, err = l.conn.Read(c.ctx)
+		}
 		if err != nil {
 			l.err = err
 			return
 		}
-		if err := c.handle(l, raw); err != nil {
+		if in.Lost {
+			c.streamLost(l, in)
+			continue
+		}
+		if err := c.handle(l, in.Msg, in.Via); err != nil {
 			l.err = err
 			_ = l.conn.Close()
 			return
@@ -32,9 +48,17 @@ func (c *Client) read(l *link) {
 	}
 }
 
-// handle dispatches one message; an error is a protocol violation that ends the
-// link.
-func (c *Client) handle(l *link, raw []byte) error {
+// inboundReader is a connection that says which request's stream carried
+// each message, and reports the loss of one request's stream while it lives
+// on (Streamable HTTP with ReportStreamLoss).
+type inboundReader interface {
+	ReadInbound(ctx context.Context) (transport.Inbound, error)
+}
+
+// handle dispatches one message, which the stream of request via carried
+// (nil when the connection does not say); an error is a protocol violation
+// that ends the link.
+func (c *Client) handle(l *link, raw, via []byte) error {
 	m, derr := spec.Decode(raw)
 	if derr != nil {
 		return &ProtocolError{Problem: derr.Message, Raw: raw}
@@ -43,11 +67,64 @@ func (c *Client) handle(l *link, raw []byte) error {
 	case spec.KindResponse:
 		c.response(l, m)
 	case spec.KindNotification:
-		c.notification(l, m)
+		c.notification(l, m, via)
 	case spec.KindRequest:
-		c.serverRequest(l, m)
+		c.serverRequest(l, m, via)
 	}
 	return nil
+}
+
+// ownerLocked returns the Call a message of the server that names no request
+// belongs to, and its request when the connection said which one (via: the
+// request whose stream carried it): else the Call whose task it names
+// (_meta io.modelcontextprotocol/related-task), else the only Call in flight
+// with handlers of its own. Nil when none: on a connection that does not say
+// (stdio, WebSocket), a message of several Calls' belongs to none. c.mu is
+// held.
+func (c *Client) ownerLocked(via []byte, params json.RawMessage) (*operation, *call) {
+	if via != nil {
+		if cl := c.calls[string(via)]; cl != nil && !cl.internal {
+			return cl.op, cl
+		}
+		return nil, nil
+	}
+	if len(c.ops) == 0 {
+		return nil, nil
+	}
+	if task := relatedTask(params); task != "" {
+		for op := range c.ops {
+			if op.task == task {
+				return op, nil
+			}
+		}
+	}
+	if len(c.ops) == 1 {
+		for op := range c.ops {
+			return op, nil
+		}
+	}
+	return nil, nil
+}
+
+// relatedTask is the task a message's params name in
+// _meta["io.modelcontextprotocol/related-task"], or "".
+func relatedTask(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(spec.MetaRelatedTask)) {
+		return ""
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	var rt struct {
+		TaskID string `json:"taskId"`
+	}
+	if raw, ok := p.Meta[spec.MetaRelatedTask]; !ok || json.Unmarshal(raw, &rt) != nil {
+		return ""
+	}
+	return rt.TaskID
 }
 
 // response completes the call it answers; a response to no call in flight (a
@@ -77,6 +154,16 @@ func (c *Client) response(l *link, m *spec.Message) {
 		e = spec.Error{Code: spec.CodeInternalError, Message: fmt.Sprintf("undecodable error object %.200s", m.Error)}
 	}
 	e.ID = cl.id
+	if e.Reason == spec.ReasonUnknownSession && cl.link == l && !cl.internal {
+		// The server no longer knows the session (it restarted): it did not
+		// take the request, and it keeps nothing for the link's other calls.
+		// The link goes; its loss settles the call with the others (sent
+		// again, or resumed on the next connection's new session).
+		cl.unsent = true
+		c.mu.Unlock()
+		_ = l.conn.Close()
+		return
+	}
 	var err error = &e
 	switch resume := cl.resuming && cl.link == l; {
 	case resume && c.retryLaterLocked(cl, l, &e):
@@ -98,7 +185,7 @@ func (c *Client) response(l *link, m *spec.Message) {
 	c.mu.Unlock()
 }
 
-func (c *Client) notification(l *link, m *spec.Message) {
+func (c *Client) notification(l *link, m *spec.Message, via []byte) {
 	switch m.Method {
 	case spec.MethodResumePolicy:
 		c.policy(m.Params)
@@ -107,22 +194,48 @@ func (c *Client) notification(l *link, m *spec.Message) {
 	case spec.MethodTaskEvent:
 		c.taskEvent(m.Params)
 	case "notifications/message":
-		if seq := spec.ReadSeq(m.Params); seq > 0 {
-			c.mu.Lock()
-			dup := !c.logs.add(string(m.Params))
-			c.mu.Unlock()
-			if dup {
-				return
-			}
-		}
-		if c.opts.OnLog != nil {
-			var p mcpgo.LoggingMessageNotificationParams
-			if json.Unmarshal(m.Params, &p) == nil {
-				c.opts.OnLog(p)
-			}
-		}
+		c.log(l, m, via)
 	default:
 		c.other(m)
+	}
+}
+
+// log delivers a log message once: to the handler of the Call it belongs to
+// (CallOptions.OnLog), else Options.OnLog. One that belongs to a resumable
+// request (it has a sequence number) and comes again after a resume is
+// dropped: known by its text, within its Call or its request when the
+// client can tell (another's may say the same at the same number).
+func (c *Client) log(l *link, m *spec.Message, via []byte) {
+	seq := spec.ReadSeq(m.Params)
+	c.mu.Lock()
+	op, cl := c.ownerLocked(via, m.Params)
+	if seq > 0 {
+		key := string(m.Params)
+		switch {
+		case op.handles():
+			key = op.seen + key
+		case cl != nil:
+			key = cl.key + key
+		}
+		if !c.logs.add(key) {
+			c.mu.Unlock()
+			return
+		}
+	}
+	if cl != nil && cl.link == l && !cl.finished {
+		cl.lastSeq = max(cl.lastSeq, seq)
+		cl.heard = time.Now()
+	}
+	f := c.opts.OnLog
+	if op != nil && op.opts.OnLog != nil {
+		f = op.opts.OnLog
+	}
+	c.mu.Unlock()
+	if f != nil {
+		var p mcpgo.LoggingMessageNotificationParams
+		if json.Unmarshal(m.Params, &p) == nil {
+			f(p)
+		}
 	}
 }
 
@@ -212,8 +325,19 @@ func (c *Client) progress(l *link, m *spec.Message) {
 	c.mu.Lock()
 	cl := c.calls[string(p.ProgressToken)]
 	if cl == nil {
+		op := c.tokens[string(p.ProgressToken)]
+		if op == nil {
+			c.mu.Unlock()
+			c.other(m)
+			return
+		}
+		// The progress of a Call's task, under its first request's token.
+		fresh := seq == 0 || seq > op.lastSeq
+		op.lastSeq = max(op.lastSeq, seq)
 		c.mu.Unlock()
-		c.other(m)
+		if f := op.opts.Progress; f != nil && fresh {
+			f(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message, Seq: seq})
+		}
 		return
 	}
 	if cl.finished {

@@ -1,10 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -111,32 +113,135 @@ func newestCommon(versions []string) string {
 func (c *Client) setEra(version string) {
 	e := era{version: version, modern: spec.IsModern(version)}
 	if e.modern {
-		v, _ := json.Marshal(version)
-		info, _ := json.Marshal(c.opts.ClientInfo)
-		e.envelope = map[string]json.RawMessage{
-			spec.MetaProtocolVersion:    v,
-			spec.MetaClientCapabilities: c.modernCapabilities(),
-			spec.MetaClientInfo:         info,
-		}
+		e.envelope = c.modernEnvelope(version)
 	}
 	c.era = e
 }
 
+// modernEnvelope is the envelope of the client's requests in version, of
+// the 2026-07-28 era: the version, the client's capabilities and its info.
+func (c *Client) modernEnvelope(version string) map[string]json.RawMessage {
+	v, _ := json.Marshal(version)
+	info, _ := json.Marshal(c.opts.ClientInfo)
+	return map[string]json.RawMessage{
+		spec.MetaProtocolVersion:    v,
+		spec.MetaClientCapabilities: c.modernCapabilities(),
+		spec.MetaClientInfo:         info,
+	}
+}
+
 // modernCapabilities is the clientCapabilities a modern request declares:
-// the handlers the client has, and SEP-975 as the extension of the era, with
-// the ack extension unless NoAckExtension.
+// Options.Capabilities, the handlers the client has, and SEP-975 as the
+// extension of the era, with the ack extension unless NoAckExtension (none
+// with NoResumable).
 func (c *Client) modernCapabilities() json.RawMessage {
-	caps := map[string]any{
-		"extensions": map[string]any{spec.ExtensionResumable: spec.ClientCapability{Extensions: c.extensions()}},
-	}
-	if c.opts.Sampling != nil {
-		caps["sampling"] = map[string]any{}
-	}
-	if c.opts.Elicitation != nil {
-		caps["elicitation"] = map[string]any{}
+	caps := c.capabilities()
+	if !c.opts.NoResumable {
+		ext, _ := caps["extensions"].(map[string]any)
+		ext = maps.Clone(ext)
+		if ext == nil {
+			ext = map[string]any{}
+		}
+		ext[spec.ExtensionResumable] = spec.ClientCapability{Extensions: c.extensions()}
+		caps["extensions"] = ext
 	}
 	b, _ := json.Marshal(caps)
 	return b
+}
+
+// Modern reports whether the server of the current connection speaks the
+// 2026-07-28 era: the client's own era, or what Options.Discover learned of
+// it. A request with CallOptions.Envelope goes in that era when it does.
+func (c *Client) Modern() bool { return c.modern.Load() }
+
+// envelopeOf is the envelope of a Call's requests whose options give e (nil
+// for none) and that ask for a task or not: nil for a request of the
+// session's era (a client of the 2025 era, given no envelope or on a server
+// that does not speak the 2026-07-28 era); else the client's era's, or e's
+// capabilities and log level with the client's protocol version and info.
+func (c *Client) envelopeOf(e *Envelope, asTask bool) map[string]json.RawMessage {
+	if !c.era.modern && (e == nil || !c.modern.Load()) {
+		return nil
+	}
+	base := c.era.envelope
+	if !c.era.modern {
+		base = c.modernBase
+	}
+	caps := base[spec.MetaClientCapabilities]
+	if e != nil && e.Capabilities != nil {
+		caps = c.declared(e.Capabilities, asTask)
+	} else if asTask {
+		caps = c.declared(caps, true)
+	}
+	if e == nil && !asTask && c.era.modern {
+		return base // the client's own, shared by its requests: never changed
+	}
+	env := make(map[string]json.RawMessage, len(base)+1)
+	maps.Copy(env, base)
+	env[spec.MetaClientCapabilities] = caps
+	if e != nil && e.LogLevel != "" {
+		env[spec.MetaLogLevel], _ = json.Marshal(e.LogLevel)
+	}
+	return env
+}
+
+// declared is caps, a clientCapabilities object of a 2026-07-28 request, as
+// the client sends it: with the client's own SEP-975 declaration (none with
+// NoResumable) in place of any it carries, and the Tasks extension exactly
+// when the request asks for a task. Decoded only when there is something to
+// change: most pass as they are.
+func (c *Client) declared(caps json.RawMessage, asTask bool) json.RawMessage {
+	resumable := bytes.Contains(caps, []byte(spec.CapabilityName)) // either form's name holds it
+	tasks := bytes.Contains(caps, []byte(spec.ExtensionTasks))
+	if c.opts.NoResumable && !resumable && tasks == asTask {
+		return caps
+	}
+	var m map[string]any
+	if json.Unmarshal(caps, &m) != nil || m == nil {
+		m = map[string]any{}
+	}
+	ext, _ := m["extensions"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+	}
+	delete(ext, spec.ExtensionTasks)
+	delete(ext, spec.ExtensionResumable)
+	if asTask {
+		ext[spec.ExtensionTasks] = map[string]any{}
+	}
+	if !c.opts.NoResumable {
+		ext[spec.ExtensionResumable] = spec.ClientCapability{Extensions: c.extensions()}
+	}
+	if len(ext) > 0 {
+		m["extensions"] = ext
+	} else {
+		delete(m, "extensions")
+	}
+	if exp, ok := m["experimental"].(map[string]any); ok {
+		delete(exp, spec.CapabilityName)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return caps
+	}
+	return b
+}
+
+// versionOf is the protocol version of a request sent with envelope env.
+func (c *Client) versionOf(env map[string]json.RawMessage) string {
+	if env == nil || c.era.modern {
+		return c.ProtocolVersion()
+	}
+	return spec.Version2026
+}
+
+// speaksModern asks l's server/discover, on a connection initialized in the
+// 2025 era, whether the server speaks the 2026-07-28 era too. A server of
+// the 2025 era refuses it (method not found, or a refusal over HTTP), and
+// the connection stays as it was.
+func (c *Client) speaksModern(ctx context.Context, l *link) bool {
+	res, err := c.discoverWith(ctx, l, c.modernBase)
+	return err == nil && slices.Contains(res.SupportedVersions, spec.Version2026)
 }
 
 // discoverResult is a server/discover answer as the client reads it.
@@ -152,10 +257,17 @@ type discoverResult struct {
 // server's answer: a CLIENT span of its own when the client traces, an
 // Operation when it measures.
 func (c *Client) discover(ctx context.Context, l *link) (*discoverResult, error) {
+	return c.discoverWith(ctx, l, c.era.envelope)
+}
+
+// discoverWith is discover with the envelope env.
+func (c *Client) discoverWith(ctx context.Context, l *link, env map[string]json.RawMessage) (*discoverResult, error) {
 	cl := c.newCall(spec.MethodServerDiscover, nil)
 	cl.internal = true
-	c.obs.start(ctx, cl, "", c.era.version)
-	params, err := encodeParams(nil, cl, false, c.era.envelope)
+	var version string
+	_ = json.Unmarshal(env[spec.MetaProtocolVersion], &version)
+	c.obs.start(ctx, cl, "", version)
+	params, err := encodeParams(nil, cl, false, env)
 	if err != nil {
 		return nil, err
 	}
@@ -222,18 +334,17 @@ func (c *Client) ProtocolVersion() string {
 	return c.era.version
 }
 
-// withEnvelope returns a notification's params with the envelope of the
-// client's era in their _meta, when it is of the 2026-07-28 era; as they
-// are otherwise.
-func (c *Client) withEnvelope(params json.RawMessage) json.RawMessage {
-	if !c.era.modern {
+// withEnvelope returns a notification's params with the 2026-07-28
+// envelope env in their _meta; as they are for a nil env.
+func withEnvelope(params json.RawMessage, env map[string]json.RawMessage) json.RawMessage {
+	if env == nil {
 		return params
 	}
 	fields, err := paramFields(params)
 	if err != nil {
 		return params
 	}
-	p, err := encodeParams(fields, &call{}, false, c.era.envelope)
+	p, err := encodeParams(fields, &call{}, false, env)
 	if err != nil {
 		return params
 	}

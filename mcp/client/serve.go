@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -12,7 +13,10 @@ import (
 // Server-to-client requests (sampling, elicitation, roots, ping). A resumable
 // request's server requests are sent again after a resume while unanswered, with
 // the same id; each id is answered by one call of its handler, and the answer is
-// written again whenever the request comes again.
+// written again whenever the request comes again. The ids of a Call with
+// handlers of its own are its own: another Call's request with the same id (a
+// server that numbers its requests per session, on a new session) is a new
+// one.
 
 // answer is the client's answer to one server request.
 type answer struct {
@@ -89,13 +93,18 @@ func (r *recent) add(s string) bool {
 	return true
 }
 
-func (c *Client) serverRequest(l *link, m *spec.Message) {
+func (c *Client) serverRequest(l *link, m *spec.Message, via []byte) {
 	if m.Method == "ping" {
 		c.write(l, spec.EncodeResponse(m.ID, json.RawMessage(`{}`)))
 		return
 	}
 	c.mu.Lock()
-	a, seen := c.served.getOrAdd(string(m.ID))
+	op, _ := c.ownerLocked(via, m.Params)
+	key := string(m.ID)
+	if op != nil && op.handles() {
+		key = op.seen + key
+	}
+	a, seen := c.served.getOrAdd(key)
 	msg := a.msg
 	c.mu.Unlock()
 	if seen {
@@ -109,7 +118,7 @@ func (c *Client) serverRequest(l *link, m *spec.Message) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		msg := c.answer(m)
+		msg := c.answer(op, m)
 		c.mu.Lock()
 		a.msg = msg
 		l := c.link
@@ -122,20 +131,55 @@ func (c *Client) serverRequest(l *link, m *spec.Message) {
 	}()
 }
 
-// answer runs the handler for a server request and returns the response.
-func (c *Client) answer(m *spec.Message) []byte {
-	res, e := c.respond(c.ctx, m.Method, m.Params)
+// answer runs the handler for a server request of op's (nil: of no Call)
+// and returns the response.
+func (c *Client) answer(op *operation, m *spec.Message) []byte {
+	ctx, cancel := c.handlerContext(op)
+	defer cancel()
+	res, e := c.respond(ctx, op, m.Method, m.Params)
 	if e != nil {
 		return spec.EncodeError(m.ID, e)
 	}
 	return spec.EncodeResponse(m.ID, res)
 }
 
-// respond runs the handler for a server's request of method with params (a
-// request of its own, or an input request of an input_required result) and
-// returns its result, or the error to answer with. An accepted elicitation
-// gets the defaults of the fields its answer left out.
-func (c *Client) respond(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *spec.Error) {
+// handlerContext is the context of a handler that answers a request of op:
+// one with the Call's values that ends with the Call or Close; Close's alone
+// for a request of no Call.
+func (c *Client) handlerContext(op *operation) (context.Context, context.CancelFunc) {
+	if op == nil {
+		return c.ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(op.ctx)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// respond answers a server's request of method with params (a request of its
+// own, or an input request of an input_required result or of a task) for op
+// (nil: of no Call): with op's OnRequest, else Options.OnRequest, else the
+// typed handlers. It returns the result, or the error to answer with. An
+// accepted elicitation of a typed handler gets the defaults of the fields its
+// answer left out.
+func (c *Client) respond(ctx context.Context, op *operation, method string, params json.RawMessage) (json.RawMessage, *spec.Error) {
+	raw := c.opts.OnRequest
+	if op != nil && op.opts.OnRequest != nil {
+		raw = op.opts.OnRequest
+	}
+	if raw != nil {
+		res, err := raw(ctx, method, params)
+		if err != nil {
+			var e *spec.Error
+			if !errors.As(err, &e) {
+				e = spec.NewError(spec.CodeInternalError, "", method+": "+err.Error())
+			}
+			return nil, e
+		}
+		return res, nil
+	}
 	var (
 		res any
 		err error

@@ -153,9 +153,9 @@ func paramHeaders(tool *mcpgo.Tool, p json.RawMessage) http.Header {
 	return h
 }
 
-// fulfil answers a server's input requests (MRTR) with the Options'
-// handlers, all at once, and returns the answers by their keys.
-func (c *Client) fulfil(ctx context.Context, in spec.InputRequired) (map[string]json.RawMessage, error) {
+// fulfil answers a server's input requests (MRTR, or a task's) of op's with
+// its handlers (respond), all at once, and returns the answers by their keys.
+func (c *Client) fulfil(ctx context.Context, op *operation, in spec.InputRequired) (map[string]json.RawMessage, error) {
 	if len(in.InputRequests) == 0 {
 		return nil, errors.New("the server answered input_required without an input request")
 	}
@@ -172,7 +172,7 @@ func (c *Client) fulfil(ctx context.Context, in spec.InputRequired) (map[string]
 	out := make(chan answer, len(in.InputRequests))
 	for key, q := range in.InputRequests {
 		go func() {
-			res, e := c.respond(ctx, q.Method, q.Params)
+			res, e := c.respond(ctx, op, q.Method, q.Params)
 			a := answer{key: key, res: res}
 			if e != nil {
 				a.err = fmt.Errorf("input request %q (%s): %w", key, q.Method, e)

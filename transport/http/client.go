@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -68,6 +69,12 @@ var _ transport.Conn = (*ClientConn)(nil)
 type ClientOptions struct {
 	// Client makes the HTTP requests. Default http.DefaultClient.
 	Client *http.Client
+	// Header is sent with every request (a server's API key, a proxy's
+	// headers). Authorization, when set, gives the Authorization header of
+	// each request, asked every time (a token source that refreshes), over
+	// Header's; its error fails the request.
+	Header        http.Header
+	Authorization func(ctx context.Context) (string, error)
 	// Protocol is sent as MCP-Protocol-Version after initialize until its
 	// answer names the version agreed on, which is sent from then on. Default
 	// 2025-06-18.
@@ -114,14 +121,9 @@ type ClientOptions struct {
 
 // Inbound is one thing ReadInbound returns: a message, with the id of the
 // request whose event stream carried it (Via, nil for a JSON body or the GET
-// stream); or, with ReportStreamLoss, the loss of request Via's stream (Lost).
-type Inbound struct {
-	Msg         []byte
-	Via         []byte
-	Lost        bool
-	LastEventID string // of the lost stream: where Resume takes it up; "" when it had none
-	Delivered   int    // messages the lost stream delivered
-}
+// stream); or, with ReportStreamLoss, the loss of request Via's stream (Lost),
+// with its last event id (where Resume takes it up).
+type Inbound = transport.Inbound
 
 // ErrStreamLost is returned by Read of a ClientConn with FailOnStreamLoss after a
 // request's event stream ended before its response.
@@ -136,6 +138,11 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 	}
 	if o.Client == nil {
 		o.Client = http.DefaultClient
+	}
+	if len(o.Header) > 0 || o.Authorization != nil {
+		hc := *o.Client
+		hc.Transport = headerTransport{base: o.Client.Transport, header: o.Header, auth: o.Authorization}
+		o.Client = &hc
 	}
 	if o.Protocol == "" {
 		o.Protocol = "2025-06-18"
@@ -273,9 +280,9 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, re
 	if err != nil {
 		done()
 		if c.ctx.Err() != nil {
-			return transport.ErrClosed
+			err = transport.ErrClosed
 		}
-		return err
+		return sentOrNot(err)
 	}
 	if modern {
 		// The POST's stream, once read to its end, releases its context.
@@ -306,6 +313,26 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, re
 	}
 	return c.take(resp, msg, nil)
 }
+
+// sentOrNot is the error of a POST that failed after it began: one that never
+// reached the server (no connection could be made: a refused port, a name
+// that does not resolve) as it is, any other as an ErrMaybeSent (the request
+// went out, and the server may run it).
+func sentOrNot(err error) error {
+	var op *net.OpError
+	var dns *net.DNSError
+	if errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) {
+		return err
+	}
+	return maybeSent{err}
+}
+
+// maybeSent is the error of a request that may have reached the server: it
+// says what its cause says, and matches transport.ErrMaybeSent.
+type maybeSent struct{ error }
+
+func (e maybeSent) Unwrap() error        { return e.error }
+func (e maybeSent) Is(target error) bool { return target == transport.ErrMaybeSent }
 
 // track registers the POST of 2026 request id for Abort, and returns its
 // context and the function that releases it once the POST is done.
@@ -458,4 +485,47 @@ func (c *ClientConn) Delete(ctx context.Context) error {
 		return errors.New("DELETE: " + resp.Status)
 	}
 	return nil
+}
+
+// headerTransport adds ClientOptions.Header to every request, and the
+// Authorization auth gives.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+	auth   func(context.Context) (string, error)
+}
+
+// CloseIdleConnections closes the base's idle connections: a client that
+// found its connection silent drops the pooled ones opened with it
+// (http.Client's CloseIdleConnections reaches the base only through it).
+func (t headerTransport) CloseIdleConnections() {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, vs := range t.header {
+		r.Header[k] = vs
+	}
+	if t.auth != nil {
+		a, err := t.auth(r.Context())
+		if err != nil {
+			if r.Body != nil {
+				_ = r.Body.Close()
+			}
+			return nil, err
+		}
+		r.Header.Set("Authorization", a)
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(r)
 }

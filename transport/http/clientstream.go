@@ -223,6 +223,9 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 	defer resp.Body.Close()
 	b, err := readAll(resp.Body)
 	if err != nil {
+		if sent != nil {
+			return maybeSent{c.closedOr(err)} // the server answered: it had the message
+		}
 		return c.closedOr(err)
 	}
 	refused := resp.StatusCode == http.StatusUnauthorized
@@ -242,8 +245,9 @@ func (c *ClientConn) take(resp *http.Response, sent, resumed []byte) error {
 		return nil
 	}
 	if requestID(sent) != nil {
-		// A request that got neither a stream nor an answer will never be answered.
-		return fmt.Errorf("transport/http: POST %s: %s without an answer", c.url, resp.Status)
+		// A request that got neither a stream nor an answer will never be
+		// answered; the server had it.
+		return maybeSent{fmt.Errorf("transport/http: POST %s: %s without an answer", c.url, resp.Status)}
 	}
 	return nil
 }

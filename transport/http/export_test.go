@@ -21,3 +21,6 @@ func OpenStreams(h *Handler) []weak.Pointer[stream] {
 	}
 	return out
 }
+
+// CloseIdle closes c's idle connections, as its silence detection does.
+func CloseIdle(c *ClientConn) { c.client.CloseIdleConnections() }

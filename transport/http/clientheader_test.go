@@ -1,0 +1,51 @@
+package http_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+)
+
+// idleCounter is a round tripper that counts CloseIdleConnections.
+type idleCounter struct {
+	http.RoundTripper
+	closes atomic.Int32
+}
+
+func (c *idleCounter) CloseIdleConnections() { c.closes.Add(1) }
+
+// A ClientConn with ClientOptions.Header and Authorization sends them with
+// every request (Authorization over Header's), and its silence detection
+// still reaches the caller's transport's idle connections.
+func TestClientHeaderAndAuthorization(t *testing.T) {
+	got := make(chan http.Header, 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		got <- r.Header.Clone()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(hs.Close)
+	base := &idleCounter{RoundTripper: http.DefaultTransport}
+	c := httptransport.Dial(hs.URL, &httptransport.ClientOptions{
+		Client:        &http.Client{Transport: base},
+		Header:        http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer header"}},
+		Authorization: func(context.Context) (string, error) { return "Bearer fresh", nil },
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Write(t.Context(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		t.Fatal(err)
+	}
+	h := <-got
+	if h.Get("X-Api-Key") != "k" || h.Get("Authorization") != "Bearer fresh" {
+		t.Fatalf("headers %v", h)
+	}
+	httptransport.CloseIdle(c)
+	if n := base.closes.Load(); n != 1 {
+		t.Fatalf("CloseIdleConnections reached the base %d times, want once", n)
+	}
+}
