@@ -88,16 +88,11 @@ type Options struct {
 	URL    string
 	Header http.Header
 	Client *http.Client
-	// Authorization, when set, gives the Authorization header of each
-	// request to an HTTP upstream and of each WebSocket handshake, asked
-	// every time (a token source that refreshes: oauth.ClientCredentials),
-	// over Header's. The gateway's own credentials: a client's are never
-	// sent upstream.
-	Authorization func(ctx context.Context) (string, error)
 	// Wrap, when set, wraps the round tripper of every HTTP request to the
-	// upstream, a WebSocket's handshake included: an OAuth client
-	// (oauth.Transport) that logs in, renews its token on a 401 and sends
-	// the request again.
+	// upstream, a WebSocket's handshake included, over Header: an OAuth
+	// client (oauth.Transport) that logs in, renews its token on a 401 and
+	// sends the request again. The gateway's own credentials: a client's
+	// are never sent upstream.
 	Wrap func(http.RoundTripper) http.RoundTripper
 	// WSPing is the interval of a WebSocket upstream's keepalive pings; a pong
 	// half as late takes the connection for dead. Default 20s.
@@ -372,7 +367,7 @@ func (g *Gateway) Close() error {
 func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 	o := &g.opts
 	if isWebSocket(o.URL) {
-		return ws.Dial(ctx, o.URL, &ws.DialOptions{Header: o.Header, Authorization: o.Authorization, Wrap: o.Wrap,
+		return ws.Dial(ctx, o.URL, &ws.DialOptions{Header: o.Header, Wrap: o.Wrap,
 			Options: ws.Options{PingInterval: o.WSPing, PingTimeout: o.WSPing / 2}})
 	}
 	if o.URL != "" {
@@ -389,7 +384,7 @@ func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 			c.Transport = o.Wrap(base)
 			hc = &c
 		}
-		return httptransport.Dial(o.URL, &httptransport.ClientOptions{Client: hc, Header: o.Header, Authorization: o.Authorization,
+		return httptransport.Dial(o.URL, &httptransport.ClientOptions{Client: hc, Header: o.Header,
 			Protocol: Protocol, ReportStreamLoss: true, Silence: o.Silence}), nil
 	}
 	env, err := stdio.Environ(o.Env)

@@ -74,9 +74,10 @@ func TestCancelGoesUpstream(t *testing.T) {
 	poll.Until(t, 10*time.Second, "the upstream's call to stop", func() bool { return up.Calls() == 0 })
 }
 
-// The gateway's own upstream credentials (Options.Authorization, asked for
-// each request or handshake) reach an upstream that wants an API key, over
-// Streamable HTTP and WebSocket; Header's Authorization gives way to them.
+// The gateway's own upstream credentials (Options.Wrap, a round tripper that
+// sets them on each request or handshake) reach an upstream that wants an API
+// key, over Streamable HTTP and WebSocket; Header's Authorization gives way to
+// them.
 func TestUpstreamAuthorization(t *testing.T) {
 	keys, err := transport.ParseKeys("gw:gateway-key-0123456789")
 	if err != nil {
@@ -96,12 +97,16 @@ func TestUpstreamAuthorization(t *testing.T) {
 		core.Close()
 	})
 	var asked atomic.Int32
-	auth := func(context.Context) (string, error) {
-		asked.Add(1)
-		return "Bearer gateway-key-0123456789", nil
+	wrap := func(base http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			asked.Add(1)
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer gateway-key-0123456789")
+			return base.RoundTrip(r)
+		})
 	}
 	for _, url := range []string{hs.URL + "/mcp", "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"} {
-		r := newRig(t, gateway.Options{URL: url, Authorization: auth, Header: http.Header{"Authorization": {"Bearer wrong"}}})
+		r := newRig(t, gateway.Options{URL: url, Wrap: wrap, Header: http.Header{"Authorization": {"Bearer wrong"}}})
 		c := e2etest.NewClient(t, r.dialWS(t))
 		c.Initialize(`{}`)
 		c.Send(`{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"echo","arguments":{"text":"through"}}}`)
@@ -113,3 +118,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 		t.Fatalf("the credentials were asked %d times", asked.Load())
 	}
 }
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -70,11 +70,10 @@ type ClientOptions struct {
 	// Client makes the HTTP requests. Default http.DefaultClient.
 	Client *http.Client
 	// Header is sent with every request (a server's API key, a proxy's
-	// headers). Authorization, when set, gives the Authorization header of
-	// each request, asked every time (a token source that refreshes), over
-	// Header's; its error fails the request.
-	Header        http.Header
-	Authorization func(ctx context.Context) (string, error)
+	// headers). A token that changes (an OAuth client's) comes from the
+	// Client's Transport instead, which sees each request after Header is
+	// added.
+	Header http.Header
 	// Protocol is sent as MCP-Protocol-Version after initialize until its
 	// answer names the version agreed on, which is sent from then on. Default
 	// 2025-06-18.
@@ -139,9 +138,9 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 	if o.Client == nil {
 		o.Client = http.DefaultClient
 	}
-	if len(o.Header) > 0 || o.Authorization != nil {
+	if len(o.Header) > 0 {
 		hc := *o.Client
-		hc.Transport = headerTransport{base: o.Client.Transport, header: o.Header, auth: o.Authorization}
+		hc.Transport = headerTransport{base: o.Client.Transport, header: o.Header}
 		o.Client = &hc
 	}
 	if o.Protocol == "" {
@@ -487,12 +486,10 @@ func (c *ClientConn) Delete(ctx context.Context) error {
 	return nil
 }
 
-// headerTransport adds ClientOptions.Header to every request, and the
-// Authorization auth gives.
+// headerTransport adds ClientOptions.Header to every request.
 type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
-	auth   func(context.Context) (string, error)
 }
 
 // CloseIdleConnections closes the base's idle connections: a client that
@@ -512,16 +509,6 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, vs := range t.header {
 		r.Header[k] = vs
-	}
-	if t.auth != nil {
-		a, err := t.auth(r.Context())
-		if err != nil {
-			if r.Body != nil {
-				_ = r.Body.Close()
-			}
-			return nil, err
-		}
-		r.Header.Set("Authorization", a)
 	}
 	base := t.base
 	if base == nil {

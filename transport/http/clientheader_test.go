@@ -1,7 +1,6 @@
 package http_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,10 +18,9 @@ type idleCounter struct {
 
 func (c *idleCounter) CloseIdleConnections() { c.closes.Add(1) }
 
-// A ClientConn with ClientOptions.Header and Authorization sends them with
-// every request (Authorization over Header's), and its silence detection
-// still reaches the caller's transport's idle connections.
-func TestClientHeaderAndAuthorization(t *testing.T) {
+// A ClientConn with ClientOptions.Header sends it with every request, and its
+// silence detection still reaches the caller's transport's idle connections.
+func TestClientHeader(t *testing.T) {
 	got := make(chan http.Header, 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -32,16 +30,15 @@ func TestClientHeaderAndAuthorization(t *testing.T) {
 	t.Cleanup(hs.Close)
 	base := &idleCounter{RoundTripper: http.DefaultTransport}
 	c := httptransport.Dial(hs.URL, &httptransport.ClientOptions{
-		Client:        &http.Client{Transport: base},
-		Header:        http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer header"}},
-		Authorization: func(context.Context) (string, error) { return "Bearer fresh", nil },
+		Client: &http.Client{Transport: base},
+		Header: http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer header"}},
 	})
 	t.Cleanup(func() { _ = c.Close() })
 	if err := c.Write(t.Context(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
 		t.Fatal(err)
 	}
 	h := <-got
-	if h.Get("X-Api-Key") != "k" || h.Get("Authorization") != "Bearer fresh" {
+	if h.Get("X-Api-Key") != "k" || h.Get("Authorization") != "Bearer header" {
 		t.Fatalf("headers %v", h)
 	}
 	httptransport.CloseIdle(c)

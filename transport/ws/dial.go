@@ -20,9 +20,6 @@ type DialOptions struct {
 	Options
 	// Header is sent with the handshake (Origin, Authorization, ...).
 	Header http.Header
-	// Authorization, when set, gives the handshake's Authorization header,
-	// asked at each Dial (a token source that refreshes), over Header's.
-	Authorization func(ctx context.Context) (string, error)
 	// TLS configures wss:// connections. Default: the system's roots.
 	TLS *tls.Config
 	// NetDial opens the TCP connection. Default: a net.Dialer.
@@ -39,17 +36,6 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 	var o DialOptions
 	if opts != nil {
 		o = *opts
-	}
-	if o.Authorization != nil {
-		a, err := o.Authorization(ctx)
-		if err != nil {
-			return nil, err
-		}
-		o.Header = o.Header.Clone()
-		if o.Header == nil {
-			o.Header = http.Header{}
-		}
-		o.Header.Set("Authorization", a)
 	}
 	netDial := o.NetDial
 	if netDial == nil {
