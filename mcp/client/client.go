@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -876,9 +875,8 @@ func (c *Client) wanted() bool {
 }
 
 // backoff is the wait before reconnect attempt (from 0): MinBackoff doubled
-// per attempt up to MaxBackoff, of which a random half (clients that lost one
-// server at once do not all come back at once).
+// per attempt up to MaxBackoff, jittered as every retry loop's pause is
+// (clients that lost one server at once do not all come back at once).
 func (c *Client) backoff(attempt int) time.Duration {
-	d := backoff.Delay(c.opts.MinBackoff, c.opts.MaxBackoff, attempt)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Jitter(backoff.Delay(c.opts.MinBackoff, c.opts.MaxBackoff, attempt))
 }
