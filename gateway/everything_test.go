@@ -69,7 +69,10 @@ func newRigWith(t testing.TB, opts gateway.Options, coreOpts *mcp.Options) *rig 
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := mcp.New(g.Server(), coreOpts)
+	core, err := mcp.New(g.Server(), coreOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()

@@ -29,7 +29,10 @@ import (
 func TestListChangedFollowed(t *testing.T) {
 	upSrv := server.NewMCPServer("up", "1", server.WithToolCapabilities(true))
 	demo.Add(upSrv)
-	up := mcp.New(upSrv, nil)
+	up, err := mcp.New(upSrv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := serveHTTP(t, up)
 	r := newRig(t, gateway.Options{URL: hs.URL})
 	c := e2etest.NewClient(t, r.dialWS(t))
@@ -60,7 +63,10 @@ func TestListChangedFollowed(t *testing.T) {
 // A client's cancel reaches the upstream: the upstream's handler of the call
 // stops (its core counts no call), over a Streamable HTTP upstream.
 func TestCancelGoesUpstream(t *testing.T) {
-	up := mcp.New(demo.Server("up"), nil)
+	up, err := mcp.New(demo.Server("up"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := serveHTTP(t, up)
 	r := newRig(t, gateway.Options{URL: hs.URL})
 	c := e2etest.NewClient(t, r.dialWS(t))
@@ -83,7 +89,10 @@ func TestUpstreamAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core := mcp.New(demo.Server("up"), nil)
+	core, err := mcp.New(demo.Server("up"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, &httptransport.Options{Keys: keys})
 	wh := ws.NewHandler(core, &ws.AcceptOptions{Keys: keys})
 	mux := http.NewServeMux()

@@ -55,7 +55,10 @@ func upstreamOurs(t *testing.T) (addr string, core *mcp.Server) {
 // upstreamOursWith is upstreamOurs with the core's options.
 func upstreamOursWith(t *testing.T, opts *mcp.Options) (addr string, core *mcp.Server) {
 	t.Helper()
-	core = mcp.New(demo.Server("up"), opts)
+	core, err := mcp.New(demo.Server("up"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, &httptransport.Options{KeepAlive: 200 * time.Millisecond})
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()
@@ -182,7 +185,10 @@ func TestUpstreamLostBeforePolicy(t *testing.T) {
 		}
 		return mcpgo.NewToolResultText("ran"), nil
 	})
-	up := mcp.New(upSrv, nil)
+	up, err := mcp.New(upSrv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := serveHTTP(t, up)
 	cut := &cutFirstCall{base: http.DefaultTransport}
 	r := newRig(t, gateway.Options{URL: hs.URL + "/mcp", Client: &http.Client{Transport: cut}})
@@ -289,7 +295,10 @@ func (c *eraConn) Write(b []byte) (int, error) {
 // ran once, and the client (here with a task of the gateway's) gets its
 // result.
 func TestUpstreamTaskAcrossCut(t *testing.T) {
-	up := mcp.New(demo.Server("up"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	up, err := mcp.New(demo.Server("up"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := serveHTTP(t, up)
 	p := faultproxy.New(t, hs.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
 	r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})
@@ -395,7 +404,10 @@ func TestKeyedCallCutUnanswered(t *testing.T) {
 			if task {
 				pol.Task = mcp.TaskRequired
 			}
-			up := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"countdown": pol}})
+			up, err := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"countdown": pol}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			hs := serveHTTP(t, up)
 			p = faultproxy.New(t, hs.Listener.Addr().String(), faultproxy.NoCut, faultproxy.NoCut)
 			r := newRig(t, gateway.Options{URL: "http://" + p.Addr() + "/mcp"})

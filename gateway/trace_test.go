@@ -86,7 +86,10 @@ func tracedUpstream(t *testing.T, tp *telemetry.Tracing) *httptest.Server {
 	s.AddPrompt(mcpgo.NewPrompt("greet", mcpgo.WithArgument("name")), func(_ context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
 		return mcpgo.NewGetPromptResult("greeting", []mcpgo.PromptMessage{mcpgo.NewPromptMessage(mcpgo.RoleUser, mcpgo.NewTextContent("hello "+req.Params.Arguments["name"]))}), nil
 	})
-	up := mcp.New(s, &mcp.Options{TracerProvider: tp.TracerProvider(), Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	up, err := mcp.New(s, &mcp.Options{TracerProvider: tp.TracerProvider(), Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return serveHTTP(t, up)
 }
 
@@ -323,7 +326,11 @@ func TestTraceUpstreamPassedOn(t *testing.T) {
 		s.AddResource(mcpgo.NewResource("test://doc", "doc"), func(context.Context, mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
 			return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: "test://doc", Text: "the doc"}}, nil
 		})
-		hs := serveHTTP(t, mcp.New(s, &mcp.Options{TracerProvider: tp}))
+		core, err := mcp.New(s, &mcp.Options{TracerProvider: tp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := serveHTTP(t, core)
 		var coreOpts mcp.Options
 		if traced {
 			coreOpts.TracerProvider = tp

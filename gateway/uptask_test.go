@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"os"
 	"strings"
 	"testing"
@@ -35,7 +36,10 @@ func serveChild() {
 			}
 			return mcpgo.NewToolResultText("decided: " + string(res)), nil
 		})
-	core := mcp.New(s, &mcp.Options{Tools: map[string]mcp.Policy{"decide": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	core, err := mcp.New(s, &mcp.Options{Tools: map[string]mcp.Policy{"decide": {Mode: mcp.Always, Task: mcp.TaskRequired}}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer core.Close()
 	_ = core.Serve(context.Background(), stdio.New(os.Stdin, os.Stdout, nil))
 }

@@ -44,7 +44,10 @@ var benchModes = []struct {
 func BenchmarkToolsCall(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(mode.name, func(b *testing.B) {
-			core := mcp.New(demo.Server("bench"), mode.opts)
+			core, err := mcp.New(demo.Server("bench"), mode.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
 			defer core.Close()
 			client, srv := transport.Pipe()
 			done := make(chan struct{})
@@ -163,7 +166,10 @@ func BenchmarkCoreToolsCallPaired(b *testing.B) {
 // caps, and returns a function making tools/call number i (echo) through it. The
 // server is closed when b ends.
 func benchCore(b *testing.B, caps string, opts *mcp.Options) func(i int) {
-	core := mcp.New(demo.Server("bench"), opts)
+	core, err := mcp.New(demo.Server("bench"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
 	conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {
@@ -215,7 +221,10 @@ func BenchmarkMCPGoEra(b *testing.B) {
 // in turn. It reports each side's mean round trip and their ratio: what a 2026
 // call costs through the core, mcp-go's own share included (BenchmarkMCPGoEra).
 func BenchmarkCoreEra(b *testing.B) {
-	core := mcp.New(demo.Server("bench"), nil)
+	core, err := mcp.New(demo.Server("bench"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	legacy := benchCoreConn(b, core, true)
 	modern := benchCoreConn(b, core, false)
 	var legacyT, modernT time.Duration
@@ -284,7 +293,10 @@ func BenchmarkTasks(b *testing.B) {
 			if store == "jetstream" {
 				opts.Store = benchJetStream(b)
 			}
-			core := mcp.New(demo.Server("bench"), opts)
+			core, err := mcp.New(demo.Server("bench"), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
 			conn := &benchConn{in: make(chan []byte, 1), resp: make(chan struct{}, 1), closed: make(chan struct{})}
 			var last []byte
 			conn.onResp = func(msg []byte) { last = bytes.Clone(msg) }
@@ -365,7 +377,10 @@ func BenchmarkTaskStream(b *testing.B) {
 			if store == "jetstream" {
 				st, _, _ = jstest.Start(bs, false)
 			}
-			core := mcp.New(demo.Server("bench"), &mcp.Options{Store: st, Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 64 << 20}})
+			core, err := mcp.New(demo.Server("bench"), &mcp.Options{Store: st, Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 64 << 20}})
+			if err != nil {
+				bs.Fatal(err)
+			}
 			bs.Run("op=live", func(b *testing.B) {
 				const steps = 2000
 				// A raw reader: what is measured is the server, not a client's
@@ -439,7 +454,10 @@ func BenchmarkTaskStream(b *testing.B) {
 				if store == "jetstream" {
 					st, _, nc = jstest.Start(b, false)
 				}
-				writer := mcp.New(demo.Server("bench"), &mcp.Options{Store: st, Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 64 << 20}})
+				writer, err := mcp.New(demo.Server("bench"), &mcp.Options{Store: st, Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 64 << 20}})
+				if err != nil {
+					b.Fatal(err)
+				}
 				w := e2etest.NewClient(b, serveCore(b, writer)(b))
 				w.Initialize(`{}`)
 				w.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0,"steps":%d},"_meta":{"progressToken":"p"},"task":{}}}`, steps)
@@ -465,7 +483,10 @@ func BenchmarkTaskStream(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.Cleanup(func() { _ = st2.Close(context.Background()) })
-					core2 := mcp.New(demo.Server("bench"), &mcp.Options{Store: st2, Tools: demo.Policies()})
+					core2, err := mcp.New(demo.Server("bench"), &mcp.Options{Store: st2, Tools: demo.Policies()})
+					if err != nil {
+						b.Fatal(err)
+					}
 					conn = serveCore(b, core2)(b)
 				}
 				ctx := context.Background()

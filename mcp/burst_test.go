@@ -51,7 +51,11 @@ func burstServer(refused *atomic.Int64) *server.MCPServer {
 // one, in order, then the result.
 func TestProgressBurst(t *testing.T) {
 	var refused atomic.Int64
-	dial := serveCore(t, mcp.New(burstServer(&refused), nil))
+	core, err := mcp.New(burstServer(&refused), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := serveCore(t, core)
 	for _, caps := range []string{`{}`, `{"resumableRequests":{}}`} {
 		c := e2etest.NewClient(t, dial(t))
 		c.Initialize(caps)

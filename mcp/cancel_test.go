@@ -70,7 +70,10 @@ func TestCancelAtOnce(t *testing.T) {
 				srv := demo.Server("test")
 				srv.Use(g.middleware) // before the core's: outside it
 				opts := tc.opts
-				core := mcp.New(srv, &opts)
+				core, err := mcp.New(srv, &opts)
+				if err != nil {
+					t.Fatal(err)
+				}
 				c := e2etest.NewClient(t, serveCore(t, core)(t))
 				args := `{"question":"now?"}`
 				if tc.tool == "countdown" {

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,7 +68,10 @@ func startClusterOf(t *testing.T, n int, lease time.Duration, base mcp.Options, 
 		}
 		opts := base
 		opts.Store, opts.Cluster = st, node
-		core := mcp.New(newServer(), &opts)
+		core, err := mcp.New(newServer(), &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		// Cleanups run last first: the core, then the store (which waits for
 		// the writes it has in flight: an instance whose connection the test
 		// closed, for its publishes' timeout), then the node, then the
@@ -246,4 +250,32 @@ func TestDeferralCluster(t *testing.T) {
 	var next atomic.Int64
 	dial := func(t testing.TB) transport.Conn { return ins[next.Add(1)%2].dial(t) }
 	e2etest.RunDeferral(t, e2etest.Harness{Dial: dial, Reconnect: true})
+}
+
+// New refuses a Cluster without a Store the instances share (here none: the
+// engine's memory), with resume.New's error instead of a panic, and leaves
+// nothing running.
+func TestNewRefusesClusterWithoutSharedStore(t *testing.T) {
+	srv, err := embedded.Start(&embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	node, err := cluster.Join(t.Context(), nc, &cluster.Options{Name: "alone", Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Cluster: node})
+	if err == nil || core != nil {
+		t.Fatalf("New = %v, %v; want an error and no server", core, err)
+	}
+	if !strings.Contains(err.Error(), "Lister and a Claimer") {
+		t.Fatalf("error %q does not say what the store lacks", err)
+	}
 }

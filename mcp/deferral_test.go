@@ -90,7 +90,10 @@ func TestDeferredAnswer(t *testing.T) {
 				var runs atomic.Int32
 				srv := demo.Server("test")
 				srv.Use(countRuns(&runs, "countdown"))
-				core := mcp.New(srv, &mcp.Options{AnswerWithin: 45 * time.Second})
+				core, err := mcp.New(srv, &mcp.Options{AnswerWithin: 45 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
 				k := caller{c: e2etest.NewClient(t, serveCore(t, core)(t)), modern: modern, caps: `{}`}
 				if !modern {
 					k.c.Initialize(`{}`)
@@ -176,7 +179,10 @@ func TestDeferredQuestion(t *testing.T) {
 	for _, modern := range []bool{false, true} {
 		t.Run(map[bool]string{false: "2025", true: "2026"}[modern], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				core := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+				core, err := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
 				k := caller{c: e2etest.NewClient(t, serveCore(t, core)(t)), modern: modern, caps: `{"elicitation":{}}`}
 				if !modern {
 					k.c.Initialize(`{"elicitation":{}}`)
@@ -225,7 +231,10 @@ func TestDeferredQuestion(t *testing.T) {
 // reason in _meta, at once.
 func TestAwaitRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveSessions(t, core)
 		alice := e2etest.NewClient(t, dial(t, &mcp.SessionOptions{Principal: "alice"}))
 		bob := e2etest.NewClient(t, dial(t, &mcp.SessionOptions{Principal: "bob"}))
@@ -273,7 +282,10 @@ func TestAwaitRefusals(t *testing.T) {
 // with its result, or with a deferred answer whose await gives the result.
 func TestDeferredAtTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{}`)
 		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":45,"steps":1}}}`)
@@ -297,7 +309,10 @@ func TestDeferredAtTheDeadline(t *testing.T) {
 // expires as a detached one does, and leaves nothing (goleak).
 func TestAwaitAgainAndNever(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 45 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{}`)
 		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":50,"steps":1}}}`)
@@ -337,6 +352,9 @@ func TestAwaitAgainAndNever(t *testing.T) {
 
 // The shared deferral cases on in-memory connections.
 func TestDeferralEndToEndPipe(t *testing.T) {
-	core := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: e2etest.DeferralWithin})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: e2etest.DeferralWithin})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e2etest.RunDeferral(t, e2etest.Harness{Dial: serveCore(t, core), Reconnect: true})
 }

@@ -18,7 +18,10 @@ import (
 func TestDroppedInputIsLogged(t *testing.T) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
-	core := mcp.New(demo.Server("test"), &mcp.Options{Logger: &log})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Logger: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := e2etest.NewClient(t, serveCore(t, core)(t))
 	c.Initialize(`{"resumableRequests":{}}`)
 	c.Send(`{"jsonrpc":"2.0","id":"never-asked","result":{}}`)

@@ -18,7 +18,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // serve starts a core with the demo tools and returns a dialer of in-memory
 // connections to it. Everything is stopped and waited for at the end of the test.
 func serve(t testing.TB, opts *mcp.Options) (*mcp.Server, func(testing.TB) transport.Conn) {
-	core := mcp.New(demo.Server("test"), opts)
+	core, err := mcp.New(demo.Server("test"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return core, serveCore(t, core)
 }
 

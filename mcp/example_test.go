@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -25,7 +26,10 @@ func ExampleNew() {
 	// Every tools/call is resumable by default; one that answers within a
 	// millisecond is answered plainly (Options.QuickCall), which this example,
 	// whose tool answers at once, turns off.
-	core := mcp.New(srv, &mcp.Options{QuickCall: -1})
+	core, err := mcp.New(srv, &mcp.Options{QuickCall: -1})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer core.Close()
 	client, conn := transport.Pipe()
 	done := make(chan struct{})

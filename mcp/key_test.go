@@ -68,7 +68,10 @@ const keyedCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name
 func TestCallKeySentAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int32
-		core := mcp.New(countingServer(&runs), nil)
+		core, err := mcp.New(countingServer(&runs), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		a := e2etest.NewClient(t, dial(t))
 		init := a.Initialize(`{"resumableRequests":{}}`)
@@ -123,7 +126,10 @@ func sendKeyedAgain(t *testing.T, c *e2etest.Client, runs *atomic.Int32) {
 func TestCallKeyRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int32
-		core := mcp.New(countingServer(&runs), nil)
+		core, err := mcp.New(countingServer(&runs), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{"resumableRequests":{}}`)
 		c.Send(keyedCall, "short")
@@ -149,7 +155,10 @@ func TestCallKeyRefused(t *testing.T) {
 func TestCallKeyNotResumable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		causes := make(chan error, 2)
-		core := mcp.New(blockServer(causes), &mcp.Options{Tools: map[string]mcp.Policy{"block": {Mode: mcp.Never}}})
+		core, err := mcp.New(blockServer(causes), &mcp.Options{Tools: map[string]mcp.Policy{"block": {Mode: mcp.Never}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		a := e2etest.NewClient(t, dial(t))
 		a.Initialize(`{"resumableRequests":{}}`)
@@ -185,7 +194,10 @@ func TestCallKeySentBeforeStart(t *testing.T) {
 		var runs atomic.Int32
 		srv := countingServer(&runs)
 		gate := holdFirst(srv)
-		core := mcp.New(srv, nil)
+		core, err := mcp.New(srv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		a := e2etest.NewClient(t, dial(t))
 		a.Initialize(`{"resumableRequests":{}}`)
@@ -229,7 +241,10 @@ func TestCallKeyTaskSentAgain(t *testing.T) {
 		var runs atomic.Int32
 		srv := countingServer(&runs)
 		gate := holdFirst(srv)
-		core := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"steps": {Mode: mcp.Always, Task: mcp.AsTask}}})
+		core, err := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"steps": {Mode: mcp.Always, Task: mcp.AsTask}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		created := func(c *e2etest.Client) (id, status string) {
 			t.Helper()

@@ -19,7 +19,10 @@ import (
 // requests has finished, it may start another.
 func TestMaxConcurrentPerPrincipal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(blockServer(make(chan error, 16)), &mcp.Options{MaxConcurrentPerPrincipal: 2})
+		core, err := mcp.New(blockServer(make(chan error, 16)), &mcp.Options{MaxConcurrentPerPrincipal: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveAs(t, core)
 		alice, alice2 := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "alice"})
 		startBlock(t, alice, "1")
@@ -51,7 +54,10 @@ func TestMaxConcurrentPerPrincipal(t *testing.T) {
 // resume policy, like past MaxLive; other principals' calls still get one.
 func TestMaxLivePerPrincipalCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(blockServer(make(chan error, 16)), &mcp.Options{Engine: &resume.Options{MaxLivePerPrincipal: 1}})
+		core, err := mcp.New(blockServer(make(chan error, 16)), &mcp.Options{Engine: &resume.Options{MaxLivePerPrincipal: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveAs(t, core)
 		alice, bob := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "bob"})
 		startBlock(t, alice, "1")
@@ -73,7 +79,10 @@ func TestMaxLivePerPrincipalCalls(t *testing.T) {
 // client is told why: expired, detail evicted.
 func TestByteBudgetEvictsOldest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxBytes: 6 << 10}, QuickCall: -1})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxBytes: 6 << 10}, QuickCall: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		big := strings.Repeat("x", 4<<10)
 		var toks []string

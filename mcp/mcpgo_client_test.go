@@ -28,7 +28,10 @@ func TestMCPGoClient(t *testing.T) {
 }
 
 func testMCPGoClient(t *testing.T, modern bool) {
-	core := mcp.New(demo.Server("test"), nil)
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	toServer, fromClient := io.Pipe()
 	toClient, fromServer := io.Pipe()
 	var wg sync.WaitGroup

@@ -62,7 +62,10 @@ func inputKey(t *testing.T, m e2etest.Msg) (key, state string) {
 func TestModernRootsRounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ended := make(chan error, 4)
-		core := mcp.New(rootsServer(ended), &mcp.Options{Engine: &resume.Options{MaxWait: time.Minute}})
+		core, err := mcp.New(rootsServer(ended), &mcp.Options{Engine: &resume.Options{MaxWait: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveAs(t, core)
 		alice, eve := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "eve"})
 		const caps = `{"roots":{}}`
@@ -111,7 +114,10 @@ func TestModernRootsRounds(t *testing.T) {
 func TestModernListen(t *testing.T) {
 	s := demo.Server("test")
 	server.WithToolCapabilities(true)(s)
-	core := mcp.New(s, nil)
+	core, err := mcp.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveCore(t, core)
 	c := e2etest.NewClient(t, dial(t))
 	c.Modern(`"tools"`, spec.MethodSubscriptionsListen, `"notifications":{"toolsListChanged":true,"promptsListChanged":true}`, `{}`)
@@ -144,7 +150,10 @@ func TestModernListen(t *testing.T) {
 // same on every read; then it is unknown.
 func TestTaskPrincipalAndExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TaskTTL: 3 * time.Minute, Engine: &resume.Options{MaxWait: time.Minute}})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TaskTTL: 3 * time.Minute, Engine: &resume.Options{MaxWait: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveAs(t, core)
 		alice, eve := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "eve"})
 		ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
@@ -187,7 +196,10 @@ func FuzzTaskID(f *testing.F) {
 	for _, s := range []string{"", "tk1.", "tk1.eyJpIjoxLCJ0IjoieCJ9", "tk1.!!", "tk1.eyJpIjpudWxsfQ", "tk1.eyJpIjoiYSIsInQiOiJ4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHgiLCJjIjotMX0", "x"} {
 		f.Add(s)
 	}
-	core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TokenFailureBurst: -1})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TokenFailureBurst: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
 	dial := serveCore(f, core)
 	ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
 	f.Fuzz(func(t *testing.T, id string) {
@@ -206,7 +218,10 @@ func FuzzTaskID(f *testing.F) {
 // task asks reaches the waiting tasks/result, whose answer completes the task
 // under the tasks/result's id.
 func TestTaskResultWhileGet(t *testing.T) {
-	core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveCore(t, core)
 	a, b := e2etest.NewClient(t, dial(t)), e2etest.NewClient(t, dial(t))
 	a.Initialize(`{"elicitation":{}}`)
@@ -286,7 +301,10 @@ func TestModernQuestionsAtOnce(t *testing.T) {
 			}
 			return mcpgo.NewToolResultText(strings.Join(answers, " ")), nil
 		})
-		core := mcp.New(s, nil)
+		core, err := mcp.New(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		const caps = `{"elicitation":{}}`
 		c.Modern(`1`, "tools/call", `"name":"two","arguments":{}`, caps)

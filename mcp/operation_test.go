@@ -37,7 +37,10 @@ func (o *operations) got() []mcp.Operation {
 // the request lasted, once its result reached the new session.
 func TestOperations(t *testing.T) {
 	var rec operations
-	core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), OnOperation: rec.add})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), OnOperation: rec.add})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveSessions(t, core)
 	stdio := &mcp.SessionOptions{Transport: mcp.TransportStdio}
 

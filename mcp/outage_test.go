@@ -61,7 +61,10 @@ func TestStoreOutageGetStatus(t *testing.T) {
 				return nil, ctx.Err()
 			})
 			stalled := make(chan struct{}, 1)
-			core := mcp.New(srv, &mcp.Options{Store: &outageStore{Store: st, nc: nc, stalled: stalled}})
+			core, err := mcp.New(srv, &mcp.Options{Store: &outageStore{Store: st, nc: nc, stalled: stalled}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			c := e2etest.NewClient(t, tr.dial(t, core))
 			c.Initialize(`{"resumableRequests":{"extensions":["io.mcp-resume/ack"]}}`)
 			c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"quiet"}}`)

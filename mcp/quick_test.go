@@ -23,7 +23,10 @@ import (
 // through its outbox.
 func TestQuickCallAnsweredPlainly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), nil)
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{"resumableRequests":{"extensions":["io.mcp-resume/ack"]}}`)
 
@@ -51,7 +54,10 @@ func TestQuickCallAnsweredPlainly(t *testing.T) {
 // policy, then its notifications numbered from its outbox, then its response.
 func TestQuickCallNotifiesResumable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), nil)
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{"resumableRequests":{"extensions":["io.mcp-resume/ack"]}}`)
 		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":0,"steps":3},"_meta":{"progressToken":"p"}}}`)
@@ -84,7 +90,10 @@ func TestQuickCallKeyedOrOff(t *testing.T) {
 			{"keyed", nil, `,"_meta":{"io.mcp-resume/key":"k7Xq2mP9vR4tY8wZ1nB6cD3fH5jL0sA"}`},
 			{"off", &mcp.Options{QuickCall: -1}, ""},
 		} {
-			core := mcp.New(demo.Server("test"), tc.opts)
+			core, err := mcp.New(demo.Server("test"), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			c := e2etest.NewClient(t, serveCore(t, core)(t))
 			c.Initialize(`{"resumableRequests":{}}`)
 			c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}%s}}`, tc.param)
@@ -101,7 +110,10 @@ func TestQuickCallKeyedOrOff(t *testing.T) {
 func TestQuickCallLostConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		causes := make(chan error, 1)
-		core := mcp.New(blockServer(causes), &mcp.Options{QuickCall: time.Hour})
+		core, err := mcp.New(blockServer(causes), &mcp.Options{QuickCall: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{"resumableRequests":{}}`)
 		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block"}}`)
@@ -124,7 +136,10 @@ func TestQuickCallAskRestartable(t *testing.T) {
 	for _, restartable := range []bool{true, false} {
 		st := memstore.New()
 		opts := mcp.Options{Store: st, Tools: map[string]mcp.Policy{"ask": {Mode: mcp.Always, Restartable: restartable}}}
-		core1 := mcp.New(demo.Server("test"), &opts)
+		core1, err := mcp.New(demo.Server("test"), &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		a := e2etest.NewClient(t, serveSessions(t, core1)(t, nil))
 		caps := fmt.Sprintf(`{"elicitation":{},"extensions":{%q:{}}}`, spec.ExtensionResumable)
 		a.Modern(`"q"`, "tools/call", `"name":"ask","arguments":{"question":"now?"}`, caps)
@@ -134,7 +149,10 @@ func TestQuickCallAskRestartable(t *testing.T) {
 		a.Close()
 		core1.Close() // the request stays in the store, waiting for its answer
 
-		core2 := mcp.New(demo.Server("test"), &opts)
+		core2, err := mcp.New(demo.Server("test"), &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var stats resume.Stats
 		poll.Until(t, 10*time.Second, "the recovery", func() bool {
 			stats = core2.Engine().Stats()

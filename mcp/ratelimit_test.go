@@ -40,7 +40,10 @@ const wrongToken = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 func TestTokenFailureRateLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		causes := make(chan error, 4)
-		core := mcp.New(blockServer(causes), &mcp.Options{TokenFailureBurst: 5, TokenFailureRefill: 2 * time.Second})
+		core, err := mcp.New(blockServer(causes), &mcp.Options{TokenFailureBurst: 5, TokenFailureRefill: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveAs(t, core)
 		alice := dial(&mcp.SessionOptions{Principal: "alice", Remote: "192.0.2.1"})
 		bob := dial(&mcp.SessionOptions{Principal: "bob", Remote: "192.0.2.1"}) // same address
@@ -107,7 +110,10 @@ func TestTokenFailureRateLimit(t *testing.T) {
 // while other addresses are not held back; a negative burst turns the limit off.
 func TestTokenFailureRateLimitByAddress(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(blockServer(make(chan error, 4)), &mcp.Options{TokenFailureBurst: 1})
+		core, err := mcp.New(blockServer(make(chan error, 4)), &mcp.Options{TokenFailureBurst: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveAs(t, core)
 		b := dial(&mcp.SessionOptions{Remote: "192.0.2.2"})
 		bTok := startBlock(t, b, "1")
@@ -127,7 +133,10 @@ func TestTokenFailureRateLimitByAddress(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(blockServer(make(chan error, 4)), &mcp.Options{TokenFailureBurst: -1})
+		core, err := mcp.New(blockServer(make(chan error, 4)), &mcp.Options{TokenFailureBurst: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := serveAs(t, core)(nil)
 		for i := range 50 {
 			if _, e := c.GetStatus(fmt.Sprint(i), "1", wrongToken); e == nil || e.Reason != spec.ReasonNotFound {
@@ -161,7 +170,10 @@ func TestTokenFailureOwnerNotLockedOut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				core := mcp.New(blockServer(make(chan error, 4)), &mcp.Options{TokenFailureBurst: burst})
+				core, err := mcp.New(blockServer(make(chan error, 4)), &mcp.Options{TokenFailureBurst: burst})
+				if err != nil {
+					t.Fatal(err)
+				}
 				dial := serveAs(t, core)
 				here := &mcp.SessionOptions{Remote: "127.0.0.1"}
 				owner := dial(here)

@@ -30,7 +30,10 @@ func TestRootsWhileDetached(t *testing.T) {
 		}
 		return mcpgo.NewToolResultText("roots: " + strings.Join(uris, " ")), nil
 	})
-	core := mcp.New(s, nil)
+	core, err := mcp.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveCore(t, core)
 	const caps = `{"resumableRequests":{},"roots":{"listChanged":false}}`
 

@@ -90,10 +90,13 @@ func TestDetachedScale(t *testing.T) {
 		step = v
 	}
 	steps := 1000 // the countdowns outlive the test, which cancels them by closing the server
-	core := mcp.New(demo.Server("scale"), &mcp.Options{
+	core, err := mcp.New(demo.Server("scale"), &mcp.Options{
 		Engine:                    &resume.Options{MaxLive: n + 10, MaxWait: time.Hour},
 		MaxConcurrentPerPrincipal: -1,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer core.Close()
 
 	runtime.GC()

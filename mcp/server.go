@@ -179,10 +179,10 @@ type Server struct {
 // New returns a Server around srv. srv's tools, resources and prompts are served
 // unchanged; their calls become resumable by Options.DefaultPolicy and Options.Tools,
 // through a tool middleware New adds to srv (srv.Use). Serve srv only through one
-// Server. New recovers the requests a durable Store holds (resume.New), and
-// panics on what resume.New refuses: an Options.Cluster whose Store the
-// instances cannot share (not a resume.Lister and a resume.Claimer).
-func New(srv *server.MCPServer, opts *Options) *Server {
+// Server. New recovers the requests a durable Store holds (resume.New); its
+// error is resume.New's: a Store that cannot be read, an Options.Cluster whose
+// Store the instances cannot share (not a resume.Lister and a resume.Claimer).
+func New(srv *server.MCPServer, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -231,7 +231,6 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 		eo.Cluster = cl
 		s.cluster = cl
 		s.idPrefix = "mr-" + cl.Self() + "-"
-		cl.OnAnswer(s.answers.fromPeer)
 		eo.OnRestartable = s.reruns.all
 	}
 	// A tool written for the 2025 era asks its client through mcp-go's
@@ -240,9 +239,12 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	server.WithLegacyServerInitiatedRequests()(srv)
 	eng, err := resume.New(context.Background(), o.Store, &eo)
 	if err != nil {
-		panic(err) // a Cluster without a shared Store: a program's mistake
+		return nil, err
 	}
 	s.eng = eng
+	if cl := o.Cluster; cl != nil {
+		cl.OnAnswer(s.answers.fromPeer)
+	}
 	eff := s.eng.Options()
 	s.caps = spec.ServerCapability{
 		MaxWait:    int64(eff.MaxWait / time.Second),
@@ -259,7 +261,7 @@ func New(srv *server.MCPServer, opts *Options) *Server {
 	s.admission.limit = s.opts.MaxConcurrentPerPrincipal
 	srv.Use(s.middleware)
 	s.reruns.all()
-	return s
+	return s, nil
 }
 
 // Engine returns the resume engine, for inspection.

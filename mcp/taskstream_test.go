@@ -83,7 +83,10 @@ func describe(evs []taskEvent) string {
 // read from another connection (its own session) gives the same numbers.
 func TestTaskStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		a := e2etest.NewClient(t, dial(t))
 		a.Initialize(`{}`)
@@ -118,7 +121,10 @@ func TestTaskStream(t *testing.T) {
 // then its final status: every status change, as tasks/get would say it.
 func TestTaskStreamStatusChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{"elicitation":{}}`)
 		c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"ask","arguments":{"question":"q?"},"task":{}}}`)
@@ -178,7 +184,10 @@ func TestTaskStreamStatusChanges(t *testing.T) {
 // the first runs.
 func TestTaskStreamCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{}`)
 		task := newTask(t, c, "c", 4)
@@ -214,7 +223,10 @@ func TestTaskStreamCancelled(t *testing.T) {
 // unknown task is unknown_task.
 func TestTaskStreamRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 600}})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), Engine: &resume.Options{QueueBytes: 600}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := e2etest.NewClient(t, serveCore(t, core)(t))
 		c.Initialize(`{}`)
 		task := newTask(t, c, "c", 10)
@@ -254,7 +266,10 @@ func TestTaskStreamRefused(t *testing.T) {
 // events and gets resultType complete.
 func TestTaskStreamModern(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveAs(t, core)
 		alice, eve := dial(&mcp.SessionOptions{Principal: "alice"}), dial(&mcp.SessionOptions{Principal: "eve"})
 		ext := fmt.Sprintf(`{"extensions":{%q:{}}}`, spec.ExtensionTasks)
@@ -294,7 +309,10 @@ func TestTaskStreamModern(t *testing.T) {
 // the tasks extension's settings in server/discover.
 func TestTaskStreamAdvertised(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		for _, caps := range []string{`{}`, `{"resumableRequests":{}}`} {
 			c := e2etest.NewClient(t, dial(t))

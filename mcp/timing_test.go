@@ -36,7 +36,10 @@ func blockServer(causes chan<- error) *server.MCPServer {
 func TestMaxWaitExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		causes := make(chan error, 1)
-		core := mcp.New(blockServer(causes), &mcp.Options{Engine: &resume.Options{MaxWait: 30 * time.Second}})
+		core, err := mcp.New(blockServer(causes), &mcp.Options{Engine: &resume.Options{MaxWait: 30 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 
 		a := e2etest.NewClient(t, dial(t))
@@ -83,7 +86,10 @@ func TestMaxWaitExpiry(t *testing.T) {
 // long; a call that ends sooner is answered plainly.
 func TestPolicyAfterThreshold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.After, After: 4500 * time.Millisecond}}})
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": {Mode: mcp.After, After: 4500 * time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		dial := serveCore(t, core)
 		c := e2etest.NewClient(t, dial(t))
 		c.Initialize(`{"resumableRequests":{}}`)
@@ -115,7 +121,10 @@ func TestPolicyAfterThreshold(t *testing.T) {
 // With the "never" policy, and for methods other than tools/call, the core answers
 // directly even for a resumable client.
 func TestPolicyNever(t *testing.T) {
-	core := mcp.New(demo.Server("test"), &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.Never}})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{DefaultPolicy: mcp.Policy{Mode: mcp.Never}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveCore(t, core)
 	c := e2etest.NewClient(t, dial(t))
 	c.Initialize(`{"resumableRequests":{}}`)
@@ -133,7 +142,10 @@ func TestPolicyNever(t *testing.T) {
 // Past the cap on live resumable requests, a call runs without a policy.
 func TestMaxLive(t *testing.T) {
 	causes := make(chan error, 2)
-	core := mcp.New(blockServer(causes), &mcp.Options{Engine: &resume.Options{MaxLive: 1}})
+	core, err := mcp.New(blockServer(causes), &mcp.Options{Engine: &resume.Options{MaxLive: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveCore(t, core)
 	c := e2etest.NewClient(t, dial(t))
 	c.Initialize(`{"resumableRequests":{}}`)
@@ -148,7 +160,10 @@ func TestMaxLive(t *testing.T) {
 // The engine's maxWait and minWait reach the client twice, in whole seconds: in the
 // server's advertisement at initialize and in each resume policy.
 func TestWaitsAdvertised(t *testing.T) {
-	core := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxWait: 90 * time.Second, MinWait: 3 * time.Second}, QuickCall: -1})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MaxWait: 90 * time.Second, MinWait: 3 * time.Second}, QuickCall: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := e2etest.NewClient(t, serveCore(t, core)(t))
 	init := c.Initialize(`{"resumableRequests":{}}`)
 	var res struct {

@@ -161,7 +161,10 @@ func traceparent(span string) string { return "00-" + clientTrace + "-" + span +
 // linked to the client's span of each; no token anywhere.
 func TestTraceDropAndResume(t *testing.T) {
 	rec := newSpans()
-	core := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: demo.Policies(), TracerProvider: rec.provider()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveSessions(t, core)
 	stdio := &mcp.SessionOptions{Transport: mcp.TransportStdio}
 
@@ -492,7 +495,10 @@ func TestTraceRestart(t *testing.T) {
 	rec := newSpans()
 	opts := mcp.Options{Store: memstore.New(), TracerProvider: rec.provider(), Tools: map[string]mcp.Policy{
 		"countdown": {Mode: mcp.Always, Restartable: true}, "ask": {Mode: mcp.Always}}}
-	core1 := mcp.New(demo.Server("test"), &opts)
+	core1, err := mcp.New(demo.Server("test"), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := e2etest.NewClient(t, serveSessions(t, core1)(t, nil))
 	a.Initialize(`{"resumableRequests":{}}`)
 	const askSpan = "1111111111111111"
@@ -503,7 +509,10 @@ func TestTraceRestart(t *testing.T) {
 	a.Close()
 	core1.Close() // the requests stay in the store, processing
 
-	core2 := mcp.New(demo.Server("test"), &opts)
+	core2, err := mcp.New(demo.Server("test"), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := e2etest.NewClient(t, serveSessions(t, core2)(t, nil))
 	b.Initialize(`{"resumableRequests":{}}`)
 	b.Resume(`1`, polCount.ResumeToken)
@@ -606,7 +615,10 @@ func TestTraceOwnerLost(t *testing.T) {
 // completed; the span ends when the resume delivers the response.
 func TestTraceCompletedWhileDetached(t *testing.T) {
 	rec := newSpans()
-	core := mcp.New(demo.Server("test"), &mcp.Options{TracerProvider: rec.provider()})
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{TracerProvider: rec.provider()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dial := serveSessions(t, core)
 	a := e2etest.NewClient(t, dial(t, nil))
 	a.Initialize(`{"resumableRequests":{}}`)

@@ -124,7 +124,10 @@ func TestCollectorValues(t *testing.T) {
 // The end-to-end suite over Streamable HTTP moves the counters: its resumes,
 // its wrong tokens, its finished requests.
 func TestMetricsMoveWithSuite(t *testing.T) {
-	core := mcp.New(demo.Server("test"), nil)
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	srv := httptest.NewServer(h)
 	defer func() {

@@ -11,6 +11,6 @@
 // client.Options.OnOperation or gateway.Options.OnOperation.
 //
 //	ops := metrics.NewOperations()
-//	core := mcp.New(srv, &mcp.Options{OnOperation: ops.Observe})
+//	core, err := mcp.New(srv, &mcp.Options{OnOperation: ops.Observe})
 //	http.Handle("/metrics", metrics.Handler(core.Engine(), ops))
 package metrics

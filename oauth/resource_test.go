@@ -70,7 +70,10 @@ func newRigAt(t *testing.T, opts oauth.Options, local bool) *rig {
 		t.Fatal(err)
 	}
 	r.rs = rs
-	core := mcp.New(demo.Server("test"), nil)
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, &httptransport.Options{Auth: rs})
 	wh := ws.NewHandler(core, &ws.AcceptOptions{Auth: rs})
 	mux := http.NewServeMux()

@@ -22,7 +22,10 @@ import (
 
 // callServer serves the demo tools on Streamable HTTP (/mcp) and WebSocket (/ws).
 func callServer(t *testing.T) (httpURL, wsURL string) {
-	core := mcp.New(demo.Server("test"), nil)
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()

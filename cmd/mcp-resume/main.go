@@ -441,7 +441,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	} else {
 		srv = toolServer(f.conformance)
 	}
-	core := mcp.New(srv, &mcp.Options{
+	core, err := mcp.New(srv, &mcp.Options{
 		Store: store,
 		Engine: &resume.Options{
 			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
@@ -464,6 +464,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		TracerProvider:            tp,
 		OnOperation:               om.server,
 	})
+	if err != nil {
+		return err
+	}
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx := shutDownOnLeaseLoss(sctx, node, log)

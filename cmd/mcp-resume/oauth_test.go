@@ -197,7 +197,10 @@ func TestGatewayUpstreamCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			core := mcp.New(demo.Server(version), nil)
+			core, err := mcp.New(demo.Server(version), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer core.Close()
 			var mu sync.Mutex
 			var seen []string // the Authorization of every request the upstream got

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -28,7 +29,10 @@ func ExampleClient_CallTool() {
 			}
 			return mcpgo.NewToolResultText(fmt.Sprintf("counted to %d", to)), nil
 		})
-	core := mcp.New(srv, nil)
+	core, err := mcp.New(srv, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer core.Close()
 	dial := func(ctx context.Context) (transport.Conn, error) {
 		c, s := transport.Pipe()

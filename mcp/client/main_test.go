@@ -38,7 +38,11 @@ func newPipeServer(t testing.TB, opts *mcp.Options) *pipeServer {
 
 // newPipeServerOf is newPipeServer serving tools' tools instead of the demo's.
 func newPipeServerOf(t testing.TB, tools *server.MCPServer, opts *mcp.Options) *pipeServer {
-	s := &pipeServer{core: mcp.New(tools, opts)}
+	core, err := mcp.New(tools, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &pipeServer{core: core}
 	t.Cleanup(func() {
 		s.cutAll()
 		s.core.Close()
@@ -81,7 +85,10 @@ type netServer struct {
 }
 
 func newNetServer(t testing.TB, opts *mcp.Options) *netServer {
-	core := mcp.New(demo.Server("test"), opts)
+	core, err := mcp.New(demo.Server("test"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()

@@ -24,7 +24,10 @@ import (
 // serveHTTP serves srv through the core behind the Streamable HTTP handler,
 // its POSTs' methods logged, and returns the endpoint's URL.
 func serveHTTP(t testing.TB, srv *server.MCPServer, opts *httptransport.Options) (string, *methodLog) {
-	core := mcp.New(srv, nil)
+	core, err := mcp.New(srv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, opts)
 	log := &methodLog{next: h, seen: map[string]int{}}
 	hs := httptest.NewServer(log)

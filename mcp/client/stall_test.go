@@ -21,7 +21,10 @@ import (
 // stallServer is the demo tools on Streamable HTTP (keepalive every 100 ms)
 // and WebSocket (pings every 100 ms from the client's side).
 func stallServer(t *testing.T) string {
-	core := mcp.New(demo.Server("test"), nil)
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, &httptransport.Options{KeepAlive: 100 * time.Millisecond})
 	wh := ws.NewHandler(core, nil)
 	mux := http.NewServeMux()

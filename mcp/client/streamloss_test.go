@@ -195,7 +195,10 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestUnknownSessionSentAgain(t *testing.T) {
 	sw := &swapHandler{}
 	serve := func() {
-		core := mcp.New(demo.Server("test"), nil)
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		h := httptransport.NewHandler(core, nil)
 		t.Cleanup(func() {
 			h.Close()

@@ -3,6 +3,7 @@ package jsstore_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -57,7 +58,10 @@ func ExampleNew() {
 		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			return mcpgo.NewToolResultText("sunny in " + req.GetString("city", "")), nil
 		})
-	core := mcp.New(srv, &mcp.Options{Store: st})
+	core, err := mcp.New(srv, &mcp.Options{Store: st})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer core.Close()
 
 	c, err := client.Connect(ctx, func(context.Context) (transport.Conn, error) {

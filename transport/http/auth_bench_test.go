@@ -28,7 +28,10 @@ func BenchmarkHTTPAuth(b *testing.B) {
 	}
 	var url string
 	start := func() (string, func()) {
-		core := mcp.New(mcpgoToolServer(), nil)
+		core, err := mcp.New(mcpgoToolServer(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
 		srv := httptest.NewUnstartedServer(nil)
 		url = "http://" + srv.Listener.Addr().String() + "/mcp"
 		rs, err := oauth.New(&oauth.Options{Resource: url, Issuers: []string{op.Issuer}, Keys: keys})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -81,7 +82,10 @@ var benchTargets = []benchTarget{
 func startOurs() (string, func()) { return startOursWith(nil) }
 
 func startOursWith(opts *mcp.Options) (string, func()) {
-	core := mcp.New(mcpgoToolServer(), opts)
+	core, err := mcp.New(mcpgoToolServer(), opts)
+	if err != nil {
+		log.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	srv := httptest.NewServer(h)
 	return srv.URL + "/mcp", func() {
@@ -672,7 +676,10 @@ func benchSessions(b *testing.B, parked bool) {
 	if parked {
 		opts.EmptySessionIdle = time.Millisecond
 	}
-	core := mcp.New(mcpgoToolServer(), nil)
+	core, err := mcp.New(mcpgoToolServer(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, opts)
 	srv := httptest.NewServer(h)
 	defer func() {

@@ -41,7 +41,10 @@ func (l *versionLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // After initialize, a session's requests carry the protocol version its answer
 // agreed on, not the one the ClientConn was configured with.
 func TestClientAgreedVersion(t *testing.T) {
-	core := mcp.New(demo.Server("test"), nil)
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	log := &versionLog{next: h, seen: map[string][]string{}}
 	srv := httptest.NewServer(log)

@@ -114,7 +114,10 @@ func BenchmarkHTTPKeyed(b *testing.B) {
 func BenchmarkHTTPDeferral(b *testing.B) {
 	b.Run("await", func(b *testing.B) {
 		c := newBenchClient(b, benchTarget{name: "defer", caps: `{}`, start: func() (string, func()) {
-			core := mcp.New(demo.Server("bench"), &mcp.Options{AnswerWithin: 10 * time.Millisecond})
+			core, err := mcp.New(demo.Server("bench"), &mcp.Options{AnswerWithin: 10 * time.Millisecond})
+			if err != nil {
+				b.Fatal(err)
+			}
 			h := httptransport.NewHandler(core, nil)
 			srv := httptest.NewServer(h)
 			return srv.URL + "/mcp", func() {

@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 
@@ -24,7 +25,10 @@ func ExampleNewHandler() {
 		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			return mcpgo.NewToolResultText("hello, " + req.GetString("name", "you")), nil
 		})
-	core := mcp.New(srv, nil)
+	core, err := mcp.New(srv, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer core.Close()
 	h := httptransport.NewHandler(core, nil)
 	defer h.Close()

@@ -38,7 +38,10 @@ func newServer(t testing.TB, opts *mcp.Options, hopts *httptransport.Options) *s
 // newServerOf is newServer serving tools' tools instead of the demo's, with its
 // listener wrapped by wrap (nil: as it is).
 func newServerOf(t testing.TB, tools *mcpgoserver.MCPServer, opts *mcp.Options, hopts *httptransport.Options, wrap func(net.Listener) net.Listener) *server {
-	core := mcp.New(tools, opts)
+	core, err := mcp.New(tools, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, hopts)
 	srv := httptest.NewUnstartedServer(h)
 	if wrap != nil {

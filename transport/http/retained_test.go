@@ -24,7 +24,10 @@ import (
 // written to, which the request holds as its sink, lets go of the response
 // writer, and with it of the request, its headers and net/http's buffers.
 func TestAnsweredCallKeepsNoExchange(t *testing.T) {
-	core := mcp.New(demo.Server("test"), &mcp.Options{QuickCall: -1}) // every echo kept, however quick
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{QuickCall: -1}) // every echo kept, however quick
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	var (
 		mu    sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -25,7 +26,10 @@ func ExampleNew() {
 		})
 	// QuickCall -1: the echo answers at once, and would be answered as by a
 	// plain MCP server by default; here it is resumable, policy first.
-	core := mcp.New(srv, &mcp.Options{QuickCall: -1})
+	core, err := mcp.New(srv, &mcp.Options{QuickCall: -1})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer core.Close()
 
 	stdin, toServer := io.Pipe()

@@ -83,7 +83,10 @@ func newBenchClient(b *testing.B, dial func(*testing.B, *mcp.Server) transport.C
 }
 
 func newBenchClientWith(b *testing.B, dial func(*testing.B, *mcp.Server) transport.Conn, opts *mcp.Options) *benchClient {
-	core := mcp.New(demo.Server("bench"), opts)
+	core, err := mcp.New(demo.Server("bench"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(core.Close) // after the transport's cleanup: registered first
 	c := &benchClient{b: b, conn: dial(b, core)}
 	c.call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"bench","version":"1"}}}`, 0)

@@ -18,7 +18,10 @@ import (
 func TestInitTimeout(t *testing.T) {
 	const initTimeout = 10 * time.Second
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), nil)
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		h := ws.NewHandler(core, &ws.AcceptOptions{InitTimeout: initTimeout})
 		silent, silentDone := handshake(t, h)
 		chatty, chattyDone := handshake(t, h)

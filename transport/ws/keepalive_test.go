@@ -188,7 +188,10 @@ func (p *rawPeer) setPong(on bool) {
 func TestKeepaliveDropsSilentPeer(t *testing.T) {
 	const interval, timeout = 10 * time.Second, 5 * time.Second
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), nil)
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		h := ws.NewHandler(core, &ws.AcceptOptions{Options: ws.Options{PingInterval: interval, PingTimeout: timeout}})
 		p, served := handshake(t, h)
 
@@ -254,7 +257,10 @@ func TestKeepaliveDropsSilentPeer(t *testing.T) {
 func TestKeepaliveDropsFrozenPeer(t *testing.T) {
 	const interval, timeout = 10 * time.Second, 5 * time.Second
 	synctest.Test(t, func(t *testing.T) {
-		core := mcp.New(demo.Server("test"), nil)
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		h := ws.NewHandler(core, &ws.AcceptOptions{Options: ws.Options{PingInterval: interval, PingTimeout: timeout, WriteTimeout: time.Hour}})
 		cli, srv := net.Pipe()
 		served := make(chan struct{})

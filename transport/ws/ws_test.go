@@ -30,7 +30,10 @@ type server struct {
 }
 
 func newServer(t testing.TB, opts *mcp.Options, wopts *ws.AcceptOptions) *server {
-	core := mcp.New(demo.Server("test"), opts)
+	core, err := mcp.New(demo.Server("test"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := ws.NewHandler(core, wopts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {

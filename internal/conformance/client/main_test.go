@@ -21,7 +21,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // serve serves the project's conformance fixtures through the core over
 // Streamable HTTP, behind wrap, and returns the endpoint's URL.
 func serve(t *testing.T, wrap func(http.Handler) http.Handler) string {
-	core := mcp.New(conformance.Server("test"), nil)
+	core, err := mcp.New(conformance.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := httptransport.NewHandler(core, nil)
 	srv := httptest.NewServer(wrap(h))
 	t.Cleanup(func() {
