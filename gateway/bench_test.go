@@ -5,8 +5,8 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/everything"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/testkit/everything"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"

@@ -14,13 +14,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/jstest"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 

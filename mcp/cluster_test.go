@@ -12,12 +12,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )

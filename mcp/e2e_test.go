@@ -7,9 +7,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 

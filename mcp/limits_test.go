@@ -6,10 +6,10 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 

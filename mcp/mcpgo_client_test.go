@@ -12,8 +12,8 @@ import (
 	clienttransport "github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 )

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // operations keeps what Options.OnOperation is told.

@@ -12,13 +12,13 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/jstest"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/jstest"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )

@@ -8,9 +8,9 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 )
 
 // roots/list, the third kind of server-to-client request, travels like sampling

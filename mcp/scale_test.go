@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 

@@ -17,12 +17,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/memstore"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // spans is a span processor that keeps every span that ends and tells a

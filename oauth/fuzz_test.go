@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/oauthtest"
 	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
 )
 
 // FuzzCheck: whatever an Authorization header holds, Check answers with a

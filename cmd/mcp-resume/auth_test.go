@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/rs/zerolog"
 )
 

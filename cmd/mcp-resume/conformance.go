@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-resume/mcp-resume/internal/conformance"
+	"github.com/mcp-resume/mcp-resume/servers/conformance"
 )
 
 // conformanceServer serves the MCP conformance suite's fixture set (--conformance).

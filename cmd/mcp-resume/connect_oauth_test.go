@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/oauthtest"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/freeport"
+	"github.com/mcp-resume/mcp-resume/testkit/freeport"
 	"github.com/mcp-resume/mcp-resume/web"
 )
 

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )

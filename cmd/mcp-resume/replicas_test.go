@@ -16,10 +16,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/internal/jstest"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/jstest"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/logbuf"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/testkit/logbuf"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 

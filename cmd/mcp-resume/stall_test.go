@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/internal/logbuf"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/logbuf"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // The issue's recipe, shortened: `mcp-resume call countdown` through a proxy

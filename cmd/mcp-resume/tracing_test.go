@@ -15,9 +15,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/mcp-resume/mcp-resume/internal/otlptest"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/testkit/otlptest"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"

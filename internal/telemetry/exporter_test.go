@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-resume/mcp-resume/internal/otlptest"
+	"github.com/mcp-resume/mcp-resume/testkit/otlptest"
 )
 
 // spansOfEveryKind returns ended spans that use every part of the OTLP span:

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/otlptest"
+	"github.com/mcp-resume/mcp-resume/testkit/otlptest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -9,10 +9,10 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 )
 
 // Chaos: 500 concurrent countdown calls (50 clients with 10 calls each) through a

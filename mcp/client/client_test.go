@@ -10,9 +10,9 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 func text(t testing.TB, res *mcpgo.CallToolResult) string {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 )
 
 // A flaky network: 200 concurrent countdowns through a proxy that cuts every

@@ -11,9 +11,9 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"

@@ -12,9 +12,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 )
 
 // methodLog records the methods of the JSON-RPC messages POSTed to a handler,

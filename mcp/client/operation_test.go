@@ -11,12 +11,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-resume/mcp-resume/internal/otlptest"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/internal/telemetry"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/metrics"
+	"github.com/mcp-resume/mcp-resume/testkit/otlptest"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // operations collects the Operations a client tells of.

@@ -12,10 +12,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // recorded returns a provider and what it records: every span that ends.

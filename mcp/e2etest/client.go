@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // The suite for clients of the 2026-07-28 era: no initialize, every request with

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // Harness connects the suite to a server running the demo tools
-// (internal/demo) behind the resume core.
+// (servers/demo) behind the resume core.
 type Harness struct {
 	// Dial opens a new client connection to the server under test.
 	Dial func(t testing.TB) transport.Conn

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
+	"github.com/mcp-resume/mcp-resume/testkit/jstest"
 )
 
 func TestJoinRejectsBadName(t *testing.T) {

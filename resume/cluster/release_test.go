@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/memstore"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // responseSink reports each message's kind, as a client's connection would

@@ -10,9 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // TestDeferRecords: with DeferRecords, a request that ends right after it

@@ -14,11 +14,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/resume/storetest"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 func TestMain(m *testing.M) {

@@ -8,11 +8,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-resume/mcp-resume/internal/jstest"
-	"github.com/mcp-resume/mcp-resume/internal/logbuf"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/testkit/jstest"
+	"github.com/mcp-resume/mcp-resume/testkit/logbuf"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // TestLeaderLoss: on a JetStream cluster of three servers, with the stream and

@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-resume/mcp-resume/internal/logbuf"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
+	"github.com/mcp-resume/mcp-resume/testkit/logbuf"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // TestStoreLost: NATS restarts on an empty directory, so the stream and the

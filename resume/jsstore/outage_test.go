@@ -15,12 +15,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/internal/logbuf"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/logbuf"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // outage is one way for NATS to go away while requests run.

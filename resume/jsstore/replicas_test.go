@@ -9,9 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/internal/jstest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
+	"github.com/mcp-resume/mcp-resume/testkit/jstest"
 )
 
 // Options.Replicas on a cluster of three servers: a store opened without a

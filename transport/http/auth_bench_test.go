@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/oauthtest"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )

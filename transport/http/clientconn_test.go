@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 

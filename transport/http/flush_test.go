@@ -13,8 +13,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 

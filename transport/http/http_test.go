@@ -11,11 +11,11 @@ import (
 	mcpgoserver "github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )

@@ -12,10 +12,10 @@ import (
 	"time"
 	"weak"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 

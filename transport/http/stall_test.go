@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 

@@ -7,8 +7,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/mcp-resume/mcp-resume/internal/poll"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // A request whose params carry no trace context has the traceparent and

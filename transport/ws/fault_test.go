@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )

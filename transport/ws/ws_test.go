@@ -9,10 +9,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
-	"github.com/mcp-resume/mcp-resume/internal/faultproxy"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/conntest"
 	"github.com/mcp-resume/mcp-resume/transport/ws"

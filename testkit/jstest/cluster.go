@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/internal/freeport"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/testkit/freeport"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // Cluster is a JetStream cluster of nats-servers in the test process: each with

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/freeport"
+	"github.com/mcp-resume/mcp-resume/testkit/freeport"
 )
 
 // target is one server under measurement: a process of its own.

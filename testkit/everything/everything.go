@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-resume/mcp-resume/internal/freeport"
-	"github.com/mcp-resume/mcp-resume/internal/poll"
+	"github.com/mcp-resume/mcp-resume/testkit/freeport"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
 
 // Version is the package version the tests use.

@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/conformance"
 	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/servers/conformance"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/mcp-resume/mcp-resume/internal/jstest"
+	"github.com/mcp-resume/mcp-resume/testkit/jstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

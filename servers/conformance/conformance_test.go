@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-resume/mcp-resume/internal/conformance"
+	"github.com/mcp-resume/mcp-resume/servers/conformance"
 )
 
 // The suite's client speaks 2025-11-25; so do these tests.

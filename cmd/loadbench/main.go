@@ -12,9 +12,9 @@
 // answered with its text, every progress notification once and in order, the
 // result after them).
 //
-//	go run ./internal/loadbench                      # the default targets
-//	go run ./internal/loadbench -target old=serve:/tmp/old/mcp-resume -target new=serve:./mcp-resume
-//	go run ./internal/loadbench -check docs/testing.md   # fail on a ratio below its recorded figure
+//	go run ./cmd/loadbench                      # the default targets
+//	go run ./cmd/loadbench -target old=serve:/tmp/old/mcp-resume -target new=serve:./mcp-resume
+//	go run ./cmd/loadbench -check docs/testing.md   # fail on a ratio below its recorded figure
 //
 // A target is NAME=KIND[:ARGS]:
 //

@@ -9,7 +9,7 @@ import (
 
 	mcpgoserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-resume/mcp-resume/internal/demo"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 )
 
 // serveSelf serves the target kind ("-serve-floor", "-serve-mcpgo") on addr

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mcp-resume/mcp-resume/internal/freeport"
+	"github.com/mcp-resume/mcp-resume/testkit/freeport"
 )
 
 // Ports gives distinct ports below the ephemeral range, each free to bind.
