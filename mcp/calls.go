@@ -54,7 +54,7 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 	}
 	if mr != nil {
 		cl.resumable, cl.ackMode = mr.resumable()
-		cl.sess.own = &ownSession{level: mcp.LoggingLevelInfo}
+		cl.sess.own = &ownSession{declaredState: declaredState{d: declared{level: mcp.LoggingLevelInfo}}}
 		switch m.Method {
 		case spec.MethodServerDiscover:
 			cl.patch = c.s.discover

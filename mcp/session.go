@@ -25,16 +25,61 @@ type connSession struct {
 	// 64-slot channel, about 6 KB).
 	ch atomic.Pointer[chan mcp.JSONRPCNotification]
 
-	mu       sync.Mutex // guards the fields below
+	declaredState
+}
+
+// declared is what a client declares of itself (in initialize, or in a
+// 2026-era request's envelope) and the log level it asks for.
+type declared struct {
 	level    mcp.LoggingLevel
 	info     mcp.Implementation
 	caps     mcp.ClientCapabilities
 	protocol string
 }
 
+// declaredState is a declared under its lock, read and written by mcp-go
+// through the session interfaces' getters and setters: a connection's, or a
+// 2026-era request's own.
+type declaredState struct {
+	mu sync.Mutex // guards d, and the fields of a struct that embeds it
+	d  declared
+}
+
+func (s *declaredState) SetLogLevel(l mcp.LoggingLevel) { s.mu.Lock(); s.d.level = l; s.mu.Unlock() }
+func (s *declaredState) GetLogLevel() mcp.LoggingLevel  { return s.get().level }
+func (s *declaredState) GetClientInfo() mcp.Implementation {
+	return s.get().info
+}
+func (s *declaredState) SetClientInfo(i mcp.Implementation) { s.mu.Lock(); s.d.info = i; s.mu.Unlock() }
+func (s *declaredState) GetClientCapabilities() mcp.ClientCapabilities {
+	return s.get().caps
+}
+func (s *declaredState) SetClientCapabilities(c mcp.ClientCapabilities) {
+	s.mu.Lock()
+	s.d.caps = c
+	s.mu.Unlock()
+}
+func (s *declaredState) SetProtocolVersion(v string) { s.mu.Lock(); s.d.protocol = v; s.mu.Unlock() }
+
+// get returns a copy of what is declared.
+func (s *declaredState) get() declared {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.d
+}
+
+// set replaces what is declared (a parked session taken up again).
+func (s *declaredState) set(d declared) {
+	s.mu.Lock()
+	s.d = d
+	s.mu.Unlock()
+}
+
 // newConnSession returns the session of c.
 func newConnSession(c *connState, id string) *connSession {
-	return &connSession{c: c, id: id, level: mcp.LoggingLevelInfo}
+	s := &connSession{c: c, id: id}
+	s.d.level = mcp.LoggingLevelInfo
+	return s
 }
 
 // channel returns the session's notification channel, made on first use.
@@ -67,30 +112,6 @@ func (s *connSession) NotificationChannel() chan<- mcp.JSONRPCNotification {
 	return nil
 }
 func (s *connSession) SessionID() string { return s.id }
-
-func (s *connSession) SetLogLevel(l mcp.LoggingLevel) { s.mu.Lock(); s.level = l; s.mu.Unlock() }
-func (s *connSession) GetLogLevel() mcp.LoggingLevel {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.level
-}
-func (s *connSession) GetClientInfo() mcp.Implementation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.info
-}
-func (s *connSession) SetClientInfo(i mcp.Implementation) { s.mu.Lock(); s.info = i; s.mu.Unlock() }
-func (s *connSession) GetClientCapabilities() mcp.ClientCapabilities {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.caps
-}
-func (s *connSession) SetClientCapabilities(c mcp.ClientCapabilities) {
-	s.mu.Lock()
-	s.caps = c
-	s.mu.Unlock()
-}
-func (s *connSession) SetProtocolVersion(v string) { s.mu.Lock(); s.protocol = v; s.mu.Unlock() }
 
 // pump writes the session's own notifications (list changes) to its default
 // stream until ctx ends or stop is closed.
@@ -126,13 +147,9 @@ type callSession struct {
 
 // ownSession is the session state of one 2026-era request.
 type ownSession struct {
-	id       string // SessionID's, once made
-	mu       sync.Mutex
-	level    mcp.LoggingLevel
-	info     mcp.Implementation
-	caps     mcp.ClientCapabilities
-	filter   mcp.SubscriptionFilter
-	protocol string
+	declaredState
+	id     string // SessionID's, once made
+	filter mcp.SubscriptionFilter
 }
 
 var (
@@ -208,72 +225,28 @@ func (s *callSession) UpgradeToSSEWhenReceiveNotification() {
 	s.notes.announce(s.cl)
 }
 
-func (s *callSession) SetLogLevel(l mcp.LoggingLevel) {
-	if o := s.own; o != nil {
-		o.mu.Lock()
-		o.level = l
-		o.mu.Unlock()
-		return
+// declaredState is what the request's client declared: its own for a
+// 2026-era request, else its connection's.
+func (s *callSession) declaredState() *declaredState {
+	if s.own != nil {
+		return &s.own.declaredState
 	}
-	s.base.SetLogLevel(l)
+	return &s.base.declaredState
 }
 
-func (s *callSession) GetLogLevel() mcp.LoggingLevel {
-	if o := s.own; o != nil {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.level
-	}
-	return s.base.GetLogLevel()
-}
-
+func (s *callSession) SetLogLevel(l mcp.LoggingLevel) { s.declaredState().SetLogLevel(l) }
+func (s *callSession) GetLogLevel() mcp.LoggingLevel  { return s.declaredState().GetLogLevel() }
 func (s *callSession) GetClientInfo() mcp.Implementation {
-	if o := s.own; o != nil {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.info
-	}
-	return s.base.GetClientInfo()
+	return s.declaredState().GetClientInfo()
 }
-
-func (s *callSession) SetClientInfo(i mcp.Implementation) {
-	if o := s.own; o != nil {
-		o.mu.Lock()
-		o.info = i
-		o.mu.Unlock()
-		return
-	}
-	s.base.SetClientInfo(i)
-}
-
+func (s *callSession) SetClientInfo(i mcp.Implementation) { s.declaredState().SetClientInfo(i) }
 func (s *callSession) GetClientCapabilities() mcp.ClientCapabilities {
-	if o := s.own; o != nil {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.caps
-	}
-	return s.base.GetClientCapabilities()
+	return s.declaredState().GetClientCapabilities()
 }
-
 func (s *callSession) SetClientCapabilities(c mcp.ClientCapabilities) {
-	if o := s.own; o != nil {
-		o.mu.Lock()
-		o.caps = c
-		o.mu.Unlock()
-		return
-	}
-	s.base.SetClientCapabilities(c)
+	s.declaredState().SetClientCapabilities(c)
 }
-
-func (s *callSession) SetProtocolVersion(v string) {
-	if o := s.own; o != nil {
-		o.mu.Lock()
-		o.protocol = v
-		o.mu.Unlock()
-		return
-	}
-	s.base.SetProtocolVersion(v)
-}
+func (s *callSession) SetProtocolVersion(v string) { s.declaredState().SetProtocolVersion(v) }
 
 // TakesInputRequired reports whether an input_required result (MRTR) that the
 // tool running on ctx returns reaches its client as the request's answer, to

@@ -3,8 +3,6 @@ package mcp
 import (
 	"context"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -110,10 +108,7 @@ func (ss *Session) Busy() (busy bool) {
 type Parked struct {
 	id, principal, limitKey         string
 	remote, transport               string
-	info                            mcpgo.Implementation
-	caps                            mcpgo.ClientCapabilities
-	protocol                        string
-	level                           mcpgo.LoggingLevel
+	declared                        declared
 	initialized, resumable, ackMode bool
 }
 
@@ -133,10 +128,7 @@ func (ss *Session) Park() *Parked {
 		return nil
 	}
 	sess := c.sess
-	sess.mu.Lock()
-	p := &Parked{id: sess.id, principal: c.principal, limitKey: c.att.limitKey, remote: c.remote, transport: c.transport, info: sess.info, caps: sess.caps,
-		protocol: sess.protocol, level: sess.level}
-	sess.mu.Unlock()
+	p := &Parked{id: sess.id, principal: c.principal, limitKey: c.att.limitKey, remote: c.remote, transport: c.transport, declared: sess.get()}
 	p.initialized, p.resumable, p.ackMode = sess.initialized.Load(), c.resumable.Load(), c.ackMode.Load()
 	ss.Close(false)
 	return p
@@ -148,9 +140,7 @@ func (s *Server) Unpark(p *Parked) *Session {
 	ss := s.NewSession(&SessionOptions{Principal: p.principal, Remote: p.remote, Transport: p.transport, id: p.id})
 	c, sess := ss.c, ss.c.sess
 	c.att.limitKey = p.limitKey
-	sess.mu.Lock()
-	sess.info, sess.caps, sess.protocol, sess.level = p.info, p.caps, p.protocol, p.level
-	sess.mu.Unlock()
+	sess.set(p.declared)
 	if p.initialized {
 		sess.initialized.Store(true)
 	}

@@ -265,9 +265,7 @@ func (sp spanSource) version() string {
 	if c.stateless || sp.rerun {
 		return ""
 	}
-	c.sess.mu.Lock()
-	v := c.sess.protocol
-	c.sess.mu.Unlock()
+	v := c.sess.get().protocol
 	if v == "" && m.Method == spec.MethodInitialize {
 		v = spec.StringMember(m.Params, "protocolVersion")
 	}

@@ -50,6 +50,42 @@ func (t *target) flags(fs *flag.FlagSet) {
 
 // endpoint is the server's URL: --ws's, or --url's (by default
 // http://127.0.0.1:8080/mcp); "" for --stdio.
+// flagSet returns the flag set of a command that is a client of one server:
+// the target's flags and --json (into asJSON, told as jsonHelp), its usage
+// text usage, its errors on stderr.
+func (t *target) flagSet(name, usage string, stderr io.Writer, asJSON *bool, jsonHelp string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	t.flags(fs)
+	fs.BoolVar(asJSON, "json", false, jsonHelp)
+	return fs
+}
+
+// open connects to the target as a command's client: ctx ends on an
+// interrupt, the client's spans and metrics go where the environment says,
+// and a --stdio child's stderr and tracing's complaints go to log. done closes
+// the client and stops the rest.
+func (t *target) open(opts *client.Options, log io.Writer) (ctx context.Context, c *client.Client, done func(), err error) {
+	dial, err := t.dialer(log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopTracing := traceClient(ctx, t, opts, log)
+	c, err = t.connect(ctx, dial, opts)
+	if err != nil {
+		stopTracing()
+		stop()
+		return nil, nil, nil, err
+	}
+	return ctx, c, func() {
+		_ = c.Close()
+		stopTracing()
+		stop()
+	}, nil
+}
+
 func (t *target) endpoint() string {
 	switch {
 	case t.stdio != "":
@@ -149,11 +185,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		detach  bool
 	)
 	stderr = syncWriter(stderr) // shared by the progress view and a --stdio child
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, callUsage); fs.PrintDefaults() }
-	tg.flags(fs)
-	fs.BoolVar(&asJSON, "json", false, "print the whole result as JSON")
+	fs := tg.flagSet("call", callUsage, stderr, &asJSON, "print the whole result as JSON")
 	fs.BoolVar(&verbose, "v", false, "print the request's id and resume token (for mcp-resume status) and each resume, on stderr")
 	fs.BoolVar(&asTask, "task", false, "run the call as a task of the server (it outlives this command; see mcp-resume task)")
 	fs.BoolVar(&detach, "detach", false, "with --task: print the task id alone on stdout and exit")
@@ -170,14 +202,6 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	bar := newProgressView(stderr)
-	// A --stdio child's log lines go above the bar, not into it.
-	dial, err := tg.dialer(bar.lines())
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	var why atomic.Pointer[string] // what ended the last connection, when it says more than "lost"
 	opts := &client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume call", Version: version},
@@ -191,13 +215,12 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		},
 		OnReconnecting: func(attempt int, err error) { bar.line(reconnecting(attempt, why.Load(), err)) },
 	}
-	ctx, stopTracing := traceClient(ctx, &tg, opts, bar.lines())
-	defer stopTracing()
-	c, err := tg.connect(ctx, dial, opts)
+	// A --stdio child's log lines go above the bar, not into it.
+	ctx, c, done, err := tg.open(opts, bar.lines())
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	if err := checkArgs(ctx, c, tool, arguments, rawArgs, bar); err != nil {
 		return err
 	}
@@ -373,11 +396,7 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		asJSON bool
 	)
 	stderr = syncWriter(stderr)
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, statusUsage); fs.PrintDefaults() }
-	tg.flags(fs)
-	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fs := tg.flagSet("status", statusUsage, stderr, &asJSON, "print the result as JSON")
 	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
@@ -390,20 +409,11 @@ func status(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dial, err := tg.dialer(stderr)
+	ctx, c, done, err := tg.open(&client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}}, stderr)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	opts := &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume status", Version: version}}
-	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
-	defer stopTracing()
-	c, err := tg.connect(ctx, dial, opts)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer done()
 	st, err := c.Status(ctx, id, token)
 	var ended *spec.Error
 	if errors.As(err, &ended) && (ended.Reason == spec.ReasonCancelled || ended.Reason == spec.ReasonExpired) {

@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -188,11 +184,7 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		asJSON bool
 	)
 	stderr = syncWriter(stderr)
-	fs := flag.NewFlagSet("task", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, taskUsage); fs.PrintDefaults() }
-	tg.flags(fs)
-	fs.BoolVar(&asJSON, "json", false, "print the task or the result as JSON")
+	fs := tg.flagSet("task", taskUsage, stderr, &asJSON, "print the task or the result as JSON")
 	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
@@ -201,25 +193,16 @@ func task(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("task: want get|result|watch|cancel ID, or list")
 	}
-	dial, err := tg.dialer(stderr)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	view := newProgressView(stderr)
 	defer view.done()
-	opts := &client.Options{
+	ctx, c, done, err := tg.open(&client.Options{
 		ClientInfo:  mcpgo.Implementation{Name: "mcp-resume task", Version: version},
 		Elicitation: elicitFrom(stdin, stderr, view),
-	}
-	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
-	defer stopTracing()
-	c, err := tg.connect(ctx, dial, opts)
+	}, stderr)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	printTask := func(t *client.Task) {
 		if asJSON {
 			b, _ := json.MarshalIndent(t, "", "  ")

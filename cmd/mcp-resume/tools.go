@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -31,11 +27,7 @@ func tools(args []string, stdout, stderr io.Writer) error {
 		asJSON bool
 	)
 	stderr = syncWriter(stderr)
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, toolsUsage); fs.PrintDefaults() }
-	tg.flags(fs)
-	fs.BoolVar(&asJSON, "json", false, "print the tools/list result as JSON")
+	fs := tg.flagSet("tools", toolsUsage, stderr, &asJSON, "print the tools/list result as JSON")
 	if err := parseAnywhere(fs, args); err != nil {
 		return err
 	}
@@ -43,20 +35,11 @@ func tools(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("tools: unexpected arguments %q", fs.Args())
 	}
-	dial, err := tg.dialer(stderr)
+	ctx, c, done, err := tg.open(&client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}}, stderr)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	opts := &client.Options{ClientInfo: mcpgo.Implementation{Name: "mcp-resume tools", Version: version}}
-	ctx, stopTracing := traceClient(ctx, &tg, opts, stderr)
-	defer stopTracing()
-	c, err := tg.connect(ctx, dial, opts)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer done()
 	all, err := listTools(ctx, c)
 	if err != nil {
 		return err
