@@ -179,7 +179,7 @@ func EncodeRequestSeq(id ID, method string, params json.RawMessage, seq uint64) 
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	b = appendString(b, method)
+	b = AppendString(b, method)
 	if len(params) > 0 {
 		b = append(b, `,"params":`...)
 		b = appendWithSeq(b, params, seq)
@@ -187,9 +187,9 @@ func EncodeRequestSeq(id ID, method string, params json.RawMessage, seq uint64) 
 	return append(b, '}')
 }
 
-// appendString appends s as a JSON string. (strconv.AppendQuote is Go syntax, not
+// AppendString appends s as a JSON string. (strconv.AppendQuote is Go syntax, not
 // JSON: it would write \x01 for a control byte.)
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
 			q, _ := json.Marshal(s)

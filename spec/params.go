@@ -22,7 +22,7 @@ func AppendResumePolicy(b []byte, p *ResumePolicyParams) []byte {
 	b = append(b, `{"jsonrpc":"2.0","method":"`+MethodResumePolicy+`","params":{"requestId":`...)
 	b = append(b, p.RequestID...)
 	b = append(b, `,"resumeToken":`...)
-	b = appendString(b, p.ResumeToken)
+	b = AppendString(b, p.ResumeToken)
 	if p.MinWait != nil && *p.MinWait > 0 {
 		b = append(b, `,"minWait":`...)
 		b = strconv.AppendInt(b, *p.MinWait, 10)

@@ -143,28 +143,15 @@ func (ms pairs) appendTo(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, m.key)
+		b = spec.AppendString(b, m.key)
 		b = append(b, ':')
 		b = append(b, m.val...)
 	}
 	return append(b, '}')
 }
 
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	for i := range len(s) {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
 // quote is s as a JSON string.
-func quote(s string) json.RawMessage { return appendString(nil, s) }
+func quote(s string) json.RawMessage { return spec.AppendString(nil, s) }
 
 // errNotJSON: an Envelope's capabilities that are not JSON.
 var errNotJSON = errors.New("client: Envelope.Capabilities is not JSON")
