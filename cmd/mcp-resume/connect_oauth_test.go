@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
+	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 )
 
@@ -102,6 +103,20 @@ func TestConnectOAuth(t *testing.T) {
 	}
 	if n := op.Requests("/auth"); n != 1 {
 		t.Fatalf("%d authorization requests; want 1", n)
+	}
+	// The end-to-end suite through connect, each connection a connect of its
+	// own on the stored login.
+	for name, url := range map[string]string{"HTTP": remote.URL, "WebSocket": remote.WS} {
+		t.Run(name, func(t *testing.T) {
+			e2etest.Run(t, e2etest.Harness{
+				Dial: func(t testing.TB) transport.Conn {
+					return spawn(t, "connect --client-id "+oauthtest.CodeClient+" "+url)
+				},
+			})
+		})
+	}
+	if n := op.Requests("/auth"); n != 1 {
+		t.Fatalf("%d authorization requests after the suite; want 1", n)
 	}
 }
 
