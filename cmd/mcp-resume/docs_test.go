@@ -62,8 +62,9 @@ func TestHelpAndDocsAgree(t *testing.T) {
 			}
 		}
 	}
-	// Flags of other programs the docs show: the conformance suite's, mcp-remote's.
-	others := []string{"suite", "requirements", "transport", "expected-failures", "scenario"}
+	// Flags of other programs the docs show: the conformance suite's, mcp-remote's,
+	// delve's (design.md's walk).
+	others := []string{"suite", "requirements", "transport", "expected-failures", "scenario", "stack", "test"}
 	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	for i := range docs {
 		docs[i], _ = filepath.Rel(filepath.Join("..", ".."), docs[i])
