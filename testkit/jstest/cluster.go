@@ -128,6 +128,7 @@ func startServers(tb testing.TB, n int) ([]*server.Server, error) {
 			stop()
 			tb.Fatal(err)
 		}
+		ns.SetLoggerV2(failLog(tb, ns.Name()), false, false, false)
 		servers = append(servers, ns)
 		go ns.Start()
 	}
@@ -304,3 +305,40 @@ func (c *Cluster) Clients(tb testing.TB, i int, name string) int {
 	}
 	return n
 }
+
+// serverLog keeps a server's notices, warnings and errors, for the test's log
+// when it fails (a server's own account of a refusal, which its client only
+// sees as a code).
+type serverLog struct {
+	name  string
+	mu    sync.Mutex // guards lines
+	lines []string
+}
+
+// failLog returns a logger for the server named name, whose lines tb logs if
+// it fails.
+func failLog(tb testing.TB, name string) *serverLog {
+	l := &serverLog{name: name}
+	tb.Cleanup(func() {
+		if !tb.Failed() {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		tb.Logf("server %s's log:\n%s", l.name, strings.Join(l.lines, "\n"))
+	})
+	return l
+}
+
+func (l *serverLog) add(level, format string, v ...any) {
+	l.mu.Lock()
+	l.lines = append(l.lines, time.Now().Format("15:04:05.000 ")+level+" "+fmt.Sprintf(format, v...))
+	l.mu.Unlock()
+}
+
+func (l *serverLog) Noticef(format string, v ...any) { l.add("INF", format, v...) }
+func (l *serverLog) Warnf(format string, v ...any)   { l.add("WRN", format, v...) }
+func (l *serverLog) Fatalf(format string, v ...any)  { l.add("FTL", format, v...) }
+func (l *serverLog) Errorf(format string, v ...any)  { l.add("ERR", format, v...) }
+func (l *serverLog) Debugf(string, ...any)           {}
+func (l *serverLog) Tracef(string, ...any)           {}
