@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,8 +18,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
-	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
-	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // A tool the upstream adds while the gateway runs: the upstream says its list
@@ -89,22 +86,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := mcp.New(demo.Server("up"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httptransport.NewHandler(core, &httptransport.Options{Keys: keys})
-	wh := ws.NewHandler(core, &ws.AcceptOptions{Keys: keys})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.Handle("/ws", wh)
-	hs := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		h.Close()
-		wh.Close()
-		hs.Close()
-		core.Close()
-	})
+	addr, _ := upstreamOursKeyed(t, nil, keys)
 	var asked atomic.Int32
 	wrap := func(base http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(r *http.Request) (*http.Response, error) {
@@ -114,7 +96,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	for _, url := range []string{hs.URL + "/mcp", "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"} {
+	for _, url := range []string{"http://" + addr + "/mcp", "ws://" + addr + "/ws"} {
 		r := newRig(t, gateway.Options{URL: url, Wrap: wrap, Header: http.Header{"Authorization": {"Bearer wrong"}}})
 		c := e2etest.NewClient(t, r.dialWS(t))
 		c.Initialize(`{}`)

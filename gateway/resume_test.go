@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
+	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
@@ -55,12 +56,19 @@ func upstreamOurs(t *testing.T) (addr string, core *mcp.Server) {
 // upstreamOursWith is upstreamOurs with the core's options.
 func upstreamOursWith(t *testing.T, opts *mcp.Options) (addr string, core *mcp.Server) {
 	t.Helper()
+	return upstreamOursKeyed(t, opts, nil)
+}
+
+// upstreamOursKeyed is upstreamOursWith whose endpoints want one of keys (nil:
+// none).
+func upstreamOursKeyed(t *testing.T, opts *mcp.Options, keys *transport.KeySet) (addr string, core *mcp.Server) {
+	t.Helper()
 	core, err := mcp.New(demo.Server("up"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httptransport.NewHandler(core, &httptransport.Options{KeepAlive: 200 * time.Millisecond})
-	wh := ws.NewHandler(core, nil)
+	h := httptransport.NewHandler(core, &httptransport.Options{KeepAlive: 200 * time.Millisecond, Keys: keys})
+	wh := ws.NewHandler(core, &ws.AcceptOptions{Keys: keys})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/ws", wh)
