@@ -257,6 +257,7 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 			}
 			ctx = cs.cl.apply(ctx, p)
 		}
+		cs.cl.policyApplied()
 		cs.cl.mu.Lock()
 		refusal := cs.cl.refusal
 		if refusal != nil {

@@ -50,6 +50,8 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp}
 	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
 	if ps, ok := st.(PrimingStream); ok {
+		// A tool call's priming event waits for its tool's policy.
+		cl.pol.pending = m.Method == string(mcp.MethodToolsCall)
 		ps.BeforePrime(cl.beforePrime)
 	}
 	if mr != nil {

@@ -18,11 +18,13 @@ import (
 // policy of Mode Always or After (Promote may make the call resumable),
 // restartable that policy's; primed: the call's stream has given its client
 // an id to reconnect with (PrimingStream): a quick window would come too
-// late.
+// late. pending: a tool call whose tool has not started, so whether and how
+// it becomes resumable is not known yet: its stream holds its priming event
+// back (held, until the middleware has applied the tool's policy).
 type promotion struct {
 	timer                       *time.Timer
 	eager, applied, restartable bool
-	primed                      bool
+	primed, pending, held       bool
 }
 
 // Promotion: a call becomes a request of the engine (resumable, or a task).
@@ -219,15 +221,39 @@ func (cl *call) promoteAfter(d time.Duration, eager bool) {
 
 // beforePrime runs right before the call's stream gives its client an id to
 // reconnect with (PrimingStream): a call in its quick window becomes
-// resumable now, and one whose policy is not applied yet will be as it is
-// (promoteAfter), so that the id names a request the client can come back to.
-func (cl *call) beforePrime() {
+// resumable now, and one whose policy applies later (After) or never stays
+// as it is. A call whose tool has not started holds the id back (false)
+// until its policy is applied (policyApplied): a client that went away
+// with the id in that gap would come back to nothing, the call gone with
+// its connection.
+func (cl *call) beforePrime() bool {
 	cl.mu.Lock()
+	if cl.pol.pending && !cl.done {
+		cl.pol.held = true
+		cl.mu.Unlock()
+		cl.c.debug().Str("request", string(cl.id)).Msg("priming event held until the call's tool starts")
+		return false
+	}
 	cl.pol.primed = true
 	eager := cl.pol.eager
 	cl.mu.Unlock()
 	if eager {
 		cl.promote(true)
+	}
+	return true
+}
+
+// policyApplied runs as the call's tool starts, once the middleware has
+// applied its policy (or found none applies): a priming event held back
+// (beforePrime) may go out now, and names the request the policy made.
+func (cl *call) policyApplied() {
+	cl.mu.Lock()
+	held := cl.pol.held
+	cl.pol.pending, cl.pol.held = false, false
+	ps, _ := cl.st.(PrimingStream)
+	cl.mu.Unlock()
+	if held && ps != nil {
+		ps.Prime()
 	}
 }
 

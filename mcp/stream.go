@@ -181,13 +181,20 @@ type ClosableStream interface {
 // before any message of its request (Streamable HTTP's priming event,
 // SEP-1699). A client that reconnects with that id must find the request: the
 // core hands the stream, for each call, what makes the call resumable before
-// the id goes out (a call in its quick window is promoted then).
+// the id goes out (a call in its quick window is promoted then), and holds the
+// id back while nothing could make it resumable yet (its tool has not started).
 type PrimingStream interface {
 	Stream
-	// BeforePrime sets f, which the stream runs once right before it writes
-	// its priming event, outside its own lock (f may Write to it). Set before
-	// the stream's first Write.
-	BeforePrime(f func())
+	// BeforePrime sets f, which the stream runs right before it would write
+	// its priming event of its own (not with a message: the core makes a call
+	// resumable before its first message), outside its own lock (f may Write
+	// to it). f returns false to hold the priming event back: the stream then
+	// writes it with its first message, or at its first flush after Prime.
+	// Set before the stream's first Write.
+	BeforePrime(f func() bool)
+	// Prime ends a hold of BeforePrime's f: the priming event, when still
+	// due, goes out at the stream's next flush (running f again).
+	Prime()
 }
 
 // closeStream closes the stream the call's messages currently go to, when its

@@ -26,8 +26,9 @@
 //     gets a JSON body), and an accepted requests/resume at once (its lookup
 //     errors come as a JSON body), starting with a priming event (an event id and
 //     a retry field, SEP-1699) that names a request the client can reconnect to:
-//     a call still in the core's quick window is made resumable first
-//     (mcp.PrimingStream). A notification or a response gets 202 Accepted.
+//     a call still in the core's quick window is made resumable first, and one
+//     whose tool has not started yet (its policy unknown) primes only once it
+//     has (mcp.PrimingStream). A notification or a response gets 202 Accepted.
 //   - GET: with Last-Event-ID, reconnects to the request stream that event belongs
 //     to and replays what follows it; without, opens the session's stream for
 //     messages of no request (one per session).

@@ -7,14 +7,19 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpgoserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/logbuf"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
 
@@ -140,6 +145,61 @@ func TestPrimingNamesResumable(t *testing.T) {
 	c.initialize(`{"resumableRequests":{}}`)
 	ctx, drop := context.WithCancel(context.Background())
 	resp := c.do(ctx, http.MethodPost, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"block"}}`)
+	prime := next(t, events(resp.Body))
+	if prime.data != "" || prime.id == "" {
+		t.Fatalf("first event %+v, want the priming event", prime)
+	}
+	drop()
+	again := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+prime.id)
+	defer again.Body.Close()
+	if again.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(again.Body)
+		t.Fatalf("reconnecting with the priming event's id %s: %s %s", prime.id, again.Status, b)
+	}
+}
+
+// A call whose tool has not started when its stream's first flush comes (its
+// worker busy elsewhere: held here by a hook that runs before the tool) gives
+// its client no id to come back with yet: the call is not resumable until its
+// tool's policy is applied, and a client that went away with the id would
+// come back to nothing. The priming event goes out once the tool starts, and
+// names the call.
+func TestPrimingWaitsForTheTool(t *testing.T) {
+	var logs logbuf.Buffer
+	log := zerolog.New(&logs).Level(zerolog.DebugLevel)
+	hooks := &mcpgoserver.Hooks{}
+	start := make(chan struct{})
+	var release sync.Once
+	defer release.Do(func() { close(start) })
+	hooks.AddBeforeCallTool(func(context.Context, any, *mcpgo.CallToolRequest) { <-start })
+	tools := mcpgoserver.NewMCPServer("test", "test", mcpgoserver.WithToolCapabilities(false), mcpgoserver.WithHooks(hooks))
+	tools.AddTool(mcpgo.NewTool("block"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s := newServerOf(t, tools, &mcp.Options{QuickCall: time.Hour, Logger: &log}, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{}}`)
+	ctx, drop := context.WithCancel(context.Background())
+	defer drop()
+	answered := make(chan *http.Response, 1)
+	go func() {
+		answered <- c.do(ctx, http.MethodPost, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"block"}}`)
+	}()
+	var resp *http.Response
+	poll.Until(t, 10*time.Second, "the stream's first flush", func() bool {
+		select {
+		case resp = <-answered:
+			return true
+		default:
+			return strings.Contains(logs.String(), "priming event held")
+		}
+	})
+	if resp != nil {
+		t.Fatalf("the stream started (%s) before the call's tool did: a drop now would lose the call", resp.Header.Get("Content-Type"))
+	}
+	release.Do(func() { close(start) })
+	resp = <-answered
 	prime := next(t, events(resp.Body))
 	if prime.data != "" || prime.id == "" {
 		t.Fatalf("first event %+v, want the priming event", prime)

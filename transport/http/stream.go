@@ -48,8 +48,10 @@ type stream struct {
 	// (startSSELater) unless a response that needs none comes first.
 	primeDue bool
 	// beforePrime runs before the priming event of a stream started at its
-	// first flush (mcp.PrimingStream); nil once run, or for none.
-	beforePrime func()
+	// first flush (mcp.PrimingStream); nil once it let the stream start, or
+	// for none.
+	beforePrime func() bool
+	primeAsked  bool // Prime was called since beforePrime last ran
 }
 
 var (
@@ -60,10 +62,21 @@ var (
 
 // BeforePrime sets what runs before the stream's priming event, when its
 // first flush starts it (mcp.PrimingStream).
-func (st *stream) BeforePrime(f func()) {
+func (st *stream) BeforePrime(f func() bool) {
 	st.mu.Lock()
 	st.beforePrime = f
 	st.mu.Unlock()
+}
+
+// Prime lets a priming event that BeforePrime's func held back go out at the
+// next flush (mcp.PrimingStream).
+func (st *stream) Prime() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.primeAsked = true
+	if st.primeDue && !st.sse && !st.closed {
+		st.markUnflushedLocked()
+	}
 }
 
 // traceFrom keeps the W3C trace context headers of r, the POST whose answer
@@ -283,16 +296,26 @@ func (st *stream) flushLocked(b []byte) error {
 
 // flush writes the events Write left in the response's buffer to the client.
 // A stream that starts now runs beforePrime first, outside the lock: what it
-// writes (a call's policy) follows the priming event.
+// writes (a call's policy) follows the priming event. When beforePrime holds
+// the start back, nothing waits but the priming event (Write starts the
+// stream for any event): the first event or Prime brings it back.
 func (st *stream) flush() {
 	st.mu.Lock()
-	if f := st.beforePrime; f != nil && st.primeDue && !st.sse && !st.closed {
-		st.beforePrime = nil
-		st.mu.Unlock()
-		f()
-		st.mu.Lock()
-	}
 	defer st.mu.Unlock()
+	for f := st.beforePrime; f != nil && st.primeDue && !st.sse && !st.closed; f = st.beforePrime {
+		st.beforePrime, st.primeAsked = nil, false
+		st.mu.Unlock()
+		ok := f()
+		st.mu.Lock()
+		if ok || st.sse || st.closed {
+			break // f let it start, or a Write started it meanwhile
+		}
+		st.beforePrime = f
+		if !st.primeAsked { // else Prime came while f ran: ask again
+			st.unflushed = false
+			return
+		}
+	}
 	if st.unflushed && !st.closed {
 		if st.primeDue {
 			st.startSSELocked() // nothing once started
