@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -104,6 +105,7 @@ func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferH
 		return awaitError(wireError(err)), nil
 	}
 	defer r.Detach(sink)
+	defer sink.close()
 	t := time.NewTimer(s.opts.AnswerWithin)
 	defer t.Stop()
 	var last *progressNote
@@ -112,9 +114,12 @@ func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferH
 		select {
 		case <-sink.ready:
 		case <-t.C:
-			// Detached first: what came until then is taken below, so that
-			// nothing written to the sink goes unread (a result written as
-			// the time came is this answer).
+			// Closed first: a write the request has under way as the time
+			// comes fails from now on, and the request keeps its message for
+			// the next await (a write succeeds only into what is taken below,
+			// so nothing written goes unread; a result written before the
+			// time came is this answer).
+			sink.close()
 			r.Detach(sink)
 			timeUp = true
 		case <-ctx.Done():
@@ -303,17 +308,32 @@ func awaitError(e *spec.Error) *mcp.CallToolResult {
 
 // awaitSink is the Stream an await call attaches a deferred request to: what
 // the request writes waits there, unbounded (it is what the request holds
-// anyway), for the await call to take.
+// anyway), for the await call to take, until the await call is answered
+// (close).
 type awaitSink struct {
-	mu    sync.Mutex
-	msgs  []Message
-	ready chan struct{} // capacity 1: something waits
+	mu     sync.Mutex
+	msgs   []Message
+	closed bool
+	ready  chan struct{} // capacity 1: something waits
 }
+
+// errAwaitAnswered is the write error of an await call's sink once the call
+// is answered: a request whose write fails keeps its message for its next
+// sink. A request detached from the sink may still have a write under way
+// (the engine checks its attachment before a write, not during it, and a
+// request of another instance delivers through an inbox that closes without
+// waiting): without the error, that message would count as delivered to a
+// call that has answered.
+var errAwaitAnswered = errors.New("mcp: the await call has answered")
 
 func newAwaitSink() *awaitSink { return &awaitSink{ready: make(chan struct{}, 1)} }
 
 func (w *awaitSink) Write(_ context.Context, m Message) error {
 	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errAwaitAnswered
+	}
 	w.msgs = append(w.msgs, m)
 	w.mu.Unlock()
 	select {
@@ -321,6 +341,13 @@ func (w *awaitSink) Write(_ context.Context, m Message) error {
 	default:
 	}
 	return nil
+}
+
+// close makes every later write fail; what was written stays for take.
+func (w *awaitSink) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
 }
 
 // take returns what waits.
