@@ -93,6 +93,10 @@ func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferH
 	// A result delivered to an earlier await (the request ended, nothing is
 	// queued) is written again from the request's replay window, as long as
 	// the request keeps it (delivered-retention).
+	// Touched first: the await resets the request's clock, and a request of
+	// another instance has its status from its owner then, not from the
+	// shared store's record (which knows nothing of what is queued).
+	_ = r.Touch(0)
 	again := false
 	if st := r.Status(); st.State.Ended() && !st.HasPending {
 		again = true
@@ -148,6 +152,7 @@ func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferH
 			}
 		}
 		if timeUp {
+			_ = r.Touch(0) // the status of a request of another instance is its owner's now
 			return s.deferredResult(h.Tool, h.encode(), time.Since(time.UnixMilli(h.Started)), last, r.Status().HasInput), nil
 		}
 	}

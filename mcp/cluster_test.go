@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -26,6 +28,7 @@ import (
 // node and core, like a process of its own.
 type instance struct {
 	nc   *nats.Conn
+	core *mcp.Server
 	dial func(testing.TB) transport.Conn
 }
 
@@ -83,7 +86,7 @@ func startClusterOf(t *testing.T, n int, lease time.Duration, base mcp.Options, 
 			defer cancel()
 			_ = st.Close(ctx)
 		})
-		out = append(out, &instance{nc: nc, dial: serveCore(t, core)})
+		out = append(out, &instance{nc: nc, core: core, dial: serveCore(t, core)})
 	}
 	return out
 }
@@ -250,6 +253,57 @@ func TestDeferralCluster(t *testing.T) {
 	var next atomic.Int64
 	dial := func(t testing.TB) transport.Conn { return ins[next.Add(1)%2].dial(t) }
 	e2etest.RunDeferral(t, e2etest.Harness{Dial: dial, Reconnect: true})
+}
+
+// An await made on another instance than the deferred call's, after the call
+// ended with progress nobody had awaited, gets that progress and then the
+// result: it goes by the owner's status of the call (what is still queued),
+// not by the shared store's record, which says only that the call ended.
+func TestAwaitAfterTheEndElsewhere(t *testing.T) {
+	release := make(chan struct{})
+	newServer := func() *server.MCPServer {
+		srv := server.NewMCPServer("test", "test", server.WithToolCapabilities(false))
+		srv.AddTool(mcpgo.NewTool("report"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			progress := func(n int) {
+				_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": n})
+			}
+			progress(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			progress(2)
+			progress(3)
+			return mcpgo.NewToolResultText("reported"), nil
+		})
+		return srv
+	}
+	ins := startClusterOf(t, 2, 5*time.Second, mcp.Options{AnswerWithin: e2etest.DeferralWithin}, newServer)
+	c := e2etest.NewClient(t, ins[0].dial(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"report","_meta":{"progressToken":"p"}}}`)
+	resp, before := c.Response(`1`)
+	d, ok := deferredOf(t, resp)
+	if !ok || len(before) != 1 || e2etest.Progress(before[0]) != 1 {
+		t.Fatalf("answered %s after %d messages, want a deferred answer after the first progress", resp.Raw, len(before))
+	}
+	close(release)
+	poll.Until(t, 10*time.Second, "the call's end", func() bool { return ins[0].core.Engine().Stats().Completed == 1 })
+
+	c = e2etest.NewClient(t, ins[1].dial(t))
+	c.Initialize(`{}`)
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{"handle":%q},"_meta":{"progressToken":"q"}}}`, d.Tool, d.Arguments.Handle)
+	resp, before = c.Response(`2`)
+	var progress []int
+	for _, m := range before {
+		if m.Method == spec.MethodProgress {
+			progress = append(progress, e2etest.Progress(m))
+		}
+	}
+	if e2etest.Text(resp) != "reported" || fmt.Sprint(progress) != "[2 3]" {
+		t.Fatalf("the await answered %s after progress %v; want the result after [2 3]", resp.Raw, progress)
+	}
 }
 
 // New refuses a Cluster without a Store the instances share (here none: the
