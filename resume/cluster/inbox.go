@@ -19,7 +19,8 @@ import (
 // never a later one's. nats.go runs a subscription's handler for one message at a
 // time, so deliver sees the messages one by one in the order they arrived. close
 // unsubscribes and waits until the server knows (Delivers fail after: no
-// responders); it does not wait for a deliver already running. When the
+// responders); it does not wait for a deliver already running, and a Deliver
+// that reached the inbox before is answered that the inbox is closed. When the
 // subscription cannot be made (the connection is closed, or the node), every
 // Deliver to the inbox fails.
 func (n *Node) Listen(deliver func(resume.Message) error) (inbox string, close func()) {
@@ -72,7 +73,12 @@ func (n *Node) Listen(deliver func(resume.Message) error) (inbox string, close f
 			n.mu.Lock()
 			delete(n.inboxes, sub)
 			n.mu.Unlock()
-			if sub.Unsubscribe() == nil { // fails only when the connection or the subscription is closed already
+			// Drained, not unsubscribed: the messages the server sent before
+			// it knew still reach the handler, which answers them closed. An
+			// unsubscribed client drops them, and their senders wait
+			// CallTimeout for an answer (an engine's drain, and the
+			// notifications of the request's tool queued behind it).
+			if sub.Drain() == nil { // fails only when the connection or the subscription is closed already
 				// The server knows, so Delivers fail at once (no responders).
 				_ = n.nc.FlushTimeout(n.opts.CallTimeout)
 			}

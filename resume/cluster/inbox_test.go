@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
+	"github.com/mcp-resume/mcp-resume/resume/internal/wire"
 )
 
 func message(seq uint64, key string) resume.Message {
@@ -182,5 +183,54 @@ func TestInboxOwner(t *testing.T) {
 		if got := a.InboxOwner(s); got != "" {
 			t.Errorf("InboxOwner(%q) = %q, want none", s, got)
 		}
+	}
+}
+
+// A delivery that reached an inbox before it closed, waiting behind the one
+// its deliver runs, is answered that the inbox is closed: not dropped, which
+// left its sender waiting CallTimeout for an answer (an engine writing to an
+// await call's inbox as the await answered, and its tool's notifications
+// queued behind that write, waited the 5 s).
+func TestDeliverAsTheInboxCloses(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	a, anc := join(t, srv, options(t, "alpha"))
+	b, bnc := join(t, srv, options(t, "beta"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	inbox, closeInbox := a.Listen(func(m resume.Message) error {
+		if m.Seq == 1 {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	first := make(chan error, 1)
+	go func() { first <- b.Deliver(ctxT(t), inbox, message(1, "")) }()
+	receive(t, entered, "the first delivery")
+
+	// The second, as Deliver sends it, on b's connection: once both
+	// connections have flushed, a's has read it, and it waits in the inbox.
+	replies := make(chan *nats.Msg, 1)
+	reply := nats.NewInbox()
+	rsub, err := bnc.ChanSubscribe(reply, replies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rsub.Unsubscribe()
+	if err := bnc.PublishMsg(&nats.Msg{Subject: inbox, Reply: reply, Data: wire.EncodeMessage(message(2, ""))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range []*nats.Conn{bnc, anc} {
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeInbox()
+	close(release)
+	if err := receive(t, first, "the first delivery's answer"); err != nil {
+		t.Fatalf("the first delivery: %v", err)
+	}
+	if got := string(receive(t, replies, "the second delivery's answer").Data); got != "cluster: inbox closed" {
+		t.Fatalf("the second delivery was answered %q, want the inbox closed", got)
 	}
 }
