@@ -90,13 +90,13 @@ func (s *Server) await(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 // comes in time a deferred answer again.
 func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferHandle, progressToken any) (*mcp.CallToolResult, error) {
 	sink := newAwaitSink()
-	// A result delivered to an earlier await (the request ended, nothing is
-	// queued) is written again from the request's replay window, as long as
-	// the request keeps it (delivered-retention).
 	// Touched first: the await resets the request's clock, and a request of
 	// another instance has its status from its owner then, not from the
 	// shared store's record (which knows nothing of what is queued).
 	_ = r.Touch(0)
+	// A result delivered to an earlier await (the request ended, nothing is
+	// queued) is written again from the request's replay window, as long as
+	// the request keeps it (delivered-retention).
 	again := false
 	if st := r.Status(); st.State.Ended() && !st.HasPending {
 		again = true
@@ -118,11 +118,10 @@ func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferH
 		select {
 		case <-sink.ready:
 		case <-t.C:
-			// Closed first: a write the request has under way as the time
-			// comes fails from now on, and the request keeps its message for
-			// the next await (a write succeeds only into what is taken below,
-			// so nothing written goes unread; a result written before the
-			// time came is this answer).
+			// Closed first: a write still under way fails, and the request
+			// keeps its message for the next await; what was written is
+			// taken below (a result written before the time came is this
+			// answer).
 			sink.close()
 			r.Detach(sink)
 			timeUp = true

@@ -18,8 +18,8 @@ import (
 // rather than counted, so that an inbox of an earlier process of the same name is
 // never a later one's. nats.go runs a subscription's handler for one message at a
 // time, so deliver sees the messages one by one in the order they arrived. close
-// unsubscribes and waits until the server knows (Delivers fail after: no
-// responders); it does not wait for a deliver already running, and a Deliver
+// unsubscribes (draining) and waits until the server knows (Delivers fail after:
+// no responders); it does not wait for a deliver already running, and a Deliver
 // that reached the inbox before is answered that the inbox is closed. When the
 // subscription cannot be made (the connection is closed, or the node), every
 // Deliver to the inbox fails.
