@@ -225,7 +225,9 @@ func (cl *call) promoteAfter(d time.Duration, eager bool) {
 // as it is. A call whose tool has not started holds the id back (false)
 // until its policy is applied (policyApplied): a client that went away
 // with the id in that gap would come back to nothing, the call gone with
-// its connection.
+// its connection. A call whose tool never runs here needs no end to the
+// wait: a refusal is answered at once, and a call sent again starts its
+// stream with the policy of the request it joined (attachments.rejoin).
 func (cl *call) beforePrime() bool {
 	cl.mu.Lock()
 	if cl.pol.pending && !cl.done {

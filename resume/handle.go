@@ -8,7 +8,9 @@ import "time"
 type Handle interface {
 	// ID returns the request's JSON-RPC id, raw.
 	ID() []byte
-	// Status returns a snapshot of the request.
+	// Status returns a snapshot of the request: for a proxy, as its owner
+	// last told it (a Touch asks), or as the shared store's record says
+	// before that (the state alone: nothing of what is queued).
 	Status() Status
 	// Created returns when the request started.
 	Created() time.Time

@@ -135,27 +135,14 @@ func (c countingConn) Write(b []byte) (int, error) {
 // comes is made resumable first, so a drop right after the priming event
 // loses nothing and Last-Event-ID finds the call.
 func TestPrimingNamesResumable(t *testing.T) {
-	tools := demo.Server("test")
-	tools.AddTool(mcpgo.NewTool("block"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
-	s := newServerOf(t, tools, &mcp.Options{QuickCall: time.Hour}, nil, nil)
+	s := newServerOf(t, blockServer(nil), &mcp.Options{QuickCall: time.Hour}, nil, nil)
 	c := s.raw(t)
 	c.initialize(`{"resumableRequests":{}}`)
 	ctx, drop := context.WithCancel(context.Background())
 	resp := c.do(ctx, http.MethodPost, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"block"}}`)
-	prime := next(t, events(resp.Body))
-	if prime.data != "" || prime.id == "" {
-		t.Fatalf("first event %+v, want the priming event", prime)
-	}
+	prime := priming(t, resp)
 	drop()
-	again := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+prime.id)
-	defer again.Body.Close()
-	if again.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(again.Body)
-		t.Fatalf("reconnecting with the priming event's id %s: %s %s", prime.id, again.Status, b)
-	}
+	reconnects(t, c, prime.id)
 }
 
 // A call whose tool has not started when its stream's first flush comes (its
@@ -172,43 +159,93 @@ func TestPrimingWaitsForTheTool(t *testing.T) {
 	var release sync.Once
 	defer release.Do(func() { close(start) })
 	hooks.AddBeforeCallTool(func(context.Context, any, *mcpgo.CallToolRequest) { <-start })
-	tools := mcpgoserver.NewMCPServer("test", "test", mcpgoserver.WithToolCapabilities(false), mcpgoserver.WithHooks(hooks))
-	tools.AddTool(mcpgo.NewTool("block"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
-	s := newServerOf(t, tools, &mcp.Options{QuickCall: time.Hour, Logger: &log}, nil, nil)
+	s := newServerOf(t, blockServer(hooks), &mcp.Options{QuickCall: time.Hour, Logger: &log}, nil, nil)
 	c := s.raw(t)
 	c.initialize(`{"resumableRequests":{}}`)
 	ctx, drop := context.WithCancel(context.Background())
 	defer drop()
-	answered := make(chan *http.Response, 1)
-	go func() {
-		answered <- c.do(ctx, http.MethodPost, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"block"}}`)
-	}()
-	var resp *http.Response
+	answered := goSend(ctx, c, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"block"}}`)
+	var started response
 	poll.Until(t, 10*time.Second, "the stream's first flush", func() bool {
 		select {
-		case resp = <-answered:
+		case started = <-answered:
 			return true
 		default:
 			return strings.Contains(logs.String(), "priming event held")
 		}
 	})
-	if resp != nil {
-		t.Fatalf("the stream started (%s) before the call's tool did: a drop now would lose the call", resp.Header.Get("Content-Type"))
+	if started.err != nil {
+		t.Fatal(started.err)
+	}
+	if started.resp != nil {
+		t.Fatalf("the stream started (%s) before the call's tool did: a drop now would lose the call", started.resp.Header.Get("Content-Type"))
 	}
 	release.Do(func() { close(start) })
-	resp = <-answered
+	prime := priming(t, receiveResponse(t, answered))
+	drop()
+	reconnects(t, c, prime.id)
+}
+
+// blockServer is an MCP server (with hooks, or nil) of one tool, block, which
+// runs until its call is cancelled.
+func blockServer(hooks *mcpgoserver.Hooks) *mcpgoserver.MCPServer {
+	tools := mcpgoserver.NewMCPServer("test", "test", mcpgoserver.WithToolCapabilities(false), mcpgoserver.WithHooks(hooks))
+	tools.AddTool(mcpgo.NewTool("block"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return tools
+}
+
+// response is what send gave.
+type response struct {
+	resp *http.Response
+	err  error
+}
+
+// goSend posts body in a goroutine of its own and delivers what came.
+func goSend(ctx context.Context, c *raw, body string) <-chan response {
+	ch := make(chan response, 1)
+	go func() {
+		resp, err := c.send(ctx, http.MethodPost, body)
+		ch <- response{resp, err}
+	}()
+	return ch
+}
+
+// receiveResponse waits for what goSend delivers, and fails t on an error or
+// when nothing comes within 10 s.
+func receiveResponse(t *testing.T, ch <-chan response) *http.Response {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.resp
+	case <-time.After(10 * time.Second):
+		t.Fatal("no response within 10s")
+		return nil
+	}
+}
+
+// priming returns resp's first event, which must be a priming event.
+func priming(t *testing.T, resp *http.Response) event {
+	t.Helper()
 	prime := next(t, events(resp.Body))
 	if prime.data != "" || prime.id == "" {
 		t.Fatalf("first event %+v, want the priming event", prime)
 	}
-	drop()
-	again := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+prime.id)
+	return prime
+}
+
+// reconnects checks that Last-Event-ID id finds its request's stream.
+func reconnects(t *testing.T, c *raw, id string) {
+	t.Helper()
+	again := c.do(context.Background(), http.MethodGet, "", httptransport.HeaderLastEventID+": "+id)
 	defer again.Body.Close()
 	if again.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(again.Body)
-		t.Fatalf("reconnecting with the priming event's id %s: %s %s", prime.id, again.Status, b)
+		t.Fatalf("reconnecting with the priming event's id %s: %s %s", id, again.Status, b)
 	}
 }

@@ -28,13 +28,22 @@ func (s *server) raw(t testing.TB) *raw { return &raw{t: t, url: s.url, client: 
 // do sends an HTTP request; hdr is "Name: value" pairs. The caller closes the body.
 func (c *raw) do(ctx context.Context, method, body string, hdr ...string) *http.Response {
 	c.t.Helper()
+	resp, err := c.send(ctx, method, body, hdr...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp
+}
+
+// send is do returning its error, for a goroutine other than the test's.
+func (c *raw) send(ctx context.Context, method, body string, hdr ...string) (*http.Response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.url, rd)
 	if err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	if method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
@@ -57,11 +66,7 @@ func (c *raw) do(ctx context.Context, method, body string, hdr ...string) *http.
 			req.Header.Set(k, v)
 		}
 	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return resp
+	return c.client.Do(req)
 }
 
 // post sends a message and returns the response with its body read.
