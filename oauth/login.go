@@ -35,13 +35,23 @@ type ClientOptions struct {
 	// is an error (ErrLoginRequired).
 	Authorize Authorizer
 	// ClientID (and ClientSecret) name a client registered beforehand at the
-	// authorization server; AuthMethod is how it authenticates at the token
-	// endpoint (default: client_secret_basic, or client_secret_post when the
-	// server supports only that, with a secret; none without). Without one,
-	// the client uses its Client ID Metadata Document (ClientMetadataURL)
-	// where the server supports them, else registers itself (RFC 7591).
+	// authorization server ClientIssuer; AuthMethod is how it authenticates
+	// at the token endpoint (default: client_secret_basic, or
+	// client_secret_post when the server supports only that, with a secret;
+	// none without). Without one, the client uses its Client ID Metadata
+	// Document (ClientMetadataURL) where the server supports them, else
+	// registers itself (RFC 7591).
 	ClientID, ClientSecret, AuthMethod string
 	ClientMetadataURL                  string
+	// ClientIssuer is the issuer of the authorization server ClientID is
+	// registered at, as the operator knows it (never as a server names it):
+	// the client is used there only, with the endpoints of that issuer's own
+	// metadata; a server whose metadata names other authorization servers is
+	// refused, and one without metadata gets its tokens from it. Required
+	// with ClientSecret, PrivateKey or Machine (a secret goes to no token
+	// endpoint but this issuer's); without it, a public ClientID is used at
+	// whichever authorization server a server names.
+	ClientIssuer string
 	// ClientName is the client_name of a registration. Default "mcp-resume".
 	ClientName string
 	// HTTPClient makes the requests to metadata, registration and token
@@ -82,6 +92,8 @@ type Session struct {
 	http  *http.Client
 	log   zerolog.Logger
 
+	invalid error // of the options: every request fails with it
+
 	mu      sync.Mutex // guards the fields below
 	grant   *Grant
 	loaded  bool                   // the store was read for the grant
@@ -115,7 +127,28 @@ func NewSession(serverURL string, opts *ClientOptions) *Session {
 		s.log = *s.opts.Logger
 	}
 	s.store, s.http = s.opts.Store, s.opts.HTTPClient
+	s.invalid = s.opts.check()
 	return s
+}
+
+// check refuses options that would send a secret where it does not belong.
+func (o *ClientOptions) check() error {
+	if o.ClientIssuer != "" {
+		if o.ClientID == "" {
+			return errors.New("oauth: ClientIssuer is the issuer of ClientID, which is not given")
+		}
+		return checkIssuer(o.ClientIssuer)
+	}
+	if o.ClientSecret != "" || o.PrivateKey != nil || o.Machine {
+		return errors.New("oauth: a client with a secret or a key is bound to the issuer it is registered at: give it (ClientIssuer)")
+	}
+	return nil
+}
+
+// configured reports whether the client given (ClientID) logs in at issuer:
+// the one it is registered at, or any for a public client given without it.
+func (s *Session) configured(issuer string) bool {
+	return s.opts.ClientID != "" && (s.opts.ClientIssuer == issuer || s.opts.ClientIssuer == "" && s.opts.ClientSecret == "" && s.opts.PrivateKey == nil)
 }
 
 // renewBefore is how long before its expiry a token is refreshed.
@@ -129,6 +162,9 @@ func expiring(g *Grant) bool {
 // request goes without, and its 401 starts a login), refreshing one about
 // to expire.
 func (s *Session) Token(ctx context.Context) (string, error) {
+	if s.invalid != nil {
+		return "", s.invalid
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded {
@@ -151,15 +187,9 @@ func (s *Session) Token(ctx context.Context) (string, error) {
 	return s.grant.AccessToken, nil
 }
 
-// renewLocked refreshes the grant, under the store's lock: another process
-// may have refreshed it since this one read it (its refresh token rotated:
-// the one held here is spent), and its grant is taken instead.
+// renewLocked refreshes the grant, unless another session or process did
+// since this one read it (refreshLocked).
 func (s *Session) renewLocked(ctx context.Context) error {
-	unlock, err := s.store.Lock(ctx, s.url)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	if err := s.reloadLocked(); err != nil {
 		return err
 	}
@@ -182,11 +212,18 @@ func (s *Session) Current() *Grant {
 	return &g
 }
 
-// reloadLocked reads the grant of the server from the store.
+// reloadLocked reads the grant of the server from the store: the grant of
+// the resource its record names, when that is the server's own resource (a
+// record of another resource, saved by a version that took a document for
+// another path of the origin, is not followed: the server's 401 leads to
+// discovery again).
 func (s *Session) reloadLocked() error {
 	srv, err := s.store.Server(s.url)
 	if err != nil || srv == nil {
 		return err
+	}
+	if su, err := resourceOf(s.url); err != nil || !sameResource(srv.Resource, su) {
+		return nil
 	}
 	g, err := s.store.Grant(srv.Issuer, srv.Resource)
 	if err != nil {
@@ -217,6 +254,9 @@ func (s *Session) Succeeded(token string) {
 // request cannot succeed: the login failed, the server refuses a token just
 // obtained, or the scopes it wants are never granted.
 func (s *Session) Recover(ctx context.Context, used string, status int, ch *Challenge) (string, error) {
+	if s.invalid != nil {
+		return "", s.invalid
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stepUp := status == http.StatusForbidden
@@ -246,8 +286,10 @@ func (s *Session) Recover(ctx context.Context, used string, status int, ch *Chal
 		return "", err
 	}
 	if !stepUp && (s.grant == nil || s.grant.Issuer != d.issuer || s.grant.Resource != d.resource) {
-		// A login for the same resource through another URL (its /ws and
-		// its /mcp) serves this one too.
+		// A login for the same resource through another URL of it (ws://h/mcp
+		// and http://h/mcp; a path with and without its trailing slash)
+		// serves this one too: discover checked that d.resource is this
+		// server's.
 		g, err := s.store.Grant(d.issuer, d.resource)
 		if err != nil {
 			return "", err
@@ -264,7 +306,7 @@ func (s *Session) Recover(ctx context.Context, used string, status int, ch *Chal
 	var scopes []string
 	if stepUp {
 		if s.stepUps >= s.opts.MaxStepUps {
-			return "", fmt.Errorf("oauth: the server still wants more scopes (%s) after %d logins for them: refused", ch.Param("scope"), s.stepUps)
+			return "", fmt.Errorf("oauth: the server still wants more scopes (%s) after %d logins for them: refused", printable(ch.Param("scope")), s.stepUps)
 		}
 		// [MCP 2026-07-28, authorization: step-up] the scopes asked for are
 		// those of the token held and those the challenge names.
@@ -279,7 +321,7 @@ func (s *Session) Recover(ctx context.Context, used string, status int, ch *Chal
 			}
 		}
 		if !added && s.grant != nil {
-			return "", fmt.Errorf("oauth: the server wants the scopes %q, which the token was granted, and still refuses it: a new login would not help", ch.Param("scope"))
+			return "", fmt.Errorf("oauth: the server wants the scopes %+q, which the token was granted, and still refuses it: a new login would not help", ch.Param("scope"))
 		}
 		s.stepUps++
 	} else if s.grant != nil && s.grant.RefreshToken != "" && s.grant.Issuer == d.issuer && s.grant.Resource == d.resource {
@@ -305,161 +347,27 @@ func describe(ch *Challenge) string {
 	if msg == "" {
 		msg = "no error named"
 	}
-	return msg
+	return printable(msg)
 }
 
-// discovered is what a login needs of the server and its authorization
-// server.
-type discovered struct {
-	resource  string // the RFC 8707 resource tokens are asked for
-	issuer    string
-	meta      *asMetadata
-	prmScopes []string
-	guessed   bool // meta is the 2025-03-26 default endpoints, not a document
-}
-
-// ErrNoAuthorizationServer is the error of a 401 whose server names no
-// authorization server (no protected resource metadata, no authorization
-// server metadata, no registration at the default endpoint): not an OAuth
-// server. Transport answers the request with the 401 itself.
-var ErrNoAuthorizationServer = errors.New("oauth: the server names no authorization server")
-
-// prmDoc is the protected resource metadata (RFC 9728).
-type prmDoc struct {
-	Resource             string   `json:"resource"`
-	AuthorizationServers []string `json:"authorization_servers"`
-	ScopesSupported      []string `json:"scopes_supported"`
-}
-
-// discover finds the server's authorization server: its protected resource
-// metadata from the challenge's resource_metadata, else the well-known paths
-// (path-specific, then root); from it the authorization server and its
-// metadata. A server without protected resource metadata is taken as its
-// own authorization server, with the 2025-03-26 defaults when it has no
-// metadata either.
-func (s *Session) discover(ctx context.Context, ch *Challenge) (*discovered, error) {
-	su, err := url.Parse(s.url)
-	if err != nil {
-		return nil, fmt.Errorf("oauth: the server URL %q: %w", s.url, err)
-	}
-	// A WebSocket endpoint is an endpoint of a server reached over HTTP: its
-	// metadata is there, and its resource is the server's (any path of the
-	// origin: mcp-resume's /ws takes the tokens of its /mcp).
-	ws := su.Scheme == "ws" || su.Scheme == "wss"
-	switch su.Scheme {
-	case "ws":
-		su.Scheme = "http"
-	case "wss":
-		su.Scheme = "https"
-	}
-	origin := su.Scheme + "://" + su.Host
-	var candidates []string
-	if rm := ch.Param("resource_metadata"); rm != "" {
-		if u, err := url.Parse(rm); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("oauth: the server's challenge names resource metadata at %q, not an http(s) URL", rm)
+// loginContext is the context of a person's login that a request with ctx
+// started: it ends when ctx is cancelled (an interrupt, the client closing:
+// nobody waits for the login any more) and after timeout, not at ctx's
+// deadline (a request's or a connection's, which a person at an MFA prompt
+// may outlive: the grant then serves the next request).
+func loginContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
 		}
-		candidates = append(candidates, rm)
+	})
+	lctx, cancelT := context.WithTimeout(lctx, timeout)
+	return lctx, func() {
+		stop()
+		cancelT()
+		cancel(nil)
 	}
-	if p := strings.TrimSuffix(su.EscapedPath(), "/"); p != "" {
-		candidates = append(candidates, origin+"/.well-known/oauth-protected-resource"+p)
-	}
-	candidates = append(candidates, origin+"/.well-known/oauth-protected-resource")
-	var prm *prmDoc
-	for _, u := range candidates {
-		var doc prmDoc
-		status, err := getJSON(ctx, s.http, u, &doc)
-		if err == nil {
-			prm = &doc
-			break
-		}
-		if status < 400 || status >= 500 {
-			return nil, fmt.Errorf("oauth: the server's protected resource metadata: %w", err)
-		}
-	}
-	if prm == nil {
-		// 2025-03-26: the server is its own authorization server.
-		d := &discovered{resource: su.String(), issuer: origin}
-		// Its metadata at its origin, whatever issuer the document names
-		// (2025-03-26 asked no more).
-		var m *asMetadata
-		var doc asMetadata
-		_, err := getJSON(ctx, s.http, origin+"/.well-known/oauth-authorization-server", &doc)
-		if err == nil && doc.AuthorizationEndpoint != "" && doc.TokenEndpoint != "" && sameOrigin(doc.AuthorizationEndpoint, origin) && sameOrigin(doc.TokenEndpoint, origin) {
-			m = &doc
-			if doc.Issuer == "" {
-				doc.Issuer = origin
-			}
-			d.issuer = doc.Issuer
-			s.metas[doc.Issuer] = m
-		} else {
-			// Its default endpoints, when it registers clients there: a
-			// server that answers 401 with neither metadata nor them wants
-			// credentials of another kind (an API key).
-			m = &asMetadata{Issuer: origin, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
-				RegistrationEndpoint: origin + "/register", CodeChallengeMethods: []string{"S256"}}
-			d.guessed = true
-			s.metas[origin] = m
-		}
-		d.meta = m
-		return d, nil
-	}
-	// [MCP authorization; RFC 9728 §3.3] the metadata must be for this
-	// server: a document naming another resource is refused.
-	if target := su.String(); !covers(prm.Resource, target) && !(ws && sameOrigin(prm.Resource, target)) {
-		return nil, fmt.Errorf("oauth: the server's protected resource metadata is for %q, not for %s: refused", prm.Resource, s.url)
-	}
-	if len(prm.AuthorizationServers) == 0 {
-		return nil, errors.New("oauth: the server's protected resource metadata names no authorization server")
-	}
-	d := &discovered{resource: prm.Resource, issuer: prm.AuthorizationServers[0], prmScopes: prm.ScopesSupported}
-	if d.meta, err = s.metadata(ctx, d.issuer); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// metadata returns the authorization server's metadata, read once a session.
-func (s *Session) metadata(ctx context.Context, issuer string) (*asMetadata, error) {
-	if m := s.metas[issuer]; m != nil {
-		return m, nil
-	}
-	m, err := discover(ctx, s.http, issuer)
-	if err != nil {
-		return nil, fmt.Errorf("oauth: the authorization server %s: %w", issuer, err)
-	}
-	// [MCP authorization] a client MUST refuse to proceed when the server
-	// does not announce PKCE with S256.
-	if !slices.Contains(m.CodeChallengeMethods, "S256") {
-		return nil, fmt.Errorf("oauth: the authorization server %s does not announce PKCE with S256 (code_challenge_methods_supported): refused", issuer)
-	}
-	if m.AuthorizationEndpoint == "" || m.TokenEndpoint == "" {
-		return nil, fmt.Errorf("oauth: the authorization server %s names no authorization or token endpoint", issuer)
-	}
-	s.metas[issuer] = m
-	return m, nil
-}
-
-// sameOrigin reports whether a and b have the same scheme and host.
-func sameOrigin(a, b string) bool {
-	x, err1 := url.Parse(a)
-	y, err2 := url.Parse(b)
-	return err1 == nil && err2 == nil && strings.EqualFold(x.Scheme, y.Scheme) && strings.EqualFold(x.Host, y.Host)
-}
-
-// covers reports whether resource, a protected resource's identifier, is
-// the server at serverURL or a prefix of it on a path segment: the same
-// scheme and host, its path the server's or above it.
-func covers(resource, serverURL string) bool {
-	r, err1 := url.Parse(resource)
-	u, err2 := url.Parse(serverURL)
-	if err1 != nil || err2 != nil || r.Fragment != "" || r.RawQuery != "" {
-		return false
-	}
-	if !strings.EqualFold(r.Scheme, u.Scheme) || !strings.EqualFold(r.Host, u.Host) {
-		return false
-	}
-	rp, up := strings.TrimSuffix(r.EscapedPath(), "/"), strings.TrimSuffix(u.EscapedPath(), "/")
-	return rp == "" || rp == up || strings.HasPrefix(up, rp+"/")
 }
 
 // loginLocked logs in at d's authorization server for scopes (nil: those the
@@ -491,9 +399,7 @@ func (s *Session) loginLocked(ctx context.Context, d *discovered, ch *Challenge,
 	if prev != nil {
 		prevRedirect = prev.RedirectURI
 	}
-	// The person may take a while, whatever the request that met the 401
-	// allows.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.LoginTimeout)
+	ctx, cancel := loginContext(ctx, s.opts.LoginTimeout)
 	defer cancel()
 	verifier := oauth2.GenerateVerifier()
 	state := rand.Text()
@@ -525,7 +431,7 @@ func (s *Session) loginLocked(ctx context.Context, d *discovered, ch *Challenge,
 		return fmt.Errorf("oauth: the login at %s ended before it started", d.issuer)
 	}
 	if e := q.Get("error"); e != "" {
-		return fmt.Errorf("oauth: the authorization server %s refused the login: %s %s", d.issuer, e, q.Get("error_description"))
+		return fmt.Errorf("oauth: the authorization server %s refused the login: %s", d.issuer, printable(e+" "+q.Get("error_description")))
 	}
 	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
 		return fmt.Errorf("oauth: the login's redirect carries another state than the one sent: refused")
@@ -533,7 +439,7 @@ func (s *Session) loginLocked(ctx context.Context, d *discovered, ch *Challenge,
 	// RFC 9207: an authorization server that announces iss must send it, and
 	// an iss that comes must be the server's, exactly.
 	if iss, has := q.Get("iss"), q.Has("iss"); (d.meta.IssParameterSupported && !has) || (has && iss != d.meta.Issuer) {
-		return fmt.Errorf("oauth: the login's redirect names the issuer %q, not %q: refused (RFC 9207)", iss, d.meta.Issuer)
+		return fmt.Errorf("oauth: the login's redirect names the issuer %+q, not %+q: refused (RFC 9207)", iss, d.meta.Issuer)
 	}
 	code := q.Get("code")
 	if code == "" {
@@ -579,7 +485,7 @@ func (s *Session) keep(g *Grant) error {
 // registration.
 func (s *Session) registration(ctx context.Context, d *discovered, prev *Registration, redirect string) (*Registration, error) {
 	m := d.meta
-	if s.opts.ClientID != "" {
+	if s.configured(d.issuer) {
 		method := s.opts.AuthMethod
 		if method == "" {
 			method = "none"
@@ -649,7 +555,7 @@ func (s *Session) register(ctx context.Context, d *discovered, redirect string) 
 		return nil, ErrNoAuthorizationServer
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK || r.ClientID == "" {
-		return nil, fmt.Errorf("oauth: registering at %s: %s %s %s", d.issuer, resp.Status, r.Error, r.Description)
+		return nil, fmt.Errorf("oauth: registering at %s: %s %s", d.issuer, resp.Status, printable(r.Error+" "+r.Description))
 	}
 	reg := &Registration{Issuer: d.issuer, ClientID: r.ClientID, ClientSecret: r.ClientSecret, AuthMethod: r.AuthMethod, RedirectURI: redirect}
 	if reg.AuthMethod == "" {
@@ -719,7 +625,7 @@ func (s *Session) tokenRequest(ctx context.Context, m *asMetadata, reg *Registra
 		return nil, &TokenError{Issuer: m.Issuer, Status: resp.StatusCode, Code: t.Error, Description: t.Description}
 	}
 	if !strings.EqualFold(t.TokenType, "Bearer") {
-		return nil, fmt.Errorf("oauth: the token endpoint of %s issued a %q token, not a bearer token", m.Issuer, t.TokenType)
+		return nil, fmt.Errorf("oauth: the token endpoint of %s issued a %+q token, not a bearer token", m.Issuer, t.TokenType)
 	}
 	return &t, nil
 }
@@ -733,21 +639,52 @@ type TokenError struct {
 }
 
 func (e *TokenError) Error() string {
-	return fmt.Sprintf("oauth: the token endpoint of %s answered %d %s %s", e.Issuer, e.Status, e.Code, e.Description)
+	return fmt.Sprintf("oauth: the token endpoint of %s answered %d %s", e.Issuer, e.Status, printable(e.Code+" "+e.Description))
+}
+
+// grantLock is the store's lock key of the grant of issuer and resource,
+// which every session of the resource shares, whatever URL it reached the
+// server by.
+func grantLock(issuer, resource string) string {
+	return "grant\n" + issuer + "\n" + resource
 }
 
 // refreshLocked renews the grant with its refresh token, unless another
-// request or process did since used was sent. A refresh token the server
-// refuses (invalid_grant) is dropped with its grant.
+// session or process did since used was sent: under the grant's lock (not
+// the server URL's: two URLs of one resource share its grant), the grant is
+// read again, and one whose refresh token is not the one held here was
+// renewed by another and is taken. [RFC 9700 §4.14.2] refresh tokens of a
+// public client rotate: the one spent by another is refused (invalid_grant),
+// and a session that spent it second would otherwise drop the grant the
+// first just stored. A refresh token the server refuses is dropped with its
+// grant, if the grant stored is still the one refused.
 func (s *Session) refreshLocked(ctx context.Context, used string) error {
 	g := s.grant
+	unlock, err := s.store.Lock(ctx, grantLock(g.Issuer, g.Resource))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := s.store.Grant(g.Issuer, g.Resource)
+	if err != nil {
+		return err
+	}
+	if cur == nil { // logged out, or refused meanwhile: a login is due
+		s.grant = nil
+		return errors.New("oauth: the grant was dropped while this session held it")
+	}
+	if cur.AccessToken != used && !expiring(cur) {
+		s.grant = cur
+		return nil
+	}
+	g = cur // its refresh token: another's rotation included
 	reg, err := s.store.Registration(g.Issuer)
 	if err != nil {
 		return err
 	}
 	if reg == nil || reg.ClientID != g.ClientID {
 		reg = &Registration{Issuer: g.Issuer, ClientID: g.ClientID, AuthMethod: "none"}
-		if s.opts.ClientID == g.ClientID {
+		if s.configured(g.Issuer) && s.opts.ClientID == g.ClientID {
 			reg.ClientSecret, reg.AuthMethod = s.opts.ClientSecret, cmpOr(s.opts.AuthMethod, "client_secret_basic")
 			if s.opts.ClientSecret == "" {
 				reg.AuthMethod = cmpOr(s.opts.AuthMethod, "none")
@@ -761,7 +698,9 @@ func (s *Session) refreshLocked(ctx context.Context, used string) error {
 	tr, err := s.tokenRequest(ctx, m, reg, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.RefreshToken}, "resource": {g.Resource}})
 	var te *TokenError
 	if errors.As(err, &te) && te.Code == "invalid_grant" {
-		_ = s.store.DeleteGrant(g.Issuer, g.Resource)
+		if now, _ := s.store.Grant(g.Issuer, g.Resource); now != nil && now.RefreshToken == g.RefreshToken {
+			_ = s.store.DeleteGrant(g.Issuer, g.Resource)
+		}
 		s.grant = nil
 		return err
 	}
@@ -808,7 +747,13 @@ func (s *Session) Logout(ctx context.Context) (bool, error) {
 	if g == nil {
 		return false, nil
 	}
-	if err := s.store.DeleteGrant(g.Issuer, g.Resource); err != nil {
+	unlockGrant, err := s.store.Lock(ctx, grantLock(g.Issuer, g.Resource))
+	if err != nil {
+		return true, err
+	}
+	err = s.store.DeleteGrant(g.Issuer, g.Resource)
+	unlockGrant()
+	if err != nil {
 		return true, err
 	}
 	if m, err := s.metadata(ctx, g.Issuer); err == nil && m.RevocationEndpoint != "" {

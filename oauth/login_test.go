@@ -52,9 +52,14 @@ type testAS struct {
 	refreshes     int
 	lastScope     string // the scope of the last authorization request
 	lastResource  string
-	deny          string   // a scope the token endpoint never grants
-	trust         *testAS  // the authorization server the RS takes tokens of (nil: this one)
-	seenClients   []string // client ids seen at /authorize and /token
+	deny          string         // a scope the token endpoint never grants
+	trust         *testAS        // the authorization server the RS takes tokens of (nil: this one)
+	seenClients   []string       // client ids seen at /authorize and /token
+	meta          map[string]any // members of the metadata replaced (an endpoint a test makes hostile)
+	tokenError    string         // the token endpoint refuses every request with this error_description
+	evilMeta      string         // the resource_metadata of the 401 of the RS's /evil/* ("": /evil/meta)
+	evilResource  string         // the resource of the RS's /evil/meta
+	evilSeen      []string       // the Authorization headers of requests to the RS's /evil/*
 }
 
 type grantInfo struct {
@@ -99,6 +104,7 @@ func (a *testAS) serveAS(w http.ResponseWriter, r *http.Request) {
 		if a.offline {
 			m["scopes_supported"] = []string{"mcp", "offline_access"}
 		}
+		maps.Copy(m, a.meta)
 		writeJSON(w, 200, m)
 	case "/register":
 		a.registrations++
@@ -140,6 +146,10 @@ func (a *testAS) serveAS(w http.ResponseWriter, r *http.Request) {
 	case "/token":
 		a.tokens++
 		_ = r.ParseForm()
+		if a.tokenError != "" {
+			writeJSON(w, 400, map[string]string{"error": "invalid_request", "error_description": a.tokenError})
+			return
+		}
 		id, secret, basic := r.BasicAuth()
 		if !basic {
 			id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
@@ -209,7 +219,16 @@ func (a *testAS) serveRS(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"resource": cmpOr(a.prmResource, a.mcpURL()), "authorization_servers": []string{issuer}})
 		return
 	case "/mcp":
+	case "/evil/meta":
+		writeJSON(w, 200, map[string]any{"resource": a.evilResource, "authorization_servers": []string{issuer}})
+		return
 	default:
+		if strings.HasPrefix(r.URL.Path, "/evil/") {
+			a.evilSeen = append(a.evilSeen, r.Header.Get("Authorization"))
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q`, cmpOr(a.evilMeta, a.rs.URL+"/evil/meta")))
+			writeJSON(w, 401, map[string]string{"error": "invalid_token"})
+			return
+		}
 		http.NotFound(w, r)
 		return
 	}

@@ -20,6 +20,12 @@ func (s *Session) machineLocked(ctx context.Context, d *discovered, ch *Challeng
 	if s.opts.ClientID == "" {
 		return errors.New("oauth: a machine client needs its client id")
 	}
+	// Its secret (or assertion) goes to the token endpoint of the issuer it
+	// is registered at, read from that issuer's own metadata, and nowhere
+	// else: never a guessed <origin>/token, never an issuer a server names.
+	if d.guessed || d.issuer != s.opts.ClientIssuer || d.meta.Issuer != s.opts.ClientIssuer {
+		return fmt.Errorf("oauth: the machine client %s is registered at %s, not at %s: refused", quote(s.opts.ClientID), s.opts.ClientIssuer, d.issuer)
+	}
 	if scopes == nil && len(s.opts.Scopes) > 0 {
 		scopes = slices.Clone(s.opts.Scopes)
 	}

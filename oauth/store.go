@@ -45,8 +45,10 @@ type Server struct {
 }
 
 // A Store keeps grants (by issuer and resource), registrations (by issuer)
-// and servers (by URL), and serializes logins: Lock holds off another
-// process's login for the same server until unlock. Load methods return nil
+// and servers (by URL), and serializes logins and refreshes: Lock holds off
+// another session's (and process's) Lock of the same key until unlock; the
+// key is a server's URL (its logins) or a grant's (grantLock: its refreshes,
+// whichever URL of the resource they come through). Load methods return nil
 // and no error for what is not there.
 type Store interface {
 	Grant(issuer, resource string) (*Grant, error)
@@ -58,7 +60,7 @@ type Store interface {
 	Server(url string) (*Server, error)
 	SaveServer(*Server) error
 	DeleteServer(url string) error
-	Lock(ctx context.Context, serverURL string) (unlock func(), err error)
+	Lock(ctx context.Context, key string) (unlock func(), err error)
 }
 
 // MemoryStore is a Store in this process's memory.
@@ -156,18 +158,18 @@ func (m *MemoryStore) DeleteServer(url string) error {
 	return nil
 }
 
-func (m *MemoryStore) Lock(ctx context.Context, serverURL string) (func(), error) {
+func (m *MemoryStore) Lock(ctx context.Context, key string) (func(), error) {
 	for {
 		m.mu.Lock()
 		m.init()
-		held, ok := m.locks[serverURL]
+		held, ok := m.locks[key]
 		if !ok {
 			done := make(chan struct{})
-			m.locks[serverURL] = done
+			m.locks[key] = done
 			m.mu.Unlock()
 			return func() {
 				m.mu.Lock()
-				delete(m.locks, serverURL)
+				delete(m.locks, key)
 				m.mu.Unlock()
 				close(done)
 			}, nil
@@ -185,8 +187,8 @@ func grantKey(issuer, resource string) string { return issuer + "\n" + resource 
 
 // FileStore is a Store in a directory only its owner may read (0700, files
 // 0600): a file per grant, registration and server, named by the SHA-256 of
-// its key, written whole (a temporary file renamed); a lock file per server,
-// held with flock(2) (on systems without it, Lock serializes this process's
+// its key, written whole (a temporary file renamed); a lock file per key of
+// Lock, held with flock(2) (on systems without it, Lock serializes this process's
 // logins only).
 type FileStore struct {
 	Dir string
@@ -317,8 +319,8 @@ func (f *FileStore) DeleteServer(url string) error { return f.remove("servers", 
 // description: two goroutines of one process would both get it).
 var inProcess MemoryStore
 
-func (f *FileStore) Lock(ctx context.Context, serverURL string) (func(), error) {
-	unlockHere, err := inProcess.Lock(ctx, f.Dir+"\n"+serverURL)
+func (f *FileStore) Lock(ctx context.Context, key string) (func(), error) {
+	unlockHere, err := inProcess.Lock(ctx, f.Dir+"\n"+key)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +329,7 @@ func (f *FileStore) Lock(ctx context.Context, serverURL string) (func(), error) 
 		unlockHere()
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(serverURL))
+	sum := sha256.Sum256([]byte(key))
 	unlockFile, err := lockFile(ctx, filepath.Join(dir, hex.EncodeToString(sum[:16])+".lock"))
 	if err != nil {
 		unlockHere()

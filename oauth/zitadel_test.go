@@ -3,17 +3,58 @@ package oauth_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
+
+// onePath serves the demo tools behind a ResourceServer of op on one path,
+// /mcp, over both transports (a GET that asks for a WebSocket upgrade goes to
+// WebSocket, the rest to Streamable HTTP): one resource, whichever scheme a
+// client reaches it by.
+func onePath(t *testing.T, op *oauthtest.OP) *httptest.Server {
+	srv := httptest.NewUnstartedServer(nil)
+	rs, err := oauth.New(&oauth.Options{Resource: "http://" + srv.Listener.Addr().String() + "/mcp", Issuers: []string{op.Issuer}, Scopes: []string{"mcp:tools"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptransport.NewHandler(core, &httptransport.Options{Auth: rs})
+	wh := ws.NewHandler(core, &ws.AcceptOptions{Auth: rs})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			wh.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	for _, p := range rs.MetadataPaths() {
+		mux.Handle(p, rs.MetadataHandler())
+	}
+	srv.Config.Handler = mux
+	srv.Start()
+	t.Cleanup(func() {
+		h.Close()
+		wh.Close()
+		srv.Close()
+		core.Close()
+	})
+	return srv
+}
 
 // Our client against our resource server and a real OpenID provider: a
 // person logs in (authorization code, PKCE, the resource as the token's
@@ -21,8 +62,7 @@ import (
 // refreshed, not a new login.
 func TestClientAgainstProvider(t *testing.T) {
 	op := oauthtest.Start(t)
-	r := newRigAt(t, oauth.Options{Issuers: []string{op.Issuer}, Scopes: []string{"mcp:tools"}}, true)
-	srv := r.srv
+	srv := onePath(t, op)
 	mcpURL := srv.URL + "/mcp"
 
 	store := &oauth.MemoryStore{}
@@ -59,8 +99,9 @@ func TestClientAgainstProvider(t *testing.T) {
 	if err != nil || tok == "" || tok == g.AccessToken || op.Requests("/oauth/token") != tokens+1 {
 		t.Fatalf("the expired token: %v, a new one %v, %d token requests (want one more than %d)", err, tok != g.AccessToken, op.Requests("/oauth/token"), tokens)
 	}
-	// The WebSocket endpoint of the same server takes the same grant.
-	wsURL := "ws://" + srv.Listener.Addr().String() + "/ws"
+	// The WebSocket endpoint at the same URL is the same resource: it takes
+	// the same grant.
+	wsURL := "ws://" + srv.Listener.Addr().String() + "/mcp"
 	s3 := oauth.NewSession(wsURL, &oauth.ClientOptions{Store: store, ClientID: oauthtest.CodeClient, Authorize: refused})
 	wc, err := ws.Dial(context.Background(), wsURL, &ws.DialOptions{Wrap: func(rt http.RoundTripper) http.RoundTripper {
 		return &oauth.Transport{Session: s3, Base: rt}
