@@ -160,7 +160,7 @@ func (s *Session) metadata(ctx context.Context, issuer string) (*asMetadata, err
 	if m := s.metas[issuer]; m != nil {
 		return m, nil
 	}
-	if err := checkIssuer(issuer); err != nil {
+	if err := CheckIssuer(issuer); err != nil {
 		return nil, err
 	}
 	m, err := discover(ctx, s.http, issuer)
@@ -179,10 +179,10 @@ func (s *Session) metadata(ctx context.Context, issuer string) (*asMetadata, err
 	return m, nil
 }
 
-// checkIssuer refuses an issuer identifier the client must not use:
+// CheckIssuer refuses an issuer identifier a client must not use:
 // [RFC 8414 §2] a URL that uses the "https" scheme and has no query or
 // fragment components (http for a loopback host, as checkEndpoint).
-func checkIssuer(issuer string) error {
+func CheckIssuer(issuer string) error {
 	if err := checkEndpoint("the authorization server", issuer); err != nil {
 		return err
 	}

@@ -137,7 +137,7 @@ func (o *ClientOptions) check() error {
 		if o.ClientID == "" {
 			return errors.New("oauth: ClientIssuer is the issuer of ClientID, which is not given")
 		}
-		return checkIssuer(o.ClientIssuer)
+		return CheckIssuer(o.ClientIssuer)
 	}
 	if o.ClientSecret != "" || o.PrivateKey != nil || o.Machine {
 		return errors.New("oauth: a client with a secret or a key is bound to the issuer it is registered at: give it (ClientIssuer)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -126,10 +127,25 @@ func reloadOnHUP(ctx context.Context, file string, keys *transport.KeySet, log z
 	}
 }
 
-// connect is client.Connect for the commands: an error of the first connection
-// says what to do about it (see explain).
+// errInterrupted is a command's error when an interrupt (Ctrl-C, SIGTERM)
+// ended it before it was connected: while it logged in, or connected.
+var errInterrupted = errors.New("interrupted before the server was reached (a login in the browser was left unfinished: mcp-resume login URL logs in alone)")
+
+// connect is client.Connect for the commands: a login the server wants and
+// none is stored for comes first (loginFirst); an error of the first
+// connection says what to do about it (see explain); an interrupt ends both at
+// once.
 func (t *target) connect(ctx context.Context, dial client.Dialer, opts *client.Options) (*client.Client, error) {
+	if err := t.loginFirst(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, errInterrupted
+		}
+		return nil, err
+	}
 	c, err := client.Connect(ctx, dial, opts)
+	if err != nil && ctx.Err() != nil {
+		return nil, errInterrupted
+	}
 	if err == nil || t.stdio != "" {
 		return c, err
 	}
@@ -138,4 +154,22 @@ func (t *target) connect(ctx context.Context, dial client.Dialer, opts *client.O
 		creds = "the server refused the API key in " + envClientKey
 	}
 	return nil, explain(err, t.endpoint(), creds)
+}
+
+// loginFirst logs in to the target's server when it wants a login and none
+// is stored, before the client connects: on ctx, which an interrupt ends
+// (the login with it), within loginWait, not inside a connection attempt
+// (whose deadline is no person's). A server that cannot be reached is not
+// an error here: the connection says so.
+func (t *target) loginFirst(ctx context.Context) error {
+	if t.session == nil {
+		return nil
+	}
+	if tok, err := t.session.Token(ctx); err != nil || tok != "" {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, loginWait)
+	defer cancel()
+	_, err := probe(ctx, t.endpoint(), t.session)
+	return err
 }

@@ -21,6 +21,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
@@ -37,6 +38,7 @@ type target struct {
 	wsPing         time.Duration
 	env            envList // the --stdio child's variables beyond stdio.BaseEnv
 	login          loginFlags
+	session        *oauth.Session // the OAuth client of the server (nil: an API key, or stdio)
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
@@ -121,7 +123,7 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 			if err != nil {
 				return nil, err
 			}
-			w = wrap(s)
+			w, t.session = wrap(s), s
 		}
 		return func(ctx context.Context) (transport.Conn, error) {
 			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr, Wrap: w, Options: ws.Options{PingInterval: t.wsPing, PingTimeout: t.wsPing / 2}})
@@ -152,7 +154,7 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 		if err != nil {
 			return nil, err
 		}
-		hc = &http.Client{Transport: wrap(s)(http.DefaultTransport)}
+		hc, t.session = &http.Client{Transport: wrap(s)(http.DefaultTransport)}, s
 	}
 	keep := &httptransport.KeptSession{} // one session on the server, however often we reconnect
 	return func(context.Context) (transport.Conn, error) {

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 )
@@ -27,10 +33,12 @@ it. Logs go to stderr: one line per loss of the remote, nothing else
 
 The remote's credentials: --header, --token-env, or the API key in
 MCP_RESUME_API_KEY (as mcp-resume call), sent as a bearer token; without them,
-a remote that wants an OAuth login gets one: at start-up (or whenever it asks
-again) connect opens your browser at its authorization server (the URL is in its
-log too), and keeps the tokens, owner-only, with the logins of mcp-resume login,
-renewing them as they expire; several connects to one server share one login.
+an OAuth login: run mcp-resume login URL in a terminal first, and connect uses
+it (and renews its tokens as they expire; several connects share one login).
+Without one, connect logs in at start-up, in your browser (the URL is in its
+log too), within --login-timeout: the app stops waiting for a server that has
+not started in 60 s, MFA included; past it, connect exits telling you to run
+mcp-resume login URL.
 
 example, in a desktop app's or an IDE's MCP configuration (command as an absolute
 path: an app started from a dock does not get your shell's PATH):
@@ -48,6 +56,12 @@ flags:
 // before ours; progress does not reset most clients' timers.
 const defaultConnectAnswerWithin = 45 * time.Second
 
+// defaultConnectLoginTimeout is connect's --login-timeout: a login at
+// start-up runs while the local app waits for this server's initialize (60 s
+// in the TypeScript SDK and the apps built on it); what is left is for the
+// remote's first connection and its lists.
+const defaultConnectLoginTimeout = 45 * time.Second
+
 // connect is `mcp-resume connect`: the gateway with its stdio face in front of
 // URL, quiet by default.
 func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -62,8 +76,12 @@ func connect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.Var(&headers, "header", "a header sent with every request to the remote, `Name: value` (repeatable, as mcp-remote's); ${VAR} in the value is the environment variable VAR")
 	var l loginFlags
 	l.register(fs)
+	fs.DurationVar(&l.loginTimeout, "login-timeout", defaultConnectLoginTimeout, "a login in the browser at start-up (no login stored, the remote wants one) must end within this, before the local app stops waiting for this server (60 s in the TypeScript SDK, claude.ai, Copilot); past it, connect exits telling you to run mcp-resume login URL")
 	if err := parseAnywhere(fs, args); err != nil {
 		return err
+	}
+	if l.loginTimeout <= 0 {
+		return errors.New("connect: --login-timeout must be positive")
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -111,4 +129,31 @@ func (r rawHeaders) has(name string) bool {
 		n, _, _ := strings.Cut(h, ":")
 		return strings.EqualFold(strings.TrimSpace(n), name)
 	})
+}
+
+// connectLogin is connect's OAuth client of the remote at url, logged in now
+// when the remote wants a login and none is stored: before the gateway's
+// first connection (whose deadline is no person's), within l.loginTimeout
+// (the local app's initialize is waiting), ended at once by SIGINT or
+// SIGTERM (the app giving up on this server). A login that does not end in
+// time is an error that says to log in in a terminal.
+func connectLogin(l *loginFlags, url string, stderr io.Writer, log *zerolog.Logger) (func(http.RoundTripper) http.RoundTripper, error) {
+	l.hint = fmt.Sprintf("mcp-resume: %s wants a login and none is stored: log in in the browser within %s (the app waits about 60 s for this server), "+
+		"or run `mcp-resume login %s` in a terminal, then restart this server in the app", url, l.loginTimeout, url)
+	s, err := l.session(url, stderr, log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err = probe(ctx, url, s)
+	switch {
+	case err == nil:
+		return wrap(s), nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("connect: the login to %s did not end within --login-timeout %s, and the app stops waiting for this server soon after: run `mcp-resume login %s` in a terminal, then restart this server in the app", url, l.loginTimeout, url)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("connect: interrupted while logging in to %s: run `mcp-resume login %s` in a terminal, then restart this server in the app", url, url)
+	}
+	return nil, fmt.Errorf("connect: logging in to the remote %s: %w", url, err)
 }

@@ -54,6 +54,10 @@ func oauthRemote(t *testing.T, op *oauthtest.OP, lifetime time.Duration) startLi
 	return spawnNet(t, "serve --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --oauth-scope mcp:tools --ws-ping 1s --ws-ping-timeout 1s", 1)[0]
 }
 
+// wsOf is the ws:// URL of the http:// URL u: serve's WebSocket at its MCP
+// endpoint, the same resource as u.
+func wsOf(u string) string { return "ws" + strings.TrimPrefix(u, "http") }
+
 // connectClient starts `mcp-resume connect URL` with the provider's public
 // client and initializes a client on its stdio.
 func connectClient(t *testing.T, url string) *e2etest.Client {
@@ -95,8 +99,9 @@ func TestConnectOAuth(t *testing.T) {
 	if n := op.Requests("/auth"); n != 1 {
 		t.Fatalf("%d authorization requests for two connects; want 1", n)
 	}
-	// A third, later, takes the stored login.
-	c := connectClient(t, remote.WS)
+	// A third, later, takes the stored login, over WebSocket at the same URL
+	// (the same resource).
+	c := connectClient(t, wsOf(remote.URL))
 	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"over ws"}}}`)
 	if resp, _ := c.Response(`2`); e2etest.Text(resp) != "over ws" {
 		t.Fatalf("echo through connect over WebSocket: %s", resp.Raw)
@@ -106,7 +111,7 @@ func TestConnectOAuth(t *testing.T) {
 	}
 	// The end-to-end suite through connect, each connection a connect of its
 	// own on the stored login.
-	for name, url := range map[string]string{"HTTP": remote.URL, "WebSocket": remote.WS} {
+	for name, url := range map[string]string{"HTTP": remote.URL, "WebSocket": wsOf(remote.URL)} {
 		t.Run(name, func(t *testing.T) {
 			e2etest.Run(t, e2etest.Harness{
 				Dial: func(t testing.TB) transport.Conn {
@@ -128,7 +133,7 @@ func TestConnectOAuth(t *testing.T) {
 func TestConnectOAuthTokenExpiresMidCall(t *testing.T) {
 	op := oauthtest.Start(t)
 	remote := oauthRemote(t, op, 3*time.Second)
-	for _, url := range []string{remote.WS, remote.URL} {
+	for _, url := range []string{wsOf(remote.URL), remote.URL} {
 		c := connectClient(t, url)
 		tokens := op.Requests("/oauth/token")
 		c.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":6,"steps":3}}}`)

@@ -76,19 +76,11 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	}
 	opts.Wrap = f.oauth.upstreamWrap(f.upstream, &log)
 	if f.login != nil && opts.Wrap == nil && opts.Header.Get("Authorization") == "" {
-		// A person's login, when the remote wants one: now, before the
-		// gateway's first connection (whose deadline is no person's).
-		s, err := f.login.session(f.upstream, stderr, &log)
+		w, err := connectLogin(f.login, f.upstream, stderr, &log)
 		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), loginWait)
-		_, err = probe(ctx, f.upstream, s)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("connect: logging in to the remote %s: %w", f.upstream, err)
-		}
-		opts.Wrap = wrap(s)
+		opts.Wrap = w
 	}
 	var g *gateway.Gateway
 	var err error
@@ -97,7 +89,7 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {
 		fix := "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header"
 		if f.oauth.upstreamClientID != "" {
-			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server, and that --upstream-oauth-resource names the resource the upstream wants tokens for"
+			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server, and that --upstream-oauth-issuer is the authorization server the upstream takes tokens of"
 		}
 		err = explain(err, f.upstream, fix)
 	}
@@ -108,9 +100,6 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	log.Info().Str("upstream", info.Name).Str("upstreamVersion", info.Version).Msg("gateway ready")
 	return g, nil
 }
-
-// loginWait bounds connect's login in the browser at start-up.
-const loginWait = 5 * time.Minute
 
 // remoteWait is how long connect waits for a remote that is not there when it
 // starts (a laptop waking before its network, a remote restarting): a local

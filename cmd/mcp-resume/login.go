@@ -1,14 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,12 +30,18 @@ const envOAuthDir = "MCP_RESUME_OAUTH_DIR"
 // loginFlags are the flags of an OAuth client that logs a person in: login,
 // connect (and call, tools, status, task through the logins stored).
 type loginFlags struct {
-	clientID, clientSecretEnv, clientMetadataURL string
+	clientID, clientSecretEnv, clientIssuer, clientMetadataURL string
+
+	// Set by the command, not by flags: how long a login in the browser may
+	// take (0: oauth's default), and a line told before one starts.
+	loginTimeout time.Duration
+	hint         string
 }
 
 func (l *loginFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.clientID, "client-id", "", "log in as this client, registered beforehand at the server's authorization server (default: the client registers itself where the server lets it)")
-	fs.StringVar(&l.clientSecretEnv, "client-secret-env", "", "with --client-id: the name of an environment variable holding its secret (a public client has none)")
+	fs.StringVar(&l.clientSecretEnv, "client-secret-env", "", "with --client-id and --client-issuer: the name of an environment variable holding its secret (a public client has none)")
+	fs.StringVar(&l.clientIssuer, "client-issuer", "", "with --client-id: the issuer of the authorization server the client is registered at; the client (and its secret) is used there only, and a server naming other authorization servers is refused (required with --client-secret-env)")
 	fs.StringVar(&l.clientMetadataURL, "client-metadata-url", "", "the URL of this client's Client ID Metadata Document, its client id where the authorization server supports them")
 }
 
@@ -46,27 +58,43 @@ func oauthStore() (*oauth.FileStore, error) {
 	return &oauth.FileStore{Dir: d}, nil
 }
 
-// session returns the OAuth client of the server at url: its logins stored,
+// session returns the OAuth client of the server at serverURL: its logins stored,
 // a new one in the browser (the URL printed on tell too) when the server
 // wants one.
-func (l *loginFlags) session(url string, tell io.Writer, log *zerolog.Logger) (*oauth.Session, error) {
+func (l *loginFlags) session(serverURL string, tell io.Writer, log *zerolog.Logger) (*oauth.Session, error) {
 	store, err := oauthStore()
 	if err != nil {
 		return nil, err
 	}
+	authorize := oauth.Loopback(oauth.OpenBrowser, tell)
+	if l.hint != "" && tell != nil {
+		loopback := authorize
+		authorize = func(ctx context.Context, prev string, start func(string) (string, error)) (url.Values, error) {
+			fmt.Fprintln(tell, l.hint)
+			return loopback(ctx, prev, start)
+		}
+	}
 	opts := &oauth.ClientOptions{
-		Store: store, Authorize: oauth.Loopback(oauth.OpenBrowser, tell),
-		ClientID: l.clientID, ClientMetadataURL: l.clientMetadataURL, Logger: log,
+		Store: store, Authorize: authorize, LoginTimeout: l.loginTimeout,
+		ClientID: l.clientID, ClientIssuer: l.clientIssuer, ClientMetadataURL: l.clientMetadataURL, Logger: log,
+	}
+	if l.clientIssuer != "" {
+		if l.clientID == "" {
+			return nil, errors.New("--client-issuer goes with --client-id")
+		}
+		if err := oauth.CheckIssuer(l.clientIssuer); err != nil {
+			return nil, fmt.Errorf("--client-issuer: %w", err)
+		}
 	}
 	if l.clientSecretEnv != "" {
-		if l.clientID == "" {
-			return nil, errors.New("--client-secret-env goes with --client-id")
+		if l.clientID == "" || l.clientIssuer == "" {
+			return nil, errors.New("--client-secret-env goes with --client-id and --client-issuer (the issuer the client is registered at: its secret goes there and nowhere else)")
 		}
 		if opts.ClientSecret = os.Getenv(l.clientSecretEnv); opts.ClientSecret == "" {
 			return nil, fmt.Errorf("--client-secret-env: %s is not set or empty", l.clientSecretEnv)
 		}
 	}
-	return oauth.NewSession(url, opts), nil
+	return oauth.NewSession(serverURL, opts), nil
 }
 
 // wrap is the round tripper wrapper of s (for ws.DialOptions.Wrap and the
@@ -75,22 +103,35 @@ func wrap(s *oauth.Session) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper { return &oauth.Transport{Session: s, Base: rt} }
 }
 
+// loginWait bounds a login in the browser that a command (call, tools,
+// status, task) starts before it connects.
+const loginWait = 5 * time.Minute
+
+// probed is what one request to a server tells of it.
+type probed struct {
+	asked bool // it asked for a token (401, 403), or one was held
+	// answer is why what answered is not an MCP endpoint (nil: it is): it
+	// cannot be reached, refuses a WebSocket handshake, or answers the ping
+	// with no JSON-RPC message (a page, 404, 405).
+	answer error
+}
+
 // probe sends one request to url through s, so that a server that wants a
 // login gets it now: a ping POSTed to an HTTP endpoint, a WebSocket
-// handshake. It reports whether the server asked for a token, with the error
-// of a login that failed (a server that cannot be reached is not an error
-// here: whoever connects next says so).
-func probe(ctx context.Context, url string, s *oauth.Session) (bool, error) {
+// handshake. The error is a login's that failed; what the request tells of
+// the server is in probed.
+func probe(ctx context.Context, url string, s *oauth.Session) (probed, error) {
+	var p probed
 	tok, err := s.Token(ctx)
 	if err != nil {
-		return false, err
+		return p, err
 	}
-	asked := false
+	p.asked = tok != ""
 	seen := func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
-				asked = true
+				p.asked = true
 			}
 			return resp, err
 		})
@@ -99,21 +140,44 @@ func probe(ctx context.Context, url string, s *oauth.Session) (bool, error) {
 		c, err := ws.Dial(ctx, url, &ws.DialOptions{Wrap: func(rt http.RoundTripper) http.RoundTripper { return wrap(s)(seen(rt)) }})
 		if err == nil {
 			_ = c.Close()
+		} else if err = loginError(err); err == nil {
+			p.answer = fmt.Errorf("the WebSocket handshake with %s failed: %w", url, err)
 		}
-		return asked || tok != "", loginError(err)
+		return p, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"login","method":"ping"}`))
 	if err != nil {
-		return false, err
+		return p, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := (&http.Client{Transport: wrap(s)(seen(http.DefaultTransport))}).Do(req)
-	if err == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
+	if err != nil {
+		if err = loginError(err); err == nil {
+			p.answer = fmt.Errorf("%s cannot be reached: %w", url, err)
+		}
+		return p, err
 	}
-	return asked || tok != "", loginError(err)
+	defer resp.Body.Close()
+	p.answer = mcpAnswer(url, resp)
+	return p, nil
+}
+
+// mcpAnswer is nil when resp answers a JSON-RPC request as an MCP endpoint
+// does (a JSON-RPC message, or an event stream), else why it does not.
+func mcpAnswer(url string, resp *http.Response) error {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		return nil
+	}
+	var msg struct {
+		JSONRPC string `json:"jsonrpc"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if (mt == "application/json" || strings.HasSuffix(mt, "+json")) && json.Unmarshal(b, &msg) == nil && msg.JSONRPC == "2.0" {
+		return nil
+	}
+	return fmt.Errorf("%s answers %s (%s), not as an MCP endpoint", url, resp.Status, cmp.Or(mt, "no content type"))
 }
 
 // loginError is err when it is a login's (not the network's).
@@ -164,18 +228,22 @@ func login(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	asked, err := probe(ctx, url, s)
+	p, err := probe(ctx, url, s)
 	if err != nil {
-		return err
+		return fmt.Errorf("login: %w", err)
 	}
 	g := s.Current()
 	switch {
 	case g != nil:
 		fmt.Fprintf(stdout, "logged in to %s (authorization server %s)\n", url, g.Issuer)
-	case asked:
+	case p.asked:
 		return fmt.Errorf("login: %s refused the request, and names no authorization server to log in at (an API key in %s?)", url, envClientKey)
+	case p.answer != nil:
+		return fmt.Errorf("login: %w: is the URL the server's MCP endpoint? (mcp-resume serve's is /mcp, its WebSocket /ws)", p.answer)
 	default:
 		fmt.Fprintf(stdout, "%s wants no login\n", url)
 	}

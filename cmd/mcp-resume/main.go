@@ -268,7 +268,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		fs.Var(&f.upstreamHeaders, "upstream-header", "with --upstream: a header sent with every request to the upstream, `Name: value` (repeatable); ${VAR} in the value is the environment variable VAR")
 	}
 	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP on stdin/stdout (newline-delimited JSON) instead of HTTP; logs go to stderr")
-	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve Streamable HTTP (--path), WebSocket (/ws) and the demo page (/) on this address (port 0: any free port; empty: no such listener, with --ws)")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "serve Streamable HTTP (--path), WebSocket (/ws, and --path for a GET asking for an upgrade) and the demo page (/) on this address (port 0: any free port; empty: no such listener, with --ws)")
 	fs.StringVar(&f.path, "path", "/mcp", "URL path of the Streamable HTTP endpoint")
 	fs.StringVar(&f.wsAddr, "ws", "", "also serve WebSocket (/ws) and the demo page (/) on a listener of their own at this address (they are on the --http listener too)")
 	fs.DurationVar(&f.wsPing, "ws-ping", 20*time.Second, "interval of WebSocket keepalive pings (negative: none)")
@@ -570,11 +570,26 @@ func (l *listeners) close() {
 	}
 }
 
+// orWebSocket is h, but for a request that asks for a WebSocket upgrade, which
+// goes to wsh: the MCP endpoint's URL serves both transports, so that a
+// WebSocket client of an OAuth-protected server reaches it at its resource
+// (a ws:// URL's resource is its http:// form, RFC 9728 §3.3) and uses the
+// same login as a Streamable HTTP client.
+func orWebSocket(h, wsh http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			wsh.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // serveHTTP serves the network transports on bound until ctx ends (SIGINT,
 // SIGTERM), then shuts down: new requests get 503, open streams and WebSocket
 // connections close, running requests end. The --http listener has Streamable
-// HTTP (--path), WebSocket (/ws) and the demo page (/); a --ws listener the
-// last two.
+// HTTP (--path), WebSocket (/ws, and --path: orWebSocket) and the demo page
+// (/); a --ws listener WebSocket (/ws) and the page.
 func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.Server, keys *transport.KeySet, auth *authn, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
 	if keys != nil {
 		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
@@ -638,7 +653,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 	}
 	if bound.http != nil {
 		mux := http.NewServeMux()
-		mux.Handle(f.path, h)
+		mux.Handle(f.path, orWebSocket(h, wsh))
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
 		auth.register(mux)

@@ -36,6 +36,7 @@ type oauthFlags struct {
 	publicURL     string
 
 	upstreamClientID string
+	upstreamIssuer   string
 	upstreamScopes   string
 }
 
@@ -57,7 +58,8 @@ func (o *oauthFlags) register(fs *flag.FlagSet, gw bool) {
 	fs.Var(&o.toolScopes, "oauth-tool-scope", "with --oauth-issuer: `TOOL=SCOPE[ SCOPE]`, scopes a call of TOOL needs besides --oauth-scope; a token without them gets 403 insufficient_scope naming them (step-up) (repeatable)")
 	fs.StringVar(&o.publicURL, "public-url", "", "with --oauth-issuer: the MCP endpoint's URL as clients reach it, the resource tokens must be issued for (RFC 8707) (default: http://ADDR/PATH of the --http listener, which must then be loopback)")
 	if gw {
-		fs.StringVar(&o.upstreamClientID, "upstream-oauth-client-id", "", "with --upstream: call the upstream with tokens of the client credentials grant of this client id (its secret read from "+envUpstreamSecret+") at the authorization server the upstream's protected resource metadata names, for the resource it names; the clients' own tokens are never sent upstream")
+		fs.StringVar(&o.upstreamClientID, "upstream-oauth-client-id", "", "with --upstream: call the upstream with tokens of the client credentials grant of this client id (its secret read from "+envUpstreamSecret+") at --upstream-oauth-issuer, for the resource the upstream's protected resource metadata names (its URL when it has none); the clients' own tokens are never sent upstream")
+		fs.StringVar(&o.upstreamIssuer, "upstream-oauth-issuer", "", "with --upstream-oauth-client-id (required): the issuer of the authorization server the client is registered at; its secret goes to that issuer's token endpoint only, as its own metadata names it, and an upstream naming other authorization servers is refused")
 		fs.StringVar(&o.upstreamScopes, "upstream-oauth-scope", "", "with --upstream-oauth-client-id: scopes asked for, comma-separated (default: those the upstream's challenge or metadata name)")
 	}
 }
@@ -75,17 +77,22 @@ func (o *oauthFlags) check(f *serveFlags) error {
 	if len(o.issuers) > 0 && f.stdio {
 		return errors.New("--oauth-issuer protects the HTTP and WebSocket listeners; on --stdio the client is the process that started this one")
 	}
-	if o.upstreamClientID == "" && o.upstreamScopes != "" {
-		return errors.New("--upstream-oauth-scope goes with --upstream-oauth-client-id")
+	if o.upstreamClientID == "" && (o.upstreamScopes != "" || o.upstreamIssuer != "") {
+		return errors.New("--upstream-oauth-scope and --upstream-oauth-issuer go with --upstream-oauth-client-id")
 	}
 	if o.upstreamClientID != "" {
 		switch {
 		case f.upstream == "":
 			return errors.New("--upstream-oauth-client-id goes with --upstream")
+		case o.upstreamIssuer == "":
+			return errors.New("--upstream-oauth-client-id: give --upstream-oauth-issuer, the issuer of the authorization server the client is registered at (its secret goes there and nowhere else)")
 		case f.upstreamTokenEnv != "":
 			return errors.New("--upstream-oauth-client-id and --upstream-token-env both give the upstream's credentials: give one")
 		case os.Getenv(envUpstreamSecret) == "":
 			return fmt.Errorf("--upstream-oauth-client-id: %s is not set or empty", envUpstreamSecret)
+		}
+		if err := oauth.CheckIssuer(o.upstreamIssuer); err != nil {
+			return fmt.Errorf("--upstream-oauth-issuer: %w", err)
 		}
 	}
 	return nil
@@ -93,13 +100,13 @@ func (o *oauthFlags) check(f *serveFlags) error {
 
 // upstreamWrap is the gateway's own OAuth client of its upstream
 // (--upstream-oauth-client-id): a machine's, the client credentials grant at
-// the authorization server the upstream names; nil without.
+// the authorization server --upstream-oauth-issuer; nil without.
 func (o *oauthFlags) upstreamWrap(upstream string, log *zerolog.Logger) func(http.RoundTripper) http.RoundTripper {
 	if o.upstreamClientID == "" {
 		return nil
 	}
 	return wrap(oauth.NewSession(upstream, &oauth.ClientOptions{
-		Machine: true, ClientID: o.upstreamClientID, ClientSecret: os.Getenv(envUpstreamSecret),
+		Machine: true, ClientID: o.upstreamClientID, ClientSecret: os.Getenv(envUpstreamSecret), ClientIssuer: o.upstreamIssuer,
 		Scopes: splitList(o.upstreamScopes), Logger: log,
 	}))
 }

@@ -209,8 +209,7 @@ func TestGatewayUpstreamCredentials(t *testing.T) {
 			wh := ws.NewHandler(core, &ws.AcceptOptions{Auth: rs})
 			defer h.Close()
 			defer wh.Close()
-			mux.Handle("/mcp", h)
-			mux.Handle("/ws", wh)
+			mux.Handle("/mcp", orWebSocket(h, wh))
 			for _, p := range rs.MetadataPaths() {
 				mux.Handle(p, rs.MetadataHandler())
 			}
@@ -225,10 +224,10 @@ func TestGatewayUpstreamCredentials(t *testing.T) {
 
 			upstream := upURL
 			if upstreamWS {
-				upstream = "ws://" + ln.Addr().String() + "/ws"
+				upstream = "ws://" + ln.Addr().String() + "/mcp"
 			}
 			t.Setenv(envUpstreamSecret, oauthtest.Secret("gateway"))
-			ls := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --upstream "+upstream+" --upstream-oauth-client-id gateway", 1)
+			ls := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --upstream "+upstream+" --upstream-oauth-client-id gateway --upstream-oauth-issuer "+op.Issuer, 1)
 			alice := op.Token(t, "alice", ls[0].URL)
 			t.Setenv(envClientKey, alice)
 			var out bytes.Buffer
