@@ -138,7 +138,7 @@ func (r rawHeaders) has(name string) bool {
 // SIGTERM (the app giving up on this server). A login that does not end in
 // time is an error that says to log in in a terminal.
 func connectLogin(l *loginFlags, url string, stderr io.Writer, log *zerolog.Logger) (func(http.RoundTripper) http.RoundTripper, error) {
-	l.hint = fmt.Sprintf("mcp-resume: %s wants a login and none is stored: log in in the browser within %s (the app waits about 60 s for this server), "+
+	l.hint = fmt.Sprintf("mcp-resume: %s wants a login (none is stored, or the one stored was refused): log in in the browser within %s (the app waits about 60 s for this server), "+
 		"or run `mcp-resume login %s` in a terminal, then restart this server in the app", url, l.loginTimeout, url)
 	s, err := l.session(url, stderr, log)
 	if err != nil {

@@ -233,7 +233,10 @@ func login(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	p, err := probe(ctx, url, s)
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
+		return errors.New("login: interrupted: the login was not finished")
+	case err != nil:
 		return fmt.Errorf("login: %w", err)
 	}
 	g := s.Current()

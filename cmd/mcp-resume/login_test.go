@@ -136,7 +136,7 @@ func TestConnectLoginTimeout(t *testing.T) {
 	defer stdin.Close()
 	_, wait := started(t, cmd, "log in at this URL", 20*time.Second)
 	logs, err := wait()
-	if err == nil || !strings.Contains(logs, "wants a login and none is stored") || !strings.Contains(logs, "did not end within --login-timeout 2s") ||
+	if err == nil || !strings.Contains(logs, "wants a login (none is stored") || !strings.Contains(logs, "did not end within --login-timeout 2s") ||
 		!strings.Contains(logs, "mcp-resume login "+remote.URL) {
 		t.Fatalf("exit %v; want connect to end saying to run mcp-resume login; stderr:\n%s", err, logs)
 	}
