@@ -148,15 +148,6 @@ func decodeState(s string) (*requestState, bool) {
 	return &rs, true
 }
 
-// addressed returns the name a tools/call, prompts/get or resources/read
-// addresses: the tool or prompt name, or the resource URI.
-func addressed(method string, params json.RawMessage) string {
-	if method == string(mcp.MethodResourcesRead) {
-		return spec.StringMember(params, "uri")
-	}
-	return spec.StringMember(params, "name")
-}
-
 // CheckHeaders checks the HTTP headers of a 2026-era request against its body,
 // as Streamable HTTP asks of the server: MCP-Protocol-Version equal to the
 // envelope's version, Mcp-Method to the method, Mcp-Name to the tool, prompt or
@@ -192,7 +183,7 @@ func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string,
 	case spec.IsTaskMethod(m.Method):
 		name = spec.StringMember(m.Params, "taskId")
 	case mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)):
-		name = addressed(m.Method, m.Params)
+		name = m.Target()
 	default:
 		return nil
 	}
