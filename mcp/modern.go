@@ -178,15 +178,10 @@ func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string,
 	case hm != m.Method:
 		return mismatch("Mcp-Method " + hm + " does not match the body's method " + m.Method)
 	}
-	var name string
-	switch {
-	case spec.IsTaskMethod(m.Method):
-		name = spec.StringMember(m.Params, "taskId")
-	case mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)):
-		name = m.Target()
-	default:
+	if !spec.IsTaskMethod(m.Method) && !mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)) {
 		return nil
 	}
+	name := m.Target()
 	switch hn, ok := mcp.DecodeHeaderValue(get(mcp.HeaderName)); {
 	case get(mcp.HeaderName) == "":
 		return mismatch("missing Mcp-Name header for " + m.Method)

@@ -31,9 +31,10 @@ type Message struct {
 }
 
 // Target returns what a request addresses, read once by Decode: the tool's or
-// the prompt's name (params.name of tools/call, prompts/get) or the resource's
+// the prompt's name (params.name of tools/call, prompts/get), the resource's
 // URI (params.uri of resources/read, resources/subscribe,
-// resources/unsubscribe); "" for other messages. Every check, every policy and
+// resources/unsubscribe) or the task id (params.taskId of the tasks/ methods
+// of both eras); "" for other messages. Every check, every policy and
 // every span of the request reads this one value, which is the one mcp-go's
 // decoding of the same bytes gives its handler (Decode refuses the messages on
 // which they could differ: spec/keys.go).
@@ -47,6 +48,8 @@ func targetMember(method string) string {
 		return "name"
 	case MethodResourcesRead, "resources/subscribe", "resources/unsubscribe":
 		return "uri"
+	case MethodTasksGet, MethodTasksUpdate, MethodTasksCancel, MethodTasksStream, "tasks/result":
+		return "taskId"
 	}
 	return ""
 }

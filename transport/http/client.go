@@ -259,7 +259,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, re
 			req.Header.Set(k, hv)
 		}
 		if spec.IsTaskMethod(m.Method) { // the Tasks extension routes by task id
-			if hv, ok := mcpgo.EncodeHeaderValue(spec.StringMember(m.Params, "taskId")); ok {
+			if hv, ok := mcpgo.EncodeHeaderValue(m.Target()); ok {
 				req.Header.Set(mcpgo.HeaderName, hv)
 			}
 		}
