@@ -253,9 +253,9 @@ var _ transport.Authenticator = (*ResourceServer)(nil)
 
 // validUntil is when what tok authenticates stops being valid (zero: never):
 // its expiry, as long as it is accepted (with the skew); for an introspected
-// token, Options.Recheck after its introspection when that is sooner: [RFC
-// 7662 §4] the protected resource ... needs to weigh the risk of a revoked
-// token being accepted against the cost of asking again.
+// token, Options.Recheck after its introspection when that is sooner (RFC
+// 7662 leaves to the protected resource how long it trusts an answer; a
+// revocation is seen within Recheck).
 func (rs *ResourceServer) validUntil(tok *Token) time.Time {
 	var exp time.Time
 	if !tok.Expiry.IsZero() {
