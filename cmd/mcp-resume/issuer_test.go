@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -23,7 +25,11 @@ func TestServeRefusesWrongIssuer(t *testing.T) {
 	op := oauthtest.Start(t)
 	protected := spawnNet(t, "serve --http 127.0.0.1:0 --oauth-issuer "+op.Issuer, 1)[0]
 	for _, wrong := range []string{op.Issuer + "/", protected.URL} {
-		out, err := self("serve --http 127.0.0.1:0 --oauth-issuer " + wrong).CombinedOutput()
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a serve that starts is stopped
+		cmd := exec.CommandContext(ctx, os.Args[0])
+		cmd.Env = self("serve --http 127.0.0.1:0 --oauth-issuer " + wrong).Env
+		out, err := cmd.CombinedOutput()
+		cancel()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "give --oauth-issuer "+op.Issuer+" ") {
 			t.Errorf("serve --oauth-issuer %s: %v, want exit status 2 naming --oauth-issuer %s; its output:\n%s", wrong, err, op.Issuer, out)
