@@ -97,7 +97,7 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {
 		fix := "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header"
 		if f.oauth.upstreamClientID != "" {
-			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server, and that --upstream-oauth-resource names the resource the upstream wants tokens for"
+			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server (--upstream-oauth-scope), and that it issues tokens for the resource the upstream's protected resource metadata names"
 		}
 		err = explain(err, f.upstream, fix)
 	}
