@@ -63,7 +63,7 @@ func (in *introspector) check(ctx context.Context, raw string, src source) (*Tok
 				in.rs.log.Warn().Msg("requests come through a proxy (X-Forwarded-For) that is not trusted: every client behind it shares one limit on new opaque tokens, and one client's made-up tokens hold back the others'; name the proxy in Options.TrustedProxies (--oauth-trusted-proxy)")
 			})
 		}
-		return nil, ReasonRateLimited, "too many new tokens from this address; retry in a moment"
+		return nil, ReasonRateLimited, "too many new tokens from this address, or from all; retry in a moment"
 	}
 	endpoint, issuer := in.endpoint(ctx)
 	if endpoint == "" {

@@ -135,8 +135,8 @@ func (rs *ResourceServer) clientAddr(r *http.Request) (addr string, forwarded bo
 	for i := len(xff) - 1; i >= 0; i-- {
 		hops := strings.Split(xff[i], ",")
 		for j := len(hops) - 1; j >= 0; j-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(hops[j]))
-			if err != nil {
+			a, ok := hopAddr(hops[j])
+			if !ok {
 				return client.String(), false // a hop that is no address: the last one known
 			}
 			client = a.Unmap()
@@ -156,4 +156,17 @@ func (rs *ResourceServer) trusted(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// hopAddr reads one hop of X-Forwarded-For: an address, or an address and
+// a port (as some proxies write it).
+func hopAddr(hop string) (netip.Addr, bool) {
+	hop = strings.TrimSpace(hop)
+	if a, err := netip.ParseAddr(hop); err == nil {
+		return a, true
+	}
+	if ap, err := netip.ParseAddrPort(hop); err == nil {
+		return ap.Addr(), true
+	}
+	return netip.Addr{}, false
 }

@@ -75,10 +75,10 @@ func TestIntrospectLimitTrustedProxy(t *testing.T) {
 	}
 
 	trusting := newIntrospecting(t, as, oauth.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
-	if n := flood(trusting, proxy, "203.0.113.5, 10.0.0.9"); n < 30 {
+	if n := flood(trusting, proxy, "203.0.113.5:1234, 10.0.0.9"); n < 30 {
 		t.Errorf("the attacker behind the trusted proxies was refused %d of 60 times", n)
 	}
-	if _, status, body := authenticate(trusting, proxy, "good-user", "192.0.2.44"); status != http.StatusOK {
+	if _, status, body := authenticate(trusting, proxy, "good-user", "192.0.2.44:4711"); status != http.StatusOK {
 		t.Errorf("another client's first token behind the trusted proxy, during the flood: %d %s", status, body)
 	}
 
