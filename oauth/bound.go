@@ -5,7 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"time"
+
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // ErrCredentialsExpired ends the context of a request served through Bound
@@ -13,11 +14,12 @@ import (
 var ErrCredentialsExpired = errors.New("oauth: the request's credentials are no longer valid")
 
 // Bound serves next with each request's context ending when the credentials
-// its handler authenticated with Authenticate stop being valid (the
-// Identity's Expiry: the token's expiry, or Options.Recheck after an
-// introspection): an event stream open on a token ends then, however long it
-// would run, and the client's next request (a GET with Last-Event-ID, a
-// resume) is checked again. A request authenticated otherwise (an API key, a
+// its handler authenticated with Authenticate stop being valid: the token's
+// expiry, or, for an introspected token asked about again every
+// Options.Recheck, once its authorization server says it is no longer active.
+// An event stream open on a token ends then, however long it would run, and
+// the client's next request (a GET with Last-Event-ID, a resume) is checked
+// again. A request authenticated otherwise (an API key, a
 // token without an expiry) is served as it is.
 func (rs *ResourceServer) Bound(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,37 +38,31 @@ type bound struct {
 	cancel context.CancelCauseFunc
 
 	mu    sync.Mutex // guards the fields below
-	at    time.Time  // when the context ends (zero: not armed)
-	timer *time.Timer
-	done  bool // the request was served: no timer is armed any more
+	stops []func()   // the credentials' watches (transport.Expire)
+	done  bool       // the request was served: nothing is watched any more
 }
 
-// arm ends the request's context at exp (zero: never). Armed again (a
-// handler that authenticates twice), the sooner time holds.
-func (b *bound) arm(exp time.Time) {
-	if exp.IsZero() {
-		return
-	}
+// arm ends the request's context when id's credentials stop being valid (see
+// transport.Expire). Armed again (a handler that authenticates twice), the
+// sooner end holds.
+func (b *bound) arm(id transport.Identity) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done || (!b.at.IsZero() && !exp.Before(b.at)) {
+	if b.done || id.Expiry.IsZero() {
 		return
 	}
-	if b.timer != nil && !b.timer.Stop() {
-		return // it fired: the context has ended
-	}
-	b.at = exp
-	b.timer = time.AfterFunc(time.Until(exp), func() { b.cancel(ErrCredentialsExpired) })
+	b.stops = append(b.stops, transport.Expire(id, func() { b.cancel(ErrCredentialsExpired) }))
 }
 
-// stop ends the request's context and disarms its timer: the request was
-// served.
+// stop ends the request's context and its watches: the request was served.
 func (b *bound) stop() {
 	b.mu.Lock()
 	b.done = true
-	if b.timer != nil {
-		b.timer.Stop()
-	}
+	stops := b.stops
+	b.stops = nil
 	b.mu.Unlock()
+	for _, s := range stops {
+		s()
+	}
 	b.cancel(context.Canceled)
 }

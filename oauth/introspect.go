@@ -65,6 +65,13 @@ func (in *introspector) check(ctx context.Context, raw string, src source) (*Tok
 		}
 		return nil, ReasonRateLimited, "too many new tokens from this address, or from all; retry in a moment"
 	}
+	return in.introspect(ctx, raw, now)
+}
+
+// introspect asks the authorization server about raw now, and keeps its
+// verdict.
+func (in *introspector) introspect(ctx context.Context, raw string, now time.Time) (*Token, spec.Reason, string) {
+	key := tokenKey(raw)
 	endpoint, issuer := in.endpoint(ctx)
 	if endpoint == "" {
 		return nil, ReasonMalformed, "the access token is not a JWT, and no authorization server of this resource introspects tokens"

@@ -221,3 +221,114 @@ func TestRecheckEndsEventStream(t *testing.T) {
 		}
 	})
 }
+
+// A WebSocket and a 2025 session's event stream, both opened with an
+// introspected token that stays active, stay open across rechecks: the token
+// is introspected again at each (one introspection per connection every
+// Options.Recheck); while the authorization server is down they stay open
+// too, asked again each minute; revoked, they end at the next recheck.
+func TestRecheckKeepsActive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		as := &revocable{introspectionAS: introspectionAS{URL: "http://as.pipe/introspect"}}
+		var down atomic.Bool
+		asNet := servePipes(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			as.handler(as.answer).ServeHTTP(w, r)
+		}))
+		rs, err := oauth.New(&oauth.Options{Resource: resource, Issuers: []string{"https://as.example.test"},
+			Introspection: as.URL, Client: asNet.Client(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := protectedPipes(t, rs, rs.Bound)
+		c, _, err := websocket.Dial(t.Context(), "ws://127.0.0.1/ws", &websocket.DialOptions{
+			HTTPClient: n.Client(t), Subprotocols: []string{ws.Subprotocol},
+			HTTPHeader: http.Header{"Authorization": {"Bearer good-user"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		closed := make(chan error, 1)
+		go func() {
+			for {
+				if _, _, err := c.Read(context.Background()); err != nil {
+					closed <- err
+					return
+				}
+			}
+		}()
+		_ = c.Write(t.Context(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+
+		send := func(method, body, session string) *http.Response {
+			req, _ := http.NewRequest(method, "http://127.0.0.1/mcp", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer good-user")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if session != "" {
+				req.Header.Set(httptransport.HeaderSessionID, session)
+				req.Header.Set(httptransport.HeaderProtocolVersion, "2025-11-25")
+			}
+			resp, err := n.Client(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		resp := send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		session := resp.Header.Get(httptransport.HeaderSessionID)
+		send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session).Body.Close()
+		stream := send(http.MethodGet, "", session)
+		if stream.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %s", stream.Status)
+		}
+		defer stream.Body.Close()
+		ended := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(io.Discard, stream.Body)
+			ended <- err
+		}()
+		open := func(what string) {
+			t.Helper()
+			synctest.Wait()
+			select {
+			case err := <-closed:
+				t.Fatalf("%s: the WebSocket closed: %v", what, err)
+			case err := <-ended:
+				t.Fatalf("%s: the event stream ended: %v", what, err)
+			default:
+			}
+		}
+		before := as.Introspections.Load()
+		for range 3 {
+			time.Sleep(recheck)
+			// The session's client says something (a session whose only stream
+			// is its GET stream ends after SessionIdle without a word).
+			send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session).Body.Close()
+		}
+		time.Sleep(time.Second)
+		open("three rechecks of an active token")
+		if asked := as.Introspections.Load() - before; asked < 3 {
+			t.Fatalf("the token was introspected %d times in three rechecks, want one per connection each", asked)
+		}
+		down.Store(true)
+		time.Sleep(recheck + 3*time.Minute)
+		open("the authorization server down")
+		down.Store(false)
+		as.revoked.Store(true)
+		time.Sleep(recheck)
+		synctest.Wait()
+		for _, ch := range []chan error{closed, ended} {
+			select {
+			case <-ch:
+			default:
+				t.Fatal("revoked, a connection is still open a recheck later")
+			}
+		}
+	})
+}

@@ -65,12 +65,11 @@ type Options struct {
 	// limit on introspections. Of any other request, X-Forwarded-For is not
 	// read: anyone can write it.
 	TrustedProxies []netip.Prefix
-	// Recheck bounds how long an introspected token authenticates what lasts
-	// (a WebSocket, an event stream) before it is checked again: the
-	// connection is closed (a WebSocket with 1008, credentials expired) or
-	// the stream ended then, at the latest, and the client's next request is
-	// introspected again, so that a token revoked at its authorization
-	// server stops working within Recheck. Default 5 minutes.
+	// Recheck bounds how long an introspection's answer authenticates what
+	// lasts (a WebSocket, an event stream) before the token is introspected
+	// again: a token revoked at its authorization server ends what it opened
+	// (a WebSocket closes with 1008, an event stream ends) within Recheck;
+	// one still active goes on. Default 5 minutes.
 	Recheck time.Duration
 }
 
@@ -229,8 +228,9 @@ func (t *Token) Principal() string {
 // the metadata and the scope; 403 insufficient_scope; 503 when an
 // authorization server cannot be reached) and false. The Identity's Expiry
 // is the token's (with the skew) or, for an introspected token, at most
-// Options.Recheck after its introspection; a request served through Bound
-// has its context end then.
+// Options.Recheck after its introspection, when its Renew introspects it
+// again; a request served through Bound has its context end when the token
+// is no longer valid.
 func (rs *ResourceServer) Authenticate(w http.ResponseWriter, r *http.Request) (transport.Identity, bool) {
 	addr, forwarded := rs.clientAddr(r)
 	tok, ref := rs.check(r.Context(), r.Header.Get("Authorization"), source{key: sourceKey(addr), forwarded: forwarded})
@@ -238,15 +238,44 @@ func (rs *ResourceServer) Authenticate(w http.ResponseWriter, r *http.Request) (
 		ref.Write(w, nil)
 		return transport.Identity{}, false
 	}
-	exp := rs.validUntil(tok)
-	if b, ok := r.Context().Value(boundKey{}).(*bound); ok {
-		b.arm(exp)
-	}
-	return transport.Identity{
+	id := transport.Identity{
 		Principal:   tok.Principal(),
-		Expiry:      exp,
+		Expiry:      rs.validUntil(tok),
 		ToolRefusal: func(tool string) *transport.Refusal { return rs.toolRefusal(tok, tool) },
-	}, true
+	}
+	if tok.introspected {
+		_, raw, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		id.Renew = rs.renewal(strings.TrimSpace(raw), tok.Principal())
+	}
+	if b, ok := r.Context().Value(boundKey{}).(*bound); ok {
+		b.arm(id)
+	}
+	return id, true
+}
+
+// renewRetry is how long what an introspected token authenticates lives on
+// when its authorization server cannot be asked about it again.
+const renewRetry = time.Minute
+
+// renewal is the Identity.Renew of raw, an introspected token of principal:
+// it introspects raw again (RFC 7662 leaves to the protected resource how
+// long it trusts an answer) and says until when what raw authenticates
+// stays valid: a token now inactive (revoked), or another principal's, or
+// without the server's scopes, is not; one the authorization server cannot
+// be asked about lives renewRetry longer, and is asked again then (a brief
+// outage of the authorization server closes no connection).
+func (rs *ResourceServer) renewal(raw, principal string) func(context.Context) (time.Time, bool) {
+	return func(ctx context.Context) (time.Time, bool) {
+		now := time.Now()
+		tok, reason, _ := rs.intro.introspect(ctx, raw, now)
+		switch {
+		case tok == nil && reason == ReasonUnavailable:
+			return now.Add(renewRetry), true
+		case tok == nil || tok.Principal() != principal || len(uncovered(tok.Scopes, rs.opts.Scopes)) > 0:
+			return time.Time{}, false
+		}
+		return rs.validUntil(tok), true
+	}
 }
 
 var _ transport.Authenticator = (*ResourceServer)(nil)

@@ -97,3 +97,15 @@ func referenceRefuses(t *testing.T, b []byte) bool {
 	}
 	return val(tok, placeRoot)
 }
+
+// BenchmarkCheckKeys: the key walk of a typical tools/call request, the part
+// of Decode that refuses ambiguous keys.
+func BenchmarkCheckKeys(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"progressToken":42}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if e := checkKeys(msg); e != nil {
+			b.Fatal(e)
+		}
+	}
+}
