@@ -120,7 +120,8 @@ const remoteWait = time.Minute
 
 // startRemote is gateway.New for connect: a remote that cannot be reached is
 // tried again for remoteWait, and said so once; one that refuses connect (a
-// status: credentials, a wrong path) is not. Errors speak of the remote.
+// status: credentials, a wrong path) or redirects it elsewhere is not. Errors
+// speak of the remote.
 func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, error) {
 	creds := "give them with --header 'Authorization: Bearer ${TOKEN}' (the variable set in the launching app's env) or --token-env NAME"
 	l := backoff.Start(250*time.Millisecond, 5*time.Second, remoteWait, 0)
@@ -134,17 +135,20 @@ func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, e
 		}
 		// What the remote or the network said, without the gateway's layers.
 		var refused *transport.RefusedError
+		var redirected *transport.RedirectError
 		var netErr *net.OpError
 		switch {
 		case errors.As(err, &refused):
 			err = refused
+		case errors.As(err, &redirected):
+			err = redirected
 		case errors.As(err, &netErr):
 			err = netErr
 		}
 		giveUp := func() (*gateway.Gateway, error) {
 			return nil, explain(fmt.Errorf("connect: the remote %s: %w", opts.URL, err), opts.URL, creds)
 		}
-		if refused != nil {
+		if refused != nil || redirected != nil {
 			return giveUp()
 		}
 		if !said {

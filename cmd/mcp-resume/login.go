@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -108,7 +109,7 @@ func probe(ctx context.Context, url string, s *oauth.Session) (bool, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := (&http.Client{Transport: wrap(s)(seen(http.DefaultTransport))}).Do(req)
+	resp, err := (&http.Client{Transport: wrap(s)(seen(http.DefaultTransport)), CheckRedirect: transport.CheckRedirect}).Do(req)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
