@@ -12,13 +12,15 @@ import (
 // remote (connect, call) or an upstream (gateway) that answers 307 or 308 to
 // another origin (its address, another port, which records what reaches it
 // and answers 401 with a challenge of its own) gets nothing sent there, over
-// Streamable HTTP and WebSocket alike: not --upstream-token-env's token, not
-// --upstream-header's or connect --header's values, not call's API key, and
-// no login or discovery is started by that origin's 401. The command ends at
+// Streamable HTTP and WebSocket alike: not --upstream-token-env's or connect
+// --token-env's token, not --upstream-header's or connect --header's values,
+// not call's API key, not the gateway's OAuth client's secret, and no login
+// or discovery is started by that origin's 401. The command ends at
 // once with an error that names the Location.
 func TestCredentialsStayWithTheirOrigin(t *testing.T) {
 	t.Setenv("MR_TEST_REDIRECT_TOKEN", "token-secret")
 	t.Setenv(envOAuthDir, t.TempDir())
+	t.Setenv(envUpstreamSecret, "client-secret")
 	t.Setenv("BROWSER", "false") // a login started by mistake opens nothing
 	for _, c := range []struct {
 		name string
@@ -34,6 +36,10 @@ func TestCredentialsStayWithTheirOrigin(t *testing.T) {
 		{"connect --header", func(u string) []string {
 			return []string{"connect", "--header", "Authorization: Bearer ${MR_TEST_REDIRECT_TOKEN}", u}
 		}, false},
+		{"gateway --upstream-oauth-client-id", func(u string) []string {
+			return []string{"gateway", "--http", "127.0.0.1:0", "--upstream", u, "--upstream-oauth-client-id", "gw"}
+		}, false},
+		{"connect --token-env", func(u string) []string { return []string{"connect", "--token-env", "MR_TEST_REDIRECT_TOKEN", u} }, false},
 		{"connect with no credentials (a login's)", func(u string) []string { return []string{"connect", u} }, false},
 		{"call with MCP_RESUME_API_KEY", func(u string) []string {
 			if strings.HasPrefix(u, "ws") {

@@ -8,6 +8,7 @@
 package redirect
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -80,7 +81,13 @@ func (p *Pair) Received() []Request {
 func (p *Pair) NothingReached(tb testing.TB, secret string) {
 	tb.Helper()
 	for _, r := range p.Received() {
-		leaked := secret != "" && strings.Contains(fmt.Sprint(r.Header)+r.Body, secret)
+		text := fmt.Sprint(r.Header) + r.Body
+		if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Basic "); ok {
+			if d, err := base64.StdEncoding.DecodeString(b); err == nil {
+				text += string(d) // id:secret of a client at a token endpoint
+			}
+		}
+		leaked := secret != "" && strings.Contains(text, secret)
 		tb.Errorf("the other origin %s received %s %s (Authorization %q; the test's secret in it: %v)",
 			p.To.URL, r.Method, r.Path, r.Header.Get("Authorization"), leaked)
 	}
