@@ -41,7 +41,7 @@ func CheckRedirect(req *http.Request, via []*http.Request) error {
 		// Authorization and Cookie. The Fetch standard removes Authorization
 		// on a redirect to another origin; ours adds it again on every hop, so
 		// the hop is not made.
-		e.Reason = fmt.Sprintf("another origin (credentials go to %s only); give that URL if it is the server you mean", Origin(first.URL))
+		e.Reason = fmt.Sprintf("another origin (credentials go to %s only); give that URL if it is the server you mean", originText(first.URL))
 		return e
 	case req.Method != first.Method:
 		// [RFC 9110 §15.4.8] the user agent MUST NOT change the request method
@@ -95,9 +95,9 @@ func SameOrigin(a, b *url.URL) bool {
 	return oa.host != "" && oa == ob
 }
 
-// Origin returns u's origin as a URL prefix (http://127.0.0.1:9001), for
+// originText returns u's origin as a URL prefix (http://127.0.0.1:9001), for
 // messages.
-func Origin(u *url.URL) string {
+func originText(u *url.URL) string {
 	o := originOf(u)
 	return o.scheme + "://" + u.Host
 }
