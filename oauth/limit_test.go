@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -141,4 +142,24 @@ func TestIntrospectLimitKnownGoodSkips(t *testing.T) {
 			t.Fatalf("the owner's token was not introspected again")
 		}
 	})
+}
+
+// The introspection carries the token and the server's own credentials to
+// the introspection endpoint only: an endpoint answering a redirect to another
+// origin is not followed (the token is refused as the endpoint being
+// unavailable) and the other origin gets nothing.
+func TestIntrospectionFollowsNoRedirect(t *testing.T) {
+	other := newIntrospectionAS(t, goodTokens)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	rs := newIntrospecting(t, &introspectionAS{URL: redirecting.URL + "/introspect"},
+		oauth.Options{IntrospectionClient: "rs", IntrospectionSecret: "rs-secret"})
+	if _, status, body := authenticate(rs, "192.0.2.1:443", "alice", ""); status != http.StatusServiceUnavailable {
+		t.Fatalf("a token whose introspection is redirected: %d %s, want 503", status, body)
+	}
+	if n := other.Introspections.Load(); n != 0 {
+		t.Fatalf("the redirect's origin was asked %d times, with the token and the server's secret", n)
+	}
 }

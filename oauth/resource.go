@@ -131,7 +131,9 @@ func New(opts *Options) (*ResourceServer, error) {
 	}
 	rs := &ResourceServer{opts: o, client: o.Client, issuers: map[string]*issuer{}, log: zerolog.Nop()}
 	if rs.client == nil {
-		rs.client = &http.Client{Timeout: 10 * time.Second}
+		// The introspection carries the token and this server's secret: to
+		// the authorization server's origin only.
+		rs.client = &http.Client{Timeout: 10 * time.Second, CheckRedirect: transport.CheckRedirect}
 	}
 	if o.Logger != nil {
 		rs.log = *o.Logger
