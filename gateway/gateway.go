@@ -85,6 +85,9 @@ type Options struct {
 	// (ws://, wss://); Header is sent with every request, or with the
 	// WebSocket's handshake (Authorization for an upstream that needs a
 	// token); Client makes the HTTP requests (default: http.DefaultClient).
+	// Header, and what Client's and Wrap's round trippers add, go to URL's
+	// origin only: a redirect elsewhere is not followed
+	// (transport.CheckRedirect).
 	URL    string
 	Header http.Header
 	Client *http.Client

@@ -88,15 +88,36 @@ func (g *Gateway) mirror(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
 	defer cancel()
 	if err := g.mirrorList(ctx, "tools/list", "tools", func(raws []json.RawMessage) {
-		tools := make([]server.ServerTool, 0, len(raws))
+		// Tools the gateway did not mirror are its own (the core's await
+		// tool): an upstream tool of the same name never replaces one. A
+		// deferred answer tells its client to call the await tool with a
+		// handle that holds the call's token: served by the upstream's tool,
+		// the handle would go upstream, and the call's result never come.
+		// The upstream's tool is left out instead (said in the log).
+		g.mu.Lock()
+		mirrored := g.mirrored
+		g.mu.Unlock()
+		own := map[string]server.ServerTool{}
+		for name, st := range g.srv.ListTools() {
+			if !mirrored[name] {
+				own[name] = *st
+			}
+		}
+		tools := make([]server.ServerTool, 0, len(raws)+len(own))
 		support := map[string]mcpgo.TaskSupport{}
 		tasks := g.init.Capabilities.Tasks != nil
+		names := make(map[string]bool, len(raws))
 		for _, raw := range raws {
 			t, err := decodeTool(raw)
 			if err != nil {
 				g.log.Warn().Err(err).Msg("an upstream tool is skipped")
 				continue
 			}
+			if _, ours := own[t.Name]; ours {
+				g.log.Warn().Str("tool", t.Name).Msg("an upstream tool is skipped: the gateway serves a tool of that name itself (the await tool, which deferred answers name); rename it upstream to serve it")
+				continue
+			}
+			names[t.Name] = true
 			if t.Execution != nil && t.Execution.TaskSupport != "" {
 				support[t.Name] = t.Execution.TaskSupport
 				tasks = true
@@ -107,23 +128,15 @@ func (g *Gateway) mirror(ctx context.Context) error {
 			t.Execution = nil
 			tools = append(tools, server.ServerTool{Tool: t, Handler: g.callTool})
 		}
-		names := make(map[string]bool, len(tools))
-		for _, t := range tools {
-			names[t.Tool.Name] = true
-		}
 		g.mu.Lock()
 		g.taskSupport = nil
 		if tasks {
 			g.taskSupport = support
 		}
-		mirrored := g.mirrored
 		g.mirrored = names
 		g.mu.Unlock()
-		// Tools the gateway did not mirror (the core's await tool) stay.
-		for name, st := range g.srv.ListTools() {
-			if !mirrored[name] && !names[name] {
-				tools = append(tools, *st)
-			}
+		for _, st := range own {
+			tools = append(tools, st)
 		}
 		g.srv.SetTools(tools...)
 	}); err != nil {

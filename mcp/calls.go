@@ -70,10 +70,10 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 		}
 	}
 	if m.Method == string(mcp.MethodResourcesRead) {
-		cl.uri = addressed(m.Method, m.Params)
+		cl.uri = m.Target()
 	}
 	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks {
-		switch p := c.s.opts.policy(addressed(m.Method, m.Params)); {
+		switch p := c.s.opts.policy(m.Target()); {
 		case p.Task == NoTask:
 		case mr != nil && mr.tasks():
 			cl.kind = callTask
@@ -91,12 +91,12 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *spec.Error, cause error) {
 	c, st, mr := cc.c, cl.st, cl.modern
 	if c.toolRefusal != nil && m.Method == string(mcp.MethodToolsCall) {
-		if e := c.toolRefusal(addressed(m.Method, m.Params)); e != nil {
+		if e := c.toolRefusal(m.Target()); e != nil {
 			return e, errClientCancel
 		}
 	}
 	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks && !cl.kind.task() &&
-		c.s.opts.policy(addressed(m.Method, m.Params)).Task == TaskRequired {
+		c.s.opts.policy(m.Target()).Task == TaskRequired {
 		if mr != nil {
 			return errNeedsTasks("this tool runs only as a task: declare the " + spec.ExtensionTasks + " extension in the request's capabilities"), errClientCancel
 		}
@@ -119,7 +119,7 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 				c.att.rejoin(r, m.ID, ck, st, mr)
 				return nil, errClientCancel
 			case errors.Is(err, resume.ErrUnknown):
-				survives := cl.kind.task() || c.s.opts.policy(addressed(m.Method, m.Params)).Mode == Always
+				survives := cl.kind.task() || c.s.opts.policy(m.Target()).Mode == Always
 				h, other := c.s.keys.hold(c.principal, ck, survives)
 				if h == nil && other != nil {
 					// The first copy becomes a request as its tool starts:
@@ -201,7 +201,7 @@ func (cc *sessionCalls) retry(m *spec.Message, st Stream, state string) {
 		if e := refusal(err); e != nil {
 			return nil, e
 		}
-		if err != nil || addressed(m.Method, m.Params) != rs.Name {
+		if err != nil || m.Target() != rs.Name {
 			return nil, invalid
 		}
 		if e := c.s.inputResponses(c, m.Params); e != nil {

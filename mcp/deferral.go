@@ -110,7 +110,7 @@ func (cl *call) armDeferral(m *spec.Message) {
 	if s.opts.AnswerWithin <= 0 || m.Method != string(mcp.MethodToolsCall) || cl.kind.task() {
 		return
 	}
-	tool := addressed(m.Method, m.Params)
+	tool := m.Target()
 	p := s.opts.policy(tool)
 	if tool == s.awaitTool || p.Mode == Never {
 		return

@@ -148,15 +148,6 @@ func decodeState(s string) (*requestState, bool) {
 	return &rs, true
 }
 
-// addressed returns the name a tools/call, prompts/get or resources/read
-// addresses: the tool or prompt name, or the resource URI.
-func addressed(method string, params json.RawMessage) string {
-	if method == string(mcp.MethodResourcesRead) {
-		return spec.StringMember(params, "uri")
-	}
-	return spec.StringMember(params, "name")
-}
-
 // CheckHeaders checks the HTTP headers of a 2026-era request against its body,
 // as Streamable HTTP asks of the server: MCP-Protocol-Version equal to the
 // envelope's version, Mcp-Method to the method, Mcp-Name to the tool, prompt or
@@ -187,15 +178,10 @@ func (s *Server) CheckHeaders(m *spec.Message, lookup func(name string) (string,
 	case hm != m.Method:
 		return mismatch("Mcp-Method " + hm + " does not match the body's method " + m.Method)
 	}
-	var name string
-	switch {
-	case spec.IsTaskMethod(m.Method):
-		name = spec.StringMember(m.Params, "taskId")
-	case mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)):
-		name = addressed(m.Method, m.Params)
-	default:
+	if !spec.IsTaskMethod(m.Method) && !mcp.MethodRequiresNameHeader(mcp.MCPMethod(m.Method)) {
 		return nil
 	}
+	name := m.Target()
 	switch hn, ok := mcp.DecodeHeaderValue(get(mcp.HeaderName)); {
 	case get(mcp.HeaderName) == "":
 		return mismatch("missing Mcp-Name header for " + m.Method)

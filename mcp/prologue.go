@@ -87,7 +87,7 @@ func refusal(err error) *spec.Error {
 // rate limit.
 func (q *byToken) task(m *spec.Message) (tid *taskID, r resume.Handle, cancelled bool, e *spec.Error) {
 	unknown := spec.NewError(spec.CodeInvalidParams, spec.ReasonUnknownTask, "unknown task")
-	tid, ok := decodeTaskID(spec.StringMember(m.Params, "taskId"))
+	tid, ok := decodeTaskID(m.Target())
 	if !ok {
 		return nil, nil, false, q.badToken(unknown)
 	}

@@ -152,7 +152,7 @@ func (cl *call) announceLocked(r *resume.Request, tok string, so resume.StartOpt
 		rd.gatherOn(s, r)
 		rs := requestState{ID: cl.id, Token: tok}
 		if m, derr := spec.Decode(cl.raw); derr == nil {
-			rs.Name = addressed(m.Method, m.Params)
+			rs.Name = m.Target()
 		}
 		rd.state = rs.encode()
 		cl.round = rd

@@ -293,14 +293,7 @@ func (rl *relay) Write(ctx context.Context, m Message) error {
 
 // asksForTask reports whether tools/call params carry a task object (params.task).
 func asksForTask(params json.RawMessage) bool {
-	v, found, ok := spec.Member(params, "task")
-	if !ok {
-		var p struct {
-			Task json.RawMessage `json:"task"`
-		}
-		_ = json.Unmarshal(params, &p)
-		v, found = p.Task, len(p.Task) > 0
-	}
+	v, found := spec.Lookup(params, "task")
 	return found && len(v) > 0 && v[0] == '{'
 }
 

@@ -247,7 +247,7 @@ func (sp spanSource) name() (name, target string) {
 	}
 	switch m.Method {
 	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet):
-		if target := spec.StringMember(m.Params, "name"); target != "" {
+		if target := m.Target(); target != "" {
 			return m.Method + " " + target, target
 		}
 	}
@@ -292,7 +292,7 @@ func (sp spanSource) attributes(target string) []attribute.KeyValue {
 			attrs = append(attrs, attrPromptName.String(target))
 		}
 	case string(mcp.MethodResourcesRead):
-		if uri := spec.StringMember(m.Params, "uri"); uri != "" {
+		if uri := m.Target(); uri != "" {
 			attrs = append(attrs, attrResourceURI.String(uri)) // not in the name: too many of them
 		}
 	}

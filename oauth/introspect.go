@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -18,13 +19,21 @@ import (
 // request, and the authorization server is asked about it once a while.
 const introspectKeep = 30 * time.Second
 
+// knownGoodFor bounds how long a token found active skips the limit on
+// introspections when it is introspected again (never past its expiry).
+const knownGoodFor = time.Hour
+
 // introspector checks opaque tokens with RFC 7662 introspection, at the
 // endpoint Options.Introspection names or the issuers' metadata give.
 type introspector struct {
 	rs *ResourceServer
 
-	kept  checkedCache
-	limit addressLimit
+	kept  checkedCache    // every verdict, for introspectKeep
+	good  checkedCache    // tokens found active: they skip limit (only an active token enters, so made-up ones cannot push them out)
+	limit introspectLimit // introspections of tokens not known good
+
+	warnForwarded sync.Once // the operator is told once of a proxy not trusted
+	warnNoSubject sync.Once // and of tokens that name no subject
 }
 
 // introspection is what an introspection answer says (RFC 7662 §2.2).
@@ -41,16 +50,28 @@ type introspection struct {
 	ClientID string   `json:"client_id"`
 }
 
-// check checks raw, an opaque token a request from remote carries.
-func (in *introspector) check(ctx context.Context, raw, remote string) (*Token, spec.Reason, string) {
+// check checks raw, an opaque token a request from src carries.
+func (in *introspector) check(ctx context.Context, raw string, src source) (*Token, spec.Reason, string) {
 	key := tokenKey(raw)
 	now := time.Now()
 	if v, ok := in.kept.get(key, now); ok {
 		return v.tok, v.reason, v.desc
 	}
-	if !in.limit.allow(remote) {
-		return nil, ReasonRateLimited, "too many new tokens from this address; retry in a moment"
+	if _, known := in.good.get(key, now); !known && !in.limit.allow(src.key, now) {
+		if src.forwarded {
+			in.warnForwarded.Do(func() {
+				in.rs.log.Warn().Msg("requests come through a proxy (X-Forwarded-For) that is not trusted: every client behind it shares one limit on new opaque tokens, and one client's made-up tokens hold back the others'; name the proxy in Options.TrustedProxies (--oauth-trusted-proxy)")
+			})
+		}
+		return nil, ReasonRateLimited, "too many new tokens from this address, or from all; retry in a moment"
 	}
+	return in.introspect(ctx, raw, now)
+}
+
+// introspect asks the authorization server about raw now, and keeps its
+// verdict.
+func (in *introspector) introspect(ctx context.Context, raw string, now time.Time) (*Token, spec.Reason, string) {
+	key := tokenKey(raw)
 	endpoint, issuer := in.endpoint(ctx)
 	if endpoint == "" {
 		return nil, ReasonMalformed, "the access token is not a JWT, and no authorization server of this resource introspects tokens"
@@ -73,6 +94,13 @@ func (in *introspector) check(ctx context.Context, raw, remote string) (*Token, 
 		until = tok.Expiry
 	}
 	in.kept.put(key, verdict{tok: tok, reason: reason, desc: desc, until: until})
+	if tok != nil {
+		known := now.Add(knownGoodFor)
+		if !tok.Expiry.IsZero() && tok.Expiry.Before(known) {
+			known = tok.Expiry
+		}
+		in.good.put(key, verdict{tok: tok, until: known})
+	}
 	return tok, reason, desc
 }
 
@@ -176,10 +204,23 @@ func (in *introspector) judge(res *introspection, issuer string, now time.Time) 
 	if sub == "" {
 		sub = res.Username
 	}
-	if sub == "" {
+	switch {
+	case sub != "":
+	case rs.opts.ClientPrincipal && res.ClientID != "":
 		sub = "client:" + res.ClientID
+	default:
+		// A principal made of nothing would be every such token's: one
+		// user's requests, tasks and limits would be all users'.
+		in.warnNoSubject.Do(func() {
+			msg := "introspected tokens name no subject (sub or username) and are refused"
+			if res.ClientID != "" {
+				msg += "; to take their client (client_id) as their principal, set Options.ClientPrincipal (--oauth-client-principal): every user of one client is then one principal"
+			}
+			rs.log.Warn().Msg(msg)
+		})
+		return nil, ReasonNoSubject, "the introspection of the access token names no subject (sub or username): this server cannot tell whose it is"
 	}
-	t := &Token{Issuer: issuer, Subject: sub, Scopes: strings.Fields(res.Scope)}
+	t := &Token{Issuer: issuer, Subject: sub, Scopes: strings.Fields(res.Scope), checked: now, introspected: true}
 	if res.Exp != nil {
 		t.Expiry = time.Unix(int64(*res.Exp), 0)
 	}

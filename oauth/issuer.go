@@ -194,25 +194,139 @@ func (is *issuer) fetch(ctx context.Context, meta bool) {
 }
 
 // discover reads the metadata of the authorization server issuer, trying
-// metadataURLs in order.
+// metadataURLs in order. Its error is an *IssuerError.
 func discover(ctx context.Context, client *http.Client, issuer string) (*asMetadata, error) {
-	err := errors.New("no metadata URL")
+	var found []string // what each URL answered, when it had no metadata
 	for _, u := range metadataURLs(issuer) {
 		var doc asMetadata
-		var status int
-		if status, err = getJSON(ctx, client, u, &doc); err == nil {
-			// RFC 8414 §3.3: the issuer in the document MUST be identical to
-			// the one its URL was made from.
-			if doc.Issuer != issuer {
-				return nil, fmt.Errorf("%s names the issuer %q, not %q", u, doc.Issuer, issuer)
+		status, err := getJSON(ctx, client, u, &doc)
+		switch {
+		case status == 0 || transient(status):
+			// Not "no metadata here": the server is away, or busy.
+			return nil, &IssuerError{Issuer: issuer, Unreachable: true, Problem: "its metadata cannot be read now", Err: err}
+		case err != nil || doc.Issuer == "":
+			what := "no metadata"
+			if status == http.StatusOK {
+				what = "not authorization server metadata"
 			}
-			return &doc, nil
+			found = append(found, fmt.Sprintf("%s (%s, %d)", u, what, status))
+			continue
+		case doc.Issuer != issuer:
+			// [RFC 8414 §3.3] The "issuer" value returned MUST be identical
+			// to the authorization server's issuer identifier value into
+			// which the well-known URI string was inserted to create the URL
+			// used to retrieve the metadata. [OpenID Connect Discovery §4.3]
+			// likewise for the prefix of /.well-known/openid-configuration.
+			e := &IssuerError{Issuer: issuer, Problem: fmt.Sprintf("its metadata at %s names the issuer %q", u, doc.Issuer)}
+			if slices.Contains(metadataURLs(doc.Issuer), u) {
+				e.Want = doc.Issuer // the same document, found from the issuer it names
+			}
+			return nil, e
 		}
-		if status < 400 || status >= 500 { // not "not found here": the server is away
-			break
+		return &doc, nil
+	}
+	return nil, &IssuerError{Issuer: issuer, Problem: "no authorization server metadata at " + strings.Join(found, ", ")}
+}
+
+// transient reports whether an HTTP status says "not now" rather than "not
+// here": a server error, a timeout, too many requests.
+func transient(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}
+
+// IssuerError is what is wrong with an authorization server as this server
+// names it (Options.Issuers): a definite mistake (its metadata names another
+// issuer, is not an authorization server's, or says nothing this server can
+// check tokens with), or, Unreachable, that it cannot be asked now.
+type IssuerError struct {
+	Issuer string
+	// Unreachable: the authorization server could not be asked (no
+	// connection, a server error, a timeout); it may answer later.
+	Unreachable bool
+	// Problem says what was found.
+	Problem string
+	// Want is the issuer identifier to give instead, when what was found
+	// names one ("" when not).
+	Want string
+	// Err is the cause, when there is one.
+	Err error
+}
+
+func (e *IssuerError) Error() string {
+	s := fmt.Sprintf("the authorization server %q: %s", e.Issuer, e.Problem)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	if e.Want != "" {
+		s += fmt.Sprintf("; its issuer identifier is %q", e.Want)
+	}
+	return s
+}
+
+func (e *IssuerError) Unwrap() error { return e.Err }
+
+// VerifyIssuer reads the metadata of the issuer id, one of Options.Issuers,
+// and checks it: nil when it is an authorization server's metadata for
+// exactly id whose tokens this server can check (with keys or by
+// introspection), kept then for the tokens to come; else an *IssuerError,
+// with the issuer identifier to give instead when what was found names one.
+// A server calls it as it starts, so that a mistake in an issuer's name is
+// told to its operator rather than to each client that fails to log in.
+func (rs *ResourceServer) VerifyIssuer(ctx context.Context, id string) error {
+	is := rs.issuers[id]
+	if is == nil {
+		return fmt.Errorf("oauth: %q is not an issuer of this server", id)
+	}
+	m, err := discover(ctx, rs.client, id)
+	var ie *IssuerError
+	if errors.As(err, &ie) && !ie.Unreachable && ie.Want == "" {
+		rs.hint(ctx, ie)
+	}
+	if err != nil {
+		return err
+	}
+	if m.JWKSURI == "" && m.IntrospectionEndpoint == "" && rs.opts.Introspection == "" {
+		return &IssuerError{Issuer: id, Problem: "its metadata names neither jwks_uri nor introspection_endpoint: none of its tokens can be checked without an introspection endpoint named"}
+	}
+	is.mu.Lock()
+	is.meta, is.algs, is.metaAt = m, signingAlgs(m.SigningAlgs), time.Now()
+	is.mu.Unlock()
+	return nil
+}
+
+// hint looks, on the host of an issuer that has no metadata, for what the
+// operator may have meant: a protected resource (an MCP server) whose
+// metadata names its authorization servers, or the authorization server at
+// the host's root; e.Problem and e.Want say so when found.
+func (rs *ResourceServer) hint(ctx context.Context, e *IssuerError) {
+	u, err := url.Parse(e.Issuer)
+	if err != nil {
+		return
+	}
+	origin := u.Scheme + "://" + u.Host
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	for _, p := range []string{"/.well-known/oauth-protected-resource" + path, "/.well-known/oauth-protected-resource"} {
+		var prm struct {
+			AuthorizationServers []string `json:"authorization_servers"`
+		}
+		if _, err := getJSON(ctx, rs.client, origin+p, &prm); err == nil && len(prm.AuthorizationServers) > 0 {
+			e.Problem = fmt.Sprintf("this is a protected resource (an MCP server?), not an authorization server: its metadata at %s names the authorization servers %s",
+				origin+p, strings.Join(prm.AuthorizationServers, ", "))
+			e.Want = prm.AuthorizationServers[0]
+			return
 		}
 	}
-	return nil, err
+	if path == "" {
+		return
+	}
+	for _, mu := range metadataURLs(origin) {
+		var doc asMetadata
+		if _, err := getJSON(ctx, rs.client, mu, &doc); err == nil && doc.Issuer != "" && slices.Contains(metadataURLs(doc.Issuer), mu) {
+			e.Problem += fmt.Sprintf("; %s is the metadata of the authorization server %q", mu, doc.Issuer)
+			e.Want = doc.Issuer
+			return
+		}
+	}
 }
 
 // signingAlgs are the asymmetric algorithms among those an issuer announces

@@ -112,7 +112,7 @@ func NewSession(serverURL string, opts *ClientOptions) *Session {
 		s.opts.Store = &MemoryStore{}
 	}
 	if s.opts.HTTPClient == nil {
-		s.opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		s.opts.HTTPClient = newHTTPClient()
 	}
 	if s.opts.MaxStepUps <= 0 {
 		s.opts.MaxStepUps = 2

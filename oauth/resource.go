@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -53,7 +54,27 @@ type Options struct {
 	// Logger receives what the server does with its authorization servers
 	// (never a token). Nil means none.
 	Logger *zerolog.Logger
+	// ClientPrincipal takes the client (client_id) of an introspected token
+	// that names no subject (neither sub nor username) as its principal:
+	// every user of one client is then one principal, who shares requests,
+	// tasks and limits. False: such a token is refused (no_subject).
+	ClientPrincipal bool
+	// TrustedProxies are the reverse proxies in front of this server: of a
+	// request from one of them, the client's address is read from
+	// X-Forwarded-For (the last address no trusted proxy added), for the
+	// limit on introspections. Of any other request, X-Forwarded-For is not
+	// read: anyone can write it.
+	TrustedProxies []netip.Prefix
+	// Recheck bounds how long an introspection's answer authenticates what
+	// lasts (a WebSocket, an event stream) before the token is introspected
+	// again: a token revoked at its authorization server ends what it opened
+	// (a WebSocket closes with 1008, an event stream ends) within Recheck;
+	// one still active goes on. Default 5 minutes.
+	Recheck time.Duration
 }
+
+// DefaultRecheck is Options.Recheck's default.
+const DefaultRecheck = 5 * time.Minute
 
 // Reasons a request is refused (the error.data.reason of its answer, and
 // OnRefused's argument).
@@ -70,6 +91,7 @@ const (
 	ReasonScope         spec.Reason = "insufficient_scope"
 	ReasonUnavailable   spec.Reason = "authorization_unavailable"
 	ReasonRateLimited   spec.Reason = "rate_limited"
+	ReasonNoSubject     spec.Reason = "no_subject"
 )
 
 // maxTokenBytes bounds a bearer token: a longer one is refused unread.
@@ -104,9 +126,14 @@ func New(opts *Options) (*ResourceServer, error) {
 	if o.Skew <= 0 {
 		o.Skew = 30 * time.Second
 	}
+	if o.Recheck <= 0 {
+		o.Recheck = DefaultRecheck
+	}
 	rs := &ResourceServer{opts: o, client: o.Client, issuers: map[string]*issuer{}, log: zerolog.Nop()}
 	if rs.client == nil {
-		rs.client = &http.Client{Timeout: 10 * time.Second}
+		// The introspection carries the token and this server's secret: to
+		// the authorization server's origin only.
+		rs.client = &http.Client{Timeout: 10 * time.Second, CheckRedirect: transport.CheckRedirect}
 	}
 	if o.Logger != nil {
 		rs.log = *o.Logger
@@ -149,16 +176,22 @@ func (rs *ResourceServer) MetadataHandler() http.Handler {
 		}
 	}
 	slices.Sort(scopes)
-	doc, _ := json.Marshal(map[string]any{
-		// [MCP 2025-11-25 / 2026-07-28, authorization] MCP servers MUST
-		// implement OAuth 2.0 Protected Resource Metadata; the document MUST
-		// include authorization_servers.
+	// [MCP 2025-11-25 / 2026-07-28, authorization] MCP servers MUST
+	// implement OAuth 2.0 Protected Resource Metadata; the document MUST
+	// include authorization_servers.
+	doc := map[string]any{
 		"resource":                 rs.opts.Resource,
 		"authorization_servers":    rs.opts.Issuers,
-		"scopes_supported":         scopes,
 		"bearer_methods_supported": []string{"header"},
 		"resource_name":            "mcp-resume",
-	})
+	}
+	// [RFC 9728 §3.2] Claims with zero elements MUST be omitted from the
+	// response: never null (a client's schema refuses null, and with it the
+	// whole document).
+	if len(scopes) > 0 {
+		doc["scopes_supported"] = scopes
+	}
+	body, _ := json.Marshal(doc)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -168,7 +201,7 @@ func (rs *ResourceServer) MetadataHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "max-age=3600")
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		_, _ = w.Write(doc)
+		_, _ = w.Write(body)
 	})
 }
 
@@ -178,6 +211,8 @@ type Token struct {
 	Scopes          []string
 	Expiry          time.Time // zero: none said
 	key             bool      // an API key of Options.Keys (Subject its principal)
+	introspected    bool      // checked by introspection, at checked
+	checked         time.Time
 }
 
 // Principal is the token's issuer and subject: who its requests, tasks, keys
@@ -193,30 +228,94 @@ func (t *Token) Principal() string {
 // Authenticate checks the access token r carries (transport.Authenticator):
 // its Identity, or r answered with the refusal (401 and a challenge naming
 // the metadata and the scope; 403 insufficient_scope; 503 when an
-// authorization server cannot be reached) and false.
+// authorization server cannot be reached) and false. The Identity's Expiry
+// is the token's (with the skew) or, for an introspected token, at most
+// Options.Recheck after its introspection, when its Renew introspects it
+// again; a request served through Bound has its context end when the token
+// is no longer valid.
 func (rs *ResourceServer) Authenticate(w http.ResponseWriter, r *http.Request) (transport.Identity, bool) {
-	tok, ref := rs.Check(r.Context(), r.Header.Get("Authorization"), transport.RemoteIP(r))
+	addr, forwarded := rs.clientAddr(r)
+	tok, ref := rs.check(r.Context(), r.Header.Get("Authorization"), source{key: sourceKey(addr), forwarded: forwarded})
 	if ref != nil {
 		ref.Write(w, nil)
 		return transport.Identity{}, false
 	}
-	var exp time.Time
-	if !tok.Expiry.IsZero() {
-		exp = tok.Expiry.Add(rs.opts.Skew) // as long as the token is accepted
-	}
-	return transport.Identity{
+	id := transport.Identity{
 		Principal:   tok.Principal(),
-		Expiry:      exp,
+		Expiry:      rs.validUntil(tok),
 		ToolRefusal: func(tool string) *transport.Refusal { return rs.toolRefusal(tok, tool) },
-	}, true
+	}
+	if tok.introspected {
+		_, raw, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		id.Renew = rs.renewal(strings.TrimSpace(raw), tok.Principal())
+	}
+	if b, ok := r.Context().Value(boundKey{}).(*bound); ok {
+		b.arm(id)
+	}
+	return id, true
+}
+
+// renewRetry is how long what an introspected token authenticates lives on
+// when its authorization server cannot be asked about it again.
+const renewRetry = time.Minute
+
+// renewal is the Identity.Renew of raw, an introspected token of principal:
+// it introspects raw again (RFC 7662 leaves to the protected resource how
+// long it trusts an answer) and says until when what raw authenticates
+// stays valid: a token now inactive (revoked), or another principal's, or
+// without the server's scopes, is not; one the authorization server cannot
+// be asked about lives renewRetry longer, and is asked again then (a brief
+// outage of the authorization server closes no connection).
+func (rs *ResourceServer) renewal(raw, principal string) func(context.Context) (time.Time, bool) {
+	return func(ctx context.Context) (time.Time, bool) {
+		now := time.Now()
+		tok, reason, _ := rs.intro.introspect(ctx, raw, now)
+		switch {
+		case tok == nil && reason == ReasonUnavailable:
+			return now.Add(renewRetry), true
+		case tok == nil || tok.Principal() != principal || len(uncovered(tok.Scopes, rs.opts.Scopes)) > 0:
+			return time.Time{}, false
+		}
+		return rs.validUntil(tok), true
+	}
 }
 
 var _ transport.Authenticator = (*ResourceServer)(nil)
+
+// validUntil is when what tok authenticates stops being valid (zero: never):
+// its expiry, as long as it is accepted (with the skew); for an introspected
+// token, Options.Recheck after its introspection when that is sooner (RFC
+// 7662 leaves to the protected resource how long it trusts an answer; a
+// revocation is seen within Recheck).
+func (rs *ResourceServer) validUntil(tok *Token) time.Time {
+	var exp time.Time
+	if !tok.Expiry.IsZero() {
+		exp = tok.Expiry.Add(rs.opts.Skew)
+	}
+	if tok.introspected {
+		if again := tok.checked.Add(rs.opts.Recheck); exp.IsZero() || again.Before(exp) {
+			exp = again
+		}
+	}
+	return exp
+}
+
+// source is where a request comes from, for the limit on introspections:
+// its key (sourceKey), and whether it came through a proxy that is not
+// trusted.
+type source struct {
+	key       string
+	forwarded bool
+}
 
 // Check checks authorization, the Authorization header of a request from
 // remote (its address, for the limit on introspections): the token, or the
 // refusal to answer with.
 func (rs *ResourceServer) Check(ctx context.Context, authorization, remote string) (*Token, *transport.Refusal) {
+	return rs.check(ctx, authorization, source{key: sourceKey(remote)})
+}
+
+func (rs *ResourceServer) check(ctx context.Context, authorization string, src source) (*Token, *transport.Refusal) {
 	scheme, raw, _ := strings.Cut(authorization, " ")
 	raw = strings.TrimSpace(raw)
 	switch {
@@ -238,7 +337,7 @@ func (rs *ResourceServer) Check(ctx context.Context, authorization, remote strin
 	if strings.Count(raw, ".") == 2 {
 		tok, reason, desc = rs.verifiedJWT(ctx, raw)
 	} else {
-		tok, reason, desc = rs.intro.check(ctx, raw, remote)
+		tok, reason, desc = rs.intro.check(ctx, raw, src)
 	}
 	if tok == nil {
 		switch reason {

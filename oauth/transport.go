@@ -3,14 +3,22 @@ package oauth
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // Transport is an http.RoundTripper that carries the session's token on
 // every request to the server: a 401 gets the token renewed (or a login), a
 // 403 insufficient_scope a login for the scopes it names, and the request is
-// sent again with the new token.
+// sent again with the new token. A request to another origin than the
+// server's (a redirect an http.Client followed) is refused before the token
+// is attached: the token goes to the server's origin only, and only that
+// origin's answers drive discovery and logins.
 type Transport struct {
 	Session *Session
 	Base    http.RoundTripper // default http.DefaultTransport
@@ -28,6 +36,9 @@ func (t *Transport) base() http.RoundTripper {
 // authorization server away) is returned as the request's error, naming it.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	s := t.Session
+	if err := s.checkOrigin(r); err != nil {
+		return nil, err
+	}
 	tok, err := s.Token(r.Context())
 	if err != nil {
 		return nil, err
@@ -83,6 +94,29 @@ func (t *Transport) CloseIdleConnections() {
 	if c, ok := t.base().(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// checkOrigin refuses r when it goes to another origin than the session's
+// server: its token is for that server (an http.Client that follows
+// redirects on its own would otherwise carry it to wherever a 307 points).
+func (s *Session) checkOrigin(r *http.Request) error {
+	server, err := url.Parse(s.url)
+	if err == nil && transport.SameOrigin(server, r.URL) {
+		return nil
+	}
+	via := ""
+	if r.Response != nil && r.Response.Request != nil {
+		via = fmt.Sprintf(" (%s %s answered %s)", r.Response.Request.Method, r.Response.Request.URL.Redacted(), r.Response.Status)
+	}
+	return fmt.Errorf("oauth: the token of %s is not sent to %s%s: another origin", s.url, r.URL.Redacted(), via)
+}
+
+// newHTTPClient is the default client of a session's own requests
+// (metadata, registration, token endpoint): like every client that carries
+// a credential of ours (a client secret, a refresh token, a code verifier),
+// it follows no redirect out of the endpoint's origin.
+func newHTTPClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: transport.CheckRedirect}
 }
 
 var errNoReplay = &replayError{}

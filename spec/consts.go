@@ -187,6 +187,10 @@ const (
 	// ReasonInvalidKey (-32602): a call key that is not a string of KeyMinLen to
 	// KeyMaxLen characters of the base64url alphabet, '.' or '~'.
 	ReasonInvalidKey Reason = "invalid_key"
+	// ReasonAmbiguousKey (-32602): a message with a key that decoders can read
+	// two ways: repeated, repeated ignoring case, or a member's name in another
+	// case (spec/keys.go).
+	ReasonAmbiguousKey Reason = "ambiguous_key"
 	// ReasonKeyInUse (-32602): the call key names another request (another id) of
 	// this principal.
 	ReasonKeyInUse Reason = "key_in_use"

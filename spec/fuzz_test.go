@@ -52,6 +52,7 @@ func checkDecodeError(t *testing.T, b []byte, e *spec.Error) {
 			t.Fatalf("Decode(%q): parse error with id %s", b, e.ID)
 		}
 	case e.Code == spec.CodeInvalidRequest && e.Reason == spec.ReasonInvalidRequest:
+	case e.Code == spec.CodeInvalidParams && (e.Reason == spec.ReasonAmbiguousKey || e.Reason == spec.ReasonInvalidParams):
 	default:
 		t.Fatalf("Decode(%q): error %d %q, want parse error or invalid request", b, e.Code, e.Reason)
 	}

@@ -11,16 +11,7 @@ func CallKey(params json.RawMessage) (string, *Error) {
 	if len(params) == 0 {
 		return "", nil
 	}
-	meta, found, ok := Member(params, "_meta")
-	if !ok {
-		var p struct {
-			Meta json.RawMessage `json:"_meta"`
-		}
-		if json.Unmarshal(params, &p) != nil {
-			return "", nil // not an object: the method's own decoding answers
-		}
-		meta, found = p.Meta, p.Meta != nil
-	}
+	meta, found := Lookup(params, "_meta")
 	if !found {
 		return "", nil
 	}

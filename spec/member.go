@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 )
 
 // Member returns the raw value of the member key of obj, a JSON object, without
@@ -103,6 +104,44 @@ func StringMember(obj []byte, key string) string {
 		}
 	}
 	return ""
+}
+
+// Lookup returns the member key of obj, a JSON object of a message Decode
+// took, as every reader finds it (Decode leaves no other key a reader could
+// take for it): found is false when obj has none, or is not an object.
+func Lookup(obj []byte, key string) (v []byte, found bool) {
+	v, found, ok := Member(obj, key)
+	if ok {
+		return v, found
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return nil, false
+	}
+	v, found = m[key]
+	return v, found
+}
+
+// stringMember returns the member key of obj, a params object that passed
+// checkKeys, as encoding/json decodes it into a string field: "" when it is
+// absent or null, an error when it is not a string. (checkKeys leaves no other
+// key that encoding/json would match to key.)
+func stringMember(obj []byte, key string) (string, error) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return "", nil // no params, or not an object: the method's own decoding answers
+	}
+	v, found := Lookup(obj, key)
+	if !found || string(v) == "null" {
+		return "", nil
+	}
+	if s, plain := plainString(v); plain {
+		return string(s), nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", errors.New("must be a string")
+	}
+	return s, nil
 }
 
 func ascii(b []byte) bool {

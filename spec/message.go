@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 )
 
 // Kind is what a decoded JSON-RPC message is.
@@ -26,6 +27,31 @@ type Message struct {
 
 	env    Envelope // Envelope's, once read
 	envSet bool
+	target string // Target's, read by Decode
+}
+
+// Target returns what a request addresses, read once by Decode: the tool's or
+// the prompt's name (params.name of tools/call, prompts/get), the resource's
+// URI (params.uri of resources/read, resources/subscribe,
+// resources/unsubscribe) or the task id (params.taskId of the tasks/ methods
+// of both eras); "" for other messages. Every check, every policy and
+// every span of the request reads this one value, which is the one mcp-go's
+// decoding of the same bytes gives its handler (Decode refuses the messages on
+// which they could differ: spec/keys.go).
+func (m *Message) Target() string { return m.target }
+
+// targetMember is the member of params that names what a request of method
+// addresses; "" for a method that addresses nothing.
+func targetMember(method string) string {
+	switch method {
+	case MethodToolsCall, MethodPromptsGet:
+		return "name"
+	case MethodResourcesRead, "resources/subscribe", "resources/unsubscribe":
+		return "uri"
+	case MethodTasksGet, MethodTasksUpdate, MethodTasksCancel, MethodTasksStream, "tasks/result":
+		return "taskId"
+	}
+	return ""
 }
 
 // Envelope returns the 2026-07-28 envelope of a request's params (EnvelopeOf),
@@ -55,7 +81,8 @@ type envelope struct {
 func Decode(b []byte) (*Message, *Error) {
 	var env envelope
 	if scanEnvelope(b, &env) {
-		return env.message()
+		m, e := env.message()
+		return checked(b, m, e)
 	}
 	env = envelope{}
 	if err := json.Unmarshal(b, &env); err != nil {
@@ -75,7 +102,30 @@ func Decode(b []byte) (*Message, *Error) {
 		}
 		return nil, e
 	}
-	return env.message()
+	m, e := env.message()
+	return checked(b, m, e)
+}
+
+// checked refuses m, decoded from b, when readers could take one of its keys
+// two ways (checkKeys), and reads its target.
+func checked(b []byte, m *Message, e *Error) (*Message, *Error) {
+	if e != nil {
+		return nil, e
+	}
+	if e = checkKeys(b); e != nil {
+		e.ID = m.ID
+		return nil, e
+	}
+	if key := targetMember(m.Method); key != "" {
+		s, err := stringMember(m.Params, key)
+		if err != nil {
+			e = NewError(CodeInvalidParams, ReasonInvalidParams, fmt.Sprintf("invalid params for %s: %q %v", m.Method, key, err))
+			e.ID = m.ID
+			return nil, e
+		}
+		m.target = s
+	}
+	return m, nil
 }
 
 // message checks a decoded envelope and makes the Message.

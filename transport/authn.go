@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -27,8 +29,55 @@ type Identity struct {
 	// ToolRefusal, when set, is asked before a tools/call of tool: a non-nil
 	// answer refuses the call (a token without the tool's scope).
 	ToolRefusal func(tool string) *Refusal
+	// Renew, when set, is asked at Expiry whether the credentials are still
+	// valid (an introspected token, asked about again): their new expiry,
+	// or false when they are not (revoked). Without it, Expiry is final.
+	Renew func(ctx context.Context) (time.Time, bool)
 }
 
+// renewTimeout bounds one Renew.
+const renewTimeout = 10 * time.Second
+
+// Expire calls expired, once, when id's credentials stop being valid: at
+// id.Expiry (never when it is zero), unless id.Renew says they are still
+// valid then, and so on at each expiry Renew gives. stop disarms it and ends
+// a Renew under way (an expired already called may still be running).
+func Expire(id Identity, expired func()) (stop func()) {
+	if id.Expiry.IsZero() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex // guards t, and cancel against a new t
+	var t *time.Timer
+	var fire func()
+	fire = func() {
+		if id.Renew != nil {
+			rctx, done := context.WithTimeout(ctx, renewTimeout)
+			exp, ok := id.Renew(rctx)
+			done()
+			if ok && exp.After(time.Now()) {
+				mu.Lock()
+				if ctx.Err() == nil {
+					t = time.AfterFunc(time.Until(exp), fire)
+				}
+				mu.Unlock()
+				return
+			}
+		}
+		if ctx.Err() == nil {
+			expired()
+		}
+	}
+	mu.Lock()
+	t = time.AfterFunc(time.Until(id.Expiry), fire)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		cancel()
+		t.Stop()
+		mu.Unlock()
+	}
+}
 // Refusal is the answer to a request its credentials do not allow: the HTTP
 // status, the WWW-Authenticate challenge (RFC 6750; "" for none) and the
 // JSON-RPC error (with its reason), written as the body, or sent alone where

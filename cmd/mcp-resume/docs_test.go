@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -73,6 +77,53 @@ func TestHelpAndDocsAgree(t *testing.T) {
 		for _, m := range regexp.MustCompile(`(?:^|[^a-zA-Z0-9-])--([a-z][a-z0-9-]+)`).FindAllStringSubmatch(read(page), -1) {
 			if !all[m[1]] && !slices.Contains(others, m[1]) {
 				t.Errorf("%s names --%s, which no command has", page, m[1])
+			}
+		}
+	}
+}
+
+// Every --flag our own texts name (the usage and --help of each command,
+// the hints of its error messages: every string of the package's sources)
+// is a flag of one of our commands: a text that suggests a flag gone is a
+// user's dead end.
+func TestTextsNameOnlyFlags(t *testing.T) {
+	all := map[string]bool{"help": true} // the flag package's own
+	texts := []string{usage}
+	for _, cmd := range []string{"serve", "gateway", "connect", "call", "status", "task", "tools", "login"} {
+		for _, name := range helpFlags(t, cmd) {
+			all[name] = true
+		}
+		var errw bytes.Buffer
+		_ = run([]string{cmd, "--help"}, nil, &bytes.Buffer{}, &errw)
+		texts = append(texts, errw.String())
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, err := strconv.Unquote(lit.Value); err == nil {
+					texts = append(texts, s)
+				}
+			}
+			return true
+		})
+	}
+	named := regexp.MustCompile(`(?:^|[^a-zA-Z0-9-])--([a-z][a-z0-9-]+)`)
+	for _, text := range texts {
+		for _, m := range named.FindAllStringSubmatch(text, -1) {
+			if !all[m[1]] {
+				t.Errorf("a text names --%s, which no command has: %.200q", m[1], text)
 			}
 		}
 	}

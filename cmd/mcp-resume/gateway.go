@@ -89,7 +89,7 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {
 		fix := "put the upstream's token in an environment variable and name it with --upstream-token-env, or give --upstream-header"
 		if f.oauth.upstreamClientID != "" {
-			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server, and that --upstream-oauth-issuer is the authorization server the upstream takes tokens of"
+			fix = "it refused the gateway's own token (--upstream-oauth-client-id): check what the client may ask for at its authorization server (--upstream-oauth-scope), that --upstream-oauth-issuer is the authorization server the upstream takes tokens of, and that it issues tokens for the resource the upstream's protected resource metadata names"
 		}
 		err = explain(err, f.upstream, fix)
 	}
@@ -109,7 +109,8 @@ const remoteWait = time.Minute
 
 // startRemote is gateway.New for connect: a remote that cannot be reached is
 // tried again for remoteWait, and said so once; one that refuses connect (a
-// status: credentials, a wrong path) is not. Errors speak of the remote.
+// status: credentials, a wrong path) or redirects it elsewhere is not. Errors
+// speak of the remote.
 func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, error) {
 	creds := "give them with --header 'Authorization: Bearer ${TOKEN}' (the variable set in the launching app's env) or --token-env NAME"
 	l := backoff.Start(250*time.Millisecond, 5*time.Second, remoteWait, 0)
@@ -123,17 +124,20 @@ func startRemote(opts *gateway.Options, log zerolog.Logger) (*gateway.Gateway, e
 		}
 		// What the remote or the network said, without the gateway's layers.
 		var refused *transport.RefusedError
+		var redirected *transport.RedirectError
 		var netErr *net.OpError
 		switch {
 		case errors.As(err, &refused):
 			err = refused
+		case errors.As(err, &redirected):
+			err = redirected
 		case errors.As(err, &netErr):
 			err = netErr
 		}
 		giveUp := func() (*gateway.Gateway, error) {
 			return nil, explain(fmt.Errorf("connect: the remote %s: %w", opts.URL, err), opts.URL, creds)
 		}
-		if refused != nil {
+		if refused != nil || redirected != nil {
 			return giveUp()
 		}
 		if !said {

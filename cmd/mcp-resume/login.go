@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -151,7 +152,7 @@ func probe(ctx context.Context, url string, s *oauth.Session) (probed, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := (&http.Client{Transport: wrap(s)(seen(http.DefaultTransport))}).Do(req)
+	resp, err := (&http.Client{Transport: wrap(s)(seen(http.DefaultTransport)), CheckRedirect: transport.CheckRedirect}).Do(req)
 	if err != nil {
 		if err = loginError(err); err == nil {
 			p.answer = fmt.Errorf("%s cannot be reached: %w", url, err)

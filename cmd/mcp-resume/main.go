@@ -594,6 +594,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 	if keys != nil {
 		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
 	}
+	defer auth.watch(ctx, log)()
 	switch {
 	case auth.rs != nil:
 		log.Info().Bool("auth", true).Strs("issuers", f.oauth.issuers).Str("resource", auth.rs.Resource()).Int("keys", keys.Len()).
@@ -653,7 +654,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 	}
 	if bound.http != nil {
 		mux := http.NewServeMux()
-		mux.Handle(f.path, orWebSocket(h, wsh))
+		mux.Handle(f.path, orWebSocket(auth.bound(h), wsh))
 		mux.Handle("/ws", wsh)
 		mux.Handle("/", page)
 		auth.register(mux)

@@ -1,18 +1,23 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -34,6 +39,8 @@ type oauthFlags struct {
 	scopes        string
 	toolScopes    listFlag
 	publicURL     string
+	trustedProxy  listFlag
+	clientPrinc   bool
 
 	upstreamClientID string
 	upstreamIssuer   string
@@ -56,6 +63,8 @@ func (o *oauthFlags) register(fs *flag.FlagSet, gw bool) {
 	fs.StringVar(&o.clientID, "oauth-client-id", "", "with --oauth-issuer: this server's client id at the introspection endpoint; its secret is read from "+envIntrospectionSecret)
 	fs.StringVar(&o.scopes, "oauth-scope", "", "with --oauth-issuer: scopes every request's token must carry, comma-separated (named in the 401 challenge)")
 	fs.Var(&o.toolScopes, "oauth-tool-scope", "with --oauth-issuer: `TOOL=SCOPE[ SCOPE]`, scopes a call of TOOL needs besides --oauth-scope; a token without them gets 403 insufficient_scope naming them (step-up) (repeatable)")
+	fs.Var(&o.trustedProxy, "oauth-trusted-proxy", "with --oauth-issuer: `CIDR` of a reverse proxy in front of this server, whose X-Forwarded-For names the client, for the limit on new opaque tokens per client (repeatable, or comma-separated; an address alone is one host). Without it X-Forwarded-For is not read, and every client behind a proxy shares the proxy's limit")
+	fs.BoolVar(&o.clientPrinc, "oauth-client-principal", false, "with --oauth-issuer: an introspected token that names no subject (neither sub nor username) belongs to its client (client_id), and every user of one client is one principal; without it such a token is refused (no_subject)")
 	fs.StringVar(&o.publicURL, "public-url", "", "with --oauth-issuer: the MCP endpoint's URL as clients reach it, the resource tokens must be issued for (RFC 8707) (default: http://ADDR/PATH of the --http listener, which must then be loopback)")
 	if gw {
 		fs.StringVar(&o.upstreamClientID, "upstream-oauth-client-id", "", "with --upstream: call the upstream with tokens of the client credentials grant of this client id (its secret read from "+envUpstreamSecret+") at --upstream-oauth-issuer, for the resource the upstream's protected resource metadata names (its URL when it has none); the clients' own tokens are never sent upstream")
@@ -68,10 +77,14 @@ func (o *oauthFlags) register(fs *flag.FlagSet, gw bool) {
 func (o *oauthFlags) check(f *serveFlags) error {
 	if len(o.issuers) == 0 {
 		for _, v := range []struct{ name, val string }{{"--oauth-introspection", o.introspection}, {"--oauth-client-id", o.clientID},
-			{"--oauth-scope", o.scopes}, {"--public-url", o.publicURL}, {"--oauth-tool-scope", o.toolScopes.String()}} {
+			{"--oauth-scope", o.scopes}, {"--public-url", o.publicURL}, {"--oauth-tool-scope", o.toolScopes.String()},
+			{"--oauth-trusted-proxy", o.trustedProxy.String()}} {
 			if v.val != "" {
 				return fmt.Errorf("%s goes with --oauth-issuer", v.name)
 			}
+		}
+		if o.clientPrinc {
+			return errors.New("--oauth-client-principal goes with --oauth-issuer")
 		}
 	}
 	if len(o.issuers) > 0 && f.stdio {
@@ -113,9 +126,10 @@ func (o *oauthFlags) upstreamWrap(upstream string, log *zerolog.Logger) func(htt
 
 // authn is how serve authenticates the requests of its network transports.
 type authn struct {
-	auth     transport.Authenticator // nil: none
-	rs       *oauth.ResourceServer   // nil without --oauth-issuer
-	refusals *prometheus.CounterVec  // refused requests by reason
+	auth       transport.Authenticator // nil: none
+	rs         *oauth.ResourceServer   // nil without --oauth-issuer
+	refusals   *prometheus.CounterVec  // refused requests by reason
+	unverified []string                // issuers not reached at start (watch)
 }
 
 // newAuthn makes the authentication of the flags: OAuth (with keys beside it)
@@ -154,6 +168,18 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, log zerol
 			return nil, fmt.Errorf("--oauth-introspection %q: not an http(s) URL", o.introspection)
 		}
 	}
+	var proxies []netip.Prefix
+	for _, p := range o.trustedProxy {
+		pr, err := netip.ParsePrefix(p)
+		if err != nil {
+			a, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("--oauth-trusted-proxy %q: not an address or a CIDR prefix", p)
+			}
+			pr = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		proxies = append(proxies, pr.Masked())
+	}
 	secret := os.Getenv(envIntrospectionSecret)
 	if (o.clientID == "") != (secret == "") {
 		return nil, fmt.Errorf("--oauth-client-id and %s go together", envIntrospectionSecret)
@@ -162,15 +188,107 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, log zerol
 		Resource: resource, Issuers: o.issuers, Introspection: o.introspection,
 		IntrospectionClient: o.clientID, IntrospectionSecret: secret,
 		Scopes: splitList(o.scopes), ToolScopes: toolScopes,
-		Keys:      keys,
-		OnRefused: func(reason string) { a.refusals.WithLabelValues(reason).Inc() },
-		Logger:    &log,
+		Keys:            keys,
+		OnRefused:       func(reason string) { a.refusals.WithLabelValues(reason).Inc() },
+		Logger:          &log,
+		TrustedProxies:  proxies,
+		ClientPrincipal: o.clientPrinc,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--oauth-issuer: %w", err)
 	}
 	a.auth, a.rs = rs, rs
+	if a.unverified, err = verifyIssuers(rs, o, log); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// issuerCheckWait bounds the check of the issuers' metadata at start.
+const issuerCheckWait = 10 * time.Second
+
+// verifyIssuers checks every issuer's metadata as serve starts (RFC 8414
+// §3.3: the issuer it names must be the one given): a definite mistake (it
+// names another issuer, it is no authorization server's, it has nothing to
+// check tokens with) stops serve with what to give instead, since every
+// client's login would fail on the client's side; an issuer that cannot be
+// reached now is said loudly and returned, to be checked again in the
+// background (watch): a server starts while its identity provider is
+// briefly down, and refuses its tokens (503) meanwhile.
+func verifyIssuers(rs *oauth.ResourceServer, o *oauthFlags, log zerolog.Logger) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), issuerCheckWait)
+	defer cancel()
+	errs := make([]error, len(o.issuers))
+	var wg sync.WaitGroup
+	for i, id := range o.issuers {
+		wg.Go(func() { errs[i] = rs.VerifyIssuer(ctx, id) })
+	}
+	wg.Wait()
+	var unreachable []string
+	for i, err := range errs {
+		var ie *oauth.IssuerError
+		switch {
+		case err == nil:
+		case errors.As(err, &ie) && ie.Unreachable:
+			log.Error().Str("issuer", o.issuers[i]).Err(err).Msg("the authorization server cannot be reached: its tokens are refused (503) until it answers, and its metadata is checked then (tried again in the background); if its address is wrong, stop and fix --oauth-issuer")
+			unreachable = append(unreachable, o.issuers[i])
+		default:
+			return nil, issuerFix(err, o)
+		}
+	}
+	return unreachable, nil
+}
+
+// issuerFix is err, a definite mistake in an issuer, with what to give
+// instead.
+func issuerFix(err error, o *oauthFlags) error {
+	var ie *oauth.IssuerError
+	if !errors.As(err, &ie) {
+		return fmt.Errorf("--oauth-issuer: %w", err)
+	}
+	msg := fmt.Sprintf("--oauth-issuer %s: %s", ie.Issuer, ie.Problem)
+	switch {
+	case ie.Want != "":
+		msg += fmt.Sprintf("; give --oauth-issuer %s (the issuer identifier exactly as its metadata spells it)", ie.Want)
+	case strings.Contains(ie.Problem, "jwks_uri"):
+		msg += "; give its introspection endpoint with --oauth-introspection"
+	default:
+		msg += "; give the authorization server's issuer identifier: the \"issuer\" of its metadata (/.well-known/oauth-authorization-server or /.well-known/openid-configuration)"
+	}
+	return errors.New(msg)
+}
+
+// watch checks again, in the background until ctx ends, the issuers that
+// could not be reached at start, saying when each answers and whether its
+// metadata holds; stop waits for it.
+func (a *authn) watch(ctx context.Context, log zerolog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, id := range a.unverified {
+		wg.Go(func() {
+			pause := backoff.Double(time.Second, time.Minute)
+			for backoff.Sleep(ctx, backoff.Jitter(pause.Next())) {
+				tctx, tcancel := context.WithTimeout(ctx, issuerCheckWait)
+				err := a.rs.VerifyIssuer(tctx, id)
+				tcancel()
+				var ie *oauth.IssuerError
+				switch {
+				case err == nil:
+					log.Warn().Str("issuer", id).Msg("the authorization server answers now, and its metadata holds: its tokens are accepted")
+					return
+				case errors.As(err, &ie) && ie.Unreachable:
+					continue
+				default:
+					log.Error().Str("issuer", id).Msg("the authorization server answers now, but " + issuerFix(err, &oauthFlags{}).Error() + "; its tokens are refused: restart with the issuer fixed")
+					return
+				}
+			}
+		})
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // countedKeys is a KeySet whose refusals are counted (missing_token, or
@@ -190,6 +308,16 @@ func (c countedKeys) Authenticate(w http.ResponseWriter, r *http.Request) (trans
 		c.refusals.WithLabelValues(reason).Inc()
 	}
 	return id, ok
+}
+
+// bound is h, whose requests' contexts end when their credentials stop being
+// valid (oauth.ResourceServer.Bound: an event stream on an introspected
+// token ends at its recheck, on a JWT at its expiry); h itself without OAuth.
+func (a *authn) bound(h http.Handler) http.Handler {
+	if a.rs == nil {
+		return h
+	}
+	return a.rs.Bound(h)
 }
 
 // register serves the protected resource metadata on mux (without

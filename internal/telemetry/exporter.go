@@ -160,7 +160,11 @@ const maxResponse = 64 << 10
 
 func newHTTPExporter(cfg httpConfig) *httpExporter {
 	tr := http.DefaultTransport.(*http.Transport).Clone() // its proxy from the environment, as the official one
-	e := &httpExporter{cfg: cfg, client: &http.Client{Transport: tr, Timeout: cfg.timeout}, retryFirst: retryFirstDefault}
+	// The collector's headers (OTEL_EXPORTER_OTLP_HEADERS: often an API key)
+	// are for its endpoint only: a redirect is not followed, and its answer
+	// fails the export.
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	e := &httpExporter{cfg: cfg, client: &http.Client{Transport: tr, Timeout: cfg.timeout, CheckRedirect: noRedirect}, retryFirst: retryFirstDefault}
 	e.stopCtx, e.stop = context.WithCancel(context.Background())
 	return e
 }

@@ -305,3 +305,24 @@ func BenchmarkExport(b *testing.B) {
 		_ = c.exp.Shutdown(context.Background())
 	}
 }
+
+// The collector's headers go to its endpoint only: a collector answering a
+// redirect to another origin (307, which would keep the POST and its
+// headers) fails the export, and nothing reaches the other origin.
+func TestHTTPExporterFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/traces", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	exp := newHTTPExporter(httpConfig{url: srv.URL, timeout: 5 * time.Second, header: http.Header{"Api-Key": {"k"}}})
+	defer func() { _ = exp.Shutdown(context.Background()) }()
+	if err := exp.ExportSpans(context.Background(), spansOfEveryKind(t)); err == nil {
+		t.Fatal("an export answered with a redirect succeeded")
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect's origin got %d requests with the collector's headers", n)
+	}
+}

@@ -269,6 +269,24 @@ func modernBadInput(t *testing.T, h Harness) {
 			t.Errorf("%s in 2026-07-28: %s, want -32601", method, m.Raw)
 		}
 	}
+	// A tool named two ways (a scope check must never read one tool while
+	// mcp-go runs another), and an envelope a reader could miss.
+	for i, params := range []string{
+		`"name":"echo","Name":"countdown","arguments":{"seconds":0,"steps":1}`,
+		`"nAmE":"countdown","arguments":{"seconds":0,"steps":1}`,
+		`"name":"echo","name":"countdown","arguments":{"seconds":0,"steps":1}`,
+	} {
+		id := fmt.Sprintf(`"amb%d"`, i)
+		c.Modern(id, "tools/call", params, `{}`)
+		if m, _ := c.Response(id); m.Error == nil || m.Error.Code != spec.CodeInvalidParams || m.Error.Reason != spec.ReasonAmbiguousKey {
+			t.Errorf("tools/call with %s: %s, want -32602 %s", params, m.Raw, spec.ReasonAmbiguousKey)
+		}
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"amb-env","method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{%q:%q,"IO.modelcontextprotocol/protocolVersion":"2025-11-25",%q:{}}}}`,
+		spec.MetaProtocolVersion, spec.Version2026, spec.MetaClientCapabilities)
+	if m, _ := c.Response(`"amb-env"`); m.Error == nil || m.Error.Reason != spec.ReasonAmbiguousKey {
+		t.Errorf("an envelope with its version twice: %s, want %s", m.Raw, spec.ReasonAmbiguousKey)
+	}
 	// The connection goes on.
 	c.Modern(`"ok"`, "tools/call", `"name":"echo","arguments":{"text":"hi"}`, `{}`)
 	if m, _ := c.Response(`"ok"`); Text(m) != "hi" {

@@ -509,6 +509,14 @@ func badInput(t *testing.T, h Harness) {
 		{"response to unknown id", `{"jsonrpc":"2.0","id":"nobody","result":{}}`, "", 0, ""},
 		{"cancel malformed", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[]}}`, "", 0, ""},
 		{"duplicate in-flight id", `{"jsonrpc":"2.0","id":"long","method":"ping"}`, `"long"`, spec.CodeInvalidRequest, spec.ReasonDuplicateID},
+		// Keys that readers can take two ways: a check reading "name" exactly and
+		// mcp-go's encoding/json (case-insensitive, last key wins) must not see
+		// two tools in one call.
+		{"tool named twice, in two cases", `{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"echo","Name":"countdown","arguments":{"seconds":0,"steps":1}}}`, "16", spec.CodeInvalidParams, spec.ReasonAmbiguousKey},
+		{"tool named in upper case", `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"NAME":"countdown","arguments":{"seconds":0,"steps":1}}}`, "17", spec.CodeInvalidParams, spec.ReasonAmbiguousKey},
+		{"tool named twice", `{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"echo","n\u0061me":"countdown","arguments":{"seconds":0,"steps":1}}}`, "18", spec.CodeInvalidParams, spec.ReasonAmbiguousKey},
+		{"call key twice", `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"echo","_meta":{"io.mcp-resume/key":"aaaaaaaaaaaaaaaaaaaaaa","io.mcp-resume/KEY":"bbbbbbbbbbbbbbbbbbbbbb"}}}`, "19", spec.CodeInvalidParams, spec.ReasonAmbiguousKey},
+		{"method twice", `{"jsonrpc":"2.0","id":20,"method":"ping","Method":"tools/call","params":{"name":"countdown"}}`, "20", spec.CodeInvalidParams, spec.ReasonAmbiguousKey},
 	}
 	for i, tc := range cases {
 		c.Send("%s", tc.msg)

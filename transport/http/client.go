@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -67,7 +68,10 @@ var _ transport.Conn = (*ClientConn)(nil)
 
 // ClientOptions configure a ClientConn. Nil means defaults.
 type ClientOptions struct {
-	// Client makes the HTTP requests. Default http.DefaultClient.
+	// Client makes the HTTP requests. Default http.DefaultClient. A copy of
+	// it is used, which follows a redirect only within the endpoint's origin
+	// and never one that turns a POST into a GET (transport.CheckRedirect):
+	// another is a *transport.RedirectError.
 	Client *http.Client
 	// Header is sent with every request (a server's API key, a proxy's
 	// headers). A token that changes (an OAuth client's) comes from the
@@ -135,13 +139,12 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Client == nil {
-		o.Client = http.DefaultClient
-	}
+	// Whatever the Client, its redirects stay within the origin of url: the
+	// credentials Header and the Client's round tripper add on every hop go
+	// nowhere else (transport.CheckRedirect).
+	o.Client = transport.SameOriginClient(o.Client)
 	if len(o.Header) > 0 {
-		hc := *o.Client
-		hc.Transport = headerTransport{base: o.Client.Transport, header: o.Header}
-		o.Client = &hc
+		o.Client.Transport = headerTransport{base: o.Client.Transport, header: o.Header}
 	}
 	if o.Protocol == "" {
 		o.Protocol = "2025-06-18"
@@ -259,7 +262,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, re
 			req.Header.Set(k, hv)
 		}
 		if spec.IsTaskMethod(m.Method) { // the Tasks extension routes by task id
-			if hv, ok := mcpgo.EncodeHeaderValue(spec.StringMember(m.Params, "taskId")); ok {
+			if hv, ok := mcpgo.EncodeHeaderValue(m.Target()); ok {
 				req.Header.Set(mcpgo.HeaderName, hv)
 			}
 		}
@@ -315,13 +318,20 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, re
 
 // sentOrNot is the error of a POST that failed after it began: one that never
 // reached the server (no connection could be made: a refused port, a name
-// that does not resolve) as it is, any other as an ErrMaybeSent (the request
-// went out, and the server may run it).
+// that does not resolve) as it is, one answered with a redirect that was not
+// followed as that redirect's, any other as an ErrMaybeSent (the request went
+// out, and the server may run it).
 func sentOrNot(err error) error {
 	var op *net.OpError
 	var dns *net.DNSError
-	if errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) {
+	var redirect *transport.RedirectError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns):
 		return err
+	case errors.As(err, &redirect):
+		// Answered with a redirect that was not followed: refused as a
+		// status is (RefusedError), the server ran nothing.
+		return fmt.Errorf("transport/http: %w", redirect)
 	}
 	return maybeSent{err}
 }

@@ -388,7 +388,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id transport.Iden
 	if id.ToolRefusal != nil && m.Kind == spec.KindRequest && m.Method == spec.MethodToolsCall {
 		// A call of a tool the request's credentials do not cover: 403 and the
 		// scope to step up to, before anything runs.
-		if ref := id.ToolRefusal(spec.StringMember(m.Params, "name")); ref != nil {
+		if ref := id.ToolRefusal(m.Target()); ref != nil {
 			h.log.Info().Str("remote", r.RemoteAddr).Str("reason", string(ref.Err.Reason)).Msg("tool call refused")
 			ref.Write(w, m.ID)
 			return

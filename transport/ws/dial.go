@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,7 +32,9 @@ type DialOptions struct {
 
 // Dial opens a WebSocket connection to url (ws:// or wss://) with subprotocol
 // "mcp". A refused handshake gives an error with the HTTP status and the start of
-// the server's answer (a JSON-RPC error from a Handler).
+// the server's answer (a JSON-RPC error from a Handler). The handshake follows a
+// redirect only within url's origin: Header and what Wrap adds go nowhere else
+// (a redirect to another origin is a *transport.RedirectError).
 func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 	var o DialOptions
 	if opts != nil {
@@ -65,7 +68,7 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 		rt = o.Wrap(tr)
 	}
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
-		HTTPClient:      &http.Client{Transport: rt},
+		HTTPClient:      &http.Client{Transport: rt, CheckRedirect: transport.CheckRedirect},
 		HTTPHeader:      o.Header,
 		Subprotocols:    []string{Subprotocol},
 		CompressionMode: websocket.CompressionDisabled,
@@ -74,6 +77,10 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 		if resp != nil && resp.Body != nil {
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 			return nil, fmt.Errorf("ws: dial: %w", &transport.RefusedError{Method: "WebSocket handshake", URL: url, Code: resp.StatusCode, Status: resp.Status, Body: bytes.TrimSpace(b)})
+		}
+		var redirect *transport.RedirectError
+		if errors.As(err, &redirect) {
+			return nil, fmt.Errorf("ws: dial: %w", redirect)
 		}
 		return nil, fmt.Errorf("ws: dial %s: %w", url, err)
 	}

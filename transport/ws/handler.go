@@ -38,8 +38,9 @@ type AcceptOptions struct {
 	Keys *transport.KeySet
 	// Auth, when set, authenticates the handshake instead of Keys (an
 	// oauth.ResourceServer). The connection is closed (1008, policy
-	// violation) when its credentials expire (Identity.Expiry): the client
-	// connects again with fresh ones, and resumes its requests there; a
+	// violation) when its credentials expire or are revoked (Identity.Expiry,
+	// Identity.Renew): the client connects again with fresh ones, and resumes
+	// its requests there; a
 	// tools/call its credentials do not allow is answered with the refusal's
 	// JSON-RPC error.
 	Auth transport.Authenticator
@@ -193,11 +194,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.mu.Unlock()
 	h.log.Debug().Str("remote", r.RemoteAddr).Msg("WebSocket connected")
-	if exp := c.id.Expiry; !exp.IsZero() {
-		// Credentials expire with the connection they opened.
-		t := time.AfterFunc(time.Until(exp), func() { c.closeWith(websocket.StatusPolicyViolation, "credentials expired") })
-		defer t.Stop()
-	}
+	// The connection lives as long as the credentials that opened it: their
+	// expiry, or as long as their authority says they are still valid.
+	defer transport.Expire(c.id, func() { c.closeWith(websocket.StatusPolicyViolation, "credentials expired or revoked") })()
 	so := &mcp.SessionOptions{Principal: c.id.Principal, Remote: transport.RemoteIP(r), Transport: mcp.TransportWebSocket}
 	if refuse := c.id.ToolRefusal; refuse != nil {
 		so.ToolRefusal = func(tool string) *spec.Error {
