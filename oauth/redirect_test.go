@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -97,4 +98,46 @@ func TestSessionTokenRequestRedirect(t *testing.T) {
 		t.Errorf("Token: %q, %v; want the held token (its refresh failed)", tok, err)
 	}
 	p.NothingReached(t, "secret")
+}
+
+// A token is never sent in the clear: a server reached over plain http off
+// this machine (a name that is not loopback, dialed here to a real server on
+// loopback) gets the request without it, refused before it leaves, and no
+// login starts; the same server at a loopback address gets the token.
+func TestTokenNeedsTLS(t *testing.T) {
+	var got atomic.Value
+	got.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}))
+	t.Cleanup(srv.Close)
+	dialer := &net.Dialer{}
+	base := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, srv.Listener.Addr().String())
+	}}
+	t.Cleanup(base.CloseIdleConnections)
+	for _, tc := range []struct {
+		url    string
+		wantOK bool
+	}{{"http://mcp.example.test/mcp", false}, {srv.URL + "/mcp", true}} {
+		var logins atomic.Int32
+		s := oauth.NewSession(tc.url, &oauth.ClientOptions{Store: heldGrant(t, tc.url, "http://127.0.0.1:9", false), Authorize: noLoginCounted(&logins)})
+		c := &http.Client{Transport: &oauth.Transport{Session: s, Base: base}}
+		got.Store("")
+		resp, err := c.Post(tc.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		switch {
+		case tc.wantOK && (err != nil || got.Load() != "Bearer at-secret"):
+			t.Errorf("%s: %v, the server got %q; want the token", tc.url, err, got.Load())
+		case !tc.wantOK && (err == nil || !strings.Contains(err.Error(), "TLS") || got.Load() != ""):
+			t.Errorf("%s: %v, the server got %q; want a refusal naming TLS and nothing sent", tc.url, err, got.Load())
+		}
+		if n := logins.Load(); n != 0 {
+			t.Errorf("%s: %d logins started", tc.url, n)
+		}
+	}
 }

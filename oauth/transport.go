@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -37,6 +38,9 @@ func (t *Transport) base() http.RoundTripper {
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	s := t.Session
 	if err := s.checkOrigin(r); err != nil {
+		return nil, err
+	}
+	if err := overTLS(r.URL); err != nil {
 		return nil, err
 	}
 	tok, err := s.Token(r.Context())
@@ -109,6 +113,17 @@ func (s *Session) checkOrigin(r *http.Request) error {
 		via = fmt.Sprintf(" (%s %s answered %s)", r.Response.Request.Method, r.Response.Request.URL.Redacted(), r.Response.Status)
 	}
 	return fmt.Errorf("oauth: the token of %s is not sent to %s%s: another origin", s.url, r.URL.Redacted(), via)
+}
+
+// overTLS refuses a request to u that would carry a bearer token in the
+// clear: [RFC 6750 §5.3] Clients MUST always use TLS (https) or equivalent
+// transport security when making requests with bearer tokens. Plain http to
+// a loopback address stays on the machine, and is taken.
+func overTLS(u *url.URL) error {
+	if strings.EqualFold(u.Scheme, "https") || isLoopbackHost(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("oauth: no token is sent to %s over plain http (RFC 6750 §5.3: bearer tokens need TLS): give the server's https:// (or wss://) URL", u.Redacted())
 }
 
 // newHTTPClient is the default client of a session's own requests
