@@ -2,7 +2,6 @@ package oauth_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -22,8 +21,6 @@ func TestToolScopeOneName(t *testing.T) {
 	op := oauthtest.Start(t)
 	r := newRig(t, oauth.Options{Issuers: []string{op.Issuer}, Scopes: []string{"mcp:read"}, ToolScopes: map[string][]string{"countdown": {"mcp:write"}}})
 	read := op.Token(t, "alice", resource, "mcp:read")
-	env := e2etest.Envelope(`{}`)
-
 	session := r.rawSession(t, read)
 	wc, err := r.dialWS(t, read)
 	if err != nil {
@@ -31,21 +28,12 @@ func TestToolScopeOneName(t *testing.T) {
 	}
 	w := e2etest.NewClient(t, wc)
 	w.Initialize(`{}`)
-	for i, params := range e2etest.TwoNames("countdown") {
-		m := r.rawCall(t, read, session, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s}}`, i, params))
-		e2etest.RefusedAsAmbiguous(t, "HTTP, 2025 session, "+params, m)
-		m = r.rawCall(t, read, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,%s}}`, i, params, env))
-		e2etest.RefusedAsAmbiguous(t, "HTTP, 2026, "+params, m)
-
-		id := fmt.Sprintf(`"ws%d"`, i)
-		w.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s}}`, id, params)
-		m, _ = w.Response(id)
-		e2etest.RefusedAsAmbiguous(t, "WebSocket, 2025, "+params, m)
-		id = fmt.Sprintf(`"wsm%d"`, i)
-		w.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s,%s}}`, id, params, env)
-		m, _ = w.Response(id)
-		e2etest.RefusedAsAmbiguous(t, "WebSocket, 2026, "+params, m)
-	}
+	e2etest.RefusesTwoNames(t, "serve", "countdown", func(msg string, modern bool) e2etest.Msg {
+		if modern {
+			return r.rawCall(t, read, "", msg)
+		}
+		return r.rawCall(t, read, session, msg)
+	}, w)
 }
 
 // rawSession opens a 2025 session with POSTs as curl sends them and returns

@@ -1,7 +1,6 @@
 package oauth_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -29,6 +28,7 @@ const recheck = 5 * time.Minute
 type revocable struct {
 	introspectionAS
 	revoked atomic.Bool
+	down    atomic.Bool // it answers 503
 }
 
 func (a *revocable) answer(token string) map[string]any {
@@ -36,6 +36,26 @@ func (a *revocable) answer(token string) map[string]any {
 		return nil
 	}
 	return map[string]any{"active": true, "sub": "user", "aud": resource}
+}
+
+// newRevocable starts a revocable authorization server on pipes, and a
+// resource server that introspects at it.
+func newRevocable(t *testing.T) (*revocable, *oauth.ResourceServer) {
+	as := &revocable{introspectionAS: introspectionAS{URL: "http://as.pipe/introspect"}}
+	answer := as.handler(as.answer)
+	asNet := servePipes(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if as.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		answer.ServeHTTP(w, r)
+	}))
+	rs, err := oauth.New(&oauth.Options{Resource: resource, Issuers: []string{"https://as.example.test"},
+		Introspection: as.URL, Client: asNet.Client(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as, rs
 }
 
 // protectedPipes serves the demo tools behind rs (Streamable HTTP at /mcp,
@@ -63,6 +83,91 @@ func protectedPipes(t *testing.T, rs *oauth.ResourceServer, bound func(http.Hand
 	return n
 }
 
+// dialGood opens a WebSocket to n's /ws with the token "good-user"; a refused
+// handshake's error carries its status and body.
+func dialGood(t *testing.T, n *pipeNet) (*websocket.Conn, error) {
+	c, resp, err := websocket.Dial(t.Context(), "ws://127.0.0.1/ws", &websocket.DialOptions{
+		HTTPClient: n.Client(t), Subprotocols: []string{ws.Subprotocol},
+		HTTPHeader: http.Header{"Authorization": {"Bearer good-user"}},
+	})
+	if err != nil && resp != nil {
+		b, _ := io.ReadAll(resp.Body)
+		err = errors.New(resp.Status + " " + string(b))
+	}
+	return c, err
+}
+
+// openSession initializes a 2025 session on c's WebSocket and returns a
+// channel that gets the error that ends it.
+func openSession(t *testing.T, c *websocket.Conn) <-chan error {
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := c.Read(context.Background()); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	_ = c.Write(t.Context(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	_ = c.Write(t.Context(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	return closed
+}
+
+// httpSession is a 2025 session over Streamable HTTP on n, with the token
+// "good-user".
+type httpSession struct {
+	t       *testing.T
+	client  *http.Client
+	session string
+}
+
+// newHTTPSession opens a session on n: initialize, initialized.
+func newHTTPSession(t *testing.T, n *pipeNet) *httpSession {
+	h := &httpSession{t: t, client: n.Client(t)}
+	resp := h.send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	h.session = resp.Header.Get(httptransport.HeaderSessionID)
+	if resp.StatusCode != http.StatusOK || h.session == "" {
+		t.Fatalf("initialize: %s", resp.Status)
+	}
+	h.send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	return h
+}
+
+// send sends method (POST with body, or GET) in the session.
+func (h *httpSession) send(method, body string) *http.Response {
+	req, _ := http.NewRequest(method, "http://127.0.0.1/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer good-user")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if h.session != "" {
+		req.Header.Set(httptransport.HeaderSessionID, h.session)
+		req.Header.Set(httptransport.HeaderProtocolVersion, "2025-11-25")
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// stream opens the session's GET stream and returns it with a channel that
+// gets the error that ends it.
+func (h *httpSession) stream() (*http.Response, <-chan error) {
+	stream := h.send(http.MethodGet, "")
+	if stream.StatusCode != http.StatusOK {
+		h.t.Fatalf("GET stream: %s", stream.Status)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, stream.Body)
+		ended <- err
+	}()
+	return stream, ended
+}
+
 // A WebSocket opened with an introspected token that names no expiry is
 // closed Options.Recheck after the token's introspection, not before, with
 // 1008 and a reason: its token is checked again at the client's next
@@ -70,42 +175,14 @@ func protectedPipes(t *testing.T, rs *oauth.ResourceServer, bound func(http.Hand
 // it is not).
 func TestRecheckClosesWebSocket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		as := &revocable{introspectionAS: introspectionAS{URL: "http://as.pipe/introspect"}}
-		asNet := servePipes(t, as.handler(as.answer))
-		rs, err := oauth.New(&oauth.Options{Resource: resource, Issuers: []string{"https://as.example.test"},
-			Introspection: as.URL, Client: asNet.Client(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		as, rs := newRevocable(t)
 		n := protectedPipes(t, rs, nil)
-		dial := func() (*websocket.Conn, error) {
-			c, resp, err := websocket.Dial(t.Context(), "ws://127.0.0.1/ws", &websocket.DialOptions{
-				HTTPClient: n.Client(t), Subprotocols: []string{ws.Subprotocol},
-				HTTPHeader: http.Header{"Authorization": {"Bearer good-user"}},
-			})
-			if err != nil && resp != nil {
-				b, _ := io.ReadAll(resp.Body)
-				err = errors.New(resp.Status + " " + string(b))
-			}
-			return c, err
-		}
-
 		start := time.Now()
-		c, err := dial()
+		c, err := dialGood(t, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		closed := make(chan error, 1)
-		go func() {
-			for {
-				if _, _, err := c.Read(context.Background()); err != nil {
-					closed <- err
-					return
-				}
-			}
-		}()
-		_ = c.Write(t.Context(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-		_ = c.Write(t.Context(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		closed := openSession(t, c)
 
 		time.Sleep(recheck - time.Second)
 		synctest.Wait()
@@ -129,12 +206,12 @@ func TestRecheckClosesWebSocket(t *testing.T) {
 		}
 		_ = c.CloseNow()
 
-		if _, err := dial(); err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), string(oauth.ReasonInactive)) {
+		if _, err := dialGood(t, n); err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), string(oauth.ReasonInactive)) {
 			t.Fatalf("a handshake with the revoked token: %v, want 401 inactive_token", err)
 		}
 		as.revoked.Store(false)
 		time.Sleep(time.Minute) // what was kept of the refusal ends
-		c, err = dial()
+		c, err = dialGood(t, n)
 		if err != nil {
 			t.Fatalf("a handshake with the token active again: %v", err)
 		}
@@ -147,55 +224,11 @@ func TestRecheckClosesWebSocket(t *testing.T) {
 // client's GET again is checked, and refused once the token is revoked.
 func TestRecheckEndsEventStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		as := &revocable{introspectionAS: introspectionAS{URL: "http://as.pipe/introspect"}}
-		asNet := servePipes(t, as.handler(as.answer))
-		rs, err := oauth.New(&oauth.Options{Resource: resource, Issuers: []string{"https://as.example.test"},
-			Introspection: as.URL, Client: asNet.Client(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		as, rs := newRevocable(t)
 		n := protectedPipes(t, rs, rs.Bound)
-		client := n.Client(t)
-		send := func(method, body, session string) *http.Response {
-			req, _ := http.NewRequest(method, "http://127.0.0.1/mcp", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer good-user")
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if session != "" {
-				req.Header.Set(httptransport.HeaderSessionID, session)
-				req.Header.Set(httptransport.HeaderProtocolVersion, "2025-11-25")
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp
-		}
-		resp := send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		session := resp.Header.Get(httptransport.HeaderSessionID)
-		if resp.StatusCode != http.StatusOK || session == "" {
-			t.Fatalf("initialize: %s", resp.Status)
-		}
-		resp = send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
-		resp.Body.Close()
-
+		h := newHTTPSession(t, n)
 		start := time.Now()
-		stream := send(http.MethodGet, "", session)
-		if stream.StatusCode != http.StatusOK {
-			t.Fatalf("GET stream: %s", stream.Status)
-		}
-		ended := make(chan error, 1)
-		go func() {
-			br := bufio.NewReader(stream.Body)
-			for {
-				if _, err := br.ReadString('\n'); err != nil {
-					ended <- err
-					return
-				}
-			}
-		}()
+		stream, ended := h.stream()
 		time.Sleep(recheck - time.Second)
 		synctest.Wait()
 		select {
@@ -213,7 +246,7 @@ func TestRecheckEndsEventStream(t *testing.T) {
 			t.Fatal("the event stream of a token that names no expiry is open an hour later")
 		}
 		stream.Body.Close()
-		again := send(http.MethodGet, "", session)
+		again := h.send(http.MethodGet, "")
 		b, _ := io.ReadAll(again.Body)
 		again.Body.Close()
 		if again.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), string(oauth.ReasonInactive)) {
@@ -229,70 +262,17 @@ func TestRecheckEndsEventStream(t *testing.T) {
 // too, asked again each minute; revoked, they end at the next recheck.
 func TestRecheckKeepsActive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		as := &revocable{introspectionAS: introspectionAS{URL: "http://as.pipe/introspect"}}
-		var down atomic.Bool
-		asNet := servePipes(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if down.Load() {
-				http.Error(w, "down", http.StatusServiceUnavailable)
-				return
-			}
-			as.handler(as.answer).ServeHTTP(w, r)
-		}))
-		rs, err := oauth.New(&oauth.Options{Resource: resource, Issuers: []string{"https://as.example.test"},
-			Introspection: as.URL, Client: asNet.Client(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		as, rs := newRevocable(t)
 		n := protectedPipes(t, rs, rs.Bound)
-		c, _, err := websocket.Dial(t.Context(), "ws://127.0.0.1/ws", &websocket.DialOptions{
-			HTTPClient: n.Client(t), Subprotocols: []string{ws.Subprotocol},
-			HTTPHeader: http.Header{"Authorization": {"Bearer good-user"}},
-		})
+		c, err := dialGood(t, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.CloseNow()
-		closed := make(chan error, 1)
-		go func() {
-			for {
-				if _, _, err := c.Read(context.Background()); err != nil {
-					closed <- err
-					return
-				}
-			}
-		}()
-		_ = c.Write(t.Context(), websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-
-		send := func(method, body, session string) *http.Response {
-			req, _ := http.NewRequest(method, "http://127.0.0.1/mcp", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer good-user")
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if session != "" {
-				req.Header.Set(httptransport.HeaderSessionID, session)
-				req.Header.Set(httptransport.HeaderProtocolVersion, "2025-11-25")
-			}
-			resp, err := n.Client(t).Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return resp
-		}
-		resp := send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		session := resp.Header.Get(httptransport.HeaderSessionID)
-		send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session).Body.Close()
-		stream := send(http.MethodGet, "", session)
-		if stream.StatusCode != http.StatusOK {
-			t.Fatalf("GET stream: %s", stream.Status)
-		}
+		closed := openSession(t, c)
+		h := newHTTPSession(t, n)
+		stream, ended := h.stream()
 		defer stream.Body.Close()
-		ended := make(chan error, 1)
-		go func() {
-			_, err := io.Copy(io.Discard, stream.Body)
-			ended <- err
-		}()
 		open := func(what string) {
 			t.Helper()
 			synctest.Wait()
@@ -309,21 +289,21 @@ func TestRecheckKeepsActive(t *testing.T) {
 			time.Sleep(recheck)
 			// The session's client says something (a session whose only stream
 			// is its GET stream ends after SessionIdle without a word).
-			send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session).Body.Close()
+			h.send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
 		}
 		time.Sleep(time.Second)
 		open("three rechecks of an active token")
 		if asked := as.Introspections.Load() - before; asked < 3 {
 			t.Fatalf("the token was introspected %d times in three rechecks, want one per connection each", asked)
 		}
-		down.Store(true)
+		as.down.Store(true)
 		time.Sleep(recheck + 3*time.Minute)
 		open("the authorization server down")
-		down.Store(false)
+		as.down.Store(false)
 		as.revoked.Store(true)
 		time.Sleep(recheck)
 		synctest.Wait()
-		for _, ch := range []chan error{closed, ended} {
+		for _, ch := range []<-chan error{closed, ended} {
 			select {
 			case <-ch:
 			default:

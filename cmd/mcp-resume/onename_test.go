@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -69,22 +68,11 @@ func TestGatewayToolScopeOneName(t *testing.T) {
 	}
 	w := e2etest.NewClient(t, wc)
 	w.Initialize(`{}`)
-	env := e2etest.Envelope(`{}`)
-	for i, params := range e2etest.TwoNames("countdown") {
-		m := post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s}}`, i, params),
-			"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
-		e2etest.RefusedAsAmbiguous(t, "gateway, HTTP, 2025, "+params, m)
-		m = post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,%s}}`, i, params, env),
-			"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo")
-		e2etest.RefusedAsAmbiguous(t, "gateway, HTTP, 2026, "+params, m)
-		id := fmt.Sprintf(`"ws%d"`, i)
-		w.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s}}`, id, params)
-		m, _ = w.Response(id)
-		e2etest.RefusedAsAmbiguous(t, "gateway, WebSocket, 2025, "+params, m)
-		id = fmt.Sprintf(`"wsm%d"`, i)
-		w.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s,%s}}`, id, params, env)
-		m, _ = w.Response(id)
-		e2etest.RefusedAsAmbiguous(t, "gateway, WebSocket, 2026, "+params, m)
-	}
+	e2etest.RefusesTwoNames(t, "gateway", "countdown", func(msg string, modern bool) e2etest.Msg {
+		if modern {
+			return post(msg, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "echo")
+		}
+		return post(msg, "Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+	}, w)
 	w.Close()
 }

@@ -34,3 +34,23 @@ func RefusedAsAmbiguous(t testing.TB, what string, m Msg) {
 		t.Errorf("%s: the protected tool ran: %s", what, m.Raw)
 	}
 }
+
+// RefusesTwoNames sends every TwoNames call of protected, in both eras, as
+// raw POSTs (post sends msg, as a 2026 request when modern, and returns its
+// answer) and over w's connection, and fails t unless each is refused as
+// ambiguous; where names the server.
+func RefusesTwoNames(t testing.TB, where, protected string, post func(msg string, modern bool) Msg, w *Client) {
+	t.Helper()
+	env := Envelope(`{}`)
+	for i, params := range TwoNames(protected) {
+		legacy := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s}}`, i, params)
+		modern := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,%s}}`, i, params, env)
+		RefusedAsAmbiguous(t, where+", HTTP, 2025, "+params, post(legacy, false))
+		RefusedAsAmbiguous(t, where+", HTTP, 2026, "+params, post(modern, true))
+		for era, msg := range map[string]string{"2025": legacy, "2026": modern} {
+			w.Send("%s", msg)
+			m, _ := w.Response(fmt.Sprint(i))
+			RefusedAsAmbiguous(t, where+", WebSocket, "+era+", "+params, m)
+		}
+	}
+}
