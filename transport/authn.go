@@ -78,6 +78,7 @@ func Expire(id Identity, expired func()) (stop func()) {
 		mu.Unlock()
 	}
 }
+
 // Refusal is the answer to a request its credentials do not allow: the HTTP
 // status, the WWW-Authenticate challenge (RFC 6750; "" for none) and the
 // JSON-RPC error (with its reason), written as the body, or sent alone where
