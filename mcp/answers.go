@@ -24,6 +24,10 @@ type outgoing struct {
 	req    *resume.Request // nil when sent directly (not resumable)
 	seq    atomic.Uint64   // its number in req's outbox
 	answer chan answer     // buffered, one answer
+	// relayedTo is the session an await call last asked it of (a deferred
+	// call's question), so that another await of that session does not ask
+	// it again.
+	relayedTo atomic.Pointer[connState]
 }
 
 type answer struct {

@@ -83,93 +83,104 @@ func (s *Server) await(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	return s.follow(ctx, cs.cl, r, h, token)
 }
 
+// awaitPoll is how often an await waiting on a request looks whether another
+// await took it over, and, for a request of another instance (which tells
+// nothing of its end to a waiting follower), whether it ended.
+const awaitPoll = time.Second
+
 // follow attaches r, the deferred request h names, to the await call aw for
-// up to Options.AnswerWithin: r's progress goes to aw's progress token, its
-// log messages to aw's client, its questions are asked of aw's client and
-// answered with what it says; its final response is the answer, and if none
-// comes in time a deferred answer again.
+// up to Options.AnswerWithin, as its follower (resume.Request.AttachFollow):
+// r's progress goes to aw's progress token and its log messages to aw's
+// client as r writes them (written to aw's stream, they are delivered: the
+// next await gets only what came after), its questions are asked of aw's
+// client, its final response is the answer. When none comes in time, a
+// deferred answer again. A cancel or an expiry of r, or another await taking
+// it over, answers at once.
 func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferHandle, progressToken any) (*mcp.CallToolResult, error) {
-	sink := newAwaitSink()
-	// Touched first: the await resets the request's clock, and a request of
-	// another instance has its status from its owner then, not from the
-	// shared store's record (which knows nothing of what is queued).
-	_ = r.Touch(0)
-	// A result delivered to an earlier await (the request ended, nothing is
-	// queued) is written again from the request's replay window, as long as
-	// the request keeps it (delivered-retention).
-	again := false
-	if st := r.Status(); st.State.Ended() && !st.HasPending {
-		again = true
-	}
-	attach := r.Attach
-	if again {
-		attach = r.AttachAcked
-	}
-	if err := attach(sink, 0); err != nil {
+	sink := &awaitSink{aw: aw, token: progressToken, ready: make(chan struct{}, 1)}
+	// h.Ack: what the call's own stream was written before its deferred
+	// answer, which the client has since it has the handle.
+	if err := r.AttachFollow(sink, h.Ack); err != nil {
 		return awaitError(wireError(err)), nil
 	}
-	defer r.Detach(sink)
-	defer sink.close()
-	t := time.NewTimer(s.opts.AnswerWithin)
-	defer t.Stop()
-	var last *progressNote
+	// Answered, the await takes nothing more: a write under way ends first
+	// (close waits for it), so what went to aw's client is delivered and the
+	// rest stays for the next await. Detaching a request of another instance
+	// is a call to it: not before the answer.
+	defer func() {
+		sink.close()
+		s.wg.Go(func() { r.Detach(sink) })
+	}()
+	var ended <-chan struct{}
+	if rc, ok := r.(interface{ Context() context.Context }); ok {
+		ended = rc.Context().Done()
+	}
+	poll := time.NewTicker(awaitPoll)
+	defer poll.Stop()
+	window := time.NewTimer(s.opts.AnswerWithin)
+	defer window.Stop()
 	for {
-		timeUp := false
 		select {
 		case <-sink.ready:
-		case <-t.C:
-			// Closed first: a write still under way fails, and the request
-			// keeps its message for the next await; what was written is
-			// taken below (a result written before the time came is this
-			// answer).
-			sink.close()
-			r.Detach(sink)
-			timeUp = true
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		for _, m := range sink.take() {
-			if again && m.Kind != KindResponse {
-				continue // what was written before: only the result is wanted
-			}
-			switch m.Kind {
-			case KindResponse:
-				return resultOf(m.Data), nil
-			case KindProgress:
-				if n := s.forwardProgress(ctx, m.Data, progressToken); n != nil {
-					last = n
-				}
-			case KindNotification:
-				s.forwardNote(ctx, m.Data)
-			case KindRequest:
-				if timeUp {
-					continue // kept until answered: the next await asks it
+			for _, m := range sink.take() {
+				if m.Kind == KindResponse {
+					return resultOf(m.Data), nil
 				}
 				if err := s.relayQuestion(ctx, aw, m.Data); err != nil {
 					return nil, err
 				}
 			}
+			continue
+		case <-ended:
+			ended = nil // a result on its way is the answer; an end without one is below
+		case <-poll.C:
+		case <-window.C:
+			sink.close()
+			for _, m := range sink.take() { // a result written before the time came is the answer
+				if m.Kind == KindResponse {
+					return resultOf(m.Data), nil
+				}
+			}
+			return s.deferredResult(h.Tool, h.encode(), time.Since(time.UnixMilli(h.Started)), sink.lastProgress(), r.Status().HasInput), nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
 		}
-		if timeUp {
-			_ = r.Touch(0) // the status of a request of another instance is its owner's now
-			return s.deferredResult(h.Tool, h.encode(), time.Since(time.UnixMilli(h.Started)), last, r.Status().HasInput), nil
+		if e := s.awaitEnded(r, sink, ended != nil); e != nil {
+			return e, nil
 		}
 	}
 }
 
-// forwardProgress sends the progress notification data (the deferred call's)
-// to the await call's client under token (none: not sent), and returns what
-// it said.
-func (s *Server) forwardProgress(ctx context.Context, data []byte, token any) *progressNote {
+// awaitEnded is the answer of an await following r through sink when it can
+// follow no more: r ended without a result (cancelled, expired), or another
+// await took r over; nil while it waits on. known: r's end would have been
+// seen (its context), so r is not asked about it.
+func (s *Server) awaitEnded(r resume.Handle, sink *awaitSink, known bool) *mcp.CallToolResult {
+	if !known {
+		if err := r.Touch(0); err != nil && !errors.Is(err, resume.ErrUnreachable) {
+			return awaitError(wireError(err))
+		}
+	}
+	if !r.Attached(sink) && !r.Status().State.Ended() {
+		return awaitError(spec.NewError(spec.CodeInvalidParams, spec.ReasonSuperseded,
+			"another call of this tool with the same handle took the call over: its progress and result come there"))
+	}
+	return nil
+}
+
+// forwardProgress returns the params of the progress notification data (the
+// deferred call's) for the await call's client, under token (nil when it has
+// none), and what the notification said.
+func forwardProgress(data []byte, token any) (json.RawMessage, *progressNote) {
 	var n struct {
 		Params map[string]any `json:"params"`
 	}
 	if json.Unmarshal(data, &n) != nil {
-		return nil
+		return nil, nil
 	}
 	note := noteOf(n.Params)
 	if note == nil || token == nil {
-		return note
+		return nil, note
 	}
 	params := map[string]any{"progressToken": token, "progress": note.Progress}
 	if note.Total != nil {
@@ -178,19 +189,23 @@ func (s *Server) forwardProgress(ctx context.Context, data []byte, token any) *p
 	if note.Message != "" {
 		params["message"] = note.Message
 	}
-	_ = s.srv.SendNotificationToClient(ctx, spec.MethodProgress, params)
-	return note
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, note
+	}
+	return p, note
 }
 
-// forwardNote sends a log message of the deferred call to the await call's
-// client; other notifications stay with the call.
-func (s *Server) forwardNote(ctx context.Context, data []byte) {
+// forwardNote returns the params of a log message of the deferred call for
+// the await call's client (its _meta without the deferred call's
+// numbering); nil for other notifications, which stay with the call.
+func forwardNote(data []byte) json.RawMessage {
 	var n struct {
 		Method string         `json:"method"`
 		Params map[string]any `json:"params"`
 	}
 	if json.Unmarshal(data, &n) != nil || n.Method != "notifications/message" {
-		return
+		return nil
 	}
 	if meta, ok := n.Params["_meta"].(map[string]any); ok {
 		delete(meta, spec.MetaSeq)
@@ -198,18 +213,43 @@ func (s *Server) forwardNote(ctx context.Context, data []byte) {
 			delete(n.Params, "_meta")
 		}
 	}
-	_ = s.srv.SendNotificationToClient(ctx, n.Method, n.Params)
+	p, err := json.Marshal(n.Params)
+	if err != nil {
+		return nil
+	}
+	return p
 }
 
 // relayQuestion asks the await call aw's client the deferred call's question
-// data (a server-to-client request) and hands its answer, or its refusal, to
-// the tool waiting for it (here, or on the instance that asked).
+// data (a server-to-client request). A 2025-era client is asked it as it is,
+// under its own id, and the await goes on: the client's answer, whenever it
+// comes, goes to the tool that asked (here, or on the instance that asked),
+// as any answer does. A 2026-era await has no server-to-client requests: the
+// question is its round's input_required answer, and the answer of the retry
+// is handed to the tool.
 func (s *Server) relayQuestion(ctx context.Context, aw *call, data []byte) error {
 	q, derr := spec.Decode(data)
 	if derr != nil || q.Kind != spec.KindRequest {
 		return nil
 	}
 	params := withoutSeq(q.Params)
+	if aw.modern == nil {
+		// A question this session was asked already (by an await that
+		// another took over) is not asked again: its answer is on its way.
+		var o *outgoing
+		if v, ok := s.answers.pending.Load(string(q.ID)); ok {
+			if o = v.(*outgoing); o.relayedTo.Load() == aw.c {
+				return nil
+			}
+		}
+		if err := aw.emit(KindRequest, q.ID, q.Method, params); err != nil {
+			return fmt.Errorf("mcp: relaying a question: %w", err)
+		}
+		if o != nil {
+			o.relayedTo.Store(aw.c)
+		}
+		return nil
+	}
 	res, err := aw.ask(ctx, q.Method, params)
 	if ctx.Err() != nil {
 		return context.Cause(ctx) // the question stays, for the next await
@@ -310,36 +350,51 @@ func awaitError(e *spec.Error) *mcp.CallToolResult {
 	return res
 }
 
-// awaitSink is the Stream an await call attaches a deferred request to: what
-// the request writes waits there, unbounded (it is what the request holds
-// anyway), for the await call to take, until the await call is answered
-// (close).
+// awaitSink is the Stream an await call attaches a deferred request to, as
+// its follower: progress and log messages are written on to the await call's
+// client as they come (a write that fails there fails here, and the request
+// keeps the message for the next await); questions and the final response
+// wait for the await call to take them. Once the await call is answered
+// (close), every write fails.
 type awaitSink struct {
-	mu     sync.Mutex
+	aw    *call
+	token any           // the await call's progress token (nil: its client wants no progress)
+	ready chan struct{} // capacity 1: something waits
+
+	mu     sync.Mutex // guards the fields below; held through a write to the await call's client
 	msgs   []Message
-	closed bool
-	ready  chan struct{} // capacity 1: something waits
+	last   *progressNote
+	isDone bool
 }
 
 // errAwaitAnswered is the write error of an await call's sink once the call
 // is answered: a request whose write fails keeps its message for its next
-// sink. A request detached from the sink may still have a write under way
-// (the engine checks its attachment before a write, not during it, and a
-// request of another instance delivers through an inbox that closes without
-// waiting): without the error, that message would count as delivered to a
-// call that has answered.
+// sink.
 var errAwaitAnswered = errors.New("mcp: the await call has answered")
 
-func newAwaitSink() *awaitSink { return &awaitSink{ready: make(chan struct{}, 1)} }
-
-func (w *awaitSink) Write(_ context.Context, m Message) error {
+func (w *awaitSink) Write(ctx context.Context, m Message) error {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	defer w.mu.Unlock()
+	if w.isDone {
 		return errAwaitAnswered
 	}
+	switch m.Kind {
+	case KindProgress:
+		params, note := forwardProgress(m.Data, w.token)
+		if note != nil {
+			w.last = note
+		}
+		if params == nil {
+			return nil // its client asked for no progress: nothing to tell it
+		}
+		return w.aw.emit(KindProgress, nil, spec.MethodProgress, params)
+	case KindNotification:
+		if params := forwardNote(m.Data); params != nil {
+			return w.aw.emit(KindNotification, nil, "notifications/message", params)
+		}
+		return nil
+	}
 	w.msgs = append(w.msgs, m)
-	w.mu.Unlock()
 	select {
 	case w.ready <- struct{}{}:
 	default:
@@ -347,10 +402,11 @@ func (w *awaitSink) Write(_ context.Context, m Message) error {
 	return nil
 }
 
-// close makes every later write fail; what was written stays for take.
+// close makes every later write fail, once a write under way has ended; what
+// waits stays for take.
 func (w *awaitSink) close() {
 	w.mu.Lock()
-	w.closed = true
+	w.isDone = true
 	w.mu.Unlock()
 }
 
@@ -361,4 +417,11 @@ func (w *awaitSink) take() []Message {
 	m := w.msgs
 	w.msgs = nil
 	return m
+}
+
+// lastProgress is the latest progress the request reported to this await.
+func (w *awaitSink) lastProgress() *progressNote {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
 }

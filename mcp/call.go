@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -16,6 +17,8 @@ import (
 var (
 	errConnectionLost = errors.New("mcp: connection lost before the request became resumable")
 	errClientCancel   = errors.New("mcp: cancelled by the client")
+	// errCancelledEarly: cancelled by the client before it came (sessionCalls.bornCancelled).
+	errCancelledEarly = fmt.Errorf("%w, before the call came", errClientCancel)
 )
 
 // callKind is what becomes of a call besides its answer.
@@ -120,6 +123,9 @@ type call struct {
 	dfr   deferral // its deferred answer (deferral.go)
 	done  bool     // the handler returned
 	lost  bool     // the connection went away before the request became resumable
+	// cancelled: its client cancelled it (notifications/cancelled): it
+	// answers nothing more, a deferred answer neither.
+	cancelled bool
 }
 
 // releaseKey lets go of the call's key among the keyed calls in flight (once
@@ -209,6 +215,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 			cl.span.endCause(cause) // a request's span is the request's to end
 		case r.Context().Err() == nil:
 			r.Cancel()
+		}
+		// Its stream, when it is the call's own (a POST's), ends now: its
+		// client waits for nothing more on it.
+		if cs, ok := cl.st.(ClosableStream); ok {
+			cs.CloseStream()
 		}
 		return
 	}
@@ -399,6 +410,27 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	if _, err := r.Append(kind, key, func(seq uint64) []byte { return encodeNotification(n, cl.stamp(seq)) }); err != nil {
 		cl.c.debug().Err(err).Str("request", string(cl.id)).Msg("queueing a notification")
 	}
+}
+
+// emit writes a message of the call (a notification of method with params,
+// or, with an id, a server-to-client request) to its client now, and returns
+// the write's error: to its stream while it is plain, into its request's
+// outbox once it is one. (deliver is the path of the notifications its tool
+// sends through mcp-go.)
+func (cl *call) emit(k Kind, id spec.ID, method string, params json.RawMessage) error {
+	cl.mu.Lock()
+	r := cl.req
+	cl.mu.Unlock()
+	if r == nil {
+		return cl.st.Write(cl.c.ctx, Message{Kind: k, Data: spec.EncodeRequest(id, method, params)})
+	}
+	key := ""
+	if k == KindProgress {
+		tok, _, _ := spec.Member(params, "progressToken")
+		key = string(tok)
+	}
+	_, err := r.Append(k, key, func(seq uint64) []byte { return spec.EncodeRequestSeq(id, method, params, cl.stamp(seq)) })
+	return err
 }
 
 // stamp returns the sequence number a message of the call carries in its _meta: 0

@@ -25,10 +25,17 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 	if refusal, cause := cc.accept(cl, m, raw); cause != nil {
 		cl.cancel(cause)
 		cl.releaseKey()
-		if refusal != nil {
+		switch {
+		case refusal != nil:
 			c.replyError(st, m.ID, refusal)
+		case errors.Is(cause, errCancelledEarly):
+			// No answer: its stream, when it is the call's own (a POST's),
+			// ends now.
+			if cs, ok := st.(ClosableStream); ok {
+				cs.CloseStream()
+			}
 		}
-		cl.span.end(refusal) // nil: answered by the request the call joined
+		cl.span.end(refusal) // nil: answered by the request the call joined, or cancelled
 		return
 	}
 	cl.armDeferral(m)
@@ -90,6 +97,9 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 // answered by the join.
 func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *spec.Error, cause error) {
 	c, st, mr := cc.c, cl.st, cl.modern
+	if cc.bornCancelled(m) {
+		return nil, errCancelledEarly
+	}
 	if c.toolRefusal != nil && m.Method == string(mcp.MethodToolsCall) {
 		if e := c.toolRefusal(m.Target()); e != nil {
 			return e, errClientCancel
@@ -156,6 +166,28 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 		c.debug().Str("request", key).Msg("request refused: too many in flight")
 	}
 	return refusal, cause
+}
+
+// bornCancelled reports whether the client cancelled request m before it
+// came: it is not run, and gets no answer, as a cancelled request gets none.
+// A keyed call names a request that may run already (its first copy, on
+// another connection): the cancel is for it.
+func (cc *sessionCalls) bornCancelled(m *spec.Message) bool {
+	c := cc.c
+	var early bool
+	c.update(func(st *sessionState) { early = st.takeEarlyCancel(string(m.ID), time.Now()) })
+	if !early {
+		return false
+	}
+	c.debug().Str("request", string(m.ID)).Msg("request cancelled before it came; not run")
+	if m.Method == string(mcp.MethodToolsCall) {
+		if ck, _ := spec.CallKey(m.Params); ck != "" {
+			if r, err := c.s.eng.LookupKey(ck, m.ID, c.principal); err == nil {
+				r.Cancel()
+			}
+		}
+	}
+	return true
 }
 
 // awaitKey handles request m, a keyed call sent again while the first copy
@@ -301,11 +333,13 @@ func (cc *sessionCalls) cancelled(m *spec.Message) {
 	var cl *call
 	var r resume.Handle
 	c.update(func(st *sessionState) { cl, r = st.running[key], st.attached[key].r })
-	if r == nil && cl != nil {
+	if cl != nil {
 		// Under the call's lock: a call not yet a request is cancelled before
 		// promote can make it one (promote looks at its context under the same
-		// lock).
+		// lock), and a call about to be deferred is not (deferAnswer answers
+		// under the same lock).
 		cl.mu.Lock()
+		cl.cancelled = true
 		req := cl.req
 		if req == nil {
 			cl.cancel(errClientCancel)
@@ -333,5 +367,12 @@ func (cc *sessionCalls) cancelled(m *spec.Message) {
 			return
 		}
 	}
-	c.debug().Str("request", key).Msg("cancel for a request not attached here; ignored")
+	// Not (yet) here: the call may come after its cancel (Streamable HTTP
+	// sends each as a POST of its own), and is then born cancelled.
+	c.update(func(st *sessionState) {
+		if !st.closed {
+			st.noteEarlyCancel(key, time.Now())
+		}
+	})
+	c.debug().Str("request", key).Msg("cancel for a request not here (yet)")
 }

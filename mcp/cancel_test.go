@@ -3,7 +3,9 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -115,4 +117,104 @@ func TestCancelAtOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A cancel that overtakes its call (on Streamable HTTP each is a POST of its
+// own, and the cancel's may be handled first) ends the call as it comes: it
+// is born cancelled, never runs, and gets no answer. A keyed call whose
+// request runs already (its first copy) cancels that request; a task is
+// never made.
+func TestCancelBeforeItsCall(t *testing.T) {
+	const key = `"io.mcp-resume/key":"k7Xq2mP9vR4tY8wZ1nB6cD3fH5jL0sAy"`
+	for _, tc := range []struct {
+		name, caps, params string
+	}{
+		{"plain", `{}`, `"name":"countdown","arguments":{"seconds":5,"steps":1}`},
+		{"resumable", `{"resumableRequests":{}}`, `"name":"countdown","arguments":{"seconds":5,"steps":1}`},
+		{"task", `{"tasks":{}}`, `"name":"countdown","arguments":{"seconds":5,"steps":1},"task":{"ttl":60000}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var runs atomic.Int32
+				srv := demo.Server("test")
+				srv.Use(countRuns(&runs, "countdown"))
+				core, err := mcp.New(srv, &mcp.Options{Tools: demo.Policies()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := e2etest.NewClient(t, serveCore(t, core)(t))
+				c.Initialize(tc.caps)
+				c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+				c.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{%s}}`, tc.params)
+				time.Sleep(10 * time.Second) // long past the countdown's end
+				for _, m := range c.Quiet(`"after"`) {
+					if string(m.ID) == "7" {
+						t.Fatalf("the cancelled call answered: %s", m.Raw)
+					}
+				}
+				if n := runs.Load(); n != 0 {
+					t.Errorf("the cancelled call's tool ran %d times", n)
+				}
+				if st := core.Engine().Stats(); st.Processing+st.Completed+st.Failed != 0 {
+					t.Errorf("the engine holds %+v after a call born cancelled", st)
+				}
+			})
+		})
+	}
+	t.Run("keyed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			core, err := mcp.New(demo.Server("test"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dial := serveCore(t, core)
+			first := e2etest.NewClient(t, dial(t))
+			first.Initialize(`{"resumableRequests":{}}`)
+			first.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":60,"steps":2},"_meta":{%s}}}`, key)
+			time.Sleep(time.Second) // a request now, keyed
+			again := e2etest.NewClient(t, dial(t))
+			again.Initialize(`{"resumableRequests":{}}`)
+			again.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+			again.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":60,"steps":2},"_meta":{%s}}}`, key)
+			synctest.Wait()
+			if st := core.Engine().Stats(); st.Processing != 0 {
+				t.Fatalf("the keyed call's request runs on after its copy came cancelled: %+v", st)
+			}
+		})
+	})
+}
+
+// A cancel that comes as the call is deferred (Options.AnswerWithin, the
+// same instant) leaves no deferred answer out after the cancel was taken:
+// the call ends cancelled either way, and an await says so.
+func TestCancelAtTheDeferral(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{AnswerWithin: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{}`)
+		c.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":60,"steps":2}}}`)
+		time.Sleep(10 * time.Second)
+		c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+		synctest.Wait()
+		ms := c.Quiet(`"after"`)
+		for _, m := range ms {
+			if string(m.ID) != "7" {
+				continue
+			}
+			d, ok := deferredOf(t, m)
+			if !ok {
+				t.Fatalf("the cancelled call answered: %s", m.Raw)
+			}
+			c.Send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":%q,"arguments":{"handle":%q}}}`, d.Tool, d.Arguments.Handle)
+			if resp, _ := c.Response(`8`); !strings.Contains(string(resp.Raw), `"`+string(spec.ReasonCancelled)+`"`) {
+				t.Fatalf("the await of a call cancelled as it was deferred: %s, want cancelled", resp.Raw)
+			}
+		}
+		if st := core.Engine().Stats(); st.Processing != 0 {
+			t.Fatalf("the call runs on after its cancel: %+v", st)
+		}
+	})
 }

@@ -333,3 +333,51 @@ func TestNewRefusesClusterWithoutSharedStore(t *testing.T) {
 		t.Fatalf("error %q does not say what the store lacks", err)
 	}
 }
+
+// Two awaits of one deferred call at once, on two instances: the one on the
+// instance that does not own the call, taken over by the other, answers
+// superseded within a poll instead of waiting out its window; every progress
+// value reaches the client once across the call and all its awaits.
+func TestTwoAwaitsAcrossInstances(t *testing.T) {
+	ins := startClusterOf(t, 2, 5*time.Second, mcp.Options{AnswerWithin: 2 * time.Second}, func() *server.MCPServer { return demo.Server("test") })
+	c0 := e2etest.NewClient(t, ins[0].dial(t))
+	c0.Initialize(`{}`)
+	c0.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":8,"steps":8},"_meta":{"progressToken":"p"}}}`)
+	resp, before := c0.Response(`"c"`)
+	d, ok := deferredOf(t, resp)
+	if !ok {
+		t.Fatalf("%s, want a deferred answer", resp.Raw)
+	}
+	progress := progressOf(before, "p")
+	c1 := e2etest.NewClient(t, ins[1].dial(t))
+	c1.Initialize(`{}`)
+	args := fmt.Sprintf(`{"handle":%q}`, d.Arguments.Handle)
+	c1.Send(`{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"q"}}}`, d.Tool, args)
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	c0.Send(`{"jsonrpc":"2.0","id":"a2","method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"q"}}}`, d.Tool, args)
+	resp, before = c1.Response(`"a1"`)
+	progress = append(progress, progressOf(before, "q")...)
+	if waited := time.Since(start); waited > 1500*time.Millisecond {
+		t.Errorf("the first await answered %v after the second came", waited)
+	}
+	if !strings.Contains(string(resp.Raw), `"`+string(spec.ReasonSuperseded)+`"`) {
+		t.Fatalf("the first await: %s, want superseded", resp.Raw)
+	}
+	id := `"a2"`
+	for i := 3; ; i++ {
+		resp, before = c0.Response(id)
+		progress = append(progress, progressOf(before, "q")...)
+		if _, again := deferredOf(t, resp); !again || i > 20 {
+			break
+		}
+		id = fmt.Sprintf(`"a%d"`, i)
+		c0.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"q"}}}`, id, d.Tool, args)
+	}
+	if e2etest.Text(resp) != "countdown done: 8 of 8 steps" {
+		t.Fatalf("the last await: %s, want the result", resp.Raw)
+	}
+	if !oneToN(progress, 8) {
+		t.Errorf("progress across the call and its awaits %v, want 1..8 each once", progress)
+	}
+}

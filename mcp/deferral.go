@@ -53,6 +53,10 @@ type deferHandle struct {
 	Token   string  `json:"t"`
 	Tool    string  `json:"n,omitempty"`
 	Started int64   `json:"s,omitempty"`
+	// Ack is the last message of the call written to its client before the
+	// deferred answer that gave this handle, on the same stream: the client
+	// that holds the handle has it (an await acknowledges it).
+	Ack uint64 `json:"a,omitempty"`
 }
 
 func (h deferHandle) encode() string {
@@ -133,13 +137,12 @@ func (cl *call) armDeferral(m *spec.Message) {
 func (cl *call) deferAnswer(restartable bool) {
 	c, s := cl.c, cl.c.s
 	cl.mu.Lock()
-	if cl.done || cl.lost || cl.dfr.deferred || cl.ctx.Err() != nil {
-		cl.mu.Unlock()
+	defer cl.mu.Unlock()
+	if cl.done || cl.lost || cl.dfr.deferred || cl.cancelled || cl.ctx.Err() != nil {
 		return
 	}
 	st, id := cl.st, cl.id
 	if rd := cl.round; rd != nil && !rd.close() {
-		cl.mu.Unlock()
 		return
 	}
 	if !cl.pol.applied {
@@ -154,32 +157,33 @@ func (cl *call) deferAnswer(restartable bool) {
 			// It runs on as a plain call, answered when it ends.
 			cl.dfr.deferred = false
 			cl.notStartedLocked(err)
-			cl.mu.Unlock()
 			return
 		}
 		cl.token = tok
 		cl.becomeLocked(nr, nil, true)
 		r = nr
-	} else {
-		r.Detach(cl.st)
-		if cl.round != nil {
-			r.Detach(cl.round)
-		}
 	}
 	h := deferHandle{ID: cl.id, Token: cl.token, Tool: cl.dfr.tool, Started: cl.dfr.started.UnixMilli()}
-	last, tool, elapsed := cl.dfr.lastProgress, cl.dfr.tool, time.Since(cl.dfr.started)
-	modern := cl.modern != nil
-	cl.mu.Unlock()
+	if cl.req != nil {
+		// What its stream was written comes before the deferred answer: the
+		// client that awaits with the handle has it.
+		h.Ack = r.DetachWritten(cl.st)
+		if cl.round != nil {
+			h.Ack = max(h.Ack, r.DetachWritten(cl.round))
+		}
+	}
 	// Its client holds a handle of it now: the session's end leaves it.
 	c.untrack(id)
-	res := s.deferredResult(tool, h.encode(), elapsed, last, r.Status().HasInput)
-	if modern {
+	res := s.deferredResult(cl.dfr.tool, h.encode(), time.Since(cl.dfr.started), cl.dfr.lastProgress, r.Status().HasInput)
+	if cl.modern != nil {
 		res.ResultType = mcp.ResultTypeComplete
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		return
 	}
+	// Answered under the call's lock: a cancel of the call comes before
+	// (and there is no answer) or after it.
 	c.reply(st, spec.EncodeResponse(id, b))
 	c.debug().Str("request", string(id)).Msg("answered with a deferred answer; the call runs on")
 }

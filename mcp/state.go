@@ -3,6 +3,7 @@ package mcp
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // sessionState is what a session's goroutines share: its default stream and
@@ -35,6 +36,50 @@ type sessionState struct {
 	// taskStreams: tasks/stream requests running here, by the request's id
 	// text.
 	taskStreams map[string]taskStreamRef
+
+	// early: ids of requests the client cancelled before they came (on
+	// Streamable HTTP a cancel is a POST of its own, which may overtake the
+	// POST of its call), with when: such a call is born cancelled. At most
+	// maxEarlyCancels, each for earlyCancelFor.
+	early map[string]time.Time
+}
+
+// Bounds of sessionState.early: what a client can make a session hold with
+// cancels of requests it never sends.
+const (
+	maxEarlyCancels = 64
+	earlyCancelFor  = time.Minute
+)
+
+// noteEarlyCancel records that the client cancelled request id before it came.
+func (st *sessionState) noteEarlyCancel(id string, now time.Time) {
+	if st.early == nil {
+		st.early = make(map[string]time.Time)
+	}
+	if len(st.early) >= maxEarlyCancels {
+		oldest, at := "", now
+		for k, t := range st.early {
+			if now.Sub(t) > earlyCancelFor {
+				delete(st.early, k)
+			} else if t.Before(at) {
+				oldest, at = k, t
+			}
+		}
+		if len(st.early) >= maxEarlyCancels {
+			delete(st.early, oldest)
+		}
+	}
+	st.early[id] = now
+}
+
+// takeEarlyCancel reports whether the client cancelled request id before it
+// came (within earlyCancelFor), and forgets it.
+func (st *sessionState) takeEarlyCancel(id string, now time.Time) bool {
+	t, ok := st.early[id]
+	if ok {
+		delete(st.early, id)
+	}
+	return ok && now.Sub(t) <= earlyCancelFor
 }
 
 // update runs f on the session's state, under the session's lock, and checks
@@ -50,6 +95,9 @@ func (c *connState) update(f func(st *sessionState)) {
 // changed it, found at the change. Checks that visit every entry run in test
 // binaries only.
 func (st *sessionState) check() {
+	if len(st.early) > maxEarlyCancels {
+		panic("mcp: more early cancels than maxEarlyCancels")
+	}
 	if st.closed && (st.running != nil || st.attached != nil || st.retries != nil || st.pumpStop != nil) {
 		panic("mcp: a closed session still holds calls, requests, rounds or its pump")
 	}

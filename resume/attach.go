@@ -16,6 +16,10 @@ type attachment struct {
 	// message goes from the outbox to the window when it completes.
 	win     []Message
 	wantWin bool
+	// follow: a follower's attachment (AttachFollow): what is written to
+	// it is delivered, in ack mode too, and it takes over only after the
+	// previous attachment's write in flight has ended.
+	follow bool
 	// wmu is held through each write to sink and what follows it (a delivered
 	// message discarded); prevW is the previous attachment's, which this one's
 	// first drain waits for (see drain). Separate allocations, so that a
@@ -35,6 +39,12 @@ func (r *Request) newAttachmentLocked(sink Sink, cursor uint64, wantWin bool) *a
 // previous attachment's write in flight: a client that resumes must not wait
 // behind a connection that stalled (its write may then be delivered twice).
 const takeoverWait = 50 * time.Millisecond
+
+// followWait bounds how long a follower's first drain waits for the previous
+// attachment's write in flight (AttachFollow): long enough for a write through
+// another instance (its call timeout), so that a message goes to one follower
+// only.
+const followWait = 10 * time.Second
 
 // Attach makes sink the request's sink (taking it over from any other), drops
 // messages up to ack (when ack > 0, which also switches to ack mode), resets the
@@ -73,15 +83,34 @@ func (r *Request) AttachAll(sink Sink) error {
 	return nil
 }
 
-// AttachMode is how an attach treats the replay window: as Attach, AttachAcked
-// or AttachAll does (for Host.AttachWritten, which serves all three for another
-// instance).
+// AttachFollow attaches a follower: a client that follows the request on
+// behalf of another that holds no connection to it (the await tool of a
+// deferred call), after ack, which it acknowledges (0: nothing). What is
+// written to it counts as delivered as it is written, whatever the request's
+// ack mode: a follower that takes what it is given forwards it, and a follower
+// that ends takes nothing more, so the next one gets what is left. A follower
+// takes over from the previous attachment only once that one's write in
+// flight has ended (up to followWait), so that no message goes to two
+// followers. The replay window is not written again: it holds what was
+// delivered.
+func (r *Request) AttachFollow(sink Sink, ack uint64) error {
+	if err := r.attach(sink, ack, ack, AttachModeFollow); err != nil {
+		return err
+	}
+	r.kick(Message{})
+	return nil
+}
+
+// AttachMode is how an attach treats the replay window: as Attach, AttachAcked,
+// AttachAll or AttachFollow does (for Host.AttachWritten, which serves them all
+// for another instance).
 type AttachMode uint8
 
 const (
-	AttachModePlain AttachMode = iota // an ack > 0 counts as acked
-	AttachModeAcked                   // the client acknowledged ack, 0 included
-	AttachModeAll                     // the client has seen nothing, and does not acknowledge
+	AttachModePlain  AttachMode = iota // an ack > 0 counts as acked
+	AttachModeAcked                    // the client acknowledged ack, 0 included
+	AttachModeAll                      // the client has seen nothing, and does not acknowledge
+	AttachModeFollow                   // a follower: written is delivered (AttachFollow)
 )
 
 // attach is Attach without the writing: the client acknowledged every message up
@@ -103,17 +132,18 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode AttachMode) error 
 			r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("storing the ack mode")
 		}
 	}
-	wantWin := ack > 0 || mode != AttachModePlain
+	wantWin := (ack > 0 || mode != AttachModePlain) && mode != AttachModeFollow
 	if wantWin && time.Since(r.winAt) > r.e.opts.ReplayWindow {
 		r.trimWinLocked(0)
 	}
-	if written > ack && !r.ackMode {
+	if written > ack && (!r.ackMode || mode == AttachModeFollow) {
 		// Delivered, as deliver would have counted them.
 		if drop := r.q.upTo(written, func(k Kind) bool { return !k.retained() }); len(drop) > 0 {
 			r.discardLocked(drop)
 		}
 	}
-	r.newAttachmentLocked(sink, max(ack, written), wantWin)
+	a := r.newAttachmentLocked(sink, max(ack, written), wantWin)
+	a.follow = mode == AttachModeFollow
 	r.e.attaches.Add(1)
 	r.scheduleLocked()
 	if o := r.observer(); o != nil {
@@ -130,6 +160,25 @@ func (r *Request) Detach(sink Sink) {
 	if r.att != nil && r.att.sink == sink {
 		r.detachLocked()
 	}
+}
+
+// DetachWritten is Detach, and returns the sequence number of the last message
+// written to sink (or acknowledged before it was attached), a write in flight
+// included once it has ended (waited for up to takeoverWait): 0 when sink was
+// not the request's sink.
+func (r *Request) DetachWritten(sink Sink) uint64 {
+	r.mu.Lock()
+	a := r.att
+	if a == nil || a.sink != sink {
+		r.mu.Unlock()
+		return 0
+	}
+	r.detachLocked()
+	r.mu.Unlock()
+	a.wmu.waitIdle(takeoverWait)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return a.cursor
 }
 
 func (r *Request) detachAfterFailure(a *attachment) {

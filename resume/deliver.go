@@ -41,7 +41,10 @@ func (r *Request) drain(a *attachment, next Message) {
 		r.mu.Lock()
 		acks := r.ackMode
 		r.mu.Unlock()
-		if !acks {
+		switch {
+		case a.follow:
+			p.waitIdle(followWait)
+		case !acks:
 			p.waitIdle(takeoverWait)
 		}
 	}
@@ -155,11 +158,12 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 	if r.writing == a {
 		r.writing = nil
 	}
-	// Delivered, even if the attachment changed meanwhile: without acks an
-	// intermediate message written successfully is not sent again.
-	if !r.ackMode && !m.Kind.retained() && r.q.has(m.Seq) {
+	// Delivered, even if the attachment changed meanwhile: without acks (or
+	// to a follower) an intermediate message written successfully is not
+	// sent again.
+	if (!r.ackMode || a.follow) && !m.Kind.retained() && r.q.has(m.Seq) {
 		r.discardLocked([]uint64{m.Seq})
-		if !r.gone.Load() {
+		if !r.gone.Load() && !r.ackMode {
 			r.keepLocked(m)
 		}
 	}
@@ -185,11 +189,8 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 			return false
 		}
 	}
-	if r.att != a {
-		return false // taken over or ended; the new attachment has its own drain
-	}
-	a.cursor = m.Seq
-	return true
+	a.cursor = max(a.cursor, m.Seq) // written (DetachWritten reads it after a detach)
+	return r.att == a               // false: taken over or ended; the new attachment has its own drain
 }
 
 // replay returns the queued messages after sequence number after: from the Store,

@@ -32,6 +32,9 @@ type Handle interface {
 	// AttachAll is Attach for a client that has seen nothing of the request:
 	// every message it still holds is written (see Request.AttachAll).
 	AttachAll(sink Sink) error
+	// AttachFollow attaches a follower, for which written is delivered (see
+	// Request.AttachFollow).
+	AttachFollow(sink Sink, ack uint64) error
 	// Detach detaches the request from sink, if sink is its current sink.
 	Detach(sink Sink)
 	// Cancel ends the request as cancelled.

@@ -201,6 +201,9 @@ const (
 	// ReasonInvalidHandle: the await tool got a handle this server did not
 	// hand out (malformed).
 	ReasonInvalidHandle Reason = "invalid_handle"
+	// ReasonSuperseded: an await of a deferred call ended because another
+	// await of the same handle took the call over.
+	ReasonSuperseded Reason = "superseded"
 )
 
 // MetaRelatedTask (_meta) names the task a message belongs to (2025-11-25

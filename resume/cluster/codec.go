@@ -76,6 +76,7 @@ func decodeCall(b []byte) (call, error) {
 const (
 	flagPending = 1 << iota
 	flagInput
+	flagDetached
 )
 
 func encodeReply(r PeerReply) []byte {
@@ -87,6 +88,9 @@ func encodeReply(r PeerReply) []byte {
 	}
 	if s.HasInput {
 		flags |= flagInput
+	}
+	if r.Detached {
+		flags |= flagDetached
 	}
 	b = append(b, codecVersion, byte(s.State), flags)
 	b = binary.AppendUvarint(b, s.Dropped)
@@ -103,6 +107,7 @@ func decodeReply(b []byte) (PeerReply, error) {
 	s.State = resume.State(b[1])
 	s.HasPending = b[2]&flagPending != 0
 	s.HasInput = b[2]&flagInput != 0
+	r.Detached = b[2]&flagDetached != 0
 	b = b[3:]
 	var ok bool
 	if s.Dropped, b, ok = wire.Uvarint(b); !ok {

@@ -14,7 +14,8 @@ import (
 type PeerOp uint8
 
 const (
-	// PeerTouch: Touch(Ack), and the request's Status in the reply.
+	// PeerTouch: Touch(Ack), and the request's Status in the reply; with an
+	// Inbox, whether the request is still attached to it.
 	PeerTouch PeerOp = iota + 1
 	// PeerAttach: Attach to a sink that delivers to Inbox, with Ack.
 	PeerAttach
@@ -35,6 +36,9 @@ const (
 	// PeerAttachAll: as PeerAttach, for AttachAll (the client has seen nothing:
 	// every message held, the replay window's included). Ack is 0.
 	PeerAttachAll
+	// PeerAttachFollow: as PeerAttach, for AttachFollow (a follower: what is
+	// written to it is delivered).
+	PeerAttachFollow
 )
 
 // PeerCall is one call from an instance to another.
@@ -49,6 +53,9 @@ type PeerCall struct {
 // PeerReply answers a PeerCall.
 type PeerReply struct {
 	Status resume.Status
+	// Detached, in the reply to a PeerTouch that named an Inbox, says that
+	// the request is not attached to it (another client took it over).
+	Detached bool
 	// Err is "" for success, or one of the peerErr codes.
 	Err string
 }

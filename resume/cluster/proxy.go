@@ -173,7 +173,10 @@ func (p *proxy) detach(sink resume.Sink) (inbox string, ok bool) {
 }
 
 func (p *proxy) Touch(ack uint64) error {
-	rep, nx, err := p.call(PeerCall{Op: PeerTouch, Ack: ack})
+	p.mu.Lock()
+	inbox := p.inbox
+	p.mu.Unlock()
+	rep, nx, err := p.call(PeerCall{Op: PeerTouch, Ack: ack, Inbox: inbox})
 	if nx != nil {
 		return nx.Touch(ack)
 	}
@@ -188,7 +191,16 @@ func (p *proxy) Touch(ack uint64) error {
 	}
 	p.mu.Lock()
 	p.status = rep.Status
+	var taken resume.Sink
+	if rep.Detached && inbox != "" && p.inbox == inbox {
+		taken = p.sink
+	}
 	p.mu.Unlock()
+	if taken != nil {
+		// Another client took the request over at its owner: the proxy's
+		// sink gets nothing more (Attached says so).
+		p.detach(taken)
+	}
 	return nil
 }
 
@@ -228,6 +240,10 @@ func (p *proxy) AttachAcked(sink resume.Sink, ack uint64) error {
 
 func (p *proxy) AttachAll(sink resume.Sink) error { return p.attach(sink, 0, 0, PeerAttachAll) }
 
+func (p *proxy) AttachFollow(sink resume.Sink, ack uint64) error {
+	return p.attach(sink, ack, ack, PeerAttachFollow)
+}
+
 // attach is Attach, AttachAcked or AttachAll (op, with written == ack) or a
 // failover's reattach (op PeerReattach, ack 0).
 func (p *proxy) attach(sink resume.Sink, ack, written uint64, op PeerOp) error {
@@ -239,6 +255,8 @@ func (p *proxy) attach(sink resume.Sink, ack, written uint64, op PeerOp) error {
 			return nx.AttachAcked(sink, ack)
 		case PeerAttachAll:
 			return nx.AttachAll(sink)
+		case PeerAttachFollow:
+			return nx.AttachFollow(sink, ack)
 		}
 		return nx.Attach(sink, ack)
 	}

@@ -208,8 +208,8 @@ func (n *Node) servePeer(_ context.Context, from string, c PeerCall) PeerReply {
 		if err := r.Touch(c.Ack); err != nil {
 			return PeerReply{Err: PeerError(err)}
 		}
-		return PeerReply{Status: r.Status()}
-	case PeerAttach, PeerReattach, PeerAttachAcked, PeerAttachAll:
+		return PeerReply{Status: r.Status(), Detached: c.Inbox != "" && !r.Attached(peerSink{n, c.Inbox})}
+	case PeerAttach, PeerReattach, PeerAttachAcked, PeerAttachAll, PeerAttachFollow:
 		s := peerSink{n, c.Inbox}
 		ack, mode := c.Ack, resume.AttachModePlain
 		switch c.Op {
@@ -219,6 +219,8 @@ func (n *Node) servePeer(_ context.Context, from string, c PeerCall) PeerReply {
 			mode = resume.AttachModeAcked
 		case PeerAttachAll:
 			mode = resume.AttachModeAll
+		case PeerAttachFollow:
+			mode = resume.AttachModeFollow
 		}
 		deliver, err := e.AttachWritten(r, s, ack, c.Ack, mode)
 		if err != nil {

@@ -168,3 +168,54 @@ func countdown(id string, seconds float64, steps int) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%v,"steps":%d},"_meta":{"progressToken":%s}}}`,
 		id, seconds, steps, id)
 }
+
+// TestCancelOvertakesItsCall: a cancel POSTed before its call's POST is
+// handled (each is a request of its own) ends the call as it comes: its POST
+// is answered at once without a JSON-RPC response (a cancelled request gets
+// none), and the countdown never runs.
+func TestCancelOvertakesItsCall(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{"resumableRequests":{}}`)
+	if resp, body := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the cancel: %s %s", resp.Status, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp := c.do(ctx, http.MethodPost, countdown("7", 30, 3))
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("the cancelled call's POST did not end: %v", err)
+	}
+	if strings.Contains(string(body), `"id":7`) || strings.Contains(string(body), "notifications/progress") {
+		t.Fatalf("the cancelled call's POST: %s %s", resp.Status, body)
+	}
+}
+
+// TestCancelEndsItsCallsPOST: a call cancelled while it runs ends its POST's
+// stream without a response, at once: the client that cancelled need not
+// close it itself.
+func TestCancelEndsItsCallsPOST(t *testing.T) {
+	s := newServer(t, nil, nil)
+	c := s.raw(t)
+	c.initialize(`{}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp := c.do(ctx, http.MethodPost, countdown("8", 30, 30))
+	ch := events(resp.Body)
+	if e := next(t, ch); progressOf(e) != 1 && e.id == "" {
+		t.Fatalf("first event %+v", e)
+	}
+	if resp, body := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the cancel: %s %s", resp.Status, body)
+	}
+	for e := range ch {
+		if m := e.msg(); m["id"] != nil {
+			t.Fatalf("the cancelled call answered: %s", e.data)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the cancelled call's stream did not end")
+	}
+}
