@@ -35,12 +35,10 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 			e := spec.NewError(spec.CodeMissingCapability, spec.ReasonMissingCapability,
 				"the tool needs a client capability the request did not declare: "+method)
 			e.RequiredCapabilities = need
-			cl.mu.Lock()
-			cl.missing = e
-			cl.mu.Unlock()
+			cl.update(func(l *callLife) { l.missing = e })
 			return nil, e
 		}
-		if cl.request() == nil && cl.promote(true) == nil && cl.request() == nil {
+		if cl.step(evAsk).req == nil {
 			return nil, spec.NewError(spec.CodeInternalError, "", "the request cannot wait for input")
 		}
 	}
@@ -48,14 +46,16 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 	id := spec.ID(strconv.Quote(s.idPrefix + strconv.FormatUint(s.nextID.Add(1), 10)))
 	key := string(id)
 
-	cl.mu.Lock()
-	o := &outgoing{req: cl.req, answer: make(chan answer, 1)}
+	o := &outgoing{answer: make(chan answer, 1)}
 	s.answers.pending.Store(key, o)
 	defer s.answers.pending.Delete(key)
-	if o.req == nil {
-		cl.c.send(cl.st, KindRequest, spec.EncodeRequest(id, method, p))
-	}
-	cl.mu.Unlock()
+	cl.update(func(l *callLife) {
+		// Where the question goes is decided under the call's lock, as for
+		// its notifications: a promotion waits for the send.
+		if o.req = l.req; o.req == nil {
+			cl.c.send(cl.st, KindRequest, spec.EncodeRequest(id, method, p))
+		}
+	})
 	if o.req != nil {
 		_, err := o.req.Append(KindRequest, "", func(seq uint64) []byte {
 			o.seq.Store(seq)

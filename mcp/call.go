@@ -67,7 +67,9 @@ func (k callKind) legacy() bool { return kinds[k].legacy }
 // listen reports whether k is a subscriptions/listen.
 func (k callKind) listen() bool { return kinds[k].listen }
 
-// call is one request being handled by mcp-go.
+// call is one request being handled by mcp-go. Its fields above mu are set
+// before it runs and read-only after; its life (callLife) changes only
+// through step, under mu.
 type call struct {
 	c      *connState // the session it arrived on
 	st     Stream     // the stream its messages go to until it is resumable
@@ -88,9 +90,21 @@ type call struct {
 	// own capabilities.
 	resumable, ackMode bool
 	kind               callKind
-	uri                string        // a resources/read's URI, for its not-found error's data
-	taskID             *taskID       // the legacy task's id, once it is one (guarded by mu)
-	patch              func(any) any // edits the result before it is encoded; may be nil
+	// hidden: a request it becomes is one its client holds no token of: a
+	// client that did not declare SEP-975 (a request only for its session's
+	// stream reconnects), or a task, found by its task id: no policy, no
+	// sequence numbers, whatever the client declared.
+	hidden bool
+	uri    string        // a resources/read's URI, for its not-found error's data
+	patch  func(any) any // edits the result before it is encoded; may be nil
+	// tool and pol: a tools/call's tool, and its policy, resolved once (a
+	// 2025-11-25 task's Mode is Always: its client asked for a task);
+	// applies: the middleware applies pol as the tool starts (its client
+	// can come back for it: SEP-975, a task, or its session's stream
+	// reconnects).
+	tool    string
+	pol     Policy
+	applies bool
 	// key: the call key the client named the call with (spec.MetaKey), which
 	// becomes its request's token; "" for none.
 	key  string
@@ -99,33 +113,8 @@ type call struct {
 	// (Mode Always): a connection lost before then does not cancel it, since its
 	// client can find it by the key.
 	survives bool
-
-	mu  sync.Mutex      // guards the fields below; held while deciding where a message goes
-	req *resume.Request // set once the request is resumable
-	// hidden: resumable only by the session's stream reconnects (see
-	// connState.replay); its messages carry no sequence numbers.
-	hidden bool
-	round  *round // a 2026 request's first round, once it is a request of the engine
-	// missing: the tool asked for input the client declared no capability for;
-	// a request that then fails answers this error (-32021).
-	missing *spec.Error
-	// failure: the tool returned a *spec.Error (the gateway's upstream_lost, an
-	// upstream's own error): the request answers it as it is, not as mcp-go's
-	// -32603.
-	failure *spec.Error
-	// refusal: the call may not run (its key names another request); the
-	// middleware answers it instead of running the tool.
-	refusal *spec.Error
-	pol     promotion // how its policy makes it resumable (promote.go)
-	// token: its request's token, once it is one (a deferred answer's handle
-	// carries it).
-	token string
-	dfr   deferral // its deferred answer (deferral.go)
-	done  bool     // the handler returned
-	lost  bool     // the connection went away before the request became resumable
-	// cancelled: its client cancelled it (notifications/cancelled): it
-	// answers nothing more, a deferred answer neither.
-	cancelled bool
+	mu       sync.Mutex // guards life; held while deciding where a message goes
+	life     callLife
 }
 
 // releaseKey lets go of the call's key among the keyed calls in flight (once
@@ -138,9 +127,7 @@ func (cl *call) releaseKey() {
 		return
 	}
 	s := cl.c.s
-	cl.mu.Lock()
-	lost := cl.lost && cl.req == nil
-	cl.mu.Unlock()
+	lost := read(cl, func(l *callLife) bool { return l.phase == phaseLost })
 	if lost && s.keys.heldBy(cl.c.principal, cl.key, cl.hold) {
 		s.eng.TombstoneKey(cl.key, cl.id, cl.c.principal)
 	}
@@ -168,25 +155,17 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		resp = legacyResult(resp)
 	}
 
-	cl.mu.Lock()
-	cl.done = true
-	if cl.pol.timer != nil {
-		cl.pol.timer.Stop()
-	}
-	if cl.dfr.timer != nil {
-		cl.dfr.timer.Stop()
-	}
-	r := cl.req
+	r := cl.step(evReturned).req
 	if cl.uri != "" {
 		resp = withResourceURI(resp, cl.uri)
 	}
+	missing, failure := read(cl, func(l *callLife) *spec.Error { return l.missing }), read(cl, func(l *callLife) *spec.Error { return l.failure })
 	switch {
-	case cl.missing != nil && failed(resp):
-		resp = errorResponse(cl.missing)
-	case cl.failure != nil && failed(resp):
-		resp = errorResponse(cl.failure)
+	case missing != nil && failed(resp):
+		resp = errorResponse(missing)
+	case failure != nil && failed(resp):
+		resp = errorResponse(failure)
 	}
-	cl.mu.Unlock()
 	cl.flush()
 	cl.releaseKey()
 	cl.c.update(func(st *sessionState) {
@@ -260,61 +239,36 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		if !ok || cs.cl.c.s != s {
 			return next(ctx, req)
 		}
-		cs.cl.span.ran(req.Params.Name)
-		if cs.cl.resumable || cs.cl.kind.task() || (cs.cl.modern == nil && cs.cl.c.replay) {
-			p := s.opts.policy(req.Params.Name)
-			if cs.cl.kind.legacy() {
-				p.Mode = Always // the client asked for a task
+		cl := cs.cl
+		cl.span.ran(req.Params.Name)
+		out := cl.step(evPolicy)
+		if out.runOn != nil {
+			// The tool runs on the request's own context, which ends exactly
+			// when the request does, with mcp-go's values (session, server,
+			// request).
+			ctx = requestCtx{Context: out.runOn.Context(), values: ctx}
+		}
+		if out.prime {
+			if ps, ok := cl.st.(PrimingStream); ok {
+				ps.Prime() // the priming event held back names the request the policy made
 			}
-			ctx = cs.cl.apply(ctx, p)
 		}
-		cs.cl.policyApplied()
-		cs.cl.mu.Lock()
-		refusal := cs.cl.refusal
-		if refusal != nil {
-			cs.cl.failure = refusal
-		}
-		cs.cl.mu.Unlock()
+		var refusal *spec.Error
+		cl.update(func(l *callLife) {
+			if refusal = l.refusal; refusal != nil {
+				l.failure = refusal
+			}
+		})
 		if refusal != nil {
 			return nil, refusal
 		}
 		res, err := next(ctx, req)
 		var se *spec.Error
 		if errors.As(err, &se) {
-			cs.cl.mu.Lock()
-			cs.cl.failure = se
-			cs.cl.mu.Unlock()
+			cl.update(func(l *callLife) { l.failure = se })
 		}
 		return res, err
 	}
-}
-
-// apply makes the call resumable now (Always) or once it has run p.After (After),
-// and returns the context the tool runs on. It may run more than once for one call
-// (mcp-go re-invokes a handler that asked for input); only the first counts.
-func (cl *call) apply(ctx context.Context, p Policy) context.Context {
-	if p.Mode != Never {
-		cl.mu.Lock()
-		cl.pol.applied, cl.pol.restartable = true, p.Restartable
-		cl.mu.Unlock()
-	}
-	switch p.Mode {
-	case Always:
-		if w := cl.c.s.opts.QuickCall; w > 0 && cl.key == "" && !cl.kind.task() {
-			// Its client holds no token until the policy is sent: a call that
-			// answers first is answered as a plain one (Options.QuickCall).
-			cl.promoteAfter(w, true)
-			return ctx
-		}
-		if r := cl.promote(false); r != nil {
-			// The tool runs on the request's own context, which ends exactly when
-			// the request does, with mcp-go's values (session, server, request).
-			return requestCtx{Context: r.Context(), values: ctx}
-		}
-	case After:
-		cl.promoteAfter(p.After, false)
-	}
-	return ctx
 }
 
 // requestCtx is a request's context carrying the values of another context (the one
@@ -333,13 +287,6 @@ func (c requestCtx) Value(key any) any {
 	return c.values.Value(key)
 }
 
-// request returns the call's request once it is resumable, or nil.
-func (cl *call) request() *resume.Request {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return cl.req
-}
-
 // connectionLost is called when the call's connection closes: a call that is not
 // resumable is cancelled; a resumable one carries on, detached.
 //
@@ -347,21 +294,8 @@ func (cl *call) request() *resume.Request {
 // unless its client declared SEP-975; one waiting for its client's retry (its
 // round was answered input_required) waits on.
 func (cl *call) connectionLost() {
-	cl.mu.Lock()
-	r := cl.req
-	keep := r != nil && (cl.modern == nil || cl.resumable || cl.kind.task() || cl.dfr.deferred || cl.round.answered())
-	if r == nil && cl.survives && !cl.done {
-		keep = true // promote makes it a request, detached (its policy's write fails)
-	}
-	if !keep {
-		cl.lost = true
-	}
-	cl.mu.Unlock()
-	if !keep {
-		cl.cancel(errConnectionLost)
-		if r != nil {
-			r.Cancel()
-		}
+	if r := cl.step(evConnLost).cancel; r != nil {
+		r.Cancel()
 	}
 }
 
@@ -369,9 +303,9 @@ func (cl *call) connectionLost() {
 // session (DELETE): its client can come back for it from another session with a
 // token it holds (a resumable request's, a call key, a task id).
 func (cl *call) outlivesSession() bool {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return (cl.req != nil && !cl.hidden) || cl.kind.task() || cl.dfr.deferred || (cl.survives && !cl.done)
+	return read(cl, func(l *callLife) bool {
+		return (l.req != nil && !cl.hidden) || cl.kind.task() || l.phase == phaseDeferred || (cl.survives && l.phase != phaseDone)
+	})
 }
 
 // flush runs after the handler returned: the notifications it sent are delivered
@@ -387,22 +321,23 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	if errors.Is(context.Cause(cl.ctx), errClientCancel) {
 		return
 	}
-	cl.mu.Lock()
-	if n.Method == spec.MethodProgress && cl.dfr.timer != nil {
-		if note := noteOf(n.Params.AdditionalFields); note != nil {
-			cl.dfr.lastProgress = note
+	var r *resume.Request
+	cl.update(func(l *callLife) {
+		if n.Method == spec.MethodProgress && !l.deferAt.IsZero() {
+			if note := noteOf(n.Params.AdditionalFields); note != nil {
+				l.lastProgress = note
+			}
 		}
-	}
-	r := cl.req
+		if r = l.req; r == nil {
+			if cl.kind.listen() {
+				n = tagSubscription(n, cl.id)
+			}
+			cl.c.send(cl.st, KindNotification, encodeNotification(n, 0))
+		}
+	})
 	if r == nil {
-		if cl.kind.listen() {
-			n = tagSubscription(n, cl.id)
-		}
-		cl.c.send(cl.st, KindNotification, encodeNotification(n, 0))
-		cl.mu.Unlock()
 		return
 	}
-	cl.mu.Unlock()
 	if cl.kind.listen() {
 		n = tagSubscription(n, cl.id)
 	}
@@ -418,9 +353,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 // outbox once it is one. (deliver is the path of the notifications its tool
 // sends through mcp-go.)
 func (cl *call) emit(k Kind, id spec.ID, method string, params json.RawMessage) error {
-	cl.mu.Lock()
-	r := cl.req
-	cl.mu.Unlock()
+	r := cl.request()
 	if r == nil {
 		return cl.st.Write(cl.c.ctx, Message{Kind: k, Data: spec.EncodeRequest(id, method, params)})
 	}
@@ -435,7 +368,6 @@ func (cl *call) emit(k Kind, id spec.ID, method string, params json.RawMessage) 
 
 // stamp returns the sequence number a message of the call carries in its _meta: 0
 // (none) for a hidden request, whose client knows nothing of sequence numbers.
-// cl.hidden is set before any message of the request is queued.
 func (cl *call) stamp(seq uint64) uint64 {
 	if cl.hidden {
 		return 0

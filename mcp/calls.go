@@ -38,7 +38,7 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 		cl.span.end(refusal) // nil: answered by the request the call joined, or cancelled
 		return
 	}
-	cl.armDeferral(m)
+	cl.step(evAccepted)
 	c.s.wg.Add(1)
 	c.s.calls.Add(1)
 	c.s.pool.run(func() {
@@ -56,9 +56,14 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 	ctx, cancel := context.WithCancelCause(sp.context(context.WithoutCancel(c.ctx)))
 	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp}
 	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
+	cl.life.phase = phasePlain
+	if m.Method == string(mcp.MethodToolsCall) {
+		// Its tool's policy decides, as the tool starts, whether and when it
+		// becomes a request; its priming event waits for that.
+		cl.life.phase, cl.tool = phaseStarting, m.Target()
+		cl.pol = c.s.opts.policy(cl.tool)
+	}
 	if ps, ok := st.(PrimingStream); ok {
-		// A tool call's priming event waits for its tool's policy.
-		cl.pol.pending = m.Method == string(mcp.MethodToolsCall)
 		ps.BeforePrime(cl.beforePrime)
 	}
 	if mr != nil {
@@ -80,14 +85,17 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 		cl.uri = m.Target()
 	}
 	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks {
-		switch p := c.s.opts.policy(m.Target()); {
-		case p.Task == NoTask:
+		switch {
+		case cl.pol.Task == NoTask:
 		case mr != nil && mr.tasks():
 			cl.kind = callTask
 		case mr == nil && asksForTask(m.Params):
 			cl.kind = callLegacyTask // 2025-11-25: the client asked
+			cl.pol.Mode = Always
 		}
 	}
+	cl.hidden = !cl.resumable || cl.kind.task()
+	cl.applies = cl.resumable || cl.kind.task() || (mr == nil && c.replay)
 	return cl
 }
 
@@ -105,8 +113,7 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 			return e, errClientCancel
 		}
 	}
-	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks && !cl.kind.task() &&
-		c.s.opts.policy(m.Target()).Task == TaskRequired {
+	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks && !cl.kind.task() && cl.pol.Task == TaskRequired {
 		if mr != nil {
 			return errNeedsTasks("this tool runs only as a task: declare the " + spec.ExtensionTasks + " extension in the request's capabilities"), errClientCancel
 		}
@@ -129,7 +136,7 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 				c.att.rejoin(r, m.ID, ck, st, mr)
 				return nil, errClientCancel
 			case errors.Is(err, resume.ErrUnknown):
-				survives := cl.kind.task() || c.s.opts.policy(m.Target()).Mode == Always
+				survives := cl.kind.task() || cl.pol.Mode == Always
 				h, other := c.s.keys.hold(c.principal, ck, survives)
 				if h == nil && other != nil {
 					// The first copy becomes a request as its tool starts:
@@ -334,21 +341,8 @@ func (cc *sessionCalls) cancelled(m *spec.Message) {
 	var r resume.Handle
 	c.update(func(st *sessionState) { cl, r = st.running[key], st.attached[key].r })
 	if cl != nil {
-		// Under the call's lock: a call not yet a request is cancelled before
-		// promote can make it one (promote looks at its context under the same
-		// lock), and a call about to be deferred is not (deferAnswer answers
-		// under the same lock).
-		cl.mu.Lock()
-		cl.cancelled = true
-		req := cl.req
-		if req == nil {
-			cl.cancel(errClientCancel)
-		}
-		cl.mu.Unlock()
-		if req == nil {
-			return
-		}
-		r = req
+		cl.step(evCancel)
+		return
 	}
 	if r != nil {
 		// Delivered by this session. (A request another session took over since

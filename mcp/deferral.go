@@ -13,18 +13,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// deferral is what a call keeps for its deferred answer: its tool, when it
-// started and its latest progress (for the answer's text), the timer of
-// Options.AnswerWithin, and deferred: it was answered with a deferred answer
-// and runs on, detached, for the await tool. Guarded by the call's mu.
-type deferral struct {
-	tool         string
-	started      time.Time
-	lastProgress *progressNote
-	timer        *time.Timer
-	deferred     bool
-}
-
 // Deferred answers (Options.AnswerWithin). Clients stop waiting for a tool call
 // on their own clock (60 s in the TypeScript SDK and the clients built on it),
 // whatever the server does meanwhile. A tools/call still running after
@@ -106,75 +94,51 @@ func noteOf(params map[string]any) *progressNote {
 	return &n.progressNote
 }
 
-// armDeferral starts the deferral clock of call cl, request m, when the server
-// defers (Options.AnswerWithin): a tools/call that is no task, of a tool whose
-// policy is not Never, other than the await tool.
-func (cl *call) armDeferral(m *spec.Message) {
-	s := cl.c.s
-	if s.opts.AnswerWithin <= 0 || m.Method != string(mcp.MethodToolsCall) || cl.kind.task() {
-		return
-	}
-	tool := m.Target()
-	p := s.opts.policy(tool)
-	if tool == s.awaitTool || p.Mode == Never {
-		return
-	}
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.done {
-		return
-	}
-	cl.dfr.tool, cl.dfr.started = tool, time.Now()
-	cl.dfr.timer = time.AfterFunc(s.opts.AnswerWithin, func() { cl.deferAnswer(p.Restartable) })
-}
-
-// deferAnswer answers the call, still running after Options.AnswerWithin,
+// deferLocked answers the call, still running after Options.AnswerWithin,
 // with a deferred answer, and lets it run on as a detached request of the
-// engine (made one now when it is not yet: restartable is its policy's). A
-// call answered meanwhile, or one whose client was asked a question it has
-// not answered yet (a 2026 round answered input_required: its retry's
-// answer is the client's to wait for), is left as it is.
-func (cl *call) deferAnswer(restartable bool) {
-	c, s := cl.c, cl.c.s
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.done || cl.lost || cl.dfr.deferred || cl.cancelled || cl.ctx.Err() != nil {
+// engine (made one now when it is not yet: restartable is its tool's
+// policy's). A call that ended meanwhile (answered, lost, cancelled), or one
+// whose client was asked a question it has not answered yet (a 2026 round
+// answered input_required: its retry's answer is the client's to wait for),
+// is left as it is. The answer goes out under the call's lock: a cancel of
+// the call comes before it (and there is none) or after it.
+func (cl *call) deferLocked() {
+	c, s, l := cl.c, cl.c.s, &cl.life
+	if !l.phase.early() && l.phase != phaseRequest || cl.ctx.Err() != nil || l.req != nil && l.req.Context().Err() != nil {
 		return
 	}
-	st, id := cl.st, cl.id
-	if rd := cl.round; rd != nil && !rd.close() {
+	if rd := l.round; rd != nil && !rd.close() {
 		return
 	}
-	if !cl.pol.applied {
-		cl.pol.restartable = restartable
+	if !l.applied {
+		l.restartable = cl.pol.Restartable
 	}
-	cl.dfr.deferred = true
-	r := cl.req
+	h := deferHandle{ID: cl.id, Tool: cl.tool, Started: l.started.UnixMilli()}
+	r := l.req
 	if r == nil {
-		so, _, _ := cl.startOptionsLocked()
+		so, _, _ := cl.startOptionsLocked(true)
 		nr, tok, err := s.eng.Start(cl.id, &so)
 		if err != nil {
-			// It runs on as a plain call, answered when it ends.
-			cl.dfr.deferred = false
-			cl.notStartedLocked(err)
+			cl.notStartedLocked(err) // it runs on as a plain call, answered when it ends
 			return
 		}
-		cl.token = tok
-		cl.becomeLocked(nr, nil, true)
+		l.token = tok
+		l.eager, l.promoteAt = false, time.Time{}
+		cl.becomeLocked(nr, nil, true, phaseDeferred)
 		r = nr
-	}
-	h := deferHandle{ID: cl.id, Token: cl.token, Tool: cl.dfr.tool, Started: cl.dfr.started.UnixMilli()}
-	if cl.req != nil {
+	} else {
+		l.phase = phaseDeferred
 		// What its stream was written comes before the deferred answer: the
 		// client that awaits with the handle has it.
 		h.Ack = r.DetachWritten(cl.st)
-		if cl.round != nil {
-			h.Ack = max(h.Ack, r.DetachWritten(cl.round))
+		if l.round != nil {
+			h.Ack = max(h.Ack, r.DetachWritten(l.round))
 		}
 	}
+	h.Token = l.token
 	// Its client holds a handle of it now: the session's end leaves it.
-	c.untrack(id)
-	res := s.deferredResult(cl.dfr.tool, h.encode(), time.Since(cl.dfr.started), cl.dfr.lastProgress, r.Status().HasInput)
+	c.untrack(cl.id)
+	res := s.deferredResult(cl.tool, h.encode(), time.Since(l.started), l.lastProgress, r.Status().HasInput)
 	if cl.modern != nil {
 		res.ResultType = mcp.ResultTypeComplete
 	}
@@ -182,10 +146,8 @@ func (cl *call) deferAnswer(restartable bool) {
 	if err != nil {
 		return
 	}
-	// Answered under the call's lock: a cancel of the call comes before
-	// (and there is no answer) or after it.
-	c.reply(st, spec.EncodeResponse(id, b))
-	c.debug().Str("request", string(id)).Msg("answered with a deferred answer; the call runs on")
+	c.reply(cl.st, spec.EncodeResponse(cl.id, b))
+	c.debug().Str("request", string(cl.id)).Msg("answered with a deferred answer; the call runs on")
 }
 
 // deferredResult is the answer that says tool is still running (for elapsed,

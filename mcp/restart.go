@@ -31,7 +31,8 @@ func (rr *reruns) run(r *resume.Request) {
 	}
 	c := rr.session()
 	ctx, cancel := context.WithCancelCause(r.Context())
-	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel, req: r}
+	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel}
+	cl.life.phase, cl.life.req = phaseRequest, r
 	if r.Task() { // found by its task id: no sequence numbers in its messages
 		cl.kind, cl.hidden = callTask, true
 	}

@@ -260,9 +260,7 @@ func TakesInputRequired(ctx context.Context) bool {
 		return false
 	}
 	cl := cs.cl
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return !cl.dfr.deferred && (!cl.kind.task() || cl.req == nil)
+	return read(cl, func(l *callLife) bool { return l.phase != phaseDeferred && (!cl.kind.task() || l.req == nil) })
 }
 
 // Promote makes the call whose tool runs on ctx resumable now, as its
@@ -278,13 +276,10 @@ func Promote(ctx context.Context) bool {
 		return false
 	}
 	cl := cs.cl
-	cl.mu.Lock()
-	applied := cl.pol.applied
-	cl.mu.Unlock()
-	if !applied {
+	if !read(cl, func(l *callLife) bool { return l.applied }) {
 		return false
 	}
-	return cl.promote(true) != nil || cl.request() != nil
+	return cl.step(evPromote).req != nil
 }
 
 // Ask sends a server-to-client request (sampling/createMessage,

@@ -302,9 +302,7 @@ func asksForTask(params json.RawMessage) bool {
 // request, when it has one: optional, as the specification says, and clients
 // must not rely on it (they poll tasks/get).
 func (cl *call) taskStatus(status string) {
-	cl.mu.Lock()
-	tid := cl.taskID
-	cl.mu.Unlock()
+	tid := read(cl, func(l *callLife) *taskID { return l.taskID })
 	if tid == nil {
 		return
 	}

@@ -1,0 +1,378 @@
+package mcp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// A call's life: the phase it is in and what it holds there (callLife),
+// changed only by step, the one transition function, under the call's lock,
+// which re-checks the life's invariants after each change. What makes a call
+// change is an event (callEvent): its tool starts with its policy, its timer
+// fires, a message of it is about to go out, its stream is about to prime,
+// a 2026 question needs it to be a request, its tool asks for that, its
+// connection goes, its client cancels it, its handler returns.
+
+// callPhase is where a call is in its life.
+type callPhase uint8
+
+const (
+	// phaseStarting: accepted, its tool not started: whether and when it
+	// becomes a request is not known yet (its stream holds its priming event
+	// back: held).
+	phaseStarting callPhase = iota
+	// phasePlain: running, not a request of the engine: its end answers it
+	// as a plain server would, unless its schedule (promoteAt, eager) or a
+	// trigger makes it a request first.
+	phasePlain
+	// phaseRequest: a request of the engine (resumable, one for its
+	// session's stream reconnects only (hidden), or a task).
+	phaseRequest
+	// phaseDeferred: a request answered with a deferred answer: it runs on,
+	// detached, for the await tool.
+	phaseDeferred
+	// phaseLost: ended before it became a request (its connection went, its
+	// client cancelled it): nothing answers it; its handler may still run.
+	phaseLost
+	// phaseDone: its handler returned (a lost call stays lost).
+	phaseDone
+)
+
+var phaseNames = [...]string{"starting", "plain", "request", "deferred", "lost", "done"}
+
+func (p callPhase) String() string { return phaseNames[p] }
+
+// request reports whether a call in phase p is a request of the engine.
+func (p callPhase) request() bool { return p == phaseRequest || p == phaseDeferred }
+
+// early reports whether a call in phase p may still become a request.
+func (p callPhase) early() bool { return p == phaseStarting || p == phasePlain }
+
+// callLife is what changes in a call's life, guarded by its lock.
+type callLife struct {
+	phase callPhase
+	// req, token: its request of the engine and the request's token, once it
+	// is one (phaseRequest, phaseDeferred; kept when it is done); round: a
+	// 2026 request's first round; taskID: a 2025-11-25 task's id.
+	req    *resume.Request
+	token  string
+	round  *round
+	taskID *taskID
+
+	// The schedule while it is early: promoteAt (its policy's After, or its
+	// quick window), and eager: its first message, or its priming event,
+	// makes it a request sooner; deferAt: Options.AnswerWithin's deadline.
+	// timer fires at the sooner of the two.
+	promoteAt, deferAt time.Time
+	eager              bool
+	timer              *time.Timer
+
+	// applied: the middleware applied a policy of Mode Always or After
+	// (Promote may make the call a request); restartable: that policy's,
+	// or, for a call deferred before its tool started, its tool's.
+	applied, restartable bool
+	// primed: its stream gave its client an id to reconnect with; held: a
+	// priming event waits for its tool to start.
+	primed, held bool
+
+	// What its answer becomes: missing, the capability error of a 2026 tool
+	// that asked without it; failure, a *spec.Error its tool returned;
+	// refusal, why it may not run (its key names another request).
+	missing, failure, refusal *spec.Error
+
+	// For its deferred answer: when it was accepted, and its latest progress.
+	started      time.Time
+	lastProgress *progressNote
+}
+
+// callEvent is what happened to a call: the argument of step.
+type callEvent uint8
+
+const (
+	evAccepted callEvent = iota // it was accepted: its deferral's clock starts (Options.AnswerWithin)
+	evPolicy                    // its tool starts: the middleware applies its policy
+	evTimer                     // its timer fired
+	evMessage                   // a message of it is about to go out
+	evPrime                     // its stream is about to give its client an id to reconnect with
+	evAsk                       // a 2026 question: it must be a request to wait for the answer
+	evPromote                   // its tool asks to be resumable now (Promote)
+	evConnLost                  // its connection went away
+	evCancel                    // its client cancelled it
+	evReturned                  // its handler returned
+)
+
+// lose ends an early call without a request: nothing schedules it any more.
+func (l *callLife) lose() {
+	l.phase = phaseLost
+	l.eager, l.held = false, false
+	l.promoteAt = time.Time{}
+}
+
+// stepped is what a step leaves its caller to do, outside the call's lock.
+type stepped struct {
+	// req is the call's request, when it is one after the step.
+	req *resume.Request
+	// runOn: evPolicy made the call a request as its tool starts: the tool
+	// runs on the request's context.
+	runOn *resume.Request
+	// prime: a priming event held back may go out now (PrimingStream.Prime).
+	prime bool
+	// hold: evPrime found the call starting: the priming event waits.
+	hold bool
+	// cancel: the request to cancel (a call that lost its connection).
+	cancel *resume.Request
+}
+
+// step applies ev to the call's life, under its lock, and checks the life's
+// invariants after. The effects of a change that the client must see in order
+// with the call's messages (a request's start and its policy, a deferred
+// answer) happen here, under the lock; the rest is left to the caller in
+// what step returns.
+func (cl *call) step(ev callEvent) (out stepped) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	l := &cl.life
+	switch ev {
+	case evAccepted:
+		if cl.defers() && l.phase.early() {
+			l.started = time.Now()
+			l.deferAt = l.started.Add(cl.c.s.opts.AnswerWithin)
+		}
+	case evPolicy:
+		out.prime = l.held
+		l.held = false
+		if l.phase != phaseStarting {
+			break
+		}
+		l.phase = phasePlain
+		out.runOn = cl.schedulePolicyLocked()
+	case evTimer:
+		now := time.Now()
+		if !l.deferAt.IsZero() && !now.Before(l.deferAt) {
+			l.deferAt = time.Time{}
+			cl.deferLocked()
+		}
+		if !l.promoteAt.IsZero() && !now.Before(l.promoteAt) {
+			l.promoteAt = time.Time{}
+			cl.promoteLocked(true)
+		}
+	case evMessage:
+		if l.eager {
+			cl.promoteLocked(true)
+		}
+	case evPrime:
+		switch {
+		case l.phase == phaseStarting:
+			l.held, out.hold = true, true
+		default:
+			l.primed = true
+			if l.eager {
+				cl.promoteLocked(true)
+			}
+		}
+	case evAsk:
+		if !l.phase.request() {
+			cl.promoteLocked(true)
+		}
+	case evPromote:
+		if l.applied && l.phase.early() {
+			cl.promoteLocked(true)
+		}
+	case evConnLost:
+		if cl.keepsOnLossLocked() {
+			break
+		}
+		if l.phase.early() {
+			l.lose()
+		}
+		cl.cancel(errConnectionLost)
+		if l.req != nil && l.phase != phaseDone {
+			out.cancel = l.req
+		}
+	case evCancel:
+		if l.phase.early() {
+			// Cancelled before promoteLocked can make it a request, which
+			// looks at its context under the same lock.
+			l.lose()
+			cl.cancel(errClientCancel)
+		} else if l.req != nil && l.phase != phaseDone {
+			// Under the lock: a deferral deciding now sees it ended.
+			l.req.Cancel()
+		}
+	case evReturned:
+		if l.phase != phaseLost { // lost stays lost: its key's tombstone says so (releaseKey)
+			l.phase = phaseDone
+		}
+		l.eager, l.held = false, false
+		l.promoteAt, l.deferAt = time.Time{}, time.Time{}
+	}
+	cl.armLocked()
+	cl.checkLocked()
+	if l.phase.request() || l.phase == phaseDone {
+		out.req = l.req
+	}
+	return out
+}
+
+// keepsOnLossLocked reports whether the call runs on when its connection goes:
+// a request its client can come back for (a 2025 session's, a resumable
+// one's, a task, a deferred call, a 2026 round answered and waiting for its
+// retry), or a keyed call that its policy makes a request as its tool starts
+// (survives: its client finds it by its key).
+func (cl *call) keepsOnLossLocked() bool {
+	l := &cl.life
+	switch {
+	case l.phase == phaseDone || l.phase == phaseLost:
+		return true // nothing to end
+	case l.phase.request():
+		return cl.modern == nil || cl.resumable || cl.kind.task() || l.phase == phaseDeferred || l.round.answered()
+	}
+	return cl.survives
+}
+
+// schedulePolicyLocked sets the call's schedule from its policy (cl.pol) as
+// its tool starts: a request now (Always: returned, for the tool to run on
+// its context), after its quick window or its first message (Always with
+// Options.QuickCall), or after its After.
+func (cl *call) schedulePolicyLocked() *resume.Request {
+	l, p := &cl.life, cl.pol
+	if p.Mode == Never || !cl.applies {
+		return nil
+	}
+	l.applied, l.restartable = true, p.Restartable
+	switch p.Mode {
+	case Always:
+		if w := cl.c.s.opts.QuickCall; w > 0 && cl.key == "" && !cl.kind.task() {
+			// Its client holds no token until the policy is sent: a call that
+			// answers first is answered as a plain one (Options.QuickCall).
+			if l.primed {
+				cl.promoteLocked(true) // its client has an id to reconnect with already
+				return nil
+			}
+			l.eager, l.promoteAt = true, time.Now().Add(w)
+			return nil
+		}
+		return cl.promoteLocked(false)
+	case After:
+		l.promoteAt = time.Now().Add(p.After)
+	}
+	return nil
+}
+
+// defers reports whether the call is answered with a deferred answer when
+// it runs past Options.AnswerWithin: a tools/call that is no task, of a tool
+// whose policy is not Never, other than the await tool.
+func (cl *call) defers() bool {
+	s := cl.c.s
+	return s.opts.AnswerWithin > 0 && cl.tool != "" && !cl.kind.task() && cl.tool != s.awaitTool && cl.pol.Mode != Never
+}
+
+// armLocked sets the call's one timer to the sooner of its deadlines, or stops
+// it when it has none.
+func (cl *call) armLocked() {
+	l := &cl.life
+	next := l.promoteAt
+	if next.IsZero() || (!l.deferAt.IsZero() && l.deferAt.Before(next)) {
+		next = l.deferAt
+	}
+	if next.IsZero() || !l.phase.early() && l.phase != phaseRequest {
+		if l.timer != nil {
+			l.timer.Stop()
+			l.timer = nil
+		}
+		l.promoteAt, l.deferAt = time.Time{}, time.Time{}
+		return
+	}
+	if l.timer == nil {
+		l.timer = time.AfterFunc(time.Until(next), func() { cl.step(evTimer) })
+		return
+	}
+	l.timer.Reset(time.Until(next))
+}
+
+// checkLocked panics when the call's life breaks an invariant: a bug of the
+// code that changed it, found at the change.
+func (cl *call) checkLocked() {
+	l := &cl.life
+	var bad string
+	switch {
+	case l.phase.request() && l.req == nil:
+		bad = "a request without its request"
+	case l.phase.early() && l.req != nil:
+		bad = "an early call with a request"
+	case l.phase == phaseLost && l.req != nil:
+		bad = "a lost call with a request"
+	case l.phase == phaseDeferred && cl.kind.task():
+		bad = "a deferred task"
+	case l.eager && !l.phase.early():
+		bad = "eager past its early phases"
+	case l.held && l.phase != phaseStarting:
+		bad = "a priming event held after the call started"
+	case !l.promoteAt.IsZero() && !l.phase.early():
+		bad = "a promotion scheduled for a request"
+	case l.timer != nil && l.promoteAt.IsZero() && l.deferAt.IsZero():
+		bad = "a timer with no deadline"
+	}
+	if bad != "" {
+		panic(fmt.Sprintf("mcp: call %s (%s): %s", cl.id, l.phase, bad))
+	}
+}
+
+// promoteLocked makes the call a request of the engine, when it is early and
+// its context alive: registers it, tells its client (the policy
+// notification, before any other message of the request; a task's
+// creation), and attaches it to its stream. running says the tool already
+// runs on the call's context, which must then end when the request does.
+// Whether the request may run again after a restart is the applied policy's
+// (restartable), whatever made the call a request now.
+func (cl *call) promoteLocked(running bool) *resume.Request {
+	l := &cl.life
+	if !l.phase.early() || cl.ctx.Err() != nil {
+		return nil
+	}
+	l.eager, l.promoteAt = false, time.Time{}
+	so, rd, askedTTL := cl.startOptionsLocked(false)
+	r, tok, err := cl.c.s.eng.Start(cl.id, &so)
+	if err != nil {
+		cl.notStartedLocked(err)
+		return nil
+	}
+	l.token = tok
+	// On the span before anything tells the client: a task's creation, once
+	// answered, may be cancelled at once, and an ended span takes no event.
+	if cl.span != nil { // the attribute's slice is not made for nobody
+		cl.span.event(eventResumable, attrTask.Bool(cl.kind.task()))
+	}
+	if !cl.announceLocked(r, tok, so, rd, askedTTL) {
+		return nil
+	}
+	cl.becomeLocked(r, so.Sink, running, phaseRequest)
+	return r
+}
+
+// update runs f on the call's life, under its lock, and checks the life's
+// invariants after: a change of what the call holds that no event makes
+// (what its answer becomes, its latest progress), or a decision that must not
+// cross a step (where a message of the call goes: f may then write it to the
+// call's stream). f must not call step, update or read.
+func (cl *call) update(f func(l *callLife)) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	f(&cl.life)
+	cl.checkLocked()
+}
+
+// read returns what f reads of the call's life, under its lock.
+func read[T any](cl *call, f func(l *callLife) T) T {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return f(&cl.life)
+}
+
+// request returns the call's request once it is one, or nil.
+func (cl *call) request() *resume.Request {
+	return read(cl, func(l *callLife) *resume.Request { return l.req })
+}
