@@ -25,8 +25,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,14 +33,11 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
-	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
-	"github.com/mcp-resume/mcp-resume/transport/stdio"
-	"github.com/mcp-resume/mcp-resume/transport/ws"
+	"github.com/mcp-resume/mcp-resume/transport/dial"
 )
 
 // Reasons (error.data.reason) of calls the upstream could not finish.
@@ -178,8 +173,9 @@ type Gateway struct {
 	srv  *server.MCPServer
 	// up is the gateway's client of the upstream: its calls, their resumes,
 	// keys, acks and silences, its connections.
-	up   *client.Client
-	init *mcpgo.InitializeResult // the first connection's
+	up       *client.Client
+	upstream dial.Endpoint           // Options.URL or Options.Command
+	init     *mcpgo.InitializeResult // the first connection's
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -207,11 +203,15 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	if (len(o.Command) == 0) == (o.URL == "") {
 		return nil, errors.New("gateway: give an upstream command or a URL, not both")
 	}
+	upstream, err := upstreamOf(&o)
+	if err != nil {
+		return nil, err
+	}
 	log := zerolog.Nop()
 	if o.Logger != nil {
 		log = *o.Logger
 	}
-	g := &Gateway{opts: o, log: log, mirrorQ: make(chan struct{}, 1), connQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
+	g := &Gateway{opts: o, upstream: upstream, log: log, mirrorQ: make(chan struct{}, 1), connQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	up, err := client.Connect(ctx, g.dial, g.clientOptions())
 	if err != nil {
@@ -231,6 +231,18 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	return g, nil
 }
 
+// upstreamOf is the endpoint o names: its URL, else its command.
+func upstreamOf(o *Options) (dial.Endpoint, error) {
+	if o.URL == "" {
+		return dial.Command(o.Command...)
+	}
+	ep, err := dial.Parse(o.URL)
+	if err != nil {
+		return dial.Endpoint{}, fmt.Errorf("gateway: the upstream: %w", err)
+	}
+	return ep, nil
+}
+
 // clientOptions are the options of the gateway's client of its upstream. It
 // declares what its own clients may answer (sampling, elicitation, roots):
 // servers that offer tools only to capable clients offer them all. An HTTP
@@ -243,13 +255,7 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 // upstream goes, so that its list changes and resource updates are heard.
 func (g *Gateway) clientOptions() *client.Options {
 	o := &g.opts
-	transport := mcptrace.TransportStdio
-	switch {
-	case isWebSocket(o.URL):
-		transport = mcptrace.TransportWebSocket
-	case o.URL != "":
-		transport = mcptrace.TransportHTTP
-	}
+	kind := g.upstream.Kind()
 	return &client.Options{
 		ClientInfo:      mcpgo.Implementation{Name: "mcp-resume-gateway", Version: o.Version},
 		ProtocolVersion: Protocol,
@@ -263,8 +269,8 @@ func (g *Gateway) clientOptions() *client.Options {
 			g.log.Debug().Any("params", p).Msg("upstream log message of no call")
 		},
 		OnNotification: g.notification,
-		NoResumable:    o.URL == "",
-		Discover:       !isWebSocket(o.URL),
+		NoResumable:    kind == dial.Stdio,
+		Discover:       kind != dial.WebSocket,
 		KeepConnected:  true,
 		OnReconnected: func() {
 			select {
@@ -282,7 +288,7 @@ func (g *Gateway) clientOptions() *client.Options {
 		TracerProvider:   o.TracerProvider,
 		OnOperation:      o.OnOperation,
 		PassTraceContext: true,
-		Transport:        transport,
+		Transport:        kind.Transport(),
 	}
 }
 
@@ -369,41 +375,9 @@ func (g *Gateway) Close() error {
 // (ReportStreamLoss); a stdio child is started again.
 func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 	o := &g.opts
-	if isWebSocket(o.URL) {
-		return ws.Dial(ctx, o.URL, &ws.DialOptions{Header: o.Header, Wrap: o.Wrap,
-			Options: ws.Options{PingInterval: o.WSPing, PingTimeout: o.WSPing / 2}})
-	}
-	if o.URL != "" {
-		hc := o.Client
-		if hc == nil {
-			hc = http.DefaultClient
-		}
-		if o.Wrap != nil {
-			c := *hc
-			base := c.Transport
-			if base == nil {
-				base = http.DefaultTransport
-			}
-			c.Transport = o.Wrap(base)
-			hc = &c
-		}
-		return httptransport.Dial(o.URL, &httptransport.ClientOptions{Client: hc, Header: o.Header,
-			Protocol: Protocol, ReportStreamLoss: true, Silence: o.Silence}), nil
-	}
-	env, err := stdio.Environ(o.Env)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	cmd := exec.Command(o.Command[0], o.Command[1:]...)
-	cmd.Env = env
-	cmd.Dir = o.Dir
-	cmd.Stderr = o.Stderr
-	return stdio.Command(cmd, &stdio.Options{MaxMessageBytes: transport.DefaultMaxMessageBytes})
-}
-
-// isWebSocket reports whether url names a WebSocket upstream.
-func isWebSocket(url string) bool {
-	return strings.HasPrefix(url, "ws://") || strings.HasPrefix(url, "wss://")
+	return g.upstream.Dial(ctx, &dial.Options{Header: o.Header, Client: o.Client, Wrap: o.Wrap,
+		Protocol: Protocol, ReportStreamLoss: true, Silence: o.Silence, WSPing: o.WSPing,
+		Env: o.Env, Dir: o.Dir, Stderr: o.Stderr})
 }
 
 // connected logs the upstream connection just made.

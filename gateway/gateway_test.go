@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -113,3 +114,29 @@ func TestUpstreamAuthorization(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The upstream's URL means what its scheme says in any case (RFC 3986 §3.1:
+// WS:// is a WebSocket, HTTP:// Streamable HTTP), and an address that is no
+// URL of an MCP transport is refused by New at once, naming it, rather than
+// tried as a connection.
+func TestUpstreamURL(t *testing.T) {
+	addr, _ := upstreamOurs(t)
+	for _, url := range []string{"HTTP://" + addr + "/mcp", "WS://" + addr + "/ws"} {
+		g, err := gateway.New(t.Context(), &gateway.Options{URL: url, ConnectTimeout: 5 * time.Second})
+		if err != nil {
+			t.Errorf("%s: %v", url, err)
+			continue
+		}
+		_ = g.Close()
+	}
+	for _, url := range []string{"ftp://" + addr + "/mcp", addr + "/mcp", "http://"} {
+		g, err := gateway.New(t.Context(), &gateway.Options{URL: url, ConnectTimeout: 5 * time.Second})
+		if err == nil {
+			_ = g.Close()
+		}
+		var start *gateway.StartError
+		if err == nil || errors.As(err, &start) || !strings.Contains(err.Error(), fmt.Sprintf("%q", url)) {
+			t.Errorf("%s: %v; want an error naming the URL, before any connection", url, err)
+		}
+	}
+}

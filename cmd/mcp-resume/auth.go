@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/dial"
 )
 
 // Environment variables of authentication.
@@ -83,14 +84,15 @@ func checkExposure(f *serveFlags, authOn bool) error {
 	return nil
 }
 
-// clientKey returns the API key `call` and `status` present, and the header and
-// HTTP client that carry it (nil and the default without one).
-func clientKey() (http.Header, *http.Client) {
+// clientKey returns the header that carries the API key the client commands
+// (call, status, task, tools) present, from MCP_RESUME_API_KEY; nil without
+// one.
+func clientKey() http.Header {
 	key := strings.TrimSpace(os.Getenv(envClientKey))
 	if key == "" {
-		return nil, nil
+		return nil
 	}
-	return http.Header{"Authorization": {"Bearer " + key}}, &http.Client{Transport: transport.BearerTransport(key, nil)}
+	return http.Header{"Authorization": {"Bearer " + key}}
 }
 
 // reloadOnHUP re-reads the API keys (--api-keys FILE and MCP_RESUME_API_KEYS) on
@@ -135,25 +137,25 @@ var errInterrupted = errors.New("interrupted before the server was reached (a lo
 // none is stored for comes first (loginFirst); an error of the first
 // connection says what to do about it (see explain); an interrupt ends both at
 // once.
-func (t *target) connect(ctx context.Context, dial client.Dialer, opts *client.Options) (*client.Client, error) {
+func (t *target) connect(ctx context.Context, d client.Dialer, opts *client.Options) (*client.Client, error) {
 	if err := t.loginFirst(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil, errInterrupted
 		}
 		return nil, err
 	}
-	c, err := client.Connect(ctx, dial, opts)
+	c, err := client.Connect(ctx, d, opts)
 	if err != nil && ctx.Err() != nil {
 		return nil, errInterrupted
 	}
-	if err == nil || t.stdio != "" {
+	if err == nil || t.ep.Kind() == dial.Stdio {
 		return c, err
 	}
 	creds := "set " + envClientKey + " to your API key (an environment variable: a flag would show in ps)"
 	if os.Getenv(envClientKey) != "" {
 		creds = "the server refused the API key in " + envClientKey
 	}
-	return nil, explain(err, t.endpoint(), creds)
+	return nil, explain(err, t.ep.URL(), creds)
 }
 
 // loginFirst logs in to the target's server when it wants a login and none
@@ -170,6 +172,6 @@ func (t *target) loginFirst(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, loginWait)
 	defer cancel()
-	_, err := probe(ctx, t.endpoint(), t.session)
+	_, err := probe(ctx, t.ep.URL(), t.session)
 	return err
 }

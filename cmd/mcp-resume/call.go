@@ -2,15 +2,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -23,10 +22,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/spec"
-	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/dial"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
-	"github.com/mcp-resume/mcp-resume/transport/stdio"
-	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // errCancelled is returned by call after Ctrl-C cancelled the remote request.
@@ -39,6 +36,7 @@ type target struct {
 	env            envList // the --stdio child's variables beyond stdio.BaseEnv
 	login          loginFlags
 	session        *oauth.Session // the OAuth client of the server (nil: an API key, or stdio)
+	ep             dial.Endpoint  // what the flags name, once dialer checked them
 }
 
 func (t *target) flags(fs *flag.FlagSet) {
@@ -50,8 +48,6 @@ func (t *target) flags(fs *flag.FlagSet) {
 	t.login.register(fs)
 }
 
-// endpoint is the server's URL: --ws's, or --url's (by default
-// http://127.0.0.1:8080/mcp); "" for --stdio.
 // flagSet returns the flag set of a command that is a client of one server:
 // the target's flags and --json (into asJSON, told as jsonHelp), its usage
 // text usage, its errors on stderr.
@@ -88,21 +84,10 @@ func (t *target) open(opts *client.Options, log io.Writer) (ctx context.Context,
 	}, nil
 }
 
-func (t *target) endpoint() string {
-	switch {
-	case t.stdio != "":
-		return ""
-	case t.ws != "":
-		return t.ws
-	case t.url != "":
-		return t.url
-	}
-	return "http://127.0.0.1:8080/mcp"
-}
-
-// dialer returns the Dialer of the chosen transport; a child's stderr goes to
-// stderr.
-func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
+// endpoint is the server the flags name: --ws's URL, --url's (by default
+// http://127.0.0.1:8080/mcp), or --stdio's command; each URL checked for its
+// flag's schemes.
+func (t *target) endpoint() (dial.Endpoint, error) {
 	n := 0
 	for _, v := range []string{t.url, t.ws, t.stdio} {
 		if v != "" {
@@ -111,55 +96,43 @@ func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
 	}
 	switch {
 	case n > 1:
-		return nil, errors.New("give one of --url, --ws, --stdio")
+		return dial.Endpoint{}, errors.New("give one of --url, --ws, --stdio")
 	case t.ws != "":
-		if err := checkURL("--ws", t.ws, "ws", "wss"); err != nil {
-			return nil, err
-		}
-		hdr, _ := clientKey()
-		var w func(http.RoundTripper) http.RoundTripper
-		if hdr == nil {
-			s, err := t.login.session(t.ws, stderr, nil)
-			if err != nil {
-				return nil, err
-			}
-			w, t.session = wrap(s), s
-		}
-		return func(ctx context.Context) (transport.Conn, error) {
-			return ws.Dial(ctx, t.ws, &ws.DialOptions{Header: hdr, Wrap: w, Options: ws.Options{PingInterval: t.wsPing, PingTimeout: t.wsPing / 2}})
-		}, nil
+		return checkURL("--ws", t.ws, dial.WebSocket)
 	case t.stdio != "":
 		argv := strings.Fields(t.stdio)
 		if len(argv) == 0 {
-			return nil, errors.New("--stdio needs a command")
+			return dial.Endpoint{}, errors.New("--stdio needs a command")
 		}
-		return func(ctx context.Context) (transport.Conn, error) {
-			env, err := stdio.Environ(t.env)
+		return dial.Command(argv...)
+	}
+	return checkURL("--url", cmp.Or(t.url, "http://127.0.0.1:8080/mcp"), dial.HTTP)
+}
+
+// dialer returns the Dialer of the target's server (t.ep, which it sets);
+// a child's stderr goes to stderr. The server's credentials are the API key
+// in MCP_RESUME_API_KEY, else its OAuth logins (t.session). Over Streamable
+// HTTP the connections share one session on the server, however often the
+// client connects again, and a lost stream ends the connection (the client
+// resumes its calls on the next).
+func (t *target) dialer(stderr io.Writer) (client.Dialer, error) {
+	ep, err := t.endpoint()
+	if err != nil {
+		return nil, err
+	}
+	t.ep = ep
+	o := &dial.Options{Stderr: stderr, Env: t.env, WSPing: t.wsPing,
+		FailOnStreamLoss: true, Keep: &httptransport.KeptSession{}}
+	if ep.Kind() != dial.Stdio {
+		if o.Header = clientKey(); o.Header == nil {
+			s, err := t.login.session(ep.URL(), stderr, nil)
 			if err != nil {
 				return nil, err
 			}
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Env = env
-			cmd.Stderr = stderr
-			return stdio.Command(cmd, nil)
-		}, nil
-	}
-	url := t.endpoint()
-	if err := checkURL("--url", url, "http", "https"); err != nil {
-		return nil, err
-	}
-	hdr, hc := clientKey()
-	if hdr == nil {
-		s, err := t.login.session(url, stderr, nil)
-		if err != nil {
-			return nil, err
+			o.Wrap, t.session = wrap(s), s
 		}
-		hc, t.session = &http.Client{Transport: wrap(s)(http.DefaultTransport)}, s
 	}
-	keep := &httptransport.KeptSession{} // one session on the server, however often we reconnect
-	return func(context.Context) (transport.Conn, error) {
-		return httptransport.Dial(url, &httptransport.ClientOptions{Client: hc, FailOnStreamLoss: true, Keep: keep}), nil
-	}, nil
+	return ep.Dialer(o), nil
 }
 
 const callUsage = `usage: mcp-resume call [--url URL | --ws URL | --stdio CMD] [--json] [-v] TOOL [key=value ...]

@@ -8,19 +8,25 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/dial"
 )
 
-// checkURL refuses what cannot be an endpoint of flag before anything is
-// dialled: a URL without a scheme or host, or with a scheme of another
-// transport. schemes are the ones flag takes ("http", "https").
-func checkURL(flag, raw string, schemes ...string) error {
-	u, err := url.Parse(raw)
+// checkURL returns the endpoint raw names (dial.Parse), refusing what cannot
+// be one of flag before anything is dialled: a URL without a scheme or host,
+// or with a scheme of another transport than kinds, the ones flag takes.
+func checkURL(flag, raw string, kinds ...dial.Kind) (dial.Endpoint, error) {
+	var schemes []string
+	for _, k := range kinds {
+		schemes = append(schemes, k.Schemes()...)
+	}
 	want := strings.Join(schemes, "://, ") + "://"
-	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+	ep, err := dial.Parse(raw)
+	if errors.Is(err, dial.ErrNotURL) {
 		guess := raw
 		if !strings.Contains(guess, "://") {
 			guess = schemes[0] + "://" + strings.TrimPrefix(guess, "//")
@@ -28,14 +34,15 @@ func checkURL(flag, raw string, schemes ...string) error {
 				guess = strings.TrimSuffix(guess, "/") + "/mcp"
 			}
 		}
-		return fmt.Errorf("%s %q: want a URL with its scheme (%s), such as %s", flag, raw, want, guess)
+		return dial.Endpoint{}, fmt.Errorf("%s %q: want a URL with its scheme (%s), such as %s", flag, raw, want, guess)
 	}
-	for _, s := range schemes {
-		if strings.EqualFold(u.Scheme, s) {
-			return nil
-		}
+	scheme := ep.Scheme()
+	if se := (*dial.SchemeError)(nil); errors.As(err, &se) {
+		scheme = se.Scheme
+	} else if err == nil && slices.Contains(kinds, ep.Kind()) {
+		return ep, nil
 	}
-	return fmt.Errorf("%s %q: the scheme is %s:// here, want %s", flag, raw, u.Scheme, want)
+	return dial.Endpoint{}, fmt.Errorf("%s %q: the scheme is %s:// here, want %s", flag, raw, scheme, want)
 }
 
 // explain adds to err, the failure of the first connection to the server at

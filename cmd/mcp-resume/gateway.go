@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/transport"
+	"github.com/mcp-resume/mcp-resume/transport/dial"
 )
 
 const gatewayUsage = `usage: mcp-resume gateway [flags] -- CMD ARGS...
@@ -62,6 +63,15 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 	}
 	if f.upstream != "" && len(f.childEnv) > 0 {
 		return nil, fmt.Errorf("--env goes with a command after -- (the child's environment), not with --upstream")
+	}
+	if f.upstream != "" {
+		flag := "--upstream"
+		if f.connect {
+			flag = "connect"
+		}
+		if _, err := checkURL(flag, f.upstream, dial.HTTP, dial.WebSocket); err != nil {
+			return nil, err
+		}
 	}
 	opts.Header = f.upstreamHeaders.h.Clone()
 	if f.upstreamTokenEnv != "" {

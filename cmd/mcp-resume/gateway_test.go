@@ -85,6 +85,21 @@ func TestGatewayFlags(t *testing.T) {
 	}
 }
 
+// --upstream is checked before anything is dialled, as call checks --url:
+// what is no URL, or a URL of no MCP transport, is refused saying what is
+// wanted.
+func TestGatewayUpstreamURL(t *testing.T) {
+	for args, want := range map[string]string{
+		"gateway --upstream ftp://127.0.0.1:1/mcp": `--upstream "ftp://127.0.0.1:1/mcp": the scheme is ftp:// here, want http://, https://, ws://, wss://`,
+		"gateway --upstream 127.0.0.1:1":           `--upstream "127.0.0.1:1": want a URL with its scheme (http://, https://, ws://, wss://), such as http://127.0.0.1:1/mcp`,
+	} {
+		var out strings.Builder
+		if err := run(strings.Fields(args), strings.NewReader(""), &out, &out); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %s", args, err, want)
+		}
+	}
+}
+
 // The issue's recipe: `mcp-resume call` prints server-everything's
 // long-running tool's progress and result through the gateway, in front of the
 // server as a stdio child and as a Streamable HTTP upstream.

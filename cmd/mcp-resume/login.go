@@ -20,8 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/oauth"
-	"github.com/mcp-resume/mcp-resume/transport"
-	"github.com/mcp-resume/mcp-resume/transport/ws"
+	"github.com/mcp-resume/mcp-resume/transport/dial"
 )
 
 // envOAuthDir names the directory of the stored logins instead of the user's
@@ -123,6 +122,10 @@ type probed struct {
 // the server is in probed.
 func probe(ctx context.Context, url string, s *oauth.Session) (probed, error) {
 	var p probed
+	ep, err := dial.Parse(url)
+	if err != nil {
+		return p, err
+	}
 	tok, err := s.Token(ctx)
 	if err != nil {
 		return p, err
@@ -137,8 +140,9 @@ func probe(ctx context.Context, url string, s *oauth.Session) (probed, error) {
 			return resp, err
 		})
 	}
-	if strings.HasPrefix(url, "ws://") || strings.HasPrefix(url, "wss://") {
-		c, err := ws.Dial(ctx, url, &ws.DialOptions{Wrap: func(rt http.RoundTripper) http.RoundTripper { return wrap(s)(seen(rt)) }})
+	o := &dial.Options{Wrap: func(rt http.RoundTripper) http.RoundTripper { return wrap(s)(seen(rt)) }}
+	if ep.Kind() == dial.WebSocket {
+		c, err := ep.Dial(ctx, o)
 		if err == nil {
 			_ = c.Close()
 		} else if err = loginError(err); err == nil {
@@ -152,7 +156,7 @@ func probe(ctx context.Context, url string, s *oauth.Session) (probed, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := (&http.Client{Transport: wrap(s)(seen(http.DefaultTransport)), CheckRedirect: transport.CheckRedirect}).Do(req)
+	resp, err := o.HTTPClient().Do(req)
 	if err != nil {
 		if err = loginError(err); err == nil {
 			p.answer = fmt.Errorf("%s cannot be reached: %w", url, err)
@@ -222,7 +226,7 @@ func login(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("login: want the server's URL (got %q)", fs.Args())
 	}
 	url := fs.Arg(0)
-	if err := checkURL("login", url, "http", "https", "ws", "wss"); err != nil {
+	if _, err := checkURL("login", url, dial.HTTP, dial.WebSocket); err != nil {
 		return err
 	}
 	s, err := l.session(url, stderr, nil)

@@ -118,6 +118,13 @@ func TestLoginNotMCP(t *testing.T) {
 	if err := run([]string{"login", "--client-id", oauthtest.CodeClient, remote.URL}, nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), "logged in") {
 		t.Fatalf("login %s: %v %q", remote.URL, err, out.String())
 	}
+	// Its WebSocket, the scheme in capitals (RFC 3986 §3.1: any case), is
+	// the same resource, logged in to.
+	out.Reset()
+	ws := "WS" + strings.TrimPrefix(remote.URL, "http")
+	if err := run([]string{"login", "--client-id", oauthtest.CodeClient, ws}, nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), "logged in") {
+		t.Fatalf("login %s: %v %q", ws, err, out.String())
+	}
 }
 
 // connect's first login (none stored) runs while the local app waits for

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/internal/telemetry"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
@@ -65,7 +64,7 @@ func traceClient(ctx context.Context, tg *target, opts *client.Options, stderr i
 	if tp == nil && otlp.client == nil {
 		return ctx, stop
 	}
-	opts.Transport = tg.transport()
+	opts.Transport = tg.ep.Kind().Transport()
 	opts.OnOperation = otlp.client
 	if tp == nil {
 		return ctx, stop
@@ -76,17 +75,6 @@ func traceClient(ctx context.Context, tg *target, opts *client.Options, stderr i
 		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
 	}
 	return ctx, stop
-}
-
-// transport names tg's transport, for the spans' network.transport.
-func (t *target) transport() string {
-	switch {
-	case t.stdio != "":
-		return mcptrace.TransportStdio
-	case t.ws != "":
-		return mcptrace.TransportWebSocket
-	}
-	return mcptrace.TransportHTTP
 }
 
 // otlpOps record the operation histograms in the OTLP export of metrics:
