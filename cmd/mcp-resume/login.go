@@ -143,12 +143,15 @@ func probe(ctx context.Context, url string, s *oauth.Session) (probed, error) {
 	o := &dial.Options{Wrap: func(rt http.RoundTripper) http.RoundTripper { return wrap(s)(seen(rt)) }}
 	if ep.Kind() == dial.WebSocket {
 		c, err := ep.Dial(ctx, o)
-		if err == nil {
+		switch {
+		case err == nil:
 			_ = c.Close()
-		} else if err = loginError(err); err == nil {
+		case loginError(err) != nil:
+			return p, err
+		default:
 			p.answer = fmt.Errorf("the WebSocket handshake with %s failed: %w", url, err)
 		}
-		return p, err
+		return p, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"login","method":"ping"}`))
 	if err != nil {
@@ -158,10 +161,11 @@ func probe(ctx context.Context, url string, s *oauth.Session) (probed, error) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := o.HTTPClient().Do(req)
 	if err != nil {
-		if err = loginError(err); err == nil {
-			p.answer = fmt.Errorf("%s cannot be reached: %w", url, err)
+		if loginError(err) != nil {
+			return p, err
 		}
-		return p, err
+		p.answer = fmt.Errorf("%s cannot be reached: %w", url, err)
+		return p, nil
 	}
 	defer resp.Body.Close()
 	p.answer = mcpAnswer(url, resp)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-resume/mcp-resume/testkit/freeport"
 	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
 )
 
@@ -124,6 +125,22 @@ func TestLoginNotMCP(t *testing.T) {
 	ws := "WS" + strings.TrimPrefix(remote.URL, "http")
 	if err := run([]string{"login", "--client-id", oauthtest.CodeClient, ws}, nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), "logged in") {
 		t.Fatalf("login %s: %v %q", ws, err, out.String())
+	}
+}
+
+// login of a URL where nothing listens says what the network said.
+func TestLoginUnreachable(t *testing.T) {
+	t.Setenv(envOAuthDir, t.TempDir())
+	t.Setenv(envClientKey, "")
+	addr, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"http://" + addr + "/mcp", "ws://" + addr + "/ws"} {
+		err := run([]string{"login", u}, nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "%!") {
+			t.Errorf("login %s: %v; want the network's error", u, err)
+		}
 	}
 }
 
