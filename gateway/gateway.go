@@ -166,7 +166,10 @@ func (o *Options) withDefaults() Options {
 	return r
 }
 
-// Gateway is one upstream server served through an mcp-go server.
+// Gateway is one upstream server served through an mcp-go server. It is safe
+// for concurrent use; Close ends the upstream connection, which fails the
+// requests in flight upstream (shutting_down), and waits for the gateway's own
+// goroutine.
 type Gateway struct {
 	opts Options
 	log  zerolog.Logger

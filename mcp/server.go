@@ -138,7 +138,10 @@ const DefaultQuickCall = time.Millisecond
 const DefaultMaxConcurrentPerPrincipal = 1000
 
 // Server serves an mcp-go MCPServer with resumable requests on any number of
-// connections. It is safe for concurrent use.
+// connections. It is safe for concurrent use. Close cancels the resumable
+// requests and waits for every call's handler, but a plain call (policy Never)
+// ends only with its connection, which Close leaves to whoever serves it: close
+// the transports first (their Close), or Close waits for such a call's tool.
 type Server struct {
 	srv  *server.MCPServer
 	eng  *resume.Engine

@@ -21,6 +21,13 @@ import (
 // resumableRequests, so that the transport can reconnect a dropped stream by
 // event id (Reconnect); such a client still sees plain MCP, and its calls end
 // with its session.
+//
+// Its methods are safe for concurrent use (a Streamable HTTP session's
+// concurrent POSTs call Handle at once): Handle returns without waiting for a
+// tool, and a call that comes after Close ends as one whose connection was
+// lost; Close waits for the session's own goroutines, not for its calls'
+// handlers (Server.Close does). Park is the exception: its check for work and
+// its Close are two steps, so its caller keeps every other call out.
 type Session struct{ c *connState }
 
 // NewSession starts a session. opts may be nil.
@@ -104,7 +111,8 @@ func (ss *Session) Busy() (busy bool) {
 // client may come back with: its id, principal and rate-limit bucket, and what its
 // initialize said (client info, capabilities, protocol version, log level,
 // resumable requests and acks). It holds no goroutine, no context and no
-// mcp-go registration; Server.Unpark takes it up again.
+// mcp-go registration; Server.Unpark takes it up again. It does not change
+// once Park returns it: safe for concurrent use.
 type Parked struct {
 	id, principal, limitKey         string
 	remote, transport               string

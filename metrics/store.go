@@ -11,7 +11,8 @@ import (
 )
 
 // StoreTimer measures the latency of a resume.Store's calls, by operation, as the
-// histogram mcp_resume_store_seconds{op}. Register it with Handler.
+// histogram mcp_resume_store_seconds{op}. Register it with Handler. It is safe
+// for concurrent use, and what Wrap returns is when its Store is.
 type StoreTimer struct {
 	hist *prometheus.HistogramVec
 }

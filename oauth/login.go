@@ -84,7 +84,10 @@ type ClientOptions struct {
 var ErrLoginRequired = errors.New("oauth: the server wants a login")
 
 // Session is the OAuth client of one MCP server URL: the token its requests
-// carry, renewed, and the logins that get it. Safe for concurrent use.
+// carry, renewed, and the logins that get it. Safe for concurrent use, through
+// one lock that a refresh or a login holds to its end (a login in the browser
+// up to ClientOptions.LoginTimeout): Token, Recover, Succeeded and Current
+// called meanwhile wait for it, whatever their ctx.
 type Session struct {
 	url   string
 	opts  ClientOptions

@@ -49,7 +49,8 @@ type Server struct {
 // another session's (and process's) Lock of the same key until unlock; the
 // key is a server's URL (its logins) or a grant's (grantLock: its refreshes,
 // whichever URL of the resource they come through). Load methods return nil
-// and no error for what is not there.
+// and no error for what is not there. A Store is safe for concurrent use: the
+// sessions of a process share one.
 type Store interface {
 	Grant(issuer, resource string) (*Grant, error)
 	SaveGrant(*Grant) error
@@ -63,7 +64,8 @@ type Store interface {
 	Lock(ctx context.Context, key string) (unlock func(), err error)
 }
 
-// MemoryStore is a Store in this process's memory.
+// MemoryStore is a Store in this process's memory; its zero value is empty
+// and ready. It is safe for concurrent use.
 type MemoryStore struct {
 	mu      sync.Mutex // guards the maps
 	grants  map[string]Grant
@@ -189,7 +191,8 @@ func grantKey(issuer, resource string) string { return issuer + "\n" + resource 
 // 0600): a file per grant, registration and server, named by the SHA-256 of
 // its key, written whole (a temporary file renamed); a lock file per key of
 // Lock, held with flock(2) (on systems without it, Lock serializes this process's
-// logins only).
+// logins only). It is safe for concurrent use by goroutines and by processes:
+// a reader sees a record whole, the one written last.
 type FileStore struct {
 	Dir string
 }

@@ -19,7 +19,8 @@ import (
 // sent again with the new token. A request to another origin than the
 // server's (a redirect an http.Client followed) is refused before the token
 // is attached: the token goes to the server's origin only, and only that
-// origin's answers drive discovery and logins.
+// origin's answers drive discovery and logins. It is safe for concurrent use
+// as its Session is: a request waits while another's login holds the Session.
 type Transport struct {
 	Session *Session
 	Base    http.RoundTripper // default http.DefaultTransport

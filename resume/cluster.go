@@ -35,7 +35,9 @@ import (
 //     Options.Ended's response for ErrOwnerLost, or runs again if restartable.
 //
 // The Cluster works on its engine through the Host that Bind hands it, not
-// through the Engine's exported methods.
+// through the Engine's exported methods. New calls Self and then Bind before
+// it returns, Close calls Leave; Resolve is called by concurrent lookups in
+// between, so a Cluster is safe for concurrent use.
 type Cluster interface {
 	// Self names this instance: non-empty, and unique among the live instances.
 	Self() string
@@ -57,7 +59,8 @@ type Cluster interface {
 // Host is the engine as its Cluster sees it: what the Cluster needs of the
 // engine beyond its exported API, to serve other instances' calls for the
 // engine's requests and to claim the requests of lost instances. The engine
-// hands its Cluster one in Cluster.Bind; nothing else has one.
+// hands its Cluster one in Cluster.Bind; nothing else has one. It is safe for
+// concurrent use, as the Engine is.
 type Host interface {
 	// Store returns the engine's Store, which the instances share.
 	Store() Store

@@ -12,7 +12,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Engine is the registry of resumable requests. It is safe for concurrent use.
+// Engine is the registry of resumable requests. It is safe for concurrent use;
+// Close cancels every live request's context and waits for the engine's
+// goroutines, and a Start after it fails with ErrClosed.
 type Engine struct {
 	opts    Options
 	store   Store

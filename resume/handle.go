@@ -5,6 +5,8 @@ import "time"
 // Handle is a client's hold on a request, wherever it runs: the *Request itself
 // on the instance that runs it, or, in a cluster, a proxy on another instance
 // (package cluster) that forwards each call to the owner. Lookups return one.
+// Its methods are safe for concurrent use, as a Request's are (a proxy guards
+// what it knows of the owner with a lock of its own).
 type Handle interface {
 	// ID returns the request's JSON-RPC id, raw.
 	ID() []byte

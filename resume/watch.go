@@ -6,7 +6,9 @@ import "iter"
 // task's event stream and state).
 
 // Watcher follows the messages a request queues, for a reader of them that is
-// not its client's attachment (a task's event stream): Watch.
+// not its client's attachment (a task's event stream): Watch. Its methods are
+// safe for concurrent use (they take the request's lock), for one reader:
+// each Take hands what it returns to its caller alone.
 type Watcher struct {
 	r  *Request
 	ch chan struct{} // a token when there is news (capacity 1)

@@ -17,6 +17,11 @@ import (
 //   - Write writes one message. It is safe for concurrent use; messages are never
 //     interleaved. Close unblocks a blocked Write, which then returns an error.
 //   - Close closes the connection. It is safe to call more than once.
+//
+// What the ctx of a Read or Write does is the implementation's: Pipe's and a
+// Streamable HTTP Read return ctx.Err(), a WebSocket's close the connection (a
+// frame cannot be left half read or written), stdio's and a Streamable HTTP
+// Write do not look at it (Close ends them).
 type Conn interface {
 	Read(ctx context.Context) ([]byte, error)
 	Write(ctx context.Context, msg []byte) error

@@ -11,7 +11,8 @@ import (
 // Pipe returns two connected in-memory Conns. A message written on one is read on
 // the other. Each direction buffers up to 1,024 messages, after which Write blocks.
 // Closing either end closes both: the other end reads io.EOF once its buffer is
-// drained, like a socket.
+// drained, like a socket. Read and Write also return ctx.Err() when their ctx
+// ends; both are safe for concurrent use.
 func Pipe() (Conn, Conn) {
 	ab, ba := make(chan []byte, 1024), make(chan []byte, 1024)
 	shared := &pipeState{done: make(chan struct{})}

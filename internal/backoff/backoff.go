@@ -21,7 +21,7 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // Doubling is the pauses of a loop that tries again: the first, then each
-// twice the one before, up to a most.
+// twice the one before, up to a most. Next changes it: one goroutine uses it.
 type Doubling struct{ pause, most time.Duration }
 
 // Double returns the pauses first, 2×first, … up to most.

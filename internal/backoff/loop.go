@@ -9,7 +9,8 @@ import (
 // Loop paces a loop that tries again: the deadline of the whole loop, each
 // try's own bound within it, and the pauses between tries, doubling from a
 // first one up to a most, each jittered (Jitter). One rule for every retry
-// loop of the project.
+// loop of the project. A Loop belongs to the goroutine that loops: Next
+// changes it, unguarded.
 type Loop struct {
 	end    time.Time // zero: none
 	try    time.Duration

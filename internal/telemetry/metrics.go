@@ -24,8 +24,8 @@ const (
 	EnvMetricsProtocol = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
 )
 
-// Metrics is the metrics export SetupMetrics configured. A nil *Metrics is
-// none.
+// Metrics is the metrics export SetupMetrics configured. Its methods are safe
+// for concurrent use; a nil *Metrics is none.
 type Metrics struct {
 	mp       *sdkmetric.MeterProvider
 	protocol string

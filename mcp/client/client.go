@@ -186,7 +186,11 @@ func (o *Options) withDefaults() Options {
 }
 
 // Client is an MCP client whose calls survive connection loss. It is safe for
-// concurrent use.
+// concurrent use: calls run at once from any goroutines. Close fails the calls
+// in flight with ErrClosed and waits for the client's goroutines, which run
+// its callbacks (the request handlers, OnLog, OnNotification and the
+// connection's On* functions, a Call's own): a callback that calls Close
+// never returns.
 type Client struct {
 	dial   Dialer
 	opts   Options

@@ -13,6 +13,7 @@ import (
 )
 
 // Store keeps records and messages in maps. The zero value is not usable; use New.
+// It is safe for concurrent use (one lock guards it all).
 type Store struct {
 	mu   sync.Mutex // guards reqs and every request's fields
 	reqs map[resume.TokenHash]*request

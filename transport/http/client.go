@@ -33,6 +33,13 @@ import (
 // requests sent one after the other arrive in that order. Event streams are read
 // in the background. ClientConn does not reconnect dropped streams itself; with
 // ClientOptions.FailOnStreamLoss it reports them (see ErrStreamLost).
+//
+// Write, WriteWith, Abort, SessionID and Delete are safe for concurrent use;
+// Read and ReadInbound take one reader, and return when their ctx ends. A
+// Write's POST runs on the connection's own context, not on Write's ctx, which
+// it does not look at: Write returns once the answer's event stream starts or
+// its JSON body is read, at the silence bound, or at Close, which unblocks
+// every Read and Write in progress and waits for the event streams' readers.
 type ClientConn struct {
 	url        string
 	client     *http.Client

@@ -11,8 +11,9 @@ import (
 )
 
 // CommandConn is a Conn on the stdin and stdout of a child process: the client
-// side of stdio. Close closes the child's stdin, gives it a moment to exit and
-// then kills it, and waits for it.
+// side of stdio, with Conn's concurrency. Close closes the child's stdin, gives
+// it a moment to exit and then kills it, and waits for it; a Close made
+// meanwhile waits for the first one.
 type CommandConn struct {
 	*Conn
 	cmd       *exec.Cmd

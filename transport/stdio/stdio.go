@@ -26,7 +26,11 @@ type Options struct {
 	MaxMessageBytes int
 }
 
-// Conn is a transport.Conn over a reader and a writer.
+// Conn is a transport.Conn over a reader and a writer. Write and Drain are
+// safe for concurrent use, Read is not (one reader); neither Read nor Write
+// looks at its ctx: Close unblocks them by closing the reader and the writer,
+// so a Read of a reader that is no io.Closer (or whose Close does not end a
+// read in progress) blocks until its input ends.
 type Conn struct {
 	r     *bufio.Reader
 	max   int

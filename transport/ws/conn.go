@@ -68,7 +68,8 @@ func (o *Options) withDefaults() Options {
 
 // Conn is a transport.Conn over one WebSocket connection: one JSON-RPC message per
 // text message. It is safe for the concurrency transport.Conn allows: one reader,
-// any number of writers, Close from anywhere.
+// any number of writers, Close from anywhere. A Read's or Write's ctx that ends
+// while it is in progress closes the connection (coder/websocket's rule).
 type Conn struct {
 	ws   *websocket.Conn
 	raw  *rawConn // under ws; closing it ends every operation at once

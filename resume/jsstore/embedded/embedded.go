@@ -54,7 +54,8 @@ type Options struct {
 	ReadyTimeout time.Duration
 }
 
-// Server is a running embedded NATS server.
+// Server is a running embedded NATS server. Its methods are safe for
+// concurrent use, but Shutdown, which is called once.
 type Server struct {
 	ns     *server.Server
 	addr   string // the client listener's address (Options.Listen), "" when none
