@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // sessionCalls are the calls a session runs: requests whose handler runs here,
@@ -22,6 +23,15 @@ type sessionCalls struct {
 func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) {
 	c := cc.c
 	cl := cc.newCall(m, raw, st, mr)
+	if ref := cc.gate(m, st); ref != nil {
+		// Its credentials do not allow its tool: refused before anything runs.
+		if g, ok := st.(GatedStream); !ok || !g.Refuse(m.ID, ref) {
+			c.replyError(st, m.ID, ref.Err)
+		}
+		cl.cancel(errClientCancel)
+		cl.span.end(ref.Err)
+		return
+	}
 	if refusal, cause := cc.accept(cl, m, raw); cause != nil {
 		cl.cancel(cause)
 		cl.releaseKey()
@@ -108,11 +118,6 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 	if cc.bornCancelled(m) {
 		return nil, errCancelledEarly
 	}
-	if c.toolRefusal != nil && m.Method == string(mcp.MethodToolsCall) {
-		if e := c.toolRefusal(m.Target()); e != nil {
-			return e, errClientCancel
-		}
-	}
 	if m.Method == string(mcp.MethodToolsCall) && c.s.tasks && !cl.kind.task() && cl.pol.Task == TaskRequired {
 		if mr != nil {
 			return errNeedsTasks("this tool runs only as a task: declare the " + spec.ExtensionTasks + " extension in the request's capabilities"), errClientCancel
@@ -173,6 +178,25 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 		c.debug().Str("request", key).Msg("request refused: too many in flight")
 	}
 	return refusal, cause
+}
+
+// gate returns the refusal of tools/call m by the credentials it came with:
+// its stream's (a Streamable HTTP POST's token), else its session's (a
+// WebSocket's handshake); nil when they allow its tool, or m is no tools/call.
+// The tool is the name the decoder read (m.Target), which mcp-go runs.
+func (cc *sessionCalls) gate(m *spec.Message, st Stream) *transport.Refusal {
+	if m.Method != string(mcp.MethodToolsCall) {
+		return nil
+	}
+	if g, ok := st.(GatedStream); ok {
+		if ref := g.ToolRefusal(m.Target()); ref != nil {
+			return ref
+		}
+	}
+	if refuse := cc.c.toolRefusal; refuse != nil {
+		return refuse(m.Target())
+	}
+	return nil
 }
 
 // bornCancelled reports whether the client cancelled request m before it

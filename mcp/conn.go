@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // Stream is where the core writes messages for the client: the engine's
@@ -67,7 +68,7 @@ type connState struct {
 	remote, transport string
 	// toolRefusal is SessionOptions.ToolRefusal (nil: every tool may be
 	// called).
-	toolRefusal func(tool string) *spec.Error
+	toolRefusal func(tool string) *transport.Refusal
 	// stateless: the session carries 2026-era requests only (a Streamable HTTP
 	// POST of that era): it is not an mcp-go session, and a 2025-era request is
 	// refused.

@@ -313,9 +313,11 @@ type SessionOptions struct {
 	// it costs no goroutine, and a 2025-era request on it is refused.
 	Stateless bool
 	// ToolRefusal, when set, is asked before each tools/call of the session:
-	// a non-nil error refuses the call (the credentials the session's
-	// connection was opened with lack the tool's scope: insufficient_scope).
-	ToolRefusal func(tool string) *spec.Error
+	// a non-nil refusal refuses the call with its JSON-RPC error (the
+	// credentials the session's connection was opened with lack the tool's
+	// scope: insufficient_scope). A stream's own credentials (GatedStream)
+	// are asked first.
+	ToolRefusal func(tool string) *transport.Refusal
 
 	// id, when set (Unpark), is the session's id instead of a new one.
 	id string

@@ -6,6 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // Session is what the core serves: a stdio or WebSocket connection (Serve makes
@@ -183,6 +184,21 @@ type ClosableStream interface {
 	// CloseStream ends the stream as if the client had gone away; the transport
 	// then reports it with Session.StreamClosed. It reports whether it was open.
 	CloseStream() bool
+}
+
+// A GatedStream is a Stream whose request came with credentials that allow
+// some tools only (an OAuth access token's scopes), and that answers a
+// refusal its own way: the core asks it before a tools/call runs, and
+// answers a refused one with Refuse (on Streamable HTTP: 403 with the
+// challenge to step up), or, when Refuse cannot (the stream has started),
+// with the refusal's JSON-RPC error.
+type GatedStream interface {
+	Stream
+	// ToolRefusal returns the refusal of a call of tool by the stream's
+	// credentials: nil when they allow it.
+	ToolRefusal(tool string) *transport.Refusal
+	// Refuse answers request id with ref, and reports whether it did.
+	Refuse(id spec.ID, ref *transport.Refusal) bool
 }
 
 // A PrimingStream is a Stream that gives its client an id to reconnect with

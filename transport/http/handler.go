@@ -385,18 +385,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id transport.Iden
 		failID(w, http.StatusBadRequest, derr.ID, derr)
 		return
 	}
-	if id.ToolRefusal != nil && m.Kind == spec.KindRequest && m.Method == spec.MethodToolsCall {
-		// A call of a tool the request's credentials do not cover: 403 and the
-		// scope to step up to, before anything runs.
-		if ref := id.ToolRefusal(m.Target()); ref != nil {
-			h.log.Info().Str("remote", r.RemoteAddr).Str("reason", string(ref.Err.Reason)).Msg("tool call refused")
-			ref.Write(w, m.ID)
-			return
-		}
-	}
 	class := mcp.Classify(m)
 	if v := r.Header.Get(HeaderProtocolVersion); spec.IsModern(v) || class.Modern {
-		h.postModern(w, r, m, raw, principal)
+		h.postModern(w, r, m, raw, id)
 		return
 	} else if v != "" && !slices.Contains(Versions, v) {
 		failID(w, http.StatusBadRequest, m.ID, spec.UnsupportedVersion(v))
@@ -428,6 +419,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id transport.Iden
 		failID(w, http.StatusNotFound, m.ID, errUnknownSession)
 		return
 	}
+	st.gate = id.ToolRefusal
 	st.traceFrom(r)
 	// A call streams from its first flush: the priming event gives the client an
 	// event id to reconnect with before anything else reaches it; a quick call's
@@ -477,7 +469,8 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 // postModern handles a POST of the 2026-07-28 era: one request, on a session of
 // its own that ends with its response stream. Mcp-Session-Id and Last-Event-ID
 // are ignored, as the specification says.
-func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, m *spec.Message, raw []byte, principal string) {
+func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, m *spec.Message, raw []byte, id transport.Identity) {
+	principal := id.Principal
 	switch m.Kind {
 	case spec.KindResponse:
 		failID(w, http.StatusBadRequest, m.ID, spec.NewError(spec.CodeInvalidRequest, spec.ReasonInvalidRequest,
@@ -503,7 +496,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, m *spec.Mes
 		return
 	}
 	st := s.newStream(w, idKey(m.ID))
-	st.modern = true
+	st.modern, st.gate = true, id.ToolRefusal
 	st.traceFrom(r)
 	s.core.Handle(m, raw, st)
 	st.serve(r)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 var errStreamClosed = errors.New("http: stream closed")
@@ -32,6 +33,9 @@ type stream struct {
 	// traceparent and tracestate are the W3C trace context headers of the
 	// POST (TraceHeaders); "" for none.
 	traceparent, tracestate string
+	// gate is what the POST's credentials say of a tool (ToolRefusal); nil
+	// for none.
+	gate func(tool string) *transport.Refusal
 
 	mu     sync.Mutex // guards the fields below and writes to w
 	sse    bool       // the event stream has started
@@ -58,7 +62,32 @@ var (
 	_ mcp.ClosableStream = (*stream)(nil)
 	_ mcp.TracedStream   = (*stream)(nil)
 	_ mcp.PrimingStream  = (*stream)(nil)
+	_ mcp.GatedStream    = (*stream)(nil)
 )
+
+// ToolRefusal is what the POST's credentials say of a call of tool
+// (mcp.GatedStream): nil when they allow it.
+func (st *stream) ToolRefusal(tool string) *transport.Refusal {
+	if st.gate == nil {
+		return nil
+	}
+	return st.gate(tool)
+}
+
+// Refuse answers request id with ref as its HTTP response (its status, its
+// WWW-Authenticate challenge: a token without a tool's scope gets 403 and the
+// scope to step up to), when nothing was written yet (mcp.GatedStream).
+func (st *stream) Refuse(id spec.ID, ref *transport.Refusal) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed || st.sse {
+		return false
+	}
+	st.s.h.log.Info().Str("reason", string(ref.Err.Reason)).Msg("tool call refused")
+	ref.Write(st.w, id)
+	st.endLocked()
+	return true
+}
 
 // BeforePrime sets what runs before the stream's priming event, when its
 // first flush starts it (mcp.PrimingStream).

@@ -197,15 +197,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The connection lives as long as the credentials that opened it: their
 	// expiry, or as long as their authority says they are still valid.
 	defer transport.Expire(c.id, func() { c.closeWith(websocket.StatusPolicyViolation, "credentials expired or revoked") })()
-	so := &mcp.SessionOptions{Principal: c.id.Principal, Remote: transport.RemoteIP(r), Transport: mcp.TransportWebSocket}
-	if refuse := c.id.ToolRefusal; refuse != nil {
-		so.ToolRefusal = func(tool string) *spec.Error {
-			if ref := refuse(tool); ref != nil {
-				return ref.Err
-			}
-			return nil
-		}
-	}
+	so := &mcp.SessionOptions{Principal: c.id.Principal, Remote: transport.RemoteIP(r), Transport: mcp.TransportWebSocket,
+		ToolRefusal: c.id.ToolRefusal}
 	err = h.core.ServeWith(h.ctx, c, so)
 	h.mu.Lock()
 	delete(h.conns, c)
