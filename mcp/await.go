@@ -80,7 +80,7 @@ func (s *Server) await(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	return s.follow(ctx, cs.cl, r, h, token)
+	return s.follow(ctx, cs.cl, r, *h, token)
 }
 
 // awaitPoll is how often an await waiting on a request looks whether another

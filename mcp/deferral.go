@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -47,26 +46,9 @@ type deferHandle struct {
 	Ack uint64 `json:"a,omitempty"`
 }
 
-func (h deferHandle) encode() string {
-	b, _ := json.Marshal(h)
-	return handlePrefix + base64.RawURLEncoding.EncodeToString(b)
-}
+func (h deferHandle) encode() string { return encodeRef(handlePrefix, &h) }
 
-func decodeHandle(s string) (deferHandle, bool) {
-	var h deferHandle
-	rest, ok := strings.CutPrefix(s, handlePrefix)
-	if !ok {
-		return h, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || json.Unmarshal(b, &h) != nil || spec.CheckToken(h.Token) != nil {
-		return h, false
-	}
-	if _, err := spec.ParseID(h.ID); err != nil {
-		return h, false
-	}
-	return h, true
-}
+func decodeHandle(s string) (*deferHandle, bool) { return decodeRef[deferHandle](handlePrefix, s) }
 
 // progressNote is the latest progress a call reported, as the deferred answer
 // tells it.

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -119,10 +118,7 @@ type requestState struct {
 // to a tool that answers input_required itself, and goes to it.
 const statePrefix = "mr1."
 
-func (rs *requestState) encode() string {
-	b, _ := json.Marshal(rs)
-	return statePrefix + base64.RawURLEncoding.EncodeToString(b)
-}
+func (rs *requestState) encode() string { return encodeRef(statePrefix, rs) }
 
 // ourState returns the requestState of a retry, when it carries one of ours.
 func ourState(params json.RawMessage) (string, bool) {
@@ -133,20 +129,7 @@ func ourState(params json.RawMessage) (string, bool) {
 	return st, strings.HasPrefix(st, statePrefix)
 }
 
-func decodeState(s string) (*requestState, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, statePrefix))
-	if err != nil {
-		return nil, false
-	}
-	var rs requestState
-	if json.Unmarshal(b, &rs) != nil || rs.Token == "" || spec.CheckToken(rs.Token) != nil {
-		return nil, false
-	}
-	if _, err := spec.ParseID(rs.ID); err != nil {
-		return nil, false
-	}
-	return &rs, true
-}
+func decodeState(s string) (*requestState, bool) { return decodeRef[requestState](statePrefix, s) }
 
 // CheckHeaders checks the HTTP headers of a 2026-era request against its body,
 // as Streamable HTTP asks of the server: MCP-Protocol-Version equal to the

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -58,28 +56,9 @@ func (t *taskID) ttl(status string, o resume.Options) int64 {
 	return time.Since(time.UnixMilli(t.Created)).Milliseconds() + keep.Milliseconds()
 }
 
-func (t *taskID) encode() string {
-	b, _ := json.Marshal(t)
-	return taskPrefix + base64.RawURLEncoding.EncodeToString(b)
-}
+func (t *taskID) encode() string { return encodeRef(taskPrefix, t) }
 
-func decodeTaskID(s string) (*taskID, bool) {
-	if !strings.HasPrefix(s, taskPrefix) {
-		return nil, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s[len(taskPrefix):])
-	if err != nil {
-		return nil, false
-	}
-	var t taskID
-	if json.Unmarshal(b, &t) != nil || spec.CheckToken(t.Token) != nil {
-		return nil, false
-	}
-	if _, err := spec.ParseID(t.ID); err != nil {
-		return nil, false
-	}
-	return &t, true
-}
+func decodeTaskID(s string) (*taskID, bool) { return decodeRef[taskID](taskPrefix, s) }
 
 // tasks reports whether the request declared the Tasks extension.
 func (mr *modernReq) tasks() bool {

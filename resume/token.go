@@ -1,10 +1,10 @@
 package resume
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
+
+	"github.com/mcp-resume/mcp-resume/internal/token"
 )
 
 // TokenHash is the SHA-256 of a resume token. Only hashes are stored; a token itself
@@ -14,18 +14,10 @@ type TokenHash [sha256.Size]byte
 // HashToken returns the hash under which a token's request is stored.
 func HashToken(token string) TokenHash { return sha256.Sum256([]byte(token)) }
 
-// newToken returns a fresh 256-bit token from the CSPRNG, base64url without padding
-// (43 characters), and its hash. It never begins with '-': a command line given
-// one (mcp-resume status ID TOKEN) would take it for a flag. Drawing again when
-// it would costs the token 0.02 bits.
+// newToken returns a fresh token (token.New) and its hash.
 func newToken() (string, TokenHash) {
-	var b [32]byte
-	var enc [43]byte // base64.RawURLEncoding.EncodedLen(32)
-	for enc[0] == 0 || enc[0] == '-' {
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+); it panics instead.
-		base64.RawURLEncoding.Encode(enc[:], b[:])
-	}
-	return string(enc[:]), sha256.Sum256(enc[:])
+	tok := token.New()
+	return tok, HashToken(tok)
 }
 
 // equal compares two hashes in constant time.

@@ -3,8 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	crand "crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
+	"github.com/mcp-resume/mcp-resume/internal/token"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -518,19 +517,10 @@ func (c *Client) takesKeys() bool {
 	return c.caps != nil && slices.Contains(c.caps.Extensions, spec.ExtensionKey)
 }
 
-// newCallKey returns a random call key: 256 bits, base64url (43 characters),
-// never beginning with '-'. The key becomes the call's resume token, which
-// `mcp-resume call -v` prints for `mcp-resume status ID TOKEN`, where a leading
-// '-' would be taken for a flag.
-func newCallKey() string {
-	var b [32]byte
-	for {
-		_, _ = crand.Read(b[:])
-		if k := base64.RawURLEncoding.EncodeToString(b[:]); k[0] != '-' {
-			return k
-		}
-	}
-}
+// newCallKey returns a random call key (token.New: 256 bits, never beginning
+// with '-'). The key becomes the call's resume token, which `mcp-resume call
+// -v` prints for `mcp-resume status ID TOKEN`.
+func newCallKey() string { return token.New() }
 
 // aborter is a connection that cancels a request of the 2026-07-28 era by
 // closing its stream (Streamable HTTP).
