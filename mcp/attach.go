@@ -12,8 +12,9 @@ import (
 // attachments are the requests a session delivered, and the token checks by
 // which its client finds requests (lookup, with the failed check limit): every
 // way into an attachment (requests/resume, a call sent again with its key, a
-// stream reconnect, a task's stream) goes through here. Its fields are guarded
-// by c.mu.
+// stream reconnect, a task's stream) goes through here. What it changes is the
+// session's state (sessionState.attached, onStream), through connState.update;
+// limitKey is set before the session serves.
 type attachments struct {
 	c *connState
 	// limitKey names the failed token check bucket this session spends from:

@@ -15,7 +15,8 @@ import (
 )
 
 // sessionTasks are the tasks/stream requests a session serves, and its way to
-// the engine's tasks. Its fields are guarded by c.mu.
+// the engine's tasks. It holds nothing of its own: what it changes is the
+// session's state (sessionState.taskStreams), through connState.update.
 type sessionTasks struct {
 	c *connState
 }
