@@ -38,6 +38,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/transport/dial"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // Reasons (error.data.reason) of calls the upstream could not finish.
@@ -92,8 +93,9 @@ type Options struct {
 	// sends the request again. The gateway's own credentials: a client's
 	// are never sent upstream.
 	Wrap func(http.RoundTripper) http.RoundTripper
-	// WSPing is the interval of a WebSocket upstream's keepalive pings; a pong
-	// half as late takes the connection for dead. Default 20s.
+	// WSPing is how long a WebSocket upstream's connection may carry nothing
+	// before a keepalive ping; a pong half as late takes the connection for
+	// dead. Default ws.ClientPing (8 s: a silent upstream noticed within 12 s).
 	WSPing time.Duration
 
 	// Restartable says whether a tool is safe to run twice: its call is sent again
@@ -108,10 +110,12 @@ type Options struct {
 	StreamIdle time.Duration
 	// Silence bounds how long an HTTP upstream's stream (or a request waiting
 	// for its answer) may carry no byte before it is taken for lost: 0 means
-	// the transport's default (2.5 times the keepalive the upstream announces,
-	// else httptransport.DefaultSilence). A call the upstream made resumable is
-	// then resumed; a laptop that slept or a NAT that forgot the flow never
-	// leaves a call hanging.
+	// the transport's default, 2.5 times the keepalive the upstream announces
+	// on the stream (the gateway asks httptransport.ClientKeepAlive on its
+	// calls' streams: 12.5 s), else httptransport.DefaultSilence. A call the
+	// upstream made resumable is then resumed; a laptop that slept or a NAT
+	// that forgot the flow never leaves a call hanging, nor turns into a
+	// deferred answer.
 	Silence time.Duration
 
 	// ConnectTimeout bounds starting and initializing one upstream connection,
@@ -149,7 +153,7 @@ func (o *Options) withDefaults() Options {
 		r.StreamIdle = 30 * time.Second
 	}
 	if r.WSPing <= 0 {
-		r.WSPing = 20 * time.Second
+		r.WSPing = ws.ClientPing
 	}
 	if r.MinBackoff <= 0 {
 		r.MinBackoff = 100 * time.Millisecond

@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport/dial"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // errCancelled is returned by call after Ctrl-C cancelled the remote request.
@@ -42,7 +43,7 @@ type target struct {
 func (t *target) flags(fs *flag.FlagSet) {
 	fs.StringVar(&t.url, "url", "", "Streamable HTTP endpoint (default http://127.0.0.1:8080/mcp)")
 	fs.StringVar(&t.ws, "ws", "", "WebSocket endpoint (ws://host:port/ws)")
-	fs.DurationVar(&t.wsPing, "ws-ping", 20*time.Second, "with --ws: ping a quiet connection this often; one whose pong is half as late is taken for dead and the call resumed on a new connection (on HTTP, a stream silent for 2.5 times the keepalive the server announces is)")
+	fs.DurationVar(&t.wsPing, "ws-ping", ws.ClientPing, "with --ws: ping a connection that carried nothing for this long; one whose pong is half as late is taken for dead and the call resumed on a new connection (on HTTP, a stream silent for 2.5 times the keepalive it asks of the server, 5 s, is)")
 	fs.StringVar(&t.stdio, "stdio", "", "start this command and speak MCP on its stdin and stdout (split on spaces)")
 	fs.Var(&t.env, "env", "with --stdio: "+envUsage)
 	t.login.register(fs)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,10 @@ type ClientConn struct {
 	failOnLoss bool
 	reportLoss bool
 	silence    time.Duration // ClientOptions.Silence
-	keepAlive  atomic.Int64  // the server's announced keepalive (ns); 0 until it announced one
+	keepAsk    string        // ClientOptions.KeepAlive in seconds, as HeaderKeepAlive asks; "" for none
+	// keepAlive is the longest keepalive interval the server announced (ns),
+	// its own: 0 until it announced one.
+	keepAlive atomic.Int64
 
 	// initID is the id of the initialize in flight (guarded by mu), whose
 	// answer names the protocol version the session's requests carry in
@@ -125,9 +129,25 @@ type ClientOptions struct {
 	// takes a stream up); before it announced one, DefaultSilence with
 	// FailOnStreamLoss and no bound with ReportStreamLoss alone (a server that
 	// announces none may be silent while a tool runs); no bound otherwise.
-	// Negative means no bound.
+	// Each event stream is bounded by its own announcement; the wait for an
+	// answer's headers by no less than DefaultSilence (a server may answer a
+	// request, tasks/result, only at its end). Negative means no bound.
 	Silence time.Duration
+	// KeepAlive is the keepalive interval the client asks for on its
+	// requests' event streams (HeaderKeepAlive on each POST, and on a GET that
+	// takes a request's stream up; the session's GET stream asks none, and
+	// keeps the server's). A server of this project takes it when it is shorter
+	// than its own, so that a silent stream is noticed within 2.5 times it: a
+	// laptop's sleep before a server's deferred answer, a client's timeout.
+	// 0 means ClientKeepAlive when FailOnStreamLoss or ReportStreamLoss is set
+	// and Silence is not (the client watches for silence), none otherwise;
+	// negative asks none.
+	KeepAlive time.Duration
 }
+
+// ClientKeepAlive is ClientOptions.KeepAlive's default: a silent request's
+// stream is noticed after 12.5 s, a resume within 15 s of the silence.
+const ClientKeepAlive = 5 * time.Second
 
 // Inbound is one thing ReadInbound returns: a message, with the id of the
 // request whose event stream carried it (Via, nil for a JSON body or the GET
@@ -156,8 +176,16 @@ func Dial(url string, opts *ClientOptions) *ClientConn {
 	if o.Protocol == "" {
 		o.Protocol = "2025-06-18"
 	}
+	ka := o.KeepAlive
+	if ka == 0 && o.Silence == 0 && (o.FailOnStreamLoss || o.ReportStreamLoss) {
+		ka = ClientKeepAlive
+	}
+	var ask string
+	if ka > 0 {
+		ask = strconv.FormatFloat(ka.Seconds(), 'f', -1, 64)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan Inbound, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss, reportLoss: o.ReportStreamLoss, silence: o.Silence, keep: o.Keep}
+	return &ClientConn{url: url, client: o.Client, ctx: ctx, cancel: cancel, in: make(chan Inbound, 1024), protocol: o.Protocol, failOnLoss: o.FailOnStreamLoss, reportLoss: o.ReportStreamLoss, silence: o.Silence, keepAsk: ask, keep: o.Keep}
 }
 
 // SessionID returns the session id the server issued, or "".
@@ -260,6 +288,7 @@ func (c *ClientConn) post(ctx context.Context, msg []byte, extra http.Header, re
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	c.askKeepAlive(req)
 	if modern {
 		// A 2026-07-28 request stands alone: no session, and the headers that
 		// mirror its body.

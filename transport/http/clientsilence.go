@@ -15,7 +15,8 @@ import (
 // SilenceError.
 
 // DefaultSilence is ClientOptions.Silence's window before a server announced
-// its keepalive: 2.5 times this project's default keepalive (20 s).
+// its keepalive, and the least one for an answer's headers: 2.5 times the
+// default keepalive of this project's servers (20 s).
 const DefaultSilence = 50 * time.Second
 
 // SilenceError is why a ClientConn ended when a stream carried nothing for its
@@ -29,8 +30,9 @@ func (e *SilenceError) Error() string {
 // Is makes a SilenceError an ErrStreamLost.
 func (e *SilenceError) Is(target error) bool { return target == ErrStreamLost }
 
-// window is the Silence bound in force now; 0 for none.
-func (c *ClientConn) window() time.Duration {
+// window is the Silence bound of a stream whose answer announced keepalive ka
+// (0: none; the server's own then, once it announced one); 0 for none.
+func (c *ClientConn) window(ka time.Duration) time.Duration {
 	switch {
 	case c.silence < 0:
 		return 0
@@ -39,7 +41,10 @@ func (c *ClientConn) window() time.Duration {
 	case !c.failOnLoss && !c.reportLoss:
 		return 0
 	}
-	if ka := time.Duration(c.keepAlive.Load()); ka > 0 {
+	if ka <= 0 {
+		ka = time.Duration(c.keepAlive.Load())
+	}
+	if ka > 0 {
 		return ka * 5 / 2
 	}
 	if c.failOnLoss {
@@ -51,9 +56,32 @@ func (c *ClientConn) window() time.Duration {
 	return 0
 }
 
+// headerWindow is the Silence bound of the wait for an answer's headers: the
+// server's own window, and no less than DefaultSilence unless Silence says
+// so, since a server sends nothing before the answer to a request it answers
+// only at its end (tasks/result, a gateway's prompts/get): a request's event
+// stream starts at once, and its keepalive (the shorter one the client asks
+// for) bounds it from then on.
+func (c *ClientConn) headerWindow() time.Duration {
+	w := c.window(0)
+	if w > 0 && c.silence == 0 {
+		w = max(w, DefaultSilence)
+	}
+	return w
+}
+
+// askKeepAlive asks for the client's keepalive on req's stream
+// (ClientOptions.KeepAlive).
+func (c *ClientConn) askKeepAlive(req *http.Request) {
+	if c.keepAsk != "" {
+		req.Header.Set(HeaderKeepAlive, c.keepAsk)
+	}
+}
+
 // do makes an HTTP request bounded by the Silence window: its answer's headers
-// must come, and then its body must carry a byte, at least that often, else the
-// request is cancelled and its error (or the body's, silenceOf) says so.
+// must come within headerWindow, and then its body must carry a byte at least
+// as often as its own window says, else the request is cancelled and its
+// error (or the body's, silenceOf) says so.
 func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
 	return c.watch(req, false)
 }
@@ -62,7 +90,7 @@ func (c *ClientConn) do(req *http.Request) (*http.Response, error) {
 // nothing for as long as the server has nothing to send (the standalone GET
 // stream), bounded only once the server announced its keepalive.
 func (c *ClientConn) watch(req *http.Request, quiet bool) (*http.Response, error) {
-	w := c.window()
+	w := c.headerWindow()
 	// With ReportStreamLoss alone the window may come with this very answer
 	// (its keepalive announcement), so its body is watched from then on.
 	if w <= 0 && !(c.silence == 0 && c.reportLoss) {
@@ -85,13 +113,17 @@ func (c *ClientConn) watch(req *http.Request, quiet bool) (*http.Response, error
 		}
 		return nil, err
 	}
-	if v, perr := strconv.ParseFloat(resp.Header.Get(HeaderKeepAlive), 64); perr == nil && v > 0 {
-		c.keepAlive.Store(int64(v * float64(time.Second)))
-		if c.silence == 0 {
-			w = c.window()
-			silent.Window = w
+	// The body's window: its own announcement's (a request's stream, at the
+	// keepalive it asked for; the GET stream, at the server's own).
+	var ka time.Duration
+	if v, perr := strconv.ParseFloat(resp.Header.Get(HeaderKeepAlive), 64); perr == nil && v > 0 && v < maxAnnounced {
+		ka = time.Duration(v * float64(time.Second))
+		if ka > time.Duration(c.keepAlive.Load()) {
+			c.keepAlive.Store(int64(ka))
 		}
 	}
+	w = c.window(ka)
+	silent.Window = w
 	if quiet && c.silence == 0 && c.keepAlive.Load() == 0 {
 		w = 0
 	}
@@ -102,6 +134,10 @@ func (c *ClientConn) watch(req *http.Request, quiet bool) (*http.Response, error
 	resp.Body = body
 	return resp, nil
 }
+
+// maxAnnounced bounds the keepalive (in seconds) a server may announce: a
+// longer one is taken for none (and a Duration holds it).
+const maxAnnounced = 24 * 60 * 60
 
 // silenced ends a request that was silent for its window. The idle
 // connections kept for reuse are closed too: what silenced one connection (a

@@ -32,6 +32,7 @@ func (c *ClientConn) Get(lastEventID string) (int, error) {
 	c.mu.Unlock()
 	if lastEventID != "" {
 		req.Header.Set(HeaderLastEventID, lastEventID)
+		c.askKeepAlive(req)
 	}
 	resp, err := c.do(req)
 	if err != nil {
@@ -125,6 +126,7 @@ func (c *ClientConn) reconnect(lastEventID string) (*http.Response, error) {
 	req.Header.Set(HeaderProtocolVersion, c.protocol)
 	c.mu.Unlock()
 	req.Header.Set(HeaderLastEventID, lastEventID)
+	c.askKeepAlive(req)
 	resp, err := c.do(req)
 	if err != nil {
 		return nil, c.closedOr(err)

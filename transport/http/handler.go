@@ -25,10 +25,12 @@ const (
 	HeaderSessionID       = "Mcp-Session-Id"
 	HeaderProtocolVersion = "Mcp-Protocol-Version"
 	HeaderLastEventID     = "Last-Event-Id"
-	// HeaderKeepAlive, on an event stream's response, is the server's keepalive
+	// HeaderKeepAlive, on an event stream's response, is the stream's keepalive
 	// interval in seconds: the stream carries at least a comment that often. A
 	// client takes a stream silent for much longer (ClientOptions.Silence) for a
-	// dead connection.
+	// dead connection. On a request, it asks for that interval on the request's
+	// stream (ClientOptions.KeepAlive): the server takes it when it is shorter
+	// than its own (Options.KeepAlive), down to MinKeepAlive.
 	HeaderKeepAlive = "Mcp-Resume-Keepalive"
 )
 
@@ -91,7 +93,9 @@ type Options struct {
 	SessionIdle time.Duration
 	// KeepAlive: an open event stream quiet this long (nothing flushed) gets an SSE
 	// comment, which keeps proxies from cutting it and notices a dead client.
-	// Default 20s.
+	// Default 20s. A request may ask for a shorter interval on its own stream
+	// (HeaderKeepAlive): the clients of this project do, to notice a silent
+	// connection within ClientKeepAlive's window.
 	KeepAlive time.Duration
 	// StreamIdle, when set, closes a request's event stream after that long without
 	// an event; the client reconnects with Last-Event-ID (SEP-1699 polling). Default
@@ -421,6 +425,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id transport.Iden
 	}
 	st.gate = id.ToolRefusal
 	st.traceFrom(r)
+	st.keepAliveFrom(r)
 	// A call streams from its first flush: the priming event gives the client an
 	// event id to reconnect with before anything else reaches it; a quick call's
 	// answer comes first, as a JSON body. A resume streams once it is accepted
@@ -498,6 +503,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, m *spec.Mes
 	st := s.newStream(w, idKey(m.ID))
 	st.modern, st.gate = true, id.ToolRefusal
 	st.traceFrom(r)
+	st.keepAliveFrom(r)
 	s.core.Handle(m, raw, st)
 	st.serve(r)
 }
@@ -521,6 +527,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) 
 				"this session already has a GET stream"))
 			return
 		}
+		st.keepAliveFrom(r)
 		st.startSSE()
 		st.serve(r)
 		return
@@ -541,6 +548,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, principal string) 
 		return
 	}
 	st.json, st.prime = false, seq
+	st.keepAliveFrom(r)
 	// Reconnect writes what is queued before it returns; on an error nothing was
 	// written and the request gets the error instead.
 	if e := s.core.Reconnect(id, seq, st); e != nil {

@@ -36,6 +36,10 @@ type stream struct {
 	// gate is what the POST's credentials say of a tool (ToolRefusal); nil
 	// for none.
 	gate func(tool string) *transport.Refusal
+	// every is the stream's keepalive interval: Options.KeepAlive, or less when
+	// its request asked for less (keepAliveFrom, under mu; read without it by
+	// serve, which runs after).
+	every time.Duration
 
 	mu     sync.Mutex // guards the fields below and writes to w
 	sse    bool       // the event stream has started
@@ -121,8 +125,29 @@ func (st *stream) TraceHeaders() (traceparent, tracestate string) {
 	return st.traceparent, st.tracestate
 }
 
+// keepAliveFrom takes up the keepalive interval r asks for in HeaderKeepAlive:
+// a client that takes a stream silent for a few intervals for a dead
+// connection asks for the interval that lets it notice one in its own time
+// (a laptop's sleep noticed before a client's timeout), and a stream of its
+// requests carries a comment that often. The server's own interval, when
+// shorter, stays; none is shorter than MinKeepAlive. Called before serve.
+func (st *stream) keepAliveFrom(r *http.Request) {
+	v, err := strconv.ParseFloat(r.Header.Get(HeaderKeepAlive), 64)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err != nil || !(v > 0) || v >= st.every.Seconds() { // also bounds v before it is made a Duration
+		return
+	}
+	st.every = min(st.every, max(time.Duration(v*float64(time.Second)), MinKeepAlive))
+}
+
+// MinKeepAlive bounds the keepalive interval a client may ask for
+// (HeaderKeepAlive on its request): a stream's comments come no oftener.
+const MinKeepAlive = time.Second
+
 func newStream(s *session, w http.ResponseWriter, key string) *stream {
-	return &stream{s: s, key: key, w: w, rc: http.NewResponseController(w), json: true, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	return &stream{s: s, key: key, w: w, rc: http.NewResponseController(w), json: true, done: make(chan struct{}), kick: make(chan struct{}, 1),
+		every: s.h.opts.KeepAlive}
 }
 
 // Write writes one message (mcp.Stream). A response ends a request's stream and
@@ -273,7 +298,11 @@ func (st *stream) startSSELocked() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	h.Set(HeaderKeepAlive, st.s.h.keepAliveHeader)
+	if st.every == st.s.h.opts.KeepAlive {
+		h.Set(HeaderKeepAlive, st.s.h.keepAliveHeader)
+	} else {
+		h.Set(HeaderKeepAlive, strconv.FormatFloat(st.every.Seconds(), 'f', -1, 64))
+	}
 	st.w.WriteHeader(http.StatusOK)
 	b := st.buf[:0]
 	// [2025-11-25 transports §Sending Messages] The server SHOULD immediately
@@ -353,7 +382,7 @@ func (st *stream) flush() {
 	}
 }
 
-// keepAlive runs when the stream has been quiet for KeepAlive: an event stream
+// keepAlive runs when the stream has been quiet for its interval: an event stream
 // gets a comment, which keeps proxies from cutting it and finds a dead client,
 // or with StreamIdle a request's stream quiet that long is closed (the client
 // polls back with Last-Event-ID).
@@ -365,7 +394,7 @@ func (st *stream) keepAlive() {
 	case st.closed || !st.sse:
 	case opts.StreamIdle > 0 && st.key != "" && !st.modern && time.Since(st.last) >= opts.StreamIdle:
 		st.endLocked()
-	case time.Since(st.last) < opts.KeepAlive:
+	case time.Since(st.last) < st.every:
 		// An idle check that came before the stream was quiet for StreamIdle
 		// (an event came meanwhile): no comment is due yet.
 	default:
@@ -433,10 +462,10 @@ func (st *stream) serve(r *http.Request) {
 	// they are flushed, so that events written in a burst share one write to
 	// the client, and the first ones up to opts.FirstFlush, so that a quick
 	// call's priming event, policy and response do; while none wait, it runs
-	// to the next keepalive, KeepAlive after the last flush, or for a request's
-	// stream to its idle check, StreamIdle after it, when that is sooner
-	// (SEP-1699 polling: not only at the next keepalive).
-	quiet := opts.KeepAlive
+	// to the next keepalive, the stream's interval after the last flush, or for
+	// a request's stream to its idle check, StreamIdle after it, when that is
+	// sooner (SEP-1699 polling: not only at the next keepalive).
+	quiet := st.every
 	if opts.StreamIdle > 0 && st.key != "" && !st.modern {
 		quiet = min(quiet, opts.StreamIdle)
 	}

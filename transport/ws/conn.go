@@ -32,11 +32,14 @@ type Options struct {
 	// and reported as *transport.TooLargeError. Default
 	// transport.DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// PingInterval is the time between keepalive pings. Default 20s; negative
-	// disables the keepalive.
+	// PingInterval is how long a connection may carry nothing from the peer
+	// before a keepalive ping is sent: a connection that carries messages, or
+	// the peer's own pings, gets none. Default 20s (Dial's: ClientPing);
+	// negative disables the keepalive.
 	PingInterval time.Duration
 	// PingTimeout is how long a ping waits for its pong before the peer is taken
-	// for dead and the connection dropped. Default 10s.
+	// for dead and the connection dropped. Default 10s (Dial's: half of
+	// ClientPing).
 	PingTimeout time.Duration
 	// WriteTimeout bounds one Write; a peer that does not read for that long loses
 	// its connection. Default 30s.
@@ -289,27 +292,46 @@ func (c *Conn) isClosed() bool {
 type rawConn struct {
 	net.Conn
 	readFailed atomic.Bool
+	lastRead   atomic.Int64 // when a byte last came (unix ns): the keepalive pings only a quiet connection
+}
+
+func newRawConn(c net.Conn) *rawConn {
+	r := &rawConn{Conn: c}
+	r.lastRead.Store(time.Now().UnixNano())
+	return r
 }
 
 func (c *rawConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+	}
 	if err != nil {
 		c.readFailed.Store(true)
 	}
 	return n, err
 }
 
-// watch pings the peer every PingInterval and drops the connection when a
-// pong does not come within PingTimeout; with an init deadline, it closes the
-// connection (1008, policy violation) when the peer has not opened a session
-// by then.
+// quiet is how long the connection has carried nothing from the peer.
+func (c *rawConn) quiet() time.Duration {
+	return time.Since(time.Unix(0, c.lastRead.Load()))
+}
+
+// watch pings the peer once the connection has carried nothing from it for
+// PingInterval, and drops the connection when a pong does not come within
+// PingTimeout; with an init deadline, it closes the connection (1008, policy
+// violation) when the peer has not opened a session by then. A connection
+// that carries messages, or the peer's own pings (a client that pings more
+// often than its server), costs no ping: a peer whose bytes keep coming is
+// alive.
 func (c *Conn) watch() {
 	defer c.wg.Done()
 	var ping, initC <-chan time.Time
+	var pt *time.Timer
 	if c.opts.PingInterval > 0 {
-		t := time.NewTicker(c.opts.PingInterval)
-		defer t.Stop()
-		ping = t.C
+		pt = time.NewTimer(c.opts.PingInterval)
+		defer pt.Stop()
+		ping = pt.C
 	}
 	opened := c.opened
 	if c.initTimeout > 0 {
@@ -335,6 +357,10 @@ func (c *Conn) watch() {
 			return
 		case <-ping:
 		}
+		if q := c.raw.quiet(); q < c.opts.PingInterval {
+			pt.Reset(c.opts.PingInterval - q)
+			continue
+		}
 		ctx, cancel := context.WithTimeout(c.life, c.opts.PingTimeout)
 		err := c.ws.Ping(ctx)
 		cancel()
@@ -344,5 +370,6 @@ func (c *Conn) watch() {
 			}
 			return
 		}
+		pt.Reset(c.opts.PingInterval)
 	}
 }

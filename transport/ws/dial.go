@@ -10,13 +10,15 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
-// DialOptions configure Dial. Nil means defaults.
+// DialOptions configure Dial. Nil means defaults; a zero PingInterval is
+// ClientPing, a zero PingTimeout half of it.
 type DialOptions struct {
 	Options
 	// Header is sent with the handshake (Origin, Authorization, ...).
@@ -56,7 +58,7 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			raw = &rawConn{Conn: c}
+			raw = newRawConn(c)
 			return raw, nil
 		},
 		TLSClientConfig:   o.TLS,
@@ -88,7 +90,21 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Conn, error) {
 		_ = c.CloseNow()
 		return nil, fmt.Errorf("ws: dial %s: the server did not agree to subprotocol %q", url, Subprotocol)
 	}
+	if o.PingInterval == 0 {
+		o.PingInterval = ClientPing
+	}
+	if o.PingTimeout == 0 {
+		o.PingTimeout = max(o.PingInterval/2, time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return newConn(c, raw, o.Options.withDefaults(), 0), nil
 }
+
+// ClientPing is a dialled connection's PingInterval by default: a ping after
+// 8 s without a byte from the server, its pong due within 4 s, so that a
+// silent connection (a laptop's sleep, a NAT that forgot the flow) is taken
+// for dead within 12 s and its calls resumed within 15 s of the silence. A
+// connection that carries messages pings not at all, and the server's own
+// pings (every 20 s of quiet) give way to the client's.
+const ClientPing = 8 * time.Second

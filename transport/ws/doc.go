@@ -26,12 +26,16 @@
 //     origins on loopback names; lists of allowed values otherwise. A refused
 //     handshake gets HTTP 403 with reason forbidden. A request without Origin
 //     (not from a browser) passes the Origin check.
-//   - Keepalive: every Options.PingInterval each end sends a ping; a peer whose
-//     pong has not come within Options.PingTimeout is taken for dead (a
-//     half-open socket after a laptop sleeps) and its connection is dropped
-//     without a close handshake. A dead peer is noticed within PingInterval +
-//     PingTimeout. Pongs are answered while the peer reads, which the server's
-//     Serve loop always does.
+//   - Keepalive: an end that has read nothing of its peer for
+//     Options.PingInterval sends a ping; a peer whose pong has not come within
+//     Options.PingTimeout is taken for dead (a half-open socket after a laptop
+//     sleeps) and its connection is dropped without a close handshake. A dead
+//     peer is noticed within PingInterval + PingTimeout of its last byte. A
+//     connection that carries messages costs no ping, and of two ends the one
+//     with the shorter interval pings alone (a dialled connection's is
+//     ClientPing, 8 s; a server's 20 s): its pings and their pongs keep the
+//     other end's quiet short. Pongs are answered while the peer reads, which
+//     the server's Serve loop always does.
 //   - Close codes sent: 1000 when a Conn is closed, 1001 when the server shuts
 //     down (Handler.Close). The library itself closes with 1002 on a protocol
 //     violation (an unmasked client frame, a bad opcode).

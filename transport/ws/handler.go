@@ -137,7 +137,7 @@ func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	h.conn = &rawConn{Conn: c}
+	h.conn = newRawConn(c)
 	return h.conn, brw, nil
 }
 

@@ -252,6 +252,46 @@ func TestKeepaliveDropsSilentPeer(t *testing.T) {
 	})
 }
 
+// The server pings only a quiet connection: while the peer's own frames keep
+// coming (a message every 5 s, or its own pings), none for a minute; once it
+// is quiet, one every PingInterval.
+func TestKeepalivePingsOnlyQuiet(t *testing.T) {
+	const interval, timeout = 10 * time.Second, 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := ws.NewHandler(core, &ws.AcceptOptions{Options: ws.Options{PingInterval: interval, PingTimeout: timeout}})
+		p, served := handshake(t, h)
+		p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		p.next()
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for i := 1; i <= 6; i++ {
+			time.Sleep(5 * time.Second)
+			p.send(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+			p.next()
+		}
+		for range 6 {
+			time.Sleep(5 * time.Second)
+			p.writeFrame(0x9, []byte("p"))
+		}
+		synctest.Wait()
+		if n := len(p.pings); n != 0 {
+			t.Fatalf("%d pings in a minute while the peer's frames came every 5 s, want none", n)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := len(p.pings); n != 6 {
+			t.Fatalf("%d pings in a quiet minute, want 6", n)
+		}
+		p.conn.Close()
+		<-served
+		h.Close()
+		core.Close()
+	})
+}
+
 // A peer that stops reading altogether (a laptop asleep: nothing drains the
 // socket) is dropped within the same bound: the ping cannot even be written.
 func TestKeepaliveDropsFrozenPeer(t *testing.T) {
