@@ -15,6 +15,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/internal/token"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -24,8 +25,9 @@ import (
 // CallOptions configure one call. Nil means none.
 type CallOptions struct {
 	// Progress receives the call's progress notifications, each exactly once and in
-	// order across any number of resumes. It runs on the connection's reader
-	// goroutine: it must not block for long.
+	// order across any number of resumes, and those of the awaits of a deferred
+	// answer it follows. It runs on the connection's reader goroutine: it must
+	// not block for long.
 	Progress func(Progress)
 	// Policy is called when the server makes the call resumable (and again if a
 	// later policy replaces the token).
@@ -93,6 +95,16 @@ type CallOptions struct {
 	// OnTask is told the task's id when the server made the call a task
 	// (AsTask), before the client follows it.
 	OnTask func(id string)
+
+	// KeepDeferred returns a deferred answer (a server's answer that the tool
+	// runs on, naming the tool to call for its result: DeferredOf) as it is,
+	// for a caller that hands it on to a client that cannot wait either.
+	// Without it, Call follows the answer itself, as this package's doc
+	// says, and returns the call's own result.
+	KeepDeferred bool
+	// OnDeferred is told each deferred answer Call follows, before it calls
+	// the tool the answer names.
+	OnDeferred func(Deferred)
 }
 
 // Envelope is the 2026-07-28 envelope of one request (CallOptions.Envelope):
@@ -243,10 +255,12 @@ func (c *Client) forget(cl *call) {
 
 // CallTool calls a tool and returns its result, whatever happens to the
 // connection in between: a call the server made resumable is resumed on a new
-// connection after every loss until it ends or its maxWait passes. A tool that
-// fails returns a result with IsError set, not an error. Cancelling ctx sends
-// notifications/cancelled (with the resume token, which reaches the request even
-// while it is detached) and returns ctx's error.
+// connection after every loss until it ends or its maxWait passes, and a
+// deferred answer is followed to the result (CallOptions.KeepDeferred returns
+// it as it is). A tool that fails returns a result with IsError set, not an
+// error. Cancelling ctx sends notifications/cancelled (with the resume token,
+// which reaches the request even while it is detached; a deferred call is
+// stopped with its await tool) and returns ctx's error.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcpgo.CallToolResult, error) {
 	params := map[string]json.RawMessage{"name": quote(name)}
 	if args != nil {
@@ -280,7 +294,10 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 // answered by the handlers and is sent again, as a new request with the
 // answers and the server's requestState, until the server answers otherwise
 // (or CallOptions.ReturnInputRequired says to return it): Call returns that
-// answer. A tools/call in the 2026-07-28 era carries, over Streamable HTTP,
+// answer. A tools/call answered with a deferred answer is followed (the tool
+// it names is called until it answers otherwise; its input_required answers
+// are answered by the handlers) unless CallOptions.KeepDeferred: Call
+// returns the call's own result. A tools/call in the 2026-07-28 era carries, over Streamable HTTP,
 // the Mcp-Param-* headers its tool's x-mcp-header annotations name, for a
 // tool ListTools listed; a tool that ListTools left out for its invalid
 // annotations is not called (an error matching ErrInvalidTool).
@@ -337,21 +354,70 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 			c.mu.Unlock()
 		}()
 	}
+	// awaiting is the deferred answer being followed (nil before one came):
+	// fields and tool are its await call's then.
+	var awaiting *Deferred
+	var sent time.Time // when the last await was sent
+	failures := 0      // awaits in a row that failed without an answer
 	for round := 1; ; round++ {
+		if awaiting != nil {
+			if wait := minAwait - time.Since(sent); wait > 0 && !backoff.Sleep(ctx, wait) {
+				c.abandon(ctx, op, *awaiting, env)
+				return nil, ctx.Err()
+			}
+			sent = time.Now()
+		}
 		res, first, err := c.request(ctx, op, method, fields, tool, op.opts, env)
 		if err == nil && asTask {
 			if id, modern := createdTask(res); id != "" {
 				res, err = c.followTask(ctx, op, first, id, modern, env)
 			}
 		}
+		if err != nil && awaiting != nil {
+			switch {
+			case ctx.Err() != nil:
+				c.abandon(ctx, op, *awaiting, env)
+				return nil, ctx.Err()
+			case awaitAgain(err) && failures < maxAwaitFailures:
+				failures++
+				round = 0
+				if !backoff.Sleep(ctx, awaitPause) {
+					c.abandon(ctx, op, *awaiting, env)
+					return nil, ctx.Err()
+				}
+				continue
+			}
+			return nil, fmt.Errorf("client: %s %s, awaiting a deferred answer: %w", method, awaiting.Tool, err)
+		}
 		if err != nil || !spec.RetriesInput(method) {
 			return res, err
 		}
 		in, asked := spec.AskedInput(res)
 		if !asked {
-			return res, nil
+			if method != spec.MethodToolsCall || op.opts.KeepDeferred {
+				return res, nil
+			}
+			d, found, err := deferredOf(res)
+			switch {
+			case err != nil:
+				return nil, err
+			case !found:
+				return res, nil
+			}
+			// The call runs on: its result comes from the await tool.
+			if f := op.opts.OnDeferred; f != nil {
+				f(d)
+			}
+			awaiting, failures, round = &d, 0, 0
+			fields = d.fields(false)
+			if tool, err = c.awaitTool(fields, env); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if f := op.opts.ReturnInputRequired; f != nil && f() {
+		// A question of the call while it is awaited is answered here: its
+		// await is no request the caller could send again.
+		if f := op.opts.ReturnInputRequired; f != nil && awaiting == nil && f() {
 			return res, nil
 		}
 		if round == maxInputRounds {
@@ -360,6 +426,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		answers, err := c.fulfil(ctx, op, in)
 		switch {
 		case ctx.Err() != nil:
+			if awaiting != nil {
+				c.abandon(ctx, op, *awaiting, env)
+			}
 			return nil, ctx.Err()
 		case err != nil:
 			return nil, fmt.Errorf("client: %s: %w", method, err)

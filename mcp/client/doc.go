@@ -35,6 +35,22 @@
 // (unknown_session, which also drops the connection), is sent again on the
 // next connection, up to 3 times.
 //
+// A connection that goes silent (a laptop's sleep, a NAT that forgot the flow:
+// no FIN, no RST) is taken for dead within 15 s with the transports' defaults:
+// over Streamable HTTP the client asks for a keepalive on its requests'
+// streams (httptransport.ClientKeepAlive) and takes one silent for 2.5 times
+// it for lost; over WebSocket it pings a connection quiet for ws.ClientPing.
+//
+// A tools/call that the server answers with a deferred answer (the tool runs
+// on; the answer names a tool to call for its result: a server with
+// mcp.Options.AnswerWithin, or `mcp-resume serve --answer-within`) is followed
+// by Call itself: it calls the tool the answer names with its arguments, again
+// while that answers deferred, and returns the call's own result (deferred.go).
+// The awaits' progress goes to the call's Progress, their questions to its
+// handlers; a Call whose ctx ends stops the call on the server. Only a caller
+// that hands the answer on to a client that cannot wait asks for it as it is
+// (CallOptions.KeepDeferred).
+//
 // CallTool therefore returns the tool's result however many disconnects happen.
 // Progress callbacks run exactly once per notification and in order: each call
 // carries a progress token of its own (its id), and a notification whose sequence

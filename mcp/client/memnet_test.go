@@ -50,7 +50,16 @@ func newMemNetOf(t *testing.T, tools *server.MCPServer, opts *mcp.Options) *memN
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/ws", wh)
-	n := &memNet{srv: &http.Server{Handler: mux}, ln: &memListener{conns: make(chan net.Conn), done: make(chan struct{})}}
+	return newMemNetHandler(t, mux, func() {
+		h.Close()
+		wh.Close()
+	}, core.Close)
+}
+
+// newMemNetHandler serves handler over in-memory connections; before and
+// after run as the server closes, before it and after its connections.
+func newMemNetHandler(t *testing.T, handler http.Handler, before, after func()) *memNet {
+	n := &memNet{srv: &http.Server{Handler: handler}, ln: &memListener{conns: make(chan net.Conn), done: make(chan struct{})}}
 	tr := &http.Transport{DialContext: n.dial}
 	n.hc = &http.Client{Transport: tr}
 	served := make(chan struct{})
@@ -60,12 +69,11 @@ func newMemNetOf(t *testing.T, tools *server.MCPServer, opts *mcp.Options) *memN
 	}()
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
-		h.Close()
-		wh.Close()
+		before()
 		_ = n.srv.Close()
 		<-served
 		n.closeAll()
-		core.Close()
+		after()
 	})
 	return n
 }
