@@ -28,6 +28,13 @@ import (
 // upstream went away fails with upstream_lost. With Options.TracerProvider,
 // each upstream request is a CLIENT span (the client's).
 //
+// An upstream that answers the call with a deferred answer (it runs on, and
+// names a tool to call for its result) is followed by the client to the
+// call's own result: the upstream's handle never reaches the gateway's client
+// as an answer. The gateway defers to its own client by its own clock (the
+// core's mcp.Options.AnswerWithin: connect's 45 s), with a handle of its own,
+// and the call goes on upstream meanwhile.
+//
 // An upstream of the 2026-07-28 era gets the call in that era, declaring the
 // capabilities of the call's own client (the upstream asks only what that
 // client can answer) and the log level it asked for: a question of the
@@ -48,11 +55,12 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	r := &relay{ctx: ctx, token: token, g: g, tool: req.Params.Name}
 	support, _ := g.TaskSupport(req.Params.Name)
 	raw, err := g.up.Call(ctx, spec.MethodToolsCall, params, &client.CallOptions{
-		Progress:  r.progress,
-		OnLog:     r.log,
-		OnRequest: r.ask,
-		Resumed:   r.resumed,
-		Resent:    r.resent,
+		Progress:   r.progress,
+		OnLog:      r.log,
+		OnRequest:  r.ask,
+		Resumed:    r.resumed,
+		Resent:     r.resent,
+		OnDeferred: r.deferred,
 		// A task of the upstream's outlives the connection it was made on,
 		// and its questions say which task they are for. Only when the tool
 		// must be one: a task's progress waits in its queue until it is
@@ -150,6 +158,12 @@ func (r *relay) resumed() {
 	if !said {
 		r.g.log.Warn().Str("tool", r.tool).Msg("upstream connection lost during a call; resuming it")
 	}
+}
+
+// deferred logs that the upstream deferred its answer, which the client
+// follows with the await tool it names.
+func (r *relay) deferred(d client.Deferred) {
+	r.g.log.Debug().Str("tool", r.tool).Str("await", d.Tool).Msg("the upstream deferred its answer; awaiting the call's result")
 }
 
 // resent logs that the call was sent again: the upstream never got it, it
