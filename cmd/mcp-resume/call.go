@@ -145,8 +145,16 @@ stderr says so as it happens ("connection lost, reconnecting (attempt N)",
 then "resumed" once the server took the call up again). A server
 restart (with --data-dir or --nats-url) keeps a finished call's result; a call
 still running then fails, unless the server runs its tool again (--restartable),
-when its progress starts over. Progress shows as a bar on a terminal, as lines
-otherwise (stderr). Ctrl-C cancels the request on the server and exits.
+when its progress starts over. A server that answers that the tool runs on (a
+deferred answer: serve --answer-within) is waited for: call awaits the call's
+own result with the tool the answer names, and says so on stderr. Progress
+shows as a bar on a terminal, as lines otherwise (stderr). Ctrl-C cancels the
+request on the server and exits.
+
+exit status: 0 the tool's result was printed; 1 the tool ran and reported an
+error (its result printed); 2 anything else that left no result (bad
+arguments, no connection, the server refused or lost the call); 130
+interrupted (Ctrl-C, SIGTERM: the call cancelled on the server).
 
 ` + keyNote + `flags:
 `
@@ -203,6 +211,7 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if asTask || detach {
 		return callTask(ctx, c, tool, arguments, detach, asJSON, stdout, bar)
 	}
+	deferred := 0
 	res, err := c.CallTool(ctx, tool, arguments, &client.CallOptions{
 		Progress: bar.progress,
 		Policy: func(p client.Policy) {
@@ -211,6 +220,12 @@ func call(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			}
 		},
 		ResumeAccepted: func() { bar.line("resumed") },
+		// A deferred answer is no result: the client awaits the call's own.
+		OnDeferred: func(d client.Deferred) {
+			if deferred++; deferred == 1 || verbose {
+				bar.line(fmt.Sprintf("the server answered that the tool runs on; waiting for its result (%s)", d.Tool))
+			}
+		},
 	})
 	bar.done()
 	if err != nil {
@@ -245,8 +260,13 @@ func reconnecting(attempt int, why *string, lastErr error) string {
 	return s
 }
 
+// errToolFailed is matched by the error of a command whose tool's result has
+// isError: the tool ran and said it failed (exit status 1).
+var errToolFailed = errors.New("the tool reported an error")
+
 // printResult prints a tool's result: its text, or with asJSON the whole result.
-// A result with isError is an error (what names the command).
+// A result with isError is an error matching errToolFailed (what names the
+// command).
 func printResult(stdout io.Writer, res *mcpgo.CallToolResult, asJSON bool, what string) error {
 	if asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
@@ -262,7 +282,7 @@ func printResult(stdout io.Writer, res *mcpgo.CallToolResult, asJSON bool, what 
 		}
 	}
 	if res.IsError {
-		return fmt.Errorf("%s: the tool reported an error", what)
+		return fmt.Errorf("%s: %w", what, errToolFailed)
 	}
 	return nil
 }

@@ -81,19 +81,22 @@ func main() {
 // status.
 func report(err error) int {
 	code := exitCode(err)
-	if code == 2 {
+	if code == 1 || code == 2 {
 		fmt.Fprintln(os.Stderr, "mcp-resume:", err)
 	}
 	return code
 }
 
-// exitCode is the process's exit status for run's error: 0 for none and for a
-// help request, 130 for Ctrl-C (as a shell reports an interrupted command), 2
-// for the rest.
+// exitCode is the process's exit status for run's error (docs/cli.md lists
+// them): 0 for none and for a help request, 1 for a tool that ran and
+// reported an error, 130 for Ctrl-C (as a shell reports an interrupted
+// command), 2 for the rest.
 func exitCode(err error) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errToolFailed):
+		return 1
 	case errors.Is(err, errCancelled):
 		return 130
 	}

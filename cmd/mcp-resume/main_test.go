@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -143,8 +144,9 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// Help is not a failure (exit 0, for every command), Ctrl-C exits 130 as a shell
-// reports an interrupted command, any other error 2.
+// Help is not a failure (exit 0, for every command), a tool's error exits 1,
+// Ctrl-C exits 130 as a shell reports an interrupted command, any other error
+// 2 (TestExitCodesOfScripts runs each as a script does).
 func TestExitCodes(t *testing.T) {
 	for _, args := range []string{"--help", "serve --help", "gateway --help", "call --help", "status --help", "task --help", "tools --help"} {
 		var out strings.Builder
@@ -153,7 +155,7 @@ func TestExitCodes(t *testing.T) {
 			t.Errorf("%q: exit %d (%v), output %q; want 0 and a usage", args, code, err, out.String())
 		}
 	}
-	if exitCode(errCancelled) != 130 || exitCode(errors.New("x")) != 2 {
-		t.Error("Ctrl-C must exit 130 and other errors 2")
+	if exitCode(errCancelled) != 130 || exitCode(errors.New("x")) != 2 || exitCode(fmt.Errorf("call x: %w", errToolFailed)) != 1 {
+		t.Error("Ctrl-C must exit 130, a tool's error 1, other errors 2")
 	}
 }
