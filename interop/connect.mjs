@@ -13,6 +13,11 @@
 //            that pass. The call must end within 90 s.
 //   restart: the remote killed -9 mid-call and started again on its data directory; the
 //            call completes with the rerun's result.
+//   sleep at defaults: issue 64's scene, through a second `connect` with every default
+//            (deferred answers after 45 s) and a client waiting 120 s: a 10 s countdown
+//            of 10 steps whose connections all go silent at its first progress. connect
+//            notices the silence within 15 s and resumes the call: the client gets the
+//            result itself, not a deferred answer, within 30 s.
 //
 // Every call must return its result, and its progress values 1..10 each exactly once,
 // in order (connect passes on only progress that increases). Every scene runs; the script
@@ -115,7 +120,7 @@ class Proxy {
 /** One countdown call; returns its progress values, checked against 1..STEPS. */
 async function countdown(client, what, opts = {}) {
   const progress = [];
-  const res = await client.callTool({ name: 'countdown', arguments: { seconds: 3, steps: STEPS } }, CallToolResultSchema, {
+  const res = await client.callTool({ name: 'countdown', arguments: { seconds: opts.seconds ?? 3, steps: STEPS } }, CallToolResultSchema, {
     timeout: opts.timeout ?? 120000,
     onprogress: (p) => {
       progress.push(p.progress);
@@ -138,13 +143,25 @@ async function echo(client, what) {
   check(!res.isError && res.content?.[0]?.text === what, `echo after ${what}: ${j(res)}`);
 }
 
-/** The bridge's command for the remote at url: ours, or mcp-remote (BRIDGE=mcp-remote). */
-function bridgeCommand(url) {
+/**
+ * The bridge's command for the remote at url: ours, or mcp-remote (BRIDGE=mcp-remote).
+ * With defaults, connect's own defaults (deferred answers after 45 s); else without
+ * deferred answers: these clients wait up to 120 s for a call (deferred.mjs has them).
+ */
+function bridgeCommand(url, defaults = false) {
   if (process.env.BRIDGE === 'mcp-remote') {
     return { command: 'node', args: [join(import.meta.dirname, 'node_modules/mcp-remote/dist/proxy.js'), url, '--transport', 'http-only'] };
   }
-  // These clients wait up to 120 s for a call: no deferred answers (deferred.mjs has them).
-  return { command: bin, args: ['connect', '--answer-within', '0', url] };
+  return { command: bin, args: defaults ? ['connect', url] : ['connect', '--answer-within', '0', url] };
+}
+
+/** A v1 client over stdio through the bridge to url; its stderr goes to log(text). */
+async function bridged(url, defaults, log) {
+  const transport = new StdioClientTransport({ ...bridgeCommand(url, defaults), stderr: 'pipe' });
+  transport.stderr?.on('data', (b) => log(String(b)));
+  const client = new Client({ name: 'interop-connect', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
 }
 
 /** Runs scene, then an echo; returns its outcome as a line, never throws. */
@@ -166,13 +183,12 @@ run(SCRIPT, async () => {
   const proxy = new Proxy(remote.port);
   const proxyPort = await proxy.listen();
   const url = `http://127.0.0.1:${proxyPort}/mcp`;
-  const transport = new StdioClientTransport({ ...bridgeCommand(url), stderr: 'pipe' });
   let bridgeLog = '';
-  transport.stderr?.on('data', (b) => (bridgeLog += b));
-  const client = new Client({ name: 'interop-connect', version: '1.0.0' });
+  let client;
+  let atDefaults; // the second bridge, at connect's defaults
   const outcomes = [];
   try {
-    await client.connect(transport);
+    client = await bridged(url, false, (text) => (bridgeLog += text));
     log(`connected through ${url} with ${process.env.BRIDGE ?? 'connect'}`);
 
     // Scene 1: every connection cut 300-1500 ms after it opened.
@@ -236,10 +252,35 @@ run(SCRIPT, async () => {
     );
     log(outcomes.at(-1).line);
 
+    // Scene 4, issue 64's: a laptop's sleep at the first progress of a 10 s call, through
+    // connect at its defaults (a deferred answer after 45 s), the client waiting 120 s.
+    atDefaults = await bridged(url, true, (text) => (bridgeLog += text));
+    outcomes.push(
+      await scene('sleep at defaults', atDefaults, async () => {
+        let frozen = false;
+        const t0 = Date.now();
+        await countdown(atDefaults, 'the call', {
+          seconds: 10,
+          timeout: 120000,
+          onProgress: () => {
+            if (!frozen) {
+              frozen = true;
+              proxy.freeze();
+            }
+          },
+        });
+        const took = Date.now() - t0;
+        check(took < 30000, `the call took ${took} ms, want under 30 s`);
+        return `the result and every progress value once after ${took} ms`;
+      }),
+    );
+    log(outcomes.at(-1).line);
+
     const lines = bridgeLog.trim().split('\n').filter(Boolean);
-    log(`the bridge wrote ${lines.length} lines on stderr`);
+    log(`the bridges wrote ${lines.length} lines on stderr`);
   } finally {
-    await client.close().catch(() => {});
+    await client?.close().catch(() => {});
+    await atDefaults?.close().catch(() => {});
     await proxy.close();
     await remote.kill().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
