@@ -105,6 +105,11 @@ type CallOptions struct {
 	// OnDeferred is told each deferred answer Call follows, before it calls
 	// the tool the answer names.
 	OnDeferred func(Deferred)
+
+	// await: the request is an await of a deferred answer, a wait: sent
+	// without a key, and sent again as it is when its connection is lost
+	// (with Idempotent).
+	await bool
 }
 
 // Envelope is the 2026-07-28 envelope of one request (CallOptions.Envelope):
@@ -357,6 +362,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	// awaiting is the deferred answer being followed (nil before one came):
 	// fields and tool are its await call's then.
 	var awaiting *Deferred
+	// An await is a wait: made again when its connection is lost.
+	awaitOpts := new(*op.opts)
+	awaitOpts.Idempotent, awaitOpts.await = true, true
 	var sent time.Time // when the last await was sent
 	failures := 0      // awaits in a row that failed without an answer
 	for round := 1; ; round++ {
@@ -367,7 +375,11 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 			}
 			sent = time.Now()
 		}
-		res, first, err := c.request(ctx, op, method, fields, tool, op.opts, env)
+		opts := op.opts
+		if awaiting != nil {
+			opts = awaitOpts
+		}
+		res, first, err := c.request(ctx, op, method, fields, tool, opts, env)
 		if err == nil && asTask {
 			if id, modern := createdTask(res); id != "" {
 				res, err = c.followTask(ctx, op, first, id, modern, env)
@@ -463,7 +475,7 @@ const maxInputRounds = 32
 func (c *Client) request(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage) (json.RawMessage, *call, error) {
 	cl := c.newCall(method, opts)
 	cl.op, cl.env = op, env
-	if method == spec.MethodToolsCall && c.takesKeys() {
+	if method == spec.MethodToolsCall && !opts.await && c.takesKeys() {
 		cl.callKey = newCallKey()
 	}
 	if c.obs != nil {

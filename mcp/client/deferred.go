@@ -105,9 +105,11 @@ func (d Deferred) fields(cancel bool) map[string]json.RawMessage {
 
 // Following a deferred answer: awaits are sent no oftener than minAwait (a
 // server that answers an await deferred at once is not asked in a busy
-// loop); an await that failed without an answer about the call (its
-// connection lost, its copy sent again refused while the first still held
-// its key, the server busy) is made again, up to maxAwaitFailures in a row,
+// loop). An await is a wait: it carries no call key (a keyed copy sent again
+// would find the first one's key, which ends with its connection), and one
+// whose connection is lost is sent again as it is (Idempotent); one that
+// failed without an answer about the call (refused before it looked, the
+// server busy or going) is made again, up to maxAwaitFailures in a row,
 // awaitPause apart.
 const (
 	minAwait         = 200 * time.Millisecond

@@ -269,3 +269,57 @@ func TestDeferredAnswerHostile(t *testing.T) {
 		}
 	})
 }
+
+// A deferred call followed through a network cut every 3 s (every
+// connection closed, the awaits' too): the client resumes the call, makes
+// each lost await again, and returns the call's own result; the caller sees
+// every progress value once, with or without the ack extension, over
+// Streamable HTTP and WebSocket.
+func TestFollowsDeferredThroughCuts(t *testing.T) {
+	for _, tr := range []string{"http", "ws"} {
+		for _, acks := range []string{"acks", "noacks"} {
+			t.Run(tr+"/"+acks, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { followsThroughCuts(t, tr, acks == "acks") })
+			})
+		}
+	}
+}
+
+func followsThroughCuts(t *testing.T, tr string, acks bool) {
+	var runs atomic.Int32
+	n := newMemNetOf(t, countedDemo(&runs), &mcp.Options{AnswerWithin: within, Tools: demo.Policies()})
+	dial := map[string]client.Dialer{"http": n.httpDial, "ws": n.wsDial}[tr]
+	opts := fastOpts()
+	opts.NoAckExtension = !acks
+	c := connect(t, dial, opts)
+	stop := make(chan struct{})
+	cutter := make(chan struct{})
+	go func() {
+		defer close(cutter)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Second):
+				n.cut()
+			}
+		}
+	}()
+	const steps = 30
+	var progress []int
+	res, err := c.CallTool(t.Context(), "countdown", map[string]any{"seconds": steps, "steps": steps}, &client.CallOptions{
+		Progress: func(p client.Progress) { progress = append(progress, int(p.Progress)) },
+	})
+	close(stop)
+	<-cutter
+	if err != nil {
+		t.Fatalf("call: %v (progress %v)", err, progress)
+	}
+	if got := text(t, res); got != "countdown done: 30 of 30 steps" {
+		t.Fatalf("result %q, want the countdown's own", got)
+	}
+	wantSteps(t, progress, steps)
+	if r := runs.Load(); r != 1 {
+		t.Errorf("the tool ran %d times, want once", r)
+	}
+}

@@ -108,6 +108,19 @@ func (n *memNet) stall() int {
 	return k
 }
 
+// cut closes every connection made so far (the network gone for a moment);
+// it returns how many.
+func (n *memNet) cut() int {
+	n.mu.Lock()
+	cs := n.conns
+	n.conns = nil
+	n.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+	return len(cs)
+}
+
 func (n *memNet) closeAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
