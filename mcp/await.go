@@ -80,7 +80,23 @@ func (s *Server) await(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallT
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	return s.follow(ctx, cs.cl, r, *h, token)
+	return s.follow(ctx, cs.cl, r, *h, token, awaitAck(req))
+}
+
+// awaitAck reads what an await call acknowledges of the deferred call, in its
+// _meta["io.mcp-resume/ack"]: the last message (by the deferred call's
+// sequence numbers, which the await's forwarded messages carry) its client
+// holds; nil when it says nothing (a client that does not acknowledge).
+func awaitAck(req mcp.CallToolRequest) *uint64 {
+	if req.Params.Meta == nil {
+		return nil
+	}
+	v, ok := req.Params.Meta.AdditionalFields[spec.MetaAck].(float64)
+	if !ok || v < 0 || v != float64(uint64(v)) {
+		return nil
+	}
+	ack := uint64(v)
+	return &ack
 }
 
 // awaitPoll is how often an await waiting on a request looks whether another
@@ -96,11 +112,21 @@ const awaitPoll = time.Second
 // client, its final response is the answer. When none comes in time, a
 // deferred answer again. A cancel or an expiry of r, or another await taking
 // it over, answers at once.
-func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferHandle, progressToken any) (*mcp.CallToolResult, error) {
+func (s *Server) follow(ctx context.Context, aw *call, r resume.Handle, h deferHandle, progressToken any, ack *uint64) (*mcp.CallToolResult, error) {
 	sink := &awaitSink{aw: aw, token: progressToken, ready: make(chan struct{}, 1)}
-	// h.Ack: what the call's own stream was written before its deferred
-	// answer, which the client has since it has the handle.
-	if err := r.AttachFollow(sink, h.Ack); err != nil {
+	var err error
+	if ack != nil {
+		// A client that acknowledges (ours) says what it holds: the request
+		// keeps the rest until a later await acknowledges it, so that a
+		// message written to a stream that dies on the way comes again.
+		err = r.AttachAcked(sink, *ack)
+	} else {
+		// h.Ack: what the call's own stream was written before its deferred
+		// answer, which the client has since it has the handle; from here on
+		// what is written to the await's client is delivered.
+		err = r.AttachFollow(sink, h.Ack)
+	}
+	if err != nil {
 		return awaitError(wireError(err)), nil
 	}
 	// Answered, the await takes nothing more: a write under way ends first
@@ -171,7 +197,7 @@ func (s *Server) awaitEnded(r resume.Handle, sink *awaitSink, known bool) *mcp.C
 // forwardProgress returns the params of the progress notification data (the
 // deferred call's) for the await call's client, under token (nil when it has
 // none), and what the notification said.
-func forwardProgress(data []byte, token any) (json.RawMessage, *progressNote) {
+func forwardProgress(data []byte, token any, seq uint64) (json.RawMessage, *progressNote) {
 	var n struct {
 		Params map[string]any `json:"params"`
 	}
@@ -189,6 +215,11 @@ func forwardProgress(data []byte, token any) (json.RawMessage, *progressNote) {
 	if note.Message != "" {
 		params["message"] = note.Message
 	}
+	if seq > 0 {
+		// The deferred call's number of the message: a client that
+		// acknowledges says, in its next await, what it holds.
+		params["_meta"] = map[string]any{spec.MetaSeq: seq}
+	}
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, note
@@ -197,8 +228,8 @@ func forwardProgress(data []byte, token any) (json.RawMessage, *progressNote) {
 }
 
 // forwardNote returns the params of a log message of the deferred call for
-// the await call's client (its _meta without the deferred call's
-// numbering); nil for other notifications, which stay with the call.
+// the await call's client, its _meta (with the deferred call's number of the
+// message) as it is; nil for other notifications, which stay with the call.
 func forwardNote(data []byte) json.RawMessage {
 	var n struct {
 		Method string         `json:"method"`
@@ -206,12 +237,6 @@ func forwardNote(data []byte) json.RawMessage {
 	}
 	if json.Unmarshal(data, &n) != nil || n.Method != "notifications/message" {
 		return nil
-	}
-	if meta, ok := n.Params["_meta"].(map[string]any); ok {
-		delete(meta, spec.MetaSeq)
-		if len(meta) == 0 {
-			delete(n.Params, "_meta")
-		}
 	}
 	p, err := json.Marshal(n.Params)
 	if err != nil {
@@ -380,7 +405,7 @@ func (w *awaitSink) Write(ctx context.Context, m Message) error {
 	}
 	switch m.Kind {
 	case KindProgress:
-		params, note := forwardProgress(m.Data, w.token)
+		params, note := forwardProgress(m.Data, w.token, m.Seq)
 		if note != nil {
 			w.last = note
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -365,6 +366,27 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	// An await is a wait: made again when its connection is lost.
 	awaitOpts := new(*op.opts)
 	awaitOpts.Idempotent, awaitOpts.await = true, true
+	// held is the deferred call's last message this client has (by the
+	// call's sequence numbers, which the awaits' messages carry): each await
+	// acknowledges it, so that what an await's stream lost on the way comes
+	// with the next, and what came twice is passed on once.
+	var held atomic.Uint64
+	if f := op.opts.Progress; f != nil {
+		awaitOpts.Progress = func(p Progress) {
+			if p.Seq > 0 {
+				for {
+					h := held.Load()
+					if p.Seq <= h {
+						return // sent again: passed on already
+					}
+					if held.CompareAndSwap(h, p.Seq) {
+						break
+					}
+				}
+			}
+			f(p)
+		}
+	}
 	var sent time.Time // when the last await was sent
 	failures := 0      // awaits in a row that failed without an answer
 	for round := 1; ; round++ {
@@ -378,6 +400,8 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		opts := op.opts
 		if awaiting != nil {
 			opts = awaitOpts
+			fields = maps.Clone(fields)
+			fields["_meta"], _ = json.Marshal(map[string]uint64{spec.MetaAck: held.Load()})
 		}
 		res, first, err := c.request(ctx, op, method, fields, tool, opts, env)
 		if err == nil && asTask {
@@ -421,6 +445,9 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 				f(d)
 			}
 			awaiting, failures, round = &d, 0, 0
+			c.mu.Lock()
+			held.Store(max(held.Load(), first.lastSeq)) // what the call's own stream brought
+			c.mu.Unlock()
 			fields = d.fields(false)
 			if tool, err = c.awaitTool(fields, env); err != nil {
 				return nil, err
