@@ -18,6 +18,10 @@
 //            of 10 steps whose connections all go silent at its first progress. connect
 //            notices the silence within 15 s and resumes the call: the client gets the
 //            result itself, not a deferred answer, within 30 s.
+//   deferred through cuts: a 150 s call through that connect, the client with its
+//            default 60 s timeout following the deferred answers, every connection
+//            to the remote cut 0.3-1.5 s after it opened: the result, and every
+//            progress value once across the call and its awaits.
 //
 // Every call must return its result, and its progress values 1..10 each exactly once,
 // in order (connect passes on only progress that increases). Every scene runs; the script
@@ -42,6 +46,7 @@ if (!bin) {
 const log = logger(SCRIPT);
 const STEPS = 10;
 const WANT_TEXT = `countdown done: ${STEPS} of ${STEPS} steps`;
+const DEFERRED = 'io.mcp-resume/deferred';
 
 /**
  * A TCP proxy in front of the remote. mode 'pass' forwards; 'cut' also destroys each
@@ -272,6 +277,36 @@ run(SCRIPT, async () => {
         const took = Date.now() - t0;
         check(took < 30000, `the call took ${took} ms, want under 30 s`);
         return `the result and every progress value once after ${took} ms`;
+      }),
+    );
+    log(outcomes.at(-1).line);
+
+    // Scene 5, issue 64's: a 150 s call through connect at its defaults, the client
+    // with its default 60 s timeout following the deferred answers (as a model does:
+    // calling the tool they name, again while they say the call runs on), while every
+    // connection between connect and the remote is cut 0.3-1.5 s after it opened.
+    outcomes.push(
+      await scene('deferred through cuts', atDefaults, async () => {
+        proxy.setMode('cut');
+        const progress = [];
+        let awaits = 0;
+        const t0 = Date.now();
+        try {
+          const onprogress = (p) => progress.push(p.progress);
+          let res = await atDefaults.callTool({ name: 'countdown', arguments: { seconds: 150, steps: STEPS } }, CallToolResultSchema, { onprogress });
+          while (res._meta?.[DEFERRED]) {
+            const d = res._meta[DEFERRED];
+            check(awaits++ < 20, `still deferred after ${awaits} awaits`);
+            res = await atDefaults.callTool({ name: d.tool, arguments: d.arguments }, CallToolResultSchema, { onprogress });
+          }
+          check(!res.isError && res.content?.[0]?.text === WANT_TEXT, `the result: ${j(res)}`);
+        } finally {
+          proxy.setMode('pass');
+        }
+        const want = Array.from({ length: STEPS }, (_, i) => i + 1);
+        check(j(progress) === j(want), `progress across the call and ${awaits} awaits: ${j(progress)}, want ${j(want)} (each once, in order)`);
+        check(awaits >= 2, `${awaits} awaits, want the call deferred`);
+        return `the result after ${Date.now() - t0} ms and ${awaits} awaits, ${proxy.cuts} connections cut, every progress value once`;
       }),
     );
     log(outcomes.at(-1).line);
