@@ -196,6 +196,12 @@ type call struct {
 	retries  int       // times its resume on link was sent again (retryLaterLocked)
 	policy   *Policy   // nil until the server makes it resumable
 	lastSeq  uint64    // highest sequence number received
+	// callbacks: its progress callbacks under way (each counted under mu
+	// with the sequence number it delivers): the call returns only once
+	// they are done, so that a caller that passes its progress on (the
+	// gateway) has passed every value on before its result, even when the
+	// value came on a connection the result did not.
+	callbacks int
 	heard    time.Time // when the server last showed this request alive, for maxWait
 	// unsent: its last write failed before the server could have it, or the
 	// server refused it (a session it forgot); resends counts the times it
@@ -249,6 +255,16 @@ func (c *Client) finishLocked(cl *call, result json.RawMessage, err error) {
 	cl.finished = true
 	cl.result, cl.err = result, err
 	close(cl.done)
+}
+
+// settle waits until cl's progress callbacks under way are done (see
+// call.callbacks).
+func (c *Client) settle(cl *call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for cl.callbacks > 0 {
+		c.quiet.Wait()
+	}
 }
 
 // forget removes cl from the calls in flight.
@@ -543,6 +559,7 @@ func (c *Client) run(ctx context.Context, cl *call, msg []byte) (json.RawMessage
 		}
 		select {
 		case <-cl.done:
+			c.settle(cl)
 			return cl.result, cl.err
 		case <-cl.resend:
 			if cl.span != nil {

@@ -235,6 +235,9 @@ type Client struct {
 	tools   tools // as ListTools listed them last
 	headers bool  // the latest link carries HTTP headers (a headerWriter)
 	lastErr error // why the last connection attempt failed
+	// quiet is signalled (under mu) when a call's progress callbacks under
+	// way drop to none (call.callbacks).
+	quiet *sync.Cond
 }
 
 // link is one connection with its reader.
@@ -271,6 +274,7 @@ func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
 		calls: map[string]*call{}, ops: map[*operation]struct{}{}, tokens: map[string]*operation{},
 		served: newAnswers(4096), logs: newRecent(4096),
 	}
+	c.quiet = sync.NewCond(&c.mu)
 	c.obs = newObserver(&c.opts)
 	c.modernBase = c.modernEnvelope(spec.Version2026)
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -363,11 +363,19 @@ func (c *Client) progress(l *link, m *spec.Message) {
 	}
 	cl.heard = time.Now()
 	f := cl.opts.Progress
+	if f != nil {
+		cl.callbacks++
+	}
 	c.mu.Unlock()
 	if accepted != nil {
 		accepted()
 	}
 	if f != nil {
 		f(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message, Seq: seq})
+		c.mu.Lock()
+		if cl.callbacks--; cl.callbacks == 0 {
+			c.quiet.Broadcast()
+		}
+		c.mu.Unlock()
 	}
 }
