@@ -190,19 +190,19 @@ type call struct {
 
 	// Guarded by Client.mu.
 	finished bool
-	sent     bool      // written on some link
-	link     *link     // the link it was last sent or resumed on; nil while waiting to resume
-	resuming bool      // its current link carries requests/resume, not the original
-	retries  int       // times its resume on link was sent again (retryLaterLocked)
-	policy   *Policy   // nil until the server makes it resumable
-	lastSeq  uint64    // highest sequence number received
+	sent     bool    // written on some link
+	link     *link   // the link it was last sent or resumed on; nil while waiting to resume
+	resuming bool    // its current link carries requests/resume, not the original
+	retries  int     // times its resume on link was sent again (retryLaterLocked)
+	policy   *Policy // nil until the server makes it resumable
+	lastSeq  uint64  // highest sequence number received
 	// callbacks: its progress callbacks under way (each counted under mu
 	// with the sequence number it delivers): the call returns only once
 	// they are done, so that a caller that passes its progress on (the
 	// gateway) has passed every value on before its result, even when the
 	// value came on a connection the result did not.
 	callbacks int
-	heard    time.Time // when the server last showed this request alive, for maxWait
+	heard     time.Time // when the server last showed this request alive, for maxWait
 	// unsent: its last write failed before the server could have it, or the
 	// server refused it (a session it forgot); resends counts the times it
 	// was sent again for that. empty counts the take-ups in a row of its
