@@ -28,7 +28,7 @@ const (
 	callPlain  callKind = iota // a request, resumable when its client and policy say so
 	callListen                 // a 2026 subscriptions/listen: its notifications are tagged with its id
 	// callTask becomes a task, not a resumable request, when its policy makes it
-	// resumable (the Tasks extension; tasks.go).
+	// resumable (the Tasks extension; task.go).
 	callTask
 	callLegacyTask // a task asked for with params.task (2025-11-25): a task at once
 )

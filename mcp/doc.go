@@ -6,10 +6,10 @@
 // it on any transport.Conn. For each connection it reads messages on one goroutine
 // and dispatches them:
 //
-//   - a request with a 2026-07-28 envelope is served statelessly (modern.go): its
+//   - a request with a 2026-07-28 envelope is served statelessly (session_envelope.go): its
 //     client capabilities, info and log level are its own; a tool's question to
 //     the client ends the request's round as input_required and the client's
-//     retry carries the answer to the waiting tool (mrtr.go); it is resumable
+//     retry carries the answer to the waiting tool (call_mrtr.go); it is resumable
 //     only when the request declares SEP-975 as an extension;
 //   - initialize goes to mcp-go synchronously; the core notes whether the client
 //     advertised resumableRequests and adds the server's own advertisement;

@@ -238,7 +238,7 @@ func New(srv *server.MCPServer, opts *Options) (*Server, error) {
 	}
 	// A tool written for the 2025 era asks its client through mcp-go's
 	// RequestElicitation, RequestSampling and ListRoots; for a 2026-era request
-	// the core turns those into input_required rounds (MRTR, mrtr.go).
+	// the core turns those into input_required rounds (MRTR, call_mrtr.go).
 	server.WithLegacyServerInitiatedRequests()(srv)
 	eng, err := resume.New(context.Background(), o.Store, &eo)
 	if err != nil {

@@ -42,12 +42,12 @@ const (
 
 // connState is one session being served: a connection on stdio and WebSocket, an
 // Mcp-Session-Id on Streamable HTTP. It holds the session's lifecycle, its
-// streams and what it sends, and dispatches each message by era (dispatch.go).
+// streams and what it sends, and dispatches each message by era (session_dispatch.go).
 // What its goroutines share is one sessionState, changed only through update
-// (state.go: the session's one lock); its work is in one part per concern:
+// (session_state.go: the session's one lock); its work is in one part per concern:
 // the requests it delivered and the token checks that find them (attachments,
-// attach.go), the calls it runs (sessionCalls, calls.go) and the tasks/stream
-// requests it serves (sessionTasks, tasks.go).
+// request_attach.go), the calls it runs (sessionCalls, call_accept.go) and the tasks/stream
+// requests it serves (sessionTasks, task.go).
 type connState struct {
 	s      *Server
 	ctx    context.Context // values only (mcp-go session); ends when the session does
@@ -77,7 +77,7 @@ type connState struct {
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
 
-	mu sync.Mutex   // guards st: taken by update alone (state.go)
+	mu sync.Mutex   // guards st: taken by update alone (session_state.go)
 	st sessionState // what the session's goroutines share
 
 	att   attachments

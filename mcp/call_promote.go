@@ -11,7 +11,7 @@ import (
 )
 
 // Promotion: a call becomes a request of the engine (resumable, or a task).
-// promoteLocked (life.go) is the one way, whatever asks for it: its policy
+// promoteLocked (call_life.go) is the one way, whatever asks for it: its policy
 // (at once, after its quick window or its After), its first message, its
 // stream's priming event, a question of a 2026 request, or its tool
 // (Promote); the steps are below.

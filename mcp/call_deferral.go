@@ -20,7 +20,7 @@ import (
 // request's id and token, a secret bound to the caller's principal); the call
 // goes on as a detached request of the engine, where it survives the client's
 // disconnect, a restart on a durable store and the loss of an instance, as any
-// resumable request does. The await tool (await.go) follows the request for
+// resumable request does. The await tool (call_await.go) follows the request for
 // up to AnswerWithin: its progress to the await call's progress token, its
 // questions to the await call's client, its result as the await call's
 // result; or it answers with another deferred answer.

@@ -16,7 +16,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
-// The await tool: the other half of a deferred answer (deferral.go).
+// The await tool: the other half of a deferred answer (call_deferral.go).
 
 // addAwaitTool adds the await tool to srv, under DefaultAwaitTool or, when
 // srv has a tool of that name, the first free one with a suffix.

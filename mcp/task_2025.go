@@ -17,7 +17,7 @@ import (
 // asks for a task with params.task on tools/call, the server's initialize
 // advertises capabilities.tasks, and tasks/result streams the task's questions
 // and blocks until its result, under its own id. The same engine requests as the
-// 2026 extension's tasks (tasks.go): principal-bound, durable, shared.
+// 2026 extension's tasks (task.go): principal-bound, durable, shared.
 
 // MethodTasksResult and MethodTasksList exist in the 2025-11-25 form only.
 const (

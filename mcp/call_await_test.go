@@ -323,7 +323,7 @@ func TestQuestionPastTheWindow(t *testing.T) {
 	})
 }
 
-// testHandle is what a deferred answer's handle carries (mcp/deferral.go):
+// testHandle is what a deferred answer's handle carries (mcp/call_deferral.go):
 // the call's id and token.
 type testHandle struct {
 	ID    json.RawMessage `json:"i"`
