@@ -159,6 +159,11 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 			}
 		}
 	}
+	if m.Method == string(mcp.MethodToolsCall) && c.s.draining.Load() && cl.tool != c.s.awaitTool {
+		// A new call, on an instance that is stopping: another takes it.
+		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown,
+			"the server is shutting down and takes no new call: send it again (another instance takes it)"), errClientCancel
+	}
 	key := string(m.ID)
 	c.update(func(st *sessionState) {
 		switch _, dup := st.running[key]; {

@@ -51,6 +51,8 @@ func (s *Server) addAwaitTool(srv *server.MCPServer) {
 
 // await is the await tool's handler.
 func (s *Server) await(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.awaiting.Add(1)
+	defer s.awaiting.Add(-1)
 	cs, ok := server.ClientSessionFromContext(ctx).(*callSession)
 	if !ok || cs.cl.c.s != s {
 		return awaitError(spec.NewError(spec.CodeInvalidParams, spec.ReasonNotFound, "no deferred call is known here")), nil

@@ -42,6 +42,11 @@ type Options struct {
 	// Store: it is the engine's Cluster (in place of Engine.Cluster), and
 	// routes clients' answers between the instances. Nil: a single instance.
 	Cluster Cluster
+	// Sessions, when set, shares the sessions with the cluster's other
+	// instances: each is written there as it answers initialize, and a
+	// transport takes up one another instance started (Shared, Unpark). Nil:
+	// a session is this instance's alone.
+	Sessions SessionShare
 	// DefaultPolicy applies to tools not named in Tools. The zero value is Always.
 	DefaultPolicy Policy
 	// QuickCall is how long a call of Mode Always runs as a plain call before
@@ -173,7 +178,12 @@ type Server struct {
 
 	reruns reruns // restartable requests run again here
 	closed atomic.Bool
-	tasks  bool // some tool may become a task (Options.tasksOffered)
+	// draining: Drain was called; a new tools/call is refused (shutting_down).
+	draining atomic.Bool
+	// awaiting counts the await tool's calls being handled, which a drain
+	// does not wait for (Running).
+	awaiting atomic.Int64
+	tasks    bool // some tool may become a task (Options.tasksOffered)
 	// awaitTool is the await tool's name (Options.AnswerWithin); "" without.
 	awaitTool string
 	taskList  taskIndex // the 2025-11-25 tasks created here, for tasks/list
@@ -275,6 +285,27 @@ func (s *Server) Engine() *resume.Engine { return s.eng }
 // cancelled call, when its handler has returned and nothing was sent).
 func (s *Server) Calls() int { return int(s.calls.Load()) }
 
+// Drain begins a shutdown that loses no call: from now on a tools/call that
+// would start a new call is refused with shutting_down (-32603), which tells a
+// client to send it again elsewhere (mcp-resume's clients do, on a new
+// connection), while everything that reaches a call already here is served as
+// before: resumes, getStatus, a keyed call sent again, MRTR retries, awaits,
+// cancels, tasks/*. Running says when the calls are done; Abandon ends those
+// that outlive the drain.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Running returns the number of calls whose handlers still run (a detached or
+// deferred request's too), but the await tool's: what a drain waits for.
+func (s *Server) Running() int { return int(s.calls.Load() - s.awaiting.Load()) }
+
+// Abandon ends the requests still running at the end of a drain with the
+// server_stopped error, stored for their clients to resume, but those that run
+// again elsewhere when keep is true (restartable tools, with a durable or shared
+// store: the next process, or the other instances of a cluster once this one
+// has left). Close follows it. It returns how many it ended and how many it
+// left to run again.
+func (s *Server) Abandon(keep bool) (ended, left int) { return s.eng.Abandon(keep) }
+
 // Close stops the server: every running request's context is cancelled, and Close
 // waits for their handlers to return. Connections are closed by whoever owns them
 // (Serve returns when its connection closes).
@@ -319,8 +350,10 @@ type SessionOptions struct {
 	// are asked first.
 	ToolRefusal func(tool string) *transport.Refusal
 
-	// id, when set (Unpark), is the session's id instead of a new one.
-	id string
+	// ID is the session's id: its transport's name for it (Streamable HTTP's
+	// Mcp-Session-Id), by which the cluster's other instances find it when it
+	// is shared (Options.Sessions, Server.Shared). Default: a new random one.
+	ID string
 }
 
 // Serve serves one connection until it closes or ctx ends, then closes it. Requests

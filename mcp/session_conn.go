@@ -76,6 +76,9 @@ type connState struct {
 
 	resumable atomic.Bool // the client advertised resumableRequests
 	ackMode   atomic.Bool // ... with the ack extension
+	// sharedAt is when the session was last written to Options.Sessions
+	// (unix nanoseconds; 0: not shared).
+	sharedAt atomic.Int64
 
 	mu sync.Mutex   // guards st: taken by update alone (session_state.go)
 	st sessionState // what the session's goroutines share
@@ -145,8 +148,8 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		return c
 	}
 	id := uuid.NewString()
-	if opts != nil && opts.id != "" {
-		id = opts.id
+	if opts != nil && opts.ID != "" {
+		id = opts.ID
 	}
 	c.sess = newConnSession(c, id)
 	if err := s.srv.RegisterSession(ctx, c.sess); err != nil {

@@ -3,6 +3,8 @@ package mcp
 import (
 	"encoding/json"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -55,6 +57,7 @@ func (c *connState) request(m *spec.Message, raw []byte, st Stream) {
 		refuse(c, st, m, spec.ShuttingDown())
 		return
 	}
+	c.keepShared()
 	switch m.Method {
 	case spec.MethodInitialize:
 		c.initialize(m, raw, st)
@@ -116,6 +119,9 @@ func (c *connState) initialize(m *spec.Message, raw []byte, st Stream) {
 		} else {
 			patch = advertiseTasks
 		}
+	}
+	if _, failed := resp.(mcp.JSONRPCError); !failed {
+		c.share()
 	}
 	c.reply(st, encodeReply(m.ID, resp, patch, 0))
 	sp.endWith(resp)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -146,7 +147,7 @@ func (ss *Session) Park() *Parked {
 // Unpark takes a parked session up again: a session with the same id, principal
 // and state, as if it had never been let go.
 func (s *Server) Unpark(p *Parked) *Session {
-	ss := s.NewSession(&SessionOptions{Principal: p.principal, Remote: p.remote, Transport: p.transport, id: p.id})
+	ss := s.NewSession(&SessionOptions{Principal: p.principal, Remote: p.remote, Transport: p.transport, ID: p.id})
 	c, sess := ss.c, ss.c.sess
 	c.att.limitKey = p.limitKey
 	sess.set(p.declared)
@@ -155,6 +156,9 @@ func (s *Server) Unpark(p *Parked) *Session {
 	}
 	c.resumable.Store(p.resumable)
 	c.ackMode.Store(p.ackMode)
+	if s.opts.Sessions != nil && p.initialized {
+		c.sharedAt.Store(time.Now().UnixNano()) // written again in use (keepShared)
+	}
 	return ss
 }
 

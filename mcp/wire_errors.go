@@ -44,7 +44,7 @@ func wireError(err error) *spec.Error {
 
 // endedResponse is the engine's Options.Ended: the final response of a request
 // that ended without its handler's, {code: -32602, data: {reason:
-// "server_restarted", "owner_lost" or "store_lost"}}, with the sequence number
+// "server_restarted", "owner_lost", "store_lost" or "server_stopped"}}, with the sequence number
 // in data._meta like every other message of a resumable request.
 func endedResponse(id []byte, seq uint64, cause error) []byte {
 	reason := spec.ReasonServerRestarted
@@ -53,6 +53,8 @@ func endedResponse(id []byte, seq uint64, cause error) []byte {
 		reason = spec.ReasonOwnerLost
 	case errors.Is(cause, resume.ErrStoreLost):
 		reason = spec.ReasonStoreLost
+	case errors.Is(cause, resume.ErrStopped):
+		reason = spec.ReasonServerStopped
 	}
 	type data struct {
 		Reason spec.Reason       `json:"reason"`

@@ -357,3 +357,35 @@ func (e *Engine) put(r *Request, state State) error {
 	}
 	return e.store.Put(e.ctx, r.recordLocked(state))
 }
+
+// Abandon ends, with Options.Ended's response for ErrStopped, every live request
+// still processing, but those that can run again elsewhere when keep is true
+// (restartable: started with a Payload, which a durable or shared store keeps).
+// The response is stored like any other final response, so a client resuming
+// later, here or on another instance of a cluster, gets it; the handlers keep
+// running until Close ends their contexts, and what they append is refused.
+// It is the last step of a drain (a shutdown that waited for its requests): it
+// returns how many requests it ended and how many it left to run again.
+func (e *Engine) Abandon(keep bool) (ended, left int) {
+	e.mu.Lock()
+	reqs := make([]*Request, 0, e.running)
+	for _, r := range e.live {
+		reqs = append(reqs, r)
+	}
+	e.mu.Unlock()
+	for _, r := range reqs {
+		r.mu.Lock()
+		processing := r.state == StateProcessing
+		r.mu.Unlock()
+		switch {
+		case !processing:
+		case keep && r.payload != nil:
+			left++
+		default:
+			if _, err := r.Complete(true, func(seq uint64) []byte { return e.opts.Ended(r.id, seq, ErrStopped) }); err == nil {
+				ended++
+			}
+		}
+	}
+	return ended, left
+}

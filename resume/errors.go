@@ -49,6 +49,11 @@ var (
 	// lost what it held of it: a Store call for it fails wrapping ErrStoreLost
 	// (see Request.loseLocked).
 	ErrStoreLost = errors.New("the store lost the request's messages")
+	// ErrStopped ends, with Options.Ended's response, a request that was still
+	// processing when its instance stopped for good: the drain before a
+	// shutdown ran out of time and nothing runs the request again (see
+	// Engine.Abandon).
+	ErrStopped = errors.New("the server stopped before the request finished (its drain grace ended)")
 	// ErrUnreachable: the instance that owns the request, another of a
 	// cluster, holds its lease but did not answer (it may have just died:
 	// the request is claimed once its lease runs out). Retryable.

@@ -20,7 +20,7 @@ func withEnded(o *resume.Options) *resume.Options {
 		o = &resume.Options{}
 	}
 	o.Ended = func(id []byte, seq uint64, cause error) []byte {
-		reason := map[error]string{resume.ErrRestarted: "server_restarted", resume.ErrOwnerLost: "owner_lost"}[cause]
+		reason := map[error]string{resume.ErrRestarted: "server_restarted", resume.ErrOwnerLost: "owner_lost", resume.ErrStopped: "server_stopped"}[cause]
 		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":%q,"data":{"reason":%q,"_meta":{"seq":%d}}}}`, id, cause, reason, seq)
 	}
 	return o
@@ -438,5 +438,72 @@ func TestRecoverOnLost(t *testing.T) {
 	}
 	if got := obs.got(); !slices.Equal(got, []string{"attached 0"}) {
 		t.Errorf("the Observer set by Observe was told %v, want the attachment", got)
+	}
+}
+
+// TestAbandon: the last step of a drain ends the requests still processing with
+// the server_stopped response, stored: an attached client gets it at once, and
+// the next engine on the store serves it to a resume. A restartable request is
+// left to run again when keep says so, ended too when it does not; a request
+// with its result is untouched.
+func TestAbandon(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
+			st := memstore.New()
+			e1 := mustNew(t, st, withEnded(nil))
+			plain, tokPlain := start(t, e1, `"plain"`, nil)
+			sink := newSink()
+			attach(t, plain, sink, 0)
+			appendMsg(t, plain, resume.KindProgress, "p")
+			rerun, tokRerun := start(t, e1, `"rerun"`, &resume.StartOptions{Payload: []byte(`{"rerun":1}`)})
+			done, _ := start(t, e1, `"done"`, nil)
+			complete(t, done)
+
+			ended, left := e1.Abandon(keep)
+			wantEnded, wantLeft := 1, 1
+			if !keep {
+				wantEnded, wantLeft = 2, 0
+			}
+			if ended != wantEnded || left != wantLeft {
+				t.Fatalf("Abandon(%v) = %d ended, %d left; want %d, %d", keep, ended, left, wantEnded, wantLeft)
+			}
+			if s := plain.Status().State; s != resume.StateFailed {
+				t.Fatalf("the abandoned request is %v, want failed", s)
+			}
+			if s := done.Status().State; s != resume.StateCompleted {
+				t.Fatalf("the completed request is %v after Abandon, want completed", s)
+			}
+			if _, err := plain.Append(resume.KindProgress, "", func(uint64) []byte { return []byte(`{}`) }); !errors.Is(err, resume.ErrEnded) {
+				t.Fatalf("its handler's next message: %v, want ErrEnded", err)
+			}
+			var got restarted
+			if err := json.Unmarshal(sink.raw(1), &got); err != nil || got.Error.Data.Reason != "server_stopped" || got.Error.Data.Meta["seq"] != 2 {
+				t.Fatalf("the attached client got %s (%v), want the server_stopped response at seq 2", sink.raw(1), err)
+			}
+			e1.Close()
+
+			e2 := mustNew(t, st, withEnded(nil))
+			t.Cleanup(e2.Close)
+			r, err := e2.Lookup(tokPlain, []byte(`"plain"`))
+			if err != nil {
+				t.Fatalf("the abandoned request after a restart: %v", err)
+			}
+			again := newSink()
+			attach(t, r, again, 1)
+			if err := json.Unmarshal(again.raw(0), &got); err != nil || got.Error.Data.Reason != "server_stopped" {
+				t.Fatalf("resumed after a restart: %s (%v), want the server_stopped response", again.raw(0), err)
+			}
+			rs := e2.Restartable()
+			if keep != (len(rs) == 1) {
+				t.Fatalf("%d requests to run again, keep=%v", len(rs), keep)
+			}
+			if !keep {
+				r, err := e2.Lookup(tokRerun, []byte(`"rerun"`))
+				if err != nil || r.Status().State != resume.StateFailed {
+					t.Fatalf("the restartable request abandoned without keep: %v", err)
+				}
+			}
+			_ = rerun
+		})
 	}
 }

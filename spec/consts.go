@@ -117,6 +117,11 @@ const (
 	// NATS stream or bucket was deleted, or NATS came back without its data):
 	// its messages and result are gone, and it ended failed.
 	ReasonStoreLost Reason = "store_lost"
+	// ReasonServerStopped: the instance running the request stopped for good
+	// (a shutdown whose drain grace ended) before the request finished, and
+	// nothing runs it again: its tool was cancelled. Calling the tool again
+	// starts it anew (on a cluster, on another instance).
+	ReasonServerStopped Reason = "server_stopped"
 
 	ReasonParseError      Reason = "parse_error"
 	ReasonInvalidRequest  Reason = "invalid_request"

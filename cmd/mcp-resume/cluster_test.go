@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +296,71 @@ func TestClusterTaskStream(t *testing.T) {
 				t.Fatalf("on B: %v; response %s", got, resp.Raw)
 			}
 		})
+	}
+}
+
+// An HTTP session is the cluster's, not its instance's: initialized on A, its
+// next requests are served by B, which takes it up from the cluster's share,
+// for its principal only; ended on B, it is unknown everywhere it was not
+// already taken up.
+func TestClusterSharesSessions(t *testing.T) {
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("alice:k-alice\nbob:k-bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := func(name string) string {
+		return "serve --http 127.0.0.1:0 --api-keys " + keys + " --nats-url " + ns.ClientURL() + " --instance " + name
+	}
+	a := spawnNet(t, args("a"), 1)[0]
+	b := spawnNet(t, args("b"), 1)[0]
+	post := func(url, key, sid, body string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+key)
+		if sid != "" {
+			req.Header.Set(httptransport.HeaderSessionID, sid)
+			req.Header.Set(httptransport.HeaderProtocolVersion, "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		return resp, string(got)
+	}
+	resp, _ := post(a.URL, "k-alice", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := resp.Header.Get(httptransport.HeaderSessionID)
+	if sid == "" {
+		t.Fatalf("initialize on A: %s, no session", resp.Status)
+	}
+	if resp, body := post(b.URL, "k-alice", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized on B: %s %s", resp.Status, body)
+	}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"from B"}}}`
+	if resp, body := post(b.URL, "k-alice", sid, call); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"from B"`) {
+		t.Fatalf("a call on B in A's session: %s %s", resp.Status, body)
+	}
+	if resp, body := post(b.URL, "k-bob", sid, call); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, string(spec.ReasonUnknownSession)) {
+		t.Fatalf("alice's session as bob on B: %s %s; want 404 %s", resp.Status, body, spec.ReasonUnknownSession)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, b.URL, nil)
+	req.Header.Set("Authorization", "Bearer k-alice")
+	req.Header.Set(httptransport.HeaderSessionID, sid)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE on B: %v %v", resp, err)
+	}
+	if resp, body := post(b.URL, "k-alice", sid, call); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a call on B after DELETE: %s %s; want 404", resp.Status, body)
 	}
 }

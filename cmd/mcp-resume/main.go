@@ -206,6 +206,7 @@ type serveFlags struct {
 	restartable    string
 	logLevel       string
 	dataDir        string
+	drainGrace     time.Duration
 	natsURL        string
 	instance       string
 	lease          time.Duration
@@ -293,6 +294,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	if !gw { // the gateway serves its upstream's
 		fs.BoolVar(&f.conformance, "conformance", false, "serve the MCP conformance suite's tools, resources and prompts instead of the demo tools")
 	}
+	fs.DurationVar(&f.drainGrace, "drain-grace", 20*time.Second, "on SIGTERM or SIGINT, how long to drain before stopping: /readyz answers 503, a new call is refused (shutting_down: clients send it to another instance), running calls finish and their resumes are served; what still runs then is handed on (a restartable tool with --data-dir or --nats-url runs again on another instance or the next process, the others end server_stopped). A second signal stops at once; 0: no drain. Give the process a little longer than this before a kill (a pod's terminationGracePeriodSeconds)")
 	fs.DurationVar(&f.maxWait, "max-wait", 10*time.Minute, "how long a detached request keeps running without a client (advertised as maxWait)")
 	fs.DurationVar(&f.minWait, "min-wait", 0, "how long a client should wait after a disconnect before resuming (advertised as minWait)")
 	fs.DurationVar(&f.retention, "retention", 0, "how long a result no client has received is kept (0: same as --max-wait)")
@@ -425,6 +427,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		return err
 	}
 	defer closeStore()
+	var sessions mcp.SessionShare // a cluster's instances take up each other's HTTP sessions
+	if node != nil && !f.stdio {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sh, err := node.Sessions(sctx, f.sessionIdle)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("sharing the sessions with the cluster: %w", err)
+		}
+		sessions = sh
+	}
 	// Without --data-dir or --nats-url there is no store: the engine keeps the
 	// requests in memory itself.
 	timer := metrics.NewStoreTimer() // for /metrics
@@ -452,6 +464,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP,
 		},
 		Cluster:       asCluster(node),
+		Sessions:      sessions,
 		DefaultPolicy: def,
 		QuickCall:     cmp.Or(f.quickCall, -1), // the flag's 0 is "none"; the option's is the default
 		AnswerWithin:  f.answerWithin,
@@ -699,6 +712,13 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 		log.Info().Msg("shutting down")
 	}
 	pr.shutdown()
+	if err == nil && leaseLost(ctx) == nil {
+		servers := make([]*http.Server, len(lns))
+		for i, l := range lns {
+			servers[i] = l.srv
+		}
+		drain(core, servers, f.drainGrace, f.dataDir != "" || f.natsURL != "", log)
+	}
 	// Streams and WebSocket connections first: Shutdown waits for open requests,
 	// and does not know hijacked connections.
 	h.Close()

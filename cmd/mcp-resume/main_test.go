@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,13 +41,25 @@ func TestMain(m *testing.M) {
 			_ = os.Setenv("MCP_RESUME_TEST_ARGS", cmp.Or(os.Getenv("MCP_RESUME_TEST_UPSTREAM"), "serve --stdio"))
 			args = "gateway --env MCP_RESUME_TEST_ARGS --env GORACE " + rest
 		}
-		main2(strings.Fields(args))
+		main2(withoutDrain(strings.Fields(args)))
 		return
 	}
 	// This binary's children (it, started again) exit without the race
 	// runtime's second of sleep at exit (atexit_sleep_ms, 1000 by default).
 	_ = os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	goleak.VerifyTestMain(m)
+}
+
+// withoutDrain is args, with --drain-grace 0 for serve and gateway when args
+// do not set it: a test stops its processes at once, as before drains (the
+// drain's own tests set it).
+func withoutDrain(args []string) []string {
+	if len(args) == 0 || args[0] != "serve" && args[0] != "gateway" || slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--drain-grace") || strings.HasPrefix(a, "-drain-grace")
+	}) {
+		return args
+	}
+	return slices.Concat(args[:1], []string{"--drain-grace", "0"}, args[1:])
 }
 
 func main2(args []string) {

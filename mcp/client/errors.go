@@ -89,6 +89,6 @@ func (e *ResumeError) Reason() spec.Reason { return e.Err.Reason }
 // resumeReasons are the reasons with which a server refuses requests/resume.
 var resumeReasons = map[spec.Reason]bool{
 	spec.ReasonNotFound: true, spec.ReasonExpired: true, spec.ReasonCancelled: true,
-	spec.ReasonServerRestarted: true, spec.ReasonOwnerLost: true,
+	spec.ReasonServerRestarted: true, spec.ReasonOwnerLost: true, spec.ReasonServerStopped: true,
 	spec.ReasonAcknowledged: true, spec.ReasonInvalidAck: true,
 }

@@ -154,11 +154,12 @@ func (c *Client) response(l *link, m *spec.Message) {
 		e = spec.Error{Code: spec.CodeInternalError, Message: fmt.Sprintf("undecodable error object %.200s", m.Error)}
 	}
 	e.ID = cl.id
-	if e.Reason == spec.ReasonUnknownSession && cl.link == l && !cl.internal {
-		// The server no longer knows the session (it restarted): it did not
-		// take the request, and it keeps nothing for the link's other calls.
-		// The link goes; its loss settles the call with the others (sent
-		// again, or resumed on the next connection's new session).
+	if (e.Reason == spec.ReasonUnknownSession || e.Reason == spec.ReasonShuttingDown && !cl.resuming) && cl.link == l && !cl.internal {
+		// The server no longer knows the session (it restarted), or it is
+		// stopping and takes no new call (a drain): it did not take the
+		// request. The link goes; its loss settles the call with the others
+		// (sent again, or resumed, on the next connection: on a cluster
+		// behind a balancer, most likely another instance's).
 		cl.unsent = true
 		c.mu.Unlock()
 		_ = l.conn.Close()

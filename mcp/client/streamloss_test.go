@@ -223,3 +223,36 @@ func TestUnknownSessionSentAgain(t *testing.T) {
 		t.Fatalf("echo after the restart: %v %v, %d reconnects", res, err, c.Reconnects())
 	}
 }
+
+// A server that is draining (its instance stopping) refuses a new call with
+// shutting_down, without running it: the client drops the connection and
+// sends the call again on a new one, which reaches another instance.
+func TestShuttingDownSentAgain(t *testing.T) {
+	var (
+		urls  []string
+		cores []*mcp.Server
+	)
+	for range 2 {
+		core, err := mcp.New(demo.Server("test"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := httptransport.NewHandler(core, nil)
+		hs := httptest.NewServer(h)
+		t.Cleanup(func() {
+			hs.Close()
+			h.Close()
+			core.Close()
+		})
+		urls, cores = append(urls, hs.URL), append(cores, core)
+	}
+	var dials atomic.Int64
+	c := connect(t, func(context.Context) (transport.Conn, error) {
+		return httptransport.Dial(urls[min(dials.Add(1)-1, 1)], &httptransport.ClientOptions{ReportStreamLoss: true}), nil
+	}, fastOpts())
+	cores[0].Drain()
+	res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "elsewhere"}, nil)
+	if err != nil || text(t, res) != "elsewhere" || c.Reconnects() != 1 {
+		t.Fatalf("echo on a draining server: %v %v, %d reconnects; want the result from the other, after one reconnect", res, err, c.Reconnects())
+	}
+}

@@ -578,6 +578,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, principal strin
 	}
 	h.forget(s)
 	s.end(true)
+	h.core.Unshare(r.Context(), s.id)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -619,6 +620,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 		failID(w, http.StatusServiceUnavailable, id, spec.ShuttingDown())
 		return nil
 	}
+	if s == nil {
+		s = h.adopt(r, sid, principal)
+	}
 	if s == nil || s.core.Principal() != principal {
 		// [2025-11-25 transports §Session Management] The server MAY
 		// terminate the session at any time, after which it MUST respond to
@@ -627,6 +631,37 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, id spec.ID, pr
 		return nil
 	}
 	s.touch()
+	return s
+}
+
+// adopt takes up session sid of principal that another instance of the
+// cluster started (mcp.Server.Shared), as a parked one is; nil when there is
+// none, or the session bounds are reached (the client then initializes a
+// new session, which may end another).
+func (h *Handler) adopt(r *http.Request, sid, principal string) *session {
+	remote := transport.RemoteIP(r)
+	p := h.core.Shared(r.Context(), sid, principal, remote)
+	if p == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.sessions[sid]; s != nil || h.closed { // taken up meanwhile by another request
+		return s
+	}
+	for _, b := range []struct{ n, max int }{
+		{len(h.sessions) + len(h.parked), h.opts.MaxSessions},
+		{h.byPrincipal[principal], h.opts.MaxSessionsPerPrincipal},
+		{h.byAddress[remote], h.opts.MaxSessionsPerAddress},
+	} {
+		if b.max >= 0 && b.n >= b.max {
+			return nil
+		}
+	}
+	h.countLocked(principal, remote, 1)
+	h.parked[sid] = &parkedSession{p: p, remote: remote}
+	s := h.unparkLocked(sid, h.parked[sid])
+	h.log.Debug().Str("session", sid).Msg("took up a session another instance started")
 	return s
 }
 
@@ -673,7 +708,7 @@ func (h *Handler) newSession(principal, remote string) (*session, *spec.Error) {
 		h.forgetLocked(v)
 		evicted = append(evicted, v)
 	}
-	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote, Transport: mcp.TransportHTTP})
+	s.core = h.core.NewSession(&mcp.SessionOptions{Principal: principal, Remote: remote, Transport: mcp.TransportHTTP, ID: s.id})
 	h.sessions[s.id] = s
 	h.countLocked(principal, remote, 1)
 	s.used = time.Now()
