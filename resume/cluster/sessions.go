@@ -22,6 +22,12 @@ type SessionOptions struct {
 	// Timeout bounds one read or write (an earlier deadline of its context
 	// wins). Default 2 seconds.
 	Timeout time.Duration
+	// MaxBytes bounds the bucket: a client that opens sessions without end
+	// (as any client may where authentication is off) fills it to that, and
+	// then a new session is not shared (a Put fails; the session goes on on
+	// its instance) until entries expire. Default 64 MiB, some 100,000
+	// sessions.
+	MaxBytes int64
 	// Memory keeps the bucket in memory instead of on disk.
 	Memory bool
 	// Replicas of the bucket, as Options.Replicas.
@@ -56,6 +62,9 @@ func OpenSessions(ctx context.Context, nc *nats.Conn, opts *SessionOptions) (*Se
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 64 << 20
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -73,6 +82,7 @@ func OpenSessions(ctx context.Context, nc *nats.Conn, opts *SessionOptions) (*Se
 		Description: "mcp-resume: what each HTTP session's client declared, keyed by a hash of the session id",
 		History:     1,
 		TTL:         o.TTL,
+		MaxBytes:    o.MaxBytes,
 		Storage:     storage,
 		Replicas:    r,
 	})
