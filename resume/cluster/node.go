@@ -101,6 +101,29 @@ func validSubject(s string) bool {
 	return true
 }
 
+// openBucket creates or updates the KV bucket of cfg, on disk or in memory,
+// with the replicas asked (see Options.Replicas).
+func openBucket(ctx context.Context, nc *nats.Conn, cfg jetstream.KeyValueConfig, memory bool, want int) (jetstream.KeyValue, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	cfg.Storage = jetstream.FileStorage
+	if memory {
+		cfg.Storage = jetstream.MemoryStorage
+	}
+	r, had, err := replicas.For(ctx, js, "KV_"+cfg.Bucket, want)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", cfg.Bucket, err)
+	}
+	cfg.Replicas = r
+	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", cfg.Bucket, replicas.Error(err, r, had))
+	}
+	return kv, nil
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+); it panics instead.
@@ -153,28 +176,14 @@ func Join(ctx context.Context, nc *nats.Conn, opts *Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	storage := jetstream.FileStorage
-	if o.Memory {
-		storage = jetstream.MemoryStorage
-	}
-	r, had, err := replicas.For(ctx, js, "KV_"+o.Bucket, o.Replicas)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := openBucket(ctx, nc, jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
 		Description: "mcp-resume: leases of the cluster's instances, keyed by name",
 		History:     1,
 		TTL:         o.Lease,
-		Storage:     storage,
-		Replicas:    r,
-	})
+	}, o.Memory, o.Replicas)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, replicas.Error(err, r, had))
+		return nil, err
 	}
 	log := zerolog.Nop()
 	if o.Logger != nil {

@@ -3,13 +3,11 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/mcp-resume/mcp-resume/resume/internal/replicas"
 )
 
 // SessionOptions configures OpenSessions.
@@ -65,29 +63,15 @@ func OpenSessions(ctx context.Context, nc *nats.Conn, opts *SessionOptions) (*Se
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 64 << 20
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	storage := jetstream.FileStorage
-	if o.Memory {
-		storage = jetstream.MemoryStorage
-	}
-	r, had, err := replicas.For(ctx, js, "KV_"+o.Bucket, o.Replicas)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := openBucket(ctx, nc, jetstream.KeyValueConfig{
 		Bucket:      o.Bucket,
 		Description: "mcp-resume: what each HTTP session's client declared, keyed by a hash of the session id",
 		History:     1,
 		TTL:         o.TTL,
 		MaxBytes:    o.MaxBytes,
-		Storage:     storage,
-		Replicas:    r,
-	})
+	}, o.Memory, o.Replicas)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", o.Bucket, replicas.Error(err, r, had))
+		return nil, err
 	}
 	return &Sessions{kv: kv, ttl: o.TTL, timeout: o.Timeout}, nil
 }
