@@ -210,8 +210,29 @@ func TestReleaseReproducible(t *testing.T) {
 	if out, err := exec.Command("tar", "-xzf", filepath.Join(dirs[0], base+".tar.gz"), "-C", x).CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v: %s", err, out)
 	}
-	out, err := exec.Command(filepath.Join(x, base, "mcp-resume"), "version").Output()
+	exe := filepath.Join(x, base, "mcp-resume")
+	out, err := exec.Command(exe, "version").Output()
 	if err != nil || strings.TrimSpace(string(out)) != version {
 		t.Errorf("mcp-resume version: %q, %v; want %s", out, err, version)
+	}
+
+	// The SBOM's modules are those go version -m reads from the binary.
+	out, err = exec.Command("go", "version", "-m", exe).Output()
+	if err != nil {
+		t.Fatalf("go version -m: %v", err)
+	}
+	var deps, listed []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "dep" {
+			deps = append(deps, f[1]+"@"+f[2])
+		}
+	}
+	for _, p := range doc.Packages[2:] {
+		listed = append(listed, p.Name+"@"+p.VersionInfo)
+	}
+	slices.Sort(deps)
+	slices.Sort(listed)
+	if len(deps) < 10 || !slices.Equal(deps, listed) {
+		t.Errorf("go version -m lists %d modules, the SBOM %d:\n%q\n%q", len(deps), len(listed), deps, listed)
 	}
 }
