@@ -77,6 +77,11 @@ func run(args []string, stderr io.Writer) error {
 	if c.targets, err = parseTargets(*targets); err != nil {
 		return err
 	}
+	if c.npm {
+		if _, err := exec.LookPath("npm"); err != nil {
+			return errors.New("npm is not on PATH: install it, or leave the npm packages out with --npm=false")
+		}
+	}
 	if c.repo, err = moduleRoot(); err != nil {
 		return err
 	}

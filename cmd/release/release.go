@@ -14,11 +14,13 @@ import (
 )
 
 // release writes every asset into c.out.
-func (c *config) release() (err error) {
-	if entries, err := os.ReadDir(c.out); err == nil && len(entries) > 0 {
-		return fmt.Errorf("%s is not empty: remove it first", c.out)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (c *config) release() error {
+	entries, err := os.ReadDir(c.out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not empty: remove it first", c.out)
 	}
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err

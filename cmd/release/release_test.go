@@ -18,7 +18,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var testFiles = []archiveFile{
 	{name: "top/b.txt", mode: 0o644, data: []byte("b")},
