@@ -4,10 +4,8 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"bytes"
-	"compress/flate"
 	"compress/gzip"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -44,10 +42,7 @@ func entries(files []archiveFile) (dirs []string, sorted []archiveFile) {
 // header carries no name and no time.
 func writeTarGz(dst string, files []archiveFile, mtime time.Time) error {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
+	zw := gzip.NewWriter(&buf) // the default level: the best saves 0.3% of a binary in 2.5 times the time
 	tw := tar.NewWriter(zw)
 	dirs, sorted := entries(files)
 	for _, d := range dirs {
@@ -82,9 +77,6 @@ func writeTarGz(dst string, files []archiveFile, mtime time.Time) error {
 func writeZip(dst string, files []archiveFile, mtime time.Time) error {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(w, flate.BestCompression)
-	})
 	dirs, sorted := entries(files)
 	for _, d := range dirs {
 		h := &zip.FileHeader{Name: d + "/", Method: zip.Store, Modified: mtime}
