@@ -66,9 +66,17 @@ func TestHelpAndDocsAgree(t *testing.T) {
 			}
 		}
 	}
+	// cmd/release's flags, every one named in docs/release.md.
+	release := read("docs/release.md")
+	for _, name := range releaseFlags(t) {
+		all[name] = true
+		if !regexp.MustCompile(`(^|[^a-zA-Z0-9-])--` + regexp.QuoteMeta(name) + `\b`).MatchString(release) {
+			t.Errorf("cmd/release has --%s, which docs/release.md does not name", name)
+		}
+	}
 	// Flags of other programs the docs show: the conformance suite's, mcp-remote's,
-	// delve's (design.md's walk).
-	others := []string{"suite", "requirements", "transport", "expected-failures", "scenario", "stack", "test"}
+	// delve's (design.md's walk), npm publish's.
+	others := []string{"suite", "requirements", "transport", "expected-failures", "scenario", "stack", "test", "tag"}
 	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	for i := range docs {
 		docs[i], _ = filepath.Rel(filepath.Join("..", ".."), docs[i])
@@ -80,6 +88,54 @@ func TestHelpAndDocsAgree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// releaseFlags returns the flags cmd/release defines: the names its sources
+// give the flag set's String, Bool and Var calls.
+func releaseFlags(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "release", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || !slices.Contains([]string{"String", "Bool", "Int", "Duration", "Var"}, sel.Sel.Name) {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "fs" {
+				return true
+			}
+			arg := call.Args[0]
+			if sel.Sel.Name == "Var" && len(call.Args) > 1 {
+				arg = call.Args[1]
+			}
+			if lit, ok := arg.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if name, err := strconv.Unquote(lit.Value); err == nil {
+					names = append(names, name)
+				}
+			}
+			return true
+		})
+	}
+	if len(names) < 3 {
+		t.Fatalf("read %d flags from cmd/release: the reading is wrong", len(names))
+	}
+	return names
 }
 
 // Every --flag our own texts name (the usage and --help of each command,

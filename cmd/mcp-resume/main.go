@@ -40,9 +40,18 @@ import (
 	"github.com/mcp-resume/mcp-resume/web"
 )
 
-// version is set at link time (-ldflags "-X main.version=..."); otherwise it is
-// the module version go install recorded, or the VCS revision go build did.
-var version = buildVersion()
+// version is what `mcp-resume version` prints: the version a release build stamps
+// at link time (-ldflags "-X main.version=v1.2.3", cmd/release); otherwise the
+// module version go install recorded, or the VCS revision go build did. The
+// linker sets only a variable without an initializer (or a constant one), so
+// the fallback is taken in init.
+var version string
+
+func init() {
+	if version == "" {
+		version = buildVersion()
+	}
+}
 
 func buildVersion() string {
 	bi, ok := debug.ReadBuildInfo()
