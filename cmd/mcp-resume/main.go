@@ -41,8 +41,15 @@ import (
 )
 
 // version is set at link time (-ldflags "-X main.version=..."); otherwise it is
-// the module version go install recorded, or the VCS revision go build did.
-var version = buildVersion()
+// the module version go install recorded, or the VCS revision go build did. (The
+// linker's -X sets only a string without an initializer, hence init.)
+var version string
+
+func init() {
+	if version == "" {
+		version = buildVersion()
+	}
+}
 
 func buildVersion() string {
 	bi, ok := debug.ReadBuildInfo()
