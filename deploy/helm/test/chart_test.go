@@ -500,3 +500,76 @@ func writeManifests(t *testing.T, r *rendered, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRenderValuesFile renders the chart with the values file MR_CHART_VALUES
+// into MR_CHART_OUT/all.yaml, as `helm template` would (strictly decoded like the
+// rest), for a look or a `podman kube play`; skipped without them.
+func TestRenderValuesFile(t *testing.T) {
+	in, out := os.Getenv("MR_CHART_VALUES"), os.Getenv("MR_CHART_OUT")
+	if in == "" || out == "" {
+		t.Skip("MR_CHART_VALUES and MR_CHART_OUT not set")
+	}
+	vals, err := chartutil.ReadValuesFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRender(t, vals)
+	writeManifests(t, r, out)
+	if os.Getenv("MR_CHART_PODMAN") != "" {
+		writePodman(t, r.deployment, filepath.Join(out, "podman.yaml"))
+	}
+}
+
+// writePodman writes d as podman 4.3's kube play can run it beside a NATS on the
+// host's loopback (.ci/kubeplay): on the host's network (so no port mappings),
+// $(POD_NAME) written out (podman does not expand it in args), the keys from the
+// environment rather than a Secret volume (podman 4.3 mounts a kube Secret's data
+// still encoded), and MR_CHART_PODMAN_DROP's flags (with their values) left out,
+// for a binary that lacks them.
+func writePodman(t *testing.T, d *appsv1.Deployment, path string) {
+	t.Helper()
+	d = d.DeepCopy()
+	pod := &d.Spec.Template.Spec
+	pod.HostNetwork = true
+	c := &pod.Containers[0]
+	port := c.Ports[0].ContainerPort
+	c.Ports = nil
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		p.HTTPGet.Port.Type, p.HTTPGet.Port.IntVal = 0, port
+	}
+	podName := d.Name + "-pod-0"
+	drop := strings.Fields(os.Getenv("MR_CHART_PODMAN_DROP"))
+	var args []string
+	for i := 0; i < len(c.Args); i++ {
+		a := c.Args[i]
+		switch {
+		case a == "--api-keys" || slices.Contains(drop, a):
+			i++ // and its value
+		default:
+			args = append(args, strings.ReplaceAll(a, "$(POD_NAME)", podName))
+		}
+	}
+	c.Args = args
+	c.Env = append(c.Env, corev1.EnvVar{Name: "MCP_RESUME_API_KEYS", Value: os.Getenv("MR_CHART_PODMAN_KEYS")})
+	var mounts []corev1.VolumeMount
+	for _, m := range c.VolumeMounts {
+		if m.Name != "api-keys" {
+			mounts = append(mounts, m)
+		}
+	}
+	c.VolumeMounts = mounts
+	var vols []corev1.Volume
+	for _, v := range pod.Volumes {
+		if v.Secret == nil {
+			vols = append(vols, v)
+		}
+	}
+	pod.Volumes = vols
+	b, err := yaml.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
