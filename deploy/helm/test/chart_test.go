@@ -29,6 +29,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 	"sigs.k8s.io/yaml"
 )
 
@@ -571,5 +573,18 @@ func writePodman(t *testing.T, d *appsv1.Deployment, path string) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLint runs `helm lint`'s checks (Chart.yaml, templates, values) with the
+// least values that render; an info (the chart has no icon) passes, a warning
+// or an error fails.
+func TestLint(t *testing.T) {
+	l := lint.All(chartDir, withKeys(nil), "mcp", false)
+	for _, m := range l.Messages {
+		t.Log(m)
+		if m.Severity >= support.WarningSev {
+			t.Error(m)
+		}
 	}
 }
