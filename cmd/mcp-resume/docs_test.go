@@ -75,8 +75,9 @@ func TestHelpAndDocsAgree(t *testing.T) {
 		}
 	}
 	// Flags of other programs the docs show: the conformance suite's, mcp-remote's,
-	// delve's (design.md's walk), npm publish's.
-	others := []string{"suite", "requirements", "transport", "expected-failures", "scenario", "stack", "test", "tag"}
+	// delve's (design.md's walk), npm publish's, podman's, kubectl's and helm's (deploy.md).
+	others := []string{"suite", "requirements", "transport", "expected-failures", "scenario", "stack", "test", "tag",
+		"rm", "read-only", "user", "cap-drop", "create-namespace", "from-file", "set"}
 	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	for i := range docs {
 		docs[i], _ = filepath.Rel(filepath.Join("..", ".."), docs[i])
