@@ -204,7 +204,9 @@ func TestDrainHandsOn(t *testing.T) {
 		if i == 1 {
 			grace = "2s"
 		}
-		return "--restartable countdown --lease 3s --drain-grace " + grace
+		// A lease long enough for a cluster short of CPU under go test -race
+		// ./... (3 s lapsed there once), short enough to take over soon.
+		return "--restartable countdown --lease 6s --drain-grace " + grace
 	})
 
 	type outcome struct {

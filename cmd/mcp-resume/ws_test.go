@@ -86,7 +86,7 @@ func spawnNet(t *testing.T, args string, want int) []startLine {
 		_ = cmd.Process.Signal(sig)
 		<-drained
 		if err := cmd.Wait(); err != nil && !killed.Load() {
-			stopErr = fmt.Errorf("%w; its stderr besides the logs:\n%s", err, other.String())
+			stopErr = fmt.Errorf("%w; its warnings:\n%sits stderr besides the logs:\n%s", err, warnings.String(), other.String())
 		}
 	}
 	stop := func(sig os.Signal) error {

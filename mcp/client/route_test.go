@@ -135,18 +135,33 @@ func TestCallHandlersOfConcurrentCalls(t *testing.T) {
 			var mu sync.Mutex
 			var globalLogs, aLogs, bLogs []string
 			opts := routedOpts(&global, &mu, &globalLogs)
-			// The client's handler answers once both questions came (each
-			// call's log came before its question): both calls are in
-			// flight as every message of theirs arrives.
-			both := make(chan struct{})
+			// The client's handler answers once both questions and both
+			// log messages came, whoever got them: both calls are in flight
+			// as every message of theirs arrives. (mcp-go sends a tool's
+			// notifications from a goroutine of its own: a log may reach the
+			// wire after the question the tool asked next.)
+			var questions, logs atomic.Int32
+			both, bothLogs := make(chan struct{}), make(chan struct{})
+			counted := func(f func(mcpgo.LoggingMessageNotificationParams)) func(mcpgo.LoggingMessageNotificationParams) {
+				return func(p mcpgo.LoggingMessageNotificationParams) {
+					f(p)
+					if logs.Add(1) == 2 {
+						close(bothLogs)
+					}
+				}
+			}
+			opts.OnLog = counted(opts.OnLog)
 			opts.OnRequest = func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
-				if global.Add(1) == 2 {
+				global.Add(1)
+				if questions.Add(1) == 2 {
 					close(both)
 				}
-				select {
-				case <-both:
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				for _, ch := range []chan struct{}{both, bothLogs} {
+					select {
+					case <-ch:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
 				}
 				return json.RawMessage(`{"action":"accept","content":{"answer":"nobody"}}`), nil
 			}
@@ -160,7 +175,7 @@ func TestCallHandlersOfConcurrentCalls(t *testing.T) {
 				go func() {
 					res, err := c.CallTool(t.Context(), "gated", map[string]any{"question": h.name + "?"}, &client.CallOptions{
 						OnRequest: answerWith(h.name, h.n),
-						OnLog:     logsTo(&mu, h.logs),
+						OnLog:     counted(logsTo(&mu, h.logs)),
 					})
 					if err != nil {
 						results <- err.Error()

@@ -117,9 +117,9 @@ func openBucket(ctx context.Context, nc *nats.Conn, cfg jetstream.KeyValueConfig
 		return nil, fmt.Errorf("cluster: bucket %s: %w", cfg.Bucket, err)
 	}
 	cfg.Replicas = r
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	kv, err := replicas.Create(ctx, r, had, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateOrUpdateKeyValue(ctx, cfg) })
 	if err != nil {
-		return nil, fmt.Errorf("cluster: bucket %s: %w", cfg.Bucket, replicas.Error(err, r, had))
+		return nil, fmt.Errorf("cluster: bucket %s: %w", cfg.Bucket, err)
 	}
 	return kv, nil
 }
@@ -247,10 +247,13 @@ func (n *Node) refresh() {
 	// A refresh that fails is tried again soon, each try bounded, rather than at
 	// the next third of the lease: the writes of a NATS cluster stop for several
 	// seconds when the bucket's leader dies, and a lease refreshed every third of
-	// 10 s would lapse.
+	// 10 s would lapse. Each failed try doubles the next one's bound (up to a
+	// third of the lease): a cluster that is slow rather than leaderless (its
+	// servers short of CPU) answers a try that waits long enough.
 	every := n.opts.Lease / 3
 	again := max(n.opts.Lease/20, 100*time.Millisecond)
-	try := min(every, n.opts.CallTimeout, max(n.opts.Lease/10, 200*time.Millisecond))
+	first := min(every, n.opts.CallTimeout, max(n.opts.Lease/10, 200*time.Millisecond))
+	try := first
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -276,6 +279,7 @@ func (n *Node) refresh() {
 		switch {
 		case err == nil:
 			n.rev = rev
+			try = first
 		case n.ctx.Err() != nil:
 			return
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
@@ -283,7 +287,8 @@ func (n *Node) refresh() {
 			n.loseLease()
 			return
 		default:
-			n.log.Warn().Err(err).Msg("refreshing the lease failed; trying again")
+			n.log.Warn().Err(err).Stringer("waited", try).Msg("refreshing the lease failed; trying again")
+			try = min(2*try, max(every, first))
 			t.Reset(again)
 		}
 	}

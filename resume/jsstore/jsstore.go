@@ -304,9 +304,11 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		Replicas:    streamR,
 		AllowDirect: true,
 	}
-	stream, err := js.CreateOrUpdateStream(ctx, streamCfg)
+	stream, err := replicas.Create(ctx, streamR, had, func(ctx context.Context) (jetstream.Stream, error) {
+		return js.CreateOrUpdateStream(ctx, streamCfg)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, replicas.Error(err, streamR, had))
+		return nil, fmt.Errorf("jsstore: stream %s: %w", o.Stream, err)
 	}
 	bucketR, had, err := replicas.For(ctx, js, "KV_"+o.Bucket, o.Replicas)
 	if err != nil {
@@ -320,9 +322,11 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		Storage:     storage,
 		Replicas:    bucketR,
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, kvCfg)
+	kv, err := replicas.Create(ctx, bucketR, had, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, kvCfg)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, replicas.Error(err, bucketR, had))
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", o.Bucket, err)
 	}
 
 	kvs, err := js.Stream(ctx, "KV_"+o.Bucket)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,6 +55,56 @@ func info(ctx context.Context, js jetstream.JetStream, stream string) (jetstream
 		}
 	}
 }
+
+// Create runs create, a CreateOrUpdateStream or CreateOrUpdateKeyValue of a
+// stream with use replicas that had had, asking again while JetStream answers
+// that it cannot place the replicas yet, until ctx ends. A cluster that has just
+// started (or elected a new meta leader) counts a server as offline until it has
+// heard from it, and refuses the placement meanwhile: a process started beside
+// its NATS servers (a compose file, a chart) would otherwise fail at start. A
+// cluster with fewer servers than use fails at once. The error names both counts.
+func Create[T any](ctx context.Context, use, had int, create func(context.Context) (T, error)) (T, error) {
+	pause := 50 * time.Millisecond
+	for {
+		v, err := create(ctx)
+		if err == nil || !offline(err) {
+			if err != nil {
+				err = Error(err, use, had)
+			}
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, Error(err, use, had)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// offline reports whether err is JetStream's refusal to place replicas because a
+// server it needs is offline, or its cluster is not available yet: a state that
+// passes on its own.
+func offline(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case errNoPeers:
+		return strings.Contains(apiErr.Description, "peer offline")
+	case errClusterNotAvailable:
+		return true
+	}
+	return false
+}
+
+// JetStream's error codes (nats-server's errors.json): JSClusterNoPeersErrF,
+// whose description names its reasons, and JSClusterNotAvailErr.
+const (
+	errNoPeers             jetstream.ErrorCode = 10005
+	errClusterNotAvailable jetstream.ErrorCode = 10008
+)
 
 // Error wraps err, the failure to create or update a stream with use replicas
 // that had had (0: it did not exist), naming both counts when they differ.
