@@ -321,38 +321,31 @@ func (g *Gateway) TaskSupport(tool string) (support mcpgo.TaskSupport, declared 
 
 // PolicyOf is the core's Options.PolicyOf for the gateway's tools: an upstream
 // that does tasks itself decides which of its tools may be tasks (optional),
-// must be (required) or may not (forbidden, or none said); tools and def (the
-// gateway's own policies) decide the rest of the policy, and everything for an
-// upstream that does no tasks, any call of which may become a task of the
-// gateway's.
-func (g *Gateway) PolicyOf(tools map[string]resumemcp.Policy, def resumemcp.Policy) func(string) (resumemcp.Policy, bool) {
-	return func(tool string) (resumemcp.Policy, bool) {
-		support, declared := g.TaskSupport(tool)
-		if !declared {
-			return resumemcp.Policy{}, false
-		}
-		p, ok := tools[tool]
-		if !ok {
-			p = def
-		}
-		switch support {
-		case mcpgo.TaskSupportRequired:
-			p.Task = resumemcp.TaskRequired
-			if p.Mode == resumemcp.Always && g.up.Modern() {
-				// The upstream makes the call its task when it chooses,
-				// and the gateway's call becomes its task then (Promote):
-				// before, the call's questions may be its input_required
-				// answer (SEP-2663). A call the upstream holds longer
-				// than escalateAfter without a word becomes a task anyway.
-				p.Mode, p.After = resumemcp.After, escalateAfter
-			}
-		case mcpgo.TaskSupportOptional:
-			p.Task = resumemcp.AsTask
-		default:
-			p.Task = resumemcp.NoTask
-		}
-		return p, true
+// must be (required) or may not (forbidden, or none said); the gateway's own
+// policy p decides the rest, and everything for an upstream that does no
+// tasks, any call of which may become a task of the gateway's.
+func (g *Gateway) PolicyOf(tool string, p resumemcp.Policy) resumemcp.Policy {
+	support, declared := g.TaskSupport(tool)
+	if !declared {
+		return p
 	}
+	switch support {
+	case mcpgo.TaskSupportRequired:
+		p.Task = resumemcp.TaskRequired
+		if p.Mode == resumemcp.Always && g.up.Modern() {
+			// The upstream makes the call its task when it chooses, and the
+			// gateway's call becomes its task then (Promote): before, the
+			// call's questions may be its input_required answer (SEP-2663). A
+			// call the upstream holds longer than escalateAfter without a
+			// word becomes a task anyway.
+			p.Mode, p.After = resumemcp.After, escalateAfter
+		}
+	case mcpgo.TaskSupportOptional:
+		p.Task = resumemcp.AsTask
+	default:
+		p.Task = resumemcp.NoTask
+	}
+	return p
 }
 
 // escalateAfter bounds how long a 2026 client's call of a task-required tool

@@ -17,6 +17,7 @@ import (
 var (
 	errConnectionLost = errors.New("mcp: connection lost before the request became resumable")
 	errClientCancel   = errors.New("mcp: cancelled by the client")
+	errTimeout        = errors.New("mcp: the call ran past its tool's timeout")
 	// errCancelledEarly: cancelled by the client before it came (sessionCalls.bornCancelled).
 	errCancelledEarly = fmt.Errorf("%w, before the call came", errClientCancel)
 )
@@ -181,6 +182,13 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if r != nil && cause == nil {
 		cause = context.Cause(r.Context())
 	}
+	if r == nil && errors.Is(cause, errTimeout) {
+		// Timed out before it became a request: answered with the error.
+		resp = errorResponse(timeoutError(cl.pol.Timeout))
+		cl.c.reply(cl.st, encodeReply(cl.id, resp, cl.patch, 0))
+		cl.span.endWith(resp)
+		return
+	}
 	if cause != nil {
 		// Cancelled by the client, expired, shut down, or its connection is gone:
 		// no response (a cancelled request gets none, and nobody would read it).
@@ -241,6 +249,15 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		}
 		cl := cs.cl
 		cl.span.ran(req.Params.Name)
+		// Its tool's rate and concurrency first: a call refused, or waiting
+		// for a place, is not a request yet (its client gets a plain error,
+		// HTTP 429), unless its deferral came meanwhile.
+		leave, refused := s.admit(cl)
+		if refused != nil {
+			cl.update(func(l *callLife) { l.failure = refused })
+			return nil, refused
+		}
+		defer leave()
 		out := cl.step(evPolicy)
 		if out.runOn != nil {
 			// The tool runs on the request's own context, which ends exactly

@@ -71,7 +71,7 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 		// Its tool's policy decides, as the tool starts, whether and when it
 		// becomes a request; its priming event waits for that.
 		cl.life.phase, cl.tool = phaseStarting, m.Target()
-		cl.pol = c.s.opts.policy(cl.tool)
+		cl.pol = c.s.policy(cl.tool)
 	}
 	if ps, ok := st.(PrimingStream); ok {
 		ps.BeforePrime(cl.beforePrime)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -39,15 +38,13 @@ func (s *Server) addAwaitTool(srv *server.MCPServer) {
 		mcp.WithString("handle", mcp.Required(), mcp.Description("the handle the still-running call's answer gave")),
 		mcp.WithBoolean("cancel", mcp.Description("stop the running call instead of waiting for its result")),
 	), s.await)
-	// The await call itself is never resumable nor deferred: it is a wait,
-	// made again when it is lost.
-	tools := maps.Clone(s.opts.Tools)
-	if tools == nil {
-		tools = map[string]Policy{}
-	}
-	tools[name] = Policy{Mode: Never}
-	s.opts.Tools = tools
+	t := s.table.Load()
+	s.SetPolicies(t.def, t.tools)
 }
+
+// awaitPolicy is the await tool's: the await call itself is never resumable
+// nor deferred: it is a wait, made again when it is lost.
+var awaitPolicy = Policy{Mode: Never}
 
 // await is the await tool's handler.
 func (s *Server) await(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -65,10 +65,14 @@ type callLife struct {
 	// The schedule while it is early: promoteAt (its policy's After, or its
 	// quick window), and eager: its first message, or its priming event,
 	// makes it a request sooner; deferAt: Options.AnswerWithin's deadline.
-	// timer fires at the sooner of the two.
-	promoteAt, deferAt time.Time
-	eager              bool
-	timer              *time.Timer
+	// deadline: its tool's Timeout, from its start (a request run again:
+	// its record's), until its handler returns. timer fires at the soonest.
+	promoteAt, deferAt, deadline time.Time
+	eager                        bool
+	timer                        *time.Timer
+	// timedOut: it ran past its deadline before it became a request: its
+	// answer is the timeout error.
+	timedOut bool
 
 	// applied: the middleware applied a policy of Mode Always or After
 	// (Promote may make the call a request); restartable: that policy's,
@@ -124,6 +128,9 @@ type stepped struct {
 	hold bool
 	// cancel: the request to cancel (a call that lost its connection).
 	cancel *resume.Request
+	// timeout: the request to end with the timeout error (its deadline
+	// passed).
+	timeout *resume.Request
 }
 
 // step applies ev to the call's life, under its lock, and checks the life's
@@ -142,6 +149,9 @@ func (cl *call) step(ev callEvent) (out stepped) {
 			l.deferAt = l.started.Add(cl.c.s.opts.AnswerWithin)
 		}
 	case evPolicy:
+		if cl.pol.Timeout > 0 && l.deadline.IsZero() {
+			l.deadline = time.Now().Add(cl.pol.Timeout)
+		}
 		out.prime = l.held
 		l.held = false
 		if l.phase != phaseStarting {
@@ -151,6 +161,18 @@ func (cl *call) step(ev callEvent) (out stepped) {
 		out.runOn = cl.schedulePolicyLocked()
 	case evTimer:
 		now := time.Now()
+		if !l.deadline.IsZero() && !now.Before(l.deadline) {
+			l.deadline = time.Time{}
+			switch {
+			case l.phase.early(): // answered with the timeout error (run)
+				l.lose()
+				l.timedOut = true
+				cl.cancel(errTimeout)
+			case l.phase.request():
+				out.timeout = l.req
+			}
+			break
+		}
 		if !l.deferAt.IsZero() && !now.Before(l.deferAt) {
 			l.deferAt = time.Time{}
 			cl.deferLocked()
@@ -207,7 +229,7 @@ func (cl *call) step(ev callEvent) (out stepped) {
 			l.phase = phaseDone
 		}
 		l.eager, l.held = false, false
-		l.promoteAt, l.deferAt = time.Time{}, time.Time{}
+		l.promoteAt, l.deferAt, l.deadline = time.Time{}, time.Time{}, time.Time{}
 	}
 	cl.armLocked()
 	cl.checkLocked()
@@ -274,23 +296,61 @@ func (cl *call) defers() bool {
 // it when it has none.
 func (cl *call) armLocked() {
 	l := &cl.life
-	next := l.promoteAt
-	if next.IsZero() || (!l.deferAt.IsZero() && l.deferAt.Before(next)) {
-		next = l.deferAt
+	if !l.phase.early() && l.phase != phaseRequest {
+		l.promoteAt, l.deferAt = time.Time{}, time.Time{}
 	}
-	if next.IsZero() || !l.phase.early() && l.phase != phaseRequest {
+	if l.phase == phaseDone || l.phase == phaseLost {
+		l.deadline = time.Time{}
+	}
+	var next time.Time
+	for _, t := range []time.Time{l.promoteAt, l.deferAt, l.deadline} {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if next.IsZero() {
 		if l.timer != nil {
 			l.timer.Stop()
 			l.timer = nil
 		}
-		l.promoteAt, l.deferAt = time.Time{}, time.Time{}
 		return
 	}
 	if l.timer == nil {
-		l.timer = time.AfterFunc(time.Until(next), func() { cl.step(evTimer) })
+		l.timer = time.AfterFunc(time.Until(next), cl.onTimer)
 		return
 	}
 	l.timer.Reset(time.Until(next))
+}
+
+// onTimer is the call's timer: the step, then the end of a request whose
+// deadline passed, outside the call's lock.
+func (cl *call) onTimer() {
+	if r := cl.step(evTimer).timeout; r != nil {
+		cl.endTimedOut(r)
+	}
+}
+
+// endTimedOut ends r, the call's request, with the timeout error as its final
+// response, failed, and cancels its tool (on the request's context or the
+// call's).
+func (cl *call) endTimedOut(r *resume.Request) {
+	resp := errorResponse(timeoutError(cl.pol.Timeout))
+	if _, err := r.End(errTimeout, func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err == nil {
+		cl.c.debug().Str("request", string(cl.id)).Str("tool", cl.tool).Msg("request ended: its tool's timeout passed")
+		cl.span.result(resp)
+		cl.taskStatus("failed")
+	}
+	cl.cancel(errTimeout)
+}
+
+// timeoutError is the answer of a call that ran past its tool's timeout d
+// (0: a request run again, whose record kept the deadline only).
+func timeoutError(d time.Duration) *spec.Error {
+	msg := "the call ran past its tool's timeout"
+	if d > 0 {
+		msg += " of " + d.String()
+	}
+	return spec.NewError(spec.CodeInternalError, spec.ReasonTimeout, msg+"; its tool was cancelled")
 }
 
 // checkLocked panics when the call's life breaks an invariant: a bug of the
@@ -313,8 +373,10 @@ func (cl *call) checkLocked() {
 		bad = "a priming event held after the call started"
 	case !l.promoteAt.IsZero() && !l.phase.early():
 		bad = "a promotion scheduled for a request"
-	case l.timer != nil && l.promoteAt.IsZero() && l.deferAt.IsZero():
+	case l.timer != nil && l.promoteAt.IsZero() && l.deferAt.IsZero() && l.deadline.IsZero():
 		bad = "a timer with no deadline"
+	case !l.deadline.IsZero() && (l.phase == phaseDone || l.phase == phaseLost):
+		bad = "a deadline for a call that has ended"
 	}
 	if bad != "" {
 		panic(fmt.Sprintf("mcp: call %s (%s): %s", cl.id, l.phase, bad))

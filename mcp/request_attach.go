@@ -289,7 +289,5 @@ func (at *attachments) carried(id []byte) (attached resume.Handle, running *resu
 
 // rateLimitError is the answer to a token check refused for wait.
 func rateLimitError(wait time.Duration) *spec.Error {
-	e := spec.NewError(spec.CodeInvalidRequest, spec.ReasonRateLimited, "too many failed token checks; retry later")
-	e.RetryAfter = int64((wait + time.Second - 1) / time.Second)
-	return e
+	return spec.RateLimited(spec.ReasonRateLimited, "too many failed token checks; retry later", wait)
 }

@@ -57,8 +57,8 @@ func TestTokenFailureRateLimit(t *testing.T) {
 			}
 		}
 		_, e := alice.GetStatus("200", "1", wrongToken)
-		if e == nil || e.Reason != spec.ReasonRateLimited || e.Code != spec.CodeInvalidRequest || e.RetryAfter != 2 {
-			t.Fatalf("wrong token past the burst: %+v, want rate_limited with retryAfter 2", e)
+		if e == nil || e.Reason != spec.ReasonRateLimited || e.Code != spec.CodeRateLimited || e.RetryAfter != 2 || e.RetryAfterMs != 2000 {
+			t.Fatalf("wrong token past the burst: %+v, want -32023 rate_limited with retryAfter 2 (retryAfterMs 2000)", e)
 		}
 		// Her other session's request is not one this session carries.
 		if _, e := alice.GetStatus("201", "2", a2Tok); e == nil || e.Reason != spec.ReasonRateLimited {

@@ -72,11 +72,18 @@ type Options struct {
 	AnswerWithin time.Duration
 	// Tools sets a Policy per tool name.
 	Tools map[string]Policy
-	// PolicyOf, when set, is asked first: a policy that depends on the tool as
-	// it is now (the gateway's upstream's task support, which its tool list
-	// says and may change); ok false leaves the tool to Tools and
-	// DefaultPolicy. It is called for every tools/call and tools/list.
-	PolicyOf func(tool string) (p Policy, ok bool)
+	// PolicyOf, when set, adjusts the policy Tools or DefaultPolicy gives a
+	// tool to the tool as it is now (the gateway's upstream's task support,
+	// which its tool list says and may change). It is called for every
+	// tools/call and tools/list.
+	PolicyOf func(tool string, p Policy) Policy
+	// Rates keeps the buckets of the policies' Rate; nil: in memory
+	// (NewMemoryRates). A cluster's instances share one.
+	Rates Rates
+	// OnRefused, when set, is told of every tools/call a tool's limits refused
+	// (reason rate_limited or concurrency_limit), and whether its session had
+	// a principal: for a metric. It must be quick.
+	OnRefused func(tool string, authenticated bool, reason spec.Reason)
 	// Logger receives the core's logs. Nil means none. Tokens are never logged.
 	Logger *zerolog.Logger
 	// TokenFailureBurst and TokenFailureRefill limit failed token checks
@@ -174,6 +181,9 @@ type Server struct {
 	fail  *failLimiter   // failed token checks; nil: no limit
 
 	admission admission // requests in flight by principal
+	table     atomic.Pointer[policyTable] // the policies in effect (SetPolicies)
+	rates     Rates                       // Options.Rates
+	slots     slots                       // the calls of each tool running (Policy.Concurrency)
 	keys      keyHolds  // keyed calls in flight that are not requests yet
 
 	reruns reruns // restartable requests run again here
@@ -232,7 +242,13 @@ func New(srv *server.MCPServer, opts *Options) (*Server, error) {
 		fail:      newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
 		admission: admission{inflight: make(map[string]int)},
 		keys:      keyHolds{m: make(map[string]*keyHold)},
+		rates:     o.Rates,
+		slots:     slots{tools: make(map[string]*toolSlots)},
 	}
+	if s.rates == nil {
+		s.rates = NewMemoryRates()
+	}
+	s.SetPolicies(o.DefaultPolicy, o.Tools)
 	s.answers.s, s.reruns.s = s, s
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer(instrumentation)

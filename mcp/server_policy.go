@@ -1,6 +1,9 @@
 package mcp
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Mode says when a tools/call becomes resumable.
 type Mode int
@@ -15,7 +18,9 @@ const (
 	After
 )
 
-// Policy decides whether a tool's calls are resumable.
+// Policy is what the server does with a tool's calls: whether and when they
+// become resumable, and the operator's limits on them (a timeout, how many run
+// at once, how many each principal starts per period).
 type Policy struct {
 	Mode  Mode
 	After time.Duration // for Mode After
@@ -31,6 +36,46 @@ type Policy struct {
 	// if it ends sooner). TaskRequired also refuses the tool to clients that
 	// do not declare the extension (-32021).
 	Task TaskMode
+	// Timeout, when not 0, bounds a call's run from its tool's start: past it
+	// the call ends with the error timeout (reason "timeout") and its tool's
+	// context is cancelled, whether its client is attached, detached, polling
+	// a task or awaiting a deferred answer. A request keeps the deadline in its
+	// record: run again after a restart, or by another instance, it still ends
+	// then.
+	Timeout time.Duration
+	// Concurrency bounds how many of the tool's calls run at once on this
+	// server.
+	Concurrency Concurrency
+	// Rate bounds how many calls of the tool each principal starts per period
+	// (with Options.Rates, across the instances of a cluster).
+	Rate Rate
+}
+
+// Concurrency bounds the calls of a tool that run at once: past a bound, a
+// call waits for a place, in order of arrival, or is refused with the error
+// concurrency_limit (-32023, HTTP 429).
+type Concurrency struct {
+	// Max bounds the calls of all principals together; PerPrincipal those of
+	// each principal (the clients of a server without authentication are one
+	// principal). 0: no bound.
+	Max, PerPrincipal int
+	// Queue is how many calls past a bound may wait for a place (0: refused at
+	// once), each up to Wait.
+	Queue int
+	Wait  time.Duration
+}
+
+// bounded reports whether c bounds anything.
+func (c Concurrency) bounded() bool { return c.Max > 0 || c.PerPrincipal > 0 }
+
+// Rate bounds how many calls of a tool a principal starts: Calls per Per, as a
+// token bucket that holds Calls and refills at Calls/Per (a burst of Calls,
+// then one each Per/Calls). A call past it is refused with the error
+// rate_limited (-32023, HTTP 429) saying when the next one is allowed.
+// Calls 0: no bound.
+type Rate struct {
+	Calls int
+	Per   time.Duration
 }
 
 // TaskMode says whether a tool's calls may become tasks.
@@ -42,14 +87,39 @@ const (
 	TaskRequired                 // only as a task: other clients get -32021
 )
 
-func (o *Options) policy(tool string) Policy {
-	if o.PolicyOf != nil {
-		if p, ok := o.PolicyOf(tool); ok {
-			return p
-		}
+// policyTable is the policies in effect: Options.Tools and DefaultPolicy at
+// first, then each SetPolicies'.
+type policyTable struct {
+	def   Policy
+	tools map[string]Policy
+}
+
+// policy returns tool's policy: its own, else the default, as PolicyOf
+// adjusts it to the tool as it is now.
+func (s *Server) policy(tool string) Policy {
+	t := s.table.Load()
+	p, ok := t.tools[tool]
+	if !ok {
+		p = t.def
 	}
-	if p, ok := o.Tools[tool]; ok {
-		return p
+	if s.opts.PolicyOf != nil {
+		p = s.opts.PolicyOf(tool, p)
 	}
-	return o.DefaultPolicy
+	return p
+}
+
+// SetPolicies puts def and tools in effect in place of DefaultPolicy and
+// Tools (a configuration reloaded): each call from now on gets its tool's
+// policy from them; a call that runs keeps the one it started with. Whether
+// the server offers Tasks stays as New found it, and the await tool keeps its
+// own policy.
+func (s *Server) SetPolicies(def Policy, tools map[string]Policy) {
+	t := &policyTable{def: def, tools: maps.Clone(tools)}
+	if t.tools == nil {
+		t.tools = map[string]Policy{}
+	}
+	if s.awaitTool != "" {
+		t.tools[s.awaitTool] = awaitPolicy
+	}
+	s.table.Store(t)
 }

@@ -96,7 +96,7 @@ func (s *Server) taskSupport(result any) any {
 	mark := func(r *mcp.ListToolsResult) {
 		tools := make([]mcp.Tool, len(r.Tools))
 		for i, t := range r.Tools {
-			switch s.opts.policy(t.Name).Task {
+			switch s.policy(t.Name).Task {
 			case AsTask:
 				t.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 			case TaskRequired:

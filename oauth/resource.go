@@ -343,9 +343,7 @@ func (rs *ResourceServer) check(ctx context.Context, authorization string, src s
 		switch reason {
 		case ReasonRateLimited:
 			rs.refused(reason)
-			e := spec.NewError(spec.CodeInvalidRequest, reason, desc)
-			e.RetryAfter = 1
-			return nil, &transport.Refusal{Status: http.StatusTooManyRequests, Err: e}
+			return nil, &transport.Refusal{Status: http.StatusTooManyRequests, Err: spec.RateLimited(reason, desc, time.Second)}
 		case ReasonUnavailable:
 			rs.refused(reason)
 			return nil, &transport.Refusal{Status: http.StatusServiceUnavailable, Err: spec.NewError(spec.CodeInternalError, reason, desc)}

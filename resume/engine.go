@@ -160,6 +160,11 @@ type StartOptions struct {
 	// Observer, when set, is told of the request's attachments and of its
 	// final response's delivery while this engine runs it.
 	Observer Observer
+	// Deadline, when not zero, is when the request's handler must have ended
+	// (its tool's timeout): stored in its Record, so that a request run again
+	// after a restart, or by another instance of a cluster, keeps it
+	// (Request.Deadline). The engine keeps it; its caller enforces it (End).
+	Deadline time.Time
 }
 
 // Start registers a new resumable request with JSON-RPC id id. It returns the
@@ -181,7 +186,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if so.Values != nil {
 		base = context.WithoutCancel(so.Values)
 	}
-	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL, Trace: so.Trace}
+	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL, Trace: so.Trace, Deadline: so.Deadline}
 	r := e.newRequest(base, rec, outbox{})
 	if o := so.Observer; o != nil {
 		r.obs.Store(&o)

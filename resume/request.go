@@ -34,6 +34,8 @@ type Request struct {
 	ttlArmed bool
 	// trace is the request's trace context (StartOptions.Trace; Record.Trace).
 	trace TraceContext
+	// deadline: StartOptions.Deadline; Record.Deadline.
+	deadline time.Time
 	// obs is told of attachments and the final response's delivery
 	// (StartOptions.Observer); nil for none.
 	obs atomic.Pointer[Observer]
@@ -93,7 +95,7 @@ type Request struct {
 // own from base: every Request is made here, started (Start) or recovered.
 func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request {
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
-		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL, trace: rec.Trace}
+		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL, trace: rec.Trace, deadline: rec.Deadline}
 	if rec.State == StateProcessing {
 		r.payload = rec.Payload
 	}
@@ -173,6 +175,22 @@ func (r *Request) Status() Status {
 		Dropped:     r.q.dropped,
 		QueuedBytes: r.q.bytes,
 	}
+}
+
+// Deadline returns when the request's handler must have ended
+// (StartOptions.Deadline, kept across a restart); zero for none.
+func (r *Request) Deadline() time.Time { return r.deadline }
+
+// End ends the request now, failed, with the final response encode makes (as
+// Complete does), and ends its context with cause: its handler is told to
+// stop, and what it appends later is refused. A request that has ended already
+// is left as it is (the error says so). A tool's timeout ends its request so.
+func (r *Request) End(cause error, encode func(seq uint64) []byte) (uint64, error) {
+	seq, err := r.Complete(true, encode)
+	if err == nil {
+		r.cancel(cause)
+	}
+	return seq, err
 }
 
 // Created returns when the request started (Record.Created).
@@ -313,7 +331,7 @@ const finalRetry = time.Second
 
 // recordLocked returns the request's Record with state.
 func (r *Request) recordLocked(state State) Record {
-	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl, Trace: r.trace}
+	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl, Trace: r.trace, Deadline: r.deadline}
 	if state == StateProcessing {
 		rec.Payload = r.payload // what a restartable request runs again with
 	}

@@ -133,6 +133,9 @@ type Record struct {
 	// TTL is the request's fixed lifetime from Created (StartOptions.TTL); 0
 	// for none.
 	TTL time.Duration
+	// Deadline is when the request's handler must have ended
+	// (StartOptions.Deadline); zero for none. Kept to the millisecond.
+	Deadline time.Time
 	// Trace is the trace context of the span that stands for the request
 	// (StartOptions.Trace): what happens to the request later, on any
 	// instance and after a restart, is traced in its trace. Zero for none.

@@ -129,11 +129,22 @@ const (
 	ReasonDuplicateID     Reason = "duplicate_id"
 	ReasonMessageTooLarge Reason = "message_too_large"
 	ReasonShuttingDown    Reason = "shutting_down"
-	// ReasonRateLimited (-32600): too many failed token checks (getStatus, resume
-	// or cancel by token answered not_found) from this principal or remote
-	// address; the check was not made. error.data.retryAfter says in how many
-	// seconds one is allowed again. Retryable.
+	// ReasonRateLimited (-32023, HTTP 429): too many failed token checks
+	// (getStatus, resume or cancel by token answered not_found) from this
+	// principal or remote address, the check not made; or a tool's rate for
+	// the principal spent (its policy's rate), the call not run.
+	// error.data.retryAfterMs (and retryAfter, in whole seconds) says when one
+	// is allowed again. Retryable.
 	ReasonRateLimited Reason = "rate_limited"
+	// ReasonConcurrencyLimit (-32023, HTTP 429): the tool runs as many calls as
+	// its policy allows (of all, or of this principal) and this one did not
+	// get a place within the policy's queue wait; not run. Retryable
+	// (error.data.retryAfterMs).
+	ReasonConcurrencyLimit Reason = "concurrency_limit"
+	// ReasonTimeout: the call ran past its tool's timeout (its policy): its tool
+	// was cancelled, and the call ended with this error, whether its client was
+	// attached, detached or polling a task.
+	ReasonTimeout Reason = "timeout"
 	// ReasonTooManyRequests (-32600): the client's principal has the maximum of
 	// requests in flight; this one was not run. Retryable once one has finished.
 	ReasonTooManyRequests Reason = "too_many_requests"

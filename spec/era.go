@@ -47,6 +47,9 @@ const (
 	CodeHeaderMismatch     = -32020 // HTTP headers and body disagree, or a required header is missing
 	CodeMissingCapability  = -32021 // the request needs a client capability it did not declare
 	CodeUnsupportedVersion = -32022 // error.data: supported, requested
+	// CodeRateLimited (draft SEP-3304, RateLimited): too many requests; error.data
+	// says in retryAfterMs when to try again. HTTP 429 with Retry-After.
+	CodeRateLimited = -32023
 )
 
 // Reasons of the 2026-07-28 era's errors.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/spec"
 )
@@ -22,8 +23,12 @@ func TestErrorJSONRoundTrip(t *testing.T) {
 			`{"code":-32603,"message":"m","data":{"reason":"owner_lost","detail":"instance b gone"}}`},
 		{"detail only", &spec.Error{Code: 1, Message: "m", Detail: "d"},
 			`{"code":1,"message":"m","data":{"detail":"d"}}`},
-		{"rate limited", &spec.Error{Code: spec.CodeInvalidRequest, Message: "m", Reason: spec.ReasonRateLimited, RetryAfter: 3},
-			`{"code":-32600,"message":"m","data":{"reason":"rate_limited","retryAfter":3}}`},
+		{"rate limited", spec.RateLimited(spec.ReasonRateLimited, "m", 2500*time.Millisecond),
+			`{"code":-32023,"message":"m","data":{"reason":"rate_limited","retryAfter":3,"retryAfterMs":2500}}`},
+		{"rate limited, rounded up", spec.RateLimited(spec.ReasonConcurrencyLimit, "m", 1500*time.Microsecond),
+			`{"code":-32023,"message":"m","data":{"reason":"concurrency_limit","retryAfter":1,"retryAfterMs":2}}`},
+		{"rate limited now", spec.RateLimited(spec.ReasonRateLimited, "m", 0),
+			`{"code":-32023,"message":"m","data":{"reason":"rate_limited","retryAfter":1,"retryAfterMs":1}}`},
 		{"empty message", &spec.Error{Code: -1},
 			`{"code":-1,"message":""}`},
 		{"unicode and html", &spec.Error{Code: 2, Message: "<é> & ✓", Reason: spec.ReasonNotFound},

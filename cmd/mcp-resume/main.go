@@ -453,7 +453,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		store = timer.Wrap(store)
 	}
 	var srv *server.MCPServer
-	var policyOf func(string) (mcp.Policy, bool)
+	var policyOf func(string, mcp.Policy) mcp.Policy
 	if gw {
 		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log, tp, om.client)
 		if err != nil {
@@ -461,7 +461,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		}
 		defer g.Close()
 		srv = g.Server()
-		policyOf = g.PolicyOf(tools, def)
+		policyOf = g.PolicyOf
 	} else {
 		srv = toolServer(f.conformance)
 	}

@@ -23,7 +23,8 @@ import (
 //	         uvarint len(principal), principal, uvarint len(owner), owner,
 //	         uvarint epoch, flags, uvarint ttl in milliseconds (when flagTTL),
 //	         uvarint len(traceparent), traceparent, uvarint len(tracestate),
-//	         tracestate (when flagTrace), payload (when flagPayload)
+//	         tracestate (when flagTrace), varint deadline in Unix
+//	         milliseconds (when flagDeadline), payload (when flagPayload)
 //
 // There is one record format until the first release; 1 to 5 were the formats
 // of development versions, which nothing deployed wrote: a record in one of
@@ -144,7 +145,8 @@ const (
 	flagAcknowledged // a tombstone of an acknowledged request
 	flagTask
 	flagTTL   // a uvarint of milliseconds follows the flags
-	flagTrace // the trace context's two strings follow (and the ttl)
+	flagTrace    // the trace context's two strings follow (and the ttl)
+	flagDeadline // a varint of Unix milliseconds follows (the trace context)
 )
 
 func encodeRecord(rec resume.Record) []byte {
@@ -174,6 +176,9 @@ func encodeRecord(rec resume.Record) []byte {
 	if !rec.Trace.IsZero() {
 		flags |= flagTrace
 	}
+	if !rec.Deadline.IsZero() {
+		flags |= flagDeadline
+	}
 	b = append(b, flags)
 	if flags&flagTTL != 0 {
 		b = binary.AppendUvarint(b, uint64(rec.TTL.Milliseconds()))
@@ -181,6 +186,9 @@ func encodeRecord(rec resume.Record) []byte {
 	if flags&flagTrace != 0 {
 		b = wire.AppendString(b, rec.Trace.Parent)
 		b = wire.AppendString(b, rec.Trace.State)
+	}
+	if flags&flagDeadline != 0 {
+		b = binary.AppendVarint(b, rec.Deadline.UnixMilli())
 	}
 	return append(b, rec.Payload...)
 }
@@ -212,7 +220,7 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 		return nil, errCodec
 	}
 	rec.Epoch = uint32(epoch)
-	const allowed = flagPayload | flagAckMode | flagAcknowledged | flagTask | flagTTL | flagTrace
+	const allowed = flagPayload | flagAckMode | flagAcknowledged | flagTask | flagTTL | flagTrace | flagDeadline
 	if len(rest) == 0 || rest[0]&^allowed != 0 {
 		return nil, errCodec
 	}
@@ -235,6 +243,13 @@ func decodeRecord(h resume.TokenHash, b []byte) (*resume.Record, error) {
 		if rec.Trace.State, rest, ok = wire.CutString(rest); !ok || rec.Trace.IsZero() {
 			return nil, errCodec
 		}
+	}
+	if flags&flagDeadline != 0 {
+		ms, n := binary.Varint(rest)
+		if n <= 0 {
+			return nil, errCodec
+		}
+		rec.Deadline, rest = time.UnixMilli(ms), rest[n:]
 	}
 	if flags&flagPayload != 0 {
 		rec.Payload = append([]byte{}, rest...)

@@ -33,6 +33,12 @@ func TestRecordRoundTrip(t *testing.T) {
 		with(func(r *resume.Record) {
 			r.Trace = resume.TraceContext{Parent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00", State: "k=v"}
 		}),
+		with(func(r *resume.Record) { r.Deadline = time.UnixMilli(1_780_000_000_123) }),
+		with(func(r *resume.Record) {
+			r.Deadline = time.UnixMilli(1_780_000_000_000)
+			r.Trace.Parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+			r.Payload = []byte(`{"d":1}`)
+		}),
 		with(func(r *resume.Record) {
 			r.TTL, r.Task, r.Payload = time.Minute, true, []byte(`{"t":3}`)
 			r.Trace = resume.TraceContext{Parent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", State: "a=1,b=2"}
@@ -104,7 +110,8 @@ func sameRecord(a, b resume.Record) bool {
 	return a.Hash == b.Hash && bytes.Equal(a.ID, b.ID) && a.State == b.State && a.Created.Equal(b.Created) &&
 		bytes.Equal(a.Payload, b.Payload) && (a.Payload == nil) == (b.Payload == nil) &&
 		a.Principal == b.Principal && a.Owner == b.Owner && a.AckMode == b.AckMode && a.Epoch == b.Epoch &&
-		a.Acknowledged == b.Acknowledged && a.Task == b.Task && a.TTL == b.TTL && a.Trace == b.Trace
+		a.Acknowledged == b.Acknowledged && a.Task == b.Task && a.TTL == b.TTL && a.Trace == b.Trace &&
+		a.Deadline.Equal(b.Deadline)
 }
 
 // A stream message holds one message (as before packs), a pack of several, or

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -170,6 +171,10 @@ func (st *stream) Write(_ context.Context, m mcp.Message) error {
 		if st.modern {
 			status = errorStatus(m.Data)
 		}
+		if secs, ok := rateLimited(m.Data); ok { // either era (SEP-3304)
+			status = http.StatusTooManyRequests
+			st.w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		}
 		// With its length and flushed now, by the goroutine that wrote it (a
 		// call's worker), the answer is on its way to the client before the
 		// request's own goroutine has woken to take its stream down.
@@ -233,6 +238,22 @@ func errorStatus(msg []byte) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
+}
+
+// rateLimited reports whether msg is an error response with code -32023
+// (spec.CodeRateLimited), and the whole seconds its error.data.retryAfterMs
+// names, rounded up (1 when it names none).
+func rateLimited(msg []byte) (secs int64, ok bool) {
+	if !bytes.Contains(msg, []byte(`"code":-32023`)) {
+		return 0, false
+	}
+	var r struct {
+		Error *spec.Error `json:"error"`
+	}
+	if json.Unmarshal(msg, &r) != nil || r.Error == nil || r.Error.Code != spec.CodeRateLimited {
+		return 0, false
+	}
+	return max((r.Error.RetryAfterMs+999)/1000, 1), true
 }
 
 // markUnflushedLocked notes that events wait in the response's buffer and tells

@@ -1,0 +1,248 @@
+package mcp
+
+import (
+	"container/list"
+	"context"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-resume/mcp-resume/spec"
+)
+
+// Rates keeps the token buckets of Policy.Rate: one per tool and principal.
+// The server's default keeps them in memory; a cluster's instances share one
+// (resume/cluster's), so that a principal gets a tool's rate once in all, not
+// once per instance.
+type Rates interface {
+	// Take spends one call of the bucket named by tool and principal, under
+	// rate. When none is left, it reports how long until one is.
+	Take(ctx context.Context, tool, principal string, rate Rate) (ok bool, wait time.Duration, err error)
+}
+
+// take refills b for the time since it was last seen, at rate, and spends one
+// token when it has one; else it reports how long until it has.
+func (b *bucket) take(now time.Time, rate Rate) (bool, time.Duration) {
+	per := rate.Per.Seconds() / float64(rate.Calls) // seconds a token takes
+	if b.at.IsZero() {
+		b.tokens = float64(rate.Calls)
+	} else if d := now.Sub(b.at).Seconds(); d > 0 {
+		b.tokens = math.Min(float64(rate.Calls), b.tokens+d/per)
+	}
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) * per * float64(time.Second))
+}
+
+// full reports whether b, refilled to now, holds all of rate's calls: it is
+// then as good as no bucket.
+func (b *bucket) full(now time.Time, rate Rate) bool {
+	per := rate.Per.Seconds() / float64(rate.Calls)
+	return b.tokens+now.Sub(b.at).Seconds()/per >= float64(rate.Calls)
+}
+
+// memoryRates is the Rates of a server on its own.
+type memoryRates struct {
+	mu      sync.Mutex
+	buckets map[rateKey]*rateEntry
+}
+
+type rateKey struct{ tool, principal string }
+
+type rateEntry struct {
+	bucket
+	rate Rate
+}
+
+// sweepAt is the number of buckets past which a Take first drops the full
+// ones (as good as none): the buckets of principals that stopped calling do
+// not pile up.
+const sweepAt = 4096
+
+// NewMemoryRates returns Rates that keep the buckets in memory.
+func NewMemoryRates() Rates { return &memoryRates{buckets: make(map[rateKey]*rateEntry)} }
+
+func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate) (bool, time.Duration, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := rateKey{tool, principal}
+	e := m.buckets[k]
+	if e == nil {
+		if len(m.buckets) >= sweepAt {
+			for k, e := range m.buckets {
+				if e.full(now, e.rate) {
+					delete(m.buckets, k)
+				}
+			}
+		}
+		e = &rateEntry{}
+		m.buckets[k] = e
+	}
+	e.rate = rate
+	ok, wait := e.take(now, rate)
+	return ok, wait, nil
+}
+
+// slots bounds the calls of each tool that run at once (Policy.Concurrency),
+// with a queue in order of arrival for the calls past a bound.
+type slots struct {
+	mu    sync.Mutex
+	tools map[string]*toolSlots // a tool's, while it has calls running or waiting
+}
+
+type toolSlots struct {
+	running int
+	by      map[string]int // running, by principal
+	waiting list.List      // of *slotWaiter, in order of arrival
+}
+
+type slotWaiter struct {
+	principal string
+	c         Concurrency
+	ready     chan struct{} // closed when it has its place
+}
+
+// fits reports whether a call of principal may run now under c.
+func (t *toolSlots) fits(principal string, c Concurrency) bool {
+	return (c.Max <= 0 || t.running < c.Max) && (c.PerPrincipal <= 0 || t.by[principal] < c.PerPrincipal)
+}
+
+func (t *toolSlots) take(principal string) {
+	t.running++
+	t.by[principal]++
+}
+
+// enter gives a call of tool by principal its place under c, waiting for one
+// in order of arrival up to c.Wait when c.Queue allows, until ctx ends. It
+// returns the function that gives the place back, or the refusal.
+func (s *slots) enter(ctx context.Context, tool, principal string, c Concurrency) (func(), *spec.Error) {
+	s.mu.Lock()
+	t := s.tools[tool]
+	if t == nil {
+		t = &toolSlots{by: make(map[string]int)}
+		s.tools[tool] = t
+	}
+	// The waiters do not fit (leave gives every place freed to the first that
+	// fits): a call that fits takes no place from any of them.
+	if t.fits(principal, c) {
+		t.take(principal)
+		s.mu.Unlock()
+		return func() { s.leave(tool, principal) }, nil
+	}
+	if t.waiting.Len() >= c.Queue {
+		s.mu.Unlock()
+		return nil, concurrencyLimit(c)
+	}
+	w := &slotWaiter{principal: principal, c: c, ready: make(chan struct{})}
+	e := t.waiting.PushBack(w)
+	s.mu.Unlock()
+
+	timer := time.NewTimer(c.Wait)
+	defer timer.Stop()
+	var refusal *spec.Error
+	select {
+	case <-w.ready:
+		return func() { s.leave(tool, principal) }, nil
+	case <-timer.C:
+		refusal = concurrencyLimit(c)
+	case <-ctx.Done():
+		refusal = spec.NewError(spec.CodeInternalError, spec.ReasonCancelled, "cancelled while waiting for a place")
+	}
+	s.mu.Lock()
+	select {
+	case <-w.ready: // given a place as it gave up: the place goes on
+		s.mu.Unlock()
+		s.leave(tool, principal)
+		return nil, refusal
+	default:
+	}
+	t.waiting.Remove(e)
+	s.forgetLocked(tool, t)
+	s.mu.Unlock()
+	return nil, refusal
+}
+
+// leave gives back a place of tool's that principal held, to the first
+// waiters that fit.
+func (s *slots) leave(tool, principal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tools[tool]
+	t.running--
+	if t.by[principal]--; t.by[principal] <= 0 {
+		delete(t.by, principal)
+	}
+	for e := t.waiting.Front(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*slotWaiter); t.fits(w.principal, w.c) {
+			t.take(w.principal)
+			t.waiting.Remove(e)
+			close(w.ready)
+		}
+		e = next
+	}
+	s.forgetLocked(tool, t)
+}
+
+// forgetLocked drops t, tool's, when nothing runs or waits.
+func (s *slots) forgetLocked(tool string, t *toolSlots) {
+	if t.running == 0 && t.waiting.Len() == 0 {
+		delete(s.tools, tool)
+	}
+}
+
+// concurrencyLimit is the refusal of a call past c: try again in c.Wait (at
+// least a second).
+func concurrencyLimit(c Concurrency) *spec.Error {
+	msg := "this tool runs as many calls as it may at once"
+	if c.Queue > 0 {
+		msg += ", and none ended within " + c.Wait.String()
+	}
+	return spec.RateLimited(spec.ReasonConcurrencyLimit, msg+"; try again later", max(c.Wait, time.Second))
+}
+
+// rateLimited is the refusal of a call past rate, allowed again after wait.
+func rateLimited(rate Rate, wait time.Duration) *spec.Error {
+	return spec.RateLimited(spec.ReasonRateLimited,
+		"this tool's rate for you is spent ("+strconv.Itoa(rate.Calls)+" calls per "+rate.Per.String()+"); try again later", wait)
+}
+
+// admit applies cl's policy's rate and concurrency to it as its tool is
+// about to start: it returns the function that gives its place back when its
+// tool has returned, or the refusal that answers it instead.
+func (s *Server) admit(cl *call) (func(), *spec.Error) {
+	p, principal := cl.pol, cl.c.principal
+	if p.Rate.Calls > 0 {
+		ok, wait, err := s.rates.Take(cl.ctx, cl.tool, principal, p.Rate)
+		switch {
+		case err != nil:
+			// The bucket is out of reach (a cluster's store): the call runs
+			// rather than every call of the tool failing with the store.
+			cl.c.logger().Warn().Err(err).Str("tool", cl.tool).Msg("a tool's rate could not be read; the call runs")
+		case !ok:
+			s.refused(cl, spec.ReasonRateLimited)
+			return nil, rateLimited(p.Rate, wait)
+		}
+	}
+	if !p.Concurrency.bounded() {
+		return func() {}, nil
+	}
+	leave, refusal := s.slots.enter(cl.ctx, cl.tool, principal, p.Concurrency)
+	if refusal != nil && refusal.Reason == spec.ReasonConcurrencyLimit {
+		s.refused(cl, spec.ReasonConcurrencyLimit)
+	}
+	return leave, refusal
+}
+
+// refused tells Options.OnRefused of a call refused for reason.
+func (s *Server) refused(cl *call, reason spec.Reason) {
+	if f := s.opts.OnRefused; f != nil {
+		f(cl.tool, cl.c.principal != "", reason)
+	}
+	cl.c.debug().Str("request", string(cl.id)).Str("tool", cl.tool).Str("reason", string(reason)).Msg("call refused by its tool's limits")
+}
