@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/mcp-resume/mcp-resume/audit"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -561,4 +563,48 @@ func BenchmarkCoreTracingPaired(b *testing.B) {
 	b.ReportMetric(float64(offT.Nanoseconds())/float64(n), "off-ns/call")
 	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), "traced-ns/call")
 	b.ReportMetric(float64(onT)/float64(offT), "traced/off")
+}
+
+// BenchmarkCoreAuditPaired measures what the audit trail adds to a call: the
+// same resumable client's echo on a server without it and on one whose
+// Options.Audit is an audit.Trail writing JSON lines to a file (the echo's
+// arguments hashed by its rule), called alternately, as
+// BenchmarkCoreTracingPaired does. The trail writes from a goroutine of its
+// own: what the call pays is the event's making and its queueing.
+func BenchmarkCoreAuditPaired(b *testing.B) {
+	file, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	trail := audit.NewTrail(nil, file)
+	b.Cleanup(func() {
+		_ = trail.Close()
+		if n := trail.Dropped(); n > 0 {
+			b.Logf("%d events dropped", n)
+		}
+	})
+	caps := `{"resumableRequests":{}}`
+	off := benchCore(b, caps, nil)
+	on := benchCore(b, caps, &mcp.Options{Audit: trail.Record, AuditArguments: audit.Rules{"echo": audit.RuleHash}})
+	var offT, onT time.Duration
+	timed := func(call func(int), i int) time.Duration {
+		t := time.Now()
+		call(i)
+		return time.Since(t)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		if n%2 == 0 {
+			offT += timed(off, n)
+			onT += timed(on, n)
+		} else {
+			onT += timed(on, n)
+			offT += timed(off, n)
+		}
+	}
+	b.ReportMetric(float64(offT.Nanoseconds())/float64(n), "off-ns/call")
+	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), "audited-ns/call")
+	b.ReportMetric(float64(onT)/float64(offT), "audited/off")
 }

@@ -211,7 +211,9 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 		return
 	}
 	if r == nil {
-		cl.c.reply(cl.st, encodeReply(cl.id, resp, cl.patch, 0))
+		data := encodeReply(cl.id, resp, cl.patch, 0)
+		cl.c.reply(cl.st, data)
+		cl.span.sent(len(data))
 		cl.span.endWith(resp)
 		return
 	}
@@ -222,7 +224,11 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if cl.span != nil && (cl.kind.task() || cl.span.detached.Load()) {
 		cl.span.event(eventCompleted)
 	}
-	if _, err := r.Complete(failed(resp), func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
+	if _, err := r.Complete(failed(resp), func(seq uint64) []byte {
+		data := encodeReply(cl.id, resp, nil, cl.stamp(seq))
+		cl.span.sent(len(data))
+		return data
+	}); err != nil {
 		cl.c.debug().Err(err).Str("request", string(cl.id)).Msg("completing")
 	}
 	if failed(resp) {

@@ -29,7 +29,7 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 			c.replyError(st, m.ID, ref.Err)
 		}
 		cl.cancel(errClientCancel)
-		cl.span.end(ref.Err)
+		cl.refused(ref.Err)
 		return
 	}
 	if refusal, cause := cc.accept(cl, m, raw); cause != nil {
@@ -38,6 +38,8 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 		switch {
 		case refusal != nil:
 			c.replyError(st, m.ID, refusal)
+			cl.refused(refusal)
+			return
 		case errors.Is(cause, errCancelledEarly):
 			// No answer: its stream, when it is the call's own (a POST's),
 			// ends now.
@@ -45,7 +47,7 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 				cs.CloseStream()
 			}
 		}
-		cl.span.end(refusal) // nil: answered by the request the call joined, or cancelled
+		cl.notAccepted(cause) // answered by the request the call joined, or cancelled
 		return
 	}
 	cl.step(evAccepted)
@@ -61,7 +63,7 @@ func (cc *sessionCalls) startCall(m *spec.Message, raw []byte, st Stream, mr *mo
 // newCall returns the call of request m, of its kind, with its own context.
 func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *modernReq) *call {
 	c := cc.c
-	sp := spanOf(c, m, st)
+	sp := callSpanOf(c, m, st, false)
 	// The handler's context carries the call's span, for spans of its own.
 	ctx, cancel := context.WithCancelCause(sp.context(context.WithoutCancel(c.ctx)))
 	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-resume/mcp-resume/audit"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -133,6 +134,18 @@ type Options struct {
 	// goroutine, or the engine's: it must be quick (an observation of a
 	// histogram). Nil: nothing is measured.
 	OnOperation func(Operation)
+	// Audit, when set, is told of every tools/call the server received, once,
+	// when it is over (answered, failed, cancelled, lost; a resumable
+	// request or a task when its span ends), and of every one it refused
+	// (audit.Event; docs/observability.md, "Audit trail"). Only tools/call is
+	// audited. It runs on the call's goroutine, or the engine's: it must not
+	// block (audit.Trail's Record does not). Nil: nothing is audited, nothing
+	// is read for it.
+	Audit func(audit.Event)
+	// AuditArguments says, per tool, what of a call's arguments its audit
+	// event carries (hashed, redacted or kept); a tool it does not name:
+	// none.
+	AuditArguments audit.Rules
 }
 
 // DefaultTaskTTL and DefaultMaxTaskTTL are the defaults of Options.TaskTTL and
@@ -163,7 +176,8 @@ type Server struct {
 	// tracer makes the requests' spans (Options.TracerProvider); nil when
 	// the server does not trace.
 	tracer trace.Tracer
-	onOp   func(Operation) // Options.OnOperation
+	onOp   func(Operation)   // Options.OnOperation
+	audit  func(audit.Event) // Options.Audit
 
 	idPrefix string        // for server-to-client request ids, unique per process
 	cluster  Cluster       // the other instances (Options.Cluster); nil for none
@@ -233,6 +247,13 @@ func New(srv *server.MCPServer, opts *Options) (*Server, error) {
 			eo.OnLost = s.reruns.lost
 		}
 	}
+	if o.Audit != nil {
+		if f := eo.OnLost; f != nil {
+			eo.OnLost = func(rec resume.Record, cause error) { s.auditLost(rec, cause); f(rec, cause) }
+		} else {
+			eo.OnLost = s.auditLost
+		}
+	}
 	var p [6]byte
 	_, _ = rand.Read(p[:])
 	*s = Server{
@@ -253,7 +274,7 @@ func New(srv *server.MCPServer, opts *Options) (*Server, error) {
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer(instrumentation)
 	}
-	s.onOp = o.OnOperation
+	s.onOp, s.audit = o.OnOperation, o.Audit
 	if cl := o.Cluster; cl != nil {
 		// One instance of a cluster: its server-to-client request ids name it, so
 		// that another instance forwards the client's answers here.

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-resume/mcp-resume/audit"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
@@ -123,18 +124,33 @@ type reqSpan struct {
 	// detached: the request has no client attached now (Observer).
 	detached atomic.Bool
 
-	mu sync.Mutex // guards op once the span started
+	mu sync.Mutex // guards op once the span started, and aud's verdict
 	op Operation  // for Options.OnOperation; Duration set at the end
+
+	// aud is the call's audit (Options.Audit): a tools/call of its own
+	// (callSpanOf); nil for every other request.
+	aud *callAudit
 }
 
 // spanOf returns the span of request m, received on st by c, not started yet;
 // nil when the server neither traces nor measures.
 func spanOf(c *connState, m *spec.Message, st Stream) *reqSpan {
+	return newSpan(c, m, st, nil)
+}
+
+// callSpanOf is spanOf for a request that is a call of its own, not one that
+// names another (startCall's, refuse's, a call run again: rerun): a
+// tools/call's span carries its audit when the server audits.
+func callSpanOf(c *connState, m *spec.Message, st Stream, rerun bool) *reqSpan {
+	return newSpan(c, m, st, auditOf(c, m, rerun))
+}
+
+func newSpan(c *connState, m *spec.Message, st Stream, a *callAudit) *reqSpan {
 	s := c.s
-	if s.tracer == nil && s.onOp == nil {
+	if s.tracer == nil && s.onOp == nil && a == nil {
 		return nil
 	}
-	sp := &reqSpan{s: s, src: spanSource{c: c, m: m}, at: time.Now()}
+	sp := &reqSpan{s: s, src: spanSource{c: c, m: m}, at: time.Now(), aud: a}
 	if s.tracer != nil {
 		sp.in = incoming(m.Params, st)
 	}
@@ -442,7 +458,10 @@ func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
 	}
 	if failed(resp) { // a tool's own error, in a successful JSON-RPC response
 		sp.setError("tool_error", "the tool's result is an error")
+		sp.verdict(audit.Error, "tool_error")
+		return
 	}
+	sp.verdict(audit.OK, "")
 }
 
 // failed records an error response: its code always; error.type and the
@@ -451,6 +470,7 @@ func (sp *reqSpan) result(resp mcp.JSONRPCMessage) {
 // error, invalid request, method not found, invalid params, resource not
 // found); its data.reason, when there is one.
 func (sp *reqSpan) failed(code int, msg, reason string) {
+	sp.verdict(audit.Error, reason)
 	s := strconv.Itoa(code)
 	if sp.span != nil {
 		sp.span.SetAttributes(attrStatusCode.String(s))
@@ -479,10 +499,14 @@ func (sp *reqSpan) setError(t, msg string) {
 	}
 }
 
-// finish ends the span, and tells Options.OnOperation of the request.
+// finish ends the span, and tells Options.OnOperation of the request and
+// Options.Audit of the call.
 func (sp *reqSpan) finish() {
 	if sp.span != nil {
 		sp.span.End()
+	}
+	if sp.aud != nil {
+		sp.audited()
 	}
 	if f := sp.s.onOp; f != nil {
 		sp.mu.Lock()
@@ -531,6 +555,15 @@ func (sp *reqSpan) endCause(cause error) {
 	default:
 		t = "_OTHER"
 	}
+	switch t {
+	case "":
+	case "cancelled":
+		sp.verdict(audit.Cancelled, "")
+	case "_OTHER":
+		sp.verdict(audit.Lost, "")
+	default:
+		sp.verdict(audit.Lost, t)
+	}
 	if t != "" {
 		if sp.span != nil {
 			sp.span.SetAttributes(attrErrorType.String(t))
@@ -577,7 +610,7 @@ func (o spanObserver) Ended(cause error) { o.sp.endCause(cause) }
 // run, its link the client's span, from the stored request's _meta), whose
 // events and end are the request's, as a span of a call made resumable has.
 func (rr *reruns) span(c *connState, m *spec.Message, r *resume.Request) *reqSpan {
-	sp := spanOf(c, m, nil)
+	sp := callSpanOf(c, m, nil, true)
 	if sp == nil {
 		return nil
 	}

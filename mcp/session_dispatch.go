@@ -37,9 +37,9 @@ func (c *connState) dispatch(m *spec.Message, raw []byte, st Stream) {
 // refuse answers request m, received on st by c, with e, as its whole handling
 // (traced).
 func refuse(c *connState, st Stream, m *spec.Message, e *spec.Error) {
-	sp := spanOf(c, m, st)
+	sp := callSpanOf(c, m, st, false)
 	c.replyError(st, m.ID, e)
-	sp.end(e)
+	sp.refused(e)
 }
 
 func (c *connState) notification(m *spec.Message, raw []byte) {

@@ -177,6 +177,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 type serveFlags struct {
 	stdio          bool
+	audit          string // --audit: a file, or - for stdout; "" off
+	auditOTLP      bool
+	auditArgs      string
 	httpAddr       string
 	wsAddr         string
 	wsPing         time.Duration
@@ -335,6 +338,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	fs.DurationVar(&f.taskTTL, "task-ttl", mcp.DefaultTaskTTL, "a task's lifetime from its creation when its client asks for none: kept that long, running or ended, polled or not, then expired")
 	fs.DurationVar(&f.maxTaskTTL, "max-task-ttl", mcp.DefaultMaxTaskTTL, "the longest ttl a 2025-11-25 client may ask for a task (params.task.ttl); a longer one is cut to it")
 	fs.IntVar(&f.maxConcurrentP, "max-concurrent-per-principal", mcp.DefaultMaxConcurrentPerPrincipal, "requests of one principal (--api-keys) in flight at once; past it a request is answered too_many_requests (negative: no cap)")
+	fs.StringVar(&f.audit, "audit", "", "write an audit trail of the tool calls to this file (appended, created 0600, opened again on SIGHUP), or to stdout for -: one JSON line per call as it ends and per call refused (docs/observability.md, \"Audit trail\") (default: off)")
+	fs.BoolVar(&f.auditOTLP, "audit-otlp", false, "send the audit trail as OpenTelemetry log records to the OTLP endpoint configured for traces (OTEL_EXPORTER_OTLP_ENDPOINT, ...)")
+	fs.StringVar(&f.auditArgs, "audit-arguments", "", "per-tool rule for the arguments in the audit trail: name=hash|redact|keep, comma-separated (hash: SHA-256 of their canonical JSON; redact: their keys alone; keep: as sent); a tool not named: none")
 	fs.IntVar(&f.maxLiveP, "max-live-per-principal", resume.DefaultMaxLivePerPrincipal, "running resumable requests of one principal (--api-keys); past it the principal's new calls run without a resume policy (negative: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -367,6 +373,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	keys, err := loadKeys(f.apiKeys)
 	if err != nil {
 		return err
+	}
+	// Stopped after the core (whose Close ends the calls still running,
+	// each an event): deferred before it is made.
+	aud, err := startAudit(&f, stdout, log)
+	if err != nil {
+		return err
+	}
+	defer aud.stop()
+	if aud.dropped != nil {
+		om.collectors = append(om.collectors, aud.dropped)
 	}
 	if err := f.oauth.check(&f); err != nil {
 		return err
@@ -488,6 +504,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		MaxTaskTTL:                f.maxTaskTTL,
 		TracerProvider:            tp,
 		OnOperation:               om.server,
+		Audit:                     aud.record,
+		AuditArguments:            aud.rules,
 	})
 	if err != nil {
 		return err

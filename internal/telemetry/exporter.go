@@ -87,17 +87,8 @@ func httpConfigFromEnv() (cfg httpConfig, ok bool) {
 		return cfg, false
 	}
 	cfg.header = http.Header{}
-	for _, kv := range strings.Split(signal(envTracesHeaders, envHeaders), ",") {
-		k, v, found := strings.Cut(kv, "=")
-		if !found {
-			continue
-		}
-		key, err1 := url.PathUnescape(strings.TrimSpace(k))
-		val, err2 := url.PathUnescape(strings.TrimSpace(v))
-		if err1 != nil || err2 != nil || key == "" {
-			continue // as the official exporter, which logs it
-		}
-		cfg.header.Set(key, val)
+	for k, v := range parseHeaders(signal(envTracesHeaders, envHeaders)) {
+		cfg.header.Set(k, v)
 	}
 	cfg.timeout = 10 * time.Second
 	if s := signal(envTracesTimeout, envTimeout); s != "" {
@@ -115,6 +106,25 @@ func httpConfigFromEnv() (cfg httpConfig, ok bool) {
 		return cfg, false
 	}
 	return cfg, true
+}
+
+// parseHeaders reads an OTEL_EXPORTER_OTLP_*HEADERS value, "k=v,k2=v2"
+// with each key and value URL-escaped, as the official exporters do.
+func parseHeaders(s string) map[string]string {
+	h := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, found := strings.Cut(kv, "=")
+		if !found {
+			continue
+		}
+		key, err1 := url.PathUnescape(strings.TrimSpace(k))
+		val, err2 := url.PathUnescape(strings.TrimSpace(v))
+		if err1 != nil || err2 != nil || key == "" {
+			continue // as the official exporter, which logs it
+		}
+		h[key] = val
+	}
+	return h
 }
 
 // signal returns the first of the variables that is set, trimmed.

@@ -2,7 +2,8 @@
 // HTTP (POST /v1/traces, protobuf or JSON, gzipped or not) or gRPC, that
 // decodes what an exporter sends with the collector's pdata and keeps the
 // spans for assertions. Over HTTP it receives metrics too (POST /v1/metrics):
-// their histograms' data points.
+// their histograms' data points; and logs (POST /v1/logs, and over gRPC):
+// their records.
 package otlptest
 
 import (
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -64,6 +67,7 @@ type Receiver struct {
 	mu      sync.Mutex // guards the fields below
 	spans   []Span
 	points  []Point       // the histograms' data points received
+	logs    []LogRecord   // the log records received
 	raw     [][]byte      // every export request received, as OTLP JSON
 	changed chan struct{} // closed (and replaced) when spans arrive
 }
@@ -88,6 +92,7 @@ func NewGRPC(t testing.TB) *Receiver {
 	}
 	s := grpc.NewServer()
 	ptraceotlp.RegisterGRPCServer(s, &grpcReceiver{r: r})
+	plogotlp.RegisterGRPCServer(s, &grpcLogReceiver{r: r})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -106,8 +111,8 @@ func NewGRPC(t testing.TB) *Receiver {
 func (r *Receiver) Endpoint() string { return r.endpoint }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" && req.URL.Path != "/v1/metrics" {
-		http.Error(w, "want POST /v1/traces or /v1/metrics", http.StatusNotFound)
+	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" && req.URL.Path != "/v1/metrics" && req.URL.Path != "/v1/logs" {
+		http.Error(w, "want POST /v1/traces, /v1/metrics or /v1/logs", http.StatusNotFound)
 		return
 	}
 	var body io.Reader = req.Body
@@ -125,8 +130,12 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	jsonBody := req.Header.Get("Content-Type") == "application/json"
-	if req.URL.Path == "/v1/metrics" {
+	switch req.URL.Path {
+	case "/v1/metrics":
 		r.serveMetrics(w, b, jsonBody)
+		return
+	case "/v1/logs":
+		r.serveLogs(w, b, jsonBody)
 		return
 	}
 	er := ptraceotlp.NewExportRequest()
@@ -359,6 +368,106 @@ func (r *Receiver) WaitPoints(t testing.TB, d time.Duration, what string, cond f
 		case <-changed:
 		case <-deadline.C:
 			t.Fatalf("timed out after %v waiting for %s; received %d data points", d, what, len(points))
+			return nil
+		}
+	}
+}
+
+// LogRecord is one log record received, flattened for assertions: ids in
+// hex, attribute values as strings.
+type LogRecord struct {
+	Service         string // the resource's service.name
+	Scope           string // the instrumentation scope's name
+	EventName       string
+	Time, Observed  time.Time
+	Severity        string // INFO, WARN, ...: the number's name
+	Body            string
+	TraceID, SpanID string
+	Attrs           map[string]string
+}
+
+func (r *Receiver) serveLogs(w http.ResponseWriter, b []byte, jsonBody bool) {
+	er := plogotlp.NewExportRequest()
+	var err error
+	if jsonBody {
+		err = er.UnmarshalJSON(b)
+	} else {
+		err = er.UnmarshalProto(b)
+	}
+	if err != nil {
+		http.Error(w, "decoding the export request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.addLogs(er)
+	resp := plogotlp.NewExportResponse()
+	respond(w, jsonBody, resp.MarshalJSON, resp.MarshalProto)
+}
+
+type grpcLogReceiver struct {
+	plogotlp.UnimplementedGRPCServer
+	r *Receiver
+}
+
+func (g *grpcLogReceiver) Export(_ context.Context, er plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	g.r.addLogs(er)
+	return plogotlp.NewExportResponse(), nil
+}
+
+// addLogs keeps the records of one export request (and the request, for Raw).
+func (r *Receiver) addLogs(er plogotlp.ExportRequest) {
+	raw, _ := er.MarshalJSON()
+	recs := flattenLogs(er.Logs())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.raw = append(r.raw, raw)
+	r.logs = append(r.logs, recs...)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func flattenLogs(ld plog.Logs) []LogRecord {
+	var out []LogRecord
+	for _, rl := range ld.ResourceLogs().All() {
+		res := attrs(rl.Resource().Attributes())
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				out = append(out, LogRecord{
+					Service: res["service.name"], Scope: sl.Scope().Name(), EventName: lr.EventName(),
+					Time: lr.Timestamp().AsTime(), Observed: lr.ObservedTimestamp().AsTime(),
+					Severity: lr.SeverityNumber().String(), Body: lr.Body().AsString(),
+					TraceID: traceID(lr.TraceID()), SpanID: spanID(lr.SpanID()), Attrs: attrs(lr.Attributes()),
+				})
+			}
+		}
+	}
+	return out
+}
+
+// Logs returns the log records received so far, in the order they came.
+func (r *Receiver) Logs() []LogRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]LogRecord(nil), r.logs...)
+}
+
+// WaitLogs returns the log records received once cond holds for them,
+// checked on each export that comes; it fails t when cond does not hold
+// within d.
+func (r *Receiver) WaitLogs(t testing.TB, d time.Duration, what string, cond func([]LogRecord) bool) []LogRecord {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		recs, changed := append([]LogRecord(nil), r.logs...), r.changed
+		r.mu.Unlock()
+		if cond(recs) {
+			return recs
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s; received %d log records", d, what, len(recs))
 			return nil
 		}
 	}
