@@ -133,10 +133,16 @@ func (cl *call) refused(e *spec.Error) { cl.span.refused(e) }
 
 // refused is call.refused on the span alone.
 func (sp *reqSpan) refused(e *spec.Error) {
+	sp.markRefused()
+	sp.end(e)
+}
+
+// markRefused says the call was refused before its tool ran, by its tool's
+// limits (Server.admit): its span ends as the call's answer goes out.
+func (sp *reqSpan) markRefused() {
 	if sp != nil && sp.aud != nil {
 		sp.aud.refused = true
 	}
-	sp.end(e)
 }
 
 // notAccepted ends the span of a call accept did not run for cause with no

@@ -239,8 +239,10 @@ func (s *Server) admit(cl *call) (func(), *spec.Error) {
 	return leave, refusal
 }
 
-// refused tells Options.OnRefused of a call refused for reason.
+// refused tells Options.OnRefused and the audit trail of a call refused for
+// reason.
 func (s *Server) refused(cl *call, reason spec.Reason) {
+	cl.span.markRefused()
 	if f := s.opts.OnRefused; f != nil {
 		f(cl.tool, cl.c.principal != "", reason)
 	}

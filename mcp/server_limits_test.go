@@ -250,7 +250,9 @@ func TestToolRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var refusals []string
+		var rec auditEvents
 		core, err := mcp.New(demo.Server("test"), &mcp.Options{
+			Audit: rec.add,
 			Tools: map[string]mcp.Policy{"echo": {Mode: mcp.Never, Rate: mcp.Rate{Calls: 2, Per: time.Minute}}},
 			OnRefused: func(tool string, authenticated bool, reason spec.Reason) {
 				mu.Lock()
@@ -287,6 +289,13 @@ func TestToolRate(t *testing.T) {
 		defer mu.Unlock()
 		if fmt.Sprint(refusals) != "[echo true rate_limited echo true rate_limited]" {
 			t.Errorf("refusals told %v", refusals)
+		}
+		var trail []string
+		for _, e := range rec.got() {
+			trail = append(trail, fmt.Sprintf("%s:%s:%s:%s", e.Principal, e.RequestID, e.Outcome, e.Reason))
+		}
+		if fmt.Sprint(trail) != "[alice:1:ok: alice:2:ok: alice:3:refused:rate_limited bob:b:ok: alice:4:refused:rate_limited alice:5:ok:]" {
+			t.Errorf("audit trail %v", trail)
 		}
 	})
 }
