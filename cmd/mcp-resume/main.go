@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +32,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/metrics"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
-	"github.com/mcp-resume/mcp-resume/servers/conformance"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
@@ -133,6 +133,7 @@ commands:
             call, status, task and tools use the login, and log in themselves
             when a server asks)
   logout    forget a server's login: mcp-resume logout URL
+  config    check a policy file: mcp-resume config check FILE
   version   print the version
 
 call, status, task and tools present the API key in MCP_RESUME_API_KEY (a
@@ -164,6 +165,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return login(args[1:], stdout, stderr)
 	case "logout":
 		return logout(args[1:], stdout, stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil
@@ -211,6 +214,7 @@ type serveFlags struct {
 	queuedBytes    int64
 	queuedBytesP   int64
 	maxMessage     int
+	config         string // --config: the policy file
 	policies       string
 	defaultPolicy  string
 	quickCall      time.Duration
@@ -318,6 +322,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	fs.Int64Var(&f.queuedBytes, "max-queued-bytes", defaultQueuedBytes(), "byte budget of everything kept for every request together, results included (the default shown is this machine's: a quarter of its or its cgroup's memory); at it the oldest kept results go first (answering expired, detail evicted), and new calls run without a resume policy while it stays used up (negative: no budget)")
 	fs.Int64Var(&f.queuedBytesP, "max-queued-bytes-per-principal", 0, "the same budget for the requests of each principal (--api-keys) (0: a quarter of --max-queued-bytes; negative: none)")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", transport.DefaultMaxMessageBytes, "largest message accepted from a client")
+	fs.StringVar(&f.config, "config", "", "the policy file: each tool's resume policy and limits (timeout, concurrency, rate), YAML (docs/policies.md; mcp-resume config check FILE); read again on SIGHUP and when it changes. --default-policy, --policy and --restartable, when given, override it for what they name")
 	fs.StringVar(&f.policies, "policy", "", "per-tool resume policy: name=always|never|after:DURATION, comma-separated")
 	fs.StringVar(&f.defaultPolicy, "default-policy", "always", "resume policy of tools not named in --policy")
 	fs.DurationVar(&f.quickCall, "quick-call", mcp.DefaultQuickCall, "a call of policy always that answers within this, sending nothing before, is answered as a plain call: no resume policy (its client holds no token yet), nothing kept or stored; one that runs longer, or sends a message sooner, becomes resumable then (0: every call resumable from its start)")
@@ -387,50 +392,25 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	if err := f.oauth.check(&f); err != nil {
 		return err
 	}
+
 	if err := checkExposure(&f, keys != nil || len(f.oauth.issuers) > 0); err != nil {
 		return err
 	}
 	if f.taskTTL < time.Second || f.maxTaskTTL < time.Second {
 		return fmt.Errorf("--task-ttl and --max-task-ttl: at least 1s (got %v and %v)", f.taskTTL, f.maxTaskTTL)
 	}
-	def, err := parsePolicy(f.defaultPolicy)
+	src := newPolicySource(&f, fs)
+	pol, err := src.load()
 	if err != nil {
-		return fmt.Errorf("--default-policy: %w", err)
+		return err
 	}
-	tools, err := parsePolicies(f.policies)
-	if err != nil {
-		return fmt.Errorf("--policy: %w", err)
+	def, tools := pol.def, pol.tools
+	if err := f.oauth.addToolScopes(pol.scopes); err != nil {
+		return err
 	}
-	if gw { // an upstream tool becomes a task for a client that declares Tasks
-		def.Task = mcp.AsTask
-		for name, p := range tools {
-			p.Task = mcp.AsTask
-			tools[name] = p
-		}
-	} else if f.conformance { // the fixture set's own policies, under any given with --policy
-		for name, p := range conformance.Policies() {
-			if _, set := tools[name]; !set {
-				tools[name] = p
-			}
-		}
-	} else { // which demo tools may become tasks; when, the policies say
-		for name, p := range demo.Policies() {
-			q, set := tools[name]
-			if !set {
-				q = def
-			}
-			q.Task = p.Task
-			tools[name] = q
-		}
-	}
-	for _, name := range splitList(f.restartable) {
-		p, ok := tools[name]
-		if !ok {
-			p = def
-		}
-		p.Restartable = true
-		tools[name] = p
-	}
+	pm := newPolicyMetrics()
+	pm.inEffect(pol.hash)
+	om.collectors = append(om.collectors, pm.collectors()...)
 
 	// The listeners are bound first: a port in use is told before anything
 	// starts (the gateway's child, the store).
@@ -461,6 +441,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			return fmt.Errorf("sharing the sessions with the cluster: %w", err)
 		}
 		sessions = sh
+	}
+	var rates mcp.Rates // a cluster's instances share the tools' rate buckets
+	if node != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := node.Rates(rctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("sharing the tools' rates with the cluster: %w", err)
+		}
+		rates = clusterRates{r}
 	}
 	// Without --data-dir or --nats-url there is no store: the engine keeps the
 	// requests in memory itself.
@@ -504,6 +494,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		MaxTaskTTL:                f.maxTaskTTL,
 		TracerProvider:            tp,
 		OnOperation:               om.server,
+		OnRefused:                 pm.onRefused,
+		Rates:                     rates,
 		Audit:                     aud.record,
 		AuditArguments:            aud.rules,
 	})
@@ -513,6 +505,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx := shutDownOnLeaseLoss(sctx, node, log)
+	var watching sync.WaitGroup
+	wctx, stopWatching := context.WithCancel(ctx)
+	watching.Go(func() { watchPolicies(wctx, src, core, pm, pol.hash, log) })
+	defer watching.Wait()
+	defer stopWatching()
 	if f.stdio {
 		log.Info().Str("version", version).Str("transport", "stdio").Stringer("maxWait", f.maxWait).Msg("mcp-resume serving")
 		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
@@ -807,41 +804,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func parsePolicies(s string) (map[string]mcp.Policy, error) {
-	out := map[string]mcp.Policy{}
-	for _, kv := range strings.Split(s, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("%q: want name=always|never|after:DURATION", kv)
-		}
-		p, err := parsePolicy(val)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[name] = p
-	}
-	return out, nil
-}
-
-func parsePolicy(s string) (mcp.Policy, error) {
-	switch {
-	case s == "always":
-		return mcp.Policy{Mode: mcp.Always}, nil
-	case s == "never":
-		return mcp.Policy{Mode: mcp.Never}, nil
-	case strings.HasPrefix(s, "after:"):
-		d, err := time.ParseDuration(strings.TrimPrefix(s, "after:"))
-		if err != nil || d < 0 {
-			return mcp.Policy{}, fmt.Errorf("%q: bad duration", s)
-		}
-		return mcp.Policy{Mode: mcp.After, After: d}, nil
-	}
-	return mcp.Policy{}, fmt.Errorf("%q: want always, never or after:DURATION", s)
 }
 
 // toolServer returns the MCP server whose tools are served: the demo tools, or the

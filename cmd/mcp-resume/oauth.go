@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +73,21 @@ func (o *oauthFlags) register(fs *flag.FlagSet, gw bool) {
 		fs.StringVar(&o.upstreamIssuer, "upstream-oauth-issuer", "", "with --upstream-oauth-client-id (required): the issuer of the authorization server the client is registered at; its secret goes to that issuer's token endpoint only, as its own metadata names it, and an upstream naming other authorization servers is refused")
 		fs.StringVar(&o.upstreamScopes, "upstream-oauth-scope", "", "with --upstream-oauth-client-id: scopes asked for, comma-separated (default: those the upstream's challenge or metadata name)")
 	}
+}
+
+// addToolScopes adds the scopes a policy file names for its tools to
+// --oauth-tool-scope's (the two add up for a tool named in both).
+func (o *oauthFlags) addToolScopes(scopes map[string][]string) error {
+	if len(scopes) == 0 {
+		return nil
+	}
+	if len(o.issuers) == 0 {
+		return errors.New("--config names scopes for tools: they go with --oauth-issuer")
+	}
+	for _, name := range slices.Sorted(maps.Keys(scopes)) {
+		o.toolScopes = append(o.toolScopes, name+"="+strings.Join(scopes[name], " "))
+	}
+	return nil
 }
 
 // check refuses flags that go with others missing.

@@ -31,7 +31,7 @@ const patience = 10 * time.Second
 
 // startServer starts an embedded NATS server on loopback, shut down when the test
 // ends.
-func startServer(t *testing.T) *embedded.Server {
+func startServer(t testing.TB) *embedded.Server {
 	t.Helper()
 	srv, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
 	if err != nil {
@@ -42,7 +42,7 @@ func startServer(t *testing.T) *embedded.Server {
 }
 
 // connect opens a client connection to srv over TCP, closed when the test ends.
-func connect(t *testing.T, srv *embedded.Server) *nats.Conn {
+func connect(t testing.TB, srv *embedded.Server) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(0))
 	if err != nil {
@@ -53,14 +53,14 @@ func connect(t *testing.T, srv *embedded.Server) *nats.Conn {
 }
 
 // options are the tests' options for an instance called name (random when "").
-func options(t *testing.T, name string) *cluster.Options {
+func options(t testing.TB, name string) *cluster.Options {
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	return &cluster.Options{Name: name, Lease: lease, Memory: true, Logger: &log}
 }
 
 // join joins a node on a connection of its own, closed (node, then connection)
 // when the test ends.
-func join(t *testing.T, srv *embedded.Server, o *cluster.Options) (*cluster.Node, *nats.Conn) {
+func join(t testing.TB, srv *embedded.Server, o *cluster.Options) (*cluster.Node, *nats.Conn) {
 	t.Helper()
 	nc := connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -74,7 +74,7 @@ func join(t *testing.T, srv *embedded.Server, o *cluster.Options) (*cluster.Node
 }
 
 // pair starts a server and joins two nodes to it, with the steady lease.
-func pair(t *testing.T) (a, b *cluster.Node) {
+func pair(t testing.TB) (a, b *cluster.Node) {
 	srv := startServer(t)
 	oa, ob := options(t, "alpha"), options(t, "beta")
 	oa.Lease, ob.Lease = steady, steady

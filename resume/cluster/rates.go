@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Rates is token buckets shared by the instances of a cluster: one entry of
+// the KV bucket mcp-resume-rates per tool and principal (keyed by a hash of
+// the two), each the bucket's tokens as of a time, changed by a
+// compare-and-set on its revision so that two instances taking at once take
+// two tokens. A rate's limit is so the cluster's, not each instance's.
+type Rates struct {
+	kv      jetstream.KeyValue
+	timeout time.Duration
+}
+
+// ratesIdle is how long an entry lasts untouched: a bucket not used for
+// longer has refilled for any rate of a period up to it (a gone entry is a full
+// bucket).
+const ratesIdle = 7 * 24 * time.Hour
+
+// ratesTries bounds the compare-and-set rounds of one Take that others keep
+// winning.
+const ratesTries = 8
+
+// Rates opens the cluster's rate buckets, with the node's storage and
+// replicas: 64 MiB at most, past which a new caller's bucket is not stored
+// (Take errs, and the caller's call runs: see mcp.Server's admit).
+func (n *Node) Rates(ctx context.Context) (*Rates, error) {
+	kv, err := openBucket(ctx, n.nc, jetstream.KeyValueConfig{
+		Bucket:      "mcp-resume-rates",
+		Description: "mcp-resume: each tool's rate bucket per principal, keyed by a hash of the two",
+		History:     1,
+		TTL:         ratesIdle,
+		MaxBytes:    64 << 20,
+	}, n.opts.Memory, n.opts.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	return &Rates{kv: kv, timeout: n.opts.CallTimeout}, nil
+}
+
+// Take spends one of the bucket of tool and principal, which holds calls and
+// regains them over per. When it is empty it reports how long until it has
+// one. Its clock is this instance's (instances' clocks agreeing to well
+// under per/calls).
+func (r *Rates) Take(ctx context.Context, tool, principal string, calls int, per time.Duration) (bool, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	key := rateKey(tool, principal)
+	for range ratesTries {
+		tokens, at, rev := float64(calls), time.Time{}, uint64(0)
+		switch e, err := r.kv.Get(ctx, key); {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return false, 0, err
+		default:
+			if tokens, at, err = decodeBucket(e.Value()); err != nil {
+				return false, 0, err
+			}
+			rev = e.Revision()
+		}
+		now := time.Now()
+		secs := per.Seconds() / float64(calls) // one token's
+		if !at.IsZero() {
+			if d := now.Sub(at).Seconds(); d > 0 {
+				tokens = math.Min(float64(calls), tokens+d/secs)
+			}
+		}
+		ok := tokens >= 1
+		if ok {
+			tokens--
+		}
+		val := encodeBucket(tokens, now)
+		var err error
+		if rev == 0 {
+			_, err = r.kv.Create(ctx, key, val)
+		} else {
+			_, err = r.kv.Update(ctx, key, val, rev)
+		}
+		switch {
+		case err == nil:
+			if ok {
+				return true, 0, nil
+			}
+			return false, time.Duration((1 - tokens) * secs * float64(time.Second)), nil
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			continue // another instance took meanwhile: again, from what it wrote
+		default:
+			return false, 0, err
+		}
+	}
+	return false, 0, fmt.Errorf("cluster: a rate bucket changed under %d tries in a row", ratesTries)
+}
+
+// rateKey names the bucket of tool and principal: a hash, so that any name
+// makes a valid key and the bucket lists no principal.
+func rateKey(tool, principal string) string {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write([]byte(principal))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// A bucket's entry: its tokens (a float64's bits) and when they were counted
+// (Unix nanoseconds), 16 bytes.
+func encodeBucket(tokens float64, at time.Time) []byte {
+	b := make([]byte, 16)
+	binary.BigEndian.PutUint64(b, math.Float64bits(tokens))
+	binary.BigEndian.PutUint64(b[8:], uint64(at.UnixNano()))
+	return b
+}
+
+func decodeBucket(b []byte) (float64, time.Time, error) {
+	if len(b) != 16 {
+		return 0, time.Time{}, errors.New("cluster: a rate bucket's entry that is not one")
+	}
+	tokens := math.Float64frombits(binary.BigEndian.Uint64(b))
+	if math.IsNaN(tokens) || math.IsInf(tokens, 0) {
+		return 0, time.Time{}, errors.New("cluster: a rate bucket's entry that is not one")
+	}
+	return tokens, time.Unix(0, int64(binary.BigEndian.Uint64(b[8:]))), nil
+}
