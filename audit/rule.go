@@ -96,8 +96,15 @@ func (rs Rules) String() string {
 // without one. Arguments that are not valid JSON are hashed as they are, and
 // are never kept or redacted.
 func (rs Rules) Apply(tool string, args json.RawMessage, ev *Event) {
-	r, ok := rs[tool]
-	if !ok {
+	if r, ok := rs[tool]; ok {
+		r.Apply(args, ev)
+	}
+}
+
+// Apply sets ev's arguments by r from args, the arguments of a call as sent
+// (raw JSON; empty for none); nothing when r is "".
+func (r Rule) Apply(args json.RawMessage, ev *Event) {
+	if r == "" {
 		return
 	}
 	if len(bytes.TrimSpace(args)) == 0 {

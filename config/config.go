@@ -23,6 +23,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcp-resume/mcp-resume/audit"
 	"github.com/mcp-resume/mcp-resume/mcp"
 )
 
@@ -61,6 +62,26 @@ type Tool struct {
 	// Scopes are the OAuth scopes a call of the tool needs besides
 	// --oauth-scope (--oauth-tool-scope); only in Tools.
 	Scopes []string `yaml:"scopes"`
+	// Audit is what the audit trail writes of the tool's calls
+	// (--audit-arguments).
+	Audit *Audit `yaml:"audit"`
+}
+
+// Audit is a tool's part in the audit trail.
+type Audit struct {
+	// Arguments: hash, redact or keep (audit.Rule); none: not written.
+	Arguments audit.Rule `yaml:"arguments"`
+}
+
+func (a *Audit) UnmarshalYAML(n *yaml.Node) error {
+	type plain Audit
+	if err := decodeStrict(n, (*plain)(a)); err != nil {
+		return err
+	}
+	if _, err := audit.NewRules(map[string]string{"t": string(a.Arguments)}); err != nil || a.Arguments == "" {
+		return lineErr(n, fmt.Errorf("audit: arguments %q: want hash, redact or keep", a.Arguments))
+	}
+	return nil
 }
 
 // Defaults is the default policy: a Tool without Scopes.
@@ -273,6 +294,9 @@ func (t Tool) apply(p mcp.Policy) mcp.Policy {
 	}
 	if r := t.Rate; r != nil {
 		p.Rate = mcp.Rate{Calls: r.Calls, Per: time.Duration(r.Per)}
+	}
+	if a := t.Audit; a != nil {
+		p.Arguments = a.Arguments
 	}
 	return p
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcp-resume/mcp-resume/audit"
 	"github.com/mcp-resume/mcp-resume/config"
 	"github.com/mcp-resume/mcp-resume/mcp"
 )
@@ -28,7 +29,7 @@ func TestExample(t *testing.T) {
 		t.Errorf("defaults %+v", def)
 	}
 	want := map[string]mcp.Policy{
-		"deploy": {Mode: mcp.Always, Timeout: 20 * time.Minute, Rate: mcp.Rate{Calls: 10, Per: time.Hour},
+		"deploy": {Mode: mcp.Always, Timeout: 20 * time.Minute, Rate: mcp.Rate{Calls: 10, Per: time.Hour}, Arguments: audit.RuleHash,
 			Concurrency: mcp.Concurrency{Max: 2, PerPrincipal: 1, Queue: 10, Wait: 2 * time.Minute}},
 		"echo":      {Mode: mcp.Never, Timeout: time.Hour, Rate: hour},
 		"countdown": {Mode: mcp.After, After: 5 * time.Second, Restartable: true, Timeout: time.Hour, Rate: hour},
@@ -75,6 +76,8 @@ func TestRefused(t *testing.T) {
 		{"version: 1\n---\nversion: 1\n", "2: a second document"},
 		{"version: 1\ntools:\n  deploy: [1]\n", "3: "},
 		{"version: 1\n  bad: indentation\n", "2: "},
+		{"version: 1\ntools:\n  deploy:\n    audit: {arguments: shred}\n", `4: audit: arguments "shred": want hash, redact or keep`},
+		{"version: 1\ntools:\n  deploy:\n    audit: {}\n", `4: audit: arguments "": want hash, redact or keep`},
 	} {
 		_, err := config.Parse([]byte(tc.doc))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
@@ -123,6 +126,8 @@ func TestSchemaAgrees(t *testing.T) {
 		"version: 1\ntools:\n  'bad name':\n    timeout: 1m\n",
 		"version: 1\ndefaults:\n  scopes: [a]\n",
 		"version: 1\nextra: 1\n",
+		"version: 1\ntools:\n  deploy:\n    audit: {arguments: shred}\n",
+		"version: 1\ntools:\n  deploy:\n    audit: {arguments: redact}\n",
 	} {
 		var v any
 		if err := yaml.Unmarshal([]byte(d), &v); err != nil {

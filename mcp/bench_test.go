@@ -585,7 +585,7 @@ func BenchmarkCoreAuditPaired(b *testing.B) {
 	})
 	caps := `{"resumableRequests":{}}`
 	off := benchCore(b, caps, nil)
-	on := benchCore(b, caps, &mcp.Options{Audit: trail.Record, AuditArguments: audit.Rules{"echo": audit.RuleHash}})
+	on := benchCore(b, caps, &mcp.Options{Audit: trail.Record, Tools: map[string]mcp.Policy{"echo": {Arguments: audit.RuleHash}}})
 	var offT, onT time.Duration
 	timed := func(call func(int), i int) time.Duration {
 		t := time.Now()

@@ -141,11 +141,9 @@ type Options struct {
 	// audited. It runs on the call's goroutine, or the engine's: it must not
 	// block (audit.Trail's Record does not). Nil: nothing is audited, nothing
 	// is read for it.
+	// What an event carries of a call's arguments is its tool's policy's
+	// (Policy.Arguments).
 	Audit func(audit.Event)
-	// AuditArguments says, per tool, what of a call's arguments its audit
-	// event carries (hashed, redacted or kept); a tool it does not name:
-	// none.
-	AuditArguments audit.Rules
 }
 
 // DefaultTaskTTL and DefaultMaxTaskTTL are the defaults of Options.TaskTTL and

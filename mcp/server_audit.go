@@ -58,8 +58,8 @@ func auditOf(c *connState, m *spec.Message, rerun bool) *callAudit {
 	if !rerun {
 		a.ev.Principal, a.ev.Transport = c.principal, c.transport
 	}
-	if s.opts.AuditArguments != nil {
-		s.opts.AuditArguments.Apply(a.ev.Tool, arguments(m.Params), &a.ev)
+	if r := s.policy(a.ev.Tool).Arguments; r != "" {
+		r.Apply(arguments(m.Params), &a.ev)
 	}
 	return a
 }

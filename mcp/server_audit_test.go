@@ -47,12 +47,14 @@ func (a *auditEvents) got() []audit.Event {
 func TestAudit(t *testing.T) {
 	var rec auditEvents
 	sp := newSpans()
-	rules, err := audit.NewRules(map[string]string{"echo": "hash", "countdown": "redact"})
-	if err != nil {
-		t.Fatal(err)
+	tools := demo.Policies()
+	for name, r := range map[string]audit.Rule{"echo": audit.RuleHash, "countdown": audit.RuleRedact} {
+		p := tools[name]
+		p.Arguments = r
+		tools[name] = p
 	}
 	core, err := mcp.New(demo.Server("test"), &mcp.Options{
-		Tools: demo.Policies(), Audit: rec.add, AuditArguments: rules,
+		Tools: tools, Audit: rec.add,
 		TracerProvider: sp.provider(), MaxConcurrentPerPrincipal: 2,
 	})
 	if err != nil {

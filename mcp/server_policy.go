@@ -3,6 +3,8 @@ package mcp
 import (
 	"maps"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/audit"
 )
 
 // Mode says when a tools/call becomes resumable.
@@ -49,6 +51,9 @@ type Policy struct {
 	// Rate bounds how many calls of the tool each principal starts per period
 	// (with Options.Rates, across the instances of a cluster).
 	Rate Rate
+	// Arguments is what the audit trail (Options.Audit) writes of a call's
+	// arguments: their hash, their keys, or themselves; "": nothing.
+	Arguments audit.Rule
 }
 
 // Concurrency bounds the calls of a tool that run at once: past a bound, a

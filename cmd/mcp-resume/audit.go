@@ -23,7 +23,7 @@ import (
 // is nil and stop does nothing.
 type auditing struct {
 	record func(audit.Event) // mcp.Options.Audit
-	rules  audit.Rules       // mcp.Options.AuditArguments
+	rules  audit.Rules       // --audit-arguments: each tool's Policy.Arguments
 	// dropped is mcp_resume_audit_dropped_total, for /metrics.
 	dropped prometheus.Collector
 	// stop writes the events buffered, closes the file and exports the

@@ -400,6 +400,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		return fmt.Errorf("--task-ttl and --max-task-ttl: at least 1s (got %v and %v)", f.taskTTL, f.maxTaskTTL)
 	}
 	src := newPolicySource(&f, fs)
+	src.arguments = aud.rules
 	pol, err := src.load()
 	if err != nil {
 		return err
@@ -497,7 +498,6 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		OnRefused:                 pm.onRefused,
 		Rates:                     rates,
 		Audit:                     aud.record,
-		AuditArguments:            aud.rules,
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/audit"
 	"github.com/mcp-resume/mcp-resume/config"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/resume/cluster"
@@ -36,6 +37,7 @@ type policySource struct {
 	defaultPolicy, policies, restartable string
 	defaultSet, policiesSet              bool // given on the command line
 	gateway, conformance                 bool
+	arguments                            audit.Rules // --audit-arguments
 }
 
 func newPolicySource(f *serveFlags, fs *flag.FlagSet) *policySource {
@@ -124,6 +126,14 @@ func (src *policySource) load() (*policies, error) {
 			p = def
 		}
 		p.Restartable = true
+		tools[name] = p
+	}
+	for name, r := range src.arguments {
+		p, ok := tools[name]
+		if !ok {
+			p = def
+		}
+		p.Arguments = r
 		tools[name] = p
 	}
 	out.def = def
