@@ -91,8 +91,9 @@ func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate)
 // slots bounds the calls of each tool that run at once (Policy.Concurrency),
 // with a queue in order of arrival for the calls past a bound.
 type slots struct {
-	mu    sync.Mutex
-	tools map[string]*toolSlots // a tool's, while it has calls running or waiting
+	mu     sync.Mutex
+	tools  map[string]*toolSlots // a tool's, while it has calls running or waiting
+	queued int                   // calls waiting, of all tools
 }
 
 type toolSlots struct {
@@ -140,6 +141,7 @@ func (s *slots) enter(ctx context.Context, tool, principal string, c Concurrency
 	}
 	w := &slotWaiter{principal: principal, c: c, ready: make(chan struct{})}
 	e := t.waiting.PushBack(w)
+	s.queued++
 	s.mu.Unlock()
 
 	timer := time.NewTimer(c.Wait)
@@ -162,6 +164,7 @@ func (s *slots) enter(ctx context.Context, tool, principal string, c Concurrency
 	default:
 	}
 	t.waiting.Remove(e)
+	s.queued--
 	s.forgetLocked(tool, t)
 	s.mu.Unlock()
 	return nil, refusal
@@ -182,6 +185,7 @@ func (s *slots) leave(tool, principal string) {
 		if w := e.Value.(*slotWaiter); t.fits(w.principal, w.c) {
 			t.take(w.principal)
 			t.waiting.Remove(e)
+			s.queued--
 			close(w.ready)
 		}
 		e = next
@@ -210,6 +214,14 @@ func concurrencyLimit(c Concurrency) *spec.Error {
 func rateLimited(rate Rate, wait time.Duration) *spec.Error {
 	return spec.RateLimited(spec.ReasonRateLimited,
 		"this tool's rate for you is spent ("+strconv.Itoa(rate.Calls)+" calls per "+rate.Per.String()+"); try again later", wait)
+}
+
+// Queued is the number of calls waiting for a place (Policy.Concurrency),
+// of all tools.
+func (s *Server) Queued() int {
+	s.slots.mu.Lock()
+	defer s.slots.mu.Unlock()
+	return s.slots.queued
 }
 
 // admit applies cl's policy's rate and concurrency to it as its tool is

@@ -502,6 +502,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	if err != nil {
 		return err
 	}
+	pm.core.Store(core)
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx := shutDownOnLeaseLoss(sctx, node, log)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -165,22 +166,32 @@ func parsePolicies(s string) (map[string]config.Resume, error) {
 type policyMetrics struct {
 	info    *prometheus.GaugeVec
 	refused *prometheus.CounterVec
+	queued  prometheus.GaugeFunc
+	core    atomic.Pointer[mcp.Server] // for queued, once made
 	mu      sync.Mutex
 	hash    string
 }
 
 func newPolicyMetrics() *policyMetrics {
-	return &policyMetrics{
+	m := &policyMetrics{
 		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcp_resume_config_info",
 			Help: "1 for the policy file in effect (--config), labelled with the SHA-256 of its bytes"}, []string{"sha256"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_resume_calls_refused_total",
 			Help: "tools/call refused by its tool's limits (its policy's rate or concurrency), by tool, principal (authenticated or anonymous) and reason"},
 			[]string{"tool", "principal", "reason"}),
 	}
+	m.queued = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_calls_queued",
+		Help: "tools/call waiting for a place under its tool's concurrency (its policy's queue)"}, func() float64 {
+		if c := m.core.Load(); c != nil {
+			return float64(c.Queued())
+		}
+		return 0
+	})
+	return m
 }
 
 func (m *policyMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.info, m.refused}
+	return []prometheus.Collector{m.info, m.refused, m.queued}
 }
 
 // inEffect records the file whose hash is in effect now.

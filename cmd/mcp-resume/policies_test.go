@@ -14,9 +14,13 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
+	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // A policy file that does not read stops serve at start with the file, the
@@ -205,4 +209,31 @@ func TestPolicyRateShared(t *testing.T) {
 	if allowed != 3 || refused != 3 {
 		t.Fatalf("%d allowed, %d refused by two instances with a rate of 3 an hour; want 3 and 3", allowed, refused)
 	}
+}
+
+// A tool's rate and timeout from --config on every transport, both eras
+// (e2etest.RunLimits): stdio, Streamable HTTP, WebSocket.
+func TestPolicyTransports(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(path, []byte(e2etest.LimitsConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("stdio", func(t *testing.T) {
+		e2etest.RunLimits(t, e2etest.Harness{Dial: func(t testing.TB) transport.Conn { return spawn(t, "serve --stdio --config "+path) }})
+	})
+	t.Run("http", func(t *testing.T) {
+		l := spawnNet(t, "serve --http 127.0.0.1:0 --config "+path, 1)[0]
+		e2etest.RunLimits(t, e2etest.Harness{Dial: func(testing.TB) transport.Conn { return httptransport.Dial(l.URL, nil) }})
+	})
+	t.Run("ws", func(t *testing.T) {
+		l := spawnNet(t, "serve --http 127.0.0.1:0 --config "+path, 1)[0]
+		e2etest.RunLimits(t, e2etest.Harness{Dial: func(t testing.TB) transport.Conn {
+			c, err := ws.Dial(t.Context(), l.WS, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}})
+	})
 }
