@@ -175,8 +175,8 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 			refusal, cause = spec.NewError(spec.CodeInvalidRequest, spec.ReasonDuplicateID,
 				"a request with id "+key+" is already in flight on this connection"), errClientCancel
 		case !c.s.admission.admit(c.principal):
-			refusal, cause = spec.NewError(spec.CodeInvalidRequest, spec.ReasonTooManyRequests,
-				"too many requests of this principal in flight; retry when one has finished"), errClientCancel
+			refusal, cause = spec.RateLimited(spec.ReasonTooManyRequests,
+				"too many requests of this principal in flight; retry when one has finished", time.Second), errClientCancel
 		default:
 			st.running[key] = cl
 		}

@@ -29,7 +29,7 @@ func TestMaxConcurrentPerPrincipal(t *testing.T) {
 		startBlock(t, alice2, "1")
 		for _, c := range []*e2etest.Client{alice, alice2} {
 			c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"block"}}`)
-			if m, _ := c.Response("2"); m.Error == nil || m.Error.Reason != spec.ReasonTooManyRequests || m.Error.Code != spec.CodeInvalidRequest {
+			if m, _ := c.Response("2"); m.Error == nil || m.Error.Reason != spec.ReasonTooManyRequests || m.Error.Code != spec.CodeRateLimited || m.Error.RetryAfterMs != 1000 {
 				t.Fatalf("alice's third request: %s, want too_many_requests", m.Raw)
 			}
 		}

@@ -110,7 +110,7 @@ type Options struct {
 	// MaxConcurrentPerPrincipal caps the requests of each principal in flight
 	// (received and not yet answered by their handler, resumable or not, attached
 	// or detached), across all its sessions. Past it a request is answered at
-	// once with -32600 too_many_requests (retryable) and not run. Sessions
+	// once with -32023 too_many_requests (retryable, SEP-3304's shape) and not run. Sessions
 	// without a principal are not counted. 0 means
 	// DefaultMaxConcurrentPerPrincipal; negative: no cap. (Options.Engine's
 	// MaxLivePerPrincipal caps the resumable ones among them.)

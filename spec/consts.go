@@ -145,8 +145,9 @@ const (
 	// was cancelled, and the call ended with this error, whether its client was
 	// attached, detached or polling a task.
 	ReasonTimeout Reason = "timeout"
-	// ReasonTooManyRequests (-32600): the client's principal has the maximum of
-	// requests in flight; this one was not run. Retryable once one has finished.
+	// ReasonTooManyRequests (-32023, HTTP 429): the client's principal has the
+	// maximum of requests in flight; this one was not run. Retryable once one
+	// has finished (error.data.retryAfterMs: a second).
 	ReasonTooManyRequests Reason = "too_many_requests"
 	// ReasonTooManySessions: initialize refused, the server (or the client's
 	// principal or address) holds as many sessions as it may, all of them in use.
