@@ -237,3 +237,45 @@ func TestPolicyTransports(t *testing.T) {
 		}})
 	})
 }
+
+// A tool's timeout holds across a failover: a restartable call whose instance
+// is killed runs again on another, which ends it at the first run's deadline
+// (kept in its record), not a fresh one.
+func TestPolicyTimeoutFailover(t *testing.T) {
+	t.Parallel()
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(path, []byte("version: 1\ntools:\n  countdown:\n    restartable: true\n    timeout: 8s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := func(name string) string {
+		return "serve --http 127.0.0.1:0 --config " + path + " --nats-url " + ns.ClientURL() + " --instance " + name + " --lease 2s"
+	}
+	a, b := spawnNet(t, args("a"), 1)[0], spawnNet(t, args("b"), 1)[0]
+	dial := func(url string) *e2etest.Client {
+		c := e2etest.NewClient(t, httptransport.Dial(url, nil))
+		c.Initialize(`{"resumableRequests":{}}`)
+		return c
+	}
+	ca := dial(a.URL)
+	start := time.Now()
+	ca.Send(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":60,"steps":60},"_meta":{"progressToken":"p"}}}`)
+	pol := e2etest.PolicyOf(t, ca.Next())
+	ca.Next() // its first progress: it runs
+	a.Kill()
+	cb := dial(b.URL)
+	st := cb.WaitStatus(`"r"`, pol.ResumeToken, func(st e2etest.Status) bool { return st.Status != "processing" })
+	took := time.Since(start)
+	t.Logf("ended on b %v after its start (timeout 8s, lease 2s)", took.Round(time.Millisecond))
+	if st.Status != "failed" || took < 8*time.Second || took > 10*time.Second {
+		t.Fatalf("getStatus on b: %+v after %v; want failed at the first run's deadline (8s)", st, took)
+	}
+	cb.Resume(`"r"`, pol.ResumeToken)
+	if resp := cb.Until(func(m e2etest.Msg) bool { return m.IsResponse(`"r"`) }); resp[len(resp)-1].Error == nil || resp[len(resp)-1].Error.Reason != spec.ReasonTimeout {
+		t.Fatalf("resume on b: %s, want the error timeout", resp[len(resp)-1].Raw)
+	}
+}
