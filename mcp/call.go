@@ -255,15 +255,27 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		}
 		cl := cs.cl
 		cl.span.ran(req.Params.Name)
-		// Its tool's rate and concurrency first: a call refused, or waiting
-		// for a place, is not a request yet (its client gets a plain error,
-		// HTTP 429), unless its deferral came meanwhile.
-		leave, refused := s.admit(cl)
-		if refused != nil {
-			cl.update(func(l *callLife) { l.failure = refused })
-			return nil, refused
+		// Its tool's rate and concurrency: a call refused, or waiting for a
+		// place, is not a request yet (its client gets a plain error, HTTP
+		// 429), unless its deferral came meanwhile. A task is one first (its
+		// client gets its task at once), which waits for its place as a
+		// working task, and fails with the refusal.
+		leave := func() {}
+		defer func() { leave() }()
+		admit := func(ctx context.Context) *spec.Error {
+			left, refused := s.admit(cl, ctx)
+			if refused != nil {
+				cl.update(func(l *callLife) { l.failure = refused })
+				return refused
+			}
+			leave = left
+			return nil
 		}
-		defer leave()
+		if !cl.kind.task() {
+			if refused := admit(ctx); refused != nil {
+				return nil, refused
+			}
+		}
 		out := cl.step(evPolicy)
 		if out.runOn != nil {
 			// The tool runs on the request's own context, which ends exactly
@@ -284,6 +296,11 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		})
 		if refusal != nil {
 			return nil, refusal
+		}
+		if cl.kind.task() {
+			if refused := admit(ctx); refused != nil {
+				return nil, refused
+			}
 		}
 		res, err := next(ctx, req)
 		var se *spec.Error

@@ -225,12 +225,13 @@ func (s *Server) Queued() int {
 }
 
 // admit applies cl's policy's rate and concurrency to it as its tool is
-// about to start: it returns the function that gives its place back when its
-// tool has returned, or the refusal that answers it instead.
-func (s *Server) admit(cl *call) (func(), *spec.Error) {
+// about to start, waiting for a place until ctx (the one its tool would run
+// on) ends: it returns the function that gives its place back when its tool
+// has returned, or the refusal that answers it instead.
+func (s *Server) admit(cl *call, ctx context.Context) (func(), *spec.Error) {
 	p, principal := cl.pol, cl.c.principal
 	if p.Rate.Calls > 0 {
-		ok, wait, err := s.rates.Take(cl.ctx, cl.tool, principal, p.Rate)
+		ok, wait, err := s.rates.Take(ctx, cl.tool, principal, p.Rate)
 		switch {
 		case err != nil:
 			// The bucket is out of reach (a cluster's store): the call runs
@@ -244,7 +245,7 @@ func (s *Server) admit(cl *call) (func(), *spec.Error) {
 	if !p.Concurrency.bounded() {
 		return func() {}, nil
 	}
-	leave, refusal := s.slots.enter(cl.ctx, cl.tool, principal, p.Concurrency)
+	leave, refusal := s.slots.enter(ctx, cl.tool, principal, p.Concurrency)
 	if refusal != nil && refusal.Reason == spec.ReasonConcurrencyLimit {
 		s.refused(cl, spec.ReasonConcurrencyLimit)
 	}

@@ -322,3 +322,60 @@ func TestSetPolicies(t *testing.T) {
 		}
 	})
 }
+
+// A task's client gets its task at once, whatever the tool's limits: past its
+// rate the task fails with rate_limited; past its concurrency it waits for its
+// place as a working task, then runs.
+func TestToolLimitsTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: map[string]mcp.Policy{
+			"echo":      {Mode: mcp.Always, Task: mcp.AsTask, Rate: mcp.Rate{Calls: 1, Per: time.Minute}},
+			"countdown": {Mode: mcp.Always, Task: mcp.AsTask, Concurrency: mcp.Concurrency{Max: 1, Queue: 1, Wait: time.Minute}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{}`)
+		task := func(id, tool, args string) string {
+			t.Helper()
+			c.Send(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":%s,"task":{}}}`, id, tool, args)
+			created, _ := c.Response(fmt.Sprintf("%q", id))
+			var res struct {
+				Task struct {
+					TaskID string `json:"taskId"`
+					Status string `json:"status"`
+				} `json:"task"`
+			}
+			if err := json.Unmarshal(created.Result, &res); err != nil || res.Task.TaskID == "" || res.Task.Status != "working" {
+				t.Fatalf("%s: %s, want a working task", id, created.Raw)
+			}
+			return res.Task.TaskID
+		}
+		result := func(id, tid string) e2etest.Msg {
+			t.Helper()
+			c.Send(`{"jsonrpc":"2.0","id":%q,"method":"tasks/result","params":{"taskId":%q}}`, id, tid)
+			resp, _ := c.Response(fmt.Sprintf("%q", id))
+			return resp
+		}
+		first := task("e1", "echo", `{"text":"a"}`)
+		second := task("e2", "echo", `{"text":"b"}`)
+		if resp := result("r1", first); e2etest.Text(resp) != "a" {
+			t.Fatalf("the first echo task: %s", resp.Raw)
+		}
+		if resp := result("r2", second); resp.Error == nil || resp.Error.Reason != spec.ReasonRateLimited || resp.Error.RetryAfterMs != 60_000 {
+			t.Fatalf("the second echo task: %s, want it failed rate_limited", resp.Raw)
+		}
+		start := time.Now()
+		long := task("c1", "countdown", `{"seconds":5,"steps":1}`)
+		queued := task("c2", "countdown", `{"seconds":1,"steps":1}`)
+		synctest.Wait()
+		if n := core.Queued(); n != 1 {
+			t.Fatalf("%d calls queued, want the second countdown task", n)
+		}
+		result("r3", long)
+		if resp := result("r4", queued); e2etest.Text(resp) != "countdown done: 1 of 1 steps" || time.Since(start) != 6*time.Second {
+			t.Fatalf("the queued task: %s after %v, want its result after 5 s + 1 s", resp.Raw, time.Since(start))
+		}
+	})
+}

@@ -64,6 +64,7 @@ type rendered struct {
 	hpa         *autoscalingv2.HorizontalPodAutoscaler
 	monitor     *serviceMonitor
 	secrets     map[string]*corev1.Secret
+	configMap   *corev1.ConfigMap
 	kinds       []string
 	docs        int
 	valuesError error
@@ -124,6 +125,7 @@ func (r *rendered) decode(file string, doc []byte) error {
 		"Deployment":              "apps/v1",
 		"Service":                 "v1",
 		"Secret":                  "v1",
+		"ConfigMap":               "v1",
 		"PodDisruptionBudget":     "policy/v1",
 		"HorizontalPodAutoscaler": "autoscaling/v2",
 		"ServiceMonitor":          "monitoring.coreos.com/v1",
@@ -139,6 +141,9 @@ func (r *rendered) decode(file string, doc []byte) error {
 	case "Service":
 		r.service = &corev1.Service{}
 		obj = r.service
+	case "ConfigMap":
+		r.configMap = &corev1.ConfigMap{}
+		obj = r.configMap
 	case "Secret":
 		s := &corev1.Secret{}
 		obj = s
@@ -400,6 +405,45 @@ func TestRenderOptional(t *testing.T) {
 	}
 	if l := pod.Containers[0].Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Sleep == nil || l.PreStop.Sleep.Seconds != 5 {
 		t.Errorf("preStop %+v", l)
+	}
+}
+
+// values.policies: a ConfigMap holding the policy file, mounted into the pod
+// and named by --config; none without it.
+func TestRenderPolicies(t *testing.T) {
+	if r := mustRender(t, withKeys(nil)); r.configMap != nil {
+		t.Fatalf("a ConfigMap without policies: %+v", r.configMap)
+	}
+	r := mustRender(t, withKeys(map[string]any{"policies": map[string]any{
+		"version": 1,
+		"tools":   map[string]any{"deploy": map[string]any{"timeout": "20m", "concurrency": map[string]any{"max": 2}}},
+	}}))
+	if r.configMap == nil {
+		t.Fatal("no ConfigMap for the policies")
+	}
+	var file struct {
+		Version int                       `json:"version"`
+		Tools   map[string]map[string]any `json:"tools"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(r.configMap.Data["policies.yaml"]), &file); err != nil || file.Version != 1 || file.Tools["deploy"]["timeout"] != "20m" {
+		t.Fatalf("policies.yaml %q: %+v, %v", r.configMap.Data["policies.yaml"], file, err)
+	}
+	pod := r.deployment.Spec.Template.Spec
+	if got, _ := argValue(pod.Containers[0].Args, "--config"); got != "/etc/mcp-resume/policies/policies.yaml" {
+		t.Errorf("--config %q", got)
+	}
+	var mounted, volume bool
+	for _, m := range pod.Containers[0].VolumeMounts {
+		mounted = mounted || m.Name == "policies" && m.MountPath == "/etc/mcp-resume/policies" && m.ReadOnly
+	}
+	for _, v := range pod.Volumes {
+		volume = volume || v.Name == "policies" && v.ConfigMap != nil && v.ConfigMap.Name == r.configMap.Name
+	}
+	if !mounted || !volume {
+		t.Errorf("the policies' volume: mounted %v, from the ConfigMap %v", mounted, volume)
+	}
+	if _, err := render(t, withKeys(map[string]any{"policies": map[string]any{"tools": map[string]any{}}})); err == nil {
+		t.Error("policies without a version rendered")
 	}
 }
 
