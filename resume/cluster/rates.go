@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 )
 
 // Rates is token buckets shared by the instances of a cluster: one entry of
@@ -29,8 +31,9 @@ type Rates struct {
 const ratesIdle = 7 * 24 * time.Hour
 
 // ratesTries bounds the compare-and-set rounds of one Take that others keep
-// winning.
-const ratesTries = 8
+// winning; between two, a pause that doubles from a millisecond, jittered, so
+// that the takers of one bucket at once go one after the other.
+const ratesTries = 32
 
 // Rates opens the cluster's rate buckets, with the node's storage and
 // replicas: 64 MiB at most, past which a new caller's bucket is not stored
@@ -57,7 +60,11 @@ func (r *Rates) Take(ctx context.Context, tool, principal string, calls int, per
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	key := rateKey(tool, principal)
-	for range ratesTries {
+	pause := backoff.Double(time.Millisecond, 50*time.Millisecond)
+	for try := range ratesTries {
+		if try > 0 && !backoff.Sleep(ctx, backoff.Jitter(pause.Next())) {
+			return false, 0, ctx.Err()
+		}
 		tokens, at, rev := float64(calls), time.Time{}, uint64(0)
 		switch e, err := r.kv.Get(ctx, key); {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
