@@ -113,6 +113,10 @@ func (s *Server) policy(tool string) Policy {
 	return p
 }
 
+// Policy returns tool's policy in effect: what a call of it that starts now
+// gets.
+func (s *Server) Policy(tool string) Policy { return s.policy(tool) }
+
 // SetPolicies puts def and tools in effect in place of DefaultPolicy and
 // Tools (a configuration reloaded): each call from now on gets its tool's
 // policy from them; a call that runs keeps the one it started with. Whether

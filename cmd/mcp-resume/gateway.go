@@ -40,7 +40,9 @@ flags:
 
 // startGateway starts the upstream and mirrors it; its requests to the
 // upstream are traced with tp and measured with onOp (nil: not).
-func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, def mcp.Policy, stderr io.Writer, log zerolog.Logger,
+// policyOf is the policy in effect of a tool: the core's once it is made (a
+// reload changes it), the start's before.
+func startGateway(f *serveFlags, command []string, policyOf func(tool string) mcp.Policy, stderr io.Writer, log zerolog.Logger,
 	tp trace.TracerProvider, onOp func(client.Operation)) (*gateway.Gateway, error) {
 	opts := &gateway.Options{
 		TracerProvider: tp,
@@ -51,12 +53,7 @@ func startGateway(f *serveFlags, command []string, tools map[string]mcp.Policy, 
 		Stderr:         stderr, // the child's logs with ours
 		Version:        version,
 		Logger:         &log,
-		Restartable: func(name string) bool {
-			if p, ok := tools[name]; ok {
-				return p.Restartable
-			}
-			return def.Restartable
-		},
+		Restartable: func(name string) bool { return policyOf(name).Restartable },
 	}
 	if f.upstream == "" && (f.upstreamTokenEnv != "" || f.upstreamHeaders.h != nil) {
 		return nil, fmt.Errorf("--upstream-token-env and --upstream-header go with --upstream")

@@ -462,7 +462,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	var srv *server.MCPServer
 	var policyOf func(string, mcp.Policy) mcp.Policy
 	if gw {
-		g, err := startGateway(&f, fs.Args(), tools, def, stderr, log, tp, om.client)
+		inEffect := func(tool string) mcp.Policy {
+			if c := pm.core.Load(); c != nil {
+				return c.Policy(tool)
+			}
+			if p, ok := tools[tool]; ok {
+				return p
+			}
+			return def
+		}
+		g, err := startGateway(&f, fs.Args(), inEffect, stderr, log, tp, om.client)
 		if err != nil {
 			return err
 		}
