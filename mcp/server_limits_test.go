@@ -112,11 +112,13 @@ func TestToolTimeout(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := demo.Server("test")
 				ended := make(chan error, 4)
-				srv.Use(toolEnds(ended))
 				core, err := mcp.New(srv, &tc.opts)
 				if err != nil {
 					t.Fatal(err)
 				}
+				// After the core's: inside it, it sees the context the tool
+				// runs on (a request's, once the call is one).
+				srv.Use(toolEnds(ended))
 				dial := serveCore(t, core)
 				newClient := func() *e2etest.Client {
 					c := e2etest.NewClient(t, dial(t))
