@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -245,6 +247,72 @@ func TestTrail(t *testing.T) {
 	}
 }
 
+// A Trail writes what gathered in one batch: after Linger from the first
+// event, at once when half its Buffer is taken, and at Close; never while
+// nothing is queued.
+func TestTrailLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sink batchSink
+		tr := audit.NewTrail(&audit.Options{Buffer: 8, Linger: time.Second}, &sink)
+		for range 3 {
+			tr.Record(audit.Event{Tool: "echo", Outcome: audit.OK})
+		}
+		synctest.Wait()
+		if got := sink.sizes(); len(got) != 0 {
+			t.Errorf("before Linger: batches %v, want none", got)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := sink.sizes(); !slices.Equal(got, []int{3}) {
+			t.Errorf("after Linger: batches %v, want [3]", got)
+		}
+		time.Sleep(time.Hour) // nothing queued: nothing written
+		for range 4 {
+			tr.Record(audit.Event{Tool: "echo", Outcome: audit.OK})
+		}
+		synctest.Wait()
+		if got := sink.sizes(); !slices.Equal(got, []int{3, 4}) {
+			t.Errorf("half the buffer taken: batches %v, want [3 4]", got)
+		}
+		tr.Record(audit.Event{Tool: "echo", Outcome: audit.OK})
+		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := sink.sizes(); !slices.Equal(got, []int{3, 4, 1}) || tr.Dropped() != 0 {
+			t.Errorf("after Close: batches %v, %d dropped; want [3 4 1], 0", got, tr.Dropped())
+		}
+	})
+}
+
+// writes keeps each Write.
+type writes [][]byte
+
+func (w *writes) Write(p []byte) (int, error) {
+	*w = append(*w, bytes.Clone(p))
+	return len(p), nil
+}
+
+// batchSink is a BatchSink that keeps the size of each batch.
+type batchSink struct {
+	mu sync.Mutex
+	n  []int
+}
+
+func (s *batchSink) Write(audit.Event) error { return errors.New("batchSink: Write, not WriteBatch") }
+
+func (s *batchSink) WriteBatch(evs []audit.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n = append(s.n, len(evs))
+	return nil
+}
+
+func (s *batchSink) sizes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.n)
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -300,6 +368,52 @@ func TestFile(t *testing.T) {
 	}
 	if err := f.Write(audit.Event{}); err == nil {
 		t.Error("a write after Close: no error")
+	}
+}
+
+// A File writes a batch in writes of complete lines (more than one past 64
+// KiB), and leaves out an event it cannot encode, saying so, with the others
+// written.
+func TestFileBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	f, err := audit.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := make([]audit.Event, 1000)
+	for i := range evs {
+		evs[i] = audit.Event{Tool: "echo", RequestID: strings.Repeat("x", 100), Outcome: audit.OK, BytesIn: int64(i)}
+	}
+	evs[500].End = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) // no RFC 3339 for it
+	if err := f.WriteBatch(evs); err == nil {
+		t.Error("a batch with an event that cannot be encoded: no error")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var w writes
+	_ = audit.JSONLines(&w).(audit.BatchSink).WriteBatch(evs)
+	if len(w) < 2 {
+		t.Errorf("%d writes of %d events; want more than one", len(w), len(evs))
+	}
+	for i, p := range w {
+		if len(p) > 64<<10+1024 || !bytes.HasSuffix(p, []byte("\n")) {
+			t.Errorf("write %d: %d bytes, ending %q", i, len(p), p[max(0, len(p)-10):])
+		}
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 999 || len(b) < 64<<10 {
+		t.Fatalf("%d lines, %d bytes; want 999 lines, more than 64 KiB", len(lines), len(b))
+	}
+	for i, l := range lines {
+		var e audit.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if want := int64(i + i/500); e.BytesIn != want {
+			t.Fatalf("line %d is event %d, want %d", i, e.BytesIn, want)
+		}
 	}
 }
 

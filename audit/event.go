@@ -66,8 +66,10 @@ type Event struct {
 	Arguments       json.RawMessage
 }
 
-// wireEvent is Event's JSON form: its names are the documented ones. Its
-// fields are Event's, in order, so that each converts to the other.
+// wireEvent is Event's JSON form as encoding/json reads it (UnmarshalJSON):
+// its names are the documented ones. Its fields are Event's, in order, so
+// that each converts to the other. appendJSON writes the same, byte for
+// byte, as json.Marshal of it (FuzzAppendJSON).
 type wireEvent struct {
 	Start           time.Time       `json:"start"`
 	End             time.Time       `json:"end"`
@@ -89,8 +91,7 @@ type wireEvent struct {
 // MarshalJSON encodes the event as one JSON object with no newline in it;
 // times in UTC (RFC 3339 with nanoseconds).
 func (e Event) MarshalJSON() ([]byte, error) {
-	e.Start, e.End = e.Start.UTC(), e.End.UTC()
-	return json.Marshal(wireEvent(e))
+	return e.appendJSON(nil)
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.

@@ -110,18 +110,12 @@ func (r Rule) Apply(args json.RawMessage, ev *Event) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}") // none sent: mcp-go calls the tool with none
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber() // numbers as sent: 1e400 and 9007199254740993 stay themselves
-	valid := dec.Decode(&v) == nil && !dec.More()
+	if r == RuleHash {
+		ev.ArgumentsSHA256 = hashArguments(args)
+		return
+	}
+	v, valid := decodeArguments(args)
 	switch {
-	case r == RuleHash:
-		canon := []byte(args)
-		if valid {
-			canon = canonical(v)
-		}
-		sum := sha256.Sum256(canon)
-		ev.ArgumentsSHA256 = hex.EncodeToString(sum[:])
 	case !valid:
 		ev.Arguments = json.RawMessage(redacted)
 	case r == RuleRedact:
@@ -131,6 +125,33 @@ func (r Rule) Apply(args json.RawMessage, ev *Event) {
 		_ = json.Compact(&b, args) // one line, whatever the client's spacing
 		ev.Arguments = b.Bytes()
 	}
+}
+
+// decodeArguments decodes args, numbers as sent (1e400 and 9007199254740993
+// stay themselves), and reports whether they were one JSON value.
+func decodeArguments(args []byte) (any, bool) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	valid := dec.Decode(&v) == nil && !dec.More()
+	return v, valid
+}
+
+// hashArguments is RuleHash's hex SHA-256 of args: of their canonical JSON,
+// or of args as they are when they are not JSON. Arguments already in
+// canonical form (a client's encoder writes most so) are hashed as they
+// are, without being decoded (isCanonical).
+func hashArguments(args []byte) string {
+	canon := args
+	if !isCanonical(args) {
+		if v, valid := decodeArguments(args); valid {
+			canon = canonical(v)
+		}
+	}
+	sum := sha256.Sum256(canon)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // canonical is v's JSON with object keys sorted (encoding/json sorts a map's),

@@ -17,11 +17,28 @@ type Sink interface {
 	Write(Event) error
 }
 
+// A BatchSink is a Sink that writes several events at once: a Trail gives it
+// the events that gathered since its last write in one WriteBatch (File and
+// JSONLines: one write of as many complete lines), in place of a Write each.
+// The slice is the Trail's again once WriteBatch returns.
+type BatchSink interface {
+	WriteBatch([]Event) error
+}
+
 // Options configure a Trail. Nil means defaults.
 type Options struct {
-	// Buffer is how many events wait for the sinks at most; past it an event
-	// is dropped (Dropped counts it). 0 means DefaultBuffer.
+	// Buffer is how many events wait for the sinks at most, counting those
+	// being written; past it an event is dropped (Dropped counts it). 0 means
+	// DefaultBuffer.
 	Buffer int
+	// Linger is how long an event waits for others before the trail writes
+	// it, with them (so that a busy server's trail makes a write per Linger,
+	// not per call); the trail writes sooner when half its Buffer is taken,
+	// and at Close. It bounds how late a line reaches a file, and so what
+	// is lost with a process that dies: the events of its last Linger. 0
+	// means DefaultLinger; negative: no waiting (a write whenever the
+	// writer is idle).
+	Linger time.Duration
 	// Warn, when set, is told of events dropped and of the sinks' errors, at
 	// most once per WarnEvery for each.
 	Warn func(error)
@@ -29,10 +46,11 @@ type Options struct {
 	WarnEvery time.Duration
 }
 
-// DefaultBuffer and DefaultWarnEvery are the defaults of Options.Buffer and
-// Options.WarnEvery.
+// DefaultBuffer, DefaultLinger and DefaultWarnEvery are the defaults of
+// Options.Buffer, Options.Linger and Options.WarnEvery.
 const (
 	DefaultBuffer    = 4096
+	DefaultLinger    = 100 * time.Millisecond
 	DefaultWarnEvery = time.Minute
 )
 
@@ -42,22 +60,32 @@ var ErrDropped = errors.New("audit: events dropped: the sinks are behind")
 // Trail hands events to its sinks from a goroutine of its own, so that
 // recording one never blocks the call it tells of: its buffer is bounded, and
 // full, it drops the event and counts it (the policy is "drop with a
-// counter"). Its methods are safe for concurrent use.
+// counter"). Its goroutine sleeps while nothing is queued, and otherwise
+// writes what gathered once per Options.Linger, in one batch. Its methods
+// are safe for concurrent use.
 type Trail struct {
-	ch    chan Event
-	sinks []Sink
-	warn  func(error)
-	every time.Duration
+	sinks  []Sink
+	warn   func(error)
+	every  time.Duration
+	linger time.Duration
+	max    int // Options.Buffer
+
+	mu sync.Mutex // guards queue, inHand and closed
+	// queue holds the events recorded since the writer last took them;
+	// inHand is how many it took and is writing. Together at most max.
+	queue  []Event
+	inHand int
+	closed bool
+
+	// kick wakes the writer: the first event queued, the queue half full,
+	// Close. One kick waiting is enough (the writer reads the state under mu).
+	kick chan struct{}
+	done chan struct{} // closed when the writer has returned
+	err  error         // the sinks' Close errors; set before done closes
 
 	dropped  atomic.Uint64
 	dropWarn warnGate
 	errWarn  warnGate
-
-	closed atomic.Bool
-	stop   chan struct{} // closed by Close: the goroutine writes what is buffered and returns
-	done   chan struct{} // closed when the goroutine has returned
-	once   sync.Once
-	err    error // the sinks' Close errors; set before done closes
 }
 
 // NewTrail starts a trail writing to sinks; Close ends it.
@@ -69,28 +97,42 @@ func NewTrail(opts *Options, sinks ...Sink) *Trail {
 	if o.Buffer <= 0 {
 		o.Buffer = DefaultBuffer
 	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
 	if o.WarnEvery <= 0 {
 		o.WarnEvery = DefaultWarnEvery
 	}
 	t := &Trail{
-		ch: make(chan Event, o.Buffer), sinks: sinks, warn: o.Warn, every: o.WarnEvery,
-		stop: make(chan struct{}), done: make(chan struct{}),
+		sinks: sinks, warn: o.Warn, every: o.WarnEvery, linger: o.Linger, max: o.Buffer,
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	go t.loop()
 	return t
 }
 
 // Record queues e for the sinks, or drops it (counted) when the buffer is
-// full or the trail closed. It never blocks.
+// full or the trail closed. It never blocks: it wakes the writer only for
+// the first event queued and when half the buffer is taken.
 func (t *Trail) Record(e Event) {
-	if t.closed.Load() {
+	t.mu.Lock()
+	if t.closed || len(t.queue)+t.inHand >= t.max {
+		t.mu.Unlock()
 		t.drop()
 		return
 	}
+	t.queue = append(t.queue, e)
+	n := len(t.queue) + t.inHand
+	t.mu.Unlock()
+	if n == 1 || n == (t.max+1)/2 {
+		t.wake()
+	}
+}
+
+func (t *Trail) wake() {
 	select {
-	case t.ch <- e:
-	default:
-		t.drop()
+	case t.kick <- struct{}{}:
+	default: // a kick is waiting already
 	}
 }
 
@@ -105,30 +147,77 @@ func (t *Trail) drop() {
 // (the metric mcp_resume_audit_dropped_total).
 func (t *Trail) Dropped() uint64 { return t.dropped.Load() }
 
+// loop is the writer: woken by a first event, it lets others gather for
+// Linger (less when the queue fills to half, or the trail closes), then
+// takes them all and writes them.
 func (t *Trail) loop() {
 	defer close(t.done)
+	var timer *time.Timer
+	if t.linger > 0 {
+		timer = time.NewTimer(t.linger)
+		timer.Stop()
+	}
+	var batch []Event
 	for {
-		select {
-		case e := <-t.ch:
-			t.write(e)
-		case <-t.stop:
-			for {
-				select {
-				case e := <-t.ch:
-					t.write(e)
-				default:
-					t.err = t.closeSinks()
-					return
-				}
+		<-t.kick
+		queued, closed := t.state()
+		if queued == 0 && !closed {
+			continue // a kick left from a batch written already
+		}
+		if timer != nil && !closed && 2*queued < t.max {
+			timer.Reset(t.linger)
+			select {
+			case <-timer.C:
+			case <-t.kick: // half full, or closing
+				timer.Stop()
 			}
+		}
+		t.mu.Lock()
+		batch, t.queue = t.queue, batch[:0]
+		t.inHand = len(batch)
+		closed = t.closed
+		t.mu.Unlock()
+		if len(batch) > 0 {
+			t.write(batch)
+			clear(batch) // the events' strings are the garbage collector's
+		}
+		t.mu.Lock()
+		t.inHand = 0
+		more := len(t.queue) > 0
+		t.mu.Unlock()
+		if closed {
+			t.err = t.closeSinks()
+			return
+		}
+		if more {
+			t.wake() // recorded during the write, which their Record did not wake
 		}
 	}
 }
 
-func (t *Trail) write(e Event) {
+// state returns how many events are queued, and whether the trail is closed.
+func (t *Trail) state() (queued int, closed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.queue), t.closed
+}
+
+// write hands batch to each sink; an error is told to Warn (the first of a
+// Sink's Writes that failed).
+func (t *Trail) write(batch []Event) {
 	for _, s := range t.sinks {
-		if err := s.Write(e); err != nil && t.warn != nil && t.errWarn.due(t.every) {
-			t.warn(fmt.Errorf("audit: writing an event: %w", err))
+		var err error
+		if bs, ok := s.(BatchSink); ok {
+			err = bs.WriteBatch(batch)
+		} else {
+			for _, e := range batch {
+				if werr := s.Write(e); werr != nil && err == nil {
+					err = werr
+				}
+			}
+		}
+		if err != nil && t.warn != nil && t.errWarn.due(t.every) {
+			t.warn(fmt.Errorf("audit: writing events: %w", err))
 		}
 	}
 }
@@ -146,10 +235,10 @@ func (t *Trail) closeSinks() error {
 // Close writes the events buffered, closes the sinks that are io.Closers and
 // returns their errors. An event recorded from then on is dropped.
 func (t *Trail) Close() error {
-	t.once.Do(func() {
-		t.closed.Store(true)
-		close(t.stop)
-	})
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.wake()
 	<-t.done
 	return t.err
 }

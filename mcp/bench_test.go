@@ -141,27 +141,7 @@ func BenchmarkCoreToolsCall(b *testing.B) {
 func BenchmarkCoreToolsCallPaired(b *testing.B) {
 	off := benchCore(b, benchModes[0].caps, benchModes[0].opts)
 	on := benchCore(b, benchModes[1].caps, benchModes[1].opts)
-	var offT, onT time.Duration
-	timed := func(call func(int), i int) time.Duration {
-		t := time.Now()
-		call(i)
-		return time.Since(t)
-	}
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		n++
-		if n%2 == 0 {
-			offT += timed(off, n)
-			onT += timed(on, n)
-		} else {
-			onT += timed(on, n)
-			offT += timed(off, n)
-		}
-	}
-	b.ReportMetric(float64(offT.Nanoseconds())/float64(n), "off-ns/call")
-	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), "on-ns/call")
-	b.ReportMetric(float64(onT)/float64(offT), "on/off")
+	benchPaired(b, off, on, "on")
 }
 
 // benchCore serves one benchConn with a core (options opts) whose client advertised
@@ -542,27 +522,7 @@ func BenchmarkCoreTracingPaired(b *testing.B) {
 	caps := `{"resumableRequests":{}}`
 	off := benchCore(b, caps, nil)
 	on := benchCore(b, caps, &mcp.Options{TracerProvider: tp})
-	var offT, onT time.Duration
-	timed := func(call func(int), i int) time.Duration {
-		t := time.Now()
-		call(i)
-		return time.Since(t)
-	}
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		n++
-		if n%2 == 0 {
-			offT += timed(off, n)
-			onT += timed(on, n)
-		} else {
-			onT += timed(on, n)
-			offT += timed(off, n)
-		}
-	}
-	b.ReportMetric(float64(offT.Nanoseconds())/float64(n), "off-ns/call")
-	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), "traced-ns/call")
-	b.ReportMetric(float64(onT)/float64(offT), "traced/off")
+	benchPaired(b, off, on, "traced")
 }
 
 // BenchmarkCoreAuditPaired measures what the audit trail adds to a call: the
@@ -570,8 +530,62 @@ func BenchmarkCoreTracingPaired(b *testing.B) {
 // Options.Audit is an audit.Trail writing JSON lines to a file (the echo's
 // arguments hashed by its rule), called alternately, as
 // BenchmarkCoreTracingPaired does. The trail writes from a goroutine of its
-// own: what the call pays is the event's making and its queueing.
+// own: what the call pays is the event's making and its queueing, and the
+// share of the two cores its writer takes.
 func BenchmarkCoreAuditPaired(b *testing.B) {
+	caps := `{"resumableRequests":{}}`
+	off := benchCore(b, caps, nil)
+	on := benchCore(b, caps, benchAudit(b, &mcp.Options{}))
+	benchPaired(b, off, on, "audited")
+}
+
+// BenchmarkCoreLimitsPaired is issue 60's benchmark: a resumable client's
+// echo through the core with five policies in effect (benchPolicies: echo's
+// own has a Timeout, a Rate it never spends and a Concurrency bound it never
+// reaches, so that every call goes through each limit's path), with and
+// without an audit file (the echo's arguments hashed), against the same echo
+// on a server with neither, paired as BenchmarkCoreToolsCallPaired is. The
+// "on/off" metric is the ratio.
+func BenchmarkCoreLimitsPaired(b *testing.B) {
+	caps := `{"resumableRequests":{}}`
+	b.Run("policies", func(b *testing.B) {
+		off := benchCore(b, caps, nil)
+		on := benchCore(b, caps, benchPolicies())
+		benchPaired(b, off, on, "on")
+	})
+	b.Run("policies+audit", func(b *testing.B) {
+		off := benchCore(b, caps, nil)
+		on := benchCore(b, caps, benchAudit(b, benchPolicies()))
+		benchPaired(b, off, on, "on")
+	})
+}
+
+// benchPolicies are five policies: the default, and four tools' with each of
+// Policy's kinds of field. Echo's is Always, as the default of a server
+// without policies is, so that its calls take the same resume path on both
+// sides of a pairing; its limits never refuse.
+func benchPolicies() *mcp.Options {
+	return &mcp.Options{
+		DefaultPolicy: mcp.Policy{Mode: mcp.After, After: time.Second, Timeout: time.Hour},
+		Tools: map[string]mcp.Policy{
+			"echo": {
+				Mode:        mcp.Always,
+				Timeout:     time.Minute,
+				Rate:        mcp.Rate{Calls: 1 << 30, Per: time.Second},
+				Concurrency: mcp.Concurrency{Max: 1 << 20, PerPrincipal: 1 << 20},
+			},
+			"countdown": {Mode: mcp.Always, Restartable: true, Timeout: 10 * time.Minute,
+				Concurrency: mcp.Concurrency{Max: 4, PerPrincipal: 2, Queue: 8, Wait: 5 * time.Second}},
+			"ask":       {Mode: mcp.After, After: 100 * time.Millisecond, Rate: mcp.Rate{Calls: 10, Per: time.Minute}},
+			"summarize": {Mode: mcp.Never, Timeout: 30 * time.Second, Rate: mcp.Rate{Calls: 100, Per: time.Hour}},
+		},
+	}
+}
+
+// benchAudit sets opts' audit trail: JSON lines to a file in b's TempDir,
+// echo's arguments hashed. The trail is closed when b ends, after the servers
+// (cleanups run last first), and says what it dropped.
+func benchAudit(b *testing.B, opts *mcp.Options) *mcp.Options {
 	file, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
 	if err != nil {
 		b.Fatal(err)
@@ -583,9 +597,20 @@ func BenchmarkCoreAuditPaired(b *testing.B) {
 			b.Logf("%d events dropped", n)
 		}
 	})
-	caps := `{"resumableRequests":{}}`
-	off := benchCore(b, caps, nil)
-	on := benchCore(b, caps, &mcp.Options{Audit: trail.Record, Tools: map[string]mcp.Policy{"echo": {Arguments: audit.RuleHash}}})
+	opts.Audit = trail.Record
+	if opts.Tools == nil {
+		opts.Tools = map[string]mcp.Policy{}
+	}
+	echo := opts.Tools["echo"]
+	echo.Arguments = audit.RuleHash
+	opts.Tools["echo"] = echo
+	return opts
+}
+
+// benchPaired makes b.N calls on each of off and on, one of each an
+// iteration in alternating order, timing each, and reports their times per
+// call ("off-ns/call", name+"-ns/call") and their ratio (name+"/off").
+func benchPaired(b *testing.B, off, on func(int), name string) {
 	var offT, onT time.Duration
 	timed := func(call func(int), i int) time.Duration {
 		t := time.Now()
@@ -605,6 +630,6 @@ func BenchmarkCoreAuditPaired(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(offT.Nanoseconds())/float64(n), "off-ns/call")
-	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), "audited-ns/call")
-	b.ReportMetric(float64(onT)/float64(offT), "audited/off")
+	b.ReportMetric(float64(onT.Nanoseconds())/float64(n), name+"-ns/call")
+	b.ReportMetric(float64(onT)/float64(offT), name+"/off")
 }

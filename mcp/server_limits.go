@@ -92,7 +92,7 @@ func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate)
 // with a queue in order of arrival for the calls past a bound.
 type slots struct {
 	mu     sync.Mutex
-	tools  map[string]*toolSlots // a tool's, while it has calls running or waiting
+	tools  map[string]*toolSlots // a tool's, while it has calls running or waiting (and after: forgetLocked)
 	queued int                   // calls waiting, of all tools
 }
 
@@ -193,9 +193,15 @@ func (s *slots) leave(tool, principal string) {
 	s.forgetLocked(tool, t)
 }
 
-// forgetLocked drops t, tool's, when nothing runs or waits.
+// keepIdle is how many tools' slots are kept while none of their calls runs
+// or waits, so that a call of a tool whose calls come one at a time finds
+// its tool's slots (and their map) made.
+const keepIdle = 256
+
+// forgetLocked drops t, tool's, when nothing runs or waits and more than
+// keepIdle tools have slots (a server has only so many tools).
 func (s *slots) forgetLocked(tool string, t *toolSlots) {
-	if t.running == 0 && t.waiting.Len() == 0 {
+	if t.running == 0 && t.waiting.Len() == 0 && len(s.tools) > keepIdle {
 		delete(s.tools, tool)
 	}
 }
