@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	mcpgoserver "github.com/mark3labs/mcp-go/server"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-resume/mcp-resume/audit"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 )
@@ -730,4 +732,57 @@ func benchSessions(b *testing.B, parked bool) {
 	if got := h.Sessions(); got != n+1 {
 		b.Fatalf("%d sessions, want %d", got, n+1)
 	}
+}
+
+// BenchmarkHTTPControlsPaired is issue 60's benchmark where a client meets it:
+// the echo of a resumable 2025 client over Streamable HTTP on loopback, on a
+// server with five policies (the default and four tools'; echo's with a
+// Timeout, a Rate it never spends and a Concurrency it never reaches) and an
+// audit file (echo's arguments hashed), against the same echo on a server
+// with neither, paired as BenchmarkHTTPToolsCallPaired is. "controls/none" is
+// the ratio of their mean round trips.
+func BenchmarkHTTPControlsPaired(b *testing.B) {
+	file, err := audit.OpenFile(filepath.Join(b.TempDir(), "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	trail := audit.NewTrail(nil, file)
+	defer func() { _ = trail.Close() }()
+	controls := &mcp.Options{
+		Audit:         trail.Record,
+		DefaultPolicy: mcp.Policy{Mode: mcp.After, After: time.Second, Timeout: time.Hour},
+		Tools: map[string]mcp.Policy{
+			"echo": {Mode: mcp.Always, Timeout: time.Minute, Arguments: audit.RuleHash,
+				Rate: mcp.Rate{Calls: 1 << 30, Per: time.Second}, Concurrency: mcp.Concurrency{Max: 1 << 20, PerPrincipal: 1 << 20}},
+			"countdown": {Mode: mcp.Always, Restartable: true, Timeout: 10 * time.Minute,
+				Concurrency: mcp.Concurrency{Max: 4, PerPrincipal: 2, Queue: 8, Wait: 5 * time.Second}},
+			"ask":       {Mode: mcp.After, After: 100 * time.Millisecond, Rate: mcp.Rate{Calls: 10, Per: time.Minute}},
+			"summarize": {Mode: mcp.Never, Timeout: 30 * time.Second, Rate: mcp.Rate{Calls: 100, Per: time.Hour}},
+		},
+	}
+	targets := []benchTarget{
+		{name: "none", caps: `{"resumableRequests":{}}`, start: startOurs},
+		{name: "controls", caps: `{"resumableRequests":{}}`, start: func() (string, func()) { return startOursWith(controls) }},
+	}
+	clients := make([]*benchClient, len(targets))
+	for i, tg := range targets {
+		clients[i] = newBenchClient(b, tg)
+		clients[i].call(b, 1, `{"name":"echo","arguments":{"text":"hello"}}`, nil, checkEcho)
+	}
+	spent := make([]time.Duration, len(targets))
+	id := 1
+	rng := rand.New(rand.NewPCG(1, 2))
+	for b.Loop() {
+		id++
+		for _, i := range rng.Perm(len(clients)) {
+			t := time.Now()
+			clients[i].call(b, id, `{"name":"echo","arguments":{"text":"hello"}}`, nil, nil)
+			spent[i] += time.Since(t)
+		}
+	}
+	n := float64(id - 1)
+	for i, tg := range targets {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/n, tg.name+"-ns/call")
+	}
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "controls/none")
 }
