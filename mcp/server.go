@@ -192,11 +192,11 @@ type Server struct {
 	calls atomic.Int64   // calls being handled (Calls)
 	fail  *failLimiter   // failed token checks; nil: no limit
 
-	admission admission // requests in flight by principal
+	admission admission                   // requests in flight by principal
 	table     atomic.Pointer[policyTable] // the policies in effect (SetPolicies)
 	rates     Rates                       // Options.Rates
 	slots     slots                       // the calls of each tool running (Policy.Concurrency)
-	keys      keyHolds  // keyed calls in flight that are not requests yet
+	keys      keyHolds                    // keyed calls in flight that are not requests yet
 
 	reruns reruns // restartable requests run again here
 	closed atomic.Bool

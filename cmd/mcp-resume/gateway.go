@@ -53,7 +53,7 @@ func startGateway(f *serveFlags, command []string, policyOf func(tool string) mc
 		Stderr:         stderr, // the child's logs with ours
 		Version:        version,
 		Logger:         &log,
-		Restartable: func(name string) bool { return policyOf(name).Restartable },
+		Restartable:    func(name string) bool { return policyOf(name).Restartable },
 	}
 	if f.upstream == "" && (f.upstreamTokenEnv != "" || f.upstreamHeaders.h != nil) {
 		return nil, fmt.Errorf("--upstream-token-env and --upstream-header go with --upstream")

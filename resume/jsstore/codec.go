@@ -144,7 +144,7 @@ const (
 	flagAckMode
 	flagAcknowledged // a tombstone of an acknowledged request
 	flagTask
-	flagTTL   // a uvarint of milliseconds follows the flags
+	flagTTL      // a uvarint of milliseconds follows the flags
 	flagTrace    // the trace context's two strings follow (and the ttl)
 	flagDeadline // a varint of Unix milliseconds follows (the trace context)
 )
