@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/oauth"
+	"github.com/mcp-resume/mcp-resume/transport"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -225,7 +226,7 @@ func TestRecheckClosesWebSocket(t *testing.T) {
 func TestRecheckEndsEventStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		as, rs := newRevocable(t)
-		n := protectedPipes(t, rs, rs.Bound)
+		n := protectedPipes(t, rs, transport.Bound)
 		h := newHTTPSession(t, n)
 		start := time.Now()
 		stream, ended := h.stream()
@@ -263,7 +264,7 @@ func TestRecheckEndsEventStream(t *testing.T) {
 func TestRecheckKeepsActive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		as, rs := newRevocable(t)
-		n := protectedPipes(t, rs, rs.Bound)
+		n := protectedPipes(t, rs, transport.Bound)
 		c, err := dialGood(t, n)
 		if err != nil {
 			t.Fatal(err)

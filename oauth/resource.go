@@ -249,9 +249,7 @@ func (rs *ResourceServer) Authenticate(w http.ResponseWriter, r *http.Request) (
 		_, raw, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		id.Renew = rs.renewal(strings.TrimSpace(raw), tok.Principal())
 	}
-	if b, ok := r.Context().Value(boundKey{}).(*bound); ok {
-		b.arm(id)
-	}
+	transport.Arm(r.Context(), id)
 	return id, true
 }
 

@@ -25,6 +25,9 @@ type KeySet struct {
 type keyEntry struct {
 	sum       [sha256.Size]byte
 	principal string
+	// revoked is closed when a reload (Replace) removes the key, or gives it
+	// to another principal: what it authenticates ends (Identity.Revoked).
+	revoked chan struct{}
 }
 
 // ParseKeys reads API keys from text: one "principal:key" per entry, entries
@@ -57,7 +60,7 @@ func ParseKeys(text string) (*KeySet, error) {
 				return nil, fmt.Errorf("api keys, line %d: principal %q: a key given twice", line, p)
 			}
 			seen[sum] = true
-			keys = append(keys, keyEntry{sum: sum, principal: p})
+			keys = append(keys, keyEntry{sum: sum, principal: p, revoked: make(chan struct{})})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -80,8 +83,29 @@ func (ks *KeySet) Len() int {
 }
 
 // Replace makes ks hold the keys of from from now on: a check that starts after
-// Replace returns sees only them.
-func (ks *KeySet) Replace(from *KeySet) { ks.keys.Store(from.keys.Load()) }
+// Replace returns sees only them. A key of ks's that from does not hold for
+// the same principal is revoked: the WebSockets and event streams it
+// authenticated end (Identity.Revoked). ks and from are ks's from then on;
+// from is not to be used apart.
+func (ks *KeySet) Replace(from *KeySet) {
+	next := *from.keys.Load()
+	old := *ks.keys.Load()
+	carried := map[[sha256.Size]byte]bool{}
+	for i, e := range next {
+		for _, o := range old {
+			if o.sum == e.sum && o.principal == e.principal {
+				next[i].revoked = o.revoked // the same key of the same principal
+				carried[e.sum] = true
+			}
+		}
+	}
+	ks.keys.Store(&next)
+	for _, e := range old {
+		if !carried[e.sum] {
+			close(e.revoked)
+		}
+	}
+}
 
 // Principal returns the principal of the key r presents in its Authorization
 // header ("Bearer <key>"), or false when there is none or the key is unknown.
@@ -100,11 +124,18 @@ func (ks *KeySet) Authenticate(w http.ResponseWriter, r *http.Request) (Identity
 	if ks == nil {
 		return Identity{}, true
 	}
-	p, ok := ks.Principal(r)
-	if !ok {
-		Unauthorized(w)
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	var e *keyEntry
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		e = ks.lookup(strings.TrimSpace(key))
 	}
-	return Identity{Principal: p}, ok
+	if e == nil {
+		Unauthorized(w)
+		return Identity{}, false
+	}
+	id := Identity{Principal: e.principal, Revoked: e.revoked}
+	Arm(r.Context(), id)
+	return id, true
 }
 
 var _ Authenticator = (*KeySet)(nil)
@@ -113,8 +144,16 @@ var _ Authenticator = (*KeySet)(nil)
 // not an earlier one matched, so the time taken does not depend on which key
 // matched or how much of it.
 func (ks *KeySet) Lookup(key string) (string, bool) {
+	if e := ks.lookup(key); e != nil {
+		return e.principal, true
+	}
+	return "", false
+}
+
+// lookup is Lookup's entry of key; nil when there is none.
+func (ks *KeySet) lookup(key string) *keyEntry {
 	if key == "" {
-		return "", false
+		return nil
 	}
 	sum := sha256.Sum256([]byte(key))
 	keys := *ks.keys.Load()
@@ -125,9 +164,9 @@ func (ks *KeySet) Lookup(key string) (string, bool) {
 		}
 	}
 	if found < 0 {
-		return "", false
+		return nil
 	}
-	return keys[found].principal, true
+	return &keys[found]
 }
 
 // Unauthorized answers an HTTP request (a Streamable HTTP message, a WebSocket

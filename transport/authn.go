@@ -33,6 +33,9 @@ type Identity struct {
 	// valid (an introspected token, asked about again): their new expiry,
 	// or false when they are not (revoked). Without it, Expiry is final.
 	Renew func(ctx context.Context) (time.Time, bool)
+	// Revoked, when set, is closed when the credentials are revoked (an API
+	// key a reload removed): what they authenticate ends then, as at Expiry.
+	Revoked <-chan struct{}
 }
 
 // renewTimeout bounds one Renew.
@@ -40,13 +43,31 @@ const renewTimeout = 10 * time.Second
 
 // Expire calls expired, once, when id's credentials stop being valid: at
 // id.Expiry (never when it is zero), unless id.Renew says they are still
-// valid then, and so on at each expiry Renew gives. stop disarms it and ends
+// valid then, and so on at each expiry Renew gives; or when id.Revoked
+// closes. stop disarms it and ends
 // a Renew under way (an expired already called may still be running).
 func Expire(id Identity, expired func()) (stop func()) {
-	if id.Expiry.IsZero() {
+	if id.Expiry.IsZero() && id.Revoked == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	end := expired
+	expired = func() { once.Do(end) }
+	if id.Revoked != nil {
+		go func() {
+			select {
+			case <-id.Revoked:
+				if ctx.Err() == nil {
+					expired()
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	if id.Expiry.IsZero() {
+		return cancel
+	}
 	var mu sync.Mutex // guards t, and cancel against a new t
 	var t *time.Timer
 	var fire func()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 	"github.com/rs/zerolog"
 )
 
@@ -216,5 +219,89 @@ func TestReloadOnHUP(t *testing.T) {
 	}
 	if p, ok := keys.Lookup("k-bob"); !ok || p != "bob" {
 		t.Errorf("k-bob = %q, %v after the reload; want bob", p, ok)
+	}
+}
+
+// An API key a reload removes ends what it authenticated: its WebSocket is
+// closed (1008) and its session's event stream ends, while another key's
+// WebSocket, kept by the reload, stays open.
+func TestRevokedKeyEndsItsConnections(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte("alice:k-alice\nbob:k-bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := spawnNet(t, "serve --http 127.0.0.1:0 --api-keys "+file, 1)[0]
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	dialWS := func(key string) *websocket.Conn {
+		c, _, err := websocket.Dial(ctx, l.WS, &websocket.DialOptions{Subprotocols: []string{ws.Subprotocol},
+			HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.CloseNow() })
+		init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		if err := c.Write(ctx, websocket.MessageText, []byte(init)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	alice, bob := dialWS("k-alice"), dialWS("k-bob")
+
+	// alice's session over Streamable HTTP, with its GET stream open.
+	post := func(body, session string) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, l.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer k-alice")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	session := resp.Header.Get("Mcp-Session-Id")
+	resp.Body.Close()
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session).Body.Close()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, l.URL, nil)
+	req.Header.Set("Authorization", "Bearer k-alice")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("alice's GET stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	streamEnded := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, stream.Body); streamEnded <- err }()
+
+	if err := os.WriteFile(file, []byte("bob:k-bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(l.PID, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := alice.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("alice's WebSocket after her key was removed: %v, want closed 1008", err)
+	}
+	select {
+	case <-streamEnded:
+	case <-ctx.Done():
+		t.Fatal("alice's event stream still open after her key was removed")
+	}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	if err := bob.Write(ctx, websocket.MessageText, []byte(ping)); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg, err := bob.Read(ctx); err != nil || !strings.Contains(string(msg), `"id":1`) {
+		t.Fatalf("bob's WebSocket after the reload: %s, %v; want his ping answered", msg, err)
 	}
 }

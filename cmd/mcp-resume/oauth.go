@@ -328,13 +328,14 @@ func (c countedKeys) Authenticate(w http.ResponseWriter, r *http.Request) (trans
 }
 
 // bound is h, whose requests' contexts end when their credentials stop being
-// valid (oauth.ResourceServer.Bound: an event stream on an introspected
-// token ends at its recheck, on a JWT at its expiry); h itself without OAuth.
+// valid (transport.Bound: an event stream on an introspected token ends at
+// its recheck, on a JWT at its expiry, on an API key when a reload removed
+// it); h itself without authentication.
 func (a *authn) bound(h http.Handler) http.Handler {
-	if a.rs == nil {
+	if a == nil || a.auth == nil {
 		return h
 	}
-	return a.rs.Bound(h)
+	return transport.Bound(h)
 }
 
 // register serves the protected resource metadata on mux (without
