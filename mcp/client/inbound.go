@@ -136,10 +136,17 @@ func (c *Client) response(l *link, m *spec.Message) {
 		c.mu.Unlock()
 		return
 	}
-	if !cl.internal && cl.link == l {
-		l.heard = true
+	// A response says the server is there, and the link alive (the backoff
+	// of the next reconnection starts over), unless it is the refusal of a
+	// server that did not take the request (below): a link whose every call
+	// is refused so is as good as one that failed.
+	heard := func() {
+		if !cl.internal && cl.link == l {
+			l.heard = true
+		}
 	}
 	if m.Error == nil {
+		heard()
 		if f := acceptedLocked(cl, l); f != nil {
 			c.mu.Unlock()
 			f()
@@ -165,6 +172,7 @@ func (c *Client) response(l *link, m *spec.Message) {
 		_ = l.conn.Close()
 		return
 	}
+	heard()
 	var err error = &e
 	switch resume := cl.resuming && cl.link == l; {
 	case resume && c.retryLaterLocked(cl, l, &e):

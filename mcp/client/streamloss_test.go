@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -254,5 +255,37 @@ func TestShuttingDownSentAgain(t *testing.T) {
 	res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "elsewhere"}, nil)
 	if err != nil || text(t, res) != "elsewhere" || c.Reconnects() != 1 {
 		t.Fatalf("echo on a draining server: %v %v, %d reconnects; want the result from the other, after one reconnect", res, err, c.Reconnects())
+	}
+}
+
+// A server that refuses every call so (draining, with no other instance to
+// go to) is not asked again at once each time: the refusals do not count as
+// a live connection, so the client backs off between its connections as it
+// does between failed dials (it asked about 12 times a second before).
+func TestRefusedCallsBackOff(t *testing.T) {
+	core, err := mcp.New(demo.Server("test"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptransport.NewHandler(core, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		hs.Close()
+		h.Close()
+		core.Close()
+	})
+	c := connect(t, func(context.Context) (transport.Conn, error) {
+		return httptransport.Dial(hs.URL, &httptransport.ClientOptions{ReportStreamLoss: true}), nil
+	}, &client.Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond})
+	core.Drain()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "x"}, nil); err == nil {
+		t.Fatal("a call on a server that refuses every one succeeded")
+	}
+	// Backing off (50 ms doubling to 400 ms, jittered): at most 2 s / 200 ms
+	// and the first few; without: every 25-50 ms, 40 and more.
+	if n := c.Reconnects(); n > 15 {
+		t.Fatalf("%d connections in 2 s to a server that refuses every call; want the client to back off", n)
 	}
 }
