@@ -315,7 +315,10 @@ func (c *Client) Reconnects() int64 { return c.reconnects.Load() }
 // Close fails every call in flight with ErrClosed, drops the connection without
 // cancelling resumable requests on the server (they stay resumable until their
 // maxWait), and waits for the client's goroutines, including running sampling and
-// elicitation handlers (their context is cancelled).
+// elicitation handlers (their context is cancelled). A callback of the client's
+// (a handler, a progress or log callback) runs on one of those goroutines: it
+// must not call Close, which would wait for it; it may start it on a goroutine
+// of its own (go c.Close()).
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
