@@ -343,7 +343,10 @@ func (s *Server) Abandon(keep bool) (ended, left int) { return s.eng.Abandon(kee
 
 // Close stops the server: every running request's context is cancelled, and Close
 // waits for their handlers to return. Connections are closed by whoever owns them
-// (Serve returns when its connection closes).
+// (Serve returns when its connection closes); a plain call (not a request of
+// the engine: policy Never, or answered before it became one) ends with its
+// connection, so close the connections first (end Serve's ctx), or Close waits
+// for such calls' tools too.
 func (s *Server) Close() {
 	s.closed.Store(true)
 	s.eng.Close()
