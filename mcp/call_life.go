@@ -335,11 +335,16 @@ func (cl *call) onTimer() {
 // call's).
 func (cl *call) endTimedOut(r *resume.Request) {
 	resp := errorResponse(timeoutError(cl.pol.Timeout))
-	if _, err := r.End(errTimeout, func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err == nil {
-		cl.c.debug().Str("request", string(cl.id)).Str("tool", cl.tool).Msg("request ended: its tool's timeout passed")
-		cl.span.result(resp)
-		cl.taskStatus("failed")
+	if _, err := r.End(errTimeout, func(seq uint64) []byte { return encodeReply(cl.id, resp, nil, cl.stamp(seq)) }); err != nil {
+		// It ended meanwhile (its tool returned as the deadline passed): its
+		// own end stands, and the call's context is left alone (cancelled,
+		// it would make the call's end cancel the request and its result).
+		cl.c.debug().Err(err).Str("request", string(cl.id)).Msg("the timeout came as the request ended")
+		return
 	}
+	cl.c.debug().Str("request", string(cl.id)).Str("tool", cl.tool).Msg("request ended: its tool's timeout passed")
+	cl.span.result(resp)
+	cl.taskStatus("failed")
 	cl.cancel(errTimeout)
 }
 
