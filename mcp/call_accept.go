@@ -183,6 +183,9 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 	})
 	if refusal != nil && refusal.Reason == spec.ReasonTooManyRequests {
 		c.debug().Str("request", key).Msg("request refused: too many in flight")
+		if f := c.s.opts.OnRefused; f != nil && cl.tool != "" {
+			f(cl.tool, c.principal != "", spec.ReasonTooManyRequests)
+		}
 	}
 	return refusal, cause
 }

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -19,7 +20,13 @@ import (
 // requests has finished, it may start another.
 func TestMaxConcurrentPerPrincipal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		core, err := mcp.New(blockServer(make(chan error, 16)), &mcp.Options{MaxConcurrentPerPrincipal: 2})
+		var refused atomic.Int32
+		core, err := mcp.New(blockServer(make(chan error, 16)), &mcp.Options{MaxConcurrentPerPrincipal: 2,
+			OnRefused: func(tool string, authenticated bool, reason spec.Reason) {
+				if tool == "block" && authenticated && reason == spec.ReasonTooManyRequests {
+					refused.Add(1)
+				}
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,6 +53,9 @@ func TestMaxConcurrentPerPrincipal(t *testing.T) {
 		alice.Send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`) // a ping is a request too
 		if m, _ := alice.Response("4"); m.Error == nil || m.Error.Reason != spec.ReasonTooManyRequests {
 			t.Fatalf("alice's ping at the cap: %s, want too_many_requests", m.Raw)
+		}
+		if n := refused.Load(); n != 2 {
+			t.Errorf("%d tools/call refusals told, want 2 (a refused ping is no tool's)", n)
 		}
 	})
 }

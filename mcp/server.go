@@ -81,9 +81,10 @@ type Options struct {
 	// Rates keeps the buckets of the policies' Rate; nil: in memory
 	// (NewMemoryRates). A cluster's instances share one.
 	Rates Rates
-	// OnRefused, when set, is told of every tools/call a tool's limits refused
-	// (reason rate_limited or concurrency_limit), and whether its session had
-	// a principal: for a metric. It must be quick.
+	// OnRefused, when set, is told of every tools/call refused for a limit
+	// (reason rate_limited or concurrency_limit, its tool's; too_many_requests,
+	// MaxConcurrentPerPrincipal), and whether its session had a principal: for
+	// a metric. It must be quick.
 	OnRefused func(tool string, authenticated bool, reason spec.Reason)
 	// Logger receives the core's logs. Nil means none. Tokens are never logged.
 	Logger *zerolog.Logger
