@@ -3,11 +3,11 @@ package mcp
 import (
 	"container/list"
 	"context"
-	"math"
 	"strconv"
 	"sync"
 	"time"
 
+	tokenbucket "github.com/mcp-resume/mcp-resume/internal/bucket"
 	"github.com/mcp-resume/mcp-resume/spec"
 )
 
@@ -21,30 +21,6 @@ type Rates interface {
 	Take(ctx context.Context, tool, principal string, rate Rate) (ok bool, wait time.Duration, err error)
 }
 
-// take refills b for the time since it was last seen, at rate, and spends one
-// token when it has one; else it reports how long until it has.
-func (b *bucket) take(now time.Time, rate Rate) (bool, time.Duration) {
-	per := rate.Per.Seconds() / float64(rate.Calls) // seconds a token takes
-	if b.at.IsZero() {
-		b.tokens = float64(rate.Calls)
-	} else if d := now.Sub(b.at).Seconds(); d > 0 {
-		b.tokens = math.Min(float64(rate.Calls), b.tokens+d/per)
-	}
-	b.at = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
-	}
-	return false, time.Duration((1 - b.tokens) * per * float64(time.Second))
-}
-
-// full reports whether b, refilled to now, holds all of rate's calls: it is
-// then as good as no bucket.
-func (b *bucket) full(now time.Time, rate Rate) bool {
-	per := rate.Per.Seconds() / float64(rate.Calls)
-	return b.tokens+now.Sub(b.at).Seconds()/per >= float64(rate.Calls)
-}
-
 // memoryRates is the Rates of a server on its own.
 type memoryRates struct {
 	mu      sync.Mutex
@@ -54,9 +30,12 @@ type memoryRates struct {
 type rateKey struct{ tool, principal string }
 
 type rateEntry struct {
-	bucket
+	tokenbucket.Bucket
 	rate Rate
 }
+
+// every is how long one of rate's calls takes to come back.
+func (r Rate) every() time.Duration { return r.Per / time.Duration(r.Calls) }
 
 // sweepAt is the number of buckets past which a Take first drops the full
 // ones (as good as none): the buckets of principals that stopped calling do
@@ -75,7 +54,7 @@ func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate)
 	if e == nil {
 		if len(m.buckets) >= sweepAt {
 			for k, e := range m.buckets {
-				if e.full(now, e.rate) {
+				if e.Full(now, float64(e.rate.Calls), e.rate.every()) {
 					delete(m.buckets, k)
 				}
 			}
@@ -84,7 +63,7 @@ func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate)
 		m.buckets[k] = e
 	}
 	e.rate = rate
-	ok, wait := e.take(now, rate)
+	ok, wait := e.Take(now, float64(rate.Calls), rate.every())
 	return ok, wait, nil
 }
 

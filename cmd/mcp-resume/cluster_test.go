@@ -32,11 +32,7 @@ import (
 //   - A is killed (SIGKILL): its running requests end owner_lost within about
 //     the lease, as B answers, and its restartable ones run again on B.
 func TestClusterSubprocesses(t *testing.T) {
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := natsInProcess(t)
 	const lease = 2 * time.Second
 	args := func(name string) string {
 		return "serve --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --lease " + lease.String() + " --restartable countdown"
@@ -185,11 +181,7 @@ func TestServeExitsOnLeaseLoss(t *testing.T) {
 // and b of one cluster (lease 2 s).
 func twoInstances(t *testing.T) (a, b startLine) {
 	t.Helper()
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := natsInProcess(t)
 	args := func(name string) string {
 		return "serve --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --lease 2s"
 	}
@@ -224,11 +216,7 @@ func TestClusterTasks(t *testing.T) {
 // minutes) and shutting down. Here the only server's connections go through a
 // proxy that stalls those open; a new connection goes through.
 func TestServeReconnectsFromSilentNATS(t *testing.T) {
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := natsInProcess(t)
 	px := faultproxy.NewStaller(t, ns.Addr())
 	const lease = 4 * time.Second
 	spawnNet(t, "serve --http 127.0.0.1:0 --nats-url nats://"+px.Addr()+" --instance quiet --lease "+lease.String(), 1)
@@ -304,11 +292,7 @@ func TestClusterTaskStream(t *testing.T) {
 // for its principal only; ended on B, it is unknown everywhere it was not
 // already taken up.
 func TestClusterSharesSessions(t *testing.T) {
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := natsInProcess(t)
 	keys := filepath.Join(t.TempDir(), "keys")
 	if err := os.WriteFile(keys, []byte("alice:k-alice\nbob:k-bob\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
-	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/testkit/everything"
 	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
@@ -149,11 +148,7 @@ func TestGatewayEverythingStdio(t *testing.T) {
 // through B and reaches the upstream's tool on A.
 func TestGatewayCluster(t *testing.T) {
 	path := everything.Path(t)
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := natsInProcess(t)
 	args := func(name string) string {
 		return "gateway --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " -- node " + path + " stdio"
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,13 +88,11 @@ func TestPolicyFileReload(t *testing.T) {
 		}
 	}
 	hashOf := func() string {
-		resp, err := http.Get(strings.TrimSuffix(l.URL, "/mcp") + "/metrics")
+		text, err := metricsText(l.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		_, rest, ok := strings.Cut(string(b), `mcp_resume_config_info{sha256="`)
+		_, rest, ok := strings.Cut(text, `mcp_resume_config_info{sha256="`)
 		if !ok {
 			return ""
 		}
@@ -157,16 +156,30 @@ func TestPolicyFileReload(t *testing.T) {
 // runningCalls is serve's count of calls being handled, read from /metrics
 // (mcp_resume_calls_running).
 func runningCalls(t *testing.T, l startLine) int {
-	resp, err := http.Get(strings.TrimSuffix(l.URL, "/mcp") + "/metrics")
+	text, err := metricsText(l.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return processingIn(text)
+}
+
+// metricsText is the /metrics page of the server whose MCP endpoint is url.
+func metricsText(url string) (string, error) {
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		return "", err
+	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "mcp_resume_requests{state=\"processing\"} "); ok {
-			var n int
-			fmt.Sscan(v, &n)
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// processingIn reads mcp_resume_requests{state="processing"} from a /metrics
+// page: the requests running.
+func processingIn(text string) int {
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), `mcp_resume_requests{state="processing"} `); ok {
+			n, _ := strconv.Atoi(v)
 			return n
 		}
 	}
@@ -177,15 +190,8 @@ func runningCalls(t *testing.T, l startLine) int {
 // calls in all, whichever instance each goes to, not the rate on each.
 func TestPolicyRateShared(t *testing.T) {
 	t.Parallel()
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	path := filepath.Join(t.TempDir(), "policies.yaml")
-	if err := os.WriteFile(path, []byte("version: 1\ntools:\n  echo:\n    rate: {calls: 3, per: 1h}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ns := natsInProcess(t)
+	path := writePolicies(t, "version: 1\ntools:\n  echo:\n    rate: {calls: 3, per: 1h}\n")
 	var allowed, refused int
 	for _, name := range []string{"a", "b"} {
 		l := spawnNet(t, "serve --http 127.0.0.1:0 --config "+path+" --nats-url "+ns.ClientURL()+" --instance "+name, 1)[0]
@@ -215,10 +221,7 @@ func TestPolicyRateShared(t *testing.T) {
 // (e2etest.RunLimits): stdio, Streamable HTTP, WebSocket.
 func TestPolicyTransports(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "policies.yaml")
-	if err := os.WriteFile(path, []byte(e2etest.LimitsConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writePolicies(t, e2etest.LimitsConfig)
 	t.Run("stdio", func(t *testing.T) {
 		e2etest.RunLimits(t, e2etest.Harness{Dial: func(t testing.TB) transport.Conn { return spawn(t, "serve --stdio --config "+path) }})
 	})
@@ -243,15 +246,8 @@ func TestPolicyTransports(t *testing.T) {
 // (kept in its record), not a fresh one.
 func TestPolicyTimeoutFailover(t *testing.T) {
 	t.Parallel()
-	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	path := filepath.Join(t.TempDir(), "policies.yaml")
-	if err := os.WriteFile(path, []byte("version: 1\ntools:\n  countdown:\n    restartable: true\n    timeout: 8s\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ns := natsInProcess(t)
+	path := writePolicies(t, "version: 1\ntools:\n  countdown:\n    restartable: true\n    timeout: 8s\n")
 	args := func(name string) string {
 		return "serve --http 127.0.0.1:0 --config " + path + " --nats-url " + ns.ClientURL() + " --instance " + name + " --lease 2s"
 	}
@@ -278,4 +274,26 @@ func TestPolicyTimeoutFailover(t *testing.T) {
 	if resp := cb.Until(func(m e2etest.Msg) bool { return m.IsResponse(`"r"`) }); resp[len(resp)-1].Error == nil || resp[len(resp)-1].Error.Reason != spec.ReasonTimeout {
 		t.Fatalf("resume on b: %s, want the error timeout", resp[len(resp)-1].Raw)
 	}
+}
+
+// natsInProcess starts a NATS server with JetStream in the test process, on
+// loopback, until the test ends.
+func natsInProcess(t *testing.T) *embedded.Server {
+	t.Helper()
+	ns, err := embedded.Start(&embedded.Options{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns
+}
+
+// writePolicies writes a policy file of text and returns its path.
+func writePolicies(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -70,20 +67,12 @@ func (rs *replicaSet) line(i int) startLine {
 // processing is instance i's count of requests running
 // (mcp_resume_requests{state="processing"} on its /metrics).
 func (rs *replicaSet) processing(i int) int {
-	resp, err := http.Get(strings.TrimSuffix(rs.line(i).URL, "/mcp") + "/metrics")
+	text, err := metricsText(rs.line(i).URL)
 	if err != nil {
 		rs.t.Errorf("instance %d's metrics: %v", i, err)
 		return 0
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), `mcp_resume_requests{state="processing"} `); ok {
-			n, _ := strconv.Atoi(v)
-			return n
-		}
-	}
-	return 0
+	return processingIn(text)
 }
 
 // restart stops instance i with sig (waiting for it to exit 0 after its drain)

@@ -2,17 +2,14 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/log"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
-	"go.opentelemetry.io/otel/sdk/resource"
 )
 
 // The environment variables SetupLogs reads itself, beside those of tracing
@@ -98,11 +95,8 @@ func SetupLogs(ctx context.Context, service, version string) (*Logs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP log exporter (%s): %w", protocol, err)
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", service), attribute.String("service.version", version)),
-		resource.WithTelemetrySDK(),
-		resource.WithFromEnv())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+	res, err := newResource(ctx, service, version)
+	if err != nil {
 		_ = exporter.Shutdown(ctx)
 		return nil, fmt.Errorf("the logs resource: %w", err)
 	}

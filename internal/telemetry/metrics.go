@@ -2,17 +2,14 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
 )
 
 // The environment variables SetupMetrics reads itself; the exporters read the
@@ -49,10 +46,7 @@ func SetupMetrics(ctx context.Context, service, version string) (*Metrics, error
 	default:
 		return nil, fmt.Errorf("%s=%s: only otlp (or none) is built in", EnvMetricsExporter, exp)
 	}
-	protocol := strings.TrimSpace(os.Getenv(EnvMetricsProtocol))
-	if protocol == "" {
-		protocol = strings.TrimSpace(os.Getenv(EnvProtocol))
-	}
+	protocol := signal(EnvMetricsProtocol, EnvProtocol)
 	if protocol == "" {
 		protocol = "http/protobuf"
 	}
@@ -69,11 +63,8 @@ func SetupMetrics(ctx context.Context, service, version string) (*Metrics, error
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP metric exporter (%s): %w", protocol, err)
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", service), attribute.String("service.version", version)),
-		resource.WithTelemetrySDK(),
-		resource.WithFromEnv())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+	res, err := newResource(ctx, service, version)
+	if err != nil {
 		_ = exporter.Shutdown(ctx)
 		return nil, fmt.Errorf("the metrics resource: %w", err)
 	}

@@ -92,13 +92,8 @@ func Setup(ctx context.Context, service, version string, onError func(error)) (*
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP trace exporter (%s): %w", protocol, err)
 	}
-	// The defaults first: what the environment says (OTEL_SERVICE_NAME,
-	// OTEL_RESOURCE_ATTRIBUTES) overrides them.
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", service), attribute.String("service.version", version)),
-		resource.WithTelemetrySDK(),
-		resource.WithFromEnv())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+	res, err := newResource(ctx, service, version)
+	if err != nil {
 		_ = exporter.Shutdown(ctx)
 		return nil, fmt.Errorf("the trace resource: %w", err)
 	}
@@ -136,4 +131,19 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return t.tp.Shutdown(ctx)
+}
+
+// newResource is the resource of the binary's telemetry (traces, metrics,
+// log records): the service's name and version first, which what the
+// environment says (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) overrides.
+// A partial resource (an attribute the environment spells wrong) is no error.
+func newResource(ctx context.Context, service, version string) (*resource.Resource, error) {
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", service), attribute.String("service.version", version)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv())
+	if errors.Is(err, resource.ErrPartialResource) {
+		err = nil
+	}
+	return res, err
 }

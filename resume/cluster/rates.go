@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
+	"github.com/mcp-resume/mcp-resume/internal/bucket"
 )
 
 // Rates is token buckets shared by the instances of a cluster: one entry of
@@ -65,29 +66,20 @@ func (r *Rates) Take(ctx context.Context, tool, principal string, calls int, per
 		if try > 0 && !backoff.Sleep(ctx, backoff.Jitter(pause.Next())) {
 			return false, 0, ctx.Err()
 		}
-		tokens, at, rev := float64(calls), time.Time{}, uint64(0)
+		var b bucket.Bucket
+		rev := uint64(0)
 		switch e, err := r.kv.Get(ctx, key); {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
 			return false, 0, err
 		default:
-			if tokens, at, err = decodeBucket(e.Value()); err != nil {
+			if b, err = decodeBucket(e.Value()); err != nil {
 				return false, 0, err
 			}
 			rev = e.Revision()
 		}
-		now := time.Now()
-		secs := per.Seconds() / float64(calls) // one token's
-		if !at.IsZero() {
-			if d := now.Sub(at).Seconds(); d > 0 {
-				tokens = math.Min(float64(calls), tokens+d/secs)
-			}
-		}
-		ok := tokens >= 1
-		if ok {
-			tokens--
-		}
-		val := encodeBucket(tokens, now)
+		ok, wait := b.Take(time.Now(), float64(calls), per/time.Duration(calls))
+		val := encodeBucket(b)
 		var err error
 		if rev == 0 {
 			_, err = r.kv.Create(ctx, key, val)
@@ -96,10 +88,7 @@ func (r *Rates) Take(ctx context.Context, tool, principal string, calls int, per
 		}
 		switch {
 		case err == nil:
-			if ok {
-				return true, 0, nil
-			}
-			return false, time.Duration((1 - tokens) * secs * float64(time.Second)), nil
+			return ok, wait, nil
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			continue // another instance took meanwhile: again, from what it wrote
 		default:
@@ -121,20 +110,22 @@ func rateKey(tool, principal string) string {
 
 // A bucket's entry: its tokens (a float64's bits) and when they were counted
 // (Unix nanoseconds), 16 bytes.
-func encodeBucket(tokens float64, at time.Time) []byte {
-	b := make([]byte, 16)
-	binary.BigEndian.PutUint64(b, math.Float64bits(tokens))
-	binary.BigEndian.PutUint64(b[8:], uint64(at.UnixNano()))
-	return b
+func encodeBucket(b bucket.Bucket) []byte {
+	v := make([]byte, 16)
+	binary.BigEndian.PutUint64(v, math.Float64bits(b.Tokens))
+	binary.BigEndian.PutUint64(v[8:], uint64(b.At.UnixNano()))
+	return v
 }
 
-func decodeBucket(b []byte) (float64, time.Time, error) {
-	if len(b) != 16 {
-		return 0, time.Time{}, errors.New("cluster: a rate bucket's entry that is not one")
+var errNotABucket = errors.New("cluster: a rate bucket's entry that is not one")
+
+func decodeBucket(v []byte) (bucket.Bucket, error) {
+	if len(v) != 16 {
+		return bucket.Bucket{}, errNotABucket
 	}
-	tokens := math.Float64frombits(binary.BigEndian.Uint64(b))
+	tokens := math.Float64frombits(binary.BigEndian.Uint64(v))
 	if math.IsNaN(tokens) || math.IsInf(tokens, 0) {
-		return 0, time.Time{}, errors.New("cluster: a rate bucket's entry that is not one")
+		return bucket.Bucket{}, errNotABucket
 	}
-	return tokens, time.Unix(0, int64(binary.BigEndian.Uint64(b[8:]))), nil
+	return bucket.Bucket{Tokens: tokens, At: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:])))}, nil
 }
