@@ -54,7 +54,11 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	}
 	r := &relay{ctx: ctx, token: token, g: g, tool: req.Params.Name}
 	support, _ := g.TaskSupport(req.Params.Name)
-	raw, err := g.up.Call(ctx, spec.MethodToolsCall, params, &client.CallOptions{
+	up := g.client()
+	if up == nil {
+		return nil, callErr(errNotYet)
+	}
+	raw, err := up.Call(ctx, spec.MethodToolsCall, params, &client.CallOptions{
 		Progress:   r.progress,
 		OnLog:      r.log,
 		OnRequest:  r.ask,
@@ -107,7 +111,7 @@ func callErr(err error) error {
 // 2025 client's session's: the era sends a request's log messages only at a
 // level it names). Nil while the upstream does not speak the era.
 func (g *Gateway) envelope(ctx context.Context, asked *mcpgo.Meta) *client.Envelope {
-	if !g.up.Modern() {
+	if up := g.client(); up == nil || !up.Modern() {
 		return nil
 	}
 	cs := server.ClientSessionFromContext(ctx)

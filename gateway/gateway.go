@@ -26,6 +26,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -33,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -129,6 +131,21 @@ type Options struct {
 	Version string
 	Logger  *zerolog.Logger
 
+	// Name names the upstream among others (a gateway of several, Aggregate):
+	// in the logs, and the server's name until the upstream says its own.
+	Name string
+	// Background makes New return at once, the first connection made (and
+	// tried again, MinBackoff to MaxBackoff apart) in the background: until
+	// it is, the gateway's server offers every capability and no tools,
+	// resources or prompts, Up is false, and its lists appear (with a list
+	// change) once the upstream answers. A gateway of several upstreams
+	// starts each so: one that is not there never holds back the others.
+	Background bool
+	// OnMirrored, when set, is told each time the gateway's lists changed
+	// (the upstream's tools, resources, templates or prompts): an Aggregate
+	// follows them. It runs on the gateway's own goroutine.
+	OnMirrored func()
+
 	// TracerProvider, when not nil, makes each request sent upstream a
 	// CLIENT span, whose trace context the upstream request carries in its
 	// _meta: below the core's span of the client's request it serves (a
@@ -178,11 +195,15 @@ type Gateway struct {
 	opts Options
 	log  zerolog.Logger
 	srv  *server.MCPServer
-	// up is the gateway's client of the upstream: its calls, their resumes,
-	// keys, acks and silences, its connections.
-	up       *client.Client
-	upstream dial.Endpoint           // Options.URL or Options.Command
-	init     *mcpgo.InitializeResult // the first connection's
+	// link is the gateway's client of the upstream (its calls, their
+	// resumes, keys, acks and silences, its connections) and the first
+	// connection's initialize result; nil until that connection is made
+	// (Options.Background).
+	link     atomic.Pointer[link]
+	upstream dial.Endpoint // Options.URL or Options.Command
+	// connected: the upstream's connection is up (false while the client
+	// makes a new one).
+	connectedNow atomic.Bool
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -200,11 +221,33 @@ type Gateway struct {
 	// the others (the core's own) stay when it changes.
 	mirrored map[string]bool
 	subs     subscriptions
+	// served is what the last mirror served of each list (the gateway's own
+	// tools aside), for an Aggregate.
+	served Served
 }
+
+// link is a gateway's upstream client, once it connected.
+type link struct {
+	up   *client.Client
+	init *mcpgo.InitializeResult
+}
+
+// client is the gateway's client of its upstream; nil before the first
+// connection.
+func (g *Gateway) client() *client.Client {
+	if l := g.link.Load(); l != nil {
+		return l.up
+	}
+	return nil
+}
+
+// errNotYet is the error of a request to an upstream that was never reached.
+var errNotYet = fmt.Errorf("%w: the upstream has not been reached yet", client.ErrNoConnection)
 
 // New starts the upstream, initializes it and mirrors its lists. An error here
 // is the first connection's: a command that does not start, a URL that does not
-// answer, an initialize that fails.
+// answer, an initialize that fails (with Options.Background, those are logged
+// and tried again, and New fails only on options it cannot use).
 func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	o := opts.withDefaults()
 	if (len(o.Command) == 0) == (o.URL == "") {
@@ -218,24 +261,80 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	if o.Logger != nil {
 		log = *o.Logger
 	}
-	g := &Gateway{opts: o, upstream: upstream, log: log, mirrorQ: make(chan struct{}, 1), connQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[string]struct{}{}}}
+	if o.Name != "" {
+		log = log.With().Str("upstream", o.Name).Logger()
+	}
+	g := &Gateway{opts: o, upstream: upstream, log: log, mirrorQ: make(chan struct{}, 1), connQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[subscriber]struct{}{}}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	if o.Background {
+		g.srv = g.newServer(nil)
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			if g.reach() {
+				g.supervise()
+			}
+		}()
+		return g, nil
+	}
 	up, err := client.Connect(ctx, g.dial, g.clientOptions())
 	if err != nil {
 		g.cancel()
 		return nil, &StartError{err}
 	}
-	g.up, g.init = up, up.InitializeResult()
-	g.connected()
-	g.srv = g.newServer(g.init)
+	g.linked(up)
+	g.srv = g.newServer(up.InitializeResult())
 	if err := g.mirror(ctx); err != nil {
 		_ = up.Close()
 		g.cancel()
 		return nil, err
 	}
 	g.wg.Add(1)
-	go g.supervise()
+	go func() {
+		defer g.wg.Done()
+		g.supervise()
+	}()
 	return g, nil
+}
+
+// reach makes the first connection of a gateway started in the background,
+// trying again until it is made or the gateway is closed, and mirrors the
+// upstream. It reports whether it connected.
+func (g *Gateway) reach() bool {
+	l := backoff.Start(g.opts.MinBackoff, g.opts.MaxBackoff, 0, 0)
+	for said := false; ; {
+		ctx, cancel := context.WithTimeout(g.ctx, g.opts.ConnectTimeout)
+		up, err := client.Connect(ctx, g.dial, g.clientOptions())
+		cancel()
+		if err == nil {
+			g.linked(up)
+			if said {
+				g.log.Info().Msg("the upstream is reachable now")
+			}
+			g.resubscribe(g.ctx) // what its clients subscribed to meanwhile
+			if err := g.mirror(g.ctx); err != nil && g.ctx.Err() == nil {
+				g.log.Warn().Err(err).Msg("following the upstream's lists")
+			}
+			return true
+		}
+		if g.ctx.Err() != nil {
+			return false
+		}
+		if !said {
+			g.log.Warn().Str("error", err.Error()).Msg("the upstream is not reachable; trying again (its tools are not served until it is)")
+			said = true
+		}
+		if !l.Pause(g.ctx) {
+			return false
+		}
+	}
+}
+
+// linked records the upstream's client once its first connection is made.
+func (g *Gateway) linked(up *client.Client) {
+	g.link.Store(&link{up: up, init: up.InitializeResult()})
+	g.connectedNow.Store(true)
+	g.connected()
 }
 
 // upstreamOf is the endpoint o names: its URL, else its command.
@@ -280,12 +379,14 @@ func (g *Gateway) clientOptions() *client.Options {
 		Discover:       kind != dial.WebSocket,
 		KeepConnected:  true,
 		OnReconnected: func() {
+			g.connectedNow.Store(true)
 			select {
 			case g.connQ <- struct{}{}:
 			default:
 			}
 		},
 		OnConnectionLost: func(err error) {
+			g.connectedNow.Store(false)
 			g.log.Warn().AnErr("error", err).Msg("upstream connection ended; starting it again")
 		},
 		MinBackoff:       o.MinBackoff,
@@ -332,7 +433,7 @@ func (g *Gateway) PolicyOf(tool string, p resumemcp.Policy) resumemcp.Policy {
 	switch support {
 	case mcpgo.TaskSupportRequired:
 		p.Task = resumemcp.TaskRequired
-		if p.Mode == resumemcp.Always && g.up.Modern() {
+		if up := g.client(); p.Mode == resumemcp.Always && up != nil && up.Modern() {
 			// The upstream makes the call its task when it chooses, and the
 			// gateway's call becomes its task then (Promote): before, the
 			// call's questions may be its input_required answer (SEP-2663). A
@@ -353,19 +454,40 @@ func (g *Gateway) PolicyOf(tool string, p resumemcp.Policy) resumemcp.Policy {
 // 2026-07-28 era has not made it one yet.
 const escalateAfter = 100 * time.Millisecond
 
-// ServerInfo is the upstream's name and version.
-func (g *Gateway) ServerInfo() mcpgo.Implementation { return g.init.ServerInfo }
+// ServerInfo is the upstream's name and version (Options.Name before the
+// first connection of a gateway started in the background).
+func (g *Gateway) ServerInfo() mcpgo.Implementation {
+	if l := g.link.Load(); l != nil {
+		return l.init.ServerInfo
+	}
+	return mcpgo.Implementation{Name: g.opts.Name}
+}
 
-// Connections is how many upstream connections were made (1 + restarts).
-func (g *Gateway) Connections() uint64 { return 1 + uint64(g.up.Reconnects()) }
+// Up reports whether the upstream is connected now.
+func (g *Gateway) Up() bool { return g.link.Load() != nil && g.connectedNow.Load() }
+
+// Name is Options.Name.
+func (g *Gateway) Name() string { return g.opts.Name }
+
+// Connections is how many upstream connections were made (1 + restarts; 0
+// before the first).
+func (g *Gateway) Connections() uint64 {
+	up := g.client()
+	if up == nil {
+		return 0
+	}
+	return 1 + uint64(up.Reconnects())
+}
 
 // Close ends the upstream connection (a child is stopped) and waits for the
 // gateway's goroutines.
 func (g *Gateway) Close() error {
 	g.cancel()
-	err := g.up.Close()
 	g.wg.Wait()
-	return err
+	if up := g.client(); up != nil {
+		return up.Close()
+	}
+	return nil
 }
 
 // dial opens a transport connection to the upstream: a WebSocket is one
@@ -382,9 +504,10 @@ func (g *Gateway) dial(ctx context.Context) (transport.Conn, error) {
 
 // connected logs the upstream connection just made.
 func (g *Gateway) connected() {
-	if init := g.up.InitializeResult(); init != nil {
-		g.log.Info().Str("upstream", init.ServerInfo.Name).Str("upstreamVersion", init.ServerInfo.Version).
-			Str("protocol", init.ProtocolVersion).Bool("modern", g.up.Modern()).Msg("upstream connected")
+	up := g.client()
+	if init := up.InitializeResult(); init != nil {
+		g.log.Info().Str("upstreamServer", init.ServerInfo.Name).Str("upstreamVersion", init.ServerInfo.Version).
+			Str("protocol", init.ProtocolVersion).Bool("modern", up.Modern()).Msg("upstream connected")
 	}
 }
 
@@ -393,7 +516,6 @@ func (g *Gateway) connected() {
 // started again, a server that restarted may serve other lists), where it
 // also subscribes to the resources the gateway's clients want.
 func (g *Gateway) supervise() {
-	defer g.wg.Done()
 	for {
 		select {
 		case <-g.mirrorQ:
@@ -411,7 +533,11 @@ func (g *Gateway) supervise() {
 
 // request sends a request of a client (tools aside) to the upstream.
 func (g *Gateway) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	raw, err := g.up.Call(ctx, method, params, nil)
+	up := g.client()
+	if up == nil {
+		return nil, upstreamErr(errNotYet)
+	}
+	raw, err := up.Call(ctx, method, params, nil)
 	return raw, upstreamErr(err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -16,8 +17,12 @@ import (
 
 // newServer is the mcp-go server the gateway's clients see: the upstream's name,
 // version, instructions and capabilities (list changes always, since the gateway
-// follows the upstream's).
+// follows the upstream's). Before the upstream answered (init nil: a gateway
+// started in the background), every capability, and Options.Name.
 func (g *Gateway) newServer(init *mcpgo.InitializeResult) *server.MCPServer {
+	if init == nil {
+		init = everything(g.opts.Name)
+	}
 	c := init.Capabilities
 	opts := []server.ServerOption{server.WithToolCapabilities(true)}
 	if c.Resources != nil {
@@ -44,6 +49,15 @@ func (g *Gateway) newServer(init *mcpgo.InitializeResult) *server.MCPServer {
 	return server.NewMCPServer(name, init.ServerInfo.Version, opts...)
 }
 
+// everything is what a server of every capability would say it is, named
+// name: what a gateway serves before its upstream answered, and an
+// Aggregate always.
+func everything(name string) *mcpgo.InitializeResult {
+	init := &mcpgo.InitializeResult{ServerInfo: mcpgo.Implementation{Name: name}}
+	_ = json.Unmarshal([]byte(`{"resources":{"subscribe":true,"listChanged":true},"prompts":{"listChanged":true},"logging":{},"completions":{}}`), &init.Capabilities)
+	return init
+}
+
 // maxPages bounds the pages of one list the gateway reads.
 const maxPages = 1000
 
@@ -56,7 +70,7 @@ func (g *Gateway) listAll(ctx context.Context, method, field string) ([]json.Raw
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		raw, err := g.up.Call(ctx, method, params, nil)
+		raw, err := g.client().Call(ctx, method, params, nil)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %s: %w", method, err)
 		}
@@ -85,9 +99,16 @@ func (g *Gateway) listAll(ctx context.Context, method, field string) ([]json.Raw
 // mirror lists the upstream's tools, resources, resource templates and prompts
 // and serves them as they are, each through a handler that asks the upstream.
 func (g *Gateway) mirror(ctx context.Context) error {
+	init := g.link.Load().init
+	changed := false
+	defer func() {
+		if changed && g.opts.OnMirrored != nil {
+			g.opts.OnMirrored()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
 	defer cancel()
-	if err := g.mirrorList(ctx, "tools/list", "tools", func(raws []json.RawMessage) {
+	if err := g.mirrorList(ctx, "tools/list", "tools", &changed, func(raws []json.RawMessage) {
 		// Tools the gateway did not mirror are its own (the core's await
 		// tool): an upstream tool of the same name never replaces one. A
 		// deferred answer tells its client to call the await tool with a
@@ -105,7 +126,7 @@ func (g *Gateway) mirror(ctx context.Context) error {
 		}
 		tools := make([]server.ServerTool, 0, len(raws)+len(own))
 		support := map[string]mcpgo.TaskSupport{}
-		tasks := g.init.Capabilities.Tasks != nil
+		tasks := init.Capabilities.Tasks != nil
 		names := make(map[string]bool, len(raws))
 		for _, raw := range raws {
 			t, err := decodeTool(raw)
@@ -134,6 +155,7 @@ func (g *Gateway) mirror(ctx context.Context) error {
 			g.taskSupport = support
 		}
 		g.mirrored = names
+		g.served.Tools = slices.Clone(tools)
 		g.mu.Unlock()
 		for _, st := range own {
 			tools = append(tools, st)
@@ -142,27 +164,39 @@ func (g *Gateway) mirror(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if g.init.Capabilities.Resources != nil {
-		if err := g.mirrorList(ctx, "resources/list", "resources", func(raws []json.RawMessage) {
-			g.srv.SetResources(decodeAll(g, raws, "resource", func(r mcpgo.Resource) server.ServerResource {
+	if init.Capabilities.Resources != nil {
+		if err := g.mirrorList(ctx, "resources/list", "resources", &changed, func(raws []json.RawMessage) {
+			rs := decodeAll(g, raws, "resource", func(r mcpgo.Resource) server.ServerResource {
 				return server.ServerResource{Resource: r, Handler: g.readResource}
-			})...)
+			})
+			g.mu.Lock()
+			g.served.Resources = rs
+			g.mu.Unlock()
+			g.srv.SetResources(rs...)
 		}); err != nil {
 			return err
 		}
-		if err := g.mirrorList(ctx, "resources/templates/list", "resourceTemplates", func(raws []json.RawMessage) {
-			g.srv.SetResourceTemplates(decodeAll(g, raws, "resource template", func(t mcpgo.ResourceTemplate) server.ServerResourceTemplate {
+		if err := g.mirrorList(ctx, "resources/templates/list", "resourceTemplates", &changed, func(raws []json.RawMessage) {
+			ts := decodeAll(g, raws, "resource template", func(t mcpgo.ResourceTemplate) server.ServerResourceTemplate {
 				return server.ServerResourceTemplate{Template: t, Handler: g.readResource}
-			})...)
+			})
+			g.mu.Lock()
+			g.served.Templates = ts
+			g.mu.Unlock()
+			g.srv.SetResourceTemplates(ts...)
 		}); err != nil {
 			return err
 		}
 	}
-	if g.init.Capabilities.Prompts != nil {
-		return g.mirrorList(ctx, "prompts/list", "prompts", func(raws []json.RawMessage) {
-			g.srv.SetPrompts(decodeAll(g, raws, "prompt", func(pr mcpgo.Prompt) server.ServerPrompt {
+	if init.Capabilities.Prompts != nil {
+		return g.mirrorList(ctx, "prompts/list", "prompts", &changed, func(raws []json.RawMessage) {
+			ps := decodeAll(g, raws, "prompt", func(pr mcpgo.Prompt) server.ServerPrompt {
 				return server.ServerPrompt{Prompt: pr, Handler: g.getPrompt}
-			})...)
+			})
+			g.mu.Lock()
+			g.served.Prompts = ps
+			g.mu.Unlock()
+			g.srv.SetPrompts(ps...)
 		})
 	}
 	return nil
@@ -172,7 +206,7 @@ func (g *Gateway) mirror(ctx context.Context) error {
 // serves it with set: the gateway's clients hear of a list change only when
 // there is one (an upstream may say its lists changed when they did not,
 // several times while it starts).
-func (g *Gateway) mirrorList(ctx context.Context, method, field string, set func([]json.RawMessage)) error {
+func (g *Gateway) mirrorList(ctx context.Context, method, field string, changed *bool, set func([]json.RawMessage)) error {
 	raws, err := g.listAll(ctx, method, field)
 	if err != nil {
 		return err
@@ -189,6 +223,7 @@ func (g *Gateway) mirrorList(ctx context.Context, method, field string, set func
 	g.mu.Unlock()
 	if !same {
 		set(raws)
+		*changed = true
 	}
 	return nil
 }
@@ -262,7 +297,11 @@ func (g *Gateway) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*m
 		return nil, err
 	}
 	r := &relay{ctx: ctx, g: g, tool: req.Params.Name}
-	raw, err := g.up.Call(ctx, spec.MethodPromptsGet, params, &client.CallOptions{
+	up := g.client()
+	if up == nil {
+		return nil, upstreamErr(errNotYet)
+	}
+	raw, err := up.Call(ctx, spec.MethodPromptsGet, params, &client.CallOptions{
 		OnRequest:           r.ask,
 		ReturnInputRequired: func() bool { return resumemcp.TakesInputRequired(ctx) },
 		Envelope:            g.envelope(ctx, req.Params.Meta),

@@ -8,70 +8,83 @@ import (
 )
 
 // subscriptions are the gateway's clients' resources/subscribe: which sessions
-// want notifications/resources/updated of which URI. The upstream is subscribed
-// to a URI while at least one session is (and again on each new upstream
+// (of the gateway's own server, or of an Aggregate's) want
+// notifications/resources/updated of which URI. The upstream is subscribed to a
+// URI while at least one session is (and again on each new upstream
 // connection); its updates go to those sessions only.
 type subscriptions struct {
-	byURI map[string]map[string]struct{} // guarded by Gateway.mu
+	byURI map[string]map[subscriber]struct{} // guarded by Gateway.mu
 }
 
-// hooks are the mcp-go hooks that keep the subscriptions.
+// subscriber is a session of srv.
+type subscriber struct {
+	srv *server.MCPServer
+	id  string
+}
+
+// hooks are the mcp-go hooks that keep the subscriptions of the gateway's
+// own server's sessions.
 func (g *Gateway) hooks() *server.Hooks {
 	h := &server.Hooks{}
 	h.AddBeforeSubscribe(func(ctx context.Context, _ any, req *mcpgo.SubscribeRequest) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
-			g.subscribe(ctx, sess.SessionID(), req.Params.URI)
+			g.subscribe(ctx, subscriber{g.srv, sess.SessionID()}, req.Params.URI)
 		}
 	})
 	h.AddBeforeUnsubscribe(func(ctx context.Context, _ any, req *mcpgo.UnsubscribeRequest) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
-			g.unsubscribe(ctx, sess.SessionID(), req.Params.URI)
+			g.unsubscribe(ctx, subscriber{g.srv, sess.SessionID()}, req.Params.URI)
 		}
 	})
 	h.AddOnUnregisterSession(func(ctx context.Context, sess server.ClientSession) {
-		g.mu.Lock()
-		var gone []string
-		for uri, ids := range g.subs.byURI {
-			if _, ok := ids[sess.SessionID()]; ok {
-				gone = append(gone, uri)
-			}
-		}
-		g.mu.Unlock()
-		for _, uri := range gone {
-			g.unsubscribe(ctx, sess.SessionID(), uri)
-		}
+		g.forget(ctx, subscriber{g.srv, sess.SessionID()})
 	})
 	return h
 }
 
-func (g *Gateway) subscribe(ctx context.Context, session, uri string) {
+// forget unsubscribes s from every URI.
+func (g *Gateway) forget(ctx context.Context, s subscriber) {
 	g.mu.Lock()
-	ids := g.subs.byURI[uri]
-	if ids == nil {
-		ids = map[string]struct{}{}
-		g.subs.byURI[uri] = ids
+	var gone []string
+	for uri, subs := range g.subs.byURI {
+		if _, ok := subs[s]; ok {
+			gone = append(gone, uri)
+		}
 	}
-	first := len(ids) == 0
-	ids[session] = struct{}{}
 	g.mu.Unlock()
-	if first {
+	for _, uri := range gone {
+		g.unsubscribe(ctx, s, uri)
+	}
+}
+
+func (g *Gateway) subscribe(ctx context.Context, s subscriber, uri string) {
+	g.mu.Lock()
+	subs := g.subs.byURI[uri]
+	if subs == nil {
+		subs = map[subscriber]struct{}{}
+		g.subs.byURI[uri] = subs
+	}
+	first := len(subs) == 0
+	subs[s] = struct{}{}
+	g.mu.Unlock()
+	if first && g.client() != nil {
 		if _, err := g.request(ctx, "resources/subscribe", map[string]string{"uri": uri}); err != nil {
 			g.log.Debug().Err(err).Msg("subscribing the upstream to a resource")
 		}
 	}
 }
 
-func (g *Gateway) unsubscribe(ctx context.Context, session, uri string) {
+func (g *Gateway) unsubscribe(ctx context.Context, s subscriber, uri string) {
 	g.mu.Lock()
-	ids := g.subs.byURI[uri]
-	_, had := ids[session]
-	delete(ids, session)
-	last := had && len(ids) == 0
+	subs := g.subs.byURI[uri]
+	_, had := subs[s]
+	delete(subs, s)
+	last := had && len(subs) == 0
 	if last {
 		delete(g.subs.byURI, uri)
 	}
 	g.mu.Unlock()
-	if last {
+	if last && g.client() != nil {
 		if _, err := g.request(context.WithoutCancel(ctx), "resources/unsubscribe", map[string]string{"uri": uri}); err != nil {
 			g.log.Debug().Err(err).Msg("unsubscribing the upstream from a resource")
 		}
@@ -88,7 +101,7 @@ func (g *Gateway) resubscribe(ctx context.Context) {
 	}
 	g.mu.Unlock()
 	for _, uri := range uris {
-		if _, err := g.up.Call(ctx, "resources/subscribe", map[string]string{"uri": uri}, nil); err != nil {
+		if _, err := g.client().Call(ctx, "resources/subscribe", map[string]string{"uri": uri}, nil); err != nil {
 			g.log.Debug().Err(err).Msg("subscribing the upstream to a resource again")
 		}
 	}
@@ -99,13 +112,13 @@ func (g *Gateway) resubscribe(ctx context.Context) {
 func (g *Gateway) updated(params map[string]any) {
 	uri, _ := params["uri"].(string)
 	g.mu.Lock()
-	ids := make([]string, 0, len(g.subs.byURI[uri]))
-	for id := range g.subs.byURI[uri] {
-		ids = append(ids, id)
+	subs := make([]subscriber, 0, len(g.subs.byURI[uri]))
+	for s := range g.subs.byURI[uri] {
+		subs = append(subs, s)
 	}
 	g.mu.Unlock()
-	for _, id := range ids {
-		if err := g.srv.SendNotificationToSpecificClient(id, "notifications/resources/updated", params); err != nil {
+	for _, s := range subs {
+		if err := s.srv.SendNotificationToSpecificClient(s.id, "notifications/resources/updated", params); err != nil {
 			g.log.Debug().Err(err).Msg("passing a resource update on")
 		}
 	}

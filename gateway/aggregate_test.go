@@ -1,0 +1,215 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/gateway"
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+)
+
+// upstreamB is an mcp-go server with a tool named as one of the demo's (echo),
+// one of its own, a resource, a resource template and a prompt.
+func upstreamB(t *testing.T) string {
+	t.Helper()
+	s := server.NewMCPServer("b", "1", server.WithToolCapabilities(true), server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true))
+	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text")), func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("b says " + req.GetString("text", "")), nil
+	})
+	s.AddTool(mcpgo.NewTool("only-b"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("only b"), nil
+	})
+	s.AddResource(mcpgo.NewResource("b://readme", "readme"), func(context.Context, mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+		return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: "b://readme", Text: "b's readme"}}, nil
+	})
+	s.AddResourceTemplate(mcpgo.NewResourceTemplate("b://items/{id}", "item"), func(_ context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+		return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: req.Params.URI, Text: "item " + strings.TrimPrefix(req.Params.URI, "b://items/")}}, nil
+	})
+	s.AddPrompt(mcpgo.NewPrompt("greet", mcpgo.WithArgument("who")), func(_ context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
+		return mcpgo.NewGetPromptResult("greeting", []mcpgo.PromptMessage{mcpgo.NewPromptMessage(mcpgo.RoleUser, mcpgo.NewTextContent("hello "+req.Params.Arguments["who"]))}), nil
+	})
+	core, err := mcp.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveHTTP(t, core).URL
+}
+
+// aggregate starts an Aggregate of ups with rule and serves it through a
+// core over Streamable HTTP; it returns a client of it, initialized.
+func aggregate(t *testing.T, rule gateway.Conflict, ups ...gateway.Upstream) (*gateway.Aggregate, *e2etest.Client) {
+	t.Helper()
+	a, err := gateway.Start(ups, &gateway.AggregateOptions{Conflict: rule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := mcp.New(a.Server(), &mcp.Options{PolicyOf: a.PolicyOf(nil), AnswerWithin: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptransport.NewHandler(core, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Close()
+		hs.Close()
+		core.Close()
+		_ = a.Close()
+	})
+	c := e2etest.NewClient(t, httptransport.Dial(hs.URL, nil))
+	t.Cleanup(c.Close)
+	c.Initialize(`{}`)
+	return a, c
+}
+
+// toolNames lists the aggregate's tools, once every upstream that is up is
+// in the list (want among them).
+func toolNames(t *testing.T, c *e2etest.Client, want ...string) []string {
+	t.Helper()
+	var names []string
+	poll.Until(t, 20*time.Second, "the upstreams' tools listed", func() bool {
+		c.Send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+		m, _ := c.Response(`"l"`)
+		var res struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		_ = json.Unmarshal(m.Result, &res)
+		names = names[:0]
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		for _, w := range want {
+			if !slices.Contains(names, w) {
+				return false
+			}
+		}
+		return true
+	})
+	return names
+}
+
+func callText(t *testing.T, c *e2etest.Client, tool, args string) string {
+	t.Helper()
+	c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args)
+	m, _ := c.Response(`"c"`)
+	if m.Error != nil {
+		t.Fatalf("%s: %s", tool, m.Raw)
+	}
+	return e2etest.Text(m)
+}
+
+// Two upstreams through one aggregate, under each conflict rule: every tool
+// is callable under the name the rule gives it, and reaches its own upstream;
+// an upstream that is not there holds back neither the start nor the others,
+// and offers nothing.
+func TestAggregateNames(t *testing.T) {
+	a, _ := upstreamOurs(t)
+	a = "http://" + a + "/mcp"
+	b := upstreamB(t)
+	ups := func() []gateway.Upstream {
+		return []gateway.Upstream{
+			{Name: "a", Options: gateway.Options{URL: a}},
+			{Name: "b", Options: gateway.Options{URL: b}},
+			{Name: "down", Options: gateway.Options{URL: "http://127.0.0.1:1/mcp", MaxBackoff: 50 * time.Millisecond}},
+		}
+	}
+	for _, tc := range []struct {
+		rule                gateway.Conflict
+		aEcho, bEcho, onlyB string
+	}{
+		{gateway.PrefixAlways, "a__echo", "b__echo", "b__only-b"},
+		{gateway.PrefixOnConflict, "a__echo", "b__echo", "only-b"},
+		{gateway.Priority, "echo", "b__echo", "only-b"},
+	} {
+		t.Run(string(tc.rule), func(t *testing.T) {
+			agg, c := aggregate(t, tc.rule, ups()...)
+			names := toolNames(t, c, tc.aEcho, tc.bEcho, tc.onlyB)
+			if !slices.Contains(names, mcp.DefaultAwaitTool) {
+				t.Errorf("the core's await tool is not listed: %v", names)
+			}
+			for _, n := range names {
+				if strings.HasPrefix(n, "down") {
+					t.Errorf("an upstream never reached lists %s", n)
+				}
+			}
+			if got := callText(t, c, tc.aEcho, `{"text":"x"}`); got != "x" {
+				t.Errorf("%s: %q", tc.aEcho, got)
+			}
+			if got := callText(t, c, tc.bEcho, `{"text":"x"}`); got != "b says x" {
+				t.Errorf("%s: %q", tc.bEcho, got)
+			}
+			if got := callText(t, c, tc.onlyB, `{}`); got != "only b" {
+				t.Errorf("%s: %q", tc.onlyB, got)
+			}
+			up := map[string]bool{}
+			for _, g := range agg.Upstreams() {
+				up[g.Name()] = g.Up()
+			}
+			if !up["a"] || !up["b"] || up["down"] {
+				t.Errorf("Up: %v", up)
+			}
+		})
+	}
+}
+
+// Resources by URI, templates by their match, prompts by name and
+// completions, each to its upstream, through the aggregate.
+func TestAggregateResourcesPrompts(t *testing.T) {
+	_, c := aggregate(t, gateway.PrefixAlways,
+		gateway.Upstream{Name: "a", Options: gateway.Options{URL: demoURL(t)}},
+		gateway.Upstream{Name: "b", Options: gateway.Options{URL: upstreamB(t)}})
+	toolNames(t, c, "a__echo", "b__echo")
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"b://readme"}}`)
+	if m, _ := c.Response(`"r"`); !strings.Contains(string(m.Result), "b's readme") {
+		t.Errorf("resources/read: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"t","method":"resources/read","params":{"uri":"b://items/7"}}`)
+	if m, _ := c.Response(`"t"`); !strings.Contains(string(m.Result), "item 7") {
+		t.Errorf("resources/read by template: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"p","method":"prompts/get","params":{"name":"b__greet","arguments":{"who":"you"}}}`)
+	if m, _ := c.Response(`"p"`); !strings.Contains(string(m.Result), "hello you") {
+		t.Errorf("prompts/get: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"pl","method":"prompts/list"}`)
+	if m, _ := c.Response(`"pl"`); !strings.Contains(string(m.Result), `"b__greet"`) {
+		t.Errorf("prompts/list: %s", m.Raw)
+	}
+}
+
+func TestExposed(t *testing.T) {
+	if got := gateway.Exposed("fs", "read"); got != "fs__read" {
+		t.Errorf("Exposed: %q", got)
+	}
+	long := strings.Repeat("x", 100)
+	got := gateway.Exposed("fs", long)
+	if len(got) != gateway.MaxName || !strings.HasPrefix(got, "fs__xxx") || got == gateway.Exposed("fs", long+"y") {
+		t.Errorf("Exposed of a long name: %q", got)
+	}
+	for _, bad := range []string{"", "a_b", "a b", strings.Repeat("a", 33), "a.b"} {
+		if gateway.CheckName(bad) == nil {
+			t.Errorf("CheckName(%q) = nil", bad)
+		}
+	}
+	if _, err := gateway.Start([]gateway.Upstream{{Name: "x", Options: gateway.Options{URL: "http://127.0.0.1:1"}}, {Name: "x", Options: gateway.Options{URL: "http://127.0.0.1:1"}}}, &gateway.AggregateOptions{}); err == nil {
+		t.Error("an upstream named twice was taken")
+	}
+}
+
+// demoURL serves the demo tools over Streamable HTTP (upstreamOurs).
+func demoURL(t *testing.T) string {
+	t.Helper()
+	addr, _ := upstreamOurs(t)
+	return "http://" + addr + "/mcp"
+}
