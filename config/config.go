@@ -39,9 +39,113 @@ type File struct {
 	// Tools is each named tool's policy: what it sets replaces the default's,
 	// what it leaves out is the default's.
 	Tools Tools `yaml:"tools"`
+	// Upstreams are the servers of a gateway of several (mcp-resume gateway
+	// --config), in order (the Priority rule's); read at start.
+	Upstreams Upstreams `yaml:"upstreams"`
+	// Aggregate is how the gateway's aggregated endpoint names its
+	// upstreams' tools and prompts.
+	Aggregate *Aggregate `yaml:"aggregate"`
 
 	// Hash is the SHA-256 of the file's bytes, hex (not read from the file).
 	Hash string `yaml:"-"`
+}
+
+// Upstream is one server behind a gateway of several: a stdio command (with
+// the environment it may see) or a URL (with the headers it is sent), and its
+// own policies on top of the file's.
+type Upstream struct {
+	// Name names it: its path (/servers/NAME/mcp) and its tools' prefix
+	// (NAME__tool); 1 to 32 of A-Z a-z 0-9 -.
+	Name string `yaml:"name"`
+	// Command starts it as a stdio child; Env is what of this environment
+	// it sees (NAME, or NAME=value: --env's form); Dir its working directory.
+	Command []string `yaml:"command"`
+	Env     []string `yaml:"env"`
+	Dir     string   `yaml:"dir"`
+	// URL reaches it over Streamable HTTP or WebSocket; Headers are sent
+	// with every request ("Name: value", ${VAR} read from the environment:
+	// --upstream-header's form); TokenEnv names a variable holding a
+	// bearer token.
+	URL      string   `yaml:"url"`
+	Headers  []string `yaml:"headers"`
+	TokenEnv string   `yaml:"tokenEnv"`
+	// Defaults and Tools are its tools' policies (names as the upstream
+	// says them), over the file's defaults.
+	Defaults Defaults `yaml:"defaults"`
+	Tools    Tools    `yaml:"tools"`
+}
+
+// upstreamName is what an upstream's name may be (gateway.CheckName's rule).
+var upstreamName = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
+
+// Upstreams are a gateway's upstreams, in order.
+type Upstreams []Upstream
+
+func (us *Upstreams) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return lineErr(n, fmt.Errorf("upstreams: want a list of upstreams, not %s", kindOf(n)))
+	}
+	seen := map[string]bool{}
+	for _, v := range n.Content {
+		var u Upstream
+		type plain Upstream
+		if err := decodeStrict(v, (*plain)(&u)); err != nil {
+			return err
+		}
+		switch {
+		case !upstreamName.MatchString(u.Name):
+			return lineErr(v, fmt.Errorf("upstream name %q: want 1 to 32 of A-Z a-z 0-9 - (it starts its tools' names, NAME__tool)", u.Name))
+		case seen[u.Name]:
+			return lineErr(v, fmt.Errorf("upstream %q named twice", u.Name))
+		case (len(u.Command) == 0) == (u.URL == ""):
+			return lineErr(v, fmt.Errorf("upstream %s: give command or url, one of them", u.Name))
+		case u.URL != "" && !slices.ContainsFunc([]string{"http://", "https://", "ws://", "wss://"}, func(p string) bool { return strings.HasPrefix(u.URL, p) }):
+			return lineErr(v, fmt.Errorf("upstream %s: url %q: want http://, https://, ws:// or wss://", u.Name, u.URL))
+		case u.URL != "" && (len(u.Env) > 0 || u.Dir != ""):
+			return lineErr(v, fmt.Errorf("upstream %s: env and dir go with a command", u.Name))
+		case u.URL == "" && (len(u.Headers) > 0 || u.TokenEnv != ""):
+			return lineErr(v, fmt.Errorf("upstream %s: headers and tokenEnv go with a url", u.Name))
+		}
+		for _, t := range u.Tools {
+			if len(t.Scopes) > 0 {
+				return lineErr(v, fmt.Errorf("upstream %s: scopes are named under the file's tools, by the names the gateway serves", u.Name))
+			}
+		}
+		seen[u.Name] = true
+		*us = append(*us, u)
+	}
+	return nil
+}
+
+// Aggregate is the aggregated endpoint's naming.
+type Aggregate struct {
+	// Conflict: prefix (every name NAME__tool, the default), conflict
+	// (prefixed only when two upstreams offer a name) or priority (the first
+	// upstream keeps a name, the others' are prefixed).
+	Conflict string `yaml:"conflict"`
+}
+
+func (a *Aggregate) UnmarshalYAML(n *yaml.Node) error {
+	type plain Aggregate
+	if err := decodeStrict(n, (*plain)(a)); err != nil {
+		return err
+	}
+	switch a.Conflict {
+	case "", "prefix", "conflict", "priority":
+		return nil
+	}
+	return lineErr(n, fmt.Errorf("aggregate: conflict %q: want prefix, conflict or priority", a.Conflict))
+}
+
+// Policies returns an upstream's policies: its defaults over the
+// file's (def, as Policies returned it), its tools over its defaults.
+func (u *Upstream) Policies(def mcp.Policy) (mcp.Policy, map[string]mcp.Policy) {
+	d := u.Defaults.apply(def)
+	tools := make(map[string]mcp.Policy, len(u.Tools))
+	for name, t := range u.Tools {
+		tools[name] = t.apply(d)
+	}
+	return d, tools
 }
 
 // Tool is a tool's policy in the file. A field left out is the default's (for

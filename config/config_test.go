@@ -128,6 +128,16 @@ func TestSchemaAgrees(t *testing.T) {
 		"version: 1\nextra: 1\n",
 		"version: 1\ntools:\n  deploy:\n    audit: {arguments: shred}\n",
 		"version: 1\ntools:\n  deploy:\n    audit: {arguments: redact}\n",
+		"version: 1\nupstreams:\n- {name: fs, command: [x], env: [HOME]}\n- {name: t, url: 'https://t/mcp', headers: ['X-K: 1'], tools: {deploy: {timeout: 1m}}}\naggregate: {conflict: priority}\n",
+		"version: 1\nupstreams:\n- {name: fs}\n",
+		"version: 1\nupstreams:\n- {name: fs, command: [x], url: 'http://x'}\n",
+		"version: 1\nupstreams:\n- {name: f_s, command: [x]}\n",
+		"version: 1\nupstreams:\n- {name: fs, url: 'http://x', env: [A]}\n",
+		"version: 1\nupstreams:\n- {name: fs, command: [x], headers: ['A: b']}\n",
+		"version: 1\nupstreams:\n- {name: fs, command: [x], tools: {t: {scopes: [a]}}}\n",
+		"version: 1\nupstreams:\n- {name: fs, command: [x], extra: 1}\n",
+		"version: 1\naggregate: {conflict: merge}\n",
+		"version: 1\nupstreams:\n- {name: fs, url: 'ftp://x'}\n",
 	} {
 		var v any
 		if err := yaml.Unmarshal([]byte(d), &v); err != nil {
