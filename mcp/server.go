@@ -81,6 +81,14 @@ type Options struct {
 	// Rates keeps the buckets of the policies' Rate; nil: in memory
 	// (NewMemoryRates). A cluster's instances share one.
 	Rates Rates
+	// Limits holds the places of the policies' Concurrency; nil: the
+	// server's own. Servers that serve the same tools under other names (a
+	// gateway's aggregated endpoint and its upstream's own) share one, with
+	// LimitName.
+	Limits *Limits
+	// LimitName is the name a tool's rate bucket and concurrency places go by
+	// in Rates and Limits; nil: the tool's own.
+	LimitName func(tool string) string
 	// OnRefused, when set, is told of every tools/call refused for a limit
 	// (reason rate_limited or concurrency_limit, its tool's; too_many_requests,
 	// MaxConcurrentPerPrincipal), and whether its session had a principal: for
@@ -196,7 +204,7 @@ type Server struct {
 	admission admission                   // requests in flight by principal
 	table     atomic.Pointer[policyTable] // the policies in effect (SetPolicies)
 	rates     Rates                       // Options.Rates
-	slots     slots                       // the calls of each tool running (Policy.Concurrency)
+	slots     *Limits                     // the calls of each tool running (Policy.Concurrency)
 	keys      keyHolds                    // keyed calls in flight that are not requests yet
 
 	reruns reruns // restartable requests run again here
@@ -263,7 +271,10 @@ func New(srv *server.MCPServer, opts *Options) (*Server, error) {
 		admission: admission{inflight: make(map[string]int)},
 		keys:      keyHolds{m: make(map[string]*keyHold)},
 		rates:     o.Rates,
-		slots:     slots{tools: make(map[string]*toolSlots)},
+		slots:     o.Limits,
+	}
+	if s.slots == nil {
+		s.slots = NewLimits()
 	}
 	if s.rates == nil {
 		s.rates = NewMemoryRates()

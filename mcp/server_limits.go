@@ -67,9 +67,10 @@ func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate)
 	return ok, wait, nil
 }
 
-// slots bounds the calls of each tool that run at once (Policy.Concurrency),
-// with a queue in order of arrival for the calls past a bound.
-type slots struct {
+// Limits bounds the calls of each tool that run at once (Policy.Concurrency),
+// with a queue in order of arrival for the calls past a bound. It is safe for
+// concurrent use, and may be shared by servers (Options.Limits).
+type Limits struct {
 	mu     sync.Mutex
 	tools  map[string]*toolSlots // a tool's, while it has calls running or waiting (and after: forgetLocked)
 	queued int                   // calls waiting, of all tools
@@ -100,7 +101,7 @@ func (t *toolSlots) take(principal string) {
 // enter gives a call of tool by principal its place under c, waiting for one
 // in order of arrival up to c.Wait when c.Queue allows, until ctx ends. It
 // returns the function that gives the place back, or the refusal.
-func (s *slots) enter(ctx context.Context, tool, principal string, c Concurrency) (func(), *spec.Error) {
+func (s *Limits) enter(ctx context.Context, tool, principal string, c Concurrency) (func(), *spec.Error) {
 	s.mu.Lock()
 	t := s.tools[tool]
 	if t == nil {
@@ -151,7 +152,7 @@ func (s *slots) enter(ctx context.Context, tool, principal string, c Concurrency
 
 // leave gives back a place of tool's that principal held, to the first
 // waiters that fit.
-func (s *slots) leave(tool, principal string) {
+func (s *Limits) leave(tool, principal string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tools[tool]
@@ -179,7 +180,7 @@ const keepIdle = 256
 
 // forgetLocked drops t, tool's, when nothing runs or waits and more than
 // keepIdle tools have slots (a server has only so many tools).
-func (s *slots) forgetLocked(tool string, t *toolSlots) {
+func (s *Limits) forgetLocked(tool string, t *toolSlots) {
 	if t.running == 0 && t.waiting.Len() == 0 && len(s.tools) > keepIdle {
 		delete(s.tools, tool)
 	}
@@ -201,12 +202,26 @@ func rateLimited(rate Rate, wait time.Duration) *spec.Error {
 		"this tool's rate for you is spent ("+strconv.Itoa(rate.Calls)+" calls per "+rate.Per.String()+"); try again later", wait)
 }
 
+// NewLimits returns Limits with no call running.
+func NewLimits() *Limits { return &Limits{tools: make(map[string]*toolSlots)} }
+
+// Queued is the number of calls waiting for a place, of all tools.
+func (s *Limits) Queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued
+}
+
 // Queued is the number of calls waiting for a place (Policy.Concurrency),
-// of all tools.
-func (s *Server) Queued() int {
-	s.slots.mu.Lock()
-	defer s.slots.mu.Unlock()
-	return s.slots.queued
+// of all tools (of every server that shares its Limits).
+func (s *Server) Queued() int { return s.slots.Queued() }
+
+// limitName is the name tool's rate and places go by (Options.LimitName).
+func (s *Server) limitName(tool string) string {
+	if f := s.opts.LimitName; f != nil {
+		return f(tool)
+	}
+	return tool
 }
 
 // admit applies cl's policy's rate and concurrency to it as its tool is
@@ -216,7 +231,7 @@ func (s *Server) Queued() int {
 func (s *Server) admit(cl *call, ctx context.Context) (func(), *spec.Error) {
 	p, principal := cl.pol, cl.c.principal
 	if p.Rate.Calls > 0 {
-		ok, wait, err := s.rates.Take(ctx, cl.tool, principal, p.Rate)
+		ok, wait, err := s.rates.Take(ctx, s.limitName(cl.tool), principal, p.Rate)
 		switch {
 		case err != nil:
 			// The bucket is out of reach (a cluster's store): the call runs
@@ -230,7 +245,7 @@ func (s *Server) admit(cl *call, ctx context.Context) (func(), *spec.Error) {
 	if !p.Concurrency.bounded() {
 		return func() {}, nil
 	}
-	leave, refusal := s.slots.enter(ctx, cl.tool, principal, p.Concurrency)
+	leave, refusal := s.slots.enter(ctx, s.limitName(cl.tool), principal, p.Concurrency)
 	if refusal != nil && refusal.Reason == spec.ReasonConcurrencyLimit {
 		s.refused(cl, spec.ReasonConcurrencyLimit)
 	}

@@ -246,6 +246,49 @@ func TestToolConcurrency(t *testing.T) {
 	})
 }
 
+// Two servers that serve one tool under two names share its limits through
+// Options.Limits, Rates and LimitName: a call on one holds the place a call
+// on the other wants, and a rate spent on one is spent on the other.
+// Virtual time.
+func TestSharedLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		limits, rates := mcp.NewLimits(), mcp.NewMemoryRates()
+		pol := mcp.Policy{Mode: mcp.Never, Concurrency: mcp.Concurrency{Max: 1}, Rate: mcp.Rate{Calls: 2, Per: time.Hour}}
+		key := func(tool string) string { return "up/" + strings.TrimPrefix(tool, "up__") }
+		plain, err := mcp.New(demo.Server("test"), &mcp.Options{Tools: map[string]mcp.Policy{"countdown": pol}, Limits: limits, Rates: rates, LimitName: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := server.NewMCPServer("agg", "1", server.WithToolCapabilities(true))
+		for _, st := range demo.Server("test").ListTools() {
+			tl := st.Tool
+			tl.Name = "up__" + tl.Name
+			srv.AddTool(tl, st.Handler)
+		}
+		agg, err := mcp.New(srv, &mcp.Options{Tools: map[string]mcp.Policy{"up__countdown": pol}, Limits: limits, Rates: rates, LimitName: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := serveAs(t, plain)(&mcp.SessionOptions{Principal: "alice"})
+		b := serveAs(t, agg)(&mcp.SessionOptions{Principal: "alice"})
+		a.Send(`{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"countdown","arguments":{"seconds":3,"steps":1}}}`)
+		synctest.Wait()
+		b.Send(`{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"up__countdown","arguments":{"seconds":1,"steps":1}}}`)
+		resp, _ := b.Response(`"b1"`)
+		refusedWith(t, resp, spec.ReasonConcurrencyLimit, time.Second)
+		if plain.Queued() != agg.Queued() {
+			t.Errorf("Queued: %d and %d, want one count", plain.Queued(), agg.Queued())
+		}
+		if resp, _ := a.Response(`"a1"`); e2etest.Text(resp) != "countdown done: 1 of 1 steps" {
+			t.Fatalf("a1: %s", resp.Raw)
+		}
+		// Two calls were taken of the rate (b1 was refused after its take).
+		b.Send(`{"jsonrpc":"2.0","id":"b2","method":"tools/call","params":{"name":"up__countdown","arguments":{"seconds":1,"steps":1}}}`)
+		resp, _ = b.Response(`"b2"`)
+		refusedWith(t, resp, spec.ReasonRateLimited, 30*time.Minute-3*time.Second)
+	})
+}
+
 // A tool's Rate: a principal starts Calls per Per, then is refused -32023
 // rate_limited with a retryAfterMs until its bucket has a call again; each
 // principal has its own bucket. Virtual time.
