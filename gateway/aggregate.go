@@ -201,24 +201,38 @@ func (a *Aggregate) Route(tool string) (g *Gateway, name string, ok bool) {
 	return r.g, r.name, ok
 }
 
-// PolicyOf is the core's Options.PolicyOf for the aggregate: the policy of
-// the tool's upstream (policy, given the upstream and the tool's name there;
-// nil: p as the core resolved it), with what the upstream says of its tasks
-// (Gateway.PolicyOf).
-func (a *Aggregate) PolicyOf(policy func(upstream, tool string) (resumemcp.Policy, bool)) func(string, resumemcp.Policy) resumemcp.Policy {
+// PolicyOf is the core's Options.PolicyOf for the aggregate: the policy
+// policy gives the tool (its name here, its upstream's, and its name there),
+// when it gives one, else p as the core resolved it; then what the upstream
+// says of its tasks (Gateway.PolicyOf).
+func (a *Aggregate) PolicyOf(policy func(tool, upstream, name string) (resumemcp.Policy, bool)) func(string, resumemcp.Policy) resumemcp.Policy {
 	return func(tool string, p resumemcp.Policy) resumemcp.Policy {
 		g, name, ok := a.Route(tool)
 		if !ok {
 			return p
 		}
 		if policy != nil {
-			if q, ok := policy(g.Name(), name); ok {
+			if q, ok := policy(tool, g.Name(), name); ok {
 				p = q
 			}
 		}
 		return g.PolicyOf(name, p)
 	}
 }
+
+// LimitName is the name a tool's rate and concurrency go by (mcp.Options.
+// LimitName): UPSTREAM/tool for an upstream's tool, whatever name an
+// endpoint gives it, so that the aggregate and the upstream's own endpoint
+// share them; the tool's own for the others (the core's).
+func (a *Aggregate) LimitName(tool string) string {
+	if g, name, ok := a.Route(tool); ok {
+		return LimitName(g.Name(), name)
+	}
+	return tool
+}
+
+// LimitName is the name the tool of upstream's rate and concurrency go by.
+func LimitName(upstream, tool string) string { return upstream + "/" + tool }
 
 // newServer is the aggregate's mcp-go server: every capability, list
 // changes always.

@@ -10,10 +10,12 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume"
 )
 
-// Collector is a prometheus.Collector of one engine's Stats. It is safe for
+// Collector is a prometheus.Collector of one engine's Stats, or of several
+// (a gateway of several upstreams: one engine per endpoint). It is safe for
 // concurrent use.
 type Collector struct {
-	eng *resume.Engine
+	engs  []Endpoint
+	label bool // each metric has the label upstream
 
 	requests, tasks, attached, detached, queued, tombstones *prometheus.Desc
 	resumes, expired, evicted, tokenFailures, unreadable    *prometheus.Desc
@@ -21,13 +23,31 @@ type Collector struct {
 
 var _ prometheus.Collector = (*Collector)(nil)
 
+// Endpoint is an engine and the upstream whose endpoint it serves ("" for a
+// gateway's aggregated one).
+type Endpoint struct {
+	Upstream string
+	Engine   *resume.Engine
+}
+
 // NewCollector returns a Collector of eng.
 func NewCollector(eng *resume.Engine) *Collector {
+	return newCollector([]Endpoint{{Engine: eng}}, false)
+}
+
+// NewEndpointsCollector returns a Collector of several engines, each metric
+// labelled upstream with its Endpoint's.
+func NewEndpointsCollector(engs []Endpoint) *Collector { return newCollector(engs, true) }
+
+func newCollector(engs []Endpoint, label bool) *Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
+		if label {
+			labels = append(labels, "upstream")
+		}
 		return prometheus.NewDesc("mcp_resume_"+name, help, labels, nil)
 	}
 	return &Collector{
-		eng:           eng,
+		engs: engs, label: label,
 		requests:      d("requests", "Live resumable requests, by state.", "state"),
 		tasks:         d("tasks", "Live tasks (among the requests), by state.", "state"),
 		attached:      d("requests_attached", "Live resumable requests whose messages go to a client's stream now."),
@@ -49,14 +69,24 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends the engine's current values.
+// Collect sends the engines' current values.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.eng.Stats()
+	for _, e := range c.engs {
+		c.collect(ch, e)
+	}
+}
+
+func (c *Collector) collect(ch chan<- prometheus.Metric, e Endpoint) {
+	st := e.Engine.Stats()
+	var own []string
+	if c.label {
+		own = []string{e.Upstream}
+	}
 	gauge := func(d *prometheus.Desc, v int, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), append(labels, own...)...)
 	}
 	counter := func(d *prometheus.Desc, v uint64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), own...)
 	}
 	gauge(c.requests, st.Processing, "processing")
 	gauge(c.requests, st.Completed, "completed")
@@ -78,8 +108,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // Handler serves /metrics: eng's Collector, extra collectors (a StoreTimer), and
 // the Go runtime's and the process's metrics, on a registry of its own.
 func Handler(eng *resume.Engine, extra ...prometheus.Collector) http.Handler {
+	return HandlerOf(NewCollector(eng), extra...)
+}
+
+// HandlerOf is Handler for a Collector of one engine or several.
+func HandlerOf(c *Collector, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }

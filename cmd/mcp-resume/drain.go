@@ -17,14 +17,14 @@ const drainPoll = 50 * time.Millisecond
 
 // drain is the first part of serve's shutdown, after /readyz went 503: up to
 // grace, the servers stop keeping connections alive (a client's next request
-// opens a new one, which a balancer sends to a ready instance), core refuses
+// opens a new one, which a balancer sends to a ready instance), the cores refuse
 // new calls (shutting_down) and serves everything else, and the calls running
 // here finish. A second SIGINT or SIGTERM ends it at once. Then what still runs
 // is handed on: with a durable store (keep) a restartable tool's request is left
 // for the cluster's other instances (they claim it as this instance leaves) or
 // the next process to run again; any other ends with server_stopped, stored for
 // its client's resume.
-func drain(core *mcp.Server, servers []*http.Server, grace time.Duration, keep bool, log zerolog.Logger) {
+func drain(cores []*mcp.Server, servers []*http.Server, grace time.Duration, keep bool, log zerolog.Logger) {
 	if grace <= 0 {
 		return
 	}
@@ -34,9 +34,18 @@ func drain(core *mcp.Server, servers []*http.Server, grace time.Duration, keep b
 	for _, s := range servers {
 		s.SetKeepAlivesEnabled(false)
 	}
-	core.Drain()
+	running := func() int {
+		n := 0
+		for _, c := range cores {
+			n += c.Running()
+		}
+		return n
+	}
+	for _, c := range cores {
+		c.Drain()
+	}
 	start := time.Now()
-	if n := core.Running(); n > 0 {
+	if n := running(); n > 0 {
 		log.Info().Int("calls", n).Stringer("grace", grace).Msg("draining: new calls go to other instances, running ones finish (a second SIGTERM or SIGINT stops now)")
 	}
 	deadline := time.NewTimer(grace)
@@ -44,7 +53,7 @@ func drain(core *mcp.Server, servers []*http.Server, grace time.Duration, keep b
 	tick := time.NewTicker(drainPoll)
 	defer tick.Stop()
 wait:
-	for core.Running() > 0 {
+	for running() > 0 {
 		select {
 		case <-tick.C:
 		case <-deadline.C:
@@ -55,7 +64,11 @@ wait:
 			break wait
 		}
 	}
-	ended, left := core.Abandon(keep)
+	ended, left := 0, 0
+	for _, c := range cores {
+		e, l := c.Abandon(keep)
+		ended, left = ended+e, left+l
+	}
 	log.Info().Stringer("took", time.Since(start).Round(time.Millisecond)).Int("ended", ended).Int("runAgain", left).
 		Msg("drained")
 }

@@ -17,10 +17,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/metrics"
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -354,8 +357,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	if !gw && fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments (got %q); to serve another MCP server, use mcp-resume gateway -- CMD ARGS", fs.Args())
 	}
-	if gw && (f.upstream == "") == (fs.NArg() == 0) {
-		return errors.New("gateway: give the upstream either as a command after -- or with --upstream URL")
+	if gw && (f.upstream != "" && fs.NArg() > 0 || f.upstream == "" && fs.NArg() == 0 && f.config == "") {
+		return errors.New("gateway: give the upstream either as a command after -- or with --upstream URL (or several in --config's upstreams)")
 	}
 	if f.stdio && f.wsAddr != "" {
 		return errors.New("--ws serves the network transports; it cannot be combined with --stdio")
@@ -406,6 +409,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		return err
 	}
 	def, tools := pol.def, pol.tools
+	if gw && len(pol.upstreams) == 0 && f.upstream == "" && fs.NArg() == 0 {
+		return fmt.Errorf("gateway: --config %s names no upstreams: give the upstream as a command after -- or with --upstream URL", f.config)
+	}
 	if err := f.oauth.addToolScopes(pol.scopes); err != nil {
 		return err
 	}
@@ -428,20 +434,46 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			return err
 		}
 	}
-	store, node, closeStore, err := openStore(context.Background(), &f, log)
+	set, err := openStores(&f, log)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	var sessions mcp.SessionShare // a cluster's instances take up each other's HTTP sessions
-	if node != nil && !f.stdio {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		sh, err := node.Sessions(sctx, f.sessionIdle)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("sharing the sessions with the cluster: %w", err)
+	if set != nil {
+		defer set.close()
+	}
+	multi := len(pol.upstreams) > 0
+	// Without --data-dir or --nats-url there is no store: each engine keeps
+	// its requests in memory itself.
+	timer := metrics.NewStoreTimer() // for /metrics
+	var nodes []*cluster.Node
+	// storeOf opens the store of the endpoint of upstream ("" for the
+	// process's own: the server, the gateway, or a gateway's aggregate), the
+	// cluster's share of its HTTP sessions, and its membership of the cluster.
+	storeOf := func(upstream string) (resume.Store, mcp.SessionShare, *cluster.Node, error) {
+		if set == nil {
+			return nil, nil, nil, nil
 		}
-		sessions = sh
+		st, node, err := set.open(context.Background(), upstream)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if node == nil {
+			return timer.Wrap(st), nil, nil, nil
+		}
+		nodes = append(nodes, node)
+		if f.stdio {
+			return timer.Wrap(st), nil, node, nil
+		}
+		// A cluster's instances take up each other's HTTP sessions.
+		sh, err := set.sessions(context.Background(), node, upstream)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("sharing the sessions with the cluster: %w", err)
+		}
+		return timer.Wrap(st), sh, node, nil
+	}
+	store, sessions, node, err := storeOf("")
+	if err != nil {
+		return err
 	}
 	var rates mcp.Rates // a cluster's instances share the tools' rate buckets
 	if node != nil {
@@ -452,16 +484,38 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			return fmt.Errorf("sharing the tools' rates with the cluster: %w", err)
 		}
 		rates = clusterRates{r}
+	} else if multi { // the aggregate and each upstream's endpoint share one
+		rates = mcp.NewMemoryRates()
 	}
-	// Without --data-dir or --nats-url there is no store: the engine keeps the
-	// requests in memory itself.
-	timer := metrics.NewStoreTimer() // for /metrics
-	if store != nil {
-		store = timer.Wrap(store)
-	}
+	// The policies in effect (a reload changes them), for a gateway of
+	// several: the aggregate's tools' policies are their upstreams'.
+	var current atomic.Pointer[policies]
+	current.Store(pol)
+	var limits *mcp.Limits
 	var srv *server.MCPServer
 	var policyOf func(string, mcp.Policy) mcp.Policy
-	if gw {
+	var limitName func(string) string
+	var agg *gateway.Aggregate
+	switch {
+	case multi:
+		if f.upstream != "" || fs.NArg() > 0 {
+			return fmt.Errorf("--config %s names upstreams: give no --upstream nor command after --", f.config)
+		}
+		if agg, err = startUpstreams(pol, &current, stderr, log, tp, om.client); err != nil {
+			return err
+		}
+		defer agg.Close()
+		srv, limits, limitName = agg.Server(), mcp.NewLimits(), agg.LimitName
+		// A tool the file names by the aggregate's name has that policy;
+		// the others their upstream's.
+		policyOf = agg.PolicyOf(func(tool, upstream, name string) (mcp.Policy, bool) {
+			cur := current.Load()
+			if _, named := cur.tools[tool]; named {
+				return mcp.Policy{}, false
+			}
+			return cur.ups[upstream].of(name), true
+		})
+	case gw:
 		inEffect := func(tool string) mcp.Policy {
 			if c := pm.core.Load(); c != nil {
 				return c.Policy(tool)
@@ -478,46 +532,81 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		defer g.Close()
 		srv = g.Server()
 		policyOf = g.PolicyOf
-	} else {
+	default:
 		srv = toolServer(f.conformance)
 	}
-	core, err := mcp.New(srv, &mcp.Options{
-		Store: store,
-		Engine: &resume.Options{
-			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
-			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
-			MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP,
-		},
-		Cluster:       asCluster(node),
-		Sessions:      sessions,
-		DefaultPolicy: def,
-		QuickCall:     cmp.Or(f.quickCall, -1), // the flag's 0 is "none"; the option's is the default
-		AnswerWithin:  f.answerWithin,
-		Tools:         tools,
-		PolicyOf:      policyOf,
-		Logger:        &log,
+	newCore := func(srv *server.MCPServer, store resume.Store, sessions mcp.SessionShare, node *cluster.Node,
+		def mcp.Policy, tools map[string]mcp.Policy, policyOf func(string, mcp.Policy) mcp.Policy, limitName func(string) string) (*mcp.Server, error) {
+		return mcp.New(srv, &mcp.Options{
+			Store: store,
+			Engine: &resume.Options{
+				MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
+				TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
+				MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP,
+			},
+			Cluster:       asCluster(node),
+			Sessions:      sessions,
+			DefaultPolicy: def,
+			QuickCall:     cmp.Or(f.quickCall, -1), // the flag's 0 is "none"; the option's is the default
+			AnswerWithin:  f.answerWithin,
+			Tools:         tools,
+			PolicyOf:      policyOf,
+			Logger:        &log,
 
-		TokenFailureBurst:         f.failBurst,
-		TokenFailureRefill:        f.failRefill,
-		MaxConcurrentPerPrincipal: f.maxConcurrentP,
-		TaskTTL:                   f.taskTTL,
-		MaxTaskTTL:                f.maxTaskTTL,
-		TracerProvider:            tp,
-		OnOperation:               om.server,
-		OnRefused:                 pm.onRefused,
-		Rates:                     rates,
-		Audit:                     aud.record,
-	})
+			TokenFailureBurst:         f.failBurst,
+			TokenFailureRefill:        f.failRefill,
+			MaxConcurrentPerPrincipal: f.maxConcurrentP,
+			TaskTTL:                   f.taskTTL,
+			MaxTaskTTL:                f.maxTaskTTL,
+			TracerProvider:            tp,
+			OnOperation:               om.server,
+			OnRefused:                 pm.onRefused,
+			Rates:                     rates,
+			Limits:                    limits,
+			LimitName:                 limitName,
+			Audit:                     aud.record,
+		})
+	}
+	core, err := newCore(srv, store, sessions, node, def, tools, policyOf, limitName)
 	if err != nil {
 		return err
 	}
 	pm.core.Store(core)
+	eps := []endpoint{{core: core}}
+	if multi {
+		// Each upstream's own endpoint: its tools under its names, its
+		// store, the limits it shares with the aggregate.
+		for _, g := range agg.Upstreams() {
+			name := g.Name()
+			st, sh, n, err := storeOf(name)
+			if err != nil {
+				return fmt.Errorf("upstream %s: %w", name, err)
+			}
+			up := pol.ups[name]
+			c, err := newCore(g.Server(), st, sh, n, up.def, up.tools, g.PolicyOf, func(tool string) string { return gateway.LimitName(name, tool) })
+			if err != nil {
+				return fmt.Errorf("upstream %s: %w", name, err)
+			}
+			eps = append(eps, endpoint{upstream: name, core: c, gw: g})
+		}
+	}
+	apply := func(p *policies) {
+		current.Store(p)
+		core.SetPolicies(p.def, p.tools)
+		for _, e := range eps[1:] {
+			up := p.ups[e.upstream]
+			e.core.SetPolicies(up.def, up.tools)
+		}
+		if multi && !reflect.DeepEqual(p.upstreams, pol.upstreams) {
+			log.Warn().Msg("the policy file's upstreams changed: their policies are in effect, the upstreams themselves change at a restart")
+		}
+	}
 	sctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx := shutDownOnLeaseLoss(sctx, node, log)
+	ctx := shutDownOnLeaseLoss(sctx, nodes, log)
 	var watching sync.WaitGroup
 	wctx, stopWatching := context.WithCancel(ctx)
-	watching.Go(func() { watchPolicies(wctx, src, core, pm, pol.hash, log) })
+	watching.Go(func() { watchPolicies(wctx, src, apply, pm, pol.hash, log) })
 	defer watching.Wait()
 	defer stopWatching()
 	if f.stdio {
@@ -536,12 +625,23 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		// On stdio the connection is the whole session: when it ends there is no
 		// one to resume on here, so the process ends and its requests with it
 		// (with a durable store the next process recovers them).
-		core.Close()
+		for _, e := range eps {
+			e.core.Close()
+		}
 		log.Info().Msg("mcp-resume stopped")
 		return cmp.Or(leaseLost(ctx), err)
 	}
-	err = serveHTTP(ctx, &f, bound, core, keys, auth, log, timer, om.collectors)
+	err = serveHTTP(ctx, &f, bound, eps, keys, auth, log, timer, om.collectors)
 	return cmp.Or(leaseLost(ctx), err)
+}
+
+// endpoint is one core the process serves: the server's (or a gateway's, or
+// a gateway of several's aggregate), and a gateway of several's upstreams'
+// own, each at /servers/NAME/.
+type endpoint struct {
+	upstream string           // "" for the first
+	core     *mcp.Server      //
+	gw       *gateway.Gateway // an upstream's endpoint: its gateway
 }
 
 // errLeaseLost ends serve when this instance lost its lease in the cluster.
@@ -555,19 +655,29 @@ func asCluster(node *cluster.Node) mcp.Cluster {
 	return node
 }
 
-// shutDownOnLeaseLoss returns ctx, also ended (cause errLeaseLost) when node,
-// this instance's membership of a cluster, finds its lease lapsed or taken: the
+// shutDownOnLeaseLoss returns ctx, also ended (cause errLeaseLost) when one of
+// nodes, this instance's memberships of a cluster (one per endpoint), finds its lease lapsed or taken: the
 // other instances take over this one's requests, so it must stop running them.
 // The process shuts down gracefully and exits non-zero; a supervisor starts it
 // again with a fresh lease.
-func shutDownOnLeaseLoss(ctx context.Context, node *cluster.Node, log zerolog.Logger) context.Context {
-	if node == nil {
+func shutDownOnLeaseLoss(ctx context.Context, nodes []*cluster.Node, log zerolog.Logger) context.Context {
+	if len(nodes) == 0 {
 		return ctx
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
+	lost := make(chan struct{}, len(nodes))
+	for _, node := range nodes {
+		go func() {
+			select {
+			case <-node.Lost():
+				lost <- struct{}{}
+			case <-ctx.Done():
+			}
+		}()
+	}
 	go func() {
 		select {
-		case <-node.Lost():
+		case <-lost:
 			log.Error().Msg("lost the cluster lease: shutting down (the other instances take over this one's requests)")
 			cancel(errLeaseLost)
 		case <-ctx.Done():
@@ -640,7 +750,7 @@ func orWebSocket(h, wsh http.Handler) http.Handler {
 // connections close, running requests end. The --http listener has Streamable
 // HTTP (--path), WebSocket (/ws, and --path: orWebSocket) and the demo page
 // (/); a --ws listener WebSocket (/ws) and the page.
-func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.Server, keys *transport.KeySet, auth *authn, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
+func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, eps []endpoint, keys *transport.KeySet, auth *authn, log zerolog.Logger, timer *metrics.StoreTimer, ops []prometheus.Collector) error {
 	if keys != nil {
 		defer reloadOnHUP(ctx, f.apiKeys, keys, log)()
 	}
@@ -654,39 +764,51 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 	default:
 		log.Warn().Bool("auth", false).Msg("authentication off: anyone who can reach the listeners can call tools (give --api-keys or --oauth-issuer)")
 	}
-	h := httptransport.NewHandler(core, &httptransport.Options{
-		Auth:                    auth.auth,
-		AllowedHosts:            allowedHosts(f.hosts, f.httpAddr),
-		AllowedOrigins:          splitList(f.origins),
-		MaxMessageBytes:         f.maxMessage,
-		BodyTimeout:             f.bodyTimeout,
-		SessionIdle:             f.sessionIdle,
-		EmptySessionIdle:        f.emptyIdle,
-		MaxSessions:             f.maxSessions,
-		MaxSessionsPerPrincipal: f.maxSessionsP,
-		MaxSessionsPerAddress:   f.maxSessionsA,
-		StreamIdle:              f.streamIdle,
-		KeepAlive:               f.keepAlive,
-		Logger:                  &log,
-	})
-	wsh := ws.NewHandler(core, &ws.AcceptOptions{
-		Options: ws.Options{
-			MaxMessageBytes: f.maxMessage,
-			PingInterval:    f.wsPing,
-			PingTimeout:     f.wsPingTimeout,
-		},
-		InitTimeout:    f.wsInitTimeout,
-		AllowedHosts:   slices.Concat(allowedHosts(f.hosts, f.httpAddr), allowedHosts(f.hosts, f.wsAddr)),
-		Auth:           auth.auth,
-		AllowedOrigins: splitList(f.origins),
-		Logger:         &log,
-	})
+	hs := make([]*httptransport.Handler, len(eps))
+	wshs := make([]*ws.Handler, len(eps))
+	for i, e := range eps {
+		hs[i] = httptransport.NewHandler(e.core, &httptransport.Options{
+			Auth:                    auth.auth,
+			AllowedHosts:            allowedHosts(f.hosts, f.httpAddr),
+			AllowedOrigins:          splitList(f.origins),
+			MaxMessageBytes:         f.maxMessage,
+			BodyTimeout:             f.bodyTimeout,
+			SessionIdle:             f.sessionIdle,
+			EmptySessionIdle:        f.emptyIdle,
+			MaxSessions:             f.maxSessions,
+			MaxSessionsPerPrincipal: f.maxSessionsP,
+			MaxSessionsPerAddress:   f.maxSessionsA,
+			StreamIdle:              f.streamIdle,
+			KeepAlive:               f.keepAlive,
+			Logger:                  &log,
+		})
+		wshs[i] = ws.NewHandler(e.core, &ws.AcceptOptions{
+			Options: ws.Options{
+				MaxMessageBytes: f.maxMessage,
+				PingInterval:    f.wsPing,
+				PingTimeout:     f.wsPingTimeout,
+			},
+			InitTimeout:    f.wsInitTimeout,
+			AllowedHosts:   slices.Concat(allowedHosts(f.hosts, f.httpAddr), allowedHosts(f.hosts, f.wsAddr)),
+			Auth:           auth.auth,
+			AllowedOrigins: splitList(f.origins),
+			Logger:         &log,
+		})
+	}
 	page := web.Handler()
 	if f.gateway {
 		// The demo page calls the demo tools, which a gateway does not have.
-		page = gatewayPage(f.path)
+		page = gatewayPage(f.path, eps)
 	}
-	var pr probes
+	pr := probes{eps: eps}
+	// mountWS mounts the WebSocket endpoints: the first's at /ws, each
+	// upstream's at /servers/NAME/ws.
+	mountWS := func(mux *http.ServeMux) {
+		mux.Handle("/ws", wshs[0])
+		for i, e := range eps[1:] {
+			mux.Handle(serversPath+e.upstream+"/ws", wshs[i+1])
+		}
+	}
 
 	type listener struct {
 		ln  net.Listener
@@ -704,22 +826,40 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 	}
 	if bound.http != nil {
 		mux := http.NewServeMux()
-		mux.Handle(f.path, orWebSocket(auth.bound(h), wsh))
-		mux.Handle("/ws", wsh)
+		mux.Handle(f.path, orWebSocket(auth.bound(hs[0]), wshs[0]))
+		for i, e := range eps[1:] {
+			mux.Handle(serversPath+e.upstream+"/mcp", orWebSocket(auth.bound(hs[i+1]), wshs[i+1]))
+		}
+		mountWS(mux)
 		mux.Handle("/", page)
 		auth.register(mux)
 		pr.register(mux)
 		sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_http_sessions", Help: "Streamable HTTP sessions open"},
-			func() float64 { return float64(h.Sessions()) })
-		cs := append([]prometheus.Collector{timer, sessions}, connMetrics(limit, wsh)...)
+			func() float64 {
+				n := 0
+				for _, h := range hs {
+					n += h.Sessions()
+				}
+				return float64(n)
+			})
+		cs := append([]prometheus.Collector{timer, sessions}, connMetrics(limit, wshs)...)
 		cs = append(cs, ops...)
 		cs = append(cs, auth.refusals)
-		mux.Handle("GET /metrics", auth.require(metrics.Handler(core.Engine(), cs...)))
+		collector := metrics.NewCollector(eps[0].core.Engine())
+		if len(eps) > 1 {
+			engs := make([]metrics.Endpoint, len(eps))
+			for i, e := range eps {
+				engs[i] = metrics.Endpoint{Upstream: e.upstream, Engine: e.core.Engine()}
+			}
+			collector = metrics.NewEndpointsCollector(engs)
+			cs = append(cs, upstreamsUp(eps))
+		}
+		mux.Handle("GET /metrics", auth.require(metrics.HandlerOf(collector, cs...)))
 		listen(bound.http, mux)
 	}
 	if bound.ws != nil {
 		mux := http.NewServeMux()
-		mux.Handle("/ws", wsh)
+		mountWS(mux)
 		mux.Handle("/", page)
 		auth.register(mux)
 		listen(bound.ws, mux)
@@ -736,6 +876,13 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 		} else {
 			ev = ev.Str("transport", "ws")
 		}
+		if len(eps) > 1 {
+			ups := make([]string, 0, len(eps)-1)
+			for _, e := range eps[1:] {
+				ups = append(ups, e.upstream)
+			}
+			ev = ev.Strs("upstreams", ups).Str("servers", "http://"+addr+serversPath+"NAME/mcp")
+		}
 		ev.Str("ws", "ws://"+addr+"/ws").Str("page", "http://"+addr+"/").Bool("auth", auth.auth != nil).
 			Stringer("maxWait", f.maxWait).Bool("conformance", f.conformance).Msg("mcp-resume serving")
 	}
@@ -746,17 +893,23 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 		log.Info().Msg("shutting down")
 	}
 	pr.shutdown()
+	cores := make([]*mcp.Server, len(eps))
+	for i, e := range eps {
+		cores[i] = e.core
+	}
 	if err == nil && leaseLost(ctx) == nil {
 		servers := make([]*http.Server, len(lns))
 		for i, l := range lns {
 			servers[i] = l.srv
 		}
-		drain(core, servers, f.drainGrace, f.dataDir != "" || f.natsURL != "", log)
+		drain(cores, servers, f.drainGrace, f.dataDir != "" || f.natsURL != "", log)
 	}
 	// Streams and WebSocket connections first: Shutdown waits for open requests,
 	// and does not know hijacked connections.
-	h.Close()
-	wsh.Close()
+	for i := range eps {
+		hs[i].Close()
+		wshs[i].Close()
+	}
 	for _, l := range lns {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if serr := l.srv.Shutdown(sctx); err == nil {
@@ -764,7 +917,9 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 		}
 		cancel()
 	}
-	core.Close()
+	for _, c := range cores {
+		c.Close()
+	}
 	log.Info().Msg("mcp-resume stopped")
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -772,9 +927,38 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, core *mcp.S
 	return err
 }
 
+// serversPath is where a gateway of several serves each upstream alone:
+// /servers/NAME/mcp (Streamable HTTP, and WebSocket for a GET that asks for
+// an upgrade) and /servers/NAME/ws.
+const serversPath = "/servers/"
+
+// upstreamsUp exports whether each upstream of a gateway of several is
+// connected now.
+func upstreamsUp(eps []endpoint) prometheus.Collector {
+	desc := prometheus.NewDesc("mcp_resume_upstream_up", "1 while the upstream's connection is up, 0 while it is not (never reached, or being made again)", []string{"upstream"}, nil)
+	return collectorFunc{desc, func(ch chan<- prometheus.Metric) {
+		for _, e := range eps[1:] {
+			v := 0.0
+			if e.gw.Up() {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, e.upstream)
+		}
+	}}
+}
+
+// collectorFunc is a collector of one metric's values, collected by a func.
+type collectorFunc struct {
+	desc    *prometheus.Desc
+	collect func(chan<- prometheus.Metric)
+}
+
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric)  { c.collect(ch) }
+
 // connMetrics exports limit (the connections open, and those refused at each
 // bound) and the WebSocket connections wsh closed for not initializing.
-func connMetrics(limit *transport.ConnLimit, wsh *ws.Handler) []prometheus.Collector {
+func connMetrics(limit *transport.ConnLimit, wshs []*ws.Handler) []prometheus.Collector {
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_connections", Help: "TCP connections open on the --http and --ws listeners"},
 		func() float64 { return float64(limit.Conns()) })
 	refused := func(bound string, n func(total, perAddress uint64) uint64) prometheus.Collector {
@@ -788,7 +972,13 @@ func connMetrics(limit *transport.ConnLimit, wsh *ws.Handler) []prometheus.Colle
 		refused("address", func(_, perAddress uint64) uint64 { return perAddress }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_resume_ws_init_timeouts_total",
 			Help: "WebSocket connections closed for sending no initialize within --ws-init-timeout"},
-			func() float64 { return float64(wsh.InitTimeouts()) })}
+			func() float64 {
+				var n uint64
+				for _, wsh := range wshs {
+					n += wsh.InitTimeouts()
+				}
+				return float64(n)
+			})}
 }
 
 // allowedHosts is --allowed-hosts, or by default the loopback names plus the
@@ -836,7 +1026,7 @@ func logOutput(w io.Writer) io.Writer {
 
 // gatewayPage is what a gateway serves at /: where its endpoints are (the demo
 // page calls tools only `serve` has).
-func gatewayPage(path string) http.Handler {
+func gatewayPage(path string, eps []endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -844,5 +1034,8 @@ func gatewayPage(path string) http.Handler {
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "mcp-resume gateway %s: Streamable HTTP at %s, WebSocket at /ws (the demo page is mcp-resume serve's)\n", version, path)
+		for _, e := range eps[1:] {
+			fmt.Fprintf(w, "upstream %s alone: Streamable HTTP at %s%s/mcp, WebSocket at %s%s/ws\n", e.upstream, serversPath, e.upstream, serversPath, e.upstream)
+		}
 	})
 }

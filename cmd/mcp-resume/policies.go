@@ -62,20 +62,45 @@ type policies struct {
 	tools  map[string]mcp.Policy
 	scopes map[string][]string
 	hash   string
+
+	// A gateway of several: its upstreams as the file says them (read at
+	// start), the conflict rule, and each upstream's policies, by name.
+	upstreams []config.Upstream
+	conflict  string
+	ups       map[string]upPolicies
+}
+
+// upPolicies are one upstream's policies: its default and its named tools
+// (by its names).
+type upPolicies struct {
+	def   mcp.Policy
+	tools map[string]mcp.Policy
+}
+
+// of is the policy of the upstream's tool name.
+func (u upPolicies) of(name string) mcp.Policy {
+	if p, ok := u.tools[name]; ok {
+		return p
+	}
+	return u.def
 }
 
 // load reads the file, when there is one, and puts the policies together.
 func (src *policySource) load() (*policies, error) {
-	out := &policies{tools: map[string]mcp.Policy{}, scopes: map[string][]string{}}
+	out := &policies{tools: map[string]mcp.Policy{}, scopes: map[string][]string{}, ups: map[string]upPolicies{}}
+	var file *config.File
 	base, err := config.ParseResume(src.defaultPolicy)
 	if err != nil {
 		return nil, fmt.Errorf("--default-policy: %w", err)
 	}
 	out.def = mcp.Policy{Mode: base.Mode, After: base.After}
 	if src.file != "" {
-		file, err := config.Read(src.file)
-		if err != nil {
+		var err error
+		if file, err = config.Read(src.file); err != nil {
 			return nil, fmt.Errorf("--config %w", err)
+		}
+		if len(file.Upstreams) > 0 && !src.gateway {
+			return nil, fmt.Errorf("--config %s: upstreams are a gateway's (mcp-resume gateway --config)", src.file)
 		}
 		// The file's defaults on top of the server's; --default-policy, when
 		// given, over the file's.
@@ -138,6 +163,16 @@ func (src *policySource) load() (*policies, error) {
 		tools[name] = p
 	}
 	out.def = def
+	if file != nil {
+		out.upstreams = file.Upstreams
+		if file.Aggregate != nil {
+			out.conflict = file.Aggregate.Conflict
+		}
+		for _, u := range file.Upstreams {
+			d, ts := u.Policies(def)
+			out.ups[u.Name] = upPolicies{def: d, tools: ts}
+		}
+	}
 	return out, nil
 }
 
@@ -227,11 +262,11 @@ func (c clusterRates) Take(ctx context.Context, tool, principal string, rate mcp
 // and modification time, then its bytes' hash).
 const policyPoll = 2 * time.Second
 
-// watchPolicies reloads src's policies into core on SIGHUP and when its file
+// watchPolicies reloads src's policies (apply puts them in effect) on SIGHUP and when its file
 // changes, until ctx ends. A file that does not read is refused, with its line
 // and reason in the log, and the policies in effect stay. A call that runs
 // keeps the policy it started with.
-func watchPolicies(ctx context.Context, src *policySource, core *mcp.Server, m *policyMetrics, current string, log zerolog.Logger) {
+func watchPolicies(ctx context.Context, src *policySource, apply func(*policies), m *policyMetrics, current string, log zerolog.Logger) {
 	if src.file == "" {
 		return
 	}
@@ -261,7 +296,7 @@ func watchPolicies(ctx context.Context, src *policySource, core *mcp.Server, m *
 		if p.hash == current {
 			continue
 		}
-		core.SetPolicies(p.def, p.tools)
+		apply(p)
 		m.inEffect(p.hash)
 		log.Info().Str("file", src.file).Str("sha256", p.hash).Int("tools", len(p.tools)).Msg("policies reloaded")
 		current = p.hash
