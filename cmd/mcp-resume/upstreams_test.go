@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/testkit/everything"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
+	"github.com/mcp-resume/mcp-resume/transport"
+	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
+)
+
+// mcpgoUpstream serves a plain mcp-go server (not ours: no resume layer) over
+// Streamable HTTP in the test's process: echo, and slow, which sends steps
+// progress notifications over seconds.
+func mcpgoUpstream(t *testing.T) string {
+	t.Helper()
+	s := server.NewMCPServer("mcpgo", "1", server.WithToolCapabilities(true))
+	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text")), func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("mcpgo: " + req.GetString("text", "")), nil
+	})
+	s.AddTool(mcpgo.NewTool("slow", mcpgo.WithNumber("seconds"), mcpgo.WithNumber("steps")), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		steps := req.GetInt("steps", 1)
+		each := time.Duration(req.GetFloat("seconds", 1) * float64(time.Second) / float64(steps))
+		var token mcpgo.ProgressToken
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
+		}
+		for i := 1; i <= steps; i++ {
+			select {
+			case <-time.After(each):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if token != nil {
+				_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",
+					map[string]any{"progressToken": token, "progress": i, "total": steps})
+			}
+		}
+		return mcpgo.NewToolResultText(fmt.Sprintf("slow done: %d steps", steps)), nil
+	})
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// upstreamsFile writes a policy file naming upstreams, each a YAML flow
+// mapping, and returns its path.
+func upstreamsFile(t *testing.T, extra string, ups ...string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("version: 1\nupstreams:\n")
+	for _, u := range ups {
+		b.WriteString("- " + u + "\n")
+	}
+	b.WriteString(extra)
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// threeUpstreams are the issue's three: server-everything over stdio, a plain
+// mcp-go server over Streamable HTTP, and mcp-resume serve over WebSocket (its
+// process, returned).
+func threeUpstreams(t *testing.T, oursArgs string) (everythingUp, mcpgoUp, oursUp string, ours startLine) {
+	t.Helper()
+	ours = spawnNet(t, "serve --http 127.0.0.1:0"+oursArgs, 1)[0]
+	return fmt.Sprintf("{name: everything, command: [node, %q, stdio]}", everything.Path(t)),
+		fmt.Sprintf("{name: mcpgo, url: %q}", mcpgoUpstream(t)),
+		fmt.Sprintf("{name: ours, url: %q}", ours.WS), ours
+}
+
+// base is the origin of a listener's MCP URL.
+func base(l startLine) string { return strings.TrimSuffix(l.URL, "/mcp") }
+
+// toolsOf returns a client's tool names, once want are all among them.
+func toolsOf(t *testing.T, c *e2etest.Client, want ...string) []string {
+	t.Helper()
+	var names []string
+	i := 0
+	poll.Until(t, 30*time.Second, fmt.Sprintf("tools %v listed", want), func() bool {
+		i++
+		id := fmt.Sprintf(`"list%d"`, i)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/list"}`, id)
+		m, _ := c.Response(id)
+		var res struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		_ = json.Unmarshal(m.Result, &res)
+		names = names[:0]
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		for _, w := range want {
+			if !slices.Contains(names, w) {
+				return false
+			}
+		}
+		return true
+	})
+	return names
+}
+
+// echoes calls echo-like tools and checks each answer holds want.
+func echoes(t *testing.T, c *e2etest.Client, calls map[string]string) {
+	t.Helper()
+	n := 0
+	for tool, want := range calls {
+		n++
+		id := fmt.Sprintf(`"e%d"`, n)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{"message":"hi","text":"hi"}}}`, id, tool)
+		m, _ := c.Response(id)
+		if !strings.Contains(string(m.Raw), want) {
+			t.Errorf("%s: %s, want %q in it", tool, m.Raw, want)
+		}
+	}
+}
+
+// A gateway of three upstreams (server-everything over stdio, a plain mcp-go
+// server over Streamable HTTP, mcp-resume serve over WebSocket): every tool is
+// callable through the aggregate (each upstream's echo under its prefix) and
+// through each upstream's own path (under its own name), over Streamable HTTP
+// and WebSocket; /healthz says each is up, /metrics too.
+func TestGatewayUpstreams(t *testing.T) {
+	e, m, o, _ := threeUpstreams(t, "")
+	gw := spawnNet(t, "gateway --http 127.0.0.1:0 --config "+upstreamsFile(t, "", e, m, o), 1)[0]
+
+	c := e2etest.NewClient(t, httptransport.Dial(gw.URL, nil))
+	c.Initialize(`{}`)
+	names := toolsOf(t, c, "everything__echo", "mcpgo__echo", "mcpgo__slow", "ours__echo", "ours__countdown", "everything__trigger-long-running-operation")
+	for _, n := range names {
+		if !strings.Contains(n, "__") {
+			t.Errorf("a tool without its upstream's prefix: %s", n)
+		}
+	}
+	echoes(t, c, map[string]string{"everything__echo": "Echo: hi", "mcpgo__echo": "mcpgo: hi", "ours__echo": `"text":"hi"`})
+	c.Send(`{"jsonrpc":"2.0","id":"lr","method":"tools/call","params":{"name":"everything__trigger-long-running-operation","arguments":{"duration":0.3,"steps":3},"_meta":{"progressToken":"p"}}}`)
+	if resp, before := c.Response(`"lr"`); !strings.Contains(e2etest.Text(resp), "Steps: 3.") || len(progressValues(before)) != 3 {
+		t.Errorf("long-running through the aggregate: %s after %d messages", resp.Raw, len(before))
+	}
+
+	for _, up := range []struct{ name, tool, want string }{
+		{"everything", "echo", "Echo: hi"}, {"mcpgo", "echo", "mcpgo: hi"}, {"ours", "echo", `"text":"hi"`},
+	} {
+		for _, dial := range []func() *e2etest.Client{
+			func() *e2etest.Client {
+				return e2etest.NewClient(t, httptransport.Dial(base(gw)+"/servers/"+up.name+"/mcp", nil))
+			},
+			func() *e2etest.Client { return e2etest.NewClient(t, dialWS(t, wsOf(base(gw))+"/servers/"+up.name+"/ws")) },
+		} {
+			pc := dial()
+			pc.Initialize(`{}`)
+			names := toolsOf(t, pc, up.tool)
+			if slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "__") }) {
+				t.Errorf("%s's own path lists prefixed names: %v", up.name, names)
+			}
+			echoes(t, pc, map[string]string{up.tool: up.want})
+			pc.Close()
+		}
+	}
+
+	_, health := get(t, base(gw)+"/healthz")
+	for _, up := range []string{"everything", "mcpgo", "ours"} {
+		if !strings.Contains(health, "upstream "+up+" up") {
+			t.Errorf("/healthz says %q, want %s up", health, up)
+		}
+	}
+	_, metrics := get(t, base(gw)+"/metrics")
+	for _, want := range []string{`mcp_resume_upstream_up{upstream="mcpgo"} 1`, `mcp_resume_requests{state="completed",upstream=""}`, `upstream="ours"`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// progressValues are the progress values among msgs.
+func progressValues(msgs []e2etest.Msg) []int {
+	var out []int
+	for _, m := range msgs {
+		if m.Method == "notifications/progress" {
+			out = append(out, e2etest.Progress(m))
+		}
+	}
+	return out
+}
+
+// dialWS opens a WebSocket client connection to url, closed at the end of the
+// test.
+func dialWS(t *testing.T, url string) transport.Conn {
+	t.Helper()
+	c, err := ws.Dial(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
