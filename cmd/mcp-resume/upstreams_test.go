@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,14 +10,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/testkit/everything"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
@@ -39,15 +43,19 @@ func mcpgoUpstream(t *testing.T) string {
 		if req.Params.Meta != nil {
 			token = req.Params.Meta.ProgressToken
 		}
+		// Each step's progress is sent as the step starts: mcp-go's
+		// Streamable HTTP server writes a handler's notifications from a
+		// goroutine of its own, and one sent as the handler returns may come
+		// after the result, which ends the stream (it is lost).
 		for i := 1; i <= steps; i++ {
+			if token != nil {
+				_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",
+					map[string]any{"progressToken": token, "progress": i, "total": steps})
+			}
 			select {
 			case <-time.After(each):
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			}
-			if token != nil {
-				_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",
-					map[string]any{"progressToken": token, "progress": i, "total": steps})
 			}
 		}
 		return mcpgo.NewToolResultText(fmt.Sprintf("slow done: %d steps", steps)), nil
@@ -210,3 +218,119 @@ func dialWS(t *testing.T, url string) transport.Conn {
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// keyedCall is one call of TestGatewayUpstreamsChaos: a tool of one of the
+// upstreams that sends steps progress notifications, and what its result
+// says.
+type keyedCall struct {
+	tool, args, want string
+	steps            int
+}
+
+// threeCalls are a call of each upstream's slow tool, steps steps over
+// about seconds.
+func threeCalls(seconds float64, steps int) []keyedCall {
+	return []keyedCall{
+		{"everything__trigger-long-running-operation", fmt.Sprintf(`{"duration":%g,"steps":%d}`, seconds, steps), fmt.Sprintf("Steps: %d.", steps), steps},
+		{"mcpgo__slow", fmt.Sprintf(`{"seconds":%g,"steps":%d}`, seconds, steps), fmt.Sprintf("slow done: %d steps", steps), steps},
+		{"ours__countdown", fmt.Sprintf(`{"seconds":%d,"steps":%d}`, int(seconds+0.5), steps), fmt.Sprintf("countdown done: %d of %d steps", steps, steps), steps},
+	}
+}
+
+// callExact makes call with c and says what was wrong with it: not its
+// result, or progress other than 1..steps once each, in order.
+func callExact(ctx context.Context, c *client.Client, call keyedCall) error {
+	var mu sync.Mutex
+	var progress []int
+	res, err := c.CallTool(ctx, call.tool, json.RawMessage(call.args), &client.CallOptions{Progress: func(p client.Progress) {
+		mu.Lock()
+		progress = append(progress, int(p.Progress))
+		mu.Unlock()
+	}})
+	if err != nil {
+		return fmt.Errorf("%s: %w", call.tool, err)
+	}
+	b, _ := json.Marshal(res)
+	mu.Lock()
+	defer mu.Unlock()
+	want := make([]int, call.steps)
+	for i := range want {
+		want[i] = i + 1
+	}
+	switch {
+	case !strings.Contains(string(b), call.want):
+		return fmt.Errorf("%s: %s, want %q in it", call.tool, b, call.want)
+	case !slices.Equal(progress, want):
+		return fmt.Errorf("%s: progress %v, want %v", call.tool, progress, want)
+	}
+	return nil
+}
+
+// 50 keyed calls (mcp-resume's Go client) through the aggregate, spread over
+// the three upstreams, while every connection between the client and the
+// gateway, and between the gateway and its WebSocket upstream, is cut 100-700
+// ms after it opened: each call's result, and its progress once each, in
+// order.
+func TestGatewayUpstreamsChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	ours := spawnNet(t, "serve --http 127.0.0.1:0", 1)[0]
+	upCut := faultproxy.NewTimed(t, strings.TrimPrefix(base(ours), "http://"), 100*time.Millisecond, 700*time.Millisecond)
+	e, m, _, _ := threeUpstreams(t, "")
+	o := fmt.Sprintf("{name: ours, url: %q}", "ws://"+upCut.Addr()+"/ws")
+	gw := spawnNet(t, "gateway --http 127.0.0.1:0 --config "+upstreamsFile(t, "", e, m, o), 1)[0]
+	cut := faultproxy.NewTimed(t, strings.TrimPrefix(base(gw), "http://"), 100*time.Millisecond, 700*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c, err := client.Connect(ctx, httpDialer("http://"+cut.Addr()+"/mcp"), &client.Options{MinBackoff: 5 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	names, err := waitTools(ctx, c, "everything__trigger-long-running-operation", "mcpgo__slow", "ours__countdown")
+	if err != nil {
+		t.Fatalf("%v (listed %v)", err, names)
+	}
+	calls := threeCalls(2, 5)
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			if err := callExact(ctx, c, calls[i%3]); err != nil {
+				errs <- fmt.Errorf("call %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("cuts: %d client-gateway, %d gateway-upstream", cut.Cuts(), upCut.Cuts())
+	if cut.Cuts() == 0 || upCut.Cuts() == 0 {
+		t.Errorf("cuts: %d and %d, want some of each", cut.Cuts(), upCut.Cuts())
+	}
+}
+
+// waitTools waits until c's server lists want.
+func waitTools(ctx context.Context, c *client.Client, want ...string) ([]string, error) {
+	var names []string
+	for {
+		tools, err := c.ListTools(ctx)
+		names = names[:0]
+		for _, tl := range tools {
+			names = append(names, tl.Name)
+		}
+		if err == nil && !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(names, w) }) {
+			return names, nil
+		}
+		select {
+		case <-ctx.Done():
+			return names, fmt.Errorf("tools %v not all listed: %w", want, cmp.Or(err, ctx.Err()))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
