@@ -96,8 +96,18 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 
 // callErr is what the client of a call gets when the upstream's answer was an
 // error (as it is: a tool may fail its call with a code and a reason), or
-// when there was none.
+// when there was none; a resume the upstream refused because it lost the
+// call is upstream_lost.
 func callErr(err error) error {
+	var re *client.ResumeError
+	if errors.As(err, &re) {
+		switch re.Reason() {
+		case spec.ReasonNotFound, spec.ReasonServerRestarted, spec.ReasonOwnerLost, spec.ReasonServerStopped:
+			// The upstream no longer runs the call: it restarted (without
+			// a store, or the tool was not safe to run again) or stopped.
+			return spec.NewError(spec.CodeInternalError, ReasonUpstreamLost, "the upstream server lost the call ("+string(re.Reason())+"): "+re.Err.Message)
+		}
+	}
 	var e *spec.Error
 	if errors.As(err, &e) {
 		return e

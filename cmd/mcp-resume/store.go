@@ -128,8 +128,8 @@ func (s *stores) open(ctx context.Context, upstream string) (resume.Store, *clus
 	so := &jsstore.Options{Replicas: f.replicas, DeferRecords: s.srv != nil && f.sync == "periodic"}
 	co := &cluster.Options{Name: f.instance, Lease: f.lease, CallTimeout: min(5*time.Second, f.lease/2), Replicas: f.replicas, Logger: &log}
 	if upstream != "" {
-		so.Stream, so.Bucket = "MCP_RESUME_UP_"+upstream, "mcp-resume-up-"+upstream
-		co.Bucket, co.Subject = "mcp-resume-leases-up-"+upstream, "mr.up."+upstream
+		so.Stream, so.Subject, so.Bucket = "MCP_RESUME_UP_"+upstream, "mr.upmsg."+upstream, "mcp-resume-up-"+upstream
+		co.Bucket, co.Subject = "mcp-resume-leases-up-"+upstream, "mr.upctl."+upstream
 		l := log.With().Str("upstream", upstream).Logger()
 		co.Logger = &l
 	}

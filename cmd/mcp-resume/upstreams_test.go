@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/testkit/everything"
 	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
@@ -334,3 +336,120 @@ func waitTools(ctx context.Context, c *client.Client, want ...string) ([]string,
 	}
 }
 
+
+// kill -9 of one upstream (mcp-resume serve over WebSocket, started again on
+// its address) while calls of all three run: its restartable call (the
+// upstream's policy in the file says countdown is) runs again on the new
+// process and returns its result; its other call ends with upstream_lost;
+// the other two upstreams' calls return their results and all their
+// progress, untouched.
+func TestGatewayUpstreamKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	addr := freeAddr(t)
+	ours := spawnNet(t, "serve --http "+addr, 1)[0]
+	e, m, _, _ := threeUpstreams(t, "")
+	o := fmt.Sprintf("{name: ours, url: %q, tools: {countdown: {restartable: true}}}", ours.WS)
+	gw := spawnNet(t, "gateway --http 127.0.0.1:0 --config "+upstreamsFile(t, "", e, m, o), 1)[0]
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := client.Connect(ctx, httpDialer(gw.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if names, err := waitTools(ctx, c, "everything__trigger-long-running-operation", "mcpgo__slow", "ours__countdown", "ours__ask"); err != nil {
+		t.Fatalf("%v (listed %v)", err, names)
+	}
+	calls := threeCalls(3, 3)
+	var wg sync.WaitGroup
+	untouched := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { untouched[i] = callExact(ctx, c, calls[i]) })
+	}
+	var restarted, lost error
+	var restartedRes *mcpgo.CallToolResult
+	progressed := make(chan struct{}, 1)
+	wg.Go(func() {
+		restartedRes, restarted = c.CallTool(ctx, "ours__countdown", json.RawMessage(`{"seconds":3,"steps":3}`), &client.CallOptions{
+			Progress: func(client.Progress) {
+				select {
+				case progressed <- struct{}{}:
+				default:
+				}
+			}})
+	})
+	wg.Go(func() { _, lost = c.CallTool(ctx, "ours__ask", json.RawMessage(`{"delay":30}`), nil) })
+	select {
+	case <-progressed: // the countdown runs upstream
+	case <-ctx.Done():
+		t.Fatal("no progress of the countdown")
+	}
+	ours.Kill()
+	spawnNet(t, "serve --http "+addr, 1)
+	wg.Wait()
+	for i, err := range untouched {
+		if err != nil {
+			t.Errorf("%s, of an upstream not killed: %v", calls[i].tool, err)
+		}
+	}
+	if b, _ := json.Marshal(restartedRes); restarted != nil || !strings.Contains(string(b), "countdown done: 3 of 3 steps") {
+		t.Errorf("the restartable call: %s, %v; want its result, run again", b, restarted)
+	}
+	var se *spec.Error
+	if !errors.As(lost, &se) || se.Reason != "upstream_lost" {
+		t.Errorf("the other call of the killed upstream: %v, want upstream_lost", lost)
+	}
+}
+
+// A gateway of three upstreams with --data-dir, killed (SIGKILL) and started
+// again: the results its calls finished while their clients were away, of all
+// three upstreams, through the aggregate and through an upstream's own path,
+// are there for their resumes.
+func TestGatewayUpstreamsDataDir(t *testing.T) {
+	e, m, o, _ := threeUpstreams(t, "")
+	args := "gateway --http 127.0.0.1:0 --data-dir " + t.TempDir() + " --config " + upstreamsFile(t, "", e, m, o)
+	first := spawnNet(t, args, 1)[0]
+	type started struct {
+		url, id, token, want string
+	}
+	var calls []started
+	start := func(url, tool, callArgs, want string) {
+		c := e2etest.NewClient(t, httptransport.Dial(url, nil))
+		c.Initialize(`{"resumableRequests":{}}`)
+		if url == first.URL {
+			toolsOf(t, c, tool)
+		}
+		id := fmt.Sprint(len(calls) + 1)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"p"}}}`, id, tool, callArgs)
+		p := e2etest.PolicyOf(t, c.Next())
+		c.Close()
+		calls = append(calls, started{strings.TrimPrefix(url, base(first)), id, p.ResumeToken, want})
+	}
+	for _, k := range threeCalls(1, 3) {
+		start(first.URL, k.tool, k.args, k.want)
+	}
+	start(base(first)+"/servers/mcpgo/mcp", "slow", `{"seconds":0.3,"steps":3}`, "slow done: 3 steps")
+	for _, k := range calls {
+		w := e2etest.NewClient(t, httptransport.Dial(base(first)+k.url, nil))
+		w.Initialize(`{"resumableRequests":{}}`)
+		w.WaitStatus(k.id, k.token, func(st e2etest.Status) bool { return st.Status == "completed" })
+		w.Close()
+	}
+	first.Kill()
+
+	second := spawnNet(t, args, 1)[0]
+	for _, k := range calls {
+		c := e2etest.NewClient(t, httptransport.Dial(base(second)+k.url, nil))
+		c.Initialize(`{"resumableRequests":{}}`)
+		c.Resume(k.id, k.token)
+		// Progress written to the first client before it went is not
+		// replayed (it declared no ack extension): the result alone is
+		// checked.
+		if resp, _ := c.Response(k.id); !strings.Contains(string(resp.Raw), k.want) {
+			t.Errorf("%s after the restart: %s, want %q", k.url, resp.Raw, k.want)
+		}
+		c.Close()
+	}
+}

@@ -177,3 +177,49 @@ func TestProtocolErrorQuotesNoToken(t *testing.T) {
 		t.Errorf("error %q: want the message's start without its token", msg)
 	}
 }
+
+// A server that answers a resume not_found no longer knows the request (it
+// started again without a store): an Idempotent call is sent again as a new
+// one, and gets the new run's result; any other fails with the ResumeError.
+func TestResumeNotFoundResendsIdempotent(t *testing.T) {
+	for _, idempotent := range []bool{true, false} {
+		t.Run(fmt.Sprint("idempotent=", idempotent), func(t *testing.T) {
+			var mu sync.Mutex
+			calls := 0
+			b := &badServer{
+				call: func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+					mu.Lock()
+					calls++
+					n := calls
+					mu.Unlock()
+					if n == 1 {
+						sse(w, policy(id, `,"resumeToken":"tok","maxWait":60`)) // then the stream ends: a loss
+						return
+					}
+					sse(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"run %d"}]}}`, id, n))
+				},
+				resume: func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"no such request","data":{"reason":"not_found"}}}`, id)
+				},
+			}
+			srv := httptest.NewServer(b)
+			t.Cleanup(srv.Close)
+			c := connect(t, httpDialer(t, srv.URL), fastOpts())
+			resent := 0
+			res, err := c.CallTool(t.Context(), "x", nil, &client.CallOptions{Idempotent: idempotent, Resent: func() { resent++ }})
+			var re *client.ResumeError
+			switch {
+			case idempotent && (err != nil || res == nil || resent != 1):
+				t.Fatalf("%v, %v after %d resends: want the second run's result, sent again once", res, err, resent)
+			case !idempotent && (!errors.As(err, &re) || re.Reason() != spec.ReasonNotFound):
+				t.Fatalf("err %v, want a ResumeError (not_found)", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := map[bool]int{true: 2, false: 1}[idempotent]; calls != want {
+				t.Fatalf("%d calls, want %d", calls, want)
+			}
+		})
+	}
+}

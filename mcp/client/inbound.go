@@ -178,6 +178,22 @@ func (c *Client) response(l *link, m *spec.Message) {
 	case resume && c.retryLaterLocked(cl, l, &e):
 		c.mu.Unlock()
 		return
+	case resume && e.Reason == spec.ReasonNotFound && cl.opts.Idempotent && cl.op != nil:
+		// The server does not know the request: it started again without
+		// a store, and lost it. A call that may run twice is sent again,
+		// as a new one.
+		cl.policy, cl.resuming, cl.unconfirmed, cl.lastSeq = nil, false, false, 0
+		cl.sent, cl.link = false, nil
+		select {
+		case cl.resend <- struct{}{}:
+		default:
+		}
+		resent := cl.opts.Resent
+		c.mu.Unlock()
+		if resent != nil {
+			resent()
+		}
+		return
 	case resume && resumeReasons[e.Reason]:
 		err = &ResumeError{ID: cl.id, Err: &e}
 	case resume && e.Reason == spec.ReasonRateLimited:
