@@ -954,7 +954,7 @@ type collectorFunc struct {
 }
 
 func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-func (c collectorFunc) Collect(ch chan<- prometheus.Metric)  { c.collect(ch) }
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
 // connMetrics exports limit (the connections open, and those refused at each
 // bound) and the WebSocket connections wsh closed for not initializing.

@@ -171,7 +171,9 @@ func TestGatewayUpstreams(t *testing.T) {
 			func() *e2etest.Client {
 				return e2etest.NewClient(t, httptransport.Dial(base(gw)+"/servers/"+up.name+"/mcp", nil))
 			},
-			func() *e2etest.Client { return e2etest.NewClient(t, dialWS(t, wsOf(base(gw))+"/servers/"+up.name+"/ws")) },
+			func() *e2etest.Client {
+				return e2etest.NewClient(t, dialWS(t, wsOf(base(gw))+"/servers/"+up.name+"/ws"))
+			},
 		} {
 			pc := dial()
 			pc.Initialize(`{}`)
@@ -335,7 +337,6 @@ func waitTools(ctx context.Context, c *client.Client, want ...string) ([]string,
 		}
 	}
 }
-
 
 // kill -9 of one upstream (mcp-resume serve over WebSocket, started again on
 // its address) while calls of all three run: its restartable call (the
