@@ -11,6 +11,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp"
@@ -212,4 +214,28 @@ func demoURL(t *testing.T) string {
 	t.Helper()
 	addr, _ := upstreamOurs(t)
 	return "http://" + addr + "/mcp"
+}
+
+// A gateway of several names the upstream on the spans of its requests to
+// it (mcp_resume.upstream).
+func TestAggregateSpansNameUpstream(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	_, c := aggregate(t, gateway.PrefixAlways,
+		gateway.Upstream{Name: "a", Options: gateway.Options{URL: demoURL(t), TracerProvider: tp}},
+		gateway.Upstream{Name: "b", Options: gateway.Options{URL: upstreamB(t), TracerProvider: tp}})
+	toolNames(t, c, "a__echo", "b__echo")
+	callText(t, c, "b__echo", `{"text":"x"}`)
+	for _, s := range rec.Ended() {
+		if s.Name() != "tools/call echo" {
+			continue
+		}
+		for _, kv := range s.Attributes() {
+			if kv.Key == "mcp_resume.upstream" && kv.Value.AsString() == "b" {
+				return
+			}
+		}
+		t.Fatalf("the span of the call upstream: %v, want mcp_resume.upstream b", s.Attributes())
+	}
+	t.Fatal("no span of the call upstream")
 }

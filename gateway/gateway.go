@@ -32,9 +32,11 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
+	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	resumemcp "github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/spec"
@@ -362,7 +364,12 @@ func upstreamOf(o *Options) (dial.Endpoint, error) {
 func (g *Gateway) clientOptions() *client.Options {
 	o := &g.opts
 	kind := g.upstream.Kind()
+	var attrs []attribute.KeyValue
+	if o.Name != "" {
+		attrs = []attribute.KeyValue{mcptrace.Upstream.String(o.Name)}
+	}
 	return &client.Options{
+		SpanAttributes:  attrs,
 		ClientInfo:      mcpgo.Implementation{Name: "mcp-resume-gateway", Version: o.Version},
 		ProtocolVersion: Protocol,
 		Capabilities: map[string]any{

@@ -44,6 +44,9 @@ const (
 	StatusCode      = attribute.Key("rpc.response.status_code")
 	Reason          = attribute.Key("mcp_resume.error.reason")
 	Ack             = attribute.Key("mcp_resume.ack")
+	// Upstream names the upstream of a gateway of several that a request
+	// went to.
+	Upstream = attribute.Key("mcp_resume.upstream")
 )
 
 // The events on a client's span of a call.

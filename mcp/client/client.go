@@ -16,6 +16,7 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
@@ -138,6 +139,9 @@ type Options struct {
 	// in params._meta (traceparent, tracestate: SEP-414), and again in every
 	// requests/resume of the call. Nil: no span, nothing sent for one.
 	TracerProvider trace.TracerProvider
+	// SpanAttributes are added to every span the client makes (the gateway
+	// of several upstreams names the upstream).
+	SpanAttributes []attribute.KeyValue
 	// PassTraceContext, without a TracerProvider, sends the W3C trace
 	// context of the span a request's ctx carries, if any, in its _meta as it
 	// is (a gateway that passes its server's span of a client's request on to

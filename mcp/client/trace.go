@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
@@ -31,9 +32,10 @@ import (
 // observer traces and measures the requests of a client. A nil *observer
 // (a client that does neither) does nothing and reads nothing.
 type observer struct {
-	tracer    trace.Tracer    // nil: no spans
-	onOp      func(Operation) // nil: no Operations
-	transport string          // Options.Transport
+	tracer    trace.Tracer         // nil: no spans
+	onOp      func(Operation)      // nil: no Operations
+	transport string               // Options.Transport
+	attrs     []attribute.KeyValue // Options.SpanAttributes
 }
 
 // newObserver returns the observer of a client with opts; nil when they ask
@@ -42,7 +44,7 @@ func newObserver(opts *Options) *observer {
 	if opts.TracerProvider == nil && opts.OnOperation == nil {
 		return nil
 	}
-	o := &observer{onOp: opts.OnOperation, transport: opts.Transport}
+	o := &observer{onOp: opts.OnOperation, transport: opts.Transport, attrs: opts.SpanAttributes}
 	if tp := opts.TracerProvider; tp != nil {
 		o.tracer = tp.Tracer(mcptrace.Instrumentation)
 	}
@@ -61,7 +63,7 @@ func (o *observer) start(ctx context.Context, cl *call, target, version string) 
 		return
 	}
 	cl.span = mcptrace.Start(ctx, o.tracer, mcptrace.Name(cl.method, target),
-		mcptrace.Attributes(cl.method, target, string(cl.id), version, o.transport))
+		append(mcptrace.Attributes(cl.method, target, string(cl.id), version, o.transport), o.attrs...))
 	cl.traceparent, cl.tracestate = mcptrace.Context(cl.span)
 }
 
