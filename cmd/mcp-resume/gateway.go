@@ -23,6 +23,7 @@ import (
 
 const gatewayUsage = `usage: mcp-resume gateway [flags] -- CMD ARGS...
        mcp-resume gateway --upstream URL [flags]
+       mcp-resume gateway --config FILE [flags]   (the file names the upstreams)
 
 Serves another MCP server's tools, resources, prompts and completions with resumable
 requests and tasks, in both protocol eras: the upstream runs as a stdio child (started
@@ -34,6 +35,7 @@ examples:
   mcp-resume gateway --data-dir ./state -- python my_server.py
   MY_TOKEN=... mcp-resume gateway --upstream https://example.com/mcp --upstream-token-env MY_TOKEN
   mcp-resume gateway --upstream wss://example.com/ws --upstream-header 'X-Api-Key: ${MY_KEY}'
+  mcp-resume gateway --config gateway.yaml   # several: all at /mcp (NAME__tool), each at /servers/NAME/mcp
 
 flags:
 `

@@ -316,8 +316,9 @@ func stamp(path string) string {
 const configUsage = `usage: mcp-resume config check FILE
 
 Reads the policy file FILE as serve --config and gateway --config would, and
-prints each tool's policy and the file's SHA-256 (the label of
-mcp_resume_config_info), or the line and the reason it is refused for (exit status 2).
+prints each tool's policy (and each upstream's, for a gateway of several) and the
+file's SHA-256 (the label of mcp_resume_config_info), or the line and the reason it
+is refused for (exit status 2).
 The schema for editors: config/schema.json in the repository.
 `
 
@@ -341,6 +342,19 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 	scopes := file.ToolScopes()
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
 		fmt.Fprintf(stdout, "  %-10s %s\n", name, describePolicy(tools[name], scopes[name]))
+	}
+	for _, u := range file.Upstreams {
+		// Secrets stay out: a header's name, not its value.
+		where := "url " + u.URL
+		if len(u.Command) > 0 {
+			where = "command " + strings.Join(u.Command, " ")
+		}
+		fmt.Fprintf(stdout, "upstream %s: %s (alone at /servers/%s/mcp, with the others at /mcp)\n", u.Name, where, u.Name)
+		udef, utools := u.Policies(def)
+		fmt.Fprintf(stdout, "  (default)  %s\n", describePolicy(udef, nil))
+		for _, name := range slices.Sorted(maps.Keys(utools)) {
+			fmt.Fprintf(stdout, "  %-10s %s\n", name, describePolicy(utools[name], nil))
+		}
 	}
 	return nil
 }
