@@ -69,10 +69,35 @@ type Upstream struct {
 	URL      string   `yaml:"url"`
 	Headers  []string `yaml:"headers"`
 	TokenEnv string   `yaml:"tokenEnv"`
+	// OAuth calls it with tokens of the client credentials grant
+	// (--upstream-oauth-client-id's).
+	OAuth *UpstreamOAuth `yaml:"oauth"`
 	// Defaults and Tools are its tools' policies (names as the upstream
 	// says them), over the file's defaults.
 	Defaults Defaults `yaml:"defaults"`
 	Tools    Tools    `yaml:"tools"`
+}
+
+// UpstreamOAuth is the gateway's OAuth client for an upstream: its id, the
+// variable holding its secret, the issuer it is registered at (its secret
+// goes to that issuer's token endpoint only) and the scopes it asks for
+// (default: those the upstream names).
+type UpstreamOAuth struct {
+	ClientID        string   `yaml:"clientId"`
+	ClientSecretEnv string   `yaml:"clientSecretEnv"`
+	Issuer          string   `yaml:"issuer"`
+	Scopes          []string `yaml:"scopes"`
+}
+
+func (o *UpstreamOAuth) UnmarshalYAML(n *yaml.Node) error {
+	type plain UpstreamOAuth
+	if err := decodeStrict(n, (*plain)(o)); err != nil {
+		return err
+	}
+	if o.ClientID == "" || o.Issuer == "" {
+		return lineErr(n, errors.New("oauth: clientId and issuer are required"))
+	}
+	return nil
 }
 
 // upstreamName is what an upstream's name may be (gateway.CheckName's rule).
@@ -103,8 +128,8 @@ func (us *Upstreams) UnmarshalYAML(n *yaml.Node) error {
 			return lineErr(v, fmt.Errorf("upstream %s: url %q: want http://, https://, ws:// or wss://", u.Name, u.URL))
 		case u.URL != "" && (len(u.Env) > 0 || u.Dir != ""):
 			return lineErr(v, fmt.Errorf("upstream %s: env and dir go with a command", u.Name))
-		case u.URL == "" && (len(u.Headers) > 0 || u.TokenEnv != ""):
-			return lineErr(v, fmt.Errorf("upstream %s: headers and tokenEnv go with a url", u.Name))
+		case u.URL == "" && (len(u.Headers) > 0 || u.TokenEnv != "" || u.OAuth != nil):
+			return lineErr(v, fmt.Errorf("upstream %s: headers, tokenEnv and oauth go with a url", u.Name))
 		}
 		for _, t := range u.Tools {
 			if len(t.Scopes) > 0 {

@@ -138,6 +138,9 @@ func TestSchemaAgrees(t *testing.T) {
 		"version: 1\nupstreams:\n- {name: fs, command: [x], extra: 1}\n",
 		"version: 1\naggregate: {conflict: merge}\n",
 		"version: 1\nupstreams:\n- {name: fs, url: 'ftp://x'}\n",
+		"version: 1\nupstreams:\n- {name: fs, url: 'http://x', oauth: {clientId: gw, issuer: 'https://i', scopes: [a]}}\n",
+		"version: 1\nupstreams:\n- {name: fs, url: 'http://x', oauth: {clientId: gw}}\n",
+		"version: 1\nupstreams:\n- {name: fs, command: [x], oauth: {clientId: gw, issuer: i}}\n",
 	} {
 		var v any
 		if err := yaml.Unmarshal([]byte(d), &v); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,12 +14,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
@@ -179,13 +182,11 @@ func grepLines(s, sub string) string {
 // The gateway checks its clients' tokens and calls its upstream with its own
 // (the client credentials grant at the authorization server the upstream's
 // metadata names, for the resource it names): the upstream never sees a
-// client's token, over HTTP or WebSocket.
+// client's token, over HTTP or WebSocket; the same for an upstream of a
+// gateway of several, whose client the file names (oauth).
 func TestGatewayUpstreamCredentials(t *testing.T) {
-	for _, upstreamWS := range []bool{false, true} {
-		name := "http"
-		if upstreamWS {
-			name = "ws"
-		}
+	for _, name := range []string{"http", "ws", "config"} {
+		upstreamWS := name == "ws"
 		t.Run(name, func(t *testing.T) {
 			op := oauthtest.Start(t)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -227,12 +228,24 @@ func TestGatewayUpstreamCredentials(t *testing.T) {
 				upstream = "ws://" + ln.Addr().String() + "/mcp"
 			}
 			t.Setenv(envUpstreamSecret, oauthtest.Secret("gateway"))
-			ls := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --upstream "+upstream+" --upstream-oauth-client-id gateway --upstream-oauth-issuer "+op.Issuer, 1)
+			args, tool := "--upstream "+upstream+" --upstream-oauth-client-id gateway --upstream-oauth-issuer "+op.Issuer, "echo"
+			if name == "config" {
+				t.Setenv("UP_SECRET", oauthtest.Secret("gateway"))
+				args = "--config " + upstreamsFile(t, "", fmt.Sprintf("{name: up, url: %q, oauth: {clientId: gateway, clientSecretEnv: UP_SECRET, issuer: %q}}", upstream, op.Issuer))
+				tool = "up__echo"
+			}
+			ls := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" "+args, 1)
 			alice := op.Token(t, "alice", ls[0].URL)
 			t.Setenv(envClientKey, alice)
 			var out bytes.Buffer
-			if err := run([]string{"call", "--url", ls[0].URL, "echo", "text=through"}, nil, &out, io.Discard); err != nil || out.String() != "through\n" {
-				t.Fatalf("echo through the gateway: %v %q", err, out.String())
+			var callErr error
+			poll.Until(t, 10*time.Second, "the call through the gateway", func() bool { // the upstream of a gateway of several comes up in the background
+				out.Reset()
+				callErr = run([]string{"call", "--url", ls[0].URL, tool, "text=through"}, nil, &out, io.Discard)
+				return callErr == nil
+			})
+			if out.String() != "through\n" {
+				t.Fatalf("echo through the gateway: %v %q", callErr, out.String())
 			}
 			mu.Lock()
 			defer mu.Unlock()

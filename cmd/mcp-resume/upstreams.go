@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
+	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/transport/dial"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 )
@@ -55,6 +56,17 @@ func startUpstreams(pol *policies, cur *atomic.Pointer[policies], stderr io.Writ
 				o.Header = http.Header{}
 			}
 			o.Header.Set("Authorization", "Bearer "+tok)
+		}
+		if a := u.OAuth; a != nil {
+			var secret string
+			if a.ClientSecretEnv != "" {
+				if secret = os.Getenv(a.ClientSecretEnv); secret == "" {
+					return nil, fmt.Errorf("upstream %s: oauth: %s is not set or empty", name, a.ClientSecretEnv)
+				}
+			}
+			l := log.With().Str("upstream", name).Logger()
+			o.Wrap = wrap(oauth.NewSession(u.URL, &oauth.ClientOptions{Machine: true, ClientID: a.ClientID, ClientSecret: secret,
+				ClientIssuer: a.Issuer, Scopes: a.Scopes, Logger: &l}))
 		}
 		ups = append(ups, gateway.Upstream{Name: name, Options: o})
 	}
