@@ -498,8 +498,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	var agg *gateway.Aggregate
 	switch {
 	case multi:
-		if f.upstream != "" || fs.NArg() > 0 {
-			return fmt.Errorf("--config %s names upstreams: give no --upstream nor command after --", f.config)
+		if f.upstream != "" || fs.NArg() > 0 || len(f.childEnv) > 0 || f.upstreamTokenEnv != "" || f.upstreamHeaders.h != nil || f.oauth.upstreamClientID != "" {
+			return fmt.Errorf("--config %s names upstreams: give no --upstream, command after --, --env or --upstream-* flag (each upstream has its own in the file)", f.config)
 		}
 		if agg, err = startUpstreams(pol, &current, stderr, log, tp, om.client); err != nil {
 			return err

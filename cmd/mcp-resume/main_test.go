@@ -34,7 +34,9 @@ func TestMain(m *testing.M) {
 		return
 	}
 	if args := os.Getenv("MCP_RESUME_TEST_ARGS"); args != "" {
-		if rest, ok := strings.CutPrefix(args, "gateway "); ok && !strings.Contains(args, "--upstream ") {
+		// (A gateway of the upstreams a file names gives each its own env.)
+		if rest, ok := strings.CutPrefix(args, "gateway "); ok && !strings.Contains(args, "--upstream ") &&
+			(strings.Contains(args, " -- ") || !strings.Contains(args, "--config ")) {
 			// The gateway's upstream child is this binary again, as the
 			// command MCP_RESUME_TEST_UPSTREAM says (default serve --stdio),
 			// which the child learns from the variables passed on to it.

@@ -454,3 +454,49 @@ func TestGatewayUpstreamsDataDir(t *testing.T) {
 		c.Close()
 	}
 }
+
+// The shared end-to-end suite through a gateway of two upstreams' aggregated
+// endpoint, on each of its transports: `mcp-resume serve --stdio` (the demo
+// tools the suite calls) and `serve --conformance --stdio` (none of whose
+// names is the demo's: under the conflict rule the demo's keep theirs), each
+// this binary as a child. Everything the suite checks (progress, resumes,
+// acks, questions while detached, cancels, both eras, tasks) holds through
+// the aggregate.
+func TestGatewayUpstreamsEndToEnd(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
+	child := func(name, args string) string {
+		return fmt.Sprintf("{name: %s, command: [%q], env: [%q, GORACE]}", name, os.Args[0], "MCP_RESUME_TEST_ARGS="+args)
+	}
+	file := upstreamsFile(t, "aggregate: {conflict: conflict}\n", child("demo", "serve --stdio"), child("conformance", "serve --conformance --stdio"))
+	// Three start-up lines, in any order: the gateway's listener's and its
+	// children's (their logs go to the gateway's stderr).
+	ls := spawnNet(t, "gateway --http 127.0.0.1:0 --config "+file, 3)
+	gw := ls[slices.IndexFunc(ls, func(l startLine) bool { return l.URL != "" })]
+	poll.Until(t, 20*time.Second, "both upstreams up", func() bool {
+		_, health := get(t, base(gw)+"/healthz")
+		return strings.Count(health, " up\n") == 2
+	})
+	t.Run("http", func(t *testing.T) {
+		e2etest.Run(t, e2etest.Harness{
+			Dial: func(t testing.TB) transport.Conn {
+				c := httptransport.Dial(gw.URL, nil)
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			},
+			Reconnect: true,
+		})
+	})
+	t.Run("ws", func(t *testing.T) {
+		e2etest.Run(t, e2etest.Harness{
+			Dial: func(t testing.TB) transport.Conn {
+				c, err := ws.Dial(t.Context(), gw.WS, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			},
+			Reconnect: true,
+		})
+	})
+}
