@@ -18,12 +18,19 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
-	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
+	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
 // upstreamB is an mcp-go server with a tool named as one of the demo's (echo),
 // one of its own, a resource, a resource template and a prompt.
 func upstreamB(t *testing.T) string {
+	t.Helper()
+	url, _ := upstreamBServer(t)
+	return url
+}
+
+// upstreamBServer is upstreamB, and its mcp-go server.
+func upstreamBServer(t *testing.T) (string, *server.MCPServer) {
 	t.Helper()
 	s := server.NewMCPServer("b", "1", server.WithToolCapabilities(true), server.WithResourceCapabilities(true, true),
 		server.WithPromptCapabilities(true))
@@ -46,11 +53,11 @@ func upstreamB(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveHTTP(t, core).URL
+	return serveHTTP(t, core).URL, s
 }
 
 // aggregate starts an Aggregate of ups with rule and serves it through a
-// core over Streamable HTTP; it returns a client of it, initialized.
+// core over WebSocket; it returns a client of it, initialized.
 func aggregate(t *testing.T, rule gateway.Conflict, ups ...gateway.Upstream) (*gateway.Aggregate, *e2etest.Client) {
 	t.Helper()
 	a, err := gateway.Start(ups, &gateway.AggregateOptions{Conflict: rule})
@@ -61,7 +68,7 @@ func aggregate(t *testing.T, rule gateway.Conflict, ups ...gateway.Upstream) (*g
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httptransport.NewHandler(core, nil)
+	h := ws.NewHandler(core, nil)
 	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Close()
@@ -69,7 +76,11 @@ func aggregate(t *testing.T, rule gateway.Conflict, ups ...gateway.Upstream) (*g
 		core.Close()
 		_ = a.Close()
 	})
-	c := e2etest.NewClient(t, httptransport.Dial(hs.URL, nil))
+	conn, err := ws.Dial(t.Context(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e2etest.NewClient(t, conn)
 	t.Cleanup(c.Close)
 	c.Initialize(`{}`)
 	return a, c
@@ -165,12 +176,14 @@ func TestAggregateNames(t *testing.T) {
 	}
 }
 
-// Resources by URI, templates by their match, prompts by name and
-// completions, each to its upstream, through the aggregate.
+// Resources by URI, templates by their match, prompts by name, each to its
+// upstream, through the aggregate; a subscription to a resource goes to its
+// upstream, whose updates come back to the subscribed session.
 func TestAggregateResourcesPrompts(t *testing.T) {
+	bURL, bSrv := upstreamBServer(t)
 	_, c := aggregate(t, gateway.PrefixAlways,
 		gateway.Upstream{Name: "a", Options: gateway.Options{URL: demoURL(t)}},
-		gateway.Upstream{Name: "b", Options: gateway.Options{URL: upstreamB(t)}})
+		gateway.Upstream{Name: "b", Options: gateway.Options{URL: bURL}})
 	toolNames(t, c, "a__echo", "b__echo")
 	c.Send(`{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"b://readme"}}`)
 	if m, _ := c.Response(`"r"`); !strings.Contains(string(m.Result), "b's readme") {
@@ -187,6 +200,31 @@ func TestAggregateResourcesPrompts(t *testing.T) {
 	c.Send(`{"jsonrpc":"2.0","id":"pl","method":"prompts/list"}`)
 	if m, _ := c.Response(`"pl"`); !strings.Contains(string(m.Result), `"b__greet"`) {
 		t.Errorf("prompts/list: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":"b://items/7"}}`)
+	if m, _ := c.Response(`"s"`); m.Error != nil {
+		t.Fatalf("resources/subscribe: %s", m.Raw)
+	}
+	// The upstream tells its clients (the gateway's) of an update until one
+	// reaches the subscribed client: the gateway subscribes upstream first.
+	got := make(chan struct{})
+	go func() {
+		defer close(got)
+		c.Until(func(m e2etest.Msg) bool {
+			return m.Method == "notifications/resources/updated" && strings.Contains(string(m.Params), "b://items/7")
+		})
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-got:
+			done = true
+		case <-tick.C:
+			bSrv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "b://items/7"})
+		case <-time.After(10 * time.Second):
+			t.Fatal("no update of the subscribed resource")
+		}
 	}
 }
 
