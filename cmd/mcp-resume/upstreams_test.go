@@ -500,3 +500,48 @@ func TestGatewayUpstreamsEndToEnd(t *testing.T) {
 		})
 	})
 }
+
+// Two instances of a gateway of two upstreams on one NATS (a cluster): a call
+// started through A's aggregate, and one through A's path of an upstream,
+// are resumed on B's with their progress and results (each endpoint's
+// requests in its own stream and buckets, shared by the instances).
+func TestGatewayUpstreamsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	ns := natsInProcess(t)
+	_, m, o, _ := threeUpstreams(t, "")
+	file := upstreamsFile(t, "", m, o)
+	args := func(name string) string {
+		return "gateway --http 127.0.0.1:0 --nats-url " + ns.ClientURL() + " --instance " + name + " --config " + file
+	}
+	a := spawnNet(t, args("a"), 1)[0]
+	b := spawnNet(t, args("b"), 1)[0]
+	for _, tc := range []struct {
+		path, tool, args, want string
+	}{
+		{"/mcp", "mcpgo__slow", `{"seconds":1,"steps":3}`, "slow done: 3 steps"},
+		{"/servers/ours/mcp", "countdown", `{"seconds":1,"steps":3}`, "countdown done: 3 of 3 steps"},
+	} {
+		ca := e2etest.NewClient(t, httptransport.Dial(base(a)+tc.path, nil))
+		ca.Initialize(`{"resumableRequests":{}}`)
+		toolsOf(t, ca, tc.tool)
+		ca.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"p"}}}`, tc.tool, tc.args)
+		var p e2etest.Policy
+		ca.Until(func(m e2etest.Msg) bool {
+			if m.Method == spec.MethodResumePolicy {
+				p = e2etest.PolicyOf(t, m)
+				return true
+			}
+			return false
+		})
+		ca.Close()
+		cb := e2etest.NewClient(t, httptransport.Dial(base(b)+tc.path, nil))
+		cb.Initialize(`{"resumableRequests":{}}`)
+		cb.Resume(`1`, p.ResumeToken)
+		if resp, _ := cb.Response("1"); !strings.Contains(string(resp.Raw), tc.want) {
+			t.Errorf("%s: resumed on B: %s, want %q", tc.path, resp.Raw, tc.want)
+		}
+		cb.Close()
+	}
+}
