@@ -44,10 +44,16 @@ func TestGatewayEndToEnd(t *testing.T) {
 	if ls[0].URL == "" {
 		ls[0], ls[1] = ls[1], ls[0]
 	}
+	runOnNet(t, ls[0])
+}
+
+// runOnNet runs the shared end-to-end suite on a listener's Streamable HTTP
+// and WebSocket endpoints.
+func runOnNet(t *testing.T, l startLine) {
 	t.Run("http", func(t *testing.T) {
 		e2etest.Run(t, e2etest.Harness{
 			Dial: func(t testing.TB) transport.Conn {
-				c := httptransport.Dial(ls[0].URL, nil)
+				c := httptransport.Dial(l.URL, nil)
 				t.Cleanup(func() { _ = c.Close() })
 				return c
 			},
@@ -57,7 +63,7 @@ func TestGatewayEndToEnd(t *testing.T) {
 	t.Run("ws", func(t *testing.T) {
 		e2etest.Run(t, e2etest.Harness{
 			Dial: func(t testing.TB) transport.Conn {
-				c, err := ws.Dial(t.Context(), ls[0].WS, nil)
+				c, err := ws.Dial(t.Context(), l.WS, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

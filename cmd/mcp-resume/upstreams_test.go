@@ -476,29 +476,7 @@ func TestGatewayUpstreamsEndToEnd(t *testing.T) {
 		_, health := get(t, base(gw)+"/healthz")
 		return strings.Count(health, " up\n") == 2
 	})
-	t.Run("http", func(t *testing.T) {
-		e2etest.Run(t, e2etest.Harness{
-			Dial: func(t testing.TB) transport.Conn {
-				c := httptransport.Dial(gw.URL, nil)
-				t.Cleanup(func() { _ = c.Close() })
-				return c
-			},
-			Reconnect: true,
-		})
-	})
-	t.Run("ws", func(t *testing.T) {
-		e2etest.Run(t, e2etest.Harness{
-			Dial: func(t testing.TB) transport.Conn {
-				c, err := ws.Dial(t.Context(), gw.WS, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = c.Close() })
-				return c
-			},
-			Reconnect: true,
-		})
-	})
+	runOnNet(t, gw)
 }
 
 // Two instances of a gateway of two upstreams on one NATS (a cluster): a call
