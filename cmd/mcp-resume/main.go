@@ -499,7 +499,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	switch {
 	case multi:
 		if f.upstream != "" || fs.NArg() > 0 || len(f.childEnv) > 0 || f.upstreamTokenEnv != "" || f.upstreamHeaders.h != nil || f.oauth.upstreamClientID != "" {
-			return fmt.Errorf("--config %s names upstreams: give no --upstream, command after --, --env or --upstream-* flag (each upstream has its own in the file)", f.config)
+			return fmt.Errorf("--config %s names upstreams: give no --upstream, command after --, --env, --upstream-header, --upstream-token-env or --upstream-oauth-client-id (each upstream has its own in the file)", f.config)
 		}
 		if agg, err = startUpstreams(pol, &current, stderr, log, tp, om.client); err != nil {
 			return err
