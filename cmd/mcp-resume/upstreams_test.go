@@ -523,3 +523,26 @@ func TestGatewayUpstreamsCluster(t *testing.T) {
 		cb.Close()
 	}
 }
+
+// A file's upstreams go with gateway alone, without the single upstream's
+// flags; a gateway needs an upstream from somewhere; a file's upstream whose
+// token variable is empty stops the start, naming it.
+func TestGatewayUpstreamsRefused(t *testing.T) {
+	ups := upstreamsFile(t, "", `{name: a, url: "http://127.0.0.1:1/mcp"}`)
+	none := upstreamsFile(t, "")
+	tokenless := upstreamsFile(t, "", `{name: a, url: "http://127.0.0.1:1/mcp", tokenEnv: NOPE_NOT_SET_X}`)
+	for args, want := range map[string]string{
+		"serve --http 127.0.0.1:0 --config " + ups:                                "upstreams are a gateway's",
+		"gateway --http 127.0.0.1:0 --config " + ups + " --env HOME":              "names upstreams: give no --upstream",
+		"gateway --http 127.0.0.1:0 --config " + ups + " -- x":                    "names upstreams: give no --upstream",
+		"gateway --http 127.0.0.1:0 --config " + ups + " --upstream http://x/mcp": "either as a command",
+		"gateway --http 127.0.0.1:0 --config " + none:                             "names no upstreams",
+		"gateway --http 127.0.0.1:0 --config " + tokenless:                        "NOPE_NOT_SET_X is not set",
+	} {
+		var out strings.Builder
+		err := run(strings.Fields(args), strings.NewReader(""), &out, &out)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q in it", args, err, want)
+		}
+	}
+}
