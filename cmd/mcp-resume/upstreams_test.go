@@ -535,7 +535,7 @@ func TestGatewayUpstreamsRefused(t *testing.T) {
 		"serve --http 127.0.0.1:0 --config " + ups:                                "upstreams are a gateway's",
 		"gateway --http 127.0.0.1:0 --config " + ups + " --env HOME":              "names upstreams: give no --upstream",
 		"gateway --http 127.0.0.1:0 --config " + ups + " -- x":                    "names upstreams: give no --upstream",
-		"gateway --http 127.0.0.1:0 --config " + ups + " --upstream http://x/mcp": "either as a command",
+		"gateway --http 127.0.0.1:0 --config " + ups + " --upstream http://x/mcp": "names upstreams: give no --upstream",
 		"gateway --http 127.0.0.1:0 --config " + none:                             "names no upstreams",
 		"gateway --http 127.0.0.1:0 --config " + tokenless:                        "NOPE_NOT_SET_X is not set",
 	} {
