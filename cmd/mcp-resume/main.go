@@ -430,7 +430,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	}
 	var auth *authn
 	if !f.stdio {
-		if auth, err = newAuthn(&f, bound, keys, log); err != nil {
+		names := make([]string, len(pol.upstreams))
+		for i, u := range pol.upstreams {
+			names[i] = u.Name
+		}
+		if auth, err = newAuthn(&f, bound, keys, names, log); err != nil {
 			return err
 		}
 	}
@@ -768,7 +772,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, eps []endpo
 	wshs := make([]*ws.Handler, len(eps))
 	for i, e := range eps {
 		hs[i] = httptransport.NewHandler(e.core, &httptransport.Options{
-			Auth:                    auth.auth,
+			Auth:                    auth.of(e.upstream),
 			AllowedHosts:            allowedHosts(f.hosts, f.httpAddr),
 			AllowedOrigins:          splitList(f.origins),
 			MaxMessageBytes:         f.maxMessage,
@@ -790,7 +794,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, eps []endpo
 			},
 			InitTimeout:    f.wsInitTimeout,
 			AllowedHosts:   slices.Concat(allowedHosts(f.hosts, f.httpAddr), allowedHosts(f.hosts, f.wsAddr)),
-			Auth:           auth.auth,
+			Auth:           auth.of(e.upstream),
 			AllowedOrigins: splitList(f.origins),
 			Logger:         &log,
 		})

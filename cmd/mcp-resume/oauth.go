@@ -143,15 +143,38 @@ func (o *oauthFlags) upstreamWrap(upstream string, log *zerolog.Logger) func(htt
 
 // authn is how serve authenticates the requests of its network transports.
 type authn struct {
-	auth       transport.Authenticator // nil: none
-	rs         *oauth.ResourceServer   // nil without --oauth-issuer
-	refusals   *prometheus.CounterVec  // refused requests by reason
-	unverified []string                // issuers not reached at start (watch)
+	auth transport.Authenticator // nil: none
+	rs   *oauth.ResourceServer   // nil without --oauth-issuer
+	// ups are the resource servers of a gateway of several's upstreams' own
+	// endpoints (/servers/NAME/mcp), each a protected resource of its own.
+	ups        map[string]*oauth.ResourceServer
+	refusals   *prometheus.CounterVec // refused requests by reason
+	unverified []string               // issuers not reached at start (watch)
+}
+
+// of is the authenticator of the endpoint of upstream ("" for the
+// process's own).
+func (a *authn) of(upstream string) transport.Authenticator {
+	if rs := a.ups[upstream]; rs != nil {
+		return rs
+	}
+	return a.auth
+}
+
+// servers are the resource servers: the process's own, then its upstreams'.
+func (a *authn) servers() []*oauth.ResourceServer {
+	out := []*oauth.ResourceServer{a.rs}
+	for _, name := range slices.Sorted(maps.Keys(a.ups)) {
+		out = append(out, a.ups[name])
+	}
+	return out
 }
 
 // newAuthn makes the authentication of the flags: OAuth (with keys beside it)
-// when --oauth-issuer is given, else keys, else none.
-func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, log zerolog.Logger) (*authn, error) {
+// when --oauth-issuer is given, else keys, else none. With OAuth, each of
+// upstreams (a gateway of several's) is a protected resource of its own, at
+// its endpoint's URL: a token is issued for one endpoint (RFC 8707).
+func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams []string, log zerolog.Logger) (*authn, error) {
 	a := &authn{refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_resume_auth_refusals_total",
 		Help: "requests refused by authentication, by reason (missing_token, expired_token, wrong_audience, insufficient_scope, ...)"}, []string{"reason"})}
 	o := &f.oauth
@@ -201,7 +224,7 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, log zerol
 	if (o.clientID == "") != (secret == "") {
 		return nil, fmt.Errorf("--oauth-client-id and %s go together", envIntrospectionSecret)
 	}
-	rs, err := oauth.New(&oauth.Options{
+	opts := oauth.Options{
 		Resource: resource, Issuers: o.issuers, Introspection: o.introspection,
 		IntrospectionClient: o.clientID, IntrospectionSecret: secret,
 		Scopes: splitList(o.scopes), ToolScopes: toolScopes,
@@ -210,13 +233,34 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, log zerol
 		Logger:          &log,
 		TrustedProxies:  proxies,
 		ClientPrincipal: o.clientPrinc,
-	})
+	}
+	rs, err := oauth.New(&opts)
 	if err != nil {
 		return nil, fmt.Errorf("--oauth-issuer: %w", err)
 	}
 	a.auth, a.rs = rs, rs
-	if a.unverified, err = verifyIssuers(rs, o, log); err != nil {
-		return nil, err
+	if len(upstreams) > 0 {
+		base, ok := strings.CutSuffix(resource, f.path)
+		if !ok {
+			return nil, fmt.Errorf("--public-url %s: for a gateway of several, the URL of --path (%s), under which /servers/NAME/mcp are", resource, f.path)
+		}
+		a.ups = map[string]*oauth.ResourceServer{}
+		for _, name := range upstreams {
+			up := opts
+			up.Resource = base + serversPath + name + "/mcp"
+			if a.ups[name], err = oauth.New(&up); err != nil {
+				return nil, fmt.Errorf("--oauth-issuer: upstream %s: %w", name, err)
+			}
+		}
+	}
+	for _, rs := range a.servers() {
+		unverified, err := verifyIssuers(rs, o, log)
+		if err != nil {
+			return nil, err
+		}
+		if len(a.unverified) == 0 {
+			a.unverified = unverified
+		}
 	}
 	return a, nil
 }
@@ -285,9 +329,15 @@ func (a *authn) watch(ctx context.Context, log zerolog.Logger) (stop func()) {
 		wg.Go(func() {
 			pause := backoff.Double(time.Second, time.Minute)
 			for backoff.Sleep(ctx, backoff.Jitter(pause.Next())) {
-				tctx, tcancel := context.WithTimeout(ctx, issuerCheckWait)
-				err := a.rs.VerifyIssuer(tctx, id)
-				tcancel()
+				var err error
+				for _, rs := range a.servers() {
+					tctx, tcancel := context.WithTimeout(ctx, issuerCheckWait)
+					err = rs.VerifyIssuer(tctx, id)
+					tcancel()
+					if err != nil {
+						break
+					}
+				}
 				var ie *oauth.IssuerError
 				switch {
 				case err == nil:
@@ -347,6 +397,9 @@ func (a *authn) register(mux *http.ServeMux) {
 	h := a.rs.MetadataHandler()
 	for _, p := range a.rs.MetadataPaths() {
 		mux.Handle(p, h)
+	}
+	for _, rs := range a.ups { // their path's alone: the root is the process's own
+		mux.Handle(rs.MetadataPaths()[0], rs.MetadataHandler())
 	}
 }
 

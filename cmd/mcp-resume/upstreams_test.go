@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/testkit/everything"
 	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
+	"github.com/mcp-resume/mcp-resume/testkit/oauthtest"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 	httptransport "github.com/mcp-resume/mcp-resume/transport/http"
@@ -544,5 +546,53 @@ func TestGatewayUpstreamsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q in it", args, err, want)
 		}
+	}
+}
+
+// With OAuth, each upstream's own endpoint of a gateway of several is a
+// protected resource of its own (its metadata at its path, its challenge
+// naming it): a token for it serves there, a token for the aggregate does
+// not, and the other way round.
+func TestGatewayUpstreamsOAuth(t *testing.T) {
+	op := oauthtest.Start(t)
+	_, m, _, _ := threeUpstreams(t, "")
+	gw := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --config "+upstreamsFile(t, "", m), 1)[0]
+	own := base(gw) + "/servers/mcpgo/mcp"
+	resp, err := http.Get(base(gw) + "/.well-known/oauth-protected-resource/servers/mcpgo/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resource string `json:"resource"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	if err != nil || doc.Resource != own {
+		t.Fatalf("the upstream's endpoint's metadata: %+v %v, want resource %s", doc, err, own)
+	}
+	status, ch, _ := postAuth(t, own, "")
+	if status != http.StatusUnauthorized || !strings.Contains(ch, `resource_metadata="`+base(gw)+`/.well-known/oauth-protected-resource/servers/mcpgo/mcp"`) {
+		t.Fatalf("no token at %s: %d %q", own, status, ch)
+	}
+	call := func(url, tool, token string) e2etest.Msg {
+		c := e2etest.NewClient(t, httptransport.Dial(url, &httptransport.ClientOptions{Client: &http.Client{Transport: transport.BearerTransport(token, nil)}}))
+		defer c.Close()
+		c.Initialize(`{}`)
+		toolsOf(t, c, tool)
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hi"}}}`, tool)
+		m, _ := c.Response("1")
+		return m
+	}
+	if m := call(own, "echo", op.Token(t, "alice", own)); e2etest.Text(m) != "mcpgo: hi" {
+		t.Errorf("a token for the upstream's endpoint, there: %s", m.Raw)
+	}
+	if m := call(gw.URL, "mcpgo__echo", op.Token(t, "alice", gw.URL)); e2etest.Text(m) != "mcpgo: hi" {
+		t.Errorf("a token for the aggregate, there: %s", m.Raw)
+	}
+	if status, _, body := postAuth(t, own, "Bearer "+op.Token(t, "alice", gw.URL)); status != http.StatusUnauthorized || !strings.Contains(body, "wrong_audience") {
+		t.Errorf("the aggregate's token at the upstream's endpoint: %d %s", status, body)
+	}
+	if status, _, body := postAuth(t, gw.URL, "Bearer "+op.Token(t, "alice", own)); status != http.StatusUnauthorized || !strings.Contains(body, "wrong_audience") {
+		t.Errorf("the upstream's endpoint's token at the aggregate: %d %s", status, body)
 	}
 }
