@@ -445,6 +445,31 @@ func TestRenderPolicies(t *testing.T) {
 	if _, err := render(t, withKeys(map[string]any{"policies": map[string]any{"tools": map[string]any{}}})); err == nil {
 		t.Error("policies without a version rendered")
 	}
+	if pod.Containers[0].Args[0] != "serve" || r.deployment.Spec.Template.Annotations["checksum/upstreams"] != "" {
+		t.Errorf("policies without upstreams: %s, annotations %v", pod.Containers[0].Args[0], r.deployment.Spec.Template.Annotations)
+	}
+}
+
+// A policy file that names upstreams makes the pods gateways of them; a
+// change of the upstreams (not of the rest) rolls the pods.
+func TestRenderUpstreams(t *testing.T) {
+	values := func(url string, timeout string) map[string]any {
+		return withKeys(map[string]any{"policies": map[string]any{
+			"version":   1,
+			"defaults":  map[string]any{"timeout": timeout},
+			"upstreams": []any{map[string]any{"name": "tickets", "url": url}},
+		}})
+	}
+	a := mustRender(t, values("http://tickets:8080/mcp", "1h"))
+	if args := a.deployment.Spec.Template.Spec.Containers[0].Args; args[0] != "gateway" {
+		t.Fatalf("args %v, want gateway first", args)
+	}
+	sum := func(r *rendered) string { return r.deployment.Spec.Template.Annotations["checksum/upstreams"] }
+	b := mustRender(t, values("http://tickets:8080/mcp", "2h"))
+	c := mustRender(t, values("http://tickets:9090/mcp", "1h"))
+	if sum(a) == "" || sum(a) != sum(b) || sum(a) == sum(c) {
+		t.Errorf("checksum/upstreams: %q, %q after a policy change, %q after an upstream's", sum(a), sum(b), sum(c))
+	}
 }
 
 func TestRenderOAuth(t *testing.T) {
