@@ -171,9 +171,14 @@ func Start(ups []Upstream, opts *AggregateOptions) (*Aggregate, error) {
 			_ = a.Close()
 			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
 		}
+		// A member that connects at once refreshes the aggregate from its
+		// own goroutine, reading the members.
+		a.mu.Lock()
 		a.members = append(a.members, g)
 		a.byName[u.Name] = g
+		a.mu.Unlock()
 	}
+	a.refresh() // what members mirrored before they were members
 	return a, nil
 }
 
