@@ -206,6 +206,10 @@ type Gateway struct {
 	// connected: the upstream's connection is up (false while the client
 	// makes a new one).
 	connectedNow atomic.Bool
+	// tried is closed once the first attempt to reach the upstream is over,
+	// made (and its lists mirrored) or failed (Tried).
+	tried     chan struct{}
+	triedOnce sync.Once
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -268,6 +272,7 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	}
 	g := &Gateway{opts: o, upstream: upstream, log: log, mirrorQ: make(chan struct{}, 1), connQ: make(chan struct{}, 1), lists: map[string]string{}, subs: subscriptions{byURI: map[string]map[subscriber]struct{}{}}}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.tried = make(chan struct{})
 	if o.Background {
 		g.srv = g.newServer(nil)
 		g.wg.Add(1)
@@ -291,6 +296,7 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 		g.cancel()
 		return nil, err
 	}
+	g.wasTried()
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -299,10 +305,18 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	return g, nil
 }
 
+// Tried is closed once the first attempt to reach the upstream is over: the
+// connection made and its lists mirrored, or the attempt failed (a gateway
+// started in the background tries again meanwhile).
+func (g *Gateway) Tried() <-chan struct{} { return g.tried }
+
+func (g *Gateway) wasTried() { g.triedOnce.Do(func() { close(g.tried) }) }
+
 // reach makes the first connection of a gateway started in the background,
 // trying again until it is made or the gateway is closed, and mirrors the
 // upstream. It reports whether it connected.
 func (g *Gateway) reach() bool {
+	defer g.wasTried()
 	l := backoff.Start(g.opts.MinBackoff, g.opts.MaxBackoff, 0, 0)
 	for said := false; ; {
 		ctx, cancel := context.WithTimeout(g.ctx, g.opts.ConnectTimeout)
@@ -322,6 +336,7 @@ func (g *Gateway) reach() bool {
 		if g.ctx.Err() != nil {
 			return false
 		}
+		g.wasTried()
 		if !said {
 			g.log.Warn().Str("error", err.Error()).Msg("the upstream is not reachable; trying again (its tools are not served until it is)")
 			said = true

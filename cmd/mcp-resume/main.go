@@ -509,6 +509,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			return err
 		}
 		defer agg.Close()
+		// The upstreams that answer at once are listed before the first
+		// client comes (a desktop app lists the tools right after its
+		// initialize); one that does not holds back nothing past this.
+		rctx, cancel := context.WithTimeout(context.Background(), upstreamsWait)
+		agg.Ready(rctx)
+		cancel()
 		srv, limits, limitName = agg.Server(), mcp.NewLimits(), agg.LimitName
 		// A tool the file names by the aggregate's name has that policy;
 		// the others their upstream's.
@@ -638,6 +644,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	err = serveHTTP(ctx, &f, bound, eps, keys, auth, log, timer, om.collectors)
 	return cmp.Or(leaseLost(ctx), err)
 }
+
+// upstreamsWait bounds how long a gateway of several waits at start for its
+// upstreams' first answers before it serves.
+const upstreamsWait = 10 * time.Second
 
 // endpoint is one core the process serves: the server's (or a gateway's, or
 // a gateway of several's aggregate), and a gateway of several's upstreams'

@@ -470,6 +470,16 @@ func TestGatewayUpstreamsEndToEnd(t *testing.T) {
 		return fmt.Sprintf("{name: %s, command: [%q], env: [%q, GORACE]}", name, os.Args[0], "MCP_RESUME_TEST_ARGS="+args)
 	}
 	file := upstreamsFile(t, "aggregate: {conflict: conflict}\n", child("demo", "serve --stdio"), child("conformance", "serve --conformance --stdio"))
+	t.Run("stdio", func(t *testing.T) {
+		e2etest.Run(t, e2etest.Harness{
+			Dial: func(t testing.TB) transport.Conn {
+				// The gateway serves once its upstreams answered (they
+				// are children that start at once): the suite's first
+				// tools/call finds the demo's tools listed.
+				return spawn(t, "gateway --stdio --config "+file)
+			},
+		})
+	})
 	// Three start-up lines, in any order: the gateway's listener's and its
 	// children's (their logs go to the gateway's stderr).
 	ls := spawnNet(t, "gateway --http 127.0.0.1:0 --config "+file, 3)
