@@ -25,6 +25,12 @@ type Rates interface {
 type memoryRates struct {
 	mu      sync.Mutex
 	buckets map[rateKey]*rateEntry
+	// next is the number of buckets at which a new one first drops the
+	// full ones: twice those a sweep left, sweepAt at least, so that many
+	// principals calling at once cost one sweep per doubling, not one per
+	// new principal.
+	next   int
+	sweeps int // for tests
 }
 
 type rateKey struct{ tool, principal string }
@@ -37,13 +43,13 @@ type rateEntry struct {
 // every is how long one of rate's calls takes to come back.
 func (r Rate) every() time.Duration { return r.Per / time.Duration(r.Calls) }
 
-// sweepAt is the number of buckets past which a Take first drops the full
-// ones (as good as none): the buckets of principals that stopped calling do
-// not pile up.
+// sweepAt is the least number of buckets past which a Take first drops the
+// full ones (as good as none): the buckets of principals that stopped calling
+// do not pile up.
 const sweepAt = 4096
 
 // NewMemoryRates returns Rates that keep the buckets in memory.
-func NewMemoryRates() Rates { return &memoryRates{buckets: make(map[rateKey]*rateEntry)} }
+func NewMemoryRates() Rates { return &memoryRates{buckets: make(map[rateKey]*rateEntry), next: sweepAt} }
 
 func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate) (bool, time.Duration, error) {
 	now := time.Now()
@@ -52,12 +58,14 @@ func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate)
 	k := rateKey{tool, principal}
 	e := m.buckets[k]
 	if e == nil {
-		if len(m.buckets) >= sweepAt {
+		if len(m.buckets) >= m.next {
 			for k, e := range m.buckets {
 				if e.Full(now, float64(e.rate.Calls), e.rate.every()) {
 					delete(m.buckets, k)
 				}
 			}
+			m.next = max(sweepAt, 2*len(m.buckets))
+			m.sweeps++
 		}
 		e = &rateEntry{}
 		m.buckets[k] = e
