@@ -113,9 +113,9 @@ type Aggregate struct {
 	uris    map[string]*Gateway // resource URI or template -> its upstream
 	tmpls   []templateRoute
 	digests map[string]string // each list as last set
-	// exposed names the upstreams' tools the last refresh served; the
-	// others on the server are the core's own.
-	exposed map[string]struct{}
+	// exposed are the upstreams' tools the last refresh served, each name's
+	// definition (JSON); the others on the server are the core's own.
+	exposed map[string]string
 }
 
 // route is a tool or prompt of an upstream.
@@ -287,6 +287,15 @@ func (a *Aggregate) newServer(opts *AggregateOptions) *server.MCPServer {
 		server.WithCompletions(), server.WithPromptCompletionProvider(aggCompleter{a}), server.WithResourceCompletionProvider(aggCompleter{a}))
 }
 
+// readByOwner reads a resource through a template from its URI's upstream.
+func (a *Aggregate) readByOwner(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+	g := a.owner(req.Params.URI)
+	if g == nil {
+		return nil, fmt.Errorf("no upstream serves %s", req.Params.URI)
+	}
+	return g.readResource(ctx, req)
+}
+
 // owner is the upstream of a resource's URI (or a template's): the one that
 // lists it, else the first whose template matches it.
 func (a *Aggregate) owner(uri string) *Gateway {
@@ -336,9 +345,21 @@ func (a *Aggregate) refresh() {
 	var resources []server.ServerResource
 	var tmpls []templateRoute
 	var serverTmpls []server.ServerResourceTemplate
+	// The core's own tools (the await tool, which deferred answers name)
+	// are never replaced by an upstream's of the same name.
+	own := map[string]bool{}
+	for name := range a.srv.ListTools() {
+		if _, ours := a.exposed[name]; !ours {
+			own[name] = true
+		}
+	}
 	for i, g := range a.members {
 		for j, st := range served[i].Tools {
 			name := toolAs[i][j]
+			if own[name] {
+				a.log.Warn().Str("upstream", g.Name()).Str("tool", st.Tool.Name).Str("as", name).Msg("an upstream tool is left out: the gateway serves a tool of that name itself")
+				continue
+			}
 			if _, dup := tools[name]; dup {
 				a.log.Warn().Str("upstream", g.Name()).Str("tool", st.Tool.Name).Str("as", name).Msg("an upstream tool is left out: another has its name")
 				continue
@@ -384,39 +405,63 @@ func (a *Aggregate) refresh() {
 			}
 			uris[raw] = g
 			tmpls = append(tmpls, templateRoute{g, st.Template.URITemplate})
-			serverTmpls = append(serverTmpls, st)
+			// mcp-go tries the templates in no set order: a read goes to
+			// the upstream a subscription or a completion of its URI goes
+			// to (owner).
+			serverTmpls = append(serverTmpls, server.ServerResourceTemplate{Template: st.Template, Handler: a.readByOwner})
 		}
 	}
 	a.tools, a.prompts, a.uris, a.tmpls = tools, prompts, uris, tmpls
-
-	// The aggregate's own tools (the core's await tool) stay.
-	for name, st := range a.srv.ListTools() {
-		if _, upstream := a.exposed[name]; !upstream {
-			serverTools = append(serverTools, *st)
-		}
-	}
-	a.exposed = make(map[string]struct{}, len(tools))
-	for name := range tools {
-		a.exposed[name] = struct{}{}
-	}
-	if a.changed("tools", serverTools) {
-		a.srv.SetTools(serverTools...)
-	}
-	if a.changed("prompts", serverPrompts) {
+	a.setTools(serverTools)
+	prompt := func(p server.ServerPrompt) any { return p.Prompt }
+	if changed(a, "prompts", serverPrompts, prompt) {
 		a.srv.SetPrompts(serverPrompts...)
 	}
-	if a.changed("resources", resources) {
+	if changed(a, "resources", resources, func(r server.ServerResource) any { return r.Resource }) {
 		a.srv.SetResources(resources...)
 	}
-	if a.changed("templates", serverTmpls) {
+	if changed(a, "templates", serverTmpls, func(t server.ServerResourceTemplate) any { return t.Template }) {
 		a.srv.SetResourceTemplates(serverTmpls...)
 	}
 }
 
-// changed reports whether list (its definitions, handlers aside) differs from
-// what was last set under key, and records it.
-func (a *Aggregate) changed(key string, list any) bool {
-	b, err := json.Marshal(list)
+// setTools makes the upstreams' tools on the server tools, by changes alone
+// (the server's other tools, the core's await tool, are never touched: the
+// core adds its own while the members may already refresh), each change a
+// list change; a.mu is held.
+func (a *Aggregate) setTools(tools []server.ServerTool) {
+	defs := make(map[string]string, len(tools))
+	var add []server.ServerTool
+	for _, st := range tools {
+		b, _ := json.Marshal(st.Tool)
+		defs[st.Tool.Name] = string(b)
+		if a.exposed[st.Tool.Name] != string(b) {
+			add = append(add, st)
+		}
+	}
+	var gone []string
+	for name := range a.exposed {
+		if _, ok := defs[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	a.exposed = defs
+	if len(gone) > 0 {
+		a.srv.DeleteTools(gone...)
+	}
+	if len(add) > 0 {
+		a.srv.AddTools(add...)
+	}
+}
+
+// changed reports whether list's definitions (def of each item, handlers
+// aside) differ from what was last set under key, and records them.
+func changed[T any](a *Aggregate, key string, list []T, def func(T) any) bool {
+	defs := make([]any, len(list))
+	for i, item := range list {
+		defs[i] = def(item)
+	}
+	b, err := json.Marshal(defs)
 	if err != nil {
 		return true
 	}

@@ -226,6 +226,20 @@ func TestAggregateResourcesPrompts(t *testing.T) {
 			t.Fatal("no update of the subscribed resource")
 		}
 	}
+
+	// A tool added upstream is one list change of the aggregate's tools,
+	// and none of its other lists.
+	bSrv.AddTool(mcpgo.NewTool("late"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("late"), nil
+	})
+	seen := c.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/tools/list_changed" })
+	seen = append(seen, c.Quiet(`"q"`)...)
+	for _, m := range seen {
+		if m.Method == "notifications/prompts/list_changed" || m.Method == "notifications/resources/list_changed" {
+			t.Errorf("a tool added upstream: %s", m.Raw)
+		}
+	}
+	toolNames(t, c, "b__late")
 }
 
 func TestExposed(t *testing.T) {

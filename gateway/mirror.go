@@ -118,13 +118,13 @@ func (g *Gateway) mirror(ctx context.Context) error {
 		g.mu.Lock()
 		mirrored := g.mirrored
 		g.mu.Unlock()
-		own := map[string]server.ServerTool{}
-		for name, st := range g.srv.ListTools() {
+		own := map[string]bool{}
+		for name := range g.srv.ListTools() {
 			if !mirrored[name] {
-				own[name] = *st
+				own[name] = true
 			}
 		}
-		tools := make([]server.ServerTool, 0, len(raws)+len(own))
+		tools := make([]server.ServerTool, 0, len(raws))
 		support := map[string]mcpgo.TaskSupport{}
 		tasks := init.Capabilities.Tasks != nil
 		names := make(map[string]bool, len(raws))
@@ -134,7 +134,7 @@ func (g *Gateway) mirror(ctx context.Context) error {
 				g.log.Warn().Err(err).Msg("an upstream tool is skipped")
 				continue
 			}
-			if _, ours := own[t.Name]; ours {
+			if own[t.Name] {
 				g.log.Warn().Str("tool", t.Name).Msg("an upstream tool is skipped: the gateway serves a tool of that name itself (the await tool, which deferred answers name); rename it upstream to serve it")
 				continue
 			}
@@ -157,10 +157,21 @@ func (g *Gateway) mirror(ctx context.Context) error {
 		g.mirrored = names
 		g.served.Tools = slices.Clone(tools)
 		g.mu.Unlock()
-		for _, st := range own {
-			tools = append(tools, st)
+		// By changes alone: the core adds its own tools to the server as it
+		// is made, which may be while the gateway mirrors (a gateway started
+		// in the background).
+		var gone []string
+		for name := range mirrored {
+			if !names[name] {
+				gone = append(gone, name)
+			}
 		}
-		g.srv.SetTools(tools...)
+		if len(gone) > 0 {
+			g.srv.DeleteTools(gone...)
+		}
+		if len(tools) > 0 {
+			g.srv.AddTools(tools...)
+		}
 	}); err != nil {
 		return err
 	}
@@ -268,6 +279,11 @@ func decodeTool(raw json.RawMessage) (mcpgo.Tool, error) {
 	t.RawOutputSchema = nil
 	if len(schemas.Out) > 0 {
 		t.RawOutputSchema = schemas.Out
+	}
+	// mcp-go's server panics on a tool whose x-mcp-header annotations are
+	// wrong: one upstream's bad tool must not take the gateway down.
+	if err := mcpgo.ValidateParamHeaderAnnotations(&t); err != nil {
+		return t, fmt.Errorf("gateway: tool %s: %w", t.Name, err)
 	}
 	return t, nil
 }
