@@ -1,11 +1,15 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,4 +294,51 @@ func TestAggregateSpansNameUpstream(t *testing.T) {
 		t.Fatalf("the span of the call upstream: %v, want mcp_resume.upstream b", s.Attributes())
 	}
 	t.Fatal("no span of the call upstream")
+}
+
+// An upstream whose first tools/list fails (here answered 500) is listed
+// again until it answers: its tools appear without a list change of its
+// own.
+func TestAggregateListsAgain(t *testing.T) {
+	up := demoURL(t)
+	var failed atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"tools/list"`) && failed.CompareAndSwap(false, true) {
+			http.Error(w, "not now", http.StatusInternalServerError)
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, up, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		fl, _ := w.(http.Flusher)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				_, _ = w.Write(buf[:n])
+				if fl != nil {
+					fl.Flush()
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	_, c := aggregate(t, gateway.PrefixAlways, gateway.Upstream{Name: "a", Options: gateway.Options{URL: proxy.URL, MinBackoff: 10 * time.Millisecond}})
+	toolNames(t, c, "a__echo")
+	if !failed.Load() {
+		t.Fatal("the first tools/list did not fail")
+	}
 }

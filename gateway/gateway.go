@@ -329,7 +329,11 @@ func (g *Gateway) reach() bool {
 			}
 			g.resubscribe(g.ctx) // what its clients subscribed to meanwhile
 			if err := g.mirror(g.ctx); err != nil && g.ctx.Err() == nil {
-				g.log.Warn().Err(err).Msg("following the upstream's lists")
+				g.log.Warn().Err(err).Msg("following the upstream's lists; trying again")
+				select { // supervise lists again
+				case g.mirrorQ <- struct{}{}:
+				default:
+				}
 			}
 			return true
 		}
@@ -538,17 +542,27 @@ func (g *Gateway) connected() {
 // started again, a server that restarted may serve other lists), where it
 // also subscribes to the resources the gateway's clients want.
 func (g *Gateway) supervise() {
+	// A listing that failed (a timeout, an error of the upstream's) is
+	// tried again, MinBackoff to MaxBackoff apart, until one succeeds: the
+	// upstream's lists are not left unserved until its next list change.
+	pauses := backoff.Double(g.opts.MinBackoff, g.opts.MaxBackoff)
+	var again <-chan time.Time
 	for {
 		select {
 		case <-g.mirrorQ:
+		case <-again:
 		case <-g.connQ:
 			g.connected()
 			g.resubscribe(g.ctx)
 		case <-g.ctx.Done():
 			return
 		}
+		again = nil
 		if err := g.mirror(g.ctx); err != nil && g.ctx.Err() == nil {
-			g.log.Warn().Err(err).Msg("following the upstream's lists")
+			g.log.Warn().Err(err).Msg("following the upstream's lists; trying again")
+			again = time.After(pauses.Next())
+		} else {
+			pauses = backoff.Double(g.opts.MinBackoff, g.opts.MaxBackoff)
 		}
 	}
 }
