@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -296,7 +297,7 @@ func TestAggregateSpansNameUpstream(t *testing.T) {
 	t.Fatal("no span of the call upstream")
 }
 
-// An upstream whose first tools/list fails (here answered 500) is listed
+// An upstream whose first tools/list fails (here answered with an error) is listed
 // again until it answers: its tools appear without a list change of its
 // own.
 func TestAggregateListsAgain(t *testing.T) {
@@ -305,7 +306,12 @@ func TestAggregateListsAgain(t *testing.T) {
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if strings.Contains(string(body), `"tools/list"`) && failed.CompareAndSwap(false, true) {
-			http.Error(w, "not now", http.StatusInternalServerError)
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(body, &m)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"not now"}}`, m.ID)
 			return
 		}
 		req, _ := http.NewRequestWithContext(r.Context(), r.Method, up, bytes.NewReader(body))
