@@ -131,11 +131,6 @@ func (us *Upstreams) UnmarshalYAML(n *yaml.Node) error {
 		case u.URL == "" && (len(u.Headers) > 0 || u.TokenEnv != "" || u.OAuth != nil):
 			return lineErr(v, fmt.Errorf("upstream %s: headers, tokenEnv and oauth go with a url", u.Name))
 		}
-		for _, t := range u.Tools {
-			if len(t.Scopes) > 0 {
-				return lineErr(v, fmt.Errorf("upstream %s: scopes are named under the file's tools, by the names the gateway serves", u.Name))
-			}
-		}
 		seen[u.Name] = true
 		*us = append(*us, u)
 	}
@@ -396,12 +391,20 @@ func (f *File) Policies(base mcp.Policy) (def mcp.Policy, tools map[string]mcp.P
 	return def, tools
 }
 
-// ToolScopes returns the scopes the file's tools need (Tool.Scopes).
+// ToolScopes returns the scopes the file's tools need (Tool.Scopes): by
+// their names, and an upstream's tools' as UPSTREAM/TOOL.
 func (f *File) ToolScopes() map[string][]string {
 	out := map[string][]string{}
 	for name, t := range f.Tools {
 		if len(t.Scopes) > 0 {
 			out[name] = slices.Clone(t.Scopes)
+		}
+	}
+	for _, u := range f.Upstreams {
+		for name, t := range u.Tools {
+			if len(t.Scopes) > 0 {
+				out[u.Name+"/"+name] = slices.Clone(t.Scopes)
+			}
 		}
 	}
 	return out

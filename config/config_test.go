@@ -135,6 +135,7 @@ func TestSchemaAgrees(t *testing.T) {
 		"version: 1\nupstreams:\n- {name: fs, url: 'http://x', env: [A]}\n",
 		"version: 1\nupstreams:\n- {name: fs, command: [x], headers: ['A: b']}\n",
 		"version: 1\nupstreams:\n- {name: fs, command: [x], tools: {t: {scopes: [a]}}}\n",
+		"version: 1\nupstreams:\n- {name: fs, command: [x], defaults: {scopes: [a]}}\n",
 		"version: 1\nupstreams:\n- {name: fs, command: [x], extra: 1}\n",
 		"version: 1\naggregate: {conflict: merge}\n",
 		"version: 1\nupstreams:\n- {name: fs, url: 'ftp://x'}\n",

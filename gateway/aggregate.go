@@ -109,6 +109,7 @@ type Aggregate struct {
 
 	mu      sync.Mutex
 	tools   map[string]route // exposed name -> its upstream's
+	back    map[route]string // and back
 	prompts map[string]route
 	uris    map[string]*Gateway // resource URI or template -> its upstream
 	tmpls   []templateRoute
@@ -219,6 +220,18 @@ func (a *Aggregate) Route(tool string) (g *Gateway, name string, ok bool) {
 	defer a.mu.Unlock()
 	r, ok := a.tools[tool]
 	return r.g, r.name, ok
+}
+
+// NameOf is the name the aggregate serves tool of upstream under now.
+func (a *Aggregate) NameOf(upstream, tool string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g := a.byName[upstream]
+	if g == nil {
+		return "", false
+	}
+	name, ok := a.back[route{g, tool}]
+	return name, ok
 }
 
 // PolicyOf is the core's Options.PolicyOf for the aggregate: the policy
@@ -412,6 +425,10 @@ func (a *Aggregate) refresh() {
 		}
 	}
 	a.tools, a.prompts, a.uris, a.tmpls = tools, prompts, uris, tmpls
+	a.back = make(map[route]string, len(tools))
+	for name, r := range tools {
+		a.back[r] = name
+	}
 	a.setTools(serverTools)
 	prompt := func(p server.ServerPrompt) any { return p.Prompt }
 	if changed(a, "prompts", serverPrompts, prompt) {

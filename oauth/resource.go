@@ -39,6 +39,11 @@ type Options struct {
 	Scopes []string
 	// ToolScopes are the scopes a call of a tool needs besides Scopes.
 	ToolScopes map[string][]string
+	// ToolScopesOf, when set, is what a call of a tool needs besides
+	// Scopes, instead of ToolScopes[tool] (a tool served under several
+	// names: a gateway of several's); ToolScopes is then what the metadata
+	// lists.
+	ToolScopesOf func(tool string) []string
 	// Skew is the clock skew allowed on a token's exp and nbf. Default 30s.
 	Skew time.Duration
 	// Client makes the requests to the authorization servers. Default: one
@@ -359,6 +364,9 @@ func (rs *ResourceServer) check(ctx context.Context, authorization string, src s
 // needs.
 func (rs *ResourceServer) toolRefusal(tok *Token, tool string) *transport.Refusal {
 	need := rs.opts.ToolScopes[tool]
+	if f := rs.opts.ToolScopesOf; f != nil {
+		need = f(tool)
+	}
 	if len(need) == 0 || tok.key || len(uncovered(tok.Scopes, need)) == 0 {
 		return nil
 	}

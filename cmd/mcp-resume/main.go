@@ -509,6 +509,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			return err
 		}
 		defer agg.Close()
+		if auth != nil {
+			auth.agg.Store(agg)
+		}
 		// The upstreams that answer at once are listed before the first
 		// client comes (a desktop app lists the tools right after its
 		// initialize); one that does not holds back nothing past this.

@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/internal/backoff"
 	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -147,7 +149,11 @@ type authn struct {
 	rs   *oauth.ResourceServer   // nil without --oauth-issuer
 	// ups are the resource servers of a gateway of several's upstreams' own
 	// endpoints (/servers/NAME/mcp), each a protected resource of its own.
-	ups        map[string]*oauth.ResourceServer
+	ups map[string]*oauth.ResourceServer
+	// agg is the gateway of several, once started: a tool's scopes are
+	// those named for it by the name the aggregate serves it under and by
+	// its upstream's (UPSTREAM/TOOL), on either endpoint.
+	agg        atomic.Pointer[gateway.Aggregate]
 	refusals   *prometheus.CounterVec // refused requests by reason
 	unverified []string               // issuers not reached at start (watch)
 }
@@ -234,6 +240,17 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams
 		TrustedProxies:  proxies,
 		ClientPrincipal: o.clientPrinc,
 	}
+	if len(upstreams) > 0 {
+		opts.ToolScopesOf = func(tool string) []string {
+			need := toolScopes[tool]
+			if agg := a.agg.Load(); agg != nil {
+				if g, name, ok := agg.Route(tool); ok {
+					need = union(need, toolScopes[gateway.LimitName(g.Name(), name)])
+				}
+			}
+			return need
+		}
+	}
 	rs, err := oauth.New(&opts)
 	if err != nil {
 		return nil, fmt.Errorf("--oauth-issuer: %w", err)
@@ -248,6 +265,15 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams
 		for _, name := range upstreams {
 			up := opts
 			up.Resource = base + serversPath + name + "/mcp"
+			up.ToolScopesOf = func(tool string) []string {
+				need := toolScopes[gateway.LimitName(name, tool)]
+				if agg := a.agg.Load(); agg != nil {
+					if served, ok := agg.NameOf(name, tool); ok {
+						need = union(need, toolScopes[served])
+					}
+				}
+				return need
+			}
 			if a.ups[name], err = oauth.New(&up); err != nil {
 				return nil, fmt.Errorf("--oauth-issuer: upstream %s: %w", name, err)
 			}
@@ -263,6 +289,17 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams
 		}
 	}
 	return a, nil
+}
+
+// union is a's scopes and those of b it lacks.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // issuerCheckWait bounds the check of the issuers' metadata at start.

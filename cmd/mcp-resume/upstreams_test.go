@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/testkit/everything"
 	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
@@ -565,8 +566,10 @@ func TestGatewayUpstreamsRefused(t *testing.T) {
 // not, and the other way round.
 func TestGatewayUpstreamsOAuth(t *testing.T) {
 	op := oauthtest.Start(t)
-	_, m, _, _ := threeUpstreams(t, "")
-	gw := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --config "+upstreamsFile(t, "", m), 1)[0]
+	m := fmt.Sprintf("{name: mcpgo, url: %q, tools: {slow: {scopes: [tools:slow]}}}", mcpgoUpstream(t))
+	// A scope named for a tool by its upstream's name, and one named by the
+	// aggregate's: each needed on both endpoints.
+	gw := spawnNet(t, "gateway --http 127.0.0.1:0 --oauth-issuer "+op.Issuer+" --config "+upstreamsFile(t, "tools: {mcpgo__echo: {scopes: [tools:echo]}}\n", m), 1)[0]
 	own := base(gw) + "/servers/mcpgo/mcp"
 	resp, err := http.Get(base(gw) + "/.well-known/oauth-protected-resource/servers/mcpgo/mcp")
 	if err != nil {
@@ -589,15 +592,21 @@ func TestGatewayUpstreamsOAuth(t *testing.T) {
 		defer c.Close()
 		c.Initialize(`{}`)
 		toolsOf(t, c, tool)
-		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hi"}}}`, tool)
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hi","seconds":0,"steps":1}}}`, tool)
 		m, _ := c.Response("1")
 		return m
 	}
-	if m := call(own, "echo", op.Token(t, "alice", own)); e2etest.Text(m) != "mcpgo: hi" {
+	scoped := func(resource string) string { return op.Token(t, "alice", resource, "tools:echo", "tools:slow") }
+	if m := call(own, "echo", scoped(own)); e2etest.Text(m) != "mcpgo: hi" {
 		t.Errorf("a token for the upstream's endpoint, there: %s", m.Raw)
 	}
-	if m := call(gw.URL, "mcpgo__echo", op.Token(t, "alice", gw.URL)); e2etest.Text(m) != "mcpgo: hi" {
+	if m := call(gw.URL, "mcpgo__echo", scoped(gw.URL)); e2etest.Text(m) != "mcpgo: hi" {
 		t.Errorf("a token for the aggregate, there: %s", m.Raw)
+	}
+	for _, tc := range []struct{ url, tool string }{{own, "echo"}, {own, "slow"}, {gw.URL, "mcpgo__echo"}, {gw.URL, "mcpgo__slow"}} {
+		if m := call(tc.url, tc.tool, op.Token(t, "alice", tc.url)); m.Error == nil || m.Error.Reason != oauth.ReasonScope {
+			t.Errorf("%s at %s without its scope: %s", tc.tool, tc.url, m.Raw)
+		}
 	}
 	if status, _, body := postAuth(t, own, "Bearer "+op.Token(t, "alice", gw.URL)); status != http.StatusUnauthorized || !strings.Contains(body, "wrong_audience") {
 		t.Errorf("the aggregate's token at the upstream's endpoint: %d %s", status, body)
