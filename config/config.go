@@ -55,7 +55,7 @@ type File struct {
 // own policies on top of the file's.
 type Upstream struct {
 	// Name names it: its path (/servers/NAME/mcp) and its tools' prefix
-	// (NAME__tool); 1 to 32 of A-Z a-z 0-9 -.
+	// (NAME__tool); 1 to 32 of a-z 0-9 -.
 	Name string `yaml:"name"`
 	// Command starts it as a stdio child; Env is what of this environment
 	// it sees (NAME, or NAME=value: --env's form); Dir its working directory.
@@ -101,7 +101,9 @@ func (o *UpstreamOAuth) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // upstreamName is what an upstream's name may be (gateway.CheckName's rule).
-var upstreamName = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
+// Lower case alone: a name is a directory's name too (--data-dir), on file
+// systems that may not tell case apart.
+var upstreamName = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
 
 // Upstreams are a gateway's upstreams, in order.
 type Upstreams []Upstream
@@ -119,7 +121,7 @@ func (us *Upstreams) UnmarshalYAML(n *yaml.Node) error {
 		}
 		switch {
 		case !upstreamName.MatchString(u.Name):
-			return lineErr(v, fmt.Errorf("upstream name %q: want 1 to 32 of A-Z a-z 0-9 - (it starts its tools' names, NAME__tool)", u.Name))
+			return lineErr(v, fmt.Errorf("upstream name %q: want 1 to 32 of a-z 0-9 - (it starts its tools' names, NAME__tool)", u.Name))
 		case seen[u.Name]:
 			return lineErr(v, fmt.Errorf("upstream %q named twice", u.Name))
 		case (len(u.Command) == 0) == (u.URL == ""):

@@ -77,6 +77,9 @@ func TestRefused(t *testing.T) {
 		{"version: 1\ntools:\n  deploy: [1]\n", "3: "},
 		{"version: 1\n  bad: indentation\n", "2: "},
 		{"version: 1\ntools:\n  deploy:\n    audit: {arguments: shred}\n", `4: audit: arguments "shred": want hash, redact or keep`},
+		{"version: 1\nupstreams:\n- {name: fs, url: 'http://x'}\n- {name: fs, url: 'http://y'}\n", `4: upstream "fs" named twice`},
+		{"version: 1\nupstreams:\n- {name: Files, url: 'http://x'}\n", `3: upstream name "Files": want 1 to 32 of a-z 0-9 -`},
+		{"version: 1\nupstreams:\n- {name: fs, url: 'http://x', env: [A]}\n", "3: upstream fs: env and dir go with a command"},
 		{"version: 1\ntools:\n  deploy:\n    audit: {}\n", `4: audit: arguments "": want hash, redact or keep`},
 	} {
 		_, err := config.Parse([]byte(tc.doc))
@@ -139,6 +142,7 @@ func TestSchemaAgrees(t *testing.T) {
 		"version: 1\nupstreams:\n- {name: fs, command: [x], extra: 1}\n",
 		"version: 1\naggregate: {conflict: merge}\n",
 		"version: 1\nupstreams:\n- {name: fs, url: 'ftp://x'}\n",
+		"version: 1\nupstreams:\n- {name: fs, url: 'http://x'}\n- {name: FS, url: 'http://y'}\n",
 		"version: 1\nupstreams:\n- {name: fs, url: 'http://x', oauth: {clientId: gw, issuer: 'https://i', scopes: [a]}}\n",
 		"version: 1\nupstreams:\n- {name: fs, url: 'http://x', oauth: {clientId: gw}}\n",
 		"version: 1\nupstreams:\n- {name: fs, command: [x], oauth: {clientId: gw, issuer: i}}\n",

@@ -60,13 +60,14 @@ const Separator = "__"
 const MaxName = 64
 
 // upstreamName is what an upstream's name may be: it starts a tool's name, so
-// it holds no separator.
-var upstreamName = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
+// it holds no separator, and it names directories and JetStream streams, so
+// it is in lower case (file systems that do not tell case apart).
+var upstreamName = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
 
 // CheckName says why name cannot name an upstream, or nil.
 func CheckName(name string) error {
 	if !upstreamName.MatchString(name) {
-		return fmt.Errorf("upstream name %q: want 1 to 32 of A-Z a-z 0-9 - (it starts its tools' names, NAME__tool)", name)
+		return fmt.Errorf("upstream name %q: want 1 to 32 of a-z 0-9 - (it starts its tools' names, NAME__tool)", name)
 	}
 	return nil
 }

@@ -256,7 +256,7 @@ func TestExposed(t *testing.T) {
 	if len(got) != gateway.MaxName || !strings.HasPrefix(got, "fs__xxx") || got == gateway.Exposed("fs", long+"y") {
 		t.Errorf("Exposed of a long name: %q", got)
 	}
-	for _, bad := range []string{"", "a_b", "a b", strings.Repeat("a", 33), "a.b"} {
+	for _, bad := range []string{"", "a_b", "a b", strings.Repeat("a", 33), "a.b", "Files"} {
 		if gateway.CheckName(bad) == nil {
 			t.Errorf("CheckName(%q) = nil", bad)
 		}

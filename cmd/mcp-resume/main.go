@@ -586,6 +586,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	}
 	pm.core.Store(core)
 	eps := []endpoint{{core: core}}
+	// On an error below, the cores made are closed before their stores are.
+	closeCores := func() {
+		for _, e := range eps {
+			e.core.Close()
+		}
+	}
 	if multi {
 		// Each upstream's own endpoint: its tools under its names, its
 		// store, the limits it shares with the aggregate.
@@ -593,11 +599,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			name := g.Name()
 			st, sh, n, err := storeOf(name)
 			if err != nil {
+				closeCores()
 				return fmt.Errorf("upstream %s: %w", name, err)
 			}
 			up := pol.ups[name]
 			c, err := newCore(g.Server(), st, sh, n, up.def, up.tools, g.PolicyOf, func(tool string) string { return gateway.LimitName(name, tool) })
 			if err != nil {
+				closeCores()
 				return fmt.Errorf("upstream %s: %w", name, err)
 			}
 			eps = append(eps, endpoint{upstream: name, core: c, gw: g})

@@ -279,14 +279,22 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams
 			}
 		}
 	}
-	for _, rs := range a.servers() {
-		unverified, err := verifyIssuers(rs, o, log)
-		if err != nil {
-			return nil, err
+	// Every resource server checks the issuers (each keeps their metadata
+	// for its tokens), at once: an issuer not reached holds the start back
+	// once, not once per server.
+	servers := a.servers()
+	unverified := make([][]string, len(servers))
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, rs := range servers {
+		wg.Go(func() { unverified[i], errs[i] = verifyIssuers(rs, o, log) })
+	}
+	wg.Wait()
+	for i := range servers {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		if len(a.unverified) == 0 {
-			a.unverified = unverified
-		}
+		a.unverified = union(a.unverified, unverified[i])
 	}
 	return a, nil
 }

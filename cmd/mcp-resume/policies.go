@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -344,10 +345,15 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  %-10s %s\n", name, describePolicy(tools[name], scopes[name]))
 	}
 	for _, u := range file.Upstreams {
-		// Secrets stay out: a header's name, not its value.
+		// Secrets stay out: a URL without its user and query, a command's
+		// program without its arguments, no header.
 		where := "url " + u.URL
+		if p, err := url.Parse(u.URL); err == nil {
+			p.User, p.RawQuery, p.Fragment = nil, "", ""
+			where = "url " + p.String()
+		}
 		if len(u.Command) > 0 {
-			where = "command " + strings.Join(u.Command, " ")
+			where = fmt.Sprintf("command %s and %d arguments", u.Command[0], len(u.Command)-1)
 		}
 		fmt.Fprintf(stdout, "upstream %s: %s (alone at /servers/%s/mcp, with the others at /mcp)\n", u.Name, where, u.Name)
 		udef, utools := u.Policies(def)
