@@ -49,7 +49,9 @@ func (r Rate) every() time.Duration { return r.Per / time.Duration(r.Calls) }
 const sweepAt = 4096
 
 // NewMemoryRates returns Rates that keep the buckets in memory.
-func NewMemoryRates() Rates { return &memoryRates{buckets: make(map[rateKey]*rateEntry), next: sweepAt} }
+func NewMemoryRates() Rates {
+	return &memoryRates{buckets: make(map[rateKey]*rateEntry), next: sweepAt}
+}
 
 func (m *memoryRates) Take(_ context.Context, tool, principal string, rate Rate) (bool, time.Duration, error) {
 	now := time.Now()
