@@ -22,7 +22,6 @@ import (
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
-	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -91,32 +90,6 @@ func aggregate(t *testing.T, rule gateway.Conflict, ups ...gateway.Upstream) (*g
 	return a, c
 }
 
-// toolNames lists the aggregate's tools, once every upstream that is up is
-// in the list (want among them).
-func toolNames(t *testing.T, c *e2etest.Client, want ...string) []string {
-	t.Helper()
-	var names []string
-	poll.Until(t, 20*time.Second, "the upstreams' tools listed", func() bool {
-		c.Send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
-		m, _ := c.Response(`"l"`)
-		var res struct {
-			Tools []struct{ Name string } `json:"tools"`
-		}
-		_ = json.Unmarshal(m.Result, &res)
-		names = names[:0]
-		for _, tl := range res.Tools {
-			names = append(names, tl.Name)
-		}
-		for _, w := range want {
-			if !slices.Contains(names, w) {
-				return false
-			}
-		}
-		return true
-	})
-	return names
-}
-
 func callText(t *testing.T, c *e2etest.Client, tool, args string) string {
 	t.Helper()
 	c.Send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args)
@@ -152,7 +125,7 @@ func TestAggregateNames(t *testing.T) {
 	} {
 		t.Run(string(tc.rule), func(t *testing.T) {
 			agg, c := aggregate(t, tc.rule, ups()...)
-			names := toolNames(t, c, tc.aEcho, tc.bEcho, tc.onlyB)
+			names := c.WaitTools(tc.aEcho, tc.bEcho, tc.onlyB)
 			if !slices.Contains(names, mcp.DefaultAwaitTool) {
 				t.Errorf("the core's await tool is not listed: %v", names)
 			}
@@ -189,7 +162,7 @@ func TestAggregateResourcesPrompts(t *testing.T) {
 	_, c := aggregate(t, gateway.PrefixAlways,
 		gateway.Upstream{Name: "a", Options: gateway.Options{URL: demoURL(t)}},
 		gateway.Upstream{Name: "b", Options: gateway.Options{URL: bURL}})
-	toolNames(t, c, "a__echo", "b__echo")
+	c.WaitTools("a__echo", "b__echo")
 	c.Send(`{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"b://readme"}}`)
 	if m, _ := c.Response(`"r"`); !strings.Contains(string(m.Result), "b's readme") {
 		t.Errorf("resources/read: %s", m.Raw)
@@ -244,7 +217,7 @@ func TestAggregateResourcesPrompts(t *testing.T) {
 			t.Errorf("a tool added upstream: %s", m.Raw)
 		}
 	}
-	toolNames(t, c, "b__late")
+	c.WaitTools("b__late")
 }
 
 func TestExposed(t *testing.T) {
@@ -281,7 +254,7 @@ func TestAggregateSpansNameUpstream(t *testing.T) {
 	_, c := aggregate(t, gateway.PrefixAlways,
 		gateway.Upstream{Name: "a", Options: gateway.Options{URL: demoURL(t), TracerProvider: tp}},
 		gateway.Upstream{Name: "b", Options: gateway.Options{URL: upstreamB(t), TracerProvider: tp}})
-	toolNames(t, c, "a__echo", "b__echo")
+	c.WaitTools("a__echo", "b__echo")
 	callText(t, c, "b__echo", `{"text":"x"}`)
 	for _, s := range rec.Ended() {
 		if s.Name() != "tools/call echo" {
@@ -343,7 +316,7 @@ func TestAggregateListsAgain(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 	_, c := aggregate(t, gateway.PrefixAlways, gateway.Upstream{Name: "a", Options: gateway.Options{URL: proxy.URL, MinBackoff: 10 * time.Millisecond}})
-	toolNames(t, c, "a__echo")
+	c.WaitTools("a__echo")
 	if !failed.Load() {
 		t.Fatal("the first tools/list did not fail")
 	}

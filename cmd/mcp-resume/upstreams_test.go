@@ -101,34 +101,6 @@ func threeUpstreams(t *testing.T, oursArgs string) (everythingUp, mcpgoUp, oursU
 // base is the origin of a listener's MCP URL.
 func base(l startLine) string { return strings.TrimSuffix(l.URL, "/mcp") }
 
-// toolsOf returns a client's tool names, once want are all among them.
-func toolsOf(t *testing.T, c *e2etest.Client, want ...string) []string {
-	t.Helper()
-	var names []string
-	i := 0
-	poll.Until(t, 30*time.Second, fmt.Sprintf("tools %v listed", want), func() bool {
-		i++
-		id := fmt.Sprintf(`"list%d"`, i)
-		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/list"}`, id)
-		m, _ := c.Response(id)
-		var res struct {
-			Tools []struct{ Name string } `json:"tools"`
-		}
-		_ = json.Unmarshal(m.Result, &res)
-		names = names[:0]
-		for _, tl := range res.Tools {
-			names = append(names, tl.Name)
-		}
-		for _, w := range want {
-			if !slices.Contains(names, w) {
-				return false
-			}
-		}
-		return true
-	})
-	return names
-}
-
 // echoes calls echo-like tools and checks each answer holds want.
 func echoes(t *testing.T, c *e2etest.Client, calls map[string]string) {
 	t.Helper()
@@ -155,7 +127,7 @@ func TestGatewayUpstreams(t *testing.T) {
 
 	c := e2etest.NewClient(t, httptransport.Dial(gw.URL, nil))
 	c.Initialize(`{}`)
-	names := toolsOf(t, c, "everything__echo", "mcpgo__echo", "mcpgo__slow", "ours__echo", "ours__countdown", "everything__trigger-long-running-operation")
+	names := c.WaitTools("everything__echo", "mcpgo__echo", "mcpgo__slow", "ours__echo", "ours__countdown", "everything__trigger-long-running-operation")
 	for _, n := range names {
 		if !strings.Contains(n, "__") {
 			t.Errorf("a tool without its upstream's prefix: %s", n)
@@ -180,7 +152,7 @@ func TestGatewayUpstreams(t *testing.T) {
 		} {
 			pc := dial()
 			pc.Initialize(`{}`)
-			names := toolsOf(t, pc, up.tool)
+			names := pc.WaitTools(up.tool)
 			if slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "__") }) {
 				t.Errorf("%s's own path lists prefixed names: %v", up.name, names)
 			}
@@ -423,7 +395,7 @@ func TestGatewayUpstreamsDataDir(t *testing.T) {
 		c := e2etest.NewClient(t, httptransport.Dial(url, nil))
 		c.Initialize(`{"resumableRequests":{}}`)
 		if url == first.URL {
-			toolsOf(t, c, tool)
+			c.WaitTools(tool)
 		}
 		id := fmt.Sprint(len(calls) + 1)
 		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"p"}}}`, id, tool, callArgs)
@@ -516,7 +488,7 @@ func TestGatewayUpstreamsCluster(t *testing.T) {
 	} {
 		ca := e2etest.NewClient(t, httptransport.Dial(base(a)+tc.path, nil))
 		ca.Initialize(`{"resumableRequests":{}}`)
-		toolsOf(t, ca, tc.tool)
+		ca.WaitTools(tc.tool)
 		ca.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"progressToken":"p"}}}`, tc.tool, tc.args)
 		var p e2etest.Policy
 		ca.Until(func(m e2etest.Msg) bool {
@@ -591,7 +563,7 @@ func TestGatewayUpstreamsOAuth(t *testing.T) {
 		c := e2etest.NewClient(t, httptransport.Dial(url, &httptransport.ClientOptions{Client: &http.Client{Transport: transport.BearerTransport(token, nil)}}))
 		defer c.Close()
 		c.Initialize(`{}`)
-		toolsOf(t, c, tool)
+		c.WaitTools(tool)
 		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hi","seconds":0,"steps":1}}}`, tool)
 		m, _ := c.Response("1")
 		return m

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -304,4 +305,34 @@ func TaskEvents(ms []Msg) []TaskEvent {
 		}
 	}
 	return evs
+}
+
+// WaitTools lists the server's tools until want are all among them (a
+// gateway lists its upstreams' as they answer), 30 s at most, and returns
+// the names listed last.
+func (c *Client) WaitTools(want ...string) []string {
+	c.t.Helper()
+	var names []string
+	n := 0
+	poll.Until(c.t, 30*time.Second, fmt.Sprintf("tools %v listed", want), func() bool {
+		n++
+		id := fmt.Sprintf(`"tools-%d"`, n)
+		c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/list"}`, id)
+		m, _ := c.Response(id)
+		var res struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		_ = json.Unmarshal(m.Result, &res)
+		names = names[:0]
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		for _, w := range want {
+			if !slices.Contains(names, w) {
+				return false
+			}
+		}
+		return true
+	})
+	return names
 }
