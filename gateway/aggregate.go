@@ -430,7 +430,8 @@ func (a *Aggregate) refresh() {
 	for name, r := range tools {
 		a.back[r] = name
 	}
-	a.setTools(serverTools)
+	// The tools last: a client that sees an upstream's tools finds its
+	// resources and prompts too.
 	prompt := func(p server.ServerPrompt) any { return p.Prompt }
 	if changed(a, "prompts", serverPrompts, prompt) {
 		a.srv.SetPrompts(serverPrompts...)
@@ -441,6 +442,7 @@ func (a *Aggregate) refresh() {
 	if changed(a, "templates", serverTmpls, func(t server.ServerResourceTemplate) any { return t.Template }) {
 		a.srv.SetResourceTemplates(serverTmpls...)
 	}
+	a.setTools(serverTools)
 }
 
 // setTools makes the upstreams' tools on the server tools, by changes alone

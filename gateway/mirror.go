@@ -101,13 +101,56 @@ func (g *Gateway) listAll(ctx context.Context, method, field string) ([]json.Raw
 func (g *Gateway) mirror(ctx context.Context) error {
 	init := g.link.Load().init
 	changed := false
+	// What the gateway serves of its upstream (Served) changes once, when
+	// every list was read: an Aggregate never takes the new tools with the
+	// old resources.
+	next := g.Served()
 	defer func() {
-		if changed && g.opts.OnMirrored != nil {
+		if !changed {
+			return
+		}
+		g.mu.Lock()
+		g.served = next
+		g.mu.Unlock()
+		if g.opts.OnMirrored != nil {
 			g.opts.OnMirrored()
 		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
 	defer cancel()
+	if init.Capabilities.Resources != nil {
+		if err := g.mirrorList(ctx, "resources/list", "resources", &changed, func(raws []json.RawMessage) {
+			rs := decodeAll(g, raws, "resource", func(r mcpgo.Resource) server.ServerResource {
+				return server.ServerResource{Resource: r, Handler: g.readResource}
+			})
+			next.Resources = rs
+			g.srv.SetResources(rs...)
+		}); err != nil {
+			return err
+		}
+		if err := g.mirrorList(ctx, "resources/templates/list", "resourceTemplates", &changed, func(raws []json.RawMessage) {
+			ts := decodeAll(g, raws, "resource template", func(t mcpgo.ResourceTemplate) server.ServerResourceTemplate {
+				return server.ServerResourceTemplate{Template: t, Handler: g.readResource}
+			})
+			next.Templates = ts
+			g.srv.SetResourceTemplates(ts...)
+		}); err != nil {
+			return err
+		}
+	}
+	if init.Capabilities.Prompts != nil {
+		if err := g.mirrorList(ctx, "prompts/list", "prompts", &changed, func(raws []json.RawMessage) {
+			ps := decodeAll(g, raws, "prompt", func(pr mcpgo.Prompt) server.ServerPrompt {
+				return server.ServerPrompt{Prompt: pr, Handler: g.getPrompt}
+			})
+			next.Prompts = ps
+			g.srv.SetPrompts(ps...)
+		}); err != nil {
+			return err
+		}
+	}
+	// The tools last: a client that sees the upstream's tools finds its
+	// resources and prompts too.
 	if err := g.mirrorList(ctx, "tools/list", "tools", &changed, func(raws []json.RawMessage) {
 		// Tools the gateway did not mirror are its own (the core's await
 		// tool): an upstream tool of the same name never replaces one. A
@@ -155,7 +198,7 @@ func (g *Gateway) mirror(ctx context.Context) error {
 			g.taskSupport = support
 		}
 		g.mirrored = names
-		g.served.Tools = slices.Clone(tools)
+		next.Tools = slices.Clone(tools)
 		g.mu.Unlock()
 		// By changes alone: the core adds its own tools to the server as it
 		// is made, which may be while the gateway mirrors (a gateway started
@@ -174,41 +217,6 @@ func (g *Gateway) mirror(ctx context.Context) error {
 		}
 	}); err != nil {
 		return err
-	}
-	if init.Capabilities.Resources != nil {
-		if err := g.mirrorList(ctx, "resources/list", "resources", &changed, func(raws []json.RawMessage) {
-			rs := decodeAll(g, raws, "resource", func(r mcpgo.Resource) server.ServerResource {
-				return server.ServerResource{Resource: r, Handler: g.readResource}
-			})
-			g.mu.Lock()
-			g.served.Resources = rs
-			g.mu.Unlock()
-			g.srv.SetResources(rs...)
-		}); err != nil {
-			return err
-		}
-		if err := g.mirrorList(ctx, "resources/templates/list", "resourceTemplates", &changed, func(raws []json.RawMessage) {
-			ts := decodeAll(g, raws, "resource template", func(t mcpgo.ResourceTemplate) server.ServerResourceTemplate {
-				return server.ServerResourceTemplate{Template: t, Handler: g.readResource}
-			})
-			g.mu.Lock()
-			g.served.Templates = ts
-			g.mu.Unlock()
-			g.srv.SetResourceTemplates(ts...)
-		}); err != nil {
-			return err
-		}
-	}
-	if init.Capabilities.Prompts != nil {
-		return g.mirrorList(ctx, "prompts/list", "prompts", &changed, func(raws []json.RawMessage) {
-			ps := decodeAll(g, raws, "prompt", func(pr mcpgo.Prompt) server.ServerPrompt {
-				return server.ServerPrompt{Prompt: pr, Handler: g.getPrompt}
-			})
-			g.mu.Lock()
-			g.served.Prompts = ps
-			g.mu.Unlock()
-			g.srv.SetPrompts(ps...)
-		})
 	}
 	return nil
 }
