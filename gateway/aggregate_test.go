@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,25 +186,25 @@ func TestAggregateResourcesPrompts(t *testing.T) {
 	}
 	// The upstream tells its clients (the gateway's) of an update until one
 	// reaches the subscribed client: the gateway subscribes upstream first.
-	got := make(chan struct{})
-	go func() {
-		defer close(got)
-		c.Until(func(m e2etest.Msg) bool {
-			return m.Method == "notifications/resources/updated" && strings.Contains(string(m.Params), "b://items/7")
-		})
-	}()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-got:
-			done = true
-		case <-tick.C:
-			bSrv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "b://items/7"})
-		case <-time.After(10 * time.Second):
-			t.Fatal("no update of the subscribed resource")
+	stop := make(chan struct{})
+	var sending sync.WaitGroup
+	sending.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				bSrv.SendNotificationToAllClients("notifications/resources/updated", map[string]any{"uri": "b://items/7"})
+			}
 		}
-	}
+	})
+	c.Until(func(m e2etest.Msg) bool {
+		return m.Method == "notifications/resources/updated" && strings.Contains(string(m.Params), "b://items/7")
+	})
+	close(stop)
+	sending.Wait()
 
 	// A tool added upstream is one list change of the aggregate's tools,
 	// and none of its other lists.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -72,16 +70,9 @@ func startGateway(f *serveFlags, command []string, policyOf func(tool string) mc
 			return nil, err
 		}
 	}
-	opts.Header = f.upstreamHeaders.h.Clone()
-	if f.upstreamTokenEnv != "" {
-		tok := os.Getenv(f.upstreamTokenEnv)
-		if tok == "" {
-			return nil, fmt.Errorf("--upstream-token-env: %s is not set or empty", f.upstreamTokenEnv)
-		}
-		if opts.Header == nil {
-			opts.Header = http.Header{}
-		}
-		opts.Header.Set("Authorization", "Bearer "+tok)
+	var err error
+	if opts.Header, err = withTokenFrom(f.upstreamHeaders.h, f.upstreamTokenEnv, "--upstream-token-env"); err != nil {
+		return nil, err
 	}
 	opts.Wrap = f.oauth.upstreamWrap(f.upstream, &log)
 	if f.login != nil && opts.Wrap == nil && opts.Header.Get("Authorization") == "" {
@@ -92,7 +83,6 @@ func startGateway(f *serveFlags, command []string, policyOf func(tool string) mc
 		opts.Wrap = w
 	}
 	var g *gateway.Gateway
-	var err error
 	if f.connect {
 		g, err = startRemote(opts, log)
 	} else if g, err = gateway.New(context.Background(), opts); err != nil && f.upstream != "" {

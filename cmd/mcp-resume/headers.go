@@ -62,3 +62,23 @@ func sortedKeys(h http.Header) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// withTokenFrom is h (cloned) with an Authorization bearer token read from the
+// environment variable env, for an upstream (--upstream-token-env, an
+// upstream's tokenEnv); h as it is when env is "". what names the setting in
+// the error of a variable not set.
+func withTokenFrom(h http.Header, env, what string) (http.Header, error) {
+	h = h.Clone()
+	if env == "" {
+		return h, nil
+	}
+	tok := os.Getenv(env)
+	if tok == "" {
+		return nil, fmt.Errorf("%s: %s is not set or empty", what, env)
+	}
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Authorization", "Bearer "+tok)
+	return h, nil
+}

@@ -137,9 +137,14 @@ func (o *oauthFlags) upstreamWrap(upstream string, log *zerolog.Logger) func(htt
 	if o.upstreamClientID == "" {
 		return nil
 	}
+	return machineClient(upstream, o.upstreamClientID, os.Getenv(envUpstreamSecret), o.upstreamIssuer, splitList(o.upstreamScopes), log)
+}
+
+// machineClient is the gateway's own OAuth client of upstream: the client
+// credentials grant of clientID at issuer, under each request to it.
+func machineClient(upstream, clientID, secret, issuer string, scopes []string, log *zerolog.Logger) func(http.RoundTripper) http.RoundTripper {
 	return wrap(oauth.NewSession(upstream, &oauth.ClientOptions{
-		Machine: true, ClientID: o.upstreamClientID, ClientSecret: os.Getenv(envUpstreamSecret), ClientIssuer: o.upstreamIssuer,
-		Scopes: splitList(o.upstreamScopes), Logger: log,
+		Machine: true, ClientID: clientID, ClientSecret: secret, ClientIssuer: issuer, Scopes: scopes, Logger: log,
 	}))
 }
 

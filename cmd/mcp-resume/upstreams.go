@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sync/atomic"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp/client"
-	"github.com/mcp-resume/mcp-resume/oauth"
 	"github.com/mcp-resume/mcp-resume/transport/dial"
 	"github.com/mcp-resume/mcp-resume/transport/stdio"
 )
@@ -46,16 +44,9 @@ func startUpstreams(pol *policies, cur *atomic.Pointer[policies], stderr io.Writ
 				return nil, fmt.Errorf("upstream %s: headers: %w", name, err)
 			}
 		}
-		o.Header = headers.h
-		if u.TokenEnv != "" {
-			tok := os.Getenv(u.TokenEnv)
-			if tok == "" {
-				return nil, fmt.Errorf("upstream %s: tokenEnv: %s is not set or empty", name, u.TokenEnv)
-			}
-			if o.Header == nil {
-				o.Header = http.Header{}
-			}
-			o.Header.Set("Authorization", "Bearer "+tok)
+		var err error
+		if o.Header, err = withTokenFrom(headers.h, u.TokenEnv, "upstream "+name+": tokenEnv"); err != nil {
+			return nil, err
 		}
 		if a := u.OAuth; a != nil {
 			var secret string
@@ -65,8 +56,7 @@ func startUpstreams(pol *policies, cur *atomic.Pointer[policies], stderr io.Writ
 				}
 			}
 			l := log.With().Str("upstream", name).Logger()
-			o.Wrap = wrap(oauth.NewSession(u.URL, &oauth.ClientOptions{Machine: true, ClientID: a.ClientID, ClientSecret: secret,
-				ClientIssuer: a.Issuer, Scopes: a.Scopes, Logger: &l}))
+			o.Wrap = machineClient(u.URL, a.ClientID, secret, a.Issuer, a.Scopes, &l)
 		}
 		ups = append(ups, gateway.Upstream{Name: name, Options: o})
 	}
