@@ -1,11 +1,10 @@
 package mcp
 
 import (
-	"flag"
 	"fmt"
-	"sync"
-	"testing"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/invariant"
 )
 
 // sessionState is what a session's goroutines share: its default stream and
@@ -106,7 +105,7 @@ func (st *sessionState) check() {
 	if st.attachSweepAt < minSweep || st.retrySweepAt < minSweep {
 		panic("mcp: a sweep threshold under minSweep")
 	}
-	if !thorough() {
+	if !invariant.Thorough() {
 		return
 	}
 	for k, cl := range st.running {
@@ -125,15 +124,3 @@ func (st *sessionState) check() {
 		}
 	}
 }
-
-// thorough reports whether the whole state is checked at each change (see
-// check): in tests, but not in a run of benchmarks, whose figures are the
-// server's own (the walk over the attached requests is most of a call's
-// allocations in a long benchmark).
-var thorough = sync.OnceValue(func() bool {
-	if !testing.Testing() {
-		return false
-	}
-	bench := flag.Lookup("test.bench")
-	return bench == nil || bench.Value.String() == ""
-})

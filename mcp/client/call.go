@@ -177,7 +177,7 @@ type call struct {
 	internal bool       // initialize: belongs to one link, not resumed
 	op       *operation // the Call it is a request of; nil for the client's own
 
-	done    chan struct{} // closed by finishLocked
+	done    chan struct{} // closed by finish
 	resend  chan struct{} // an Idempotent or keyed call lost before its policy (capacity 1)
 	callKey string        // the call's io.mcp-resume/key, "" for none
 	header  http.Header   // HTTP headers of its own (Mcp-Param-*), nil for none
@@ -193,7 +193,7 @@ type call struct {
 	sent     bool    // written on some link
 	link     *link   // the link it was last sent or resumed on; nil while waiting to resume
 	resuming bool    // its current link carries requests/resume, not the original
-	retries  int     // times its resume on link was sent again (retryLaterLocked)
+	retries  int     // times its resume on link was sent again (retryLater)
 	policy   *Policy // nil until the server makes it resumable
 	lastSeq  uint64  // highest sequence number received
 	// callbacks: its progress callbacks under way (each counted under mu
@@ -236,43 +236,19 @@ func (c *Client) newCall(method string, opts *CallOptions) *call {
 	return cl
 }
 
-// acceptedLocked returns ResumeAccepted when a message of cl has just arrived on
-// l, the link its unconfirmed resume went out on (nil otherwise), and marks the
-// resume confirmed.
-func acceptedLocked(cl *call, l *link) func() {
-	if !cl.unconfirmed || cl.link != l {
-		return nil
-	}
-	cl.unconfirmed = false
-	return cl.opts.ResumeAccepted
-}
-
-// finishLocked ends cl once with a result or an error.
-func (c *Client) finishLocked(cl *call, result json.RawMessage, err error) {
-	if cl.finished {
-		return
-	}
-	cl.finished = true
-	cl.result, cl.err = result, err
-	close(cl.done)
-}
-
 // settle waits until cl's progress callbacks under way are done (see
 // call.callbacks).
 func (c *Client) settle(cl *call) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for cl.callbacks > 0 {
-		c.quiet.Wait()
-	}
+	c.update(func(*state) {
+		for cl.callbacks > 0 {
+			c.quiet.Wait() // releases the lock while it waits
+		}
+	})
 }
 
 // forget removes cl from the calls in flight.
 func (c *Client) forget(cl *call) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.finishLocked(cl, nil, ErrClosed)
-	delete(c.calls, cl.key)
+	c.update(func(st *state) { st.forget(cl) })
 }
 
 // CallTool calls a tool and returns its result, whatever happens to the
@@ -367,14 +343,8 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 		}
 	}
 	if op.handles() {
-		c.mu.Lock()
-		c.ops[op] = struct{}{}
-		c.mu.Unlock()
-		defer func() {
-			c.mu.Lock()
-			delete(c.ops, op)
-			c.mu.Unlock()
-		}()
+		c.update(func(st *state) { st.reg.ops[op] = struct{}{} })
+		defer c.update(func(st *state) { delete(st.reg.ops, op) })
 	}
 	// awaiting is the deferred answer being followed (nil before one came):
 	// fields and tool are its await call's then.
@@ -461,9 +431,7 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 				f(d)
 			}
 			awaiting, failures, round = &d, 0, 0
-			c.mu.Lock()
-			held.Store(max(held.Load(), first.lastSeq)) // what the call's own stream brought
-			c.mu.Unlock()
+			c.update(func(*state) { held.Store(max(held.Load(), first.lastSeq)) }) // what the call's own stream brought
 			fields = d.fields(false)
 			if tool, err = c.awaitTool(fields, env); err != nil {
 				return nil, err
@@ -545,13 +513,10 @@ func (c *Client) request(ctx context.Context, op *operation, method string, fiel
 
 // run sends cl's request msg (again, when it must be) and waits for its end.
 func (c *Client) run(ctx context.Context, cl *call, msg []byte) (json.RawMessage, error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	var added bool
+	if c.update(func(st *state) { added = st.add(cl) }); !added {
 		return nil, ErrClosed
 	}
-	c.calls[cl.key] = cl
-	c.mu.Unlock()
 	defer c.forget(cl)
 	for {
 		if err := c.send(ctx, cl, msg); err != nil {
@@ -574,7 +539,7 @@ func (c *Client) run(ctx context.Context, cl *call, msg []byte) (json.RawMessage
 
 // send writes a call's request on the current link, waiting for one if
 // needed. A failed write drops the link, whose loss settles the call
-// (strandLocked): the server may have it, so it is not sent again unless the
+// (call.strand): the server may have it, so it is not sent again unless the
 // server cannot have it, or the call has a key or is Idempotent.
 func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
 	for {
@@ -582,25 +547,27 @@ func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
 		if err != nil {
 			return err
 		}
-		c.mu.Lock()
-		if cl.finished {
-			c.mu.Unlock()
-			return nil
-		}
-		if c.link != l {
-			c.mu.Unlock()
-			continue // lost meanwhile
-		}
-		cl.sent, cl.link = true, l
 		_, post := l.conn.(headerWriter)
-		if post {
-			// A POST may last as long as its request (a server that answers
-			// with a JSON body at the end): the call waits for its answer, or
-			// for its ctx, meanwhile. Added under c.mu: Close waits for it.
-			c.wg.Add(1)
-		}
-		c.mu.Unlock()
-		if !post {
+		var finished, moved bool
+		c.update(func(st *state) {
+			if finished, moved = cl.finished, st.conn.link != l; finished || moved {
+				return
+			}
+			cl.sent, cl.link = true, l
+			if post {
+				// A POST may last as long as its request (a server that
+				// answers with a JSON body at the end): the call waits for its
+				// answer, or for its ctx, meanwhile. Added under the lock:
+				// Close waits for it.
+				c.wg.Add(1)
+			}
+		})
+		switch {
+		case finished:
+			return nil
+		case moved:
+			continue // lost meanwhile
+		case !post:
 			c.transmit(l, cl, msg)
 			return nil
 		}
@@ -616,30 +583,26 @@ func (c *Client) send(ctx context.Context, cl *call, msg []byte) error {
 // failed before the server could have the request, the call is marked so,
 // and l's loss sends it again.
 func (c *Client) transmit(l *link, cl *call, msg []byte) {
-	var err error
-	if hw, ok := l.conn.(headerWriter); ok && cl.header != nil {
-		err = hw.WriteWith(c.ctx, msg, cl.header)
-	} else {
-		err = l.conn.Write(c.ctx, msg)
-	}
+	err := l.send(msg, cl.header)
 	if err == nil {
 		return
 	}
 	if !errors.Is(err, transport.ErrMaybeSent) {
-		c.mu.Lock()
-		if cl.link == l {
-			cl.unsent = true
-		}
-		c.mu.Unlock()
+		c.update(func(*state) {
+			if cl.link == l {
+				cl.unsent = true
+			}
+		})
 	}
 	_ = l.conn.Close()
 }
 
 // takesKeys reports whether the server advertised call keys.
-func (c *Client) takesKeys() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.caps != nil && slices.Contains(c.caps.Extensions, spec.ExtensionKey)
+func (c *Client) takesKeys() (keys bool) {
+	c.update(func(st *state) {
+		keys = st.server.caps != nil && slices.Contains(st.server.caps.Extensions, spec.ExtensionKey)
+	})
+	return keys
 }
 
 // newCallKey returns a random call key (token.New: 256 bits, never beginning
@@ -659,13 +622,16 @@ type aborter interface {
 // stream, and told with notifications/cancelled only when it has a token (a
 // server of that era that does not resume requests has no session to tell).
 func (c *Client) cancelCall(cl *call, cause error) {
-	c.mu.Lock()
-	sent, l, on := cl.sent, c.link, cl.link
-	token := cl.callKey // a key is its call's token from the start
-	if cl.policy != nil {
-		token = cl.policy.Token
-	}
-	c.mu.Unlock()
+	var sent bool
+	var l, on *link
+	var token string
+	c.update(func(st *state) {
+		sent, l, on = cl.sent, st.conn.link, cl.link
+		token = cl.callKey // a key is its call's token from the start
+		if cl.policy != nil {
+			token = cl.policy.Token
+		}
+	})
 	if !sent {
 		return
 	}
@@ -696,7 +662,7 @@ func (c *Client) cancelCall(cl *call, cause error) {
 	b, _ := json.Marshal(spec.CancelledParams{RequestID: cl.id, Reason: reason, ResumeToken: token})
 	// In the client's era: on a session of the 2025 era, where a request of
 	// the 2026-07-28 era sent beside it is named by its token too.
-	c.write(l, spec.EncodeRequest(nil, spec.MethodCancelled, withEnvelope(b, c.era.envelope)))
+	l.write(spec.EncodeRequest(nil, spec.MethodCancelled, withEnvelope(b, c.era.envelope)))
 }
 
 // Status asks the server for the state of a request by its id and resume token

@@ -57,15 +57,11 @@ func createdTask(raw json.RawMessage) (id string, modern bool) {
 // followTask follows task id, which the request first of op became, to its
 // end and returns its result; env is the envelope of op's requests.
 func (c *Client) followTask(ctx context.Context, op *operation, first *call, id string, modern bool, env map[string]json.RawMessage) (json.RawMessage, error) {
-	c.mu.Lock()
-	op.task = id
-	c.tokens[first.key] = op // the task's progress comes under the call's token
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.tokens, first.key)
-		c.mu.Unlock()
-	}()
+	c.update(func(st *state) {
+		op.task = id
+		st.reg.tokens[first.key] = op // the task's progress comes under the call's token
+	})
+	defer c.update(func(st *state) { delete(st.reg.tokens, first.key) })
 	if f := op.opts.OnTask; f != nil {
 		f(id)
 	}

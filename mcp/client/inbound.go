@@ -74,38 +74,6 @@ func (c *Client) handle(l *link, raw, via []byte) error {
 	return nil
 }
 
-// ownerLocked returns the Call a message of the server that names no request
-// belongs to, and its request when the connection said which one (via: the
-// request whose stream carried it): else the Call whose task it names
-// (_meta io.modelcontextprotocol/related-task), else the only Call in flight
-// with handlers of its own. Nil when none: on a connection that does not say
-// (stdio, WebSocket), a message of several Calls' belongs to none. c.mu is
-// held.
-func (c *Client) ownerLocked(via []byte, params json.RawMessage) (*operation, *call) {
-	if via != nil {
-		if cl := c.calls[string(via)]; cl != nil && !cl.internal {
-			return cl.op, cl
-		}
-		return nil, nil
-	}
-	if len(c.ops) == 0 {
-		return nil, nil
-	}
-	if task := relatedTask(params); task != "" {
-		for op := range c.ops {
-			if op.task == task {
-				return op, nil
-			}
-		}
-	}
-	if len(c.ops) == 1 {
-		for op := range c.ops {
-			return op, nil
-		}
-	}
-	return nil, nil
-}
-
 // relatedTask is the task a message's params name in
 // _meta["io.modelcontextprotocol/related-task"], or "".
 func relatedTask(params json.RawMessage) string {
@@ -130,84 +98,113 @@ func relatedTask(params json.RawMessage) string {
 // response completes the call it answers; a response to no call in flight (a
 // duplicate after a resume, an abandoned call) is dropped.
 func (c *Client) response(l *link, m *spec.Message) {
-	c.mu.Lock()
-	cl := c.calls[string(m.ID)]
-	if cl == nil || cl.finished {
-		c.mu.Unlock()
-		return
-	}
-	// A response says the server is there, and the link alive (the backoff
-	// of the next reconnection starts over), unless it is the refusal of a
-	// server that did not take the request (below): a link whose every call
-	// is refused so is as good as one that failed.
-	heard := func() {
-		if !cl.internal && cl.link == l {
-			l.heard = true
+	var e *spec.Error
+	if m.Error != nil {
+		e = new(spec.Error)
+		if err := json.Unmarshal(m.Error, e); err != nil {
+			*e = spec.Error{Code: spec.CodeInternalError, Message: fmt.Sprintf("undecodable error object %.200s", m.Error)}
 		}
 	}
-	if m.Error == nil {
-		heard()
-		if f := acceptedLocked(cl, l); f != nil {
-			c.mu.Unlock()
-			f()
-			c.mu.Lock()
+	var cl *call
+	var accepted func() // called before the call ends
+	var err error       // the call's end, once accepted was called
+	var refused, again bool
+	var retry time.Duration
+	c.update(func(st *state) {
+		if cl = st.reg.calls[string(m.ID)]; cl == nil || cl.finished {
+			cl = nil
+			return
 		}
-		c.finishLocked(cl, m.Result, nil)
-		c.mu.Unlock()
-		return
-	}
-	var e spec.Error
-	if err := json.Unmarshal(m.Error, &e); err != nil {
-		e = spec.Error{Code: spec.CodeInternalError, Message: fmt.Sprintf("undecodable error object %.200s", m.Error)}
-	}
-	e.ID = cl.id
-	if (e.Reason == spec.ReasonUnknownSession || e.Reason == spec.ReasonShuttingDown && !cl.resuming) && cl.link == l && !cl.internal {
-		// The server no longer knows the session (it restarted), or it is
-		// stopping and takes no new call (a drain): it did not take the
-		// request. The link goes; its loss settles the call with the others
-		// (sent again, or resumed, on the next connection: on a cluster
-		// behind a balancer, most likely another instance's).
-		cl.unsent = true
-		c.mu.Unlock()
-		_ = l.conn.Close()
-		return
-	}
-	heard()
-	var err error = &e
-	switch resume := cl.resuming && cl.link == l; {
-	case resume && c.retryLaterLocked(cl, l, &e):
-		c.mu.Unlock()
-		return
-	case resume && e.Reason == spec.ReasonNotFound && cl.opts.Idempotent && cl.op != nil:
-		// The server does not know the request: it started again without
-		// a store, and lost it. A call that may run twice is sent again,
-		// as a new one.
-		cl.policy, cl.resuming, cl.unconfirmed, cl.lastSeq = nil, false, false, 0
-		cl.sent, cl.link = false, nil
-		select {
-		case cl.resend <- struct{}{}:
+		// A response says the server is there, and the link alive (the
+		// backoff of the next reconnection starts over), unless it is the
+		// refusal of a server that did not take the request (below): a link
+		// whose every call is refused so is as good as one that failed.
+		mine := !cl.internal && cl.link == l
+		if e == nil {
+			l.heard = l.heard || mine
+			if accepted = cl.accepted(l); accepted == nil {
+				cl.finish(m.Result, nil)
+			}
+			return
+		}
+		e.ID = cl.id
+		if (e.Reason == spec.ReasonUnknownSession || e.Reason == spec.ReasonShuttingDown && !cl.resuming) && mine {
+			// The server no longer knows the session (it restarted), or it
+			// is stopping and takes no new call (a drain): it did not take
+			// the request. The link goes; its loss settles the call with the
+			// others (sent again, or resumed, on the next connection: on a
+			// cluster behind a balancer, most likely another instance's).
+			cl.unsent, refused = true, true
+			return
+		}
+		l.heard = l.heard || mine
+		err = e
+		resume := cl.resuming && cl.link == l
+		if resume {
+			if wait, ok := cl.retryLater(e); ok {
+				retry = wait
+				return
+			}
+		}
+		switch {
+		case resume && e.Reason == spec.ReasonNotFound && cl.opts.Idempotent && cl.op != nil:
+			// The server does not know the request: it started again
+			// without a store, and lost it. A call that may run twice is
+			// sent again, as a new one.
+			cl.policy, cl.resuming, cl.unconfirmed, cl.lastSeq = nil, false, false, 0
+			cl.sendAgain()
+			again = true
+			return
+		case resume && resumeReasons[e.Reason]:
+			err = &ResumeError{ID: cl.id, Err: e}
+		case resume && e.Reason == spec.ReasonRateLimited:
+			// The server did not check the token, again and again: the
+			// resume was not taken up.
 		default:
+			accepted = cl.accepted(l)
 		}
-		resent := cl.opts.Resent
-		c.mu.Unlock()
-		if resent != nil {
-			resent()
+		if accepted == nil {
+			cl.finish(nil, err)
 		}
-		return
-	case resume && resumeReasons[e.Reason]:
-		err = &ResumeError{ID: cl.id, Err: &e}
-	case resume && e.Reason == spec.ReasonRateLimited:
-		// The server did not check the token, again and again: the resume was
-		// not taken up.
-	default:
-		if f := acceptedLocked(cl, l); f != nil {
-			c.mu.Unlock()
+	})
+	switch {
+	case cl == nil:
+	case refused:
+		_ = l.conn.Close()
+	case retry > 0:
+		c.resumeAgain(cl, l, retry)
+	case again:
+		if f := cl.opts.Resent; f != nil {
 			f()
-			c.mu.Lock()
 		}
+	case accepted != nil:
+		accepted()
+		var result json.RawMessage
+		if e == nil {
+			result = m.Result
+		}
+		c.update(func(*state) { cl.finish(result, err) })
 	}
-	c.finishLocked(cl, nil, err)
-	c.mu.Unlock()
+}
+
+// resumeAgain sends cl's resume on l again after wait (retryLater), unless
+// the call ends or moves to another link meanwhile (the next link resumes
+// it).
+func (c *Client) resumeAgain(cl *call, l *link, wait time.Duration) {
+	c.wg.Go(func() { // the reader holds a count: Close waits
+		if !l.pause(wait) {
+			return
+		}
+		var msg []byte
+		c.update(func(st *state) {
+			if !cl.finished && cl.link == l && st.conn.link == l {
+				msg = cl.resumeRequest()
+			}
+		})
+		if msg != nil {
+			l.write(msg)
+		}
+	})
 }
 
 func (c *Client) notification(l *link, m *spec.Message, via []byte) {
@@ -232,30 +229,30 @@ func (c *Client) notification(l *link, m *spec.Message, via []byte) {
 // client can tell (another's may say the same at the same number).
 func (c *Client) log(l *link, m *spec.Message, via []byte) {
 	seq := spec.ReadSeq(m.Params)
-	c.mu.Lock()
-	op, cl := c.ownerLocked(via, m.Params)
-	if seq > 0 {
-		key := string(m.Params)
-		switch {
-		case op.handles():
-			key = op.seen + key
-		case cl != nil:
-			key = cl.key + key
+	var f func(mcpgo.LoggingMessageNotificationParams)
+	c.update(func(st *state) {
+		op, cl := st.reg.owner(via, m.Params)
+		if seq > 0 {
+			key := string(m.Params)
+			switch {
+			case op.handles():
+				key = op.seen + key
+			case cl != nil:
+				key = cl.key + key
+			}
+			if !st.reg.logs.add(key) {
+				return
+			}
 		}
-		if !c.logs.add(key) {
-			c.mu.Unlock()
-			return
+		if cl != nil && cl.link == l && !cl.finished {
+			cl.lastSeq = max(cl.lastSeq, seq)
+			cl.heard = time.Now()
 		}
-	}
-	if cl != nil && cl.link == l && !cl.finished {
-		cl.lastSeq = max(cl.lastSeq, seq)
-		cl.heard = time.Now()
-	}
-	f := c.opts.OnLog
-	if op != nil && op.opts.OnLog != nil {
-		f = op.opts.OnLog
-	}
-	c.mu.Unlock()
+		f = c.opts.OnLog
+		if op != nil && op.opts.OnLog != nil {
+			f = op.opts.OnLog
+		}
+	})
 	if f != nil {
 		var p mcpgo.LoggingMessageNotificationParams
 		if json.Unmarshal(m.Params, &p) == nil {
@@ -301,33 +298,40 @@ func (c *Client) policy(params json.RawMessage) {
 	case p.MinWait != nil && p.MaxWait != nil && *p.MinWait > *p.MaxWait:
 		problem = "minWait above maxWait"
 	}
-	c.mu.Lock()
-	cl := c.calls[string(head.RequestID)]
-	if cl == nil || cl.finished || cl.internal {
-		c.mu.Unlock()
-		return
+	var pol Policy
+	if problem == "" {
+		pol = Policy{Token: *p.ResumeToken}
+		if p.MinWait != nil {
+			pol.MinWait = time.Duration(*p.MinWait) * time.Second
+		}
+		if p.MaxWait != nil {
+			pol.MaxWait = time.Duration(*p.MaxWait) * time.Second
+		}
 	}
-	if problem != "" {
-		c.finishLocked(cl, nil, &PolicyError{ID: cl.id, Problem: problem})
-		c.mu.Unlock()
+	var cl *call
+	var f func(Policy)
+	c.update(func(st *state) {
+		if cl = st.reg.calls[string(head.RequestID)]; cl == nil || cl.finished || cl.internal {
+			cl = nil
+			return
+		}
+		if problem != "" {
+			cl.finish(nil, &PolicyError{ID: cl.id, Problem: problem})
+			return
+		}
+		pol.RequestID = cl.id
+		cl.policy = &pol
+		cl.heard = time.Now()
+		if cl.span != nil {
+			cl.span.AddEvent(mcptrace.EventResumable)
+		}
+		f = cl.opts.Policy
+	})
+	switch {
+	case cl == nil:
+	case problem != "":
 		c.wg.Go(func() { c.cancelCall(cl, errors.New("invalid resume policy")) }) // the reader holds a count: Close waits
-		return
-	}
-	pol := Policy{RequestID: cl.id, Token: *p.ResumeToken}
-	if p.MinWait != nil {
-		pol.MinWait = time.Duration(*p.MinWait) * time.Second
-	}
-	if p.MaxWait != nil {
-		pol.MaxWait = time.Duration(*p.MaxWait) * time.Second
-	}
-	cl.policy = &pol
-	cl.heard = time.Now()
-	if cl.span != nil {
-		cl.span.AddEvent(mcptrace.EventResumable)
-	}
-	f := cl.opts.Policy
-	c.mu.Unlock()
-	if f != nil {
+	case f != nil:
 		f(pol)
 	}
 }
@@ -347,60 +351,56 @@ func (c *Client) progress(l *link, m *spec.Message) {
 		return
 	}
 	seq := spec.ReadSeq(m.Params)
-	c.mu.Lock()
-	cl := c.calls[string(p.ProgressToken)]
-	if cl == nil {
-		op := c.tokens[string(p.ProgressToken)]
-		if op == nil {
-			c.mu.Unlock()
-			c.other(m)
+	var cl *call
+	var op *operation // a Call that follows its task, whose progress this is
+	var fresh bool    // a value not passed on yet
+	var accepted func()
+	var f func(Progress)
+	c.update(func(st *state) {
+		if cl = st.reg.calls[string(p.ProgressToken)]; cl == nil {
+			if op = st.reg.tokens[string(p.ProgressToken)]; op != nil {
+				// The progress of a Call's task, under its first request's token.
+				fresh = seq == 0 || seq > op.lastSeq
+				op.lastSeq = max(op.lastSeq, seq)
+			}
 			return
 		}
-		// The progress of a Call's task, under its first request's token.
-		fresh := seq == 0 || seq > op.lastSeq
-		op.lastSeq = max(op.lastSeq, seq)
-		c.mu.Unlock()
-		if f := op.opts.Progress; f != nil && fresh {
-			f(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message, Seq: seq})
+		if cl.finished {
+			return
 		}
-		return
-	}
-	if cl.finished {
-		c.mu.Unlock()
-		return
-	}
-	if cl.policy == nil {
-		cl.plain = true // the server runs it without a policy (so far)
-	}
-	if cl.link == l {
-		l.heard = true
-	}
-	accepted := acceptedLocked(cl, l)
-	if seq > 0 && seq <= cl.lastSeq {
-		c.mu.Unlock()
-		if accepted != nil {
-			accepted()
+		if cl.policy == nil {
+			cl.plain = true // the server runs it without a policy (so far)
 		}
-		return // a message sent again after a resume
+		l.heard = l.heard || cl.link == l
+		accepted = cl.accepted(l)
+		if fresh = seq == 0 || seq > cl.lastSeq; !fresh {
+			return // a message sent again after a resume
+		}
+		cl.lastSeq = max(cl.lastSeq, seq)
+		cl.heard = time.Now()
+		if f = cl.opts.Progress; f != nil {
+			cl.callbacks++
+		}
+	})
+	switch {
+	case cl == nil && op == nil:
+		c.other(m)
+		return
+	case cl == nil:
+		f = op.opts.Progress
 	}
-	if seq > 0 {
-		cl.lastSeq = seq
-	}
-	cl.heard = time.Now()
-	f := cl.opts.Progress
-	if f != nil {
-		cl.callbacks++
-	}
-	c.mu.Unlock()
 	if accepted != nil {
 		accepted()
 	}
-	if f != nil {
-		f(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message, Seq: seq})
-		c.mu.Lock()
-		if cl.callbacks--; cl.callbacks == 0 {
-			c.quiet.Broadcast()
-		}
-		c.mu.Unlock()
+	if f == nil || !fresh {
+		return
+	}
+	f(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message, Seq: seq})
+	if cl != nil {
+		c.update(func(*state) {
+			if cl.callbacks--; cl.callbacks == 0 {
+				c.quiet.Broadcast()
+			}
+		})
 	}
 }

@@ -269,14 +269,10 @@ func (c *Client) discoverWith(ctx context.Context, l *link, env map[string]json.
 	c.obs.start(ctx, cl, "", version)
 	params, err := encodeParams(nil, cl, false, env)
 	if err != nil {
+		c.obs.end(cl, nil, err)
 		return nil, err
 	}
-	c.mu.Lock()
-	c.calls[cl.key] = cl
-	cl.sent, cl.link = true, l
-	c.mu.Unlock()
-	defer c.forget(cl)
-	raw, err := exchange(ctx, l, cl, params)
+	raw, err := c.exchange(ctx, l, cl, params)
 	c.obs.end(cl, raw, err)
 	if err != nil {
 		return nil, err
@@ -302,9 +298,7 @@ func (c *Client) discovered(version string, res *discoverResult) {
 	if v, ok := res.Capabilities.Extensions[spec.ExtensionResumable]; ok {
 		caps = decodeCapability(v)
 	}
-	c.mu.Lock()
-	c.init, c.caps = init, caps
-	c.mu.Unlock()
+	c.update(func(st *state) { st.server.init, st.server.caps = init, caps })
 }
 
 // decodeCapability reads a server's SEP-975 advertisement, nil when it is

@@ -18,117 +18,42 @@ import (
 // server that numbers its requests per session, on a new session) is a new
 // one.
 
-// answer is the client's answer to one server request.
-type answer struct {
-	msg  []byte // nil while the handler runs
-	sent bool   // written on a link without error
-}
-
-// answers remembers the server requests seen, the newest max of them (server ids
-// are never reused, so an old one will not come again).
-type answers struct {
-	max   int
-	byID  map[string]*answer
-	order []string // ring of keys, oldest at next
-	next  int
-}
-
-func newAnswers(max int) *answers {
-	return &answers{max: max, byID: map[string]*answer{}}
-}
-
-// getOrAdd returns the answer for key and whether it existed.
-func (a *answers) getOrAdd(key string) (*answer, bool) {
-	if v, ok := a.byID[key]; ok {
-		return v, true
-	}
-	v := &answer{}
-	if len(a.order) < a.max {
-		a.order = append(a.order, key)
-	} else {
-		delete(a.byID, a.order[a.next])
-		a.order[a.next] = key
-		a.next = (a.next + 1) % a.max
-	}
-	a.byID[key] = v
-	return v, false
-}
-
-// unsentLocked returns the answers that were never written, marking them sent:
-// a resumed request that still waits for one asks again, and gets it again.
-func (a *answers) unsentLocked() [][]byte {
-	var out [][]byte
-	for _, v := range a.byID {
-		if v.msg != nil && !v.sent {
-			v.sent = true
-			out = append(out, v.msg)
-		}
-	}
-	return out
-}
-
-// recent is a bounded set of strings, the newest max of them.
-type recent struct {
-	max   int
-	set   map[string]struct{}
-	order []string
-	next  int
-}
-
-func newRecent(max int) *recent { return &recent{max: max, set: map[string]struct{}{}} }
-
-// add adds s and reports whether it was new.
-func (r *recent) add(s string) bool {
-	if _, ok := r.set[s]; ok {
-		return false
-	}
-	if len(r.order) < r.max {
-		r.order = append(r.order, s)
-	} else {
-		delete(r.set, r.order[r.next])
-		r.order[r.next] = s
-		r.next = (r.next + 1) % r.max
-	}
-	r.set[s] = struct{}{}
-	return true
-}
-
 func (c *Client) serverRequest(l *link, m *spec.Message, via []byte) {
 	if m.Method == "ping" {
-		c.write(l, spec.EncodeResponse(m.ID, json.RawMessage(`{}`)))
+		l.write(spec.EncodeResponse(m.ID, json.RawMessage(`{}`)))
 		return
 	}
-	c.mu.Lock()
-	op, _ := c.ownerLocked(via, m.Params)
-	key := string(m.ID)
-	if op != nil && op.handles() {
-		key = op.seen + key
-	}
-	a, seen := c.served.getOrAdd(key)
-	msg := a.msg
-	c.mu.Unlock()
-	if seen {
-		if msg != nil && c.write(l, msg) { // asked again after a resume
-			c.mu.Lock()
-			a.sent = true
-			c.mu.Unlock()
+	var op *operation
+	var a *answer
+	var seen bool
+	c.update(func(st *state) {
+		op, _ = st.reg.owner(via, m.Params)
+		key := string(m.ID)
+		if op != nil && op.handles() {
+			key = op.seen + key
 		}
+		a, seen = st.reg.served.getOrAdd(key)
+	})
+	if !seen {
+		c.wg.Go(func() { c.answerOn(a, op, m) }) // the reader holds a count: Close waits
 		return
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		msg := c.answer(op, m)
-		c.mu.Lock()
-		a.msg = msg
-		l := c.link
-		c.mu.Unlock()
-		if l != nil && c.write(l, msg) {
-			c.mu.Lock()
-			a.sent = true
-			c.mu.Unlock()
-		}
-	}()
+	var msg []byte
+	c.update(func(*state) { msg = a.msg })
+	if msg != nil && l.write(msg) { // asked again after a resume
+		c.update(func(*state) { a.sent = true })
+	}
+}
+
+// answerOn runs the handler of m, a server request of op's (nil: of no
+// Call), keeps its answer in a and writes it on the current link.
+func (c *Client) answerOn(a *answer, op *operation, m *spec.Message) {
+	msg := c.answer(op, m)
+	var l *link
+	c.update(func(st *state) { a.msg, l = msg, st.conn.link })
+	if l != nil && l.write(msg) {
+		c.update(func(*state) { a.sent = true })
+	}
 }
 
 // answer runs the handler for a server request of op's (nil: of no Call)

@@ -16,7 +16,7 @@ import (
 // returns: a value passed on after that is lost.)
 func TestResultWaitsForProgressCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &Client{calls: map[string]*call{}}
+		c := &Client{st: state{conn: linkState{ready: make(chan struct{})}, reg: newRegistry()}}
 		c.quiet = sync.NewCond(&c.mu)
 		entered, release := make(chan struct{}), make(chan struct{})
 		var passedOn bool
@@ -25,7 +25,7 @@ func TestResultWaitsForProgressCallback(t *testing.T) {
 			<-release
 			passedOn = true
 		}})
-		c.calls[cl.key] = cl
+		c.update(func(st *state) { st.add(cl) })
 		old := &link{}
 		m, derr := spec.Decode([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + string(cl.id) + `,"progress":10,"_meta":{"io.mcp-resume/seq":10}}}`))
 		if derr != nil {
@@ -33,9 +33,7 @@ func TestResultWaitsForProgressCallback(t *testing.T) {
 		}
 		go c.progress(old, m) // the old connection's reader, passing value 10 on
 		<-entered
-		c.mu.Lock()
-		c.finishLocked(cl, []byte(`{}`), nil) // the result, on the new connection
-		c.mu.Unlock()
+		c.update(func(*state) { cl.finish([]byte(`{}`), nil) }) // the result, on the new connection
 		returned := make(chan struct{})
 		go func() {
 			c.settle(cl)

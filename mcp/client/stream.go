@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/mcp-resume/mcp-resume/internal/mcptrace"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -42,34 +40,38 @@ type streamTaker interface {
 // streamLost settles the request whose stream on l the connection reported
 // lost (in.Via).
 func (c *Client) streamLost(l *link, in transport.Inbound) {
-	c.mu.Lock()
-	cl := c.calls[string(in.Via)]
-	if cl == nil || cl.finished || cl.link != l {
-		c.mu.Unlock()
-		return
-	}
-	if in.Delivered > 0 {
-		cl.empty = 0
-	} else {
-		cl.empty++
-	}
-	if cl.span != nil && !cl.internal {
-		cl.span.AddEvent(mcptrace.EventConnectionLost)
-	}
-	if st, ok := l.conn.(streamTaker); ok && in.LastEventID != "" && cl.empty <= maxEmptyTakeUps {
+	var cl *call
+	var takeUp bool
+	st, taker := l.conn.(streamTaker)
+	c.update(func(s *state) {
+		if cl = s.reg.calls[string(in.Via)]; cl == nil || cl.finished || cl.link != l {
+			cl = nil
+			return
+		}
+		if in.Delivered > 0 {
+			cl.empty = 0
+		} else {
+			cl.empty++
+		}
+		if cl.span != nil && !cl.internal {
+			cl.span.AddEvent(mcptrace.EventConnectionLost)
+		}
+		takeUp = taker && in.LastEventID != "" && cl.empty <= maxEmptyTakeUps
+	})
+	switch {
+	case cl == nil:
+	case takeUp:
 		c.wg.Go(func() { // the reader holds a count: Close waits
-			if !c.pause(l, takeUpDelay) {
+			if !l.pause(takeUpDelay) {
 				return
 			}
 			if err := st.Resume(in.Via, in.LastEventID, c.opts.StreamIdle); err != nil {
 				c.stranded(cl, l, fmt.Errorf("taking up its stream: %w", err))
 			}
 		})
-		c.mu.Unlock()
-		return
+	default:
+		c.stranded(cl, l, errStreamEnded)
 	}
-	c.mu.Unlock()
-	c.stranded(cl, l, errStreamEnded)
 }
 
 // errStreamEnded: a request's event stream ended before its answer, and could
@@ -77,75 +79,49 @@ func (c *Client) streamLost(l *link, in transport.Inbound) {
 var errStreamEnded = errors.New("its event stream ended before its answer")
 
 // stranded settles cl, whose stream on l was lost for why while l lives on:
-// as strandLocked does, a resumable one resumed on l after takeUpDelay (the
+// as call.strand does, a resumable one resumed on l after takeUpDelay (the
 // next link resumes it if l is lost meanwhile), for as long as its maxWait
 // runs from the last message of it.
 func (c *Client) stranded(cl *call, l *link, why error) {
-	c.mu.Lock()
-	if cl.finished || cl.link != l {
-		c.mu.Unlock()
-		return
-	}
-	if cl.policy != nil && time.Since(cl.heard) > c.maxWait(cl) {
-		c.finishLocked(cl, nil, fmt.Errorf("%w: request %s not resumed within its maxWait %v: %v", ErrGaveUp, cl.id, c.maxWait(cl), why))
-		c.mu.Unlock()
-		return
-	}
-	s := c.strandLocked(cl, why)
-	resent := cl.opts.Resent
-	c.mu.Unlock()
-	switch s {
-	case strandResent:
-		if resent != nil {
-			resent()
+	s := strandFailed
+	var resent func()
+	c.update(func(*state) {
+		if cl.finished || cl.link != l {
+			return
 		}
-	case strandResumable:
-		c.wg.Go(func() { c.resumeOn(l, cl) })
+		if wait := cl.maxWait(c.opts.MaxWait); cl.policy != nil && time.Since(cl.heard) > wait {
+			cl.finish(nil, fmt.Errorf("%w: request %s not resumed within its maxWait %v: %v", ErrGaveUp, cl.id, wait, why))
+			return
+		}
+		s, resent = cl.strand(why), cl.opts.Resent
+	})
+	switch {
+	case s == strandResent && resent != nil:
+		resent()
+	case s == strandResumable:
+		c.wg.Go(func() { c.resumeStranded(l, cl) })
 	}
 }
 
-// resumeOn sends cl's requests/resume on l after takeUpDelay, unless cl ended,
-// or l was lost meanwhile (the next link resumes it).
-func (c *Client) resumeOn(l *link, cl *call) {
-	if !c.pause(l, takeUpDelay) {
+// resumeStranded sends cl's requests/resume on l after takeUpDelay, unless
+// cl ended, or l was lost meanwhile (the next link resumes it).
+func (c *Client) resumeStranded(l *link, cl *call) {
+	if !l.pause(takeUpDelay) {
 		return
 	}
-	c.mu.Lock()
-	if cl.finished || cl.link != nil || c.link != l {
-		c.mu.Unlock()
+	var msg []byte
+	var resumed func()
+	c.update(func(st *state) {
+		if cl.finished || cl.link != nil || st.conn.link != l {
+			return
+		}
+		msg, resumed = cl.resumeOn(l), cl.opts.Resumed
+	})
+	if msg == nil {
 		return
 	}
-	cl.link, cl.resuming, cl.unconfirmed, cl.retries = l, true, true, 0
-	msg := c.resumeLocked(cl)
-	if cl.span != nil {
-		cl.span.AddEvent(mcptrace.EventResumeSent, trace.WithAttributes(mcptrace.Ack.Int64(int64(cl.lastSeq))))
-	}
-	resumed := cl.opts.Resumed
-	c.mu.Unlock()
 	if resumed != nil {
 		resumed()
 	}
-	c.write(l, msg)
-}
-
-// pause waits d, and reports false when l or the client ended first.
-func (c *Client) pause(l *link, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-l.done:
-	case <-c.ctx.Done():
-	}
-	return false
-}
-
-// maxWait is how long cl, a resumable call, is tried without a message of it.
-// c.mu is held.
-func (c *Client) maxWait(cl *call) time.Duration {
-	if cl.policy != nil && cl.policy.MaxWait > 0 {
-		return cl.policy.MaxWait
-	}
-	return c.opts.MaxWait
+	l.write(msg)
 }

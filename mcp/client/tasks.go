@@ -173,28 +173,23 @@ func (c *Client) StreamTask(ctx context.Context, id string, after *uint64, each 
 	if after != nil {
 		ts.last, ts.got = *after, true
 	}
-	c.mu.Lock()
-	if c.streams == nil {
-		c.streams = map[string]*taskStream{}
-	}
-	if _, dup := c.streams[id]; dup {
-		c.mu.Unlock()
+	var dup bool
+	c.update(func(st *state) {
+		if _, dup = st.reg.streams[id]; !dup {
+			st.reg.streams[id] = ts
+		}
+	})
+	if dup {
 		return fmt.Errorf("client: task %s is streamed already", id)
 	}
-	c.streams[id] = ts
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.streams, id)
-		c.mu.Unlock()
-	}()
+	defer c.update(func(st *state) { delete(st.reg.streams, id) })
 	for {
 		params := map[string]any{"taskId": id}
-		c.mu.Lock()
-		if ts.got {
-			params["after"] = ts.last
-		}
-		c.mu.Unlock()
+		c.update(func(*state) {
+			if ts.got {
+				params["after"] = ts.last
+			}
+		})
 		_, err := c.Call(ctx, spec.MethodTasksStream, params, nil)
 		if errors.Is(err, ErrNotResumable) && ctx.Err() == nil {
 			continue // the connection was lost: stream again from the last event
@@ -209,13 +204,14 @@ func (c *Client) taskEvent(params json.RawMessage) {
 	if json.Unmarshal(params, &ev) != nil {
 		return
 	}
-	c.mu.Lock()
-	ts := c.streams[ev.TaskID]
-	fresh := ts != nil && (!ts.got || ev.Seq > ts.last)
-	if fresh {
-		ts.last, ts.got = ev.Seq, true
-	}
-	c.mu.Unlock()
+	var ts *taskStream
+	var fresh bool
+	c.update(func(st *state) {
+		ts = st.reg.streams[ev.TaskID]
+		if fresh = ts != nil && (!ts.got || ev.Seq > ts.last); fresh {
+			ts.last, ts.got = ev.Seq, true
+		}
+	})
 	if fresh {
 		ts.each(ev)
 	}

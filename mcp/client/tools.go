@@ -81,19 +81,16 @@ func (c *Client) ListTools(ctx context.Context) ([]mcpgo.Tool, error) {
 		kept.valid[t.Name] = &t
 		listed = append(listed, t)
 	}
-	c.mu.Lock()
-	c.tools = kept
-	c.mu.Unlock()
+	c.update(func(st *state) { st.server.tools = kept })
 	return listed, nil
 }
 
 // carriesHeaders reports whether the client's connection carries HTTP
 // headers of its requests (Streamable HTTP); while it has none, it takes the
 // Dialer's last one for what the next will be.
-func (c *Client) carriesHeaders() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.headers
+func (c *Client) carriesHeaders() (headers bool) {
+	c.update(func(st *state) { headers = st.conn.headers })
+	return headers
 }
 
 // maxPages bounds the pages of one listing (a server whose cursors never end).
@@ -125,12 +122,13 @@ func decodeTool(raw json.RawMessage) (mcpgo.Tool, error) {
 func (c *Client) listedTool(fields map[string]json.RawMessage) (*mcpgo.Tool, error) {
 	var name string
 	_ = json.Unmarshal(fields["name"], &name)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if why, ok := c.tools.excluded[name]; ok {
+	var tool *mcpgo.Tool
+	var why error
+	c.update(func(st *state) { tool, why = st.server.tools.valid[name], st.server.tools.excluded[name] })
+	if why != nil {
 		return nil, fmt.Errorf("client: tools/call %s: %w: %v", name, ErrInvalidTool, why)
 	}
-	return c.tools.valid[name], nil
+	return tool, nil
 }
 
 // paramHeaders returns the Mcp-Param-* headers of a tools/call of tool with
