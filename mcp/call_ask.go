@@ -93,42 +93,36 @@ func keepStatus(r *resume.Request, status string) {
 
 // RequestSampling asks the client to sample (sampling/createMessage).
 func (a asker) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	raw, err := a.cl.ask(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams)
+	res, err := askFor[mcp.CreateMessageResult](ctx, a.cl, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, "sampling")
 	if err != nil {
 		return nil, err
-	}
-	var res mcp.CreateMessageResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed sampling result: " + err.Error()}
 	}
 	if res.Content, err = mcp.ParseSamplingContent(res.Content); err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return res, nil
 }
 
 // RequestElicitation asks the client for input (elicitation/create).
 func (a asker) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	raw, err := a.cl.ask(ctx, string(mcp.MethodElicitationCreate), req.Params)
-	if err != nil {
-		return nil, err
-	}
-	var res mcp.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed elicitation result: " + err.Error()}
-	}
-	return &res, nil
+	return askFor[mcp.ElicitationResult](ctx, a.cl, string(mcp.MethodElicitationCreate), req.Params, "elicitation")
 }
 
 // ListRoots asks the client for its roots (roots/list).
 func (a asker) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	raw, err := a.cl.ask(ctx, string(mcp.MethodListRoots), struct{}{})
+	return askFor[mcp.ListRootsResult](ctx, a.cl, string(mcp.MethodListRoots), struct{}{}, "roots")
+}
+
+// askFor asks cl's client method with params, and decodes its answer, a T
+// (what names it in the error of one that is not).
+func askFor[T any](ctx context.Context, cl *call, method string, params any, what string) (*T, error) {
+	raw, err := cl.ask(ctx, method, params)
 	if err != nil {
 		return nil, err
 	}
-	var res mcp.ListRootsResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed roots result: " + err.Error()}
+	res := new(T)
+	if err := json.Unmarshal(raw, res); err != nil {
+		return nil, &spec.Error{Code: spec.CodeInvalidParams, Message: "malformed " + what + " result: " + err.Error()}
 	}
-	return &res, nil
+	return res, nil
 }

@@ -79,16 +79,7 @@ func (s *Server) discover(result any) any {
 		}
 		r.Capabilities.Extensions = ext
 	}
-	switch r := result.(type) {
-	case mcp.DiscoverResult:
-		add(&r)
-		return r
-	case *mcp.DiscoverResult:
-		cp := *r
-		add(&cp)
-		return &cp
-	}
-	return result
+	return edited(result, add)
 }
 
 // tasksSettings is the server's settings of the tasks extension in

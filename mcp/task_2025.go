@@ -106,16 +106,7 @@ func (s *Server) taskSupport(result any) any {
 		}
 		r.Tools = tools
 	}
-	switch r := result.(type) {
-	case mcp.ListToolsResult:
-		mark(&r)
-		return r
-	case *mcp.ListToolsResult:
-		cp := *r
-		mark(&cp)
-		return &cp
-	}
-	return result
+	return edited(result, mark)
 }
 
 // legacyTask returns the task object of the 2025-11-25 form, with

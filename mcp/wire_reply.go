@@ -124,16 +124,7 @@ func (s *Server) advertise(result any) any {
 		exp[spec.CapabilityName] = s.caps
 		r.Capabilities.Experimental = exp
 	}
-	switch r := result.(type) {
-	case mcp.InitializeResult:
-		add(&r)
-		return r
-	case *mcp.InitializeResult:
-		cp := *r
-		add(&cp)
-		return &cp
-	}
-	return result
+	return edited(result, add)
 }
 
 // withResourceURI gives a resources/read's not-found error (-32602 in the 2026
@@ -200,4 +191,20 @@ func legacyResult(resp mcp.JSONRPCMessage) mcp.JSONRPCMessage {
 		r.Result = p.Interface()
 	}
 	return r
+}
+
+// edited returns result with f applied to a copy of it when it is a T or a
+// *T (a handler's result is not changed in place: it may be shared), else
+// result as it is.
+func edited[T any](result any, f func(*T)) any {
+	switch r := result.(type) {
+	case T:
+		f(&r)
+		return r
+	case *T:
+		cp := *r
+		f(&cp)
+		return &cp
+	}
+	return result
 }

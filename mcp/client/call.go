@@ -269,12 +269,18 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 		params["arguments"] = b
 	}
 	raw, err := c.Call(ctx, spec.MethodToolsCall, params, opts)
+	return toolResult(spec.MethodToolsCall, raw, err)
+}
+
+// toolResult reads raw, a tool's result that a request of method answered
+// (err: its error).
+func toolResult(method string, raw json.RawMessage, err error) (*mcpgo.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
 	res, err := mcpgo.ParseCallToolResult(&raw)
 	if err != nil {
-		return nil, &ProtocolError{Problem: "tools/call result: " + err.Error(), Raw: raw}
+		return nil, &ProtocolError{Problem: method + " result: " + err.Error(), Raw: raw}
 	}
 	return res, nil
 }

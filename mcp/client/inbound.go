@@ -240,7 +240,7 @@ func (c *Client) log(l *link, m *spec.Message, via []byte) {
 			case cl != nil:
 				key = cl.key + key
 			}
-			if !st.reg.logs.add(key) {
+			if _, seen := st.reg.logs.getOrAdd(key, func() struct{} { return struct{}{} }); seen {
 				return
 			}
 		}

@@ -19,14 +19,14 @@ type registry struct {
 	ops     map[*operation]struct{}
 	tokens  map[string]*operation
 	streams map[string]*taskStream
-	served  *answers // server-to-client requests seen, by id
-	logs    *recent  // sequenced log messages delivered
+	served  *recent[*answer]  // server-to-client requests seen, by id
+	logs    *recent[struct{}] // sequenced log messages delivered
 }
 
 func newRegistry() registry {
 	return registry{
 		calls: map[string]*call{}, ops: map[*operation]struct{}{}, tokens: map[string]*operation{},
-		streams: map[string]*taskStream{}, served: newAnswers(4096), logs: newRecent(4096),
+		streams: map[string]*taskStream{}, served: newRecent[*answer](4096), logs: newRecent[struct{}](4096),
 	}
 }
 
@@ -97,7 +97,7 @@ func (st *state) install(l *link, now time.Time) (msgs [][]byte, resumed []func(
 			resumed = append(resumed, cl.opts.Resumed)
 		}
 	}
-	return append(msgs, st.reg.served.unsent()...), resumed
+	return append(msgs, unsent(st.reg.served)...), resumed
 }
 
 // drop settles the calls of l, a link that ended: a call without a policy
@@ -165,71 +165,47 @@ type answer struct {
 	sent bool   // written on a link without error
 }
 
-// answers remembers the server requests seen, the newest max of them (server ids
-// are never reused, so an old one will not come again).
-type answers struct {
+// recent holds the newest max entries by key: past max, the oldest one
+// added goes (server ids are never reused, so an old one will not come
+// again).
+type recent[V any] struct {
 	max   int
-	byID  map[string]*answer
+	byKey map[string]V
 	order []string // ring of keys, oldest at next
 	next  int
 }
 
-func newAnswers(max int) *answers {
-	return &answers{max: max, byID: map[string]*answer{}}
+func newRecent[V any](max int) *recent[V] {
+	return &recent[V]{max: max, byKey: map[string]V{}}
 }
 
-// getOrAdd returns the answer for key and whether it existed.
-func (a *answers) getOrAdd(key string) (*answer, bool) {
-	if v, ok := a.byID[key]; ok {
+// getOrAdd returns the entry of key, made by mk when there was none, and
+// whether there was one.
+func (r *recent[V]) getOrAdd(key string, mk func() V) (V, bool) {
+	if v, ok := r.byKey[key]; ok {
 		return v, true
 	}
-	v := &answer{}
-	if len(a.order) < a.max {
-		a.order = append(a.order, key)
+	v := mk()
+	if len(r.order) < r.max {
+		r.order = append(r.order, key)
 	} else {
-		delete(a.byID, a.order[a.next])
-		a.order[a.next] = key
-		a.next = (a.next + 1) % a.max
+		delete(r.byKey, r.order[r.next])
+		r.order[r.next] = key
+		r.next = (r.next + 1) % r.max
 	}
-	a.byID[key] = v
+	r.byKey[key] = v
 	return v, false
 }
 
 // unsent returns the answers that were never written, marking them sent:
 // a resumed request that still waits for one asks again, and gets it again.
-func (a *answers) unsent() [][]byte {
+func unsent(answers *recent[*answer]) [][]byte {
 	var out [][]byte
-	for _, v := range a.byID {
+	for _, v := range answers.byKey {
 		if v.msg != nil && !v.sent {
 			v.sent = true
 			out = append(out, v.msg)
 		}
 	}
 	return out
-}
-
-// recent is a bounded set of strings, the newest max of them.
-type recent struct {
-	max   int
-	set   map[string]struct{}
-	order []string
-	next  int
-}
-
-func newRecent(max int) *recent { return &recent{max: max, set: map[string]struct{}{}} }
-
-// add adds s and reports whether it was new.
-func (r *recent) add(s string) bool {
-	if _, ok := r.set[s]; ok {
-		return false
-	}
-	if len(r.order) < r.max {
-		r.order = append(r.order, s)
-	} else {
-		delete(r.set, r.order[r.next])
-		r.order[r.next] = s
-		r.next = (r.next + 1) % r.max
-	}
-	r.set[s] = struct{}{}
-	return true
 }

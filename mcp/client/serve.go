@@ -26,20 +26,20 @@ func (c *Client) serverRequest(l *link, m *spec.Message, via []byte) {
 	var op *operation
 	var a *answer
 	var seen bool
+	var msg []byte // the answer given already
 	c.update(func(st *state) {
 		op, _ = st.reg.owner(via, m.Params)
 		key := string(m.ID)
 		if op != nil && op.handles() {
 			key = op.seen + key
 		}
-		a, seen = st.reg.served.getOrAdd(key)
+		a, seen = st.reg.served.getOrAdd(key, func() *answer { return new(answer) })
+		msg = a.msg
 	})
 	if !seen {
 		c.wg.Go(func() { c.answerOn(a, op, m) }) // the reader holds a count: Close waits
 		return
 	}
-	var msg []byte
-	c.update(func(*state) { msg = a.msg })
 	if msg != nil && l.write(msg) { // asked again after a resume
 		c.update(func(*state) { a.sent = true })
 	}

@@ -131,14 +131,7 @@ func (c *Client) TaskResult(ctx context.Context, id string) (*mcpgo.CallToolResu
 		if errors.Is(err, ErrNotResumable) && ctx.Err() == nil {
 			continue // the connection was lost: ask again on the next one
 		}
-		if err != nil {
-			return nil, err
-		}
-		res, err := mcpgo.ParseCallToolResult(&raw)
-		if err != nil {
-			return nil, &ProtocolError{Problem: "tasks/result result: " + err.Error(), Raw: raw}
-		}
-		return res, nil
+		return toolResult("tasks/result", raw, err)
 	}
 }
 

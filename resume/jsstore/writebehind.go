@@ -159,13 +159,7 @@ func (s *Store) flush(h resume.TokenHash) {
 	if rec != nil && rec.State.Ended() {
 		// A request that ended before its first record was written: its
 		// messages go first, then its record, written behind (writeFinal).
-		s.mu.Lock()
-		units := s.packLocked(h, r, r.unsent)
-		r.unsent = nil
-		s.mu.Unlock()
-		for _, p := range units {
-			s.publish(context.Background(), p)
-		}
+		s.publishUnsent(h, r)
 		s.writeFinal(h, r, *rec, gen)
 		return
 	}
@@ -190,6 +184,11 @@ func (s *Store) flush(h resume.TokenHash) {
 		}
 		s.mu.Unlock()
 	}
+	s.publishUnsent(h, r)
+}
+
+// publishUnsent publishes the messages of request h (r) not published yet.
+func (s *Store) publishUnsent(h resume.TokenHash, r *request) {
 	s.mu.Lock()
 	units := s.packLocked(h, r, r.unsent)
 	r.unsent = nil
