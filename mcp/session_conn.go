@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-resume/mcp-resume/internal/invariant"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -80,8 +81,7 @@ type connState struct {
 	// (unix nanoseconds; 0: not shared).
 	sharedAt atomic.Int64
 
-	mu sync.Mutex   // guards st: taken by update alone (session_state.go)
-	st sessionState // what the session's goroutines share
+	st invariant.Guarded[sessionState, *sessionState] // what the session's goroutines share (session_state.go)
 
 	att   attachments
 	calls sessionCalls
@@ -121,14 +121,16 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &connState{
 		s: s, ctx: ctx, cancel: cancel, replay: replay,
-		st: sessionState{def: def, running: make(map[string]*call, 1), attachSweepAt: minSweep, retrySweepAt: minSweep},
 	}
+	c.update(func(st *sessionState) {
+		*st = sessionState{def: def, running: make(map[string]*call, 1), attachSweepAt: minSweep, retrySweepAt: minSweep}
+		if replay {
+			st.onStream = make(map[Stream][]tracked)
+		}
+	})
 	c.att = attachments{c: c}
 	c.calls = sessionCalls{c: c}
 	c.tasks = sessionTasks{c: c}
-	if replay {
-		c.st.onStream = make(map[Stream][]tracked)
-	}
 	if opts != nil {
 		c.principal, c.remote, c.transport, c.stateless = opts.Principal, opts.Remote, opts.Transport, opts.Stateless
 		c.toolRefusal = opts.ToolRefusal
@@ -156,7 +158,7 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 		c.logger().Warn().Err(err).Msg("registering the session with mcp-go")
 	}
 	if def != nil {
-		c.startPump(&c.st)
+		c.update(c.startPump)
 	}
 	return c
 }
@@ -166,7 +168,7 @@ func newConnState(s *Server, def Stream, replay bool, opts *SessionOptions) *con
 // has one: a Streamable HTTP session costs no goroutine while it has no GET
 // stream open (a notification for it meanwhile waits in the channel's buffer,
 // or is dropped when that is full, as mcp-go drops them). Called within
-// update, or before c is shared.
+// update.
 func (c *connState) startPump(st *sessionState) {
 	if st.pumpStop != nil || st.closed {
 		return

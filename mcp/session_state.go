@@ -85,17 +85,12 @@ func (st *sessionState) takeEarlyCancel(id string, now time.Time) bool {
 
 // update runs f on the session's state, under the session's lock, and checks
 // the state's invariants after it. f must not block, nor call update.
-func (c *connState) update(f func(st *sessionState)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f(&c.st)
-	c.st.check()
-}
+func (c *connState) update(f func(st *sessionState)) { c.st.Update(f) }
 
-// check panics when the state breaks an invariant: a bug of the code that
+// Check panics when the state breaks an invariant: a bug of the code that
 // changed it, found at the change. Checks that visit every entry run in test
 // binaries only.
-func (st *sessionState) check() {
+func (st *sessionState) Check() {
 	if len(st.early) > maxEarlyCancels {
 		panic("mcp: more early cancels than maxEarlyCancels")
 	}

@@ -1,10 +1,7 @@
 package metrics
 
 import (
-	"context"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcp-resume/mcp-resume/mcp/client"
@@ -51,25 +48,17 @@ func (o *ClientOperations) Collect(ch chan<- prometheus.Metric) { o.hist.Collect
 // attributes; an attribute with no value is left out) of a meter of mp, for
 // an OpenTelemetry exporter.
 func OTelClientOperations(mp metric.MeterProvider) (func(client.Operation), error) {
-	h, err := mp.Meter("github.com/mcp-resume/mcp-resume/mcp/client").Float64Histogram("mcp.client.operation.duration",
-		metric.WithUnit("s"),
-		metric.WithDescription("Duration of the MCP requests sent to a server."),
-		metric.WithExplicitBucketBoundaries(OperationBuckets...))
+	record, err := otelDurations(mp, "github.com/mcp-resume/mcp-resume/mcp/client", "mcp.client.operation.duration",
+		"Duration of the MCP requests sent to a server.")
 	if err != nil {
 		return nil, err
 	}
 	return func(op client.Operation) {
-		attrs := make([]attribute.KeyValue, 0, 9)
-		for _, a := range []struct{ k, v string }{
+		record(op.Duration, []attr{
 			{"mcp.method.name", op.Method}, {"gen_ai.operation.name", client.OperationName(op.Method)},
 			{"gen_ai.tool.name", op.Tool}, {"gen_ai.prompt.name", op.Prompt}, {"error.type", op.ErrorType},
 			{"rpc.response.status_code", op.StatusCode}, {"mcp.protocol.version", op.ProtocolVersion},
 			{"network.transport", op.Transport}, {"network.protocol.name", op.Protocol},
-		} {
-			if a.v != "" {
-				attrs = append(attrs, attribute.String(a.k, a.v))
-			}
-		}
-		h.Record(context.Background(), op.Duration.Seconds(), metric.WithAttributes(attrs...))
+		})
 	}, nil
 }

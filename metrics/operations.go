@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -49,24 +50,42 @@ func (o *Operations) Collect(ch chan<- prometheus.Metric) { o.hist.Collect(ch) }
 // conventions' buckets and attributes; an attribute with no value is left
 // out) of a meter of mp, for an OpenTelemetry exporter.
 func OTelOperations(mp metric.MeterProvider) (func(mcp.Operation), error) {
-	h, err := mp.Meter("github.com/mcp-resume/mcp-resume/mcp").Float64Histogram("mcp.server.operation.duration",
-		metric.WithUnit("s"),
-		metric.WithDescription("Duration of the MCP requests the server received."),
-		metric.WithExplicitBucketBoundaries(OperationBuckets...))
+	record, err := otelDurations(mp, "github.com/mcp-resume/mcp-resume/mcp", "mcp.server.operation.duration",
+		"Duration of the MCP requests the server received.")
 	if err != nil {
 		return nil, err
 	}
 	return func(op mcp.Operation) {
-		attrs := make([]attribute.KeyValue, 0, 5)
-		for _, a := range []struct{ k, v string }{
+		record(op.Duration, []attr{
 			{"mcp.method.name", op.Method}, {"gen_ai.tool.name", op.Tool}, {"error.type", op.ErrorType},
 			{"mcp.protocol.version", op.ProtocolVersion}, {"network.transport", op.Transport},
-		} {
+		})
+	}, nil
+}
+
+// attr is an attribute of an operation, by its name in the conventions.
+type attr struct{ k, v string }
+
+// otelDurations returns a function that records a duration in the histogram
+// name (unit s, OperationBuckets, described as description) of the meter of
+// mp named meter, with those of its attributes that have a value: the
+// conventions leave an attribute with no value out.
+func otelDurations(mp metric.MeterProvider, meter, name, description string) (func(d time.Duration, attrs []attr), error) {
+	h, err := mp.Meter(meter).Float64Histogram(name,
+		metric.WithUnit("s"),
+		metric.WithDescription(description),
+		metric.WithExplicitBucketBoundaries(OperationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	return func(d time.Duration, attrs []attr) {
+		kvs := make([]attribute.KeyValue, 0, len(attrs))
+		for _, a := range attrs {
 			if a.v != "" {
-				attrs = append(attrs, attribute.String(a.k, a.v))
+				kvs = append(kvs, attribute.String(a.k, a.v))
 			}
 		}
-		h.Record(context.Background(), op.Duration.Seconds(), metric.WithAttributes(attrs...))
+		h.Record(context.Background(), d.Seconds(), metric.WithAttributes(kvs...))
 	}, nil
 }
 

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -11,6 +9,8 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/mcp-resume/mcp-resume/testkit/otlptest"
 )
 
 // otlpSink is an OTLP/HTTP endpoint for the targets that trace ({otlp} in
@@ -45,16 +45,7 @@ func startOTLPSink() (*otlpSink, error) {
 }
 
 func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
+	b, err := otlptest.ReadBody(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

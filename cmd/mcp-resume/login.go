@@ -222,14 +222,10 @@ func login(args []string, stdout, stderr io.Writer) error {
 	var l loginFlags
 	l.register(fs)
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the login in the browser")
-	if err := parseAnywhere(fs, args); err != nil {
+	url, err := parseServerURL(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("login: want the server's URL (got %q)", fs.Args())
-	}
-	url := fs.Arg(0)
 	if _, err := checkURL("login", url, dial.HTTP, dial.WebSocket); err != nil {
 		return err
 	}
@@ -262,6 +258,19 @@ func login(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// parseServerURL parses args with fs, flags anywhere, and returns the one
+// argument left: the URL of the server of login or logout (fs's name).
+func parseServerURL(fs *flag.FlagSet, args []string) (string, error) {
+	if err := parseAnywhere(fs, args); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", fmt.Errorf("%s: want the server's URL (got %q)", fs.Name(), fs.Args())
+	}
+	return fs.Arg(0), nil
+}
+
 // logout is `mcp-resume logout`.
 func logout(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("logout", flag.ContinueOnError)
@@ -269,14 +278,10 @@ func logout(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: mcp-resume logout URL\n\nForgets the login to the MCP server at URL (its tokens, revoked at the authorization\nserver when it has a revocation endpoint); the client's registration there stays.\n")
 	}
-	if err := parseAnywhere(fs, args); err != nil {
+	url, err := parseServerURL(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("logout: want the server's URL (got %q)", fs.Args())
-	}
-	url := fs.Arg(0)
 	var l loginFlags
 	s, err := l.session(url, stderr, nil)
 	if err != nil {

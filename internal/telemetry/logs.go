@@ -40,7 +40,7 @@ type Logs struct {
 // (no endpoint, and not OTEL_TRACES_EXPORTER=otlp), or OTEL_SDK_DISABLED=true,
 // is an error.
 func SetupLogs(ctx context.Context, service, version string) (*Logs, error) {
-	if strings.EqualFold(strings.TrimSpace(os.Getenv(EnvDisabled)), "true") {
+	if sdkDisabled() {
 		return nil, fmt.Errorf("%s=true: no OTLP export", EnvDisabled)
 	}
 	logsURL, generalURL, tracesURL := os.Getenv(EnvLogsEndpoint), os.Getenv(EnvEndpoint), os.Getenv(EnvTracesEndpoint)
@@ -48,13 +48,7 @@ func SetupLogs(ctx context.Context, service, version string) (*Logs, error) {
 		!strings.EqualFold(strings.TrimSpace(os.Getenv(EnvExporter)), "otlp") {
 		return nil, fmt.Errorf("no OTLP endpoint configured (%s, or %s)", EnvEndpoint, EnvLogsEndpoint)
 	}
-	protocol := signal(EnvLogsProtocol, EnvProtocol)
-	if protocol == "" {
-		protocol = strings.TrimSpace(os.Getenv(EnvTracesProtocol))
-	}
-	if protocol == "" {
-		protocol = "http/protobuf"
-	}
+	protocol := otlpProtocol(EnvLogsProtocol, EnvProtocol, EnvTracesProtocol)
 	// The traces' endpoint and headers, when nothing more general or of the
 	// logs' own is set: the collector tracing goes to.
 	fromTraces := logsURL == "" && generalURL == "" && tracesURL != ""

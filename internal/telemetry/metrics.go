@@ -36,7 +36,7 @@ type Metrics struct {
 // The protocol is OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, else
 // OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf (the default) or grpc.
 func SetupMetrics(ctx context.Context, service, version string) (*Metrics, error) {
-	if strings.EqualFold(strings.TrimSpace(os.Getenv(EnvDisabled)), "true") {
+	if sdkDisabled() {
 		return nil, nil
 	}
 	switch exp := strings.ToLower(strings.TrimSpace(os.Getenv(EnvMetricsExporter))); exp {
@@ -46,10 +46,7 @@ func SetupMetrics(ctx context.Context, service, version string) (*Metrics, error
 	default:
 		return nil, fmt.Errorf("%s=%s: only otlp (or none) is built in", EnvMetricsExporter, exp)
 	}
-	protocol := signal(EnvMetricsProtocol, EnvProtocol)
-	if protocol == "" {
-		protocol = "http/protobuf"
-	}
+	protocol := otlpProtocol(EnvMetricsProtocol, EnvProtocol)
 	var exporter sdkmetric.Exporter
 	var err error
 	switch protocol {

@@ -51,7 +51,7 @@ type Tracing struct {
 // other than otlp and none, OTEL_EXPORTER_OTLP_PROTOCOL http/json) is an
 // error; tracing is then off.
 func Setup(ctx context.Context, service, version string, onError func(error)) (*Tracing, error) {
-	if strings.EqualFold(strings.TrimSpace(os.Getenv(EnvDisabled)), "true") {
+	if sdkDisabled() {
 		return nil, nil
 	}
 	exp := strings.ToLower(strings.TrimSpace(os.Getenv(EnvExporter)))
@@ -65,13 +65,7 @@ func Setup(ctx context.Context, service, version string, onError func(error)) (*
 	if exp == "" && os.Getenv(EnvEndpoint) == "" && os.Getenv(EnvTracesEndpoint) == "" {
 		return nil, nil // nothing configured
 	}
-	protocol := strings.TrimSpace(os.Getenv(EnvTracesProtocol))
-	if protocol == "" {
-		protocol = strings.TrimSpace(os.Getenv(EnvProtocol))
-	}
-	if protocol == "" {
-		protocol = "http/protobuf"
-	}
+	protocol := otlpProtocol(EnvTracesProtocol, EnvProtocol)
 	var exporter sdktrace.SpanExporter
 	var name string
 	var err error
@@ -131,6 +125,23 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return t.tp.Shutdown(ctx)
+}
+
+// sdkDisabled reports whether OTEL_SDK_DISABLED=true turns all telemetry off.
+func sdkDisabled() bool {
+	return strings.EqualFold(strings.TrimSpace(os.Getenv(EnvDisabled)), "true")
+}
+
+// otlpProtocol is the OTLP protocol of a signal: the first of the variables
+// vars that is set (the signal's own first, then the more general ones), else
+// http/protobuf, the specification's default.
+func otlpProtocol(vars ...string) string {
+	for _, v := range vars {
+		if p := strings.TrimSpace(os.Getenv(v)); p != "" {
+			return p
+		}
+	}
+	return "http/protobuf"
 }
 
 // newResource is the resource of the binary's telemetry (traces, metrics,

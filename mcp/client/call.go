@@ -156,7 +156,7 @@ type operation struct {
 	// one of another Call with the same id (servers that number their
 	// requests per session, on a new session) is a request of its own.
 	seen string
-	// Guarded by Client.mu: the task it became ("" for none), and the last
+	// Guarded by Client.st: the task it became ("" for none), and the last
 	// sequence number of the task's progress under its first request's token.
 	task    string
 	lastSeq uint64
@@ -184,11 +184,11 @@ type call struct {
 	// env is the 2026-07-28 envelope it was sent with (its resumes and its
 	// cancel carry it too); nil for a request of the session's era.
 	env    map[string]json.RawMessage
-	plain  bool // progress came before any policy: the server runs it plainly (guarded by Client.mu)
+	plain  bool // progress came before any policy: the server runs it plainly (guarded by Client.st)
 	result json.RawMessage
 	err    error
 
-	// Guarded by Client.mu.
+	// Guarded by Client.st.
 	finished bool
 	sent     bool    // written on some link
 	link     *link   // the link it was last sent or resumed on; nil while waiting to resume
@@ -212,7 +212,7 @@ type call struct {
 	empty   int
 
 	// unconfirmed: the resume on link has had no message of the call back yet
-	// (ResumeAccepted is due). Guarded by Client.mu.
+	// (ResumeAccepted is due). Guarded by Client.st.
 	unconfirmed bool
 
 	// span is the call's CLIENT span (nil when the client does not trace),

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-resume/mcp-resume/internal/invariant"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
@@ -215,9 +216,8 @@ type Client struct {
 
 	demand chan struct{} // a call waits for a connection (capacity 1)
 
-	mu sync.Mutex // guards st, and the calls it holds: taken by update alone
-	st state
-	// quiet is signalled (under mu) when a call's progress callbacks under
+	st invariant.Guarded[state, *state] // with the calls it holds (state.go)
+	// quiet is signalled (under st's lock) when a call's progress callbacks under
 	// way drop to none (call.callbacks).
 	quiet *sync.Cond
 }
@@ -231,9 +231,9 @@ func Connect(ctx context.Context, dial Dialer, opts *Options) (*Client, error) {
 		dial: dial, opts: opts.withDefaults(),
 		prefix: "c-" + hex.EncodeToString(p[:]) + "-",
 		demand: make(chan struct{}, 1),
-		st:     state{conn: linkState{ready: make(chan struct{})}, reg: newRegistry()},
 	}
-	c.quiet = sync.NewCond(&c.mu)
+	c.update(func(st *state) { *st = newState() })
+	c.quiet = sync.NewCond(c.st.Locker())
 	c.obs = newObserver(&c.opts)
 	c.modernBase = c.modernEnvelope(spec.Version2026)
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -24,10 +24,10 @@ type link struct {
 	done chan struct{}   // closed when the reader returned
 	err  error           // why the reader returned; read after done
 
-	since time.Time // when it was installed; guarded by Client.mu
+	since time.Time // when it was installed; guarded by Client.st
 	// heard: a progress notification or a response of one of the client's calls
 	// arrived on it, so the server is there (with a kept Streamable HTTP
-	// session, initialize is answered without it); guarded by Client.mu.
+	// session, initialize is answered without it); guarded by Client.st.
 	heard bool
 	// modern: its server speaks the 2026-07-28 era (Options.Discover); set
 	// before it is installed.

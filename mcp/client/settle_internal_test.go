@@ -16,8 +16,9 @@ import (
 // returns: a value passed on after that is lost.)
 func TestResultWaitsForProgressCallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &Client{st: state{conn: linkState{ready: make(chan struct{})}, reg: newRegistry()}}
-		c.quiet = sync.NewCond(&c.mu)
+		c := &Client{}
+		c.update(func(st *state) { *st = newState() })
+		c.quiet = sync.NewCond(c.st.Locker())
 		entered, release := make(chan struct{}), make(chan struct{})
 		var passedOn bool
 		cl := c.newCall(spec.MethodToolsCall, &CallOptions{Progress: func(Progress) {

@@ -15,7 +15,7 @@ import (
 // server said of itself (learned). It is read and changed only through
 // Client.update, under the client's one lock, which checks its invariants
 // after each change. The calls it holds are guarded by the same lock (the
-// fields call says so of).
+// fields call says so of: "guarded by Client.st").
 type state struct {
 	closed bool // Close ran: no call is added any more, every call is finished
 	conn   linkState
@@ -46,17 +46,17 @@ type learned struct {
 // caller does with what it read (writes, callbacks, goroutines) runs after
 // update returns. f must not call back into the client; it may wait on
 // Client.quiet, which releases the lock while it waits.
-func (c *Client) update(f func(st *state)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f(&c.st)
-	c.st.check()
+func (c *Client) update(f func(st *state)) { c.st.Update(f) }
+
+// newState is the state of a client before its first connection.
+func newState() state {
+	return state{conn: linkState{ready: make(chan struct{})}, reg: newRegistry()}
 }
 
-// check panics when the state breaks an invariant: a bug of the code that
+// Check panics when the state breaks an invariant: a bug of the code that
 // changed it, found at the change. The checks that visit every call run in
 // test binaries only (invariant.Thorough).
-func (st *state) check() {
+func (st *state) Check() {
 	if (st.conn.link != nil) != closed(st.conn.ready) {
 		panic("client: ready is closed while there is no link, or open while there is one")
 	}

@@ -24,7 +24,8 @@ func TestStateCheckFindsBrokenInvariants(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &Client{st: state{conn: linkState{ready: make(chan struct{})}, reg: newRegistry()}}
+			c := &Client{}
+			c.update(func(st *state) { *st = newState() })
 			cl := c.newCall(spec.MethodToolsCall, nil)
 			c.update(func(st *state) { st.add(cl) })
 			defer func() {
@@ -36,7 +37,8 @@ func TestStateCheckFindsBrokenInvariants(t *testing.T) {
 			c.update(func(st *state) { tc.breakIt(st, cl) })
 		})
 	}
-	c := &Client{st: state{conn: linkState{ready: make(chan struct{})}, reg: newRegistry()}}
+	c := &Client{}
+	c.update(func(st *state) { *st = newState() })
 	c.update(func(st *state) { st.closed = true })
 	cl := c.newCall(spec.MethodToolsCall, nil)
 	if c.update(func(st *state) { st.add(cl) }); !cl.finished || cl.err != ErrClosed {

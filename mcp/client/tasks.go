@@ -146,7 +146,7 @@ type TaskEvent struct {
 }
 
 // taskStream is a StreamTask in progress: where its events go, and the seq of
-// the last one given (guarded by Client.mu).
+// the last one given (guarded by Client.st).
 type taskStream struct {
 	each func(TaskEvent)
 	last uint64

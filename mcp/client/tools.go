@@ -19,7 +19,7 @@ import (
 var ErrInvalidTool = errors.New("client: tool with invalid x-mcp-header annotations")
 
 // tools are the tools ListTools listed last, kept for the headers of their
-// calls (guarded by Client.mu).
+// calls (guarded by Client.st).
 type tools struct {
 	valid    map[string]*mcpgo.Tool
 	excluded map[string]error // why each tool left out was

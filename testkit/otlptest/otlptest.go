@@ -115,16 +115,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "want POST /v1/traces, /v1/metrics or /v1/logs", http.StatusNotFound)
 		return
 	}
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
+	b, err := ReadBody(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -151,6 +142,21 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	r.add(er)
 	resp := ptraceotlp.NewExportResponse()
 	respond(w, jsonBody, resp.MarshalJSON, resp.MarshalProto)
+}
+
+// ReadBody reads the body of an OTLP/HTTP export request, gunzipped when its
+// Content-Encoding is gzip (an exporter's compression). It serves a receiver
+// of one's own too, such as a benchmark's sink that keeps exports undecoded.
+func ReadBody(req *http.Request) ([]byte, error) {
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = zr
+	}
+	return io.ReadAll(body)
 }
 
 // respond writes an export response, in JSON or protobuf as the request was.
