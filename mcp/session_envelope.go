@@ -69,11 +69,7 @@ func (mr *modernReq) allows(method string) (json.RawMessage, bool) {
 // result.
 func (s *Server) discover(result any) any {
 	add := func(r *mcp.DiscoverResult) {
-		ext := make(map[string]any, len(r.Capabilities.Extensions)+1)
-		for k, v := range r.Capabilities.Extensions {
-			ext[k] = v
-		}
-		ext[spec.ExtensionResumable] = s.caps
+		ext := withMember(r.Capabilities.Extensions, spec.ExtensionResumable, s.caps)
 		if s.opts.tasksOffered() {
 			ext[spec.ExtensionTasks] = tasksSettings // tasks/stream (SEP-2694) with them
 		}

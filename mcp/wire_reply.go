@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -117,14 +118,18 @@ func encodeNotification(n mcp.JSONRPCNotification, seq uint64) []byte {
 // result.
 func (s *Server) advertise(result any) any {
 	add := func(r *mcp.InitializeResult) {
-		exp := make(map[string]any, len(r.Capabilities.Experimental)+1)
-		for k, v := range r.Capabilities.Experimental {
-			exp[k] = v
-		}
-		exp[spec.CapabilityName] = s.caps
-		r.Capabilities.Experimental = exp
+		r.Capabilities.Experimental = withMember(r.Capabilities.Experimental, spec.CapabilityName, s.caps)
 	}
 	return edited(result, add)
+}
+
+// withMember returns a copy of m (a result's capabilities, which a handler
+// may share) with k set to v.
+func withMember(m map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	maps.Copy(out, m)
+	out[k] = v
+	return out
 }
 
 // withResourceURI gives a resources/read's not-found error (-32602 in the 2026

@@ -11,6 +11,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -130,6 +131,21 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	er := ptraceotlp.NewExportRequest()
+	if !decode(w, er, b, jsonBody) {
+		return
+	}
+	r.add(er)
+	resp := ptraceotlp.NewExportResponse()
+	respond(w, jsonBody, resp.MarshalJSON, resp.MarshalProto)
+}
+
+// decode decodes b, an export request's body (OTLP JSON or protobuf), into
+// er; it answers 400 and reports false when b is neither.
+func decode(w http.ResponseWriter, er interface {
+	UnmarshalJSON([]byte) error
+	UnmarshalProto([]byte) error
+}, b []byte, jsonBody bool) bool {
+	var err error
 	if jsonBody {
 		err = er.UnmarshalJSON(b)
 	} else {
@@ -137,11 +153,9 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if err != nil {
 		http.Error(w, "decoding the export request: "+err.Error(), http.StatusBadRequest)
-		return
+		return false
 	}
-	r.add(er)
-	resp := ptraceotlp.NewExportResponse()
-	respond(w, jsonBody, resp.MarshalJSON, resp.MarshalProto)
+	return true
 }
 
 // ReadBody reads the body of an OTLP/HTTP export request, gunzipped when its
@@ -216,19 +230,29 @@ func (r *Receiver) Raw() []byte {
 // not hold within d.
 func (r *Receiver) Wait(t testing.TB, d time.Duration, what string, cond func([]Span) bool) []Span {
 	t.Helper()
+	return wait(r, t, d, &r.spans, cond, func(spans []Span) string {
+		return fmt.Sprintf("waiting for %s; received %d spans: %v", what, len(spans), Names(spans))
+	})
+}
+
+// wait returns a copy of what r received in *got once cond holds for it,
+// checked on each export that comes; it fails t, with what says, when cond
+// does not hold within d.
+func wait[T any](r *Receiver, t testing.TB, d time.Duration, got *[]T, cond func([]T) bool, says func([]T) string) []T {
+	t.Helper()
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	for {
 		r.mu.Lock()
-		spans, changed := append([]Span(nil), r.spans...), r.changed
+		items, changed := append([]T(nil), *got...), r.changed
 		r.mu.Unlock()
-		if cond(spans) {
-			return spans
+		if cond(items) {
+			return items
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			t.Fatalf("timed out after %v waiting for %s; received %d spans: %v", d, what, len(spans), Names(spans))
+			t.Fatalf("timed out after %v %s", d, says(items))
 			return nil
 		}
 	}
@@ -314,14 +338,7 @@ type Point struct {
 
 func (r *Receiver) serveMetrics(w http.ResponseWriter, b []byte, jsonBody bool) {
 	er := pmetricotlp.NewExportRequest()
-	var err error
-	if jsonBody {
-		err = er.UnmarshalJSON(b)
-	} else {
-		err = er.UnmarshalProto(b)
-	}
-	if err != nil {
-		http.Error(w, "decoding the export request: "+err.Error(), http.StatusBadRequest)
+	if !decode(w, er, b, jsonBody) {
 		return
 	}
 	var points []Point
@@ -361,22 +378,9 @@ func (r *Receiver) Points() []Point {
 // within d.
 func (r *Receiver) WaitPoints(t testing.TB, d time.Duration, what string, cond func([]Point) bool) []Point {
 	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		points, changed := append([]Point(nil), r.points...), r.changed
-		r.mu.Unlock()
-		if cond(points) {
-			return points
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("timed out after %v waiting for %s; received %d data points", d, what, len(points))
-			return nil
-		}
-	}
+	return wait(r, t, d, &r.points, cond, func(points []Point) string {
+		return fmt.Sprintf("waiting for %s; received %d data points", what, len(points))
+	})
 }
 
 // LogRecord is one log record received, flattened for assertions: ids in
@@ -394,14 +398,7 @@ type LogRecord struct {
 
 func (r *Receiver) serveLogs(w http.ResponseWriter, b []byte, jsonBody bool) {
 	er := plogotlp.NewExportRequest()
-	var err error
-	if jsonBody {
-		err = er.UnmarshalJSON(b)
-	} else {
-		err = er.UnmarshalProto(b)
-	}
-	if err != nil {
-		http.Error(w, "decoding the export request: "+err.Error(), http.StatusBadRequest)
+	if !decode(w, er, b, jsonBody) {
 		return
 	}
 	r.addLogs(er)
@@ -461,20 +458,7 @@ func (r *Receiver) Logs() []LogRecord {
 // within d.
 func (r *Receiver) WaitLogs(t testing.TB, d time.Duration, what string, cond func([]LogRecord) bool) []LogRecord {
 	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		recs, changed := append([]LogRecord(nil), r.logs...), r.changed
-		r.mu.Unlock()
-		if cond(recs) {
-			return recs
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("timed out after %v waiting for %s; received %d log records", d, what, len(recs))
-			return nil
-		}
-	}
+	return wait(r, t, d, &r.logs, cond, func(recs []LogRecord) string {
+		return fmt.Sprintf("waiting for %s; received %d log records", what, len(recs))
+	})
 }
