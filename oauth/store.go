@@ -76,94 +76,75 @@ type MemoryStore struct {
 
 var _ Store = (*MemoryStore)(nil)
 
-func (m *MemoryStore) init() {
-	if m.grants == nil {
-		m.grants, m.regs, m.servers, m.locks = map[string]Grant{}, map[string]Registration{}, map[string]Server{}, map[string]chan struct{}{}
-	}
-}
-
 func (m *MemoryStore) Grant(issuer, resource string) (*Grant, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.init()
-	if g, ok := m.grants[grantKey(issuer, resource)]; ok {
-		return &g, nil
-	}
-	return nil, nil
+	return load(m, &m.grants, grantKey(issuer, resource))
 }
 
 func (m *MemoryStore) SaveGrant(g *Grant) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.init()
-	m.grants[grantKey(g.Issuer, g.Resource)] = *g
-	return nil
+	return store(m, &m.grants, grantKey(g.Issuer, g.Resource), g)
 }
 
 func (m *MemoryStore) DeleteGrant(issuer, resource string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.init()
-	delete(m.grants, grantKey(issuer, resource))
-	return nil
+	return store[Grant](m, &m.grants, grantKey(issuer, resource), nil)
 }
 
 func (m *MemoryStore) Registration(issuer string) (*Registration, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.init()
-	if r, ok := m.regs[issuer]; ok {
-		return &r, nil
-	}
-	return nil, nil
+	return load(m, &m.regs, issuer)
 }
 
 func (m *MemoryStore) SaveRegistration(r *Registration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.init()
-	m.regs[r.Issuer] = *r
-	return nil
+	return store(m, &m.regs, r.Issuer, r)
 }
 
 func (m *MemoryStore) DeleteRegistration(issuer string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.init()
-	delete(m.regs, issuer)
-	return nil
+	return store[Registration](m, &m.regs, issuer, nil)
 }
 
 func (m *MemoryStore) Server(url string) (*Server, error) {
+	return load(m, &m.servers, url)
+}
+
+func (m *MemoryStore) SaveServer(s *Server) error {
+	return store(m, &m.servers, s.URL, s)
+}
+
+func (m *MemoryStore) DeleteServer(url string) error {
+	return store[Server](m, &m.servers, url, nil)
+}
+
+// load returns a copy of the record of key in the map *in of m, nil when
+// there is none.
+func load[T any](m *MemoryStore, in *map[string]T, key string) (*T, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.init()
-	if s, ok := m.servers[url]; ok {
-		return &s, nil
+	if v, ok := (*in)[key]; ok {
+		return &v, nil
 	}
 	return nil, nil
 }
 
-func (m *MemoryStore) SaveServer(s *Server) error {
+// store keeps a copy of v as the record of key in the map *in of m, or
+// deletes that record when v is nil.
+func store[T any](m *MemoryStore, in *map[string]T, key string, v *T) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.init()
-	m.servers[s.URL] = *s
-	return nil
-}
-
-func (m *MemoryStore) DeleteServer(url string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.init()
-	delete(m.servers, url)
+	switch {
+	case v == nil:
+		delete(*in, key)
+	case *in == nil:
+		*in = map[string]T{key: *v}
+	default:
+		(*in)[key] = *v
+	}
 	return nil
 }
 
 func (m *MemoryStore) Lock(ctx context.Context, key string) (func(), error) {
 	for {
 		m.mu.Lock()
-		m.init()
+		if m.locks == nil {
+			m.locks = map[string]chan struct{}{}
+		}
 		held, ok := m.locks[key]
 		if !ok {
 			done := make(chan struct{})
