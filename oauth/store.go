@@ -196,6 +196,15 @@ func (f *FileStore) path(kind, key string) string {
 	return filepath.Join(f.Dir, kind, hex.EncodeToString(sum[:16])+".json")
 }
 
+// loadFile returns the record of key of kind, nil when there is none.
+func loadFile[T any](f *FileStore, kind, key string) (*T, error) {
+	v := new(T)
+	if ok, err := f.load(kind, key, v); !ok {
+		return nil, err
+	}
+	return v, nil
+}
+
 func (f *FileStore) load(kind, key string, v any) (bool, error) {
 	b, err := os.ReadFile(f.path(kind, key))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -257,12 +266,7 @@ func (f *FileStore) remove(kind, key string) error {
 }
 
 func (f *FileStore) Grant(issuer, resource string) (*Grant, error) {
-	var g Grant
-	ok, err := f.load("grants", grantKey(issuer, resource), &g)
-	if !ok {
-		return nil, err
-	}
-	return &g, nil
+	return loadFile[Grant](f, "grants", grantKey(issuer, resource))
 }
 
 func (f *FileStore) SaveGrant(g *Grant) error {
@@ -274,12 +278,7 @@ func (f *FileStore) DeleteGrant(issuer, resource string) error {
 }
 
 func (f *FileStore) Registration(issuer string) (*Registration, error) {
-	var r Registration
-	ok, err := f.load("clients", issuer, &r)
-	if !ok {
-		return nil, err
-	}
-	return &r, nil
+	return loadFile[Registration](f, "clients", issuer)
 }
 
 func (f *FileStore) SaveRegistration(r *Registration) error { return f.save("clients", r.Issuer, r) }
@@ -287,12 +286,7 @@ func (f *FileStore) SaveRegistration(r *Registration) error { return f.save("cli
 func (f *FileStore) DeleteRegistration(issuer string) error { return f.remove("clients", issuer) }
 
 func (f *FileStore) Server(url string) (*Server, error) {
-	var s Server
-	ok, err := f.load("servers", url, &s)
-	if !ok {
-		return nil, err
-	}
-	return &s, nil
+	return loadFile[Server](f, "servers", url)
 }
 
 func (f *FileStore) SaveServer(s *Server) error { return f.save("servers", s.URL, s) }
