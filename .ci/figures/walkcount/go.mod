@@ -1,0 +1,3 @@
+module figures/walkcount
+
+go 1.26
