@@ -21,10 +21,15 @@ const notifyDepth = 16
 //
 // A subscriptions/listen is the exception: mcp-go broadcasts to it (list
 // changes) without announcing, so its drainer runs until the call ends.
+//
+// The channel itself goes when a detached request's drainer has taken every
+// announced send (mcp-go asks the session for it at each send: the next
+// announce makes a new one): a detached countdown holds it only while a
+// notification is on the way.
 type notifier struct {
 	mu       sync.Mutex
-	ch       chan mcp.JSONRPCNotification // made on first use
-	done     chan struct{}                // closed when sealed (made with ch)
+	ch       chan mcp.JSONRPCNotification // made on first use; nil again while a detached request's drainer is idle
+	done     chan struct{}                // closed when sealed (made with the first ch)
 	room     chan struct{}                // capacity 1: the drainer took a notification
 	sealed   bool                         // the handler returned: sends from now on are dropped
 	expected int                          // announced sends not yet taken
@@ -41,11 +46,15 @@ func (n *notifier) channel(cl *call) chan<- mcp.JSONRPCNotification {
 	if n.sealed {
 		return nil
 	}
-	if n.ch == nil {
-		n.ch, n.done, n.room = make(chan mcp.JSONRPCNotification, notifyDepth), make(chan struct{}), make(chan struct{}, 1)
+	if n.done == nil {
+		n.done, n.room = make(chan struct{}), make(chan struct{}, 1)
 		if cl.kind.listen() {
+			n.ch = make(chan mcp.JSONRPCNotification, notifyDepth)
 			n.startLocked(cl)
 		}
+	}
+	if n.ch == nil {
+		n.ch = make(chan mcp.JSONRPCNotification, notifyDepth)
 	}
 	return n.ch
 }
@@ -71,7 +80,7 @@ func (n *notifier) announce(cl *call) {
 		ended = r.Context().Done()
 	}
 	n.mu.Lock()
-	for !n.sealed && n.expected >= cap(n.ch) {
+	for !n.sealed && n.expected >= notifyDepth {
 		n.mu.Unlock()
 		select {
 		case <-n.room:
@@ -89,6 +98,9 @@ func (n *notifier) announce(cl *call) {
 		return
 	}
 	n.expected++
+	if n.ch == nil { // an idle drainer let it go after channel made it
+		n.ch = make(chan mcp.JSONRPCNotification, notifyDepth)
+	}
 	if !n.draining {
 		n.startLocked(cl)
 	}
@@ -102,13 +114,23 @@ func (n *notifier) drain(cl *call) {
 	for {
 		n.mu.Lock()
 		if n.expected == 0 && !cl.kind.listen() {
-			n.draining = false
 			n.mu.Unlock()
-			return
+			r := cl.request() // read outside n.mu: the call's lock and the request's are not taken under it
+			idle := r != nil && r.Detached()
+			n.mu.Lock()
+			if n.expected == 0 {
+				n.draining = false
+				if idle && len(n.ch) == 0 {
+					n.ch = nil
+				}
+				n.mu.Unlock()
+				return
+			}
 		}
+		ch := n.ch
 		n.mu.Unlock()
 		select {
-		case m := <-n.ch:
+		case m := <-ch:
 			n.mu.Lock()
 			n.expected = max(0, n.expected-1)
 			n.mu.Unlock()

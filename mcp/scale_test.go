@@ -74,12 +74,14 @@ func (c *scaleConn) Write(_ context.Context, msg []byte) error {
 func (c *scaleConn) Close() error { c.once.Do(func() { close(c.closed) }); return nil }
 
 // TestDetachedScale measures what a detached running request costs the server:
-// MR_SCALE (default 2,000) countdowns with a progress token each, every one
-// queueing a progress notification every MR_SCALE_STEP (default 2 s) while no
-// client is attached, then getStatus of random ones from a new connection. It
-// reports heap and goroutines per request and getStatus latencies, and fails
-// when a detached request costs more than its budget (a goroutine or a channel
-// per request beyond the tool's own shows up here).
+// MR_SCALE (default 2,000) countdowns of 600 s with a progress token each,
+// started by clients of scaleBatch calls each that go once their calls'
+// resume policies came, every countdown queueing a progress notification
+// every MR_SCALE_STEP (default 2 s) while no client is attached; then
+// getStatus of random ones from a new connection. It reports heap and
+// goroutines per request and getStatus latencies, and fails when a detached
+// request costs more than its budget (a goroutine or a channel per request
+// beyond the tool's own shows up here).
 func TestDetachedScale(t *testing.T) {
 	n := 2000
 	if v, err := strconv.Atoi(os.Getenv("MR_SCALE")); err == nil && v > 0 {
@@ -89,7 +91,8 @@ func TestDetachedScale(t *testing.T) {
 	if v, err := time.ParseDuration(os.Getenv("MR_SCALE_STEP")); err == nil && v > 0 {
 		step = v
 	}
-	steps := 1000 // the countdowns outlive the test, which cancels them by closing the server
+	const seconds = 600.0 // the countdowns outlive the test, which cancels them by closing the server
+	steps := max(int(seconds/step.Seconds()), 1)
 	core, err := mcp.New(demo.Server("scale"), &mcp.Options{
 		Engine:                    &resume.Options{MaxLive: n + 10, MaxWait: time.Hour},
 		MaxConcurrentPerPrincipal: -1,
@@ -104,28 +107,33 @@ func TestDetachedScale(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	goBefore := runtime.NumGoroutine()
 
-	conn := newScaleConn()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = core.Serve(context.Background(), conn)
-	}()
-	conn.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"scale","version":"1"}}}`)
-	<-conn.resp
-	conn.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// The clients: scaleBatch calls each, gone once their policies came.
+	var tokens []string
 	start := time.Now()
-	seconds := step.Seconds() * float64(steps)
-	for i := 1; i <= n; i++ {
-		conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%g,"steps":%d},"_meta":{"progressToken":%d}}}`, i, seconds, steps, i)
+	for first := 1; first <= n; first += scaleBatch {
+		k := min(scaleBatch, n-first+1)
+		conn := newScaleConn()
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = core.Serve(context.Background(), conn)
+		}()
+		conn.in <- []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"scale","version":"1"}}}`)
+		<-conn.resp
+		conn.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for i := first; i < first+k; i++ {
+			conn.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":%g,"steps":%d},"_meta":{"progressToken":%d}}}`, i, seconds, steps, i)
+		}
+		poll.Until(t, 5*time.Minute, "the resume policies of a client's calls", func() bool {
+			conn.mu.Lock()
+			defer conn.mu.Unlock()
+			return len(conn.tokens) == k
+		})
+		_ = conn.Close() // its requests detach
+		<-served
+		tokens = append(tokens, conn.tokens...)
 	}
-	poll.Until(t, 5*time.Minute, "every resume policy", func() bool {
-		conn.mu.Lock()
-		defer conn.mu.Unlock()
-		return len(conn.tokens) == n
-	})
 	started := time.Since(start)
-	_ = conn.Close() // every request detaches
-	<-served
 
 	// Every request queues progress while detached: wait until they hold two
 	// notifications each on average (each is over 100 bytes).
@@ -162,7 +170,7 @@ func TestDetachedScale(t *testing.T) {
 
 	// getStatus of random requests from a new connection, one at a time.
 	status := newScaleConn()
-	served = make(chan struct{})
+	served := make(chan struct{})
 	go func() {
 		defer close(served)
 		_ = core.Serve(context.Background(), status)
@@ -173,7 +181,7 @@ func TestDetachedScale(t *testing.T) {
 	status.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	lat := make([]time.Duration, 0, 1000)
 	for i := range cap(lat) {
-		tok := conn.tokens[rand.IntN(len(conn.tokens))]
+		tok := tokens[rand.IntN(len(tokens))]
 		t0 := time.Now()
 		status.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"requests/getStatus","params":{%s}}`, i+1, tok)
 		resp := <-status.resp
@@ -200,6 +208,10 @@ func TestDetachedScale(t *testing.T) {
 		t.Errorf("%d goroutines for %d detached requests: more than the tools' own", goroutines, n)
 	}
 }
+
+// scaleBatch is how many calls one client of TestDetachedScale starts before
+// it goes.
+const scaleBatch = 500
 
 // rss returns the process's resident set size as /proc reports it, or "?".
 func rss() string {

@@ -164,6 +164,13 @@ type Status struct {
 	QueuedBytes int
 }
 
+// Detached reports whether no client is attached to the request.
+func (r *Request) Detached() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.att == nil
+}
+
 // Status returns a snapshot of the request.
 func (r *Request) Status() Status {
 	r.mu.Lock()
