@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -116,6 +117,8 @@ type call struct {
 	survives bool
 	mu       sync.Mutex // guards life; held while deciding where a message goes
 	life     callLife
+	// running is life.tool, read without the lock (leaveWorker).
+	running atomic.Pointer[toolRun]
 }
 
 // releaseKey lets go of the call's key among the keyed calls in flight (once
@@ -135,27 +138,44 @@ func (cl *call) releaseKey() {
 	s.keys.drop(cl.c.principal, cl.key, cl.hold)
 }
 
+// run dispatches the call through mcp-go and answers it. A call whose
+// worker leaves while its tool runs (runTool) is finished by the tool's
+// goroutine: run does not return then.
 func (cl *call) run(m *spec.Message, raw []byte) {
 	s := cl.c.s
-	defer cl.cancel(nil)
-	ctx := s.srv.WithContext(cl.ctx, cl.sess)
-	if m.Method == spec.MethodServerDiscover { // it lists the versions served
-		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
-	}
 	if cl.kind.listen() {
 		// Broadcasts (list changes) reach only sessions registered with mcp-go;
 		// the filter the listen sets decides which of them the client gets.
+		ctx := s.srv.WithContext(cl.ctx, cl.sess)
 		if err := s.srv.RegisterSession(ctx, cl.sess); err != nil {
 			cl.c.logger().Warn().Err(err).Msg("registering a subscription")
 		} else {
 			defer s.srv.UnregisterSession(ctx, cl.sess.SessionID())
 		}
 	}
+	cl.finish(cl.dispatch(raw, m.Method == spec.MethodServerDiscover))
+}
+
+// dispatch runs the call through mcp-go (raw: the request as received, or
+// as stored for a run after a restart; discover: a server/discover) and
+// returns mcp-go's answer, in the call's era.
+func (cl *call) dispatch(raw []byte, discover bool) mcp.JSONRPCMessage {
+	s := cl.c.s
+	ctx := s.srv.WithContext(cl.ctx, cl.sess)
+	if discover { // it lists the versions served
+		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
+	}
 	resp := s.srv.HandleMessage(ctx, raw)
 	if cl.modern == nil {
 		resp = legacyResult(resp)
 	}
+	return resp
+}
 
+// finish answers the call with resp, its handler's answer, and ends it.
+func (cl *call) finish(resp mcp.JSONRPCMessage) {
+	s := cl.c.s
+	defer cl.cancel(nil)
 	r := cl.step(evReturned).req
 	if cl.uri != "" {
 		resp = withResourceURI(resp, cl.uri)
@@ -254,6 +274,9 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 			return next(ctx, req)
 		}
 		cl := cs.cl
+		if res, err, ok := cl.replayed(); ok {
+			return res, err // the tool ran already, on the tools pool (call_tool.go)
+		}
 		cl.span.ran(req.Params.Name)
 		// Its tool's rate and concurrency: a call refused, or waiting for a
 		// place, is not a request yet (its client gets a plain error, HTTP
@@ -302,7 +325,13 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 				return nil, refused
 			}
 		}
-		res, err := next(ctx, req)
+		var res *mcp.CallToolResult
+		var err error
+		if s.opts.DetachTools && cl.detachable() {
+			res, err = s.runTool(ctx, cl, req, next, &leave)
+		} else {
+			res, err = next(ctx, req)
+		}
 		var se *spec.Error
 		if errors.As(err, &se) {
 			cl.update(func(l *callLife) { l.failure = se })

@@ -71,6 +71,21 @@ type Options struct {
 	// however long it runs. Tasks, and tools of policy Never, are not
 	// deferred. 0: never.
 	AnswerWithin time.Duration
+	// DetachTools makes a request that has no client cost its tool's own
+	// goroutine and little else: the tool of a call that is, or may become,
+	// a request runs on a goroutine of its own, and the goroutine that
+	// dispatched the call through mcp-go (whose frames hold 16 KB of stack)
+	// leaves once the request has no client (its client went; a task; a run
+	// after a restart). When the tool returns, the call passes through
+	// mcp-go's dispatch again, where the core answers with the tool's result
+	// instead of running it: mcp-go's after-hooks, output validation, multi
+	// round-trip fulfilment and the tool middlewares registered before New
+	// see the result as for any call, but such a middleware, and mcp-go's
+	// before-hooks, see that call start twice. Off: every tool runs under
+	// mcp-go's dispatch, on the goroutine that dispatched its call. The
+	// binary's serve and gateway turn it on (they register no such hook or
+	// middleware).
+	DetachTools bool
 	// Tools sets a Policy per tool name.
 	Tools map[string]Policy
 	// PolicyOf, when set, adjusts the policy Tools or DefaultPolicy gives a
@@ -198,6 +213,7 @@ type Server struct {
 
 	wg    sync.WaitGroup // handler goroutines, which may outlive their connection
 	pool  *workers       // the goroutines calls run on
+	tools *workers       // the goroutines the tools of calls that may become requests run on (call_tool.go)
 	calls atomic.Int64   // calls being handled (Calls)
 	fail  *failLimiter   // failed token checks; nil: no limit
 
@@ -267,6 +283,7 @@ func New(srv *server.MCPServer, opts *Options) (*Server, error) {
 		srv: srv, opts: o, log: log,
 		idPrefix:  "mr-" + hex.EncodeToString(p[:]) + "-",
 		pool:      newWorkers(),
+		tools:     newWorkers(),
 		fail:      newFailLimiter(o.TokenFailureBurst, o.TokenFailureRefill),
 		admission: admission{inflight: make(map[string]int)},
 		keys:      keyHolds{m: make(map[string]*keyHold)},
@@ -370,6 +387,7 @@ func (s *Server) Close() {
 		restarted.shutdown(false)
 	}
 	s.pool.stop()
+	s.tools.stop()
 }
 
 // SessionOptions configure one session (a connection served by ServeWith, or a

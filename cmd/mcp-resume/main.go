@@ -497,6 +497,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			DefaultPolicy: def,
 			QuickCall:     cmp.Or(f.quickCall, -1), // the flag's 0 is "none"; the option's is the default
 			AnswerWithin:  f.answerWithin,
+			DetachTools:   true, // the binary registers no tool hook or middleware of mcp-go's
 			Tools:         tools,
 			PolicyOf:      policyOf,
 			Logger:        &log,

@@ -1,0 +1,189 @@
+package mcp
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/resume"
+)
+
+// The tool of a call that is, or may become, a request of the engine runs on a
+// goroutine of the server's tools pool, not on the worker that dispatched the
+// call through mcp-go. While the request has a client, the worker waits for
+// the tool and the call goes on as any other. Once it has none (its client
+// went, or it is a task, or it runs again after a restart), the worker leaves
+// (runtime.Goexit): its stack, which holds mcp-go's dispatch frames (4.4 KB
+// for HandleMessage alone, so 16 KB a parked goroutine), goes, and a detached
+// request costs its tool's own goroutine. The tool's goroutine then finishes
+// the call when the tool returns: it dispatches the call through mcp-go again
+// (replay), where the core's middleware answers with the tool's result instead
+// of running the tool, so that mcp-go's after-hooks, the middlewares outside
+// the core's, multi round-trip fulfilment and output validation see the
+// tool's result as they do for any call. What a hook or an outer middleware
+// sees of such a call: its start twice (the dispatch, the replay), its end
+// once, with the result (a deferred function of an outer middleware runs at
+// the worker's leaving as well).
+
+// toolRun is a call's tool running on the tools pool. Its fields but done,
+// leave and closing are guarded by the call's lock.
+type toolRun struct {
+	done    chan struct{} // closed when the tool returned
+	leave   chan struct{} // closed (once: closing) when the worker is to leave
+	closing sync.Once
+
+	res      *mcp.CallToolResult
+	err      error
+	panicked any // what the tool panicked with: panicked again where mcp-go's recovery can take it
+
+	returned bool   // the tool returned
+	left     bool   // the worker left: the tool's goroutine finishes the call
+	replay   bool   // the result waits for the replay's middleware
+	release  func() // with left: the tool's concurrency place, released as the tool returns
+}
+
+// detachable reports whether the call's tool runs on the tools pool: the call
+// is a request of the engine, or may become one (its policy is Always or
+// After).
+func (cl *call) detachable() bool {
+	return read(cl, func(l *callLife) bool { return l.req != nil || l.applied })
+}
+
+// runTool runs next, the tool, on the tools pool, and waits for its result
+// while the call's request has a client; when it has none, the worker leaves
+// and the tool's goroutine finishes the call (finishLeft). leave releases the
+// tool's concurrency place; a worker that leaves hands it to the tool's
+// goroutine.
+func (s *Server) runTool(ctx context.Context, cl *call, req mcp.CallToolRequest, next server.ToolHandlerFunc, leave *func()) (*mcp.CallToolResult, error) {
+	tr := &toolRun{done: make(chan struct{}), leave: make(chan struct{})}
+	cl.update(func(l *callLife) { l.tool = tr })
+	cl.running.Store(tr)
+	stop := func() {}
+	if _, ok := ctx.(requestCtx); !ok {
+		// mcp-go's context for the call ends when its dispatch returns, or
+		// when the worker leaves: the tool runs on the call's, with mcp-go's
+		// values (and the deadline a middleware outside the core's set).
+		d, limited := ctx.Deadline()
+		ctx = requestCtx{Context: cl.ctx, values: ctx}
+		if limited {
+			ctx, stop = context.WithDeadline(ctx, d)
+		}
+	}
+	if r := cl.request(); r != nil && (cl.kind.task() || r.Detached()) {
+		cl.leaveWorker()
+	}
+	s.wg.Add(1) // Close waits for the tool's goroutine
+	s.tools.run(func() {
+		defer s.wg.Done()
+		defer stop()
+		var res *mcp.CallToolResult
+		var err error
+		var panicked any
+		func() {
+			defer func() { panicked = recover() }()
+			res, err = next(ctx, req)
+		}()
+		var finish bool
+		cl.update(func(l *callLife) {
+			tr.res, tr.err, tr.panicked, tr.returned = res, err, panicked, true
+			finish, tr.replay = tr.left, tr.left
+		})
+		close(tr.done)
+		if finish {
+			cl.finishLeft(tr)
+		}
+	})
+	select {
+	case <-tr.done:
+	case <-tr.leave:
+		var left bool
+		cl.update(func(l *callLife) {
+			if !tr.returned {
+				tr.left, left = true, true
+				tr.release, *leave = *leave, func() {}
+			}
+		})
+		if left {
+			s.calls.Add(1) // the call runs on, on the tool's goroutine (finishLeft)
+			runtime.Goexit()
+		}
+		<-tr.done
+	}
+	if tr.panicked != nil {
+		panic(tr.panicked)
+	}
+	return tr.res, tr.err
+}
+
+// leaveWorker tells the worker waiting for the call's tool, if one does, that
+// the call's request has no client: it leaves. It takes no lock of the
+// call's: the engine tells of a detachment under it.
+func (cl *call) leaveWorker() {
+	if tr := cl.running.Load(); tr != nil {
+		tr.closing.Do(func() { close(tr.leave) })
+	}
+}
+
+// replayed returns the tool's result to the replay's middleware (once), and
+// reports whether this dispatch is the replay.
+func (cl *call) replayed() (*mcp.CallToolResult, error, bool) {
+	var tr *toolRun
+	cl.update(func(l *callLife) {
+		if l.tool != nil && l.tool.replay {
+			tr = l.tool
+			tr.replay = false
+		}
+	})
+	if tr == nil {
+		return nil, nil, false
+	}
+	if tr.panicked != nil {
+		panic(tr.panicked)
+	}
+	return tr.res, tr.err, true
+}
+
+// finishLeft finishes, on the tool's goroutine, a call whose worker left: its
+// concurrency place goes, its result passes through mcp-go's dispatch again
+// (replayed answers it), and the call ends as run ends it.
+func (cl *call) finishLeft(tr *toolRun) {
+	defer cl.c.s.calls.Add(-1)
+	tr.release()
+	cl.finish(cl.dispatch(cl.raw, false))
+}
+
+// toolObserver tells a call of its request's attachments: its worker leaves
+// when the request loses its client. It passes every event on to the call's
+// span's observer, when it has one.
+type toolObserver struct {
+	cl   *call
+	next resume.Observer
+}
+
+func (o toolObserver) Attached(ack uint64) {
+	if o.next != nil {
+		o.next.Attached(ack)
+	}
+}
+
+func (o toolObserver) Detached() {
+	o.cl.leaveWorker()
+	if o.next != nil {
+		o.next.Detached()
+	}
+}
+
+func (o toolObserver) Delivered() {
+	if o.next != nil {
+		o.next.Delivered()
+	}
+}
+
+func (o toolObserver) Ended(cause error) {
+	if o.next != nil {
+		o.next.Ended(cause)
+	}
+}

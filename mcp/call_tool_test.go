@@ -1,0 +1,127 @@
+package mcp_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-resume/mcp-resume/mcp"
+	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
+)
+
+func TestEndToEndPipeDetachTools(t *testing.T) {
+	core, dial := serve(t, &mcp.Options{Tools: demo.Policies(), DetachTools: true})
+	e2etest.Run(t, e2etest.Harness{Dial: dial, Reconnect: true, Calls: core.Calls})
+}
+
+// dispatching reports whether a goroutine runs (or waits) inside mcp-go's
+// dispatch of a message.
+func dispatching() bool {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Contains(string(buf), "mcp-go/server.(*MCPServer).HandleMessage")
+}
+
+// With DetachTools, a request that lost its client keeps its tool's goroutine
+// alone (no goroutine waits in mcp-go's dispatch), and its tool's result, or
+// its panic, still passes through mcp-go once the tool returns: the
+// middleware registered before the core's sees the result (its start twice,
+// as Options.DetachTools says), mcp-go's after-hook sees it, and mcp-go's
+// recovery takes the panic; the tool runs once. The client that resumes gets
+// what mcp-go answered.
+func TestDetachToolsKeepsMCPGoSemantics(t *testing.T) {
+	var starts, ends, after, ran atomic.Int32
+	var mu sync.Mutex
+	var ended, afterSaw []string
+	hooks := &server.Hooks{}
+	hooks.AddAfterCallTool(func(_ context.Context, _ any, _ *mcpgo.CallToolRequest, result any) {
+		after.Add(1)
+		if r, ok := result.(*mcpgo.CallToolResult); ok && len(r.Content) > 0 {
+			if tc, ok := r.Content[0].(mcpgo.TextContent); ok {
+				mu.Lock()
+				afterSaw = append(afterSaw, tc.Text)
+				mu.Unlock()
+			}
+		}
+	})
+	srv := server.NewMCPServer("t", "1", server.WithToolCapabilities(false), server.WithRecovery(), server.WithHooks(hooks))
+	srv.Use(func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			starts.Add(1)
+			res, err := next(ctx, req)
+			ends.Add(1)
+			text := "error"
+			if err == nil && res != nil && len(res.Content) > 0 {
+				if tc, ok := res.Content[0].(mcpgo.TextContent); ok {
+					text = tc.Text
+				}
+			}
+			mu.Lock()
+			ended = append(ended, text)
+			mu.Unlock()
+			return res, err
+		}
+	})
+	release := make(chan struct{})
+	srv.AddTool(mcpgo.NewTool("wait"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		ran.Add(1)
+		<-release
+		if req.GetString("then", "") == "panic" {
+			panic("the tool broke")
+		}
+		return mcpgo.NewToolResultText("done"), nil
+	})
+	core, err := mcp.New(srv, &mcp.Options{DetachTools: true, QuickCall: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := serveCore(t, core)
+
+	c := e2etest.NewClient(t, dial(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+	done := e2etest.PolicyOf(t, c.Next())
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait","arguments":{"then":"panic"}}}`)
+	broke := e2etest.PolicyOf(t, c.Next())
+	if !dispatching() {
+		t.Fatal("no goroutine in mcp-go's dispatch while the calls' client is there")
+	}
+	c.Close() // the requests lose their client
+	poll.Until(t, 10*time.Second, "the workers to leave mcp-go's dispatch", func() bool { return !dispatching() })
+	if ran.Load() != 2 {
+		t.Fatalf("the tools ran %d times before their release, want 2", ran.Load())
+	}
+	close(release)
+
+	r := e2etest.NewClient(t, dial(t))
+	r.Initialize(`{"resumableRequests":{}}`)
+	r.Resume("1", done.ResumeToken)
+	if m, _ := r.Response("1"); e2etest.Text(m) != "done" {
+		t.Fatalf("the detached call's result: %s", m.Raw)
+	}
+	r.Resume("2", broke.ResumeToken)
+	if m, _ := r.Response("2"); m.Error == nil && !strings.Contains(string(m.Raw), "isError") {
+		t.Fatalf("the detached call whose tool panicked: %s, want mcp-go's recovery's error", m.Raw)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The panic passes the outer middleware by (as it does without
+	// DetachTools): it ends, and mcp-go's after-hook runs, for the call that
+	// returned.
+	if ran.Load() != 2 || starts.Load() != 4 || ends.Load() != 1 || after.Load() != 1 {
+		t.Errorf("tools ran %d, the outer middleware started %d and ended %d, the after-hook ran %d; want 2, 4 (each call twice), 1, 1",
+			ran.Load(), starts.Load(), ends.Load(), after.Load())
+	}
+	if !strings.Contains(strings.Join(ended, ","), "done") || !strings.Contains(strings.Join(afterSaw, ","), "done") {
+		t.Errorf("the outer middleware saw %q, the after-hook %q: want the tool's result", ended, afterSaw)
+	}
+}
