@@ -74,11 +74,19 @@ func summarize(targets []*target) summary {
 				add(ts.Name+" echo-cpu/mcpgo", float64(ts.CPUPerCall)/float64(mg.CPUPerCall), "lower")
 			}
 		}
+		// A store's cost beside the same calls in memory: time and CPU (a
+		// paired run at a low rate shows the first less than the second).
 		if mem, ok := byName["memory"]; ok && strings.HasPrefix(ts.Name, "datadir") {
 			add(ts.Name+" echo-p50/memory", float64(ts.EchoP50)/float64(mem.EchoP50), "lower")
+			if mem.CPUPerCall > 0 {
+				add(ts.Name+" echo-cpu/memory", float64(ts.CPUPerCall)/float64(mem.CPUPerCall), "lower")
+			}
 		}
 		if k, ok := byName["keyed"]; ok && strings.HasPrefix(ts.Name, "keyed-datadir") {
 			add(ts.Name+" echo-p50/keyed", float64(ts.EchoP50)/float64(k.EchoP50), "lower")
+			if k.CPUPerCall > 0 {
+				add(ts.Name+" echo-cpu/keyed", float64(ts.CPUPerCall)/float64(k.CPUPerCall), "lower")
+			}
 		}
 	}
 	return s
