@@ -301,7 +301,36 @@ func (a *Aggregate) newServer(opts *AggregateOptions) *server.MCPServer {
 		server.WithCompletions(), server.WithPromptCompletionProvider(aggCompleter{a}), server.WithResourceCompletionProvider(aggCompleter{a}))
 }
 
-// readByOwner reads a resource through a template from its URI's upstream.
+// callTool calls a tool on the upstream the aggregate routes its name to
+// now: the route its policy, limits and scopes were read from (Route). A
+// handler bound to an upstream when the list was set would keep it after a
+// name moved to another upstream with the same definition (the lists are
+// set by their definitions alone).
+func (a *Aggregate) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	g, local, ok := a.Route(req.Params.Name)
+	if !ok {
+		return nil, fmt.Errorf("no upstream serves the tool %s", req.Params.Name)
+	}
+	req.Params.Name = local
+	return g.callTool(ctx, req)
+}
+
+// getPrompt gets a prompt from the upstream the aggregate routes its name to
+// now (see callTool).
+func (a *Aggregate) getPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
+	a.mu.Lock()
+	r, ok := a.prompts[req.Params.Name]
+	a.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no upstream serves the prompt %s", req.Params.Name)
+	}
+	req.Params.Name = r.name
+	return r.g.getPrompt(ctx, req)
+}
+
+// readByOwner reads a resource, listed or through a template, from its URI's
+// upstream now (see callTool; and mcp-go tries the templates in no set
+// order).
 func (a *Aggregate) readByOwner(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
 	g := a.owner(req.Params.URI)
 	if g == nil {
@@ -378,28 +407,20 @@ func (a *Aggregate) refresh() {
 				a.log.Warn().Str("upstream", g.Name()).Str("tool", st.Tool.Name).Str("as", name).Msg("an upstream tool is left out: another has its name")
 				continue
 			}
-			local, handler := st.Tool.Name, st.Handler
-			tools[name] = route{g, local}
+			tools[name] = route{g, st.Tool.Name}
 			t := st.Tool
 			t.Name = name
-			serverTools = append(serverTools, server.ServerTool{Tool: t, Handler: func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-				req.Params.Name = local
-				return handler(ctx, req)
-			}})
+			serverTools = append(serverTools, server.ServerTool{Tool: t, Handler: a.callTool})
 		}
 		for j, sp := range served[i].Prompts {
 			name := promptAs[i][j]
 			if _, dup := prompts[name]; dup {
 				continue
 			}
-			local, handler := sp.Prompt.Name, sp.Handler
-			prompts[name] = route{g, local}
+			prompts[name] = route{g, sp.Prompt.Name}
 			p := sp.Prompt
 			p.Name = name
-			serverPrompts = append(serverPrompts, server.ServerPrompt{Prompt: p, Handler: func(ctx context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
-				req.Params.Name = local
-				return handler(ctx, req)
-			}})
+			serverPrompts = append(serverPrompts, server.ServerPrompt{Prompt: p, Handler: a.getPrompt})
 		}
 		for _, sr := range served[i].Resources {
 			if uris[sr.Resource.URI] != nil {
@@ -407,7 +428,7 @@ func (a *Aggregate) refresh() {
 				continue
 			}
 			uris[sr.Resource.URI] = g
-			resources = append(resources, sr)
+			resources = append(resources, server.ServerResource{Resource: sr.Resource, Handler: a.readByOwner})
 		}
 		for _, st := range served[i].Templates {
 			raw := ""

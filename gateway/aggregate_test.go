@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/gateway"
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/testkit/faultproxy"
 	"github.com/mcp-resume/mcp-resume/transport/ws"
 )
 
@@ -99,6 +100,62 @@ func callText(t *testing.T, c *e2etest.Client, tool, args string) string {
 		t.Fatalf("%s: %s", tool, m.Raw)
 	}
 	return e2etest.Text(m)
+}
+
+// sameEcho serves a tool "echo", a prompt "greet" and a resource
+// "same://readme", defined as every sameEcho defines them, answering as who;
+// it returns the server's URL.
+func sameEcho(t *testing.T, who string) string {
+	t.Helper()
+	s := server.NewMCPServer(who, "1", server.WithToolCapabilities(true), server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true))
+	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text")), func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText(who + " says " + req.GetString("text", "")), nil
+	})
+	s.AddPrompt(mcpgo.NewPrompt("greet"), func(context.Context, mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
+		return mcpgo.NewGetPromptResult(who, []mcpgo.PromptMessage{mcpgo.NewPromptMessage(mcpgo.RoleUser, mcpgo.NewTextContent(who))}), nil
+	})
+	s.AddResource(mcpgo.NewResource("same://readme", "readme"), func(context.Context, mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+		return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: "same://readme", Text: who}}, nil
+	})
+	core, err := mcp.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveHTTP(t, core).URL
+}
+
+// A name that moves to another upstream (under Priority, the first
+// upstream's once it is reached, though another served it meanwhile) is
+// answered by the upstream its route names, as its policy, limits and scopes
+// are read, even when both define it alike: the tool, the prompt and the
+// resource.
+func TestAggregateRouteMoves(t *testing.T) {
+	first := faultproxy.New(t, strings.TrimSuffix(strings.TrimPrefix(sameEcho(t, "first"), "http://"), "/mcp"), faultproxy.NoCut, faultproxy.NoCut)
+	first.Down()
+	agg, c := aggregate(t, gateway.Priority,
+		gateway.Upstream{Name: "first", Options: gateway.Options{URL: "http://" + first.Addr() + "/mcp", MaxBackoff: 50 * time.Millisecond}},
+		gateway.Upstream{Name: "second", Options: gateway.Options{URL: sameEcho(t, "second")}})
+	c.WaitTools("echo")
+	if got := callText(t, c, "echo", `{"text":"x"}`); got != "second says x" {
+		t.Fatalf("echo while the first upstream is away: %q", got)
+	}
+	first.Up()
+	c.WaitTools("echo", "second__echo")
+	if g, _, _ := agg.Route("echo"); g.Name() != "first" {
+		t.Fatalf("echo is routed to %s, want first", g.Name())
+	}
+	if got := callText(t, c, "echo", `{"text":"x"}`); got != "first says x" {
+		t.Errorf("echo once the first upstream came: %q, want the first's answer", got)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"p","method":"prompts/get","params":{"name":"greet"}}`)
+	if m, _ := c.Response(`"p"`); !strings.Contains(string(m.Raw), `"first"`) {
+		t.Errorf("greet once the first upstream came: %s", m.Raw)
+	}
+	c.Send(`{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"same://readme"}}`)
+	if m, _ := c.Response(`"r"`); !strings.Contains(string(m.Raw), `"text":"first"`) {
+		t.Errorf("the readme once the first upstream came: %s", m.Raw)
+	}
 }
 
 // Two upstreams through one aggregate, under each conflict rule: every tool
