@@ -185,13 +185,13 @@ func Start(ups []Upstream, opts *AggregateOptions) (*Aggregate, error) {
 }
 
 // Ready waits until every member's first attempt to reach its upstream is
-// over (Gateway.Tried), or ctx ends: an upstream that answers at once is
+// over, or ctx ends: an upstream that answers at once is
 // listed before the first client comes, one that does not holds back
 // nothing past ctx. It reports whether every member was tried.
 func (a *Aggregate) Ready(ctx context.Context) bool {
 	for _, g := range a.members {
 		select {
-		case <-g.Tried():
+		case <-g.firstTried():
 		case <-ctx.Done():
 			return false
 		}

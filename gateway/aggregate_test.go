@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -257,11 +259,12 @@ func TestAggregateResourcesPrompts(t *testing.T) {
 			}
 		}
 	})
+	stopSending := sync.OnceFunc(func() { close(stop); sending.Wait() })
+	t.Cleanup(stopSending) // a failed wait below ends the test: the sender stops with it
 	c.Until(func(m e2etest.Msg) bool {
 		return m.Method == "notifications/resources/updated" && strings.Contains(string(m.Params), "b://items/7")
 	})
-	close(stop)
-	sending.Wait()
+	stopSending()
 
 	// A tool added upstream is one list change of the aggregate's tools,
 	// and none of its other lists.
@@ -332,7 +335,14 @@ func TestAggregateSpansNameUpstream(t *testing.T) {
 // again until it answers: its tools appear without a list change of its
 // own.
 func TestAggregateListsAgain(t *testing.T) {
-	up := demoURL(t)
+	up, err := url.Parse(demoURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { u := *up; pr.Out.URL, pr.Out.Host = &u, up.Host },
+		FlushInterval: -1, // event streams pass at once
+	}
 	var failed atomic.Bool
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -345,32 +355,8 @@ func TestAggregateListsAgain(t *testing.T) {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"not now"}}`, m.ID)
 			return
 		}
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, up, bytes.NewReader(body))
-		req.Header = r.Header.Clone()
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		fl, _ := w.(http.Flusher)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := resp.Body.Read(buf)
-			if n > 0 {
-				_, _ = w.Write(buf[:n])
-				if fl != nil {
-					fl.Flush()
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
 	_, c := aggregate(t, gateway.PrefixAlways, gateway.Upstream{Name: "a", Options: gateway.Options{URL: proxy.URL, MinBackoff: 10 * time.Millisecond}})

@@ -207,7 +207,7 @@ type Gateway struct {
 	// makes a new one).
 	connectedNow atomic.Bool
 	// tried is closed once the first attempt to reach the upstream is over,
-	// made (and its lists mirrored) or failed (Tried).
+	// made (and its lists mirrored) or failed (firstTried).
 	tried     chan struct{}
 	triedOnce sync.Once
 
@@ -305,10 +305,10 @@ func New(ctx context.Context, opts *Options) (*Gateway, error) {
 	return g, nil
 }
 
-// Tried is closed once the first attempt to reach the upstream is over: the
-// connection made and its lists mirrored, or the attempt failed (a gateway
-// started in the background tries again meanwhile).
-func (g *Gateway) Tried() <-chan struct{} { return g.tried }
+// firstTried is closed once the first attempt to reach the upstream is over:
+// the connection made and its lists mirrored, or the attempt failed (a
+// gateway started in the background tries again meanwhile).
+func (g *Gateway) firstTried() <-chan struct{} { return g.tried }
 
 func (g *Gateway) wasTried() { g.triedOnce.Do(func() { close(g.tried) }) }
 
@@ -543,9 +543,10 @@ func (g *Gateway) connected() {
 // also subscribes to the resources the gateway's clients want.
 func (g *Gateway) supervise() {
 	// A listing that failed (a timeout, an error of the upstream's) is
-	// tried again, MinBackoff to MaxBackoff apart, until one succeeds: the
+	// tried again, MinBackoff to MaxBackoff apart (jittered, as every retry
+	// loop's pause), until one succeeds: the
 	// upstream's lists are not left unserved until its next list change.
-	pauses := backoff.Double(g.opts.MinBackoff, g.opts.MaxBackoff)
+	pauses := backoff.Start(g.opts.MinBackoff, g.opts.MaxBackoff, 0, 0)
 	var again <-chan time.Time
 	for {
 		select {
@@ -562,7 +563,7 @@ func (g *Gateway) supervise() {
 			g.log.Warn().Err(err).Msg("following the upstream's lists; trying again")
 			again = time.After(pauses.Next())
 		} else {
-			pauses = backoff.Double(g.opts.MinBackoff, g.opts.MaxBackoff)
+			pauses = backoff.Start(g.opts.MinBackoff, g.opts.MaxBackoff, 0, 0)
 		}
 	}
 }

@@ -117,7 +117,8 @@ type call struct {
 	survives bool
 	mu       sync.Mutex // guards life; held while deciding where a message goes
 	life     callLife
-	// running is life.tool, read without the lock (leaveWorker).
+	// running is its tool's run on the tools pool (call_tool.go), once it
+	// started; what it holds is guarded by mu.
 	running atomic.Pointer[toolRun]
 }
 

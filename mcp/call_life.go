@@ -90,9 +90,6 @@ type callLife struct {
 	// For its deferred answer: when it was accepted, and its latest progress.
 	started      time.Time
 	lastProgress *progressNote
-
-	// tool: its tool's run on the tools pool (call_tool.go), once it started.
-	tool *toolRun
 }
 
 // callEvent is what happened to a call: the argument of step.

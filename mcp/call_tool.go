@@ -28,8 +28,8 @@ import (
 // once, with the result (a deferred function of an outer middleware runs at
 // the worker's leaving as well).
 
-// toolRun is a call's tool running on the tools pool. Its fields but done,
-// leave and closing are guarded by the call's lock.
+// toolRun is a call's tool running on the tools pool (call.running). Its
+// fields but done, leave and closing are guarded by the call's lock.
 type toolRun struct {
 	done    chan struct{} // closed when the tool returned
 	leave   chan struct{} // closed (once: closing) when the worker is to leave
@@ -59,7 +59,6 @@ func (cl *call) detachable() bool {
 // goroutine.
 func (s *Server) runTool(ctx context.Context, cl *call, req mcp.CallToolRequest, next server.ToolHandlerFunc, leave *func()) (*mcp.CallToolResult, error) {
 	tr := &toolRun{done: make(chan struct{}), leave: make(chan struct{})}
-	cl.update(func(l *callLife) { l.tool = tr })
 	cl.running.Store(tr)
 	stop := func() {}
 	if _, ok := ctx.(requestCtx); !ok {
@@ -130,14 +129,13 @@ func (cl *call) leaveWorker() {
 // replayed returns the tool's result to the replay's middleware (once), and
 // reports whether this dispatch is the replay.
 func (cl *call) replayed() (*mcp.CallToolResult, error, bool) {
-	var tr *toolRun
-	cl.update(func(l *callLife) {
-		if l.tool != nil && l.tool.replay {
-			tr = l.tool
-			tr.replay = false
-		}
-	})
-	if tr == nil {
+	tr := cl.running.Load()
+	if tr == nil { // no tool ran yet: every call but a replay, without a lock
+		return nil, nil, false
+	}
+	replay := false
+	cl.update(func(*callLife) { replay, tr.replay = tr.replay, false })
+	if !replay {
 		return nil, nil, false
 	}
 	if tr.panicked != nil {

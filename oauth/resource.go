@@ -372,13 +372,19 @@ func (rs *ResourceServer) toolRefusal(tok *Token, tool string) *transport.Refusa
 	}
 	// [MCP 2026-07-28, authorization: step-up] servers SHOULD include all
 	// scopes required for the current operation in a single challenge.
-	all := slices.Clone(rs.opts.Scopes)
-	for _, s := range need {
-		if !slices.Contains(all, s) {
-			all = append(all, s)
+	return rs.insufficient(JoinScopes(rs.opts.Scopes, need))
+}
+
+// JoinScopes returns a's scopes and those of b it lacks, in that order; a
+// itself (never written to) when b adds none.
+func JoinScopes(a, b []string) []string {
+	out := slices.Clip(a) // an append copies a first
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
-	return rs.insufficient(all)
+	return out
 }
 
 // refuse is a 401: [MCP authorization, error handling] invalid or expired

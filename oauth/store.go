@@ -85,7 +85,7 @@ func (m *MemoryStore) SaveGrant(g *Grant) error {
 }
 
 func (m *MemoryStore) DeleteGrant(issuer, resource string) error {
-	return store[Grant](m, &m.grants, grantKey(issuer, resource), nil)
+	return drop(m, &m.grants, grantKey(issuer, resource))
 }
 
 func (m *MemoryStore) Registration(issuer string) (*Registration, error) {
@@ -97,7 +97,7 @@ func (m *MemoryStore) SaveRegistration(r *Registration) error {
 }
 
 func (m *MemoryStore) DeleteRegistration(issuer string) error {
-	return store[Registration](m, &m.regs, issuer, nil)
+	return drop(m, &m.regs, issuer)
 }
 
 func (m *MemoryStore) Server(url string) (*Server, error) {
@@ -109,7 +109,7 @@ func (m *MemoryStore) SaveServer(s *Server) error {
 }
 
 func (m *MemoryStore) DeleteServer(url string) error {
-	return store[Server](m, &m.servers, url, nil)
+	return drop(m, &m.servers, url)
 }
 
 // load returns a copy of the record of key in the map *in of m, nil when
@@ -123,19 +123,22 @@ func load[T any](m *MemoryStore, in *map[string]T, key string) (*T, error) {
 	return nil, nil
 }
 
-// store keeps a copy of v as the record of key in the map *in of m, or
-// deletes that record when v is nil.
+// store keeps a copy of v as the record of key in the map *in of m.
 func store[T any](m *MemoryStore, in *map[string]T, key string, v *T) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch {
-	case v == nil:
-		delete(*in, key)
-	case *in == nil:
-		*in = map[string]T{key: *v}
-	default:
-		(*in)[key] = *v
+	if *in == nil {
+		*in = map[string]T{}
 	}
+	(*in)[key] = *v
+	return nil
+}
+
+// drop deletes the record of key in the map *in of m.
+func drop[T any](m *MemoryStore, in *map[string]T, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(*in, key)
 	return nil
 }
 

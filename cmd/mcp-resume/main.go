@@ -451,7 +451,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		// client comes (a desktop app lists the tools right after its
 		// initialize); one that does not holds back nothing past this.
 		rctx, cancel := context.WithTimeout(context.Background(), upstreamsWait)
-		agg.Ready(rctx)
+		if !agg.Ready(rctx) {
+			log.Warn().Stringer("wait", upstreamsWait).Msg("serving before every upstream answered: the tools of those that did not are listed once they do")
+		}
 		cancel()
 		srv, limits, limitName = agg.Server(), mcp.NewLimits(), agg.LimitName
 		// A tool the file names by the aggregate's name has that policy;
@@ -522,7 +524,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	}
 	pm.core.Store(core)
 	eps := []endpoint{{core: core}}
-	// On an error below, the cores made are closed before their stores are.
+	// On an error below, and when stdio ends, the cores made are closed
+	// before their stores are.
 	closeCores := func() {
 		for _, e := range eps {
 			e.core.Close()
@@ -582,9 +585,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 		// On stdio the connection is the whole session: when it ends there is no
 		// one to resume on here, so the process ends and its requests with it
 		// (with a durable store the next process recovers them).
-		for _, e := range eps {
-			e.core.Close()
-		}
+		closeCores()
 		log.Info().Msg("mcp-resume stopped")
 		return cmp.Or(leaseLost(ctx), err)
 	}

@@ -250,7 +250,7 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams
 			need := toolScopes[tool]
 			if agg := a.agg.Load(); agg != nil {
 				if g, name, ok := agg.Route(tool); ok {
-					need = union(need, toolScopes[gateway.LimitName(g.Name(), name)])
+					need = oauth.JoinScopes(need, toolScopes[gateway.LimitName(g.Name(), name)])
 				}
 			}
 			return need
@@ -274,7 +274,7 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams
 				need := toolScopes[gateway.LimitName(name, tool)]
 				if agg := a.agg.Load(); agg != nil {
 					if served, ok := agg.NameOf(name, tool); ok {
-						need = union(need, toolScopes[served])
+						need = oauth.JoinScopes(need, toolScopes[served])
 					}
 				}
 				return need
@@ -299,20 +299,9 @@ func newAuthn(f *serveFlags, bound *listeners, keys *transport.KeySet, upstreams
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-		a.unverified = union(a.unverified, unverified[i])
+		a.unverified = oauth.JoinScopes(a.unverified, unverified[i])
 	}
 	return a, nil
-}
-
-// union is a's scopes and those of b it lacks.
-func union(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, s := range b {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // issuerCheckWait bounds the check of the issuers' metadata at start.

@@ -347,7 +347,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 	for _, u := range file.Upstreams {
 		// Secrets stay out: a URL without its user and query, a command's
 		// program without its arguments, no header.
-		where := "url " + u.URL
+		where := "url (not one url.Parse reads)"
 		if p, err := url.Parse(u.URL); err == nil {
 			p.User, p.RawQuery, p.Fragment = nil, "", ""
 			where = "url " + p.String()

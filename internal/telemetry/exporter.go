@@ -128,11 +128,13 @@ func parseHeaders(s string) map[string]string {
 }
 
 // signal returns the first of the variables that is set, trimmed.
-func signal(own, general string) string {
-	if v := strings.TrimSpace(os.Getenv(own)); v != "" {
-		return v
+func signal(vars ...string) string {
+	for _, v := range vars {
+		if p := strings.TrimSpace(os.Getenv(v)); p != "" {
+			return p
+		}
 	}
-	return strings.TrimSpace(os.Getenv(general))
+	return ""
 }
 
 // httpExporter exports spans over OTLP/HTTP in protobuf. Exports are made one

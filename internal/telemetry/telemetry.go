@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -136,12 +137,7 @@ func sdkDisabled() bool {
 // vars that is set (the signal's own first, then the more general ones), else
 // http/protobuf, the specification's default.
 func otlpProtocol(vars ...string) string {
-	for _, v := range vars {
-		if p := strings.TrimSpace(os.Getenv(v)); p != "" {
-			return p
-		}
-	}
-	return "http/protobuf"
+	return cmp.Or(signal(vars...), "http/protobuf")
 }
 
 // newResource is the resource of the binary's telemetry (traces, metrics,

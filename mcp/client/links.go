@@ -149,17 +149,17 @@ func (l *link) pause(d time.Duration) bool {
 func (c *Client) current(ctx context.Context) (*link, error) {
 	var l *link
 	var ready chan struct{}
-	var closed bool
+	var shut bool
 	var lastErr error
-	look := func(st *state) { l, ready, closed, lastErr = st.conn.link, st.conn.ready, st.closed, st.conn.lastErr }
-	if c.update(look); l != nil && !closed {
+	look := func(st *state) { l, ready, shut, lastErr = st.conn.link, st.conn.ready, st.closed, st.conn.lastErr }
+	if c.update(look); l != nil && !shut {
 		return l, nil
 	}
 	deadline := time.NewTimer(c.opts.ReconnectTimeout)
 	defer deadline.Stop()
 	for ; ; c.update(look) {
 		switch {
-		case closed:
+		case shut:
 			return nil, ErrClosed
 		case l != nil:
 			return l, nil
