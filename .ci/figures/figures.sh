@@ -8,6 +8,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(cd "${1:?usage: figures.sh DIR}" && pwd)
 bin=$(mktemp -d /tmp/figures-bin.XXXXXX)
+tmp=$(mktemp -d /tmp/figures-dups.XXXXXX)
+trap 'rm -rf "$tmp" "$bin"' EXIT
 (cd "$here/codefig" && nice -n 10 go build -o "$bin/codefig" .)
 codefig() { nice -n 10 "$bin/codefig" "$dir" "$@"; }
 cd "$dir"
@@ -74,7 +76,6 @@ echo "git ls-files '*.go' ':!.ci' | grep -v _test.go | xargs cat | wc -l: $(git 
 
 echo
 echo "== 9. duplicates (the library's duplicates, --most 200 --seconds 300)"
-tmp=$(mktemp -d /tmp/figures-dups.XXXXXX); trap 'rm -rf "$tmp" "$bin"' EXIT
 nice -n 10 duplicates --repo "$dir" --most 200 --seconds 300 >"$tmp/tree.txt"
 echo "on the tree (tests included): $(head -1 "$tmp/tree.txt")"
 grep -E '^(left out|incomplete):' "$tmp/tree.txt" | sed 's/^/    /' || true

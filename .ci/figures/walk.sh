@@ -21,7 +21,9 @@ command -v dlv >/dev/null || { echo "walk.sh: no dlv" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/figures-walk.XXXXXX)
 (cd "$here/walkcount" && go build -o "$tmp/walkcount" .)
 [ "${WALK_KEEP:-}" = 1 ] || trap 'rm -rf "$tmp"' EXIT
-(cd "$dir" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tmp" 2>/dev/null || true)
+# Every file of the tree as it is now: a tracked file deleted in the work tree is
+# left out, any other copy that fails stops the walk.
+(cd "$dir" && git ls-files -co --exclude-standard -z | xargs -0 sh -c 'for f; do [ ! -e "$f" ] || cp --parents -t "$0" "$f" || exit 1; done' "$tmp")
 cp "$here/walk/figures_walk_test.go.tmpl" "$tmp/mcp/figures_walk_test.go"
 mod=$(cd "$tmp" && go list -m)
 re="^${mod//./\\.}/(mcp|resume|spec|transport)\.|figuresWalkMark"

@@ -6,14 +6,17 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -106,7 +109,7 @@ func rel(fset *token.FileSet, p token.Pos) (string, int) {
 	return r, pos.Line
 }
 
-// baseNamed returns the named type of t or *t declared in pkg.
+// baseNamed returns the named type of t or *t, nil when it is none.
 func baseNamed(t types.Type) *types.Named {
 	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
@@ -115,9 +118,7 @@ func baseNamed(t types.Type) *types.Named {
 	return n
 }
 
-func exprString(fset *token.FileSet, e ast.Expr) string {
-	return types.ExprString(e)
-}
+func exprString(e ast.Expr) string { return types.ExprString(e) }
 
 // lockSites counts calls X.mu.Lock() / X.mu.RLock() where X's type is one of
 // the named types (or pointers to them) declared in p.
@@ -159,7 +160,7 @@ func lockSites(p *packages.Package, names []string) {
 					return true
 				}
 				file, line := rel(p.Fset, ce.Pos())
-				sites = append(sites, site{file, funcName(fd), exprString(p.Fset, mu.X), sel.Sel.Name, line})
+				sites = append(sites, site{file, funcName(fd), exprString(mu.X), sel.Sel.Name, line})
 				return true
 			})
 		}
@@ -180,17 +181,13 @@ func lockSites(p *packages.Package, names []string) {
 	}
 }
 
+// byCount returns m's keys, the highest count first, then by name.
+func byCount(m map[string]int) []string {
+	return slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Or(m[b]-m[a], strings.Compare(a, b)) })
+}
+
 func countList(m map[string]int) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if m[ks[i]] != m[ks[j]] {
-			return m[ks[i]] > m[ks[j]]
-		}
-		return ks[i] < ks[j]
-	})
+	ks := byCount(m)
 	var parts []string
 	for _, k := range ks {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
@@ -340,16 +337,7 @@ func methodCounts(p *packages.Package, top int) {
 			m[recvBase(fd.Recv.List[0].Type)]++
 		}
 	}
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if m[ks[i]] != m[ks[j]] {
-			return m[ks[i]] > m[ks[j]]
-		}
-		return ks[i] < ks[j]
-	})
+	ks := byCount(m)
 	r, _ := filepath.Rel(dir, filepath.Dir(p.GoFiles[0]))
 	fmt.Printf("%s/ (%d types with methods):", r, len(ks))
 	for i, k := range ks {
