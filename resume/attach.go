@@ -133,7 +133,7 @@ func (r *Request) attach(sink Sink, ack, written uint64, mode AttachMode) error 
 		}
 	}
 	wantWin := (ack > 0 || mode != AttachModePlain) && mode != AttachModeFollow
-	if wantWin && time.Since(r.winAt) > r.e.opts.ReplayWindow {
+	if wantWin && r.win != nil && time.Since(r.win.at) > r.e.opts.ReplayWindow {
 		r.trimWinLocked(0)
 	}
 	if written > ack && (!r.ackMode || mode == AttachModeFollow) {

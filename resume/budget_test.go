@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 )
@@ -140,4 +141,45 @@ func TestEvictionKeepsOrderOfPassedOver(t *testing.T) {
 			t.Errorf("carol's result: %v", err)
 		}
 	})
+}
+
+// Progress that a newer value of its token superseded more than
+// ProgressHistory ago goes as the request's next progress is queued: a client
+// back after a long absence gets every other message, and of each token the
+// values of the last ProgressHistory and the newest. With a negative
+// ProgressHistory every value stays (the budget's to drop).
+func TestProgressHistory(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		history time.Duration
+		kept    []int // the "p" values the client gets (0-14: one every 2 s)
+	}{
+		// At 28 s, the values superseded before 18 s (0-7, superseded at 2-16 s) are gone.
+		{"default 10 s", 0, []int{8, 9, 10, 11, 12, 13, 14}},
+		{"every value", -1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e, _ := newEngine(t, &resume.Options{ProgressHistory: c.history})
+				r, _ := start(t, e, `1`, nil)
+				note := appendMsg(t, r, resume.KindNotification, "")
+				var p []uint64
+				for i := range 15 {
+					if i > 0 {
+						time.Sleep(2 * time.Second)
+					}
+					p = append(p, appendMsg(t, r, resume.KindProgress, "p"))
+				}
+				q := appendMsg(t, r, resume.KindProgress, "q") // another token: never superseded by p's
+				want := []uint64{note}
+				for _, i := range c.kept {
+					want = append(want, p[i])
+				}
+				want = append(want, q)
+				s := newSink()
+				attach(t, r, s, 0)
+				wantSeqs(t, "the client back at 28 s", s.seqs(t), want...)
+			})
+		})
+	}
 }

@@ -52,7 +52,7 @@ func (r *Request) drain(a *attachment, next Message) {
 	if a.wantWin {
 		// The window as it is now: a message the previous attachment wrote
 		// meanwhile is in it (ackLocked let go of those up to the ack).
-		a.win, a.wantWin = slices.Clone(r.win), false
+		a.win, a.wantWin = slices.Clone(r.win.messages()), false
 	}
 	r.mu.Unlock()
 	for {
@@ -221,19 +221,43 @@ func (r *Request) keepLocked(m Message) {
 	if r.e.opts.ReplayWindowBytes <= 0 {
 		return
 	}
-	r.win = append(r.win, m)
-	r.winBytes += len(m.Data)
+	if r.win == nil {
+		r.win = &replayWindow{}
+	}
+	w := r.win
+	w.msgs = append(w.msgs, m)
+	w.bytes += len(m.Data)
 	r.e.addBytes(r, len(m.Data))
-	r.winAt = time.Now()
+	w.at = time.Now()
 	r.trimWinLocked(r.e.opts.ReplayWindowBytes)
+}
+
+// replayWindow is a request's replay window (Request.win): the messages last
+// delivered without ack mode, oldest first, their bytes, and when the last
+// was delivered.
+type replayWindow struct {
+	msgs  []Message
+	bytes int
+	at    time.Time
+}
+
+// messages returns the window's messages; none for no window.
+func (w *replayWindow) messages() []Message {
+	if w == nil {
+		return nil
+	}
+	return w.msgs
 }
 
 // trimWinLocked lets go of the replay window's oldest messages until it holds at
 // most limit bytes.
 func (r *Request) trimWinLocked(limit int) {
-	i, b := 0, r.winBytes
-	for i < len(r.win) && b > limit {
-		b -= len(r.win[i].Data)
+	if r.win == nil {
+		return
+	}
+	i, b := 0, r.win.bytes
+	for i < len(r.win.msgs) && b > limit {
+		b -= len(r.win.msgs[i].Data)
 		i++
 	}
 	r.dropWinLocked(i)
@@ -244,17 +268,17 @@ func (r *Request) dropWinLocked(n int) {
 	if n == 0 {
 		return
 	}
-	d := 0
-	for _, m := range r.win[:n] {
+	w, d := r.win, 0
+	for _, m := range w.msgs[:n] {
 		d += len(m.Data)
 	}
-	r.winBytes -= d
+	w.bytes -= d
 	r.e.addBytes(r, -d)
-	if n == len(r.win) {
+	if n == len(w.msgs) {
 		r.win = nil
 	} else {
 		// From the head, as the queue's: no copy of the rest per message.
-		clear(r.win[:n])
-		r.win = r.win[n:]
+		clear(w.msgs[:n])
+		w.msgs = w.msgs[n:]
 	}
 }

@@ -160,6 +160,11 @@ type StartOptions struct {
 	// Observer, when set, is told of the request's attachments and of its
 	// final response's delivery while this engine runs it.
 	Observer Observer
+	// Cancel, when set, is called with the cause as the request's context
+	// ends (its end, or End): it ends a context of the caller's with the
+	// request's, at no cost to the request's context (context.AfterFunc on
+	// it makes a registration there per request).
+	Cancel context.CancelCauseFunc
 	// Deadline, when not zero, is when the request's handler must have ended
 	// (its tool's timeout): stored in its Record, so that a request run again
 	// after a restart, or by another instance of a cluster, keeps it
@@ -188,6 +193,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL, Trace: so.Trace, Deadline: so.Deadline}
 	r := e.newRequest(base, rec, outbox{})
+	r.also = so.Cancel
 	if o := so.Observer; o != nil {
 		r.obs.Store(&o)
 	}

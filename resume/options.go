@@ -62,6 +62,14 @@ type Options struct {
 	// none.
 	ReplayWindowBytes int
 	ReplayWindow      time.Duration
+	// ProgressHistory is how long a progress notification that a newer one of
+	// the same token superseded stays queued: a client back within it gets
+	// every value, one away longer the newest of each token (progress
+	// reports a state; a detached countdown would otherwise queue every step
+	// until its budget). It is let go as the next progress of the request is
+	// queued. Default 10 s; negative: kept until QueueBytes or MaxBytes
+	// needs its room.
+	ProgressHistory time.Duration
 	// Ended encodes the final response of a request that ended without its
 	// handler's: cause is ErrRestarted, ErrOwnerLost or ErrStoreLost, seq the
 	// response's sequence number. The protocol's layer supplies it (package mcp: the MCP
@@ -122,6 +130,9 @@ func (o *Options) withDefaults() Options {
 		v.ReplayWindowBytes = 32 << 10
 	}
 	def(&v.ReplayWindow, time.Minute)
+	if v.ProgressHistory == 0 {
+		v.ProgressHistory = 10 * time.Second
+	}
 	if v.MaxBytes == 0 {
 		v.MaxBytes = 1 << 30
 	}

@@ -16,14 +16,21 @@ type outbox struct {
 	bytes   int
 	last    uint64 // last sequence number given out
 	dropped uint64 // messages dropped under the budget
-	// superseded holds the numbers of progress entries a newer one of the same
-	// key replaced (some may have left since): what enforce drops first, without
-	// a scan of the queue. The newest progress of each key is pkey's pseq, or in
-	// pmore once a second key comes (rare: one call, one progress token).
-	superseded []uint64
+	// superseded holds the progress entries a newer one of the same key
+	// replaced (some may have left since), in the order they were: what
+	// enforce drops first, and stale past the history, without a scan of the
+	// queue. The newest progress of each key is pkey's pseq, or in pmore once
+	// a second key comes (rare: one call, one progress token).
+	superseded []replaced
 	pkey       string
 	pseq       uint64
 	pmore      map[string]uint64
+}
+
+// replaced is a progress entry superseded at a time (unix nanoseconds).
+type replaced struct {
+	seq uint64
+	at  int64
 }
 
 type entry struct {
@@ -36,8 +43,9 @@ type entry struct {
 
 func (q *outbox) next() uint64 { q.last++; return q.last }
 
-// add indexes m, and keeps its bytes with keep.
-func (q *outbox) add(m Message, keep bool) {
+// add indexes m, and keeps its bytes with keep; now is when (unix
+// nanoseconds), for a progress message that supersedes another.
+func (q *outbox) add(m Message, keep bool, now int64) {
 	if q.entries == nil {
 		q.entries = q.first[:0]
 	}
@@ -48,13 +56,13 @@ func (q *outbox) add(m Message, keep bool) {
 	q.entries = append(q.entries, e)
 	q.bytes += len(m.Data)
 	if m.Kind == KindProgress {
-		q.supersede(m.Key, m.Seq)
+		q.supersede(m.Key, m.Seq, now)
 	}
 }
 
 // supersede records seq as the newest progress of key, and the one it replaces,
-// if still queued, as superseded.
-func (q *outbox) supersede(key string, seq uint64) {
+// if still queued, as superseded at now.
+func (q *outbox) supersede(key string, seq uint64, now int64) {
 	var prev uint64
 	switch {
 	case q.pseq == 0 || q.pkey == key:
@@ -69,10 +77,33 @@ func (q *outbox) supersede(key string, seq uint64) {
 	if prev == 0 || !q.has(prev) {
 		return
 	}
-	q.superseded = append(q.superseded, prev)
+	q.superseded = append(q.superseded, replaced{prev, now})
 	if len(q.superseded) > 2*len(q.entries)+16 { // let go of those that left, amortized
-		q.superseded = slices.DeleteFunc(q.superseded, func(s uint64) bool { return !q.has(s) })
+		q.superseded = slices.DeleteFunc(q.superseded, func(s replaced) bool { return !q.has(s.seq) })
 	}
+}
+
+// stale returns the numbers of the progress entries superseded before
+// cutoff (unix nanoseconds) that are still queued, and forgets them.
+func (q *outbox) stale(cutoff int64) []uint64 {
+	n := 0
+	for n < len(q.superseded) && q.superseded[n].at < cutoff {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	var drop []uint64
+	for _, s := range q.superseded[:n] {
+		if q.has(s.seq) {
+			drop = append(drop, s.seq)
+		}
+	}
+	q.superseded = slices.Delete(q.superseded, 0, n)
+	if len(q.superseded) == 0 {
+		q.superseded = nil
+	}
+	return drop
 }
 
 func (q *outbox) find(seq uint64) (int, bool) {
@@ -152,9 +183,9 @@ func (q *outbox) enforce(budget int) []uint64 {
 	}
 	var drop []uint64
 	size := q.bytes
-	for _, seq := range q.superseded {
-		if i, ok := q.find(seq); ok {
-			drop = append(drop, seq)
+	for _, s := range q.superseded {
+		if i, ok := q.find(s.seq); ok {
+			drop = append(drop, s.seq)
 			size -= int(q.entries[i].size)
 		}
 	}

@@ -184,7 +184,7 @@ func (e *Engine) recoverOne(ctx context.Context, rec Record, lost error) recover
 			e.log.Error().Err(err).Str("request", string(rec.ID)).Msg("replaying a stored request failed; not recovered, left in the store")
 			return recoveredLeft
 		}
-		q.add(m, false)
+		q.add(m, false, 0)
 		q.last = m.Seq
 		switch m.Kind {
 		case KindResponse:
@@ -228,7 +228,7 @@ func (e *Engine) recoverReplayed(ctx context.Context, rec Record, q outbox, inpu
 			e.dropStored(ctx, rec)
 			return recoveredDropped
 		}
-		q.add(m, false)
+		q.add(m, false, 0)
 		state, how = StateFailed, recoveredRestarted
 		rec.State = state
 		if err := e.store.Put(ctx, rec); err != nil {

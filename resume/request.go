@@ -20,6 +20,7 @@ type Request struct {
 	created   time.Time // as in its Record
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
+	also      context.CancelCauseFunc // StartOptions.Cancel: called by stop
 	// payload makes a restartable request's record (StartOptions.Payload); nil for
 	// the others.
 	payload []byte
@@ -30,8 +31,8 @@ type Request struct {
 	// ttl, when not 0, is the request's fixed lifetime from created
 	// (StartOptions.TTL; Record.TTL): its one deadline, whatever its state;
 	// ttlArmed: that deadline is queued.
-	ttl      time.Duration
 	ttlArmed bool
+	ttl      time.Duration
 	// trace is the request's trace context (StartOptions.Trace; Record.Trace).
 	trace TraceContext
 	// deadline: StartOptions.Deadline; Record.Deadline.
@@ -56,36 +57,35 @@ type Request struct {
 	// engine to read without r.mu.
 	use  *usage
 	held atomic.Int64
-	// win holds the messages last delivered without ack mode, oldest first
-	// (bounded by Options.ReplayWindowBytes; let go ReplayWindow after winAt, the
-	// last delivery): a client that acknowledges for the first time when it
-	// resumes gets again those that its lost connection held in buffers.
-	win      []Message
-	winBytes int
-	winAt    time.Time
+	// win holds the messages last delivered without ack mode (bounded by
+	// Options.ReplayWindowBytes; let go ReplayWindow after the last
+	// delivery): a client that acknowledges for the first time when it
+	// resumes gets again those that its lost connection held in buffers. Nil
+	// when empty.
+	win *replayWindow
 	// memory: the request's messages are kept here, not read back from the
 	// Store (lost by it once: see loseLocked).
 	memory bool
 	// finishing: its final response waits for the Store (appendFinalLocked);
 	// no other message is queued.
 	finishing bool
+	// final is how the request left the engine, once gone: cancelled, expired, or
+	// completed or failed when the client acknowledged its response.
+	final State
+	// queued: a deadline of the current generation is in the engine's queues
+	// (guarded by Engine.tmu; see timers.go).
+	queued bool
+	gone   atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// writing: the attachment the final response is being written to (deliver);
 	// released: that attachment, when its client ended its session (Release)
 	// during the write, which then frees the request once it succeeds.
 	writing, released *attachment
-	gone              atomic.Bool // freed: left the engine; written under r.mu, read anywhere
 	// lastW is the write lock of the latest attachment, detached or not (see
 	// attachment.wmu).
 	lastW writeLock
-	// final is how the request left the engine, once gone: cancelled, expired, or
-	// completed or failed when the client acknowledged its response.
-	final State
 	// tgen is the generation of the request's deadline in the engine's timers:
 	// bumped under r.mu each time the deadline is set or stopped, read anywhere.
 	tgen atomic.Uint64
-	// queued: a deadline of the current generation is in the engine's queues
-	// (guarded by Engine.tmu; see timers.go).
-	queued bool
 	// watchers get each message queued, and a token when there is news
 	// (Watch; guarded by mu).
 	watchers map[*Watcher]struct{}
@@ -134,9 +134,18 @@ func (r *Request) observer() Observer {
 // end ends the request's context with cause (the first cause counts), and
 // tells its Observer.
 func (r *Request) end(cause error) {
-	r.cancel(cause)
+	r.stop(cause)
 	if o := r.observer(); o != nil {
 		o.Ended(context.Cause(r.ctx))
+	}
+}
+
+// stop ends the request's context with cause (the first cause counts), and
+// the caller's it was started with (StartOptions.Cancel).
+func (r *Request) stop(cause error) {
+	r.cancel(cause)
+	if r.also != nil {
+		r.also(context.Cause(r.ctx))
 	}
 }
 
@@ -195,7 +204,7 @@ func (r *Request) Deadline() time.Time { return r.deadline }
 func (r *Request) End(cause error, encode func(seq uint64) []byte) (uint64, error) {
 	seq, err := r.Complete(true, encode)
 	if err == nil {
-		r.cancel(cause)
+		r.stop(cause)
 	}
 	return seq, err
 }
@@ -257,8 +266,17 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 			return 0, fmt.Errorf("queueing message %d: %w", seq, err)
 		}
 	}
-	r.q.add(m, r.e.store == nil || r.memory)
+	var now int64 // when a progress message came: the one it supersedes, at that
+	if k == KindProgress {
+		now = time.Now().UnixNano()
+	}
+	r.q.add(m, r.e.store == nil || r.memory, now)
 	r.e.addBytes(r, len(m.Data))
+	if h := r.e.opts.ProgressHistory; h > 0 && k == KindProgress {
+		if drop := r.q.stale(now - int64(h)); len(drop) > 0 {
+			r.discardLocked(drop)
+		}
+	}
 	budget := r.e.opts.QueueBytes
 	over := r.e.overFor(r)
 	if over {
@@ -428,8 +446,8 @@ func (r *Request) ackLocked(ack uint64) error {
 	if drop := r.q.upTo(ack, nil); len(drop) > 0 {
 		r.discardLocked(drop)
 	}
-	i := 0
-	for i < len(r.win) && r.win[i].Seq <= ack {
+	i, win := 0, r.win.messages()
+	for i < len(win) && win[i].Seq <= ack {
 		i++
 	}
 	r.dropWinLocked(i)
@@ -481,7 +499,7 @@ func (r *Request) freeLocked(final State) {
 	}
 	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{dropped: r.q.dropped}
-	r.dropWinLocked(len(r.win))
+	r.dropWinLocked(len(r.win.messages()))
 	r.e.forget(r, final)
 	r.tellWatchersLocked(Message{})
 }
@@ -505,10 +523,10 @@ func (r *Request) loseLocked() bool {
 	r.end(ErrStoreLost)
 	r.e.addBytes(r, -r.q.bytes)
 	r.q = outbox{last: r.q.last, dropped: r.q.dropped}
-	r.dropWinLocked(len(r.win))
+	r.dropWinLocked(len(r.win.messages()))
 	seq := r.q.next()
 	m := Message{Seq: seq, Kind: KindResponse, Failed: true, Data: r.e.opts.Ended(r.id, seq, ErrStoreLost)}
-	r.q.add(m, true)
+	r.q.add(m, true, 0)
 	r.e.addBytes(r, len(m.Data))
 	r.delivered = false
 	r.e.log.Warn().Str("request", string(r.id)).Msg("the store lost the request: it ends failed, with that reason")
