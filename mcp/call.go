@@ -105,7 +105,7 @@ type call struct {
 	// can come back for it: SEP-975, a task, or its session's stream
 	// reconnects).
 	tool    string
-	pol     Policy
+	pol     *Policy // shared with the calls of the same policies: never changed
 	applies bool
 	// key: the call key the client named the call with (spec.MetaKey), which
 	// becomes its request's token; "" for none.
@@ -162,7 +162,14 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 // returns mcp-go's answer, in the call's era.
 func (cl *call) dispatch(raw []byte, discover bool) mcp.JSONRPCMessage {
 	s := cl.c.s
-	ctx := s.srv.WithContext(cl.ctx, cl.sess)
+	base := cl.ctx
+	if s.opts.DetachTools && cl.tool != "" {
+		// A tools/call's tool runs on a context that ends with the call (the
+		// middleware); mcp-go's for it need not: a child of the call's
+		// context would stay registered in it as long as the call runs.
+		base = context.WithoutCancel(cl.ctx)
+	}
+	ctx := s.srv.WithContext(base, cl.sess)
 	if discover { // it lists the versions served
 		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
 	}
@@ -284,8 +291,11 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		// 429), unless its deferral came meanwhile. A task is one first (its
 		// client gets its task at once), which waits for its place as a
 		// working task, and fails with the refusal.
-		leave := func() {}
-		defer func() { leave() }()
+		leave, stop := func() {}, func() {}
+		defer func() { leave(); stop() }()
+		if s.opts.DetachTools {
+			ctx, stop = cl.toolContext(ctx)
+		}
 		admit := func(ctx context.Context) *spec.Error {
 			left, refused := s.admit(cl, ctx)
 			if refused != nil {
@@ -329,7 +339,9 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		var res *mcp.CallToolResult
 		var err error
 		if s.opts.DetachTools && cl.detachable() {
-			res, err = s.runTool(ctx, cl, req, next, &leave)
+			ends := stop
+			stop = func() {} // the tool's goroutine calls it: the worker may leave first
+			res, err = s.runTool(ctx, ends, cl, req, next, &leave)
 		} else {
 			res, err = next(ctx, req)
 		}
@@ -339,6 +351,19 @@ func (s *Server) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		}
 		return res, err
 	}
+}
+
+// toolContext is the context a tool runs on, and waits for its place on, with
+// DetachTools: mcp-go's context for the call does not end with it (dispatch),
+// so it is the call's, with mcp-go's values (ctx's) and the deadline a
+// middleware outside the core's set; stop ends what it holds.
+func (cl *call) toolContext(ctx context.Context) (_ context.Context, stop func()) {
+	d, limited := ctx.Deadline()
+	ctx = requestCtx{Context: cl.ctx, values: ctx}
+	if !limited {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, d)
 }
 
 // requestCtx is a request's context carrying the values of another context (the one

@@ -66,7 +66,7 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 	sp := callSpanOf(c, m, st, false)
 	// The handler's context carries the call's span, for spans of its own.
 	ctx, cancel := context.WithCancelCause(sp.context(context.WithoutCancel(c.ctx)))
-	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp}
+	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp, pol: &noPolicy}
 	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
 	cl.life.phase = phasePlain
 	if m.Method == string(mcp.MethodToolsCall) {
@@ -103,7 +103,9 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 			cl.kind = callTask
 		case mr == nil && asksForTask(m.Params):
 			cl.kind = callLegacyTask // 2025-11-25: the client asked
-			cl.pol.Mode = Always
+			p := *cl.pol
+			p.Mode = Always
+			cl.pol = &p
 		}
 	}
 	cl.hidden = !cl.resumable || cl.kind.task()

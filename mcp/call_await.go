@@ -38,8 +38,7 @@ func (s *Server) addAwaitTool(srv *server.MCPServer) {
 		mcp.WithString("handle", mcp.Required(), mcp.Description("the handle the still-running call's answer gave")),
 		mcp.WithBoolean("cancel", mcp.Description("stop the running call instead of waiting for its result")),
 	), s.await)
-	t := s.table.Load()
-	s.SetPolicies(t.def, t.tools)
+	s.SetPolicies(s.table.Load().policies())
 }
 
 // awaitPolicy is the await tool's: the await call itself is never resumable

@@ -99,6 +99,7 @@ func (cl *call) deferLocked() {
 	r := l.req
 	if r == nil {
 		so, _, _ := cl.startOptionsLocked(true)
+		so.Cancel = cl.cancel // the tool runs: its context ends with the request's
 		nr, tok, err := s.eng.Start(cl.id, &so)
 		if err != nil {
 			cl.notStartedLocked(err) // it runs on as a plain call, answered when it ends
@@ -106,7 +107,7 @@ func (cl *call) deferLocked() {
 		}
 		l.token = tok
 		l.eager, l.promoteAt = false, time.Time{}
-		cl.becomeLocked(nr, nil, true, phaseDeferred)
+		cl.becomeLocked(nr, nil, phaseDeferred)
 		r = nr
 	} else {
 		l.phase = phaseDeferred

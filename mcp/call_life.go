@@ -402,6 +402,9 @@ func (cl *call) promoteLocked(running bool) *resume.Request {
 	}
 	l.eager, l.promoteAt = false, time.Time{}
 	so, rd, askedTTL := cl.startOptionsLocked(false)
+	if running { // its context ends with the request's
+		so.Cancel = cl.cancel
+	}
 	r, tok, err := cl.c.s.eng.Start(cl.id, &so)
 	if err != nil {
 		cl.notStartedLocked(err)
@@ -416,7 +419,7 @@ func (cl *call) promoteLocked(running bool) *resume.Request {
 	if !cl.announceLocked(r, tok, so, rd, askedTTL) {
 		return nil
 	}
-	cl.becomeLocked(r, so.Sink, running, phaseRequest)
+	cl.becomeLocked(r, so.Sink, phaseRequest)
 	return r
 }
 

@@ -29,8 +29,8 @@ const notifyDepth = 16
 type notifier struct {
 	mu       sync.Mutex
 	ch       chan mcp.JSONRPCNotification // made on first use; nil again while a detached request's drainer is idle
-	done     chan struct{}                // closed when sealed (made with the first ch)
-	room     chan struct{}                // capacity 1: the drainer took a notification
+	done     chan struct{}                // closed when sealed; made for a drainer or a wait for room, nil again with ch
+	room     chan struct{}                // capacity 1: the drainer took a notification; made for a wait for room
 	sealed   bool                         // the handler returned: sends from now on are dropped
 	expected int                          // announced sends not yet taken
 	draining bool                         // a drainer runs
@@ -46,20 +46,26 @@ func (n *notifier) channel(cl *call) chan<- mcp.JSONRPCNotification {
 	if n.sealed {
 		return nil
 	}
-	if n.done == nil {
-		n.done, n.room = make(chan struct{}), make(chan struct{}, 1)
-		if cl.kind.listen() {
-			n.ch = make(chan mcp.JSONRPCNotification, notifyDepth)
-			n.startLocked(cl)
-		}
-	}
 	if n.ch == nil {
 		n.ch = make(chan mcp.JSONRPCNotification, notifyDepth)
+		if cl.kind.listen() && !n.draining {
+			n.startLocked(cl)
+		}
 	}
 	return n.ch
 }
 
+// doneLocked returns the channel closed when the notifier is sealed, made on
+// first use.
+func (n *notifier) doneLocked() chan struct{} {
+	if n.done == nil {
+		n.done = make(chan struct{})
+	}
+	return n.done
+}
+
 func (n *notifier) startLocked(cl *call) {
+	n.doneLocked()
 	n.draining = true
 	n.wg.Add(1)
 	go n.drain(cl)
@@ -75,16 +81,20 @@ func (n *notifier) announce(cl *call) {
 	if n.channel(cl) == nil {
 		return
 	}
-	var ended <-chan struct{} // the request's end, once it is resumable
-	if r := cl.request(); r != nil {
-		ended = r.Context().Done()
-	}
 	n.mu.Lock()
 	for !n.sealed && n.expected >= notifyDepth {
+		if n.room == nil {
+			n.room = make(chan struct{}, 1)
+		}
+		room, done := n.room, n.doneLocked()
 		n.mu.Unlock()
+		var ended <-chan struct{} // the request's end, once it is resumable
+		if r := cl.request(); r != nil {
+			ended = r.Context().Done()
+		}
 		select {
-		case <-n.room:
-		case <-n.done:
+		case <-room:
+		case <-done:
 			return
 		case <-cl.ctx.Done():
 			return
@@ -120,26 +130,29 @@ func (n *notifier) drain(cl *call) {
 			n.mu.Lock()
 			if n.expected == 0 {
 				n.draining = false
-				if idle && len(n.ch) == 0 {
-					n.ch = nil
+				if idle && len(n.ch) == 0 { // nobody waits for room either: no send is announced
+					n.ch, n.done, n.room = nil, nil, nil
 				}
 				n.mu.Unlock()
 				return
 			}
 		}
-		ch := n.ch
+		ch, done := n.ch, n.done
 		n.mu.Unlock()
 		select {
 		case m := <-ch:
 			n.mu.Lock()
 			n.expected = max(0, n.expected-1)
+			room := n.room
 			n.mu.Unlock()
-			select {
-			case n.room <- struct{}{}:
-			default: // told already
+			if room != nil {
+				select {
+				case room <- struct{}{}:
+				default: // told already
+				}
 			}
 			cl.deliver(m)
-		case <-n.done:
+		case <-done:
 			n.mu.Lock()
 			n.draining = false
 			n.mu.Unlock()

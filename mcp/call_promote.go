@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"time"
 
@@ -108,9 +107,9 @@ func (cl *call) announceLocked(r *resume.Request, tok string, so resume.StartOpt
 	case cl.key == "":
 		// The client never got the token, so nobody can resume: as if the
 		// connection was lost before the request became resumable.
+		cl.cancel(errConnectionLost) // before the request's end passes its own cause on (StartOptions.Cancel)
 		r.Cancel()
 		cl.life.lose()
-		cl.cancel(errConnectionLost)
 		return false
 	default:
 		// The client holds the key, which is the token: the request runs on,
@@ -121,17 +120,14 @@ func (cl *call) announceLocked(r *resume.Request, tok string, so resume.StartOpt
 }
 
 // becomeLocked makes r, attached to sink, the call's request from now on, in
-// phase (a request, or a deferred one): the engine holds its key, its end
-// ends the call's context (running), and the session tracks it where stream
-// reconnects look it up.
-func (cl *call) becomeLocked(r *resume.Request, sink Stream, running bool, phase callPhase) {
+// phase (a request, or a deferred one): the engine holds its key (its end
+// ends the call's context when the tool runs: StartOptions.Cancel), and the
+// session tracks it where stream reconnects look it up.
+func (cl *call) becomeLocked(r *resume.Request, sink Stream, phase callPhase) {
 	c, s := cl.c, cl.c.s
 	cl.life.req, cl.life.phase = r, phase
 	if cl.hold != nil && (!cl.hidden || cl.kind.task()) { // the engine knows the key from now on
 		s.keys.drop(c.principal, cl.key, cl.hold)
-	}
-	if running {
-		context.AfterFunc(r.Context(), func() { cl.cancel(context.Cause(r.Context())) })
 	}
 	if c.replay && phase != phaseDeferred {
 		// On a one-stream transport the running call stands for its request

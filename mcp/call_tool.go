@@ -3,7 +3,7 @@ package mcp
 import (
 	"context"
 	"runtime"
-	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -29,11 +29,18 @@ import (
 // the worker's leaving as well).
 
 // toolRun is a call's tool running on the tools pool (call.running). Its
-// fields but done, leave and closing are guarded by the call's lock.
+// fields but wake and leaving are guarded by the call's lock.
 type toolRun struct {
-	done    chan struct{} // closed when the tool returned
-	leave   chan struct{} // closed (once: closing) when the worker is to leave
-	closing sync.Once
+	// wake (capacity 1) wakes the worker waiting for the tool: the tool
+	// returned, or the worker is to leave (leaving).
+	wake    chan struct{}
+	leaving atomic.Bool
+
+	cl   *call
+	ctx  context.Context
+	req  *mcp.CallToolRequest // until the tool starts: its own copy is the tool's then
+	next server.ToolHandlerFunc
+	stop func() // ends what ctx holds (a deadline of its own), once the tool returned
 
 	res      *mcp.CallToolResult
 	err      error
@@ -57,50 +64,25 @@ func (cl *call) detachable() bool {
 // and the tool's goroutine finishes the call (finishLeft). leave releases the
 // tool's concurrency place; a worker that leaves hands it to the tool's
 // goroutine.
-func (s *Server) runTool(ctx context.Context, cl *call, req mcp.CallToolRequest, next server.ToolHandlerFunc, leave *func()) (*mcp.CallToolResult, error) {
-	tr := &toolRun{done: make(chan struct{}), leave: make(chan struct{})}
+//
+// ctx ends with the call or its request, not with mcp-go's dispatch (the
+// middleware made it so); stop ends what ctx holds, once the tool returned.
+func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.CallToolRequest, next server.ToolHandlerFunc, leave *func()) (*mcp.CallToolResult, error) {
+	tr := &toolRun{wake: make(chan struct{}, 1), cl: cl, ctx: ctx, req: &req, next: next, stop: stop}
 	cl.running.Store(tr)
-	stop := func() {}
-	if _, ok := ctx.(requestCtx); !ok {
-		// mcp-go's context for the call ends when its dispatch returns, or
-		// when the worker leaves: the tool runs on the call's, with mcp-go's
-		// values (and the deadline a middleware outside the core's set).
-		d, limited := ctx.Deadline()
-		ctx = requestCtx{Context: cl.ctx, values: ctx}
-		if limited {
-			ctx, stop = context.WithDeadline(ctx, d)
-		}
-	}
 	if r := cl.request(); r != nil && (cl.kind.task() || r.Detached()) {
 		cl.leaveWorker()
 	}
 	s.wg.Add(1) // Close waits for the tool's goroutine
-	s.tools.run(func() {
-		defer s.wg.Done()
-		defer stop()
-		var res *mcp.CallToolResult
-		var err error
-		var panicked any
-		func() {
-			defer func() { panicked = recover() }()
-			res, err = next(ctx, req)
-		}()
-		var finish bool
+	s.tools.run(tr.run)
+	for {
+		<-tr.wake
+		var returned, left bool
 		cl.update(func(l *callLife) {
-			tr.res, tr.err, tr.panicked, tr.returned = res, err, panicked, true
-			finish, tr.replay = tr.left, tr.left
-		})
-		close(tr.done)
-		if finish {
-			cl.finishLeft(tr)
-		}
-	})
-	select {
-	case <-tr.done:
-	case <-tr.leave:
-		var left bool
-		cl.update(func(l *callLife) {
-			if !tr.returned {
+			switch {
+			case tr.returned:
+				returned = true
+			case tr.leaving.Load():
 				tr.left, left = true, true
 				tr.release, *leave = *leave, func() {}
 			}
@@ -109,7 +91,9 @@ func (s *Server) runTool(ctx context.Context, cl *call, req mcp.CallToolRequest,
 			s.calls.Add(1) // the call runs on, on the tool's goroutine (finishLeft)
 			runtime.Goexit()
 		}
-		<-tr.done
+		if returned {
+			break
+		}
 	}
 	if tr.panicked != nil {
 		panic(tr.panicked)
@@ -117,12 +101,48 @@ func (s *Server) runTool(ctx context.Context, cl *call, req mcp.CallToolRequest,
 	return tr.res, tr.err
 }
 
+// run runs the tool on a goroutine of the tools pool, and finishes the call
+// when its worker left.
+func (tr *toolRun) run() {
+	cl := tr.cl
+	defer cl.c.s.wg.Done()
+	defer tr.stop()
+	var res *mcp.CallToolResult
+	var err error
+	var panicked any
+	req := tr.req
+	tr.req = nil // read by run alone
+	func() {
+		defer func() { panicked = recover() }()
+		res, err = tr.next(tr.ctx, *req)
+	}()
+	var finish bool
+	cl.update(func(l *callLife) {
+		tr.res, tr.err, tr.panicked, tr.returned = res, err, panicked, true
+		finish, tr.replay = tr.left, tr.left
+		tr.ctx, tr.next = nil, nil // the tool's, no longer needed
+	})
+	tr.signal()
+	if finish {
+		cl.finishLeft(tr)
+	}
+}
+
+// signal wakes the worker waiting for the tool, if it does not wake already.
+func (tr *toolRun) signal() {
+	select {
+	case tr.wake <- struct{}{}:
+	default:
+	}
+}
+
 // leaveWorker tells the worker waiting for the call's tool, if one does, that
 // the call's request has no client: it leaves. It takes no lock of the
 // call's: the engine tells of a detachment under it.
 func (cl *call) leaveWorker() {
 	if tr := cl.running.Load(); tr != nil {
-		tr.closing.Do(func() { close(tr.leave) })
+		tr.leaving.Store(true)
+		tr.signal()
 	}
 }
 

@@ -24,19 +24,43 @@ import (
 )
 
 // scaleConn is a connection whose client only counts: Read takes messages from
-// in, Write records each resume policy's token and signals each response.
+// in, Write counts each resume policy (keeping a sample of their tokens) and
+// signals each response.
 type scaleConn struct {
 	in     chan []byte
 	closed chan struct{}
 	once   sync.Once
+	sample *tokenSample
 
-	mu     sync.Mutex
-	tokens []string // each policy's requestId and resumeToken, as getStatus params
-	resp   chan []byte
+	mu       sync.Mutex
+	policies int
+	resp     chan []byte
 }
 
-func newScaleConn() *scaleConn {
-	return &scaleConn{in: make(chan []byte, 64), closed: make(chan struct{}), resp: make(chan []byte, 1024)}
+func newScaleConn(sample *tokenSample) *scaleConn {
+	return &scaleConn{in: make(chan []byte, 64), closed: make(chan struct{}), resp: make(chan []byte, 1024), sample: sample}
+}
+
+// tokenSample keeps a uniform sample of the policies' tokens (reservoir
+// sampling), as getStatus params: what the test's client keeps is not what it
+// measures.
+type tokenSample struct {
+	mu   sync.Mutex
+	seen int
+	kept []string
+}
+
+const sampled = 1000
+
+func (ts *tokenSample) add(tok string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.seen++
+	if len(ts.kept) < sampled {
+		ts.kept = append(ts.kept, tok)
+	} else if i := rand.IntN(ts.seen); i < sampled {
+		ts.kept[i] = tok
+	}
 }
 
 func (c *scaleConn) Read(ctx context.Context) ([]byte, error) {
@@ -58,8 +82,11 @@ func (c *scaleConn) Write(_ context.Context, msg []byte) error {
 			} `json:"params"`
 		}
 		if err := json.Unmarshal(msg, &n); err == nil {
+			if c.sample != nil {
+				c.sample.add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, n.Params.RequestID, n.Params.ResumeToken))
+			}
 			c.mu.Lock()
-			c.tokens = append(c.tokens, fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, n.Params.RequestID, n.Params.ResumeToken))
+			c.policies++
 			c.mu.Unlock()
 		}
 	case bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","id":`)):
@@ -103,17 +130,21 @@ func TestDetachedScale(t *testing.T) {
 	}
 	defer core.Close()
 
+	if os.Getenv("MR_SCALE_HEAPPROFILE") != "" {
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 1 // every allocation, not a sample
+	}
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	goBefore := runtime.NumGoroutine()
 
 	// The clients: scaleBatch calls each, gone once their policies came.
-	var tokens []string
+	tokens := &tokenSample{}
 	start := time.Now()
 	for first := 1; first <= n; first += scaleBatch {
 		k := min(scaleBatch, n-first+1)
-		conn := newScaleConn()
+		conn := newScaleConn(tokens)
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
@@ -128,11 +159,10 @@ func TestDetachedScale(t *testing.T) {
 		poll.Until(t, 5*time.Minute, "the resume policies of a client's calls", func() bool {
 			conn.mu.Lock()
 			defer conn.mu.Unlock()
-			return len(conn.tokens) == k
+			return conn.policies == k
 		})
 		_ = conn.Close() // its requests detach
 		<-served
-		tokens = append(tokens, conn.tokens...)
 	}
 	started := time.Since(start)
 
@@ -170,7 +200,7 @@ func TestDetachedScale(t *testing.T) {
 	}
 
 	// getStatus of random requests from a new connection, one at a time.
-	status := newScaleConn()
+	status := newScaleConn(nil)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -182,7 +212,7 @@ func TestDetachedScale(t *testing.T) {
 	status.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	lat := make([]time.Duration, 0, 1000)
 	for i := range cap(lat) {
-		tok := tokens[rand.IntN(len(tokens))]
+		tok := tokens.kept[rand.IntN(len(tokens.kept))]
 		t0 := time.Now()
 		status.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"requests/getStatus","params":{%s}}`, i+1, tok)
 		resp := <-status.resp

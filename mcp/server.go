@@ -81,7 +81,11 @@ type Options struct {
 	// instead of running it: mcp-go's after-hooks, output validation, multi
 	// round-trip fulfilment and the tool middlewares registered before New
 	// see the result as for any call, but such a middleware, and mcp-go's
-	// before-hooks, see that call start twice. Off: every tool runs under
+	// before-hooks, see that call start twice. What they get of a tools/call
+	// is a context that does not end with the call (a cancelled call
+	// reaches its tool, whose context, and its wait for a rate or a place,
+	// are the call's): mcp-go's context for it, if it could end, would stay
+	// registered in the call's while the tool runs. Off: every tool runs under
 	// mcp-go's dispatch, on the goroutine that dispatched its call. The
 	// binary's serve and gateway turn it on (they register no such hook or
 	// middleware).

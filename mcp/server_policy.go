@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"maps"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/audit"
@@ -94,28 +93,35 @@ const (
 
 // policyTable is the policies in effect: Options.Tools and DefaultPolicy at
 // first, then each SetPolicies'.
+// A table's policies are shared by the calls that got them: never changed.
 type policyTable struct {
-	def   Policy
-	tools map[string]Policy
+	def   *Policy
+	tools map[string]*Policy
 }
 
+// noPolicy is the policy of a call that is not a tools/call, and of a request
+// run again after a restart (its limits applied at its first start).
+var noPolicy Policy
+
 // policy returns tool's policy: its own, else the default, as PolicyOf
-// adjusts it to the tool as it is now.
-func (s *Server) policy(tool string) Policy {
+// adjusts it to the tool as it is now. It is shared: a caller that changes
+// it changes a copy.
+func (s *Server) policy(tool string) *Policy {
 	t := s.table.Load()
 	p, ok := t.tools[tool]
 	if !ok {
 		p = t.def
 	}
 	if s.opts.PolicyOf != nil {
-		p = s.opts.PolicyOf(tool, p)
+		adjusted := s.opts.PolicyOf(tool, *p)
+		return &adjusted
 	}
 	return p
 }
 
 // Policy returns tool's policy in effect: what a call of it that starts now
 // gets.
-func (s *Server) Policy(tool string) Policy { return s.policy(tool) }
+func (s *Server) Policy(tool string) Policy { return *s.policy(tool) }
 
 // SetPolicies puts def and tools in effect in place of DefaultPolicy and
 // Tools (a configuration reloaded): each call from now on gets its tool's
@@ -123,12 +129,22 @@ func (s *Server) Policy(tool string) Policy { return s.policy(tool) }
 // the server offers Tasks stays as New found it, and the await tool keeps its
 // own policy.
 func (s *Server) SetPolicies(def Policy, tools map[string]Policy) {
-	t := &policyTable{def: def, tools: maps.Clone(tools)}
-	if t.tools == nil {
-		t.tools = map[string]Policy{}
+	t := &policyTable{def: &def, tools: make(map[string]*Policy, len(tools)+1)}
+	for name, p := range tools {
+		t.tools[name] = &p
 	}
 	if s.awaitTool != "" {
-		t.tools[s.awaitTool] = awaitPolicy
+		p := awaitPolicy
+		t.tools[s.awaitTool] = &p
 	}
 	s.table.Store(t)
+}
+
+// policies returns the policies in effect, as SetPolicies takes them.
+func (t *policyTable) policies() (def Policy, tools map[string]Policy) {
+	tools = make(map[string]Policy, len(t.tools))
+	for name, p := range t.tools {
+		tools[name] = *p
+	}
+	return *t.def, tools
 }

@@ -31,7 +31,7 @@ func (rr *reruns) run(r *resume.Request) {
 	}
 	c := rr.session()
 	ctx, cancel := context.WithCancelCause(r.Context())
-	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel}
+	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel, pol: &noPolicy}
 	cl.life.phase, cl.life.req, cl.life.deadline = phaseRequest, r, r.Deadline()
 	if r.Task() { // found by its task id: no sequence numbers in its messages
 		cl.kind, cl.hidden = callTask, true

@@ -33,13 +33,14 @@ func (w *workers) run(f func()) {
 
 func (w *workers) loop(f func()) {
 	defer w.wg.Done()
+	f() // before the idle timer is made: a worker on a long call holds none
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		f()
-		idle.Reset(workerIdle)
 		select {
 		case f = <-w.work:
+			f()
+			idle.Reset(workerIdle)
 		case <-idle.C:
 			return
 		case <-w.quit:

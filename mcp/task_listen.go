@@ -41,7 +41,7 @@ func (tk *sessionTasks) listenTasks(m *spec.Message, st Stream, mr *modernReq, i
 	c := tk.c
 	key := string(m.ID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(c.ctx))
-	cl := &call{c: c, st: st, id: m.ID, ctx: ctx, cancel: cancel, modern: mr}
+	cl := &call{c: c, st: st, id: m.ID, ctx: ctx, cancel: cancel, modern: mr, pol: &noPolicy}
 	var closed, dup bool
 	c.update(func(s *sessionState) {
 		if closed = s.closed; closed {
