@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -460,11 +459,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id transport.Iden
 // checks a stream that outlives the deadline.)
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if h.opts.BodyTimeout <= 0 {
-		return io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
+		return transport.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
+	raw, err := transport.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.opts.MaxMessageBytes)))
 	if err == nil {
 		_ = rc.SetReadDeadline(time.Time{})
 	}

@@ -1,7 +1,6 @@
 package ws
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -177,13 +176,12 @@ var errBinary = spec.EncodeError(nil, spec.NewError(spec.CodeInvalidRequest, spe
 // readLimited reads one message of at most limit bytes. A longer one is read to its
 // end and dropped: tooLarge.
 func readLimited(r io.Reader, limit int) (msg []byte, tooLarge bool, err error) {
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
+	msg, err = transport.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, false, err
 	}
-	if n <= int64(limit) {
-		return buf.Bytes(), false, nil
+	if len(msg) <= limit {
+		return msg, false, nil
 	}
 	if _, err := io.Copy(io.Discard, r); err != nil {
 		return nil, false, err
