@@ -37,6 +37,16 @@
 //
 //	-target traced=serve:OTEL_EXPORTER_OTLP_ENDPOINT={otlp} OTEL_SERVICE_NAME=traced ./mcp-resume
 //
+// With -detached N, the targets instead each get the detached scene (one
+// after another): N countdowns of 600 s with a progress token, started over
+// WebSocket by clients of 500 calls each that go once their calls' resume
+// policies came; -settle later (progress queued meanwhile), the server's
+// resident memory, and getStatus of 1,000 random ones from a new connection
+// (p50, p99). Its default target is the binary with room for N running
+// requests:
+//
+//	go run ./cmd/loadbench -detached 100000
+//
 // With -paired, a round's echo calls go to every target in turn, call by call
 // (each of the four workers holds a session on each target), instead of one
 // target's calls after another's: the targets' p50s then come from the same
@@ -55,6 +65,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -82,6 +93,8 @@ func main() {
 	flag.BoolVar(&cfg.paired, "paired", false, "make each round's echo calls to every target in turn, call by call, instead of one target's after another's")
 	flag.BoolVar(&asJSON, "json", false, "print the summary as JSON too")
 	flag.BoolVar(&keepLogs, "v", false, "pass the servers' logs through to stderr")
+	flag.IntVar(&cfg.detached, "detached", 0, "instead of rounds: the detached scene with this many countdowns (see go doc)")
+	flag.DurationVar(&cfg.settle, "settle", 10*time.Second, "the detached scene: how long its countdowns queue progress before the server's memory is read")
 	flag.Parse()
 	cfg.logs = keepLogs
 	if err := run(targets, cfg, check, asJSON); err != nil {
@@ -95,6 +108,8 @@ type config struct {
 	rounds, sessions, echo, progress int
 	paired                           bool // see roundOf
 	logs                             bool
+	detached                         int           // the detached scene's countdowns; 0: rounds
+	settle                           time.Duration // the detached scene's wait before its figures
 }
 
 func run(specs []string, cfg config, check string, asJSON bool) error {
@@ -109,6 +124,9 @@ func run(specs []string, cfg config, check string, asJSON bool) error {
 			return err
 		}
 		specs = defaultTargets(bin)
+		if cfg.detached > 0 {
+			specs = detachedTargets(bin, cfg.detached)
+		}
 	}
 	var targets []*target
 	var sink *otlpSink
@@ -126,6 +144,9 @@ func run(specs []string, cfg config, check string, asJSON bool) error {
 			return err
 		}
 		targets = append(targets, t)
+	}
+	if cfg.detached > 0 {
+		return runDetached(targets, cfg.detached, cfg.settle, asJSON)
 	}
 	// A warm-up round of a tenth of the size, not counted: the first calls of a
 	// process pay its lazy starts (page faults, pools, connections).

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The detached scene (-detached N) measures what running requests without a
+// client cost a server process: N countdowns of 600 s with a progress token
+// each, started over WebSocket by clients of detachedBatch calls each that go
+// once their calls' resume policies came; then, -settle later (progress
+// queued meanwhile), the server's resident memory, and the latency of
+// getStatus of 1,000 random ones from a new connection.
+
+// detachedBatch is how many calls one client starts before it goes.
+const detachedBatch = 500
+
+// detachedResult is one target's detached scene.
+type detachedResult struct {
+	Name          string        `json:"name"`
+	Calls         int           `json:"calls"`
+	Started       time.Duration `json:"started_ns"`
+	RSSBefore     int64         `json:"rss_before_bytes"`
+	RSS           int64         `json:"rss_bytes"`
+	StatusP50     time.Duration `json:"getstatus_p50_ns"`
+	StatusP99     time.Duration `json:"getstatus_p99_ns"`
+	StatusAnswers int           `json:"getstatus_processing"`
+}
+
+func (r detachedResult) String() string {
+	return fmt.Sprintf("%-14s %d detached countdowns, started in %v: RSS %.0f MiB (%.0f MiB before; %.1f KB a request), getStatus p50 %v p99 %v (%d of 1000 processing)",
+		r.Name, r.Calls, r.Started.Round(time.Millisecond), float64(r.RSS)/(1<<20), float64(r.RSSBefore)/(1<<20),
+		float64(r.RSS-r.RSSBefore)/float64(r.Calls)/1024, r.StatusP50.Round(time.Microsecond), r.StatusP99.Round(time.Microsecond), r.StatusAnswers)
+}
+
+// detachedTargets are the default targets of the detached scene: the binary
+// serving its demo tools with room for n running requests.
+func detachedTargets(bin string, n int) []string {
+	room := fmt.Sprintf(" --max-live %d --max-concurrent-per-principal -1", n+1000)
+	return []string{"memory=serve:" + bin + room}
+}
+
+// detached runs the detached scene against t.
+func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
+	res := detachedResult{Name: t.name, Calls: n}
+	ws := strings.Replace(strings.TrimSuffix(t.url, "/mcp"), "http://", "ws://", 1) + "/ws"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	// The server's own start (its runtime, the embedded NATS) is not the
+	// requests': one session first.
+	first, err := wsSession(ctx, ws)
+	if err != nil {
+		return res, err
+	}
+	_ = first.CloseNow()
+	res.RSSBefore = t.rss()
+
+	sample := &tokenSample{}
+	start := time.Now()
+	batches := make(chan int)
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 { // four clients at a time
+		wg.Go(func() {
+			for first := range batches {
+				if err := detachBatch(ctx, ws, first, min(detachedBatch, n-first+1), sample); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	for first := 1; first <= n; first += detachedBatch {
+		select {
+		case batches <- first:
+		case <-ctx.Done():
+		}
+	}
+	close(batches)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return res, err
+	default:
+	}
+	res.Started = time.Since(start)
+	time.Sleep(settle) // each countdown queues progress meanwhile, its client gone
+	res.RSS = t.rss()
+
+	c, err := wsSession(ctx, ws)
+	if err != nil {
+		return res, err
+	}
+	defer c.CloseNow()
+	lat := make([]time.Duration, 0, 1000)
+	for i := range cap(lat) {
+		tok := sample.kept[rand.IntN(len(sample.kept))]
+		t0 := time.Now()
+		if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"requests/getStatus","params":{%s}}`, i+1, tok)); err != nil {
+			return res, err
+		}
+		for {
+			_, m, err := c.Read(ctx)
+			if err != nil {
+				return res, err
+			}
+			if bytes.HasPrefix(m, []byte(`{"jsonrpc":"2.0","id":`)) {
+				lat = append(lat, time.Since(t0))
+				if bytes.Contains(m, []byte(`"processing"`)) {
+					res.StatusAnswers++
+				}
+				break
+			}
+		}
+	}
+	slices.Sort(lat)
+	res.StatusP50, res.StatusP99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	return res, nil
+}
+
+// wsSession opens a WebSocket session that declared resumable requests.
+func wsSession(ctx context.Context, url string) (*websocket.Conn, error) {
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"mcp"}})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(1 << 20)
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"loadbench","version":"1"}}}`)); err != nil {
+		_ = c.CloseNow()
+		return nil, err
+	}
+	if _, _, err := c.Read(ctx); err != nil {
+		_ = c.CloseNow()
+		return nil, err
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		_ = c.CloseNow()
+		return nil, err
+	}
+	return c, nil
+}
+
+// detachBatch starts countdowns first to first+k-1 on a session of their
+// own, and closes it once every call's resume policy came.
+func detachBatch(ctx context.Context, url string, first, k int, sample *tokenSample) error {
+	c, err := wsSession(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.CloseNow()
+	for i := first; i < first+k; i++ {
+		if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":600,"steps":300},"_meta":{"progressToken":%d}}}`, i, i)); err != nil {
+			return err
+		}
+	}
+	for policies := 0; policies < k; {
+		_, m, err := c.Read(ctx)
+		if err != nil {
+			return fmt.Errorf("calls %d to %d: %d of %d policies: %w", first, first+k-1, policies, k, err)
+		}
+		switch {
+		case bytes.Contains(m, []byte(`"notifications/requests/resumePolicy"`)):
+			var p struct {
+				Params struct {
+					RequestID   json.RawMessage `json:"requestId"`
+					ResumeToken string          `json:"resumeToken"`
+				} `json:"params"`
+			}
+			if err := json.Unmarshal(m, &p); err != nil {
+				return err
+			}
+			sample.add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, p.Params.RequestID, p.Params.ResumeToken))
+			policies++
+		case bytes.HasPrefix(m, []byte(`{"jsonrpc":"2.0","id":`)):
+			return fmt.Errorf("a countdown answered before its client went: %s", m)
+		}
+	}
+	return c.CloseNow() // gone, as a client whose machine sleeps: no closing handshake
+}
+
+// tokenSample keeps a uniform sample of 1,000 policies' tokens (reservoir
+// sampling), as getStatus params.
+type tokenSample struct {
+	mu   sync.Mutex
+	seen int
+	kept []string
+}
+
+func (ts *tokenSample) add(tok string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.seen++
+	if len(ts.kept) < 1000 {
+		ts.kept = append(ts.kept, tok)
+	} else if i := rand.IntN(ts.seen); i < 1000 {
+		ts.kept[i] = tok
+	}
+}
+
+// runDetached runs the detached scene against each target in turn.
+func runDetached(targets []*target, n int, settle time.Duration, asJSON bool) error {
+	var all []detachedResult
+	for _, t := range targets {
+		r, err := t.detached(n, settle)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		fmt.Println(r)
+		all = append(all, r)
+		t.stop() // its countdowns go with it, before the next target's start
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(all, "", "  ")
+		fmt.Println(string(b))
+	}
+	_ = os.Stdout.Sync()
+	return nil
+}
