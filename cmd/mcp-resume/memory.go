@@ -21,6 +21,19 @@ func defaultQueuedBytes() int64 {
 	return mem / 4
 }
 
+// softMemoryLimit is the soft memory limit the process gives Go's collector
+// (runtime/debug.SetMemoryLimit): nine tenths of its cgroup's memory limit,
+// so that the collector works harder as the process nears the limit instead
+// of letting the heap grow to twice its live size (GOGC) past it and the
+// process be killed; 0 (none set) when GOMEMLIMIT is set (env: the runtime
+// took it) or there is no cgroup limit.
+func softMemoryLimit(env string, cgroup int64) int64 {
+	if env != "" || cgroup <= 0 {
+		return 0
+	}
+	return cgroup / 10 * 9
+}
+
 // machineMemory returns MemTotal from /proc/meminfo in bytes, or 0.
 func machineMemory() int64 {
 	f, err := os.Open("/proc/meminfo")
