@@ -44,10 +44,11 @@ func (r detachedResult) String() string {
 }
 
 // detachedTargets are the default targets of the detached scene: the binary
-// serving its demo tools with room for n running requests.
+// serving its demo tools with room for n running requests, and a gateway in
+// front of another with as much room.
 func detachedTargets(bin string, n int) []string {
 	room := fmt.Sprintf(" --max-live %d --max-concurrent-per-principal -1", n+1000)
-	return []string{"memory=serve:" + bin + room}
+	return []string{"memory=serve:" + bin + room, "gateway=gateway:" + bin + room + " --" + room}
 }
 
 // detached runs the detached scene against t.

@@ -21,7 +21,7 @@
 //	floor               a raw net/http server: SSE answers, no MCP library (the floor)
 //	mcpgo               mcp-go's StreamableHTTPServer with the demo tools, default options
 //	serve:BIN [FLAGS]   BIN serve --http ADDR FLAGS (BIN is our binary, of any revision)
-//	gateway:BIN [FLAGS] BIN gateway --http ADDR FLAGS -- BIN serve --stdio
+//	gateway:BIN [FLAGS] [-- UFLAGS]  BIN gateway --http ADDR FLAGS -- BIN serve --stdio UFLAGS
 //	url:URL             a server started elsewhere (no memory or CPU figures)
 //
 // KIND+keyed (serve+keyed:BIN, url+keyed:URL, ...) makes every echo call of the
@@ -42,8 +42,9 @@
 // WebSocket by clients of 500 calls each that go once their calls' resume
 // policies came; -settle later (progress queued meanwhile), the server's
 // resident memory, and getStatus of 1,000 random ones from a new connection
-// (p50, p99). Its default target is the binary with room for N running
-// requests:
+// (p50, p99). Its default targets are the binary with room for N running
+// requests, and a gateway with as much room in front of it (the RSS is the
+// gateway's):
 //
 //	go run ./cmd/loadbench -detached 100000
 //

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,8 +96,12 @@ func startTarget(spec, work string, logs bool, sink **otlpSink) (*target, error)
 		if len(fields) == 0 {
 			return nil, fmt.Errorf("target %q: gateway needs the binary", spec)
 		}
-		argv = append([]string{fields[0], "gateway", "--http", addr}, fields[1:]...)
-		argv = append(argv, "--", fields[0], "serve", "--stdio")
+		own, upstream := fields[1:], []string(nil)
+		if i := slices.Index(own, "--"); i >= 0 {
+			own, upstream = own[:i], own[i+1:]
+		}
+		argv = append([]string{fields[0], "gateway", "--http", addr}, own...)
+		argv = append(append(argv, "--", fields[0], "serve", "--stdio"), upstream...)
 	default:
 		return nil, fmt.Errorf("target %q: unknown kind %q", spec, kind)
 	}
