@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -20,6 +19,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
+	"github.com/mcp-resume/mcp-resume/testkit/reservoir"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -30,37 +30,15 @@ type scaleConn struct {
 	in     chan []byte
 	closed chan struct{}
 	once   sync.Once
-	sample *tokenSample
+	sample *reservoir.Sample[string]
 
 	mu       sync.Mutex
 	policies int
 	resp     chan []byte
 }
 
-func newScaleConn(sample *tokenSample) *scaleConn {
+func newScaleConn(sample *reservoir.Sample[string]) *scaleConn {
 	return &scaleConn{in: make(chan []byte, 64), closed: make(chan struct{}), resp: make(chan []byte, 1024), sample: sample}
-}
-
-// tokenSample keeps a uniform sample of the policies' tokens (reservoir
-// sampling), as getStatus params: what the test's client keeps is not what it
-// measures.
-type tokenSample struct {
-	mu   sync.Mutex
-	seen int
-	kept []string
-}
-
-const sampled = 1000
-
-func (ts *tokenSample) add(tok string) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	ts.seen++
-	if len(ts.kept) < sampled {
-		ts.kept = append(ts.kept, tok)
-	} else if i := rand.IntN(ts.seen); i < sampled {
-		ts.kept[i] = tok
-	}
 }
 
 func (c *scaleConn) Read(ctx context.Context) ([]byte, error) {
@@ -83,7 +61,7 @@ func (c *scaleConn) Write(_ context.Context, msg []byte) error {
 		}
 		if err := json.Unmarshal(msg, &n); err == nil {
 			if c.sample != nil {
-				c.sample.add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, n.Params.RequestID, n.Params.ResumeToken))
+				c.sample.Add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, n.Params.RequestID, n.Params.ResumeToken))
 			}
 			c.mu.Lock()
 			c.policies++
@@ -140,7 +118,7 @@ func TestDetachedScale(t *testing.T) {
 	goBefore := runtime.NumGoroutine()
 
 	// The clients: scaleBatch calls each, gone once their policies came.
-	tokens := &tokenSample{}
+	tokens := &reservoir.Sample[string]{Size: 1000} // getStatus params: what the test's client keeps is not what it measures
 	start := time.Now()
 	for first := 1; first <= n; first += scaleBatch {
 		k := min(scaleBatch, n-first+1)
@@ -212,7 +190,7 @@ func TestDetachedScale(t *testing.T) {
 	status.in <- []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	lat := make([]time.Duration, 0, 1000)
 	for i := range cap(lat) {
-		tok := tokens.kept[rand.IntN(len(tokens.kept))]
+		tok := tokens.Random()
 		t0 := time.Now()
 		status.in <- fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"requests/getStatus","params":{%s}}`, i+1, tok)
 		resp := <-status.resp

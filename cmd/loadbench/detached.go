@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/mcp-resume/mcp-resume/testkit/reservoir"
 )
 
 // The detached scene (-detached N) measures what running requests without a
@@ -66,7 +67,7 @@ func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
 	_ = first.CloseNow()
 	res.RSSBefore = t.rss()
 
-	sample := &tokenSample{}
+	sample := &reservoir.Sample[string]{Size: 1000}
 	start := time.Now()
 	batches := make(chan int)
 	errs := make(chan error, 4)
@@ -106,7 +107,7 @@ func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
 	defer c.CloseNow()
 	lat := make([]time.Duration, 0, 1000)
 	for i := range cap(lat) {
-		tok := sample.kept[rand.IntN(len(sample.kept))]
+		tok := sample.Random()
 		t0 := time.Now()
 		if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"requests/getStatus","params":{%s}}`, i+1, tok)); err != nil {
 			return res, err
@@ -154,7 +155,7 @@ func wsSession(ctx context.Context, url string) (*websocket.Conn, error) {
 
 // detachBatch starts countdowns first to first+k-1 on a session of their
 // own, and closes it once every call's resume policy came.
-func detachBatch(ctx context.Context, url string, first, k int, sample *tokenSample) error {
+func detachBatch(ctx context.Context, url string, first, k int, sample *reservoir.Sample[string]) error {
 	c, err := wsSession(ctx, url)
 	if err != nil {
 		return err
@@ -181,32 +182,13 @@ func detachBatch(ctx context.Context, url string, first, k int, sample *tokenSam
 			if err := json.Unmarshal(m, &p); err != nil {
 				return err
 			}
-			sample.add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, p.Params.RequestID, p.Params.ResumeToken))
+			sample.Add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, p.Params.RequestID, p.Params.ResumeToken))
 			policies++
 		case bytes.HasPrefix(m, []byte(`{"jsonrpc":"2.0","id":`)):
 			return fmt.Errorf("a countdown answered before its client went: %s", m)
 		}
 	}
 	return c.CloseNow() // gone, as a client whose machine sleeps: no closing handshake
-}
-
-// tokenSample keeps a uniform sample of 1,000 policies' tokens (reservoir
-// sampling), as getStatus params.
-type tokenSample struct {
-	mu   sync.Mutex
-	seen int
-	kept []string
-}
-
-func (ts *tokenSample) add(tok string) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	ts.seen++
-	if len(ts.kept) < 1000 {
-		ts.kept = append(ts.kept, tok)
-	} else if i := rand.IntN(ts.seen); i < 1000 {
-		ts.kept[i] = tok
-	}
 }
 
 // runDetached runs the detached scene against each target in turn.
