@@ -79,6 +79,11 @@ func (cl *call) ask(ctx context.Context, method string, params any) (json.RawMes
 		return a.result, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
+	case <-cl.ctx.Done():
+		// The call ended: a question asked on a context that does not end
+		// with it (mcp-go's with DetachTools, as it fulfils a 2025 client's
+		// input_required after the tool) ends with it too.
+		return nil, context.Cause(cl.ctx)
 	}
 }
 

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"strings"
 	"sync"
@@ -124,4 +125,31 @@ func TestDetachToolsKeepsMCPGoSemantics(t *testing.T) {
 	if !strings.Contains(strings.Join(ended, ","), "done") || !strings.Contains(strings.Join(afterSaw, ","), "done") {
 		t.Errorf("the outer middleware saw %q, the after-hook %q: want the tool's result", ended, afterSaw)
 	}
+}
+
+// With DetachTools, mcp-go asks a 2025 client the questions of a tool's
+// input_required answer on its own context for the call, which does not end
+// with the call: a question left unanswered ends when the call is cancelled,
+// and the call with it (it waited for good, and Close with it).
+func TestDetachToolsQuestionEndsWithCall(t *testing.T) {
+	srv := demo.Server("test")
+	srv.AddTool(mcpgo.NewTool("name"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
+		return &mcpgo.CallToolResult{
+			Result: mcpgo.Result{ResultType: mcpgo.ResultTypeInputRequired},
+			MultiRoundTripResult: mcpgo.MultiRoundTripResult{InputRequests: mcpgo.InputRequests{
+				"name": mcpgo.NewElicitationInputRequest(mcpgo.ElicitationParams{Message: "Your name?", RequestedSchema: schema}),
+			}},
+		}, nil
+	})
+	core, err := mcp.New(srv, &mcp.Options{DetachTools: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e2etest.NewClient(t, serveCore(t, core)(t))
+	c.Initialize(`{"resumableRequests":{},"elicitation":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"name","arguments":{}}}`)
+	c.Until(func(m e2etest.Msg) bool { return m.Method == "elicitation/create" }) // left unanswered
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	poll.Until(t, 10*time.Second, "the cancelled call's end", func() bool { return core.Calls() == 0 })
 }
