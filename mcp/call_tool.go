@@ -28,8 +28,10 @@ import (
 // once, with the result (a deferred function of an outer middleware runs at
 // the worker's leaving as well).
 
-// toolRun is a call's tool running on the tools pool (call.running). Its
-// fields but wake and leaving are guarded by the call's lock.
+// toolRun is a call's tool running on the tools pool (call.running). cl,
+// ctx, req, next and stop are set before the tool's goroutine starts and read
+// by it alone; wake and leaving are safe anywhere; the rest is guarded by the
+// call's lock.
 type toolRun struct {
 	// wake (capacity 1) wakes the worker waiting for the tool: the tool
 	// returned, or the worker is to leave (leaving).

@@ -110,6 +110,11 @@ func New(ctx context.Context, store Store, opts *Options) (*Engine, error) {
 	return e, nil
 }
 
+// clock is the engine's monotonic clock, in nanoseconds since it started:
+// what ages superseded progress (ProgressHistory), which a step of the wall
+// clock must not.
+func (e *Engine) clock() int64 { return int64(time.Since(e.tm.epoch)) }
+
 // Options returns the engine's options with defaults filled in.
 func (e *Engine) Options() Options { return e.opts }
 

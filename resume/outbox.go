@@ -27,7 +27,7 @@ type outbox struct {
 	pmore      map[string]uint64
 }
 
-// replaced is a progress entry superseded at a time (unix nanoseconds).
+// replaced is a progress entry superseded at a time (the engine's clock).
 type replaced struct {
 	seq uint64
 	at  int64
@@ -43,8 +43,8 @@ type entry struct {
 
 func (q *outbox) next() uint64 { q.last++; return q.last }
 
-// add indexes m, and keeps its bytes with keep; now is when (unix
-// nanoseconds), for a progress message that supersedes another.
+// add indexes m, and keeps its bytes with keep; now is when (the engine's
+// clock), for a progress message that supersedes another.
 func (q *outbox) add(m Message, keep bool, now int64) {
 	if q.entries == nil {
 		q.entries = q.first[:0]
@@ -84,7 +84,7 @@ func (q *outbox) supersede(key string, seq uint64, now int64) {
 }
 
 // stale returns the numbers of the progress entries superseded before
-// cutoff (unix nanoseconds) that are still queued, and forgets them.
+// cutoff (the engine's clock) that are still queued, and forgets them.
 func (q *outbox) stale(cutoff int64) []uint64 {
 	n := 0
 	for n < len(q.superseded) && q.superseded[n].at < cutoff {

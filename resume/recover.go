@@ -184,7 +184,7 @@ func (e *Engine) recoverOne(ctx context.Context, rec Record, lost error) recover
 			e.log.Error().Err(err).Str("request", string(rec.ID)).Msg("replaying a stored request failed; not recovered, left in the store")
 			return recoveredLeft
 		}
-		q.add(m, false, 0)
+		q.add(m, false, e.clock()) // superseded now, as far as this process knows
 		q.last = m.Seq
 		switch m.Kind {
 		case KindResponse:

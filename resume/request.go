@@ -268,7 +268,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	}
 	var now int64 // when a progress message came: the one it supersedes, at that
 	if k == KindProgress {
-		now = time.Now().UnixNano()
+		now = r.e.clock()
 	}
 	r.q.add(m, r.e.store == nil || r.memory, now)
 	r.e.addBytes(r, len(m.Data))

@@ -26,6 +26,8 @@ func ReadAll(r io.Reader) ([]byte, error) {
 			readBufs.Put(buf)
 		}
 	}()
-	_, err := buf.ReadFrom(r)
-	return bytes.Clone(buf.Bytes()), err
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
 }
