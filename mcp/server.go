@@ -85,7 +85,9 @@ type Options struct {
 	// is a context that does not end with the call (a cancelled call
 	// reaches its tool, whose context, and its wait for a rate or a place,
 	// are the call's): mcp-go's context for it, if it could end, would stay
-	// registered in the call's while the tool runs. Off: every tool runs under
+	// registered in the call's while the tool runs. (A task tool of mcp-go's
+	// own, AddTaskTool, which no middleware sees, runs on that context: with
+	// DetachTools it is not cancelled with its call.) Off: every tool runs under
 	// mcp-go's dispatch, on the goroutine that dispatched its call. The
 	// binary's serve and gateway turn it on (they register no such hook or
 	// middleware).
