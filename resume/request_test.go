@@ -412,9 +412,10 @@ func TestConcurrentAppendAttach(t *testing.T) {
 		nAppenders = 8
 		perG       = 1000
 	)
-	// A budget no queue reaches: this test is about delivery, and the budget would
-	// (rightly) coalesce and drop when delivery lags behind under -race.
-	e, _ := newEngine(t, &resume.Options{QueueBytes: 1 << 30})
+	// A budget no queue reaches, and no progress history: this test is about
+	// delivery, and the budget (or the history, past 10 s) would rightly
+	// coalesce and drop when delivery lags behind under -race.
+	e, _ := newEngine(t, &resume.Options{QueueBytes: 1 << 30, ProgressHistory: -1})
 	r, _ := start(t, e, `1`, &resume.StartOptions{AckMode: true})
 
 	var (

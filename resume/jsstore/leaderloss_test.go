@@ -59,10 +59,11 @@ func TestLeaderLoss(t *testing.T) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs)
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
-	// A budget nothing reaches: every message appended is to be replayed, and
-	// the writers append as fast as the store takes their messages (in packs,
-	// over 1 MiB within the test), as in TestOutage.
-	e := mustNew(t, ws, &resume.Options{Logger: &log, QueueBytes: 1 << 30})
+	// A budget nothing reaches, and no progress history: every message
+	// appended is to be replayed, and the writers append as fast as the store
+	// takes their messages (in packs, over 1 MiB within the test), as in
+	// TestOutage.
+	e := mustNew(t, ws, &resume.Options{Logger: &log, QueueBytes: 1 << 30, ProgressHistory: -1})
 
 	writers := newWriters(t, e)
 	stopWriters := runWriters(writers)

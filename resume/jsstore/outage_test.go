@@ -81,10 +81,11 @@ func testOutage(t *testing.T, o outage) {
 	var logs logbuf.Buffer
 	log := zerolog.New(&logs)
 	ws := &watched{Store: st, calls: make(map[call]int), busy: make(map[call]int)}
-	// A budget nothing reaches: every message appended is to be replayed, and
-	// the writers append as fast as the store takes their messages (in packs,
-	// over 1 MiB within the test).
-	e := mustNew(t, ws, &resume.Options{Logger: &log, QueueBytes: 1 << 30})
+	// A budget nothing reaches, and no progress history: every message
+	// appended is to be replayed (the writers' progress of one token, over
+	// the test's minute), and the writers append as fast as the store takes
+	// their messages (in packs, over 1 MiB within the test).
+	e := mustNew(t, ws, &resume.Options{Logger: &log, QueueBytes: 1 << 30, ProgressHistory: -1})
 
 	writers := newWriters(t, e)
 	victim, tok, err := e.Start([]byte(`"cancelled"`), &resume.StartOptions{AckMode: true})
