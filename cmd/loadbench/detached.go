@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -138,15 +137,14 @@ func wsSession(ctx context.Context, url string) (*websocket.Conn, error) {
 		return nil, err
 	}
 	c.SetReadLimit(1 << 20)
-	if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"loadbench","version":"1"}}}`)); err != nil {
-		_ = c.CloseNow()
-		return nil, err
+	err = c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"resumableRequests":{}},"clientInfo":{"name":"loadbench","version":"1"}}}`))
+	if err == nil {
+		_, _, err = c.Read(ctx)
 	}
-	if _, _, err := c.Read(ctx); err != nil {
-		_ = c.CloseNow()
-		return nil, err
+	if err == nil {
+		err = c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	}
-	if err := c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+	if err != nil {
 		_ = c.CloseNow()
 		return nil, err
 	}
@@ -207,6 +205,5 @@ func runDetached(targets []*target, n int, settle time.Duration, asJSON bool) er
 		b, _ := json.MarshalIndent(all, "", "  ")
 		fmt.Println(string(b))
 	}
-	_ = os.Stdout.Sync()
 	return nil
 }

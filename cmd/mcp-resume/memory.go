@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // defaultQueuedBytes is --max-queued-bytes' default: a quarter of the memory
@@ -55,8 +56,9 @@ func machineMemory() int64 {
 }
 
 // cgroupLimit returns the cgroup v2 memory limit of this process in bytes, or
-// 0 when there is none or it cannot be read.
-func cgroupLimit() int64 {
+// 0 when there is none or it cannot be read. The file is read once: the
+// queued bytes' default and the collector's limit both ask.
+var cgroupLimit = sync.OnceValue(func() int64 {
 	b, err := os.ReadFile("/sys/fs/cgroup/memory.max")
 	if err != nil {
 		return 0
@@ -66,4 +68,4 @@ func cgroupLimit() int64 {
 		return 0
 	}
 	return n
-}
+})
