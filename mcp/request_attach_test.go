@@ -2,15 +2,18 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
@@ -114,4 +117,72 @@ func (s *outageStore) Append(ctx context.Context, h resume.TokenHash, m resume.M
 		}
 	}
 	return s.Store.Append(ctx, h, m)
+}
+
+// A keyed call answered at once, with the binary's store on its data
+// directory (jsstore's DeferRecords and DeliveredInMemory), writes nothing:
+// its result reached its client before anything of it was written, and is
+// kept in memory for its retention. Sent again with its key, it is answered
+// from there, and runs once.
+func TestKeyedQuickCallWritesNothing(t *testing.T) {
+	st, _, nc := jstest.Start(t, false)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastSeq := func(stream string) uint64 {
+		t.Helper()
+		s, err := js.Stream(t.Context(), stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	var runs atomic.Int32
+	srv := demo.Server("test")
+	srv.AddTool(mcpgo.NewTool("once"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText(fmt.Sprint("run ", runs.Add(1))), nil
+	})
+	srv.AddTool(mcpgo.NewTool("quiet"), func(ctx context.Context, _ mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	core, err := mcp.New(srv, &mcp.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := serveCore(t, core)
+	c := e2etest.NewClient(t, dial(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"once","_meta":{"io.mcp-resume/key":%q}}}`
+	c.Send(call, callKey)
+	first, _ := c.Response("7")
+	if first.Error != nil || !strings.Contains(string(first.Raw), "run 1") {
+		t.Fatalf("the keyed call: %s", first.Raw)
+	}
+	// A call that runs on has its record written behind: once it is there,
+	// the write-behind has passed the quick one by.
+	c.Send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"quiet","_meta":{"io.mcp-resume/key":%q}}}`, strings.Repeat("q", len(callKey)))
+	e2etest.PolicyOf(t, c.Next())
+	poll.Until(t, 10*time.Second, "the running call's record written", func() bool { return lastSeq("KV_mcp-resume") >= 1 })
+	if n := lastSeq("KV_mcp-resume"); n != 1 {
+		t.Errorf("the bucket: %d writes, want 1 (the running call's record; none of the quick call's)", n)
+	}
+	if n := lastSeq("MCP_RESUME"); n != 0 {
+		t.Errorf("the stream: %d messages published, want none", n)
+	}
+
+	again := e2etest.NewClient(t, dial(t))
+	again.Initialize(`{"resumableRequests":{}}`)
+	again.Send(call, callKey)
+	if m, _ := again.Response("7"); m.Error != nil || !strings.Contains(string(m.Raw), "run 1") {
+		t.Fatalf("sent again with its key: %s, want the first run's result", m.Raw)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
+	}
 }

@@ -34,7 +34,8 @@ func (t *StoreTimer) Describe(ch chan<- *prometheus.Desc) { t.hist.Describe(ch) 
 func (t *StoreTimer) Collect(ch chan<- prometheus.Metric) { t.hist.Collect(ch) }
 
 // Wrap returns s with every call timed. The result keeps s's contract, and is
-// a resume.Lister, or a Lister and a Claimer, when s is.
+// a resume.Lister, or a Lister and a Claimer, when s is; it tells s of
+// deliveries when s is a resume.DeliveryWatcher.
 func (t *StoreTimer) Wrap(s resume.Store) resume.Store {
 	ts := &timedStore{s: s,
 		put: t.hist.WithLabelValues("put"), get: t.hist.WithLabelValues("get"), appendOp: t.hist.WithLabelValues("append"),
@@ -59,7 +60,10 @@ type timedStore struct {
 	put, get, appendOp, discard, replay, del, records, claim prometheus.Observer
 }
 
-var _ resume.Store = (*timedStore)(nil)
+var (
+	_ resume.Store           = (*timedStore)(nil)
+	_ resume.DeliveryWatcher = (*timedStore)(nil)
+)
 
 func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
 
@@ -86,6 +90,13 @@ func (s *timedStore) Discard(ctx context.Context, h resume.TokenHash, seqs ...ui
 func (s *timedStore) Delete(ctx context.Context, h resume.TokenHash) error {
 	defer since(s.del, time.Now())
 	return s.s.Delete(ctx, h)
+}
+
+// Delivered is the wrapped store's, when it is a resume.DeliveryWatcher.
+func (s *timedStore) Delivered(h resume.TokenHash) {
+	if w, ok := s.s.(resume.DeliveryWatcher); ok {
+		w.Delivered(h)
+	}
 }
 
 func (s *timedStore) Replay(ctx context.Context, h resume.TokenHash, after uint64) iter.Seq2[resume.Message, error] {

@@ -171,6 +171,9 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 		if !r.delivered && !r.gone.Load() {
 			r.delivered = true
 			r.scheduleLocked() // the shorter window from now on
+			if w, ok := r.e.store.(DeliveryWatcher); ok && !r.memory {
+				w.Delivered(r.hash)
+			}
 			if o := r.observer(); o != nil {
 				o.Delivered()
 				r.obs.Store(nil) // its last word: a request kept for DeliveredRetention holds no Observer (nor its span)

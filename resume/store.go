@@ -310,3 +310,12 @@ type FreshReplayer interface {
 	// ReplayFresh is Replay of the request as stored now.
 	ReplayFresh(ctx context.Context, h TokenHash, after uint64) iter.Seq2[Message, error]
 }
+
+// DeliveryWatcher is a Store told when a request's final response was first
+// written to a client: jsstore's DeliveredInMemory then keeps a request that
+// ended before any of it was written in memory alone. The engine calls it with
+// the request's lock held; it returns at once.
+type DeliveryWatcher interface {
+	// Delivered: request h's final response was written to a client.
+	Delivered(h TokenHash)
+}

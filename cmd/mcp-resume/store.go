@@ -125,7 +125,8 @@ type stores struct {
 // own, or a gateway's aggregate) and, with --nats-url, joins its cluster.
 func (s *stores) open(ctx context.Context, upstream string) (resume.Store, *cluster.Node, error) {
 	f, log := s.f, s.log
-	so := &jsstore.Options{Replicas: f.replicas, DeferRecords: s.srv != nil && f.sync == "periodic"}
+	deferred := s.srv != nil && f.sync == "periodic"
+	so := &jsstore.Options{Replicas: f.replicas, DeferRecords: deferred, DeliveredInMemory: deferred}
 	co := &cluster.Options{Name: f.instance, Lease: f.lease, CallTimeout: min(5*time.Second, f.lease/2), Replicas: f.replicas, Logger: &log}
 	if upstream != "" {
 		so.Stream, so.Subject, so.Bucket = "MCP_RESUME_UP_"+upstream, "mr.upmsg."+upstream, "mcp-resume-up-"+upstream

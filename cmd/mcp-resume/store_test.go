@@ -445,3 +445,40 @@ func TestTaskWatchAcrossRestart(t *testing.T) {
 		t.Errorf("the rerun's progress was not watched: %q", werr.String())
 	}
 }
+
+// TestQuickKeyedCallsAfterStop: with --data-dir (--sync periodic), a keyed
+// call answered at once is kept in memory alone (jsstore's
+// DeliveredInMemory), and written when the server stops gracefully: the next
+// server on the same directory gives its result back to a resume with its key.
+func TestQuickKeyedCallsAfterStop(t *testing.T) {
+	t.Parallel() // a subprocess's test, mostly waiting: beside the package's others
+	const n = 20
+	args := "serve --stdio --data-dir " + t.TempDir()
+	conn := spawn(t, args)
+	c := e2etest.NewClient(t, conn)
+	c.Initialize(`{"resumableRequests":{}}`)
+	key := func(i int) string { return fmt.Sprintf("quick-keyed-call-%026d", i) }
+	for i := range n {
+		c.Send(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"result %d"},"_meta":{"io.mcp-resume/key":%q}}}`, i, i, key(i))
+		if resp, _ := c.Response(fmt.Sprint(i)); e2etest.Text(resp) != fmt.Sprint("result ", i) {
+			t.Fatalf("call %d: %s", i, resp.Raw)
+		}
+	}
+	cmd := conn.(*procConn).cmd
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the server's graceful stop: %v", err)
+	}
+
+	c = e2etest.NewClient(t, spawn(t, args))
+	c.Initialize(`{"resumableRequests":{}}`)
+	for i := range n {
+		id := fmt.Sprint(i)
+		c.Resume(id, key(i))
+		if resp, _ := c.Response(id); e2etest.Text(resp) != fmt.Sprint("result ", i) {
+			t.Fatalf("call %d resumed with its key after a graceful stop: %s, want its result", i, resp.Raw)
+		}
+	}
+}

@@ -288,7 +288,8 @@ func (s *Store) markDropped(ctx context.Context, h resume.TokenHash, seqs []uint
 // whose messages are gone. A request whose purge fails (NATS unreachable for
 // longer than Options.OutageWait) is purged again by the next Deletes that
 // succeed, a few at a time, one try each: else its record would stay until
-// MaxAge, and the next process would recover it.
+// MaxAge, and the next process would recover it. A request kept in memory
+// alone (Options.DeliveredInMemory) is forgotten, with no call to NATS.
 func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 	// A message not sent yet never is; a publish still unacknowledged would
 	// land after the purge.
@@ -301,6 +302,13 @@ func (s *Store) Delete(ctx context.Context, h resume.TokenHash) error {
 		}
 		r.gen++
 		r.unwritten, r.shown = nil, nil
+		if r.volatile {
+			// Nothing of it was written, nor will be (see Delivered): a
+			// flush that finds it now finds nothing to write.
+			delete(s.reqs, h)
+			s.mu.Unlock()
+			return nil
+		}
 		if lost = r.lost; lost { // nothing of it to wait for: its subject is purged
 			r.held, r.doomed, r.kept = nil, nil, 0
 		}

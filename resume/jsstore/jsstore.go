@@ -65,6 +65,17 @@ type Options struct {
 	// store no other process reads (serve --data-dir with --sync periodic): in
 	// a cluster another instance looks records up.
 	DeferRecords bool
+	// DeliveredInMemory, with DeferRecords, writes nothing of a request that
+	// ended before any of it was written and whose final response then
+	// reached its client (Delivered): it is kept in memory for the rest of
+	// its retention, and its Delete costs the store nothing. A quick keyed
+	// call, whose client has its answer at once, then costs the store no
+	// write at all. Close writes what it keeps so (a planned restart loses
+	// nothing); a crash loses it, and a client that lost the answer on the
+	// wire and sends its key again after that crash runs the call again. A
+	// request written to after its delivery (a Put, an Append) is written as
+	// any other.
+	DeliveredInMemory bool
 	// Logger receives what the store does on its own (a stream or bucket found
 	// gone and made anew). Nil means none.
 	Logger *zerolog.Logger
@@ -179,6 +190,10 @@ type request struct {
 	// writeFinal) is stored or failed; nil when none is in flight. Delete
 	// waits for it, so that no record lands after its purge.
 	writing chan struct{}
+	// volatile: ended and delivered before any of it was written
+	// (DeliveredInMemory): the flush behind leaves it; Close and a Sweep
+	// write it.
+	volatile bool
 	// bare: this store made the request's first record, and no message of it
 	// was sent since: its subject in the stream holds nothing, and Delete
 	// purges its record alone (a quick call, delivered within the write-behind,

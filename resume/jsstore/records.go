@@ -81,6 +81,7 @@ func (s *Store) deferRecord(rec resume.Record) bool {
 	// waits for the flush after it, in order.
 	r.gen++
 	r.unwritten, r.shown, r.owner = &rec, &rec, rec.Owner
+	r.volatile = false // written as any other from now on
 	s.dirtyLocked(rec.Hash)
 	return true
 }

@@ -96,6 +96,7 @@ func (s *Store) queue(h resume.TokenHash, l loc) (int, error) {
 	if r.lost { // while Append waited for the connection
 		return 0, fmt.Errorf("jsstore: request %s: %w", key(h)[:12], resume.ErrStoreLost)
 	}
+	r.volatile = false // written as any other from now on
 	r.held = append(r.held, l)
 	for i := len(r.held) - tailKeep - 1; i >= 0 && r.held[i].data != nil; i-- {
 		r.held[i].data = nil
@@ -141,6 +142,29 @@ func (s *Store) flushDirty() {
 	}
 }
 
+// Delivered tells the store that request h's final response reached its
+// client (resume.DeliveryWatcher). With Options.DeliveredInMemory, a request
+// that ended before any of it was written is never written from now on
+// (volatile): a flush behind leaves it, and its Delete removes nothing from
+// the stream or the bucket. Close and Sweep write it; a Put or an Append
+// makes it one written as any other.
+func (s *Store) Delivered(h resume.TokenHash) {
+	if !s.opts.DeliveredInMemory {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reqs[h]
+	// bare: no message of it was sent; fresh with an ended record waiting:
+	// no record of it was written, and no flush has taken it (a flush takes
+	// the waiting record and packs the messages under s.mu).
+	if r == nil || !r.fresh || !r.bare || r.unwritten == nil || !r.unwritten.State.Ended() {
+		return
+	}
+	r.volatile = true
+	delete(s.dirty, h)
+}
+
 // flush writes request h's record if it waits (a failure leaves it waiting, for
 // the next flush), and sends its waiting messages, pipelined, in order.
 func (s *Store) flush(h resume.TokenHash) {
@@ -155,6 +179,7 @@ func (s *Store) flush(h resume.TokenHash) {
 	s.mu.Lock()
 	rec, gen := r.unwritten, r.gen
 	r.unwritten = nil
+	r.volatile = false // written now (Close, Sweep, or a flush that came first)
 	s.mu.Unlock()
 	if rec != nil && rec.State.Ended() {
 		// A request that ended before its first record was written: its

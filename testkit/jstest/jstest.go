@@ -30,7 +30,7 @@ func Start(tb testing.TB, syncAlways bool, opts ...nats.Option) (*jsstore.Store,
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st, err := jsstore.New(context.Background(), js, &jsstore.Options{DeferRecords: !syncAlways})
+	st, err := jsstore.New(context.Background(), js, &jsstore.Options{DeferRecords: !syncAlways, DeliveredInMemory: !syncAlways})
 	if err != nil {
 		tb.Fatal(err)
 	}
