@@ -70,6 +70,14 @@ func (cl *call) detachable() bool {
 // ctx ends with the call or its request, not with mcp-go's dispatch (the
 // middleware made it so); stop ends what ctx holds, once the tool returned.
 func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.CallToolRequest, next server.ToolHandlerFunc, leave *func()) (*mcp.CallToolResult, error) {
+	if m := req.Params.Meta; m != nil && m.AdditionalFields != nil && len(m.AdditionalFields) == 0 {
+		// mcp-go's decoding leaves the map it read _meta into, empty once it
+		// took the progress token out (about 280 bytes): the tool, which may
+		// run for long, gets a Meta of its own without it.
+		own := *m
+		own.AdditionalFields = nil
+		req.Params.Meta = &own
+	}
 	tr := &toolRun{wake: make(chan struct{}, 1), cl: cl, ctx: ctx, req: &req, next: next, stop: stop}
 	cl.running.Store(tr)
 	if r := cl.request(); r != nil && (cl.kind.task() || r.Detached()) {
