@@ -72,7 +72,7 @@ func aggregate(t *testing.T, rule gateway.Conflict, ups ...gateway.Upstream) (*g
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := mcp.New(a.Server(), &mcp.Options{PolicyOf: a.PolicyOf(nil), AnswerWithin: time.Minute})
+	core, err := mcp.New(a.Server(), &mcp.Options{PolicyOf: a.PolicyOf(nil), AnswerWithin: time.Minute, DetachTools: true})
 	if err != nil {
 		t.Fatal(err)
 	}

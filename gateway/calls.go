@@ -58,7 +58,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 	if up == nil {
 		return nil, callErr(errNotYet)
 	}
-	raw, err := up.Call(ctx, spec.MethodToolsCall, params, &client.CallOptions{
+	opts := &client.CallOptions{
 		Progress:   r.progress,
 		OnLog:      r.log,
 		OnRequest:  r.ask,
@@ -79,7 +79,19 @@ func (g *Gateway) callTool(ctx context.Context, req mcpgo.CallToolRequest) (*mcp
 		ReturnInputRequired: func() bool { return resumemcp.TakesInputRequired(ctx) },
 		Envelope:            g.envelope(ctx, req.Params.Meta),
 		Idempotent:          g.opts.Restartable(req.Params.Name),
-	})
+	}
+	// No goroutine waits for the upstream's answer where the core lets the
+	// tool answer later: a detached call then holds none.
+	if complete, later := resumemcp.Later(ctx); later {
+		up.Go(ctx, spec.MethodToolsCall, params, opts, func(raw json.RawMessage, err error) { complete(toolResult(raw, err)) })
+		return nil, nil
+	}
+	return toolResult(up.Call(ctx, spec.MethodToolsCall, params, opts))
+}
+
+// toolResult is the gateway's answer to its client's call, from the
+// upstream's answer raw (err: its error).
+func toolResult(raw json.RawMessage, err error) (*mcpgo.CallToolResult, error) {
 	if err != nil {
 		return nil, callErr(err)
 	}

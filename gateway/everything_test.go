@@ -69,7 +69,14 @@ func newRigWith(t testing.TB, opts gateway.Options, coreOpts *mcp.Options) *rig 
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := mcp.New(g.Server(), coreOpts)
+	// As the binary runs it: a tool's call waits for its upstream with no
+	// goroutine of its own (mcp.Later).
+	var o mcp.Options
+	if coreOpts != nil {
+		o = *coreOpts
+	}
+	o.DetachTools = true
+	core, err := mcp.New(g.Server(), &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,10 +48,13 @@ type toolRun struct {
 	err      error
 	panicked any // what the tool panicked with: panicked again where mcp-go's recovery can take it
 
-	returned bool   // the tool returned
-	left     bool   // the worker left: the tool's goroutine finishes the call
-	replay   bool   // the result waits for the replay's middleware
-	release  func() // with left: the tool's concurrency place, released as the tool returns
+	returned bool        // the tool returned, or answered later (Later)
+	running  bool        // its handler runs: Later may be called
+	later    bool        // its handler called Later: its completion ends the run
+	ended    atomic.Bool // end ran
+	left     bool        // the worker left: the tool's goroutine finishes the call
+	replay   bool        // the result waits for the replay's middleware
+	release  func()      // with left: the tool's concurrency place, released as the tool returns
 }
 
 // detachable reports whether the call's tool runs on the tools pool: the call
@@ -78,7 +81,7 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 		own.AdditionalFields = nil
 		req.Params.Meta = &own
 	}
-	tr := &toolRun{wake: make(chan struct{}, 1), cl: cl, ctx: ctx, req: &req, next: next, stop: stop}
+	tr := &toolRun{wake: make(chan struct{}, 1), cl: cl, ctx: ctx, req: &req, next: next, stop: stop, running: true}
 	cl.running.Store(tr)
 	if r := cl.request(); r != nil && (cl.kind.task() || r.Detached()) {
 		cl.leaveWorker()
@@ -112,11 +115,9 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 }
 
 // run runs the tool on a goroutine of the tools pool, and finishes the call
-// when its worker left.
+// when its worker left; a tool that answers later (Later) leaves that to its
+// completion.
 func (tr *toolRun) run() {
-	cl := tr.cl
-	defer cl.c.s.wg.Done()
-	defer tr.stop()
 	var res *mcp.CallToolResult
 	var err error
 	var panicked any
@@ -126,6 +127,24 @@ func (tr *toolRun) run() {
 		defer func() { panicked = recover() }()
 		res, err = tr.next(tr.ctx, *req)
 	}()
+	var later bool
+	tr.cl.update(func(*callLife) { later, tr.running = tr.later, false })
+	if later && panicked == nil {
+		return // its completion ends it (Later)
+	}
+	tr.end(res, err, panicked)
+}
+
+// end ends the tool's run with its result, once: the worker waiting for it
+// gets it, or, when the worker left, the call is finished here. What the
+// tool's context holds goes, and Close no longer waits for the tool.
+func (tr *toolRun) end(res *mcp.CallToolResult, err error, panicked any) {
+	if !tr.ended.CompareAndSwap(false, true) {
+		return
+	}
+	cl := tr.cl
+	defer cl.c.s.wg.Done()
+	defer tr.stop()
 	var finish bool
 	cl.update(func(l *callLife) {
 		tr.res, tr.err, tr.panicked, tr.returned = res, err, panicked, true
@@ -136,6 +155,45 @@ func (tr *toolRun) run() {
 	if finish {
 		cl.finishLeft(tr)
 	}
+}
+
+// Later lets the handler of a tool whose result comes from elsewhere (a
+// gateway's upstream, a job's callback) return before it has it, so that no
+// goroutine waits for it meanwhile: it returns the function that answers the
+// call, and the handler returns at once (what it returns is ignored). A
+// detached call then holds no goroutine at all until complete is called:
+// neither the tool's nor the dispatch's (Options.DetachTools).
+//
+// complete answers the call with the tool's result, as the handler's return
+// would have; it is called once (later calls are ignored), from any
+// goroutine, which it may keep for as long as the answer takes to go through
+// mcp-go's dispatch and to the client: not from one that must not wait. Until
+// then the call runs: it is cancelled, or ends with its request, as any call,
+// and its context (the handler's) ends then; the handler's owner must still
+// call complete (with the context's error, say). Close waits for it.
+//
+// ok is false, and complete nil, when the tool does not run on the server's
+// tools pool (without DetachTools, a call no policy makes resumable, a
+// replay), or once its handler returned: the handler then answers as usual.
+func Later(ctx context.Context) (complete func(*mcp.CallToolResult, error), ok bool) {
+	cs, isCall := server.ClientSessionFromContext(ctx).(*callSession)
+	if !isCall {
+		return nil, false
+	}
+	cl := cs.cl
+	tr := cl.running.Load()
+	if tr == nil {
+		return nil, false
+	}
+	cl.update(func(*callLife) {
+		if ok = tr.running; ok {
+			tr.later = true
+		}
+	})
+	if !ok {
+		return nil, false
+	}
+	return func(res *mcp.CallToolResult, err error) { tr.end(res, err, nil) }, true
 }
 
 // signal wakes the worker waiting for the tool, if it does not wake already.

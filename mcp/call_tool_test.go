@@ -3,11 +3,13 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -152,4 +154,119 @@ func TestDetachToolsQuestionEndsWithCall(t *testing.T) {
 	c.Until(func(m e2etest.Msg) bool { return m.Method == "elicitation/create" }) // left unanswered
 	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
 	poll.Until(t, 10*time.Second, "the cancelled call's end", func() bool { return core.Calls() == 0 })
+}
+
+// A tool that answers later (mcp.Later) holds no goroutine while its call
+// waits: neither its own nor, once its request has no client, the dispatch's.
+// Its completion answers a client that resumes the detached request, and an
+// attached one; a call cancelled meanwhile ends with its completion; Close
+// waits for a completion due; without DetachTools, Later is refused and the
+// tool answers as it always did.
+func TestLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type due struct {
+			n        int
+			complete func(*mcpgo.CallToolResult, error)
+		}
+		dues := make(chan due, 64)
+		srv := demo.Server("test")
+		srv.AddTool(mcpgo.NewTool("later", mcpgo.WithNumber("n")), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			complete, ok := mcp.Later(ctx)
+			if !ok {
+				return mcpgo.NewToolResultText("at once"), nil
+			}
+			context.AfterFunc(ctx, func() { complete(nil, ctx.Err()) }) // cancelled: ended with its context's error
+			dues <- due{req.GetInt("n", 0), complete}
+			return nil, nil // ignored
+		})
+		core, err := mcp.New(srv, &mcp.Options{DetachTools: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dial := serveCore(t, core)
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+
+		const n = 20
+		a := e2etest.NewClient(t, dial(t))
+		a.Initialize(`{"resumableRequests":{}}`)
+		for i := 1; i <= n; i++ {
+			a.Send(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"later","arguments":{"n":%d}}}`, i, i)
+		}
+		tokens := map[string]string{}
+		a.Until(func(m e2etest.Msg) bool {
+			if m.Method == "notifications/requests/resumePolicy" {
+				p := e2etest.PolicyOf(t, m)
+				tokens[string(p.RequestID)] = p.ResumeToken
+			}
+			return len(tokens) == n
+		})
+		a.Close() // the requests detach
+		synctest.Wait()
+		if got := runtime.NumGoroutine() - before; got >= n/2 {
+			t.Fatalf("%d goroutines for %d detached calls whose tools answer later, want none a call", got, n)
+		}
+		if core.Calls() != n {
+			t.Fatalf("%d calls running, want %d", core.Calls(), n)
+		}
+		completes := map[int]func(*mcpgo.CallToolResult, error){}
+		for range n {
+			d := <-dues
+			completes[d.n] = d.complete
+		}
+		for i, complete := range completes {
+			complete(mcpgo.NewToolResultText(fmt.Sprint("done ", i)), nil)
+			complete(mcpgo.NewToolResultText("twice"), nil) // ignored
+		}
+		synctest.Wait()
+
+		b := e2etest.NewClient(t, dial(t))
+		b.Initialize(`{"resumableRequests":{}}`)
+		b.Resume("3", tokens["3"])
+		if resp, _ := b.Response("3"); e2etest.Text(resp) != "done 3" {
+			t.Fatalf("resumed after its tool answered later: %s", resp.Raw)
+		}
+		// Attached: answered where the client waits.
+		b.Send(`{"jsonrpc":"2.0","id":"att","method":"tools/call","params":{"name":"later","arguments":{"n":100}}}`)
+		d := <-dues
+		d.complete(mcpgo.NewToolResultText("attached"), nil)
+		if resp, _ := b.Response(`"att"`); e2etest.Text(resp) != "attached" {
+			t.Fatalf("an attached call answered later: %s", resp.Raw)
+		}
+		// Cancelled: the completion its context's end makes ends it.
+		b.Send(`{"jsonrpc":"2.0","id":"gone","method":"tools/call","params":{"name":"later","arguments":{"n":101}}}`)
+		<-dues
+		b.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"gone"}}`)
+		synctest.Wait()
+		if c := core.Calls(); c != 0 {
+			t.Fatalf("%d calls running after every one was answered or cancelled", c)
+		}
+
+		// Close waits for a completion due.
+		b.Send(`{"jsonrpc":"2.0","id":"last","method":"tools/call","params":{"name":"later","arguments":{"n":102}}}`)
+		d = <-dues
+		closed := make(chan struct{})
+		go func() {
+			core.Close()
+			close(closed)
+		}()
+		synctest.Wait()
+		select {
+		case <-closed: // the call was cancelled by Close, and its AfterFunc completed it
+		default:
+			d.complete(nil, context.Canceled)
+			<-closed
+		}
+
+		plain, err := mcp.New(srv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e2etest.NewClient(t, serveCore(t, plain)(t))
+		c.Initialize(`{"resumableRequests":{}}`)
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"later"}}`)
+		if resp, _ := c.Response("1"); e2etest.Text(resp) != "at once" {
+			t.Fatalf("without DetachTools: %s, want the tool's own answer", resp.Raw)
+		}
+	})
 }

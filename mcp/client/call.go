@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -179,6 +180,7 @@ type call struct {
 
 	done    chan struct{} // closed by finish
 	resend  chan struct{} // an Idempotent or keyed call lost before its policy (capacity 1)
+	wake    func()        // told (under Client.st) of finish and resend, for a call no goroutine waits for (waiter)
 	callKey string        // the call's io.mcp-resume/key, "" for none
 	header  http.Header   // HTTP headers of its own (Mcp-Param-*), nil for none
 	// env is the 2026-07-28 envelope it was sent with (its resumes and its
@@ -315,6 +317,58 @@ func toolResult(method string, raw json.RawMessage, err error) (*mcpgo.CallToolR
 // the only one in flight with handlers of its own. The others go to the
 // Options' handlers.
 func (c *Client) Call(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
+	x, err := c.begin(ctx, method, params, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer x.close()
+	return x.rounds(ctx, nil)
+}
+
+// Go is Call with no goroutine waiting for the answer: it sends the request
+// (waiting, as Call does, for a connection to send it on) and returns, and
+// done gets what Call would have returned once the answer came, on a
+// goroutine of its own (on Go's caller's when the request could not be
+// sent). What comes after a first answer that is not the last (a deferred
+// answer followed, input_required answered, a task followed) runs on that
+// goroutine as Call runs it. A gateway's call to its upstream thus holds no
+// goroutine while it waits.
+func (c *Client) Go(ctx context.Context, method string, params any, opts *CallOptions, done func(json.RawMessage, error)) {
+	x, err := c.begin(ctx, method, params, opts)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	c.requestAsync(ctx, x.op, method, x.fields, x.tool, x.op.opts, x.env, func(res json.RawMessage, first *call, err error) {
+		raw, err := x.rounds(ctx, &reply{res, first, err})
+		x.close()
+		done(raw, err)
+	})
+}
+
+// callRun is one Call's request as it goes out, from begin to its close.
+type callRun struct {
+	c      *Client
+	op     *operation
+	method string
+	fields map[string]json.RawMessage
+	tool   *mcpgo.Tool
+	env    map[string]json.RawMessage
+	asTask bool
+}
+
+// reply is the outcome of one request of a Call: its result, the request,
+// its error.
+type reply struct {
+	res   json.RawMessage
+	first *call
+	err   error
+}
+
+// begin makes a Call's request ready to send: its params, its envelope, its
+// tool, and its operation registered for the server's messages that belong
+// to it (until close).
+func (c *Client) begin(ctx context.Context, method string, params any, opts *CallOptions) (*callRun, error) {
 	fields, err := paramFields(params)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s params: %w", method, err)
@@ -350,8 +404,22 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 	}
 	if op.handles() {
 		c.update(func(st *state) { st.reg.ops[op] = struct{}{} })
-		defer c.update(func(st *state) { delete(st.reg.ops, op) })
 	}
+	return &callRun{c: c, op: op, method: method, fields: fields, tool: tool, env: env, asTask: asTask}, nil
+}
+
+// close lets go of the Call's operation.
+func (x *callRun) close() {
+	if x.op.handles() {
+		x.c.update(func(st *state) { delete(st.reg.ops, x.op) })
+	}
+}
+
+// rounds sends the Call's requests, from its first (pre, when it was sent
+// and answered already: Go) to the one whose answer is the Call's.
+func (x *callRun) rounds(ctx context.Context, pre *reply) (json.RawMessage, error) {
+	c, op, method, fields, tool, env, asTask := x.c, x.op, x.method, x.fields, x.tool, x.env, x.asTask
+	var err error
 	// awaiting is the deferred answer being followed (nil before one came):
 	// fields and tool are its await call's then.
 	var awaiting *Deferred
@@ -395,7 +463,14 @@ func (c *Client) Call(ctx context.Context, method string, params any, opts *Call
 			fields = maps.Clone(fields)
 			fields["_meta"], _ = json.Marshal(map[string]uint64{spec.MetaAck: held.Load()})
 		}
-		res, first, err := c.request(ctx, op, method, fields, tool, opts, env)
+		var res json.RawMessage
+		var first *call
+		if pre != nil {
+			res, first, err = pre.res, pre.first, pre.err
+			pre = nil
+		} else {
+			res, first, err = c.request(ctx, op, method, fields, tool, opts, env)
+		}
 		if err == nil && asTask {
 			if id, modern := createdTask(res); id != "" {
 				res, err = c.followTask(ctx, op, first, id, modern, env)
@@ -490,6 +565,17 @@ const maxInputRounds = 32
 // nil, is the tool a tools/call names, whose x-mcp-header annotations name
 // its Mcp-Param-* headers.
 func (c *Client) request(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage) (json.RawMessage, *call, error) {
+	cl, msg, err := c.newRequest(ctx, op, method, fields, tool, opts, env)
+	if err != nil {
+		return nil, cl, err
+	}
+	res, err := c.run(ctx, cl, msg)
+	c.obs.end(cl, res, err)
+	return res, cl, err
+}
+
+// newRequest makes request's call and its message.
+func (c *Client) newRequest(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage) (*call, []byte, error) {
 	cl := c.newCall(method, opts)
 	cl.op, cl.env = op, env
 	if method == spec.MethodToolsCall && !opts.await && c.takesKeys() {
@@ -507,14 +593,120 @@ func (c *Client) request(ctx context.Context, op *operation, method string, fiel
 	if err != nil {
 		err = fmt.Errorf("client: %s params: %w", method, err)
 		c.obs.end(cl, nil, err)
-		return nil, cl, err
+		return cl, nil, err
 	}
 	if tool != nil {
 		cl.header = paramHeaders(tool, p)
 	}
-	res, err := c.run(ctx, cl, spec.EncodeRequest(cl.id, method, p))
-	c.obs.end(cl, res, err)
-	return res, cl, err
+	return cl, spec.EncodeRequest(cl.id, method, p), nil
+}
+
+// requestAsync is request with no goroutine waiting for the answer: then gets
+// what request returns, on a goroutine of its own (on the caller's when the
+// request could not be sent).
+func (c *Client) requestAsync(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage, then func(json.RawMessage, *call, error)) {
+	cl, msg, err := c.newRequest(ctx, op, method, fields, tool, opts, env)
+	if err != nil {
+		then(nil, cl, err)
+		return
+	}
+	w := &waiter{c: c, cl: cl, msg: msg, ctx: ctx, then: then}
+	var added bool
+	c.update(func(st *state) {
+		if added = st.add(cl); added {
+			cl.wake = w.wake
+		}
+	})
+	if !added {
+		c.obs.end(cl, nil, ErrClosed)
+		then(nil, cl, ErrClosed)
+		return
+	}
+	w.mu.Lock()
+	w.stop = context.AfterFunc(ctx, w.cancelled)
+	if err := c.send(ctx, cl, msg); err != nil {
+		w.endLocked(nil, err)
+		return
+	}
+	w.mu.Unlock()
+}
+
+// waiter waits for a call sent by requestAsync, with no goroutine: its call
+// wakes it (call.wake) when it finished or is to be sent again, and its
+// context's end cancels it, as run's loop does.
+type waiter struct {
+	c    *Client
+	cl   *call
+	msg  []byte
+	ctx  context.Context
+	then func(json.RawMessage, *call, error)
+	stop func() bool // the AfterFunc of ctx
+
+	mu   sync.Mutex // held for each step: one at a time, in order
+	over bool       // guarded by mu: ended
+}
+
+// wake is called, under the client's lock, when the call finished or is to
+// be sent again: the step runs on a goroutine of its own.
+func (w *waiter) wake() { go w.step() }
+
+// step takes up what woke the waiter: the call's end, or its sending again.
+func (w *waiter) step() {
+	w.mu.Lock()
+	if w.over {
+		w.mu.Unlock()
+		return
+	}
+	select {
+	case <-w.cl.done:
+		w.c.settle(w.cl)
+		w.endLocked(w.cl.result, w.cl.err)
+		return
+	default:
+	}
+	select {
+	case <-w.cl.resend:
+		if w.cl.span != nil {
+			w.cl.span.AddEvent(mcptrace.EventResent)
+		}
+		if err := w.c.send(w.ctx, w.cl, w.msg); err != nil {
+			w.endLocked(nil, err)
+			return
+		}
+	default:
+	}
+	w.mu.Unlock()
+}
+
+// cancelled: the call's context ended before its answer, which is then
+// abandoned, as run abandons it.
+func (w *waiter) cancelled() {
+	w.mu.Lock()
+	if w.over {
+		w.mu.Unlock()
+		return
+	}
+	select {
+	case <-w.cl.done: // answered meanwhile
+		w.c.settle(w.cl)
+		w.endLocked(w.cl.result, w.cl.err)
+		return
+	default:
+	}
+	w.c.cancelCall(w.cl, context.Cause(w.ctx))
+	w.endLocked(nil, w.ctx.Err())
+}
+
+// endLocked ends the wait with res and err, unlocks w.mu, and hands them on.
+func (w *waiter) endLocked(res json.RawMessage, err error) {
+	w.over = true
+	w.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+	}
+	w.c.forget(w.cl)
+	w.c.obs.end(w.cl, res, err)
+	w.then(res, w.cl, err)
 }
 
 // run sends cl's request msg (again, when it must be) and waits for its end.

@@ -24,6 +24,9 @@ func (cl *call) finish(result json.RawMessage, err error) {
 	cl.finished = true
 	cl.result, cl.err = result, err
 	close(cl.done)
+	if cl.wake != nil {
+		cl.wake()
+	}
 }
 
 // accepted returns ResumeAccepted when a message of cl has just arrived on
@@ -135,6 +138,9 @@ func (cl *call) sendAgain() strand {
 	select {
 	case cl.resend <- struct{}{}:
 	default:
+	}
+	if cl.wake != nil {
+		cl.wake()
 	}
 	return strandResent
 }
