@@ -56,6 +56,9 @@ func countdown(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResul
 	if steps < 1 || seconds < 0 {
 		return mcp.NewToolResultError("steps must be at least 1 and seconds not negative"), nil
 	}
+	// What it needs of req is read now: req (its arguments' map) is not
+	// kept while it runs.
+	fail := req.GetBool("fail", false)
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
@@ -80,7 +83,7 @@ func countdown(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResul
 			})
 		}
 	}
-	if req.GetBool("fail", false) {
+	if fail {
 		return mcp.NewToolResultError(fmt.Sprintf("countdown failed as asked: %d of %d steps", steps, steps)), nil
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("countdown done: %d of %d steps", steps, steps)), nil
