@@ -49,3 +49,25 @@ func TestEncodeSeqAllocatesOnce(t *testing.T) {
 		}
 	}
 }
+
+// A message the engine queues is kept as it was allocated: on the fast path
+// it fills its allocation exactly, with or without an id, a sequence number
+// of any width, or params (a result that is not an object takes no stamp:
+// its room goes unused).
+func TestEncodeSeqExactSize(t *testing.T) {
+	obj := json.RawMessage(`{"progressToken":7,"progress":5,"total":300,"message":"step 5 of 300"}`)
+	for _, seq := range []uint64{0, 1, 9, 10, 99999, 18446744073709551615} {
+		for _, msg := range [][]byte{
+			spec.EncodeRequestSeq(nil, "notifications/progress", obj, seq),
+			spec.EncodeRequestSeq(spec.ID(`"a"`), "sampling/createMessage", obj, seq),
+			spec.EncodeResponseSeq(spec.ID(`12345`), obj, seq),
+		} {
+			if cap(msg) != len(msg) {
+				t.Errorf("seq %d: %s: %d bytes in an allocation of %d", seq, msg, len(msg), cap(msg))
+			}
+		}
+	}
+	if msg := spec.EncodeRequestSeq(nil, "m", nil, 0); cap(msg) < len(msg) || !json.Valid(msg) {
+		t.Errorf("no params: %s", msg)
+	}
+}

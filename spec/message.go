@@ -185,7 +185,8 @@ func EncodeResponse(id ID, result json.RawMessage) []byte { return EncodeRespons
 // EncodeResponseSeq returns a result response for id whose result carries sequence
 // number seq (none when seq is 0).
 func EncodeResponseSeq(id ID, result json.RawMessage, seq uint64) []byte {
-	b := make([]byte, 0, 64+len(id)+len(result)+seqRoom(seq))
+	n := len(`{"jsonrpc":"2.0","id":,"result":}`) + max(len(id), len("null")) + max(len(result), len("null")) + seqRoom(seq)
+	b := make([]byte, 0, n)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = appendID(b, id)
 	b = append(b, `,"result":`...)
@@ -221,7 +222,13 @@ func EncodeRequest(id ID, method string, params json.RawMessage) []byte {
 // EncodeRequestSeq is EncodeRequest with sequence number seq stamped in the params
 // (none when seq is 0).
 func EncodeRequestSeq(id ID, method string, params json.RawMessage, seq uint64) []byte {
-	b := make([]byte, 0, 80+len(id)+len(method)+len(params)+seqRoom(seq))
+	// Its exact size, unless the method needs escaping: a queued message is
+	// kept as allocated.
+	n := len(`{"jsonrpc":"2.0","method":"","params":}`) + len(method) + len(params) + seqRoom(seq)
+	if len(id) > 0 {
+		n += len(`"id":,`) + len(id)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if len(id) > 0 {
 		b = append(b, `"id":`...)

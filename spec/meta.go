@@ -88,12 +88,16 @@ func appendStamped(b, obj []byte, key string, val []byte) []byte {
 }
 
 // seqRoom is the most appendWithSeq adds to an object for seq, so that builders
-// allocate once: `"_meta":{"<MetaSeq>":<up to 20 digits>},`.
+// allocate once: `"_meta":{"<MetaSeq>":<seq's digits>},`.
 func seqRoom(seq uint64) int {
 	if seq == 0 {
 		return 0
 	}
-	return len(`"_meta":{"":},`) + len(MetaSeq) + 20
+	digits := 1
+	for n := seq; n >= 10; n /= 10 {
+		digits++
+	}
+	return len(`"_meta":{"":},`) + len(MetaSeq) + digits
 }
 
 // appendWithSeq appends obj with its sequence number stamped, without an
