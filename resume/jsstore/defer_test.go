@@ -31,17 +31,7 @@ func TestDeferRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kvs, err := js.Stream(ctx, "KV_mcp-resume")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writes := func() uint64 {
-		info, err := kvs.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.LastSeq
-	}
+	writes := recordWrites(t, js)
 
 	quick := resume.HashToken("quick")
 	rec := resume.Record{Hash: quick, ID: []byte(`1`), State: resume.StateProcessing, Created: time.Unix(1, 0)}

@@ -23,18 +23,7 @@ func TestDeliveredInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kvs, err := js.Stream(ctx, "KV_mcp-resume")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writes := func() uint64 {
-		t.Helper()
-		info, err := kvs.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.LastSeq
-	}
+	writes := recordWrites(t, js)
 	// end runs a request to its response, and reports it delivered when
 	// delivered says so.
 	end := func(token string, delivered bool) (resume.TokenHash, resume.Record) {

@@ -242,3 +242,20 @@ func TestReplayFresh(t *testing.T) {
 		}
 	}
 }
+
+// recordWrites returns how many writes the records' bucket has had so far,
+// asked each time it is called.
+func recordWrites(t *testing.T, js jetstream.JetStream) func() uint64 {
+	kvs, err := js.Stream(t.Context(), "KV_mcp-resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() uint64 {
+		t.Helper()
+		info, err := kvs.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+}
