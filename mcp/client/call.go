@@ -657,12 +657,8 @@ func (w *waiter) step() {
 		w.mu.Unlock()
 		return
 	}
-	select {
-	case <-w.cl.done:
-		w.c.settle(w.cl)
-		w.endLocked(w.cl.result, w.cl.err)
+	if w.answeredLocked() {
 		return
-	default:
 	}
 	select {
 	case <-w.cl.resend:
@@ -686,15 +682,24 @@ func (w *waiter) cancelled() {
 		w.mu.Unlock()
 		return
 	}
-	select {
-	case <-w.cl.done: // answered meanwhile
-		w.c.settle(w.cl)
-		w.endLocked(w.cl.result, w.cl.err)
+	if w.answeredLocked() { // meanwhile
 		return
-	default:
 	}
 	w.c.cancelCall(w.cl, context.Cause(w.ctx))
 	w.endLocked(nil, w.ctx.Err())
+}
+
+// answeredLocked ends the wait with the call's answer, and reports true,
+// when the call finished; w.mu is then unlocked.
+func (w *waiter) answeredLocked() bool {
+	select {
+	case <-w.cl.done:
+		w.c.settle(w.cl)
+		w.endLocked(w.cl.result, w.cl.err)
+		return true
+	default:
+		return false
+	}
 }
 
 // endLocked ends the wait with res and err, unlocks w.mu, and hands them on.
