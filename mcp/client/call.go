@@ -647,8 +647,9 @@ type waiter struct {
 }
 
 // wake is called, under the client's lock, when the call finished or is to
-// be sent again: the step runs on a goroutine of its own.
-func (w *waiter) wake() { go w.step() }
+// be sent again: the step runs on a goroutine of its own, counted (added under
+// the lock) among those Close waits for.
+func (w *waiter) wake() { w.c.wg.Go(w.step) }
 
 // step takes up what woke the waiter: the call's end, or its sending again.
 func (w *waiter) step() {
