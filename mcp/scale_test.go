@@ -82,7 +82,8 @@ func (c *scaleConn) Close() error { c.once.Do(func() { close(c.closed) }); retur
 // MR_SCALE (default 2,000) countdowns of 600 s with a progress token each,
 // started by clients of scaleBatch calls each that go once their calls'
 // resume policies came, every countdown queueing a progress notification
-// every MR_SCALE_STEP (default 2 s) while no client is attached; then
+// every MR_SCALE_STEP (default 2 s) while no client is attached, measured
+// once each has been away longer than the progress history; then
 // getStatus of random ones from a new connection. It reports heap and
 // goroutines per request and getStatus latencies, and fails when a detached
 // request costs more than its budget (a goroutine or a channel per request
@@ -144,10 +145,12 @@ func TestDetachedScale(t *testing.T) {
 	}
 	started := time.Since(start)
 
-	// Every request queues progress while detached: wait until they hold two
-	// notifications each on average (each is over 100 bytes).
+	// Every request queues progress while detached: wait for the steady state,
+	// each away longer than the progress history (the engine's default, 10 s)
+	// and a step, so that it holds its newest progress alone (over 100 bytes).
+	left := time.Now()
 	poll.Until(t, 10*step+time.Minute, "progress queued while detached", func() bool {
-		return core.Engine().Stats().QueuedBytes >= 2*n*100
+		return time.Since(left) > 10*time.Second+step && core.Engine().Stats().QueuedBytes >= n*100
 	})
 	runtime.GC()
 	var after runtime.MemStats

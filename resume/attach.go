@@ -194,6 +194,7 @@ func (r *Request) detachAfterFailure(a *attachment) {
 // maxWait clock; an ended one keeps its retention clock as it runs.
 func (r *Request) detachLocked() {
 	r.att = nil
+	r.away = r.e.clock()
 	if r.state == StateProcessing {
 		r.scheduleLocked()
 	}

@@ -144,40 +144,62 @@ func TestEvictionKeepsOrderOfPassedOver(t *testing.T) {
 }
 
 // Progress that a newer value of its token superseded more than
-// ProgressHistory ago goes as the request's next progress is queued: a client
-// back after a long absence gets every other message, and of each token the
-// values of the last ProgressHistory and the newest. With a negative
-// ProgressHistory every value stays (the budget's to drop).
+// ProgressHistory ago goes as the request's next progress is queued, and once
+// the request has had no client for longer than ProgressHistory, superseded
+// progress goes at once: a client back within the history gets every value
+// queued while it was away, one away longer every other message and, of each
+// token, the newest value. With a negative ProgressHistory every value stays
+// (the budget's to drop).
 func TestProgressHistory(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		history time.Duration
-		kept    []int // the "p" values the client gets (0-14: one every 2 s)
+		leave   time.Duration // when the client attached from the start leaves; 0: none ever was
+		kept    []int         // the "p" values the client gets back at 28 s (0-14: one every 2 s)
 	}{
-		// At 28 s, the values superseded before 18 s (0-7, superseded at 2-16 s) are gone.
-		{"default 10 s", 0, []int{8, 9, 10, 11, 12, 13, 14}},
-		{"every value", -1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
+		{"away all along", 0, 0, []int{14}},
+		// Away 13 s: at 26 s (p13), past the history, p8-p12 go.
+		{"away longer than the history", 0, 15 * time.Second, []int{14}},
+		// Away 9 s: every value from p10 (20 s) on.
+		{"back within the history", 0, 19 * time.Second, []int{10, 11, 12, 13, 14}},
+		{"a history longer than the absence", 30 * time.Second, 0, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
+		{"every value", -1, 0, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e, _ := newEngine(t, &resume.Options{ProgressHistory: c.history})
-				r, _ := start(t, e, `1`, nil)
+				first := newSink()
+				so := &resume.StartOptions{}
+				if c.leave > 0 {
+					so.Sink = first
+				}
+				r, _ := start(t, e, `1`, so)
+				began := time.Now()
 				note := appendMsg(t, r, resume.KindNotification, "")
 				var p []uint64
+				left := began.Add(c.leave)
 				for i := range 15 {
-					if i > 0 {
-						time.Sleep(2 * time.Second)
+					at := began.Add(time.Duration(i) * 2 * time.Second)
+					if c.leave > 0 && time.Now().Before(left) && !at.Before(left) {
+						time.Sleep(time.Until(left))
+						synctest.Wait() // what was queued reached it
+						r.Detach(first)
 					}
+					time.Sleep(time.Until(at))
 					p = append(p, appendMsg(t, r, resume.KindProgress, "p"))
 				}
 				q := appendMsg(t, r, resume.KindProgress, "q") // another token: never superseded by p's
-				want := []uint64{note}
+				var want []uint64
+				if c.leave == 0 {
+					want = append(want, note)
+				}
 				for _, i := range c.kept {
 					want = append(want, p[i])
 				}
 				want = append(want, q)
 				s := newSink()
-				attach(t, r, s, 0)
+				attach(t, r, s, first.top(t))
+				synctest.Wait()
 				wantSeqs(t, "the client back at 28 s", s.seqs(t), want...)
 			})
 		})

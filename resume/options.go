@@ -66,9 +66,11 @@ type Options struct {
 	// the same token superseded stays queued: a client back within it gets
 	// every value, one away longer the newest of each token (progress
 	// reports a state; a detached countdown would otherwise queue every step
-	// until its budget). It is let go as the next progress of the request is
-	// queued. Default 10 s; negative: kept until QueueBytes or MaxBytes
-	// needs its room.
+	// until its budget). Once the request has had no client for longer than
+	// it, superseded progress goes at once: a detached request holds the
+	// newest of each token alone. It is let go as the next progress of the
+	// request is queued. Default 10 s; negative: kept until QueueBytes or
+	// MaxBytes needs its room.
 	ProgressHistory time.Duration
 	// Ended encodes the final response of a request that ended without its
 	// handler's: cause is ErrRestarted, ErrOwnerLost or ErrStoreLost, seq the

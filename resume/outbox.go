@@ -169,8 +169,13 @@ func (q *outbox) remove(seqs []uint64) {
 			return false
 		})
 	}
-	if len(q.entries) == 0 {
+	switch n := len(q.entries); {
+	case n == 0:
 		q.entries = nil // give the backing array back
+	case cap(q.entries) >= 8 && n <= cap(q.entries)/4:
+		// A queue that grew (a burst, the progress history of a client
+		// away) and emptied does not keep its peak's array.
+		q.entries = append(make([]entry, 0, 2*n), q.entries...)
 	}
 }
 

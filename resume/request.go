@@ -46,6 +46,10 @@ type Request struct {
 	ackMode bool
 	q       outbox
 	att     *attachment // nil when detached
+	// away is when the request last lost its client, or was made without one
+	// (the engine's clock): a client away longer than ProgressHistory gets
+	// only the newest progress of each token.
+	away int64
 	// delivered: the final response was written to an attached client, so the
 	// shorter DeliveredRetention applies.
 	delivered bool
@@ -103,6 +107,7 @@ func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request
 		r.q.entries = append(r.q.first[:0], r.q.entries...)
 	}
 	r.ctx, r.cancel = context.WithCancelCause(base)
+	r.away = e.clock()
 	return r
 }
 
@@ -272,8 +277,12 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	}
 	r.q.add(m, r.e.store == nil || r.memory, now)
 	r.e.addBytes(r, len(m.Data))
-	if h := r.e.opts.ProgressHistory; h > 0 && k == KindProgress {
-		if drop := r.q.stale(now - int64(h)); len(drop) > 0 {
+	if h := int64(r.e.opts.ProgressHistory); h > 0 && k == KindProgress {
+		cutoff := now - h
+		if r.att == nil && now-r.away >= h {
+			cutoff = now + 1 // its client, away longer than the history, gets the newest alone
+		}
+		if drop := r.q.stale(cutoff); len(drop) > 0 {
 			r.discardLocked(drop)
 		}
 	}

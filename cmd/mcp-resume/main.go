@@ -638,7 +638,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxLive, "max-live", 10000, "maximum running resumable requests; past it new calls run without a resume policy")
 	fs.IntVar(&f.maxRetained, "max-retained", 100000, "maximum finished requests whose results are kept; past it the oldest is released")
 	fs.IntVar(&f.queueBytes, "queue-bytes", 1<<20, "byte budget of each request's queued messages")
-	fs.DurationVar(&f.progressHist, "progress-history", 10*time.Second, "how long a progress notification that a newer one of its token superseded stays queued: a client back within it gets every value, one away longer the newest (negative: every value, until --queue-bytes needs the room)")
+	fs.DurationVar(&f.progressHist, "progress-history", 10*time.Second, "how long a progress notification that a newer one of its token superseded stays queued: a client back within it gets every value, one away longer the newest, which is all a request away longer keeps (negative: every value, until --queue-bytes needs the room)")
 	fs.Int64Var(&f.queuedBytes, "max-queued-bytes", defaultQueuedBytes(), "byte budget of everything kept for every request together, results included (the default shown is this machine's: a quarter of its or its cgroup's memory); at it the oldest kept results go first (answering expired, detail evicted), and new calls run without a resume policy while it stays used up (negative: no budget)")
 	fs.Int64Var(&f.queuedBytesP, "max-queued-bytes-per-principal", 0, "the same budget for the requests of each principal (--api-keys) (0: a quarter of --max-queued-bytes; negative: none)")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", transport.DefaultMaxMessageBytes, "largest message accepted from a client")
