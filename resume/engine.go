@@ -332,6 +332,25 @@ func (e *Engine) Close() {
 		e.cluster.Leave()
 	}
 	e.stopTimers()
+	// A final response on its way to a client as the engine closes may finish
+	// (for takeoverWait at most, all of them together): its delivery, not the
+	// close, ends such a request, and what observes it hears so. A request
+	// whose lock is held meanwhile is not waited for: it may be an Append
+	// waiting for an unreachable store, which the close ends (e.stop).
+	deadline := time.Now().Add(takeoverWait)
+	for _, r := range reqs {
+		if !r.mu.TryLock() {
+			continue
+		}
+		var w writeLock
+		if r.writing != nil {
+			w = r.writing.wmu
+		}
+		r.mu.Unlock()
+		if w != nil {
+			w.waitIdle(time.Until(deadline))
+		}
+	}
 	for _, r := range reqs {
 		r.end(ErrClosed)
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/resume/memstore"
@@ -110,4 +112,26 @@ func TestObserverEnded(t *testing.T) {
 	if got := closed.got(); !slices.Equal(got, []string{"ended " + resume.ErrClosed.Error()}) {
 		t.Errorf("the request of the closed engine's observer: %q", got)
 	}
+}
+
+// A final response being written to its client as the engine closes is let
+// finish: the request is delivered, not ended by the close (an audit then
+// reads its outcome, not a shutdown).
+func TestCloseLetsResponseFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, nil)
+		obs := &observed{}
+		s := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 1), entered: make(chan struct{}, 1)}
+		r, _ := start(t, e, `1`, &resume.StartOptions{Sink: s, Observer: obs})
+		go func() { _, _ = r.Complete(false, encoder("response", "")) }()
+		<-s.entered // the response's write has begun
+		closed := make(chan struct{})
+		go func() { e.Close(); close(closed) }()
+		time.Sleep(10 * time.Millisecond) // the write takes its time
+		close(s.gate)
+		<-closed
+		if got := obs.got(); !slices.Equal(got, []string{"delivered"}) {
+			t.Errorf("the observer heard %q; want the delivery alone", got)
+		}
+	})
 }
