@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -76,6 +77,11 @@ type Options struct {
 	// request written to after its delivery (a Put, an Append) is written as
 	// any other.
 	DeliveredInMemory bool
+	// FlushDelay is how long an appended message (and, with DeferRecords, a
+	// new request's record) waits for others of its request before it is
+	// written: a request that ends within it is written once, with its final
+	// state, or (DeliveredInMemory) not at all. Default 1 ms.
+	FlushDelay time.Duration
 	// Logger receives what the store does on its own (a stream or bucket found
 	// gone and made anew). Nil means none.
 	Logger *zerolog.Logger
@@ -360,7 +366,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts *Options) (*Store, er
 		win: newWindow(js.Options().DefaultTimeout, js.Conn().StatusChanged(nats.CLOSED)), streamCfg: streamCfg, kvCfg: kvCfg,
 		replicated: kvs.CachedInfo().Config.Replicas > 1,
 		reqs:       make(map[resume.TokenHash]*request), undeleted: make(map[resume.TokenHash]struct{}),
-		dirty: make(map[resume.TokenHash]struct{}), flushDelay: flushDelay, packMax: packBytes,
+		dirty: make(map[resume.TokenHash]struct{}), flushDelay: cmp.Or(o.FlushDelay, flushDelay), packMax: packBytes,
 		created: [2]time.Time{stream.CachedInfo().Created, kvs.CachedInfo().Created},
 	}
 	s.win.onFail = s.suspect

@@ -12,9 +12,16 @@ import (
 )
 
 // Start starts the server (syncing every message with syncAlways), connects to
-// it with opts, and returns a store on it with the server and the connection.
+// it with opts, and returns a store on it with the server and the connection:
+// the binary's store (DeferRecords and DeliveredInMemory unless syncAlways).
 // Everything stops when tb ends.
 func Start(tb testing.TB, syncAlways bool, opts ...nats.Option) (*jsstore.Store, *embedded.Server, *nats.Conn) {
+	tb.Helper()
+	return StartWith(tb, syncAlways, jsstore.Options{DeferRecords: !syncAlways, DeliveredInMemory: !syncAlways}, opts...)
+}
+
+// StartWith is Start with the store's options so.
+func StartWith(tb testing.TB, syncAlways bool, so jsstore.Options, opts ...nats.Option) (*jsstore.Store, *embedded.Server, *nats.Conn) {
 	tb.Helper()
 	srv, err := embedded.Start(&embedded.Options{Dir: tb.TempDir(), SyncAlways: syncAlways})
 	if err != nil {
@@ -30,7 +37,7 @@ func Start(tb testing.TB, syncAlways bool, opts ...nats.Option) (*jsstore.Store,
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st, err := jsstore.New(context.Background(), js, &jsstore.Options{DeferRecords: !syncAlways, DeliveredInMemory: !syncAlways})
+	st, err := jsstore.New(context.Background(), js, &so)
 	if err != nil {
 		tb.Fatal(err)
 	}
