@@ -13,9 +13,8 @@ import (
 // longer bare, and Delete purges it from the stream.
 func TestBareRepublished(t *testing.T) {
 	js := embeddedJS(t)
-	SetFlushDelay(t, time.Hour) // nothing is sent but by the test
 	ctx := t.Context()
-	s, err := New(ctx, js, nil)
+	s, err := New(ctx, js, &Options{FlushDelay: time.Hour}) // nothing is sent but by the test
 	if err != nil {
 		t.Fatal(err)
 	}

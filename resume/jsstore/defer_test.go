@@ -26,8 +26,7 @@ func TestDeferRecords(t *testing.T) {
 	js, _ := startServer(t, t.TempDir(), false)
 	// What the test does "at once" must fit in the delay on a loaded machine:
 	// a request ended, messages discarded, before the store flushes.
-	jsstore.SetFlushDelay(t, 2*time.Second)
-	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true})
+	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true, FlushDelay: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +134,8 @@ func TestDeleteBare(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	jsstore.SetFlushDelay(t, 2*time.Second) // "at once" below: within the delay, on a loaded machine too
-	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true})
+	// "At once" below: within the delay, on a loaded machine too.
+	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true, FlushDelay: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,20 +2,11 @@ package jsstore
 
 import (
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcp-resume/mcp-resume/resume/jsstore/embedded"
 )
-
-// SetFlushDelay makes the stores made from now on wait d before they send what
-// waits, until t ends.
-func SetFlushDelay(t testing.TB, d time.Duration) {
-	old := flushDelay
-	flushDelay = d
-	t.Cleanup(func() { flushDelay = old })
-}
 
 // embeddedJS starts an embedded NATS server on a fresh directory and returns a
 // JetStream client on it, for this package's own tests; both stop when t ends.

@@ -18,8 +18,8 @@ import (
 func TestDeliveredInMemory(t *testing.T) {
 	ctx := t.Context()
 	js, _ := startServer(t, t.TempDir(), false)
-	jsstore.SetFlushDelay(t, 2*time.Second) // "at once" below: within the delay, on a loaded machine too
-	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true, DeliveredInMemory: true})
+	// "At once" below: within the delay, on a loaded machine too.
+	st, err := jsstore.New(ctx, js, &jsstore.Options{DeferRecords: true, DeliveredInMemory: true, FlushDelay: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,8 +51,7 @@ func TestPacks(t *testing.T) {
 	ctx := t.Context()
 	js, _ := startServer(t, t.TempDir(), false)
 	// Nothing is flushed for the delay: only a full batch (256) goes at once.
-	jsstore.SetFlushDelay(t, time.Hour)
-	st, err := jsstore.New(ctx, js, nil)
+	st, err := jsstore.New(ctx, js, &jsstore.Options{FlushDelay: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

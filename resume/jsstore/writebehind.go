@@ -23,9 +23,9 @@ import (
 // flushDelay is how long an appended message waits before it is sent to the
 // stream, and flushBatch how many of a request's messages wait at most: one
 // delivered and discarded meanwhile (a client attached without acks) is never
-// sent, nor deleted after. A Store reads flushDelay when it is made (a test
+// sent, nor deleted after. It is the default of Options.FlushDelay (a test
 // that must act within the delay, whatever the machine's load, sets it longer).
-var flushDelay = time.Millisecond
+const flushDelay = time.Millisecond
 
 const flushBatch = 256
 
