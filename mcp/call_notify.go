@@ -7,7 +7,7 @@ import (
 )
 
 // notifyDepth is how many notifications of one call mcp-go's channel holds
-// before the tool waits for room (see announce).
+// before the tool waits for room (see announce); a detached request's holds one.
 const notifyDepth = 16
 
 // notifier carries one call's notifications from mcp-go's channel to the call
@@ -25,7 +25,10 @@ const notifyDepth = 16
 // The channel itself goes when a detached request's drainer has taken every
 // announced send (mcp-go asks the session for it at each send: the next
 // announce makes a new one): a detached countdown holds it only while a
-// notification is on the way.
+// notification is on the way. A detached request's channel holds one
+// notification (its drainer only queues it), so the one made for each
+// notification is small; the drainer runs on the server's pool, whose
+// goroutines keep their grown stacks.
 type notifier struct {
 	mu       sync.Mutex
 	ch       chan mcp.JSONRPCNotification // made on first use; nil again while a detached request's drainer is idle
@@ -55,6 +58,10 @@ func (n *notifier) channel(cl *call) chan<- mcp.JSONRPCNotification {
 	return n.ch
 }
 
+// fullLocked reports whether the channel holds as many announced sends as it
+// has room for.
+func (n *notifier) fullLocked() bool { return n.ch != nil && n.expected >= cap(n.ch) }
+
 // doneLocked returns the channel closed when the notifier is sealed, made on
 // first use.
 func (n *notifier) doneLocked() chan struct{} {
@@ -68,7 +75,7 @@ func (n *notifier) startLocked(cl *call) {
 	n.doneLocked()
 	n.draining = true
 	n.wg.Add(1)
-	go n.drain(cl)
+	cl.c.s.pool.run(func() { n.drain(cl) })
 }
 
 // announce is told that a send into the channel follows: it waits while the
@@ -78,11 +85,19 @@ func (n *notifier) startLocked(cl *call) {
 // wait ends, and the send then goes as mcp-go sends it (dropped when full), when
 // the call or its request ends, or the channel is sealed.
 func (n *notifier) announce(cl *call) {
-	if n.channel(cl) == nil {
-		return
+	depth := notifyDepth
+	if r := cl.request(); r != nil && r.Detached() {
+		depth = 1
 	}
 	n.mu.Lock()
-	for !n.sealed && n.expected >= notifyDepth {
+	if n.sealed {
+		n.mu.Unlock()
+		return
+	}
+	if n.ch == nil {
+		n.ch = make(chan mcp.JSONRPCNotification, depth)
+	}
+	for !n.sealed && n.fullLocked() {
 		if n.room == nil {
 			n.room = make(chan struct{}, 1)
 		}
@@ -108,8 +123,8 @@ func (n *notifier) announce(cl *call) {
 		return
 	}
 	n.expected++
-	if n.ch == nil { // an idle drainer let it go after channel made it
-		n.ch = make(chan mcp.JSONRPCNotification, notifyDepth)
+	if n.ch == nil { // an idle drainer let it go while this send waited for room
+		n.ch = make(chan mcp.JSONRPCNotification, depth)
 	}
 	if !n.draining {
 		n.startLocked(cl)
@@ -130,7 +145,10 @@ func (n *notifier) drain(cl *call) {
 			n.mu.Lock()
 			if n.expected == 0 {
 				n.draining = false
-				if idle && len(n.ch) == 0 { // nobody waits for room either: no send is announced
+				// Nobody waits for room either: no send is announced. A
+				// detached request's channel goes; so does one made while
+				// detached, once its client is back (the next is a full one).
+				if len(n.ch) == 0 && (idle || cap(n.ch) < notifyDepth) {
 					n.ch, n.done, n.room = nil, nil, nil
 				}
 				n.mu.Unlock()

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -86,4 +89,47 @@ func TestProgressBurst(t *testing.T) {
 		}
 		c.Close()
 	}
+}
+
+// What a detached request's notification costs the server: its tool's
+// progress is queued for the client's return, and nothing of the way there is
+// made anew for each notification but the message itself (mcp-go's channel
+// made for it holds one, and its drainer is a goroutine of the server's pool).
+// The countdowns run in virtual time, a step a second.
+func TestDetachedNotificationCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{DetachTools: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dial := serveCore(t, core)
+		const n, steps = 20, 100
+		a := e2etest.NewClient(t, dial(t))
+		a.Initialize(`{"resumableRequests":{}}`)
+		for i := 1; i <= n; i++ {
+			a.Send(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":1000,"steps":1000},"_meta":{"progressToken":%d}}}`, i, i)
+		}
+		policies := 0
+		a.Until(func(m e2etest.Msg) bool {
+			if m.Method == "notifications/requests/resumePolicy" {
+				policies++
+			}
+			return policies == n
+		})
+		a.Close() // the requests detach
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		time.Sleep(steps * time.Second)
+		synctest.Wait()
+		runtime.ReadMemStats(&after)
+		per := float64(after.TotalAlloc-before.TotalAlloc) / (n * steps)
+		t.Logf("%.0f bytes allocated a notification", per)
+		// The countdown's own (its params' map, its message) is about 300 B,
+		// the queued message and its encoding about 500 B.
+		if per > 1400 {
+			t.Errorf("%.0f bytes allocated a detached request's notification, want at most 1,400", per)
+		}
+	})
 }
