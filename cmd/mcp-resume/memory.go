@@ -2,7 +2,12 @@ package main
 
 import (
 	"bufio"
+	"io/fs"
+	"math"
 	"os"
+	"path"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +40,15 @@ func softMemoryLimit(env string, cgroup int64) int64 {
 	return cgroup / 10 * 9
 }
 
+// memoryLimit is the collector's soft memory limit (softMemoryLimit's, or
+// GOMEMLIMIT's) in bytes, 0 for none: the serving log names it.
+func memoryLimit() int64 {
+	if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 {
+		return lim
+	}
+	return 0
+}
+
 // machineMemory returns MemTotal from /proc/meminfo in bytes, or 0.
 func machineMemory() int64 {
 	f, err := os.Open("/proc/meminfo")
@@ -55,17 +69,69 @@ func machineMemory() int64 {
 	return 0
 }
 
-// cgroupLimit returns the cgroup v2 memory limit of this process in bytes, or
-// 0 when there is none or it cannot be read. The file is read once: the
+// cgroupLimit returns the memory limit of this process's cgroup in bytes, or
+// 0 when there is none or it cannot be read. The files are read once: the
 // queued bytes' default and the collector's limit both ask.
 var cgroupLimit = sync.OnceValue(func() int64 {
-	b, err := os.ReadFile("/sys/fs/cgroup/memory.max")
+	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return 0
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64) // "max": no limit
-	if err != nil {
-		return 0
-	}
-	return n
+	return cgroupLimitIn(os.DirFS("/sys/fs/cgroup"), string(b))
 })
+
+// noLimit is where a cgroup v1 limit means none: the kernel's "unlimited"
+// is the largest page count in bytes (9223372036854771712 with 4 KiB pages).
+const noLimit = 1 << 62
+
+// cgroupLimitIn returns the lowest memory limit on the way from the cgroup
+// hierarchy's root (root: /sys/fs/cgroup) to the process's own cgroup, as
+// self (/proc/self/cgroup) names it: cgroup v2 (memory.max, in the unified
+// hierarchy's "0::" line) or v1 (memory.limit_in_bytes, under the memory
+// controller's mount). Each cgroup of the way counts, since a parent's limit
+// bounds its children; inside a container whose cgroup namespace is its own,
+// the path is "/" and the root's file is the container's. 0 when none is set.
+func cgroupLimitIn(root fs.FS, self string) int64 {
+	var lowest int64
+	take := func(dir, file string) {
+		b, err := fs.ReadFile(root, path.Join(dir, file))
+		if err != nil {
+			return
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64) // v2's "max": none
+		if err == nil && n > 0 && n < noLimit && (lowest == 0 || n < lowest) {
+			lowest = n
+		}
+	}
+	for line := range strings.Lines(self) {
+		hier, ctrls, p, ok := cgroupLine(line)
+		if !ok {
+			continue
+		}
+		var dir, file string
+		switch {
+		case hier == "0" && ctrls == "":
+			dir, file = ".", "memory.max"
+		case slices.Contains(strings.Split(ctrls, ","), "memory"):
+			dir, file = "memory", "memory.limit_in_bytes"
+		default:
+			continue
+		}
+		take(dir, file)
+		for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
+			if part == "" || part == "." || part == ".." {
+				break
+			}
+			dir = path.Join(dir, part)
+			take(dir, file)
+		}
+	}
+	return lowest
+}
+
+// cgroupLine splits a line of /proc/self/cgroup: "hierarchy:controllers:path".
+func cgroupLine(line string) (hier, ctrls, p string, ok bool) {
+	hier, rest, ok1 := strings.Cut(strings.TrimRight(line, "\n"), ":")
+	ctrls, p, ok2 := strings.Cut(rest, ":")
+	return hier, ctrls, p, ok1 && ok2 && strings.HasPrefix(p, "/")
+}

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"testing/fstest"
+)
 
 // The process gives Go's collector nine tenths of its cgroup's memory limit,
 // unless GOMEMLIMIT says otherwise or there is no limit.
@@ -17,6 +20,55 @@ func TestSoftMemoryLimit(t *testing.T) {
 	} {
 		if got := softMemoryLimit(c.env, c.cgroup); got != c.want {
 			t.Errorf("softMemoryLimit(%q, %d) = %d, want %d", c.env, c.cgroup, got, c.want)
+		}
+	}
+}
+
+// The process's memory limit is the lowest on the way to its cgroup, in the
+// unified hierarchy (v2) or under the memory controller (v1), from the root
+// (a container's own cgroup namespace) down.
+func TestCgroupLimit(t *testing.T) {
+	const gib = 1 << 30
+	files := fstest.MapFS{
+		// v2: a container's own namespace, then a service in a slice.
+		"memory.max":                            {Data: []byte("1073741824\n")},
+		"system.slice/memory.max":               {Data: []byte("max\n")},
+		"system.slice/mr.service/memory.max":    {Data: []byte("536870912\n")},
+		"user.slice/memory.max":                 {Data: []byte("2147483648\n")},
+		"user.slice/session-1.scope/memory.max": {Data: []byte("max\n")},
+		// v1: unlimited at the root and in one child, 1 GiB in another.
+		"memory/memory.limit_in_bytes":         {Data: []byte("9223372036854771712\n")},
+		"memory/pod/memory.limit_in_bytes":     {Data: []byte("9223372036854771712\n")},
+		"memory/pod/box/memory.limit_in_bytes": {Data: []byte("1073741824\n")},
+		"memory/other/memory.limit_in_bytes":   {Data: []byte("garbage\n")},
+	}
+	noRoot := fstest.MapFS{}
+	for name, v := range files {
+		if name != "memory.max" {
+			noRoot[name] = v
+		}
+	}
+	for _, c := range []struct {
+		name string
+		fs   fstest.MapFS
+		self string
+		want int64
+	}{
+		{"v2 container", files, "0::/\n", gib},
+		{"v2 service: its own limit, under the root's", noRoot, "0::/system.slice/mr.service\n", gib / 2},
+		{"v2 session: its slice's", noRoot, "0::/user.slice/session-1.scope\n", 2 * gib},
+		{"v2 root lower than the service's", files, "0::/user.slice/session-1.scope\n", gib},
+		{"v1", files, "12:pids:/pod/box\n4:memory:/pod/box\n1:name=systemd:/\n", gib},
+		{"v1 with other controllers", files, "4:cpu,memory:/pod/box\n", gib},
+		{"v1 unlimited", files, "4:memory:/pod\n", 0},
+		{"v1 unreadable", files, "4:memory:/other\n", 0},
+		{"hybrid: v1 memory, v2 without", noRoot, "0::/\n4:memory:/pod/box\n", gib},
+		{"a path that leaves the root", files, "4:memory:/../pod/box\n", 0},
+		{"none", fstest.MapFS{}, "0::/\n", 0},
+		{"unreadable /proc/self/cgroup", files, "", 0},
+	} {
+		if got := cgroupLimitIn(c.fs, c.self); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
 }
