@@ -157,6 +157,21 @@ func TestMaxLive(t *testing.T) {
 	}
 }
 
+// While the process is short of memory, a call runs without a policy, as
+// past the cap on live resumable requests.
+func TestMemoryShort(t *testing.T) {
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{Engine: &resume.Options{MemoryShort: func() bool { return true }}, QuickCall: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e2etest.NewClient(t, serveCore(t, core)(t))
+	c.Initialize(`{"resumableRequests":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"plain"}}}`)
+	if resp, before := c.Response("1"); len(before) != 0 || e2etest.Text(resp) != "plain" || resp.Seq() != 0 {
+		t.Fatalf("short of memory: %d messages before %s", len(before), resp.Raw)
+	}
+}
+
 // The engine's maxWait and minWait reach the client twice, in whole seconds: in the
 // server's advertisement at initialize and in each resume policy.
 func TestWaitsAdvertised(t *testing.T) {

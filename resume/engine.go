@@ -183,6 +183,9 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	if so == nil {
 		so = &StartOptions{}
 	}
+	if short := e.opts.MemoryShort; short != nil && short() {
+		return nil, "", ErrMemory
+	}
 	if e.over(so.Principal) {
 		e.trim(so.Principal, false) // the oldest kept results make room, if they can
 	}

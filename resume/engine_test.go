@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -383,6 +384,25 @@ func TestMaxLive(t *testing.T) {
 		start(t, e, `4`, nil)
 		_, _, err = e.Start([]byte(`5`), nil)
 		wantErr(t, "Start past MaxLive after a completion", err, resume.ErrLimit)
+	})
+}
+
+// While the process is short of memory (Options.MemoryShort), Start makes no
+// request; it does again once the process is not.
+func TestMemoryShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var short atomic.Bool
+		e, _ := newEngine(t, &resume.Options{MemoryShort: short.Load, MaxWait: time.Minute, Retention: time.Minute})
+		a, _ := start(t, e, `1`, nil)
+		attach(t, a, newSink(), 0)
+		short.Store(true)
+		r, tok, err := e.Start([]byte(`2`), nil)
+		wantErr(t, "Start short of memory", err, resume.ErrMemory)
+		if r != nil || tok != "" || e.Live() != 1 {
+			t.Fatalf("Start short of memory returned a request (%p) or token, or left one: %d live", r, e.Live())
+		}
+		short.Store(false)
+		start(t, e, `2`, nil)
 	})
 }
 

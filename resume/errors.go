@@ -16,6 +16,9 @@ var (
 	// ErrLimit: Options.MaxLive requests (or Options.MaxLivePerPrincipal of the
 	// principal's) are running; the new one is not resumable.
 	ErrLimit = errors.New("resume: too many running resumable requests")
+	// ErrMemory: the process is short of memory (Options.MemoryShort); the new
+	// request is not resumable.
+	ErrMemory = errors.New("resume: the process is short of memory")
 	// ErrEnded: the request has ended; the call had no effect.
 	ErrEnded = errors.New("resume: request has ended")
 	// ErrAcknowledged: the client acknowledged the request's final response, so it

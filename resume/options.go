@@ -30,6 +30,12 @@ type Options struct {
 	// MaxLive caps the running (processing) resumable requests; Start returns
 	// ErrLimit past it. Default 10,000.
 	MaxLive int
+	// MemoryShort, when set, reports whether the process is short of memory:
+	// while it is, Start returns ErrMemory, and a new call runs without a
+	// resume policy as past MaxLive, so that requests outliving their clients
+	// stop piling up before the process is killed for its memory. It is called
+	// at every Start: it must be cheap.
+	MemoryShort func() bool
 	// MaxLivePerPrincipal caps the running resumable requests of each principal
 	// (StartOptions.Principal; requests without a principal are bounded by MaxLive
 	// only); Start returns ErrLimit past it. Default 500; negative: no cap.

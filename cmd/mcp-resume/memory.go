@@ -7,10 +7,12 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // defaultQueuedBytes is --max-queued-bytes' default: a quarter of the memory
@@ -47,6 +49,45 @@ func memoryLimit() int64 {
 		return lim
 	}
 	return 0
+}
+
+// shortShare is the share of the soft memory limit past which the process is
+// short of memory: its live heap and its goroutines' stacks past it leave the
+// collector too little room to keep the process under the limit at the pace
+// new calls and detached requests' progress make garbage (docs/testing.md,
+// "Detached requests": in a 1 GiB cgroup, 0.85 let the process reach the
+// cgroup's limit).
+const shortShare = 0.75
+
+// memoryRead is how often memoryShort reads the runtime's figures; between
+// reads it answers with the last.
+const memoryRead = 100 * time.Millisecond
+
+// memoryShort returns the engine's MemoryShort (resume.Options) for a process
+// whose soft memory limit is limit: short while its live heap, as the last
+// collection found it, and its goroutines' stacks take more than shortShare
+// of the limit. Nil without a limit (0).
+func memoryShort(limit int64) func() bool {
+	if limit <= 0 {
+		return nil
+	}
+	bound := uint64(float64(limit) * shortShare)
+	var (
+		mu      sync.Mutex
+		next    time.Time
+		short   bool
+		samples = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	)
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); !now.Before(next) {
+			next = now.Add(memoryRead)
+			metrics.Read(samples)
+			short = samples[0].Value.Uint64()+samples[1].Value.Uint64() > bound
+		}
+		return short
+	}
 }
 
 // machineMemory returns MemTotal from /proc/meminfo in bytes, or 0.

@@ -72,3 +72,17 @@ func TestCgroupLimit(t *testing.T) {
 		}
 	}
 }
+
+// The process is short of memory when its live heap and stacks take more
+// than shortShare of its soft limit; without a limit it never is.
+func TestMemoryShort(t *testing.T) {
+	if memoryShort(0) != nil {
+		t.Error("memoryShort(0) is not nil")
+	}
+	if !memoryShort(1)() { // its goroutines' stacks alone are more
+		t.Error("not short of memory under a limit of 1 byte")
+	}
+	if memoryShort(1 << 50)() {
+		t.Error("short of memory under a limit of 1 PiB")
+	}
+}
