@@ -406,6 +406,9 @@ func TestToolLimitsTask(t *testing.T) {
 			return resp
 		}
 		first := task("e1", "echo", `{"text":"a"}`)
+		// A task takes its place once its client has it: the first's is
+		// taken before the second is sent.
+		synctest.Wait()
 		second := task("e2", "echo", `{"text":"b"}`)
 		if resp := result("r1", first); e2etest.Text(resp) != "a" {
 			t.Fatalf("the first echo task: %s", resp.Raw)
