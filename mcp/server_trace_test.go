@@ -174,6 +174,9 @@ func TestTraceDropAndResume(t *testing.T) {
 	pol := e2etest.PolicyOf(t, a.Next())
 	a.Until(func(m e2etest.Msg) bool { return e2etest.Progress(m) == 2 })
 	a.Close()
+	// The server sees the connection go before b resumes (else b takes the
+	// request over from a, and it was never detached).
+	poll.Until(t, 10*time.Second, "the request's detachment", func() bool { return core.Engine().Stats().Detached == 1 })
 
 	b := e2etest.NewClient(t, dial(t, stdio))
 	b.Initialize(`{"resumableRequests":{}}`)

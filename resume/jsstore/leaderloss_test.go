@@ -147,7 +147,9 @@ func TestLeaderLoss(t *testing.T) {
 
 func mustJS(t *testing.T, nc *nats.Conn) jetstream.JetStream {
 	t.Helper()
-	js, err := jetstream.New(nc)
+	// A stream of three replicas is made once its raft group forms: on a
+	// loaded machine (CI under -race) past the client's 5 s default.
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
