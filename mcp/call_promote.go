@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -66,7 +67,57 @@ func (cl *call) notStartedLocked(err error) {
 		cl.life.refusal = spec.NewError(spec.CodeInvalidParams, spec.ReasonKeyInUse, "the call key names another request: choose a new key for each call")
 		return
 	}
-	cl.c.logger().Warn().Err(err).Str("request", string(cl.id)).Msg("request runs without a resume policy")
+	if logged, unlogged := cl.c.s.notStarted[notStartedKind(err)].take(time.Now()); logged {
+		cl.c.logger().Warn().Err(err).Str("request", string(cl.id)).Int("unlogged", unlogged).Msg("request runs without a resume policy")
+	}
+}
+
+// Why the engine made no request of a call, for the spacing of their log: a
+// server at one of its bounds (--max-live, its byte budget, short of memory)
+// makes every new call plain, and a line per call would flood its log.
+const (
+	notStartedOther = iota // the store failed, or the engine is closed
+	notStartedLive
+	notStartedBytes
+	notStartedMemory
+	notStartedKinds
+)
+
+func notStartedKind(err error) int {
+	switch {
+	case errors.Is(err, resume.ErrLimit):
+		return notStartedLive
+	case errors.Is(err, resume.ErrFull):
+		return notStartedBytes
+	case errors.Is(err, resume.ErrMemory):
+		return notStartedMemory
+	}
+	return notStartedOther
+}
+
+// sparseEvery is how often a sparse log writes a line at most.
+const sparseEvery = 10 * time.Second
+
+// sparseLog lets through the first of a run of log lines, then one a
+// sparseEvery at most, with how many it held back meanwhile.
+type sparseLog struct {
+	mu       sync.Mutex
+	next     time.Time
+	unlogged int
+}
+
+// take reports whether a line is written now, and how many were not since the
+// last written.
+func (l *sparseLog) take(now time.Time) (logged bool, unlogged int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		l.unlogged++
+		return false, 0
+	}
+	l.next = now.Add(sparseEvery)
+	unlogged, l.unlogged = l.unlogged, 0
+	return true, unlogged
 }
 
 // announceLocked tells the client of r, the call's request with token tok: a

@@ -228,6 +228,9 @@ type Server struct {
 	rates     Rates                       // Options.Rates
 	slots     *Limits                     // the calls of each tool running (Policy.Concurrency)
 	keys      keyHolds                    // keyed calls in flight that are not requests yet
+	// notStarted spaces the log of calls the engine made no request of, by
+	// why (call.notStartedLocked).
+	notStarted [notStartedKinds]sparseLog
 
 	reruns reruns // restartable requests run again here
 	closed atomic.Bool

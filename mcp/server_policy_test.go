@@ -4,18 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/spec"
+	"github.com/mcp-resume/mcp-resume/testkit/logbuf"
 )
 
 // blockServer is the demo server plus a tool that waits for its context to end and
@@ -202,4 +206,33 @@ func TestWaitsAdvertised(t *testing.T) {
 		t.Errorf("policy maxWait %v minWait %v, want 90 and 3", pol.MaxWait, pol.MinWait)
 	}
 	c.Response("1")
+}
+
+// A server at one of its bounds makes every new call plain: the log says so
+// for the first, then once every 10 s at most, with how many it did not log.
+func TestNotStartedLogSpaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logbuf.Buffer
+		log := zerolog.New(&logs)
+		core, err := mcp.New(demo.Server("test"), &mcp.Options{Logger: &log, QuickCall: -1,
+			Engine: &resume.Options{MemoryShort: func() bool { return true }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e2etest.NewClient(t, serveCore(t, core)(t))
+		c.Initialize(`{"resumableRequests":{}}`)
+		call := func(id int) {
+			c.Send(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"plain"}}}`, id)
+			c.Response(strconv.Itoa(id))
+		}
+		for i := range 20 {
+			call(i + 1)
+		}
+		time.Sleep(10 * time.Second)
+		call(21)
+		lines := strings.Count(logs.String(), "request runs without a resume policy")
+		if lines != 2 || !strings.Contains(logs.String(), `"unlogged":19`) {
+			t.Errorf("%d lines for 21 plain calls, want 2, the second naming 19 unlogged:\n%s", lines, logs.String())
+		}
+	})
 }
