@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -20,15 +21,24 @@ import (
 // each, started over WebSocket by clients of detachedBatch calls each that go
 // once their calls' resume policies came; then, -settle later (progress
 // queued meanwhile), the server's resident memory, and the latency of
-// getStatus of 1,000 random ones from a new connection.
+// getStatus of 1,000 random ones from a new connection. Calls a server at one
+// of its bounds runs plain (no resume policy within policyWait) are counted,
+// not waited for.
 
 // detachedBatch is how many calls one client starts before it goes.
 const detachedBatch = 500
+
+// policyWait is how long a client waits for the next of its calls' resume
+// policies: the calls whose policies have not come by then run plain (a
+// server at one of its bounds: --max-live, its byte budget, short of memory),
+// and are counted so instead of waited for.
+const policyWait = 15 * time.Second
 
 // detachedResult is one target's detached scene.
 type detachedResult struct {
 	Name          string        `json:"name"`
 	Calls         int           `json:"calls"`
+	Plain         int           `json:"plain"` // calls that got no resume policy (policyWait)
 	Started       time.Duration `json:"started_ns"`
 	RSSBefore     int64         `json:"rss_before_bytes"`
 	RSS           int64         `json:"rss_bytes"`
@@ -38,9 +48,14 @@ type detachedResult struct {
 }
 
 func (r detachedResult) String() string {
-	return fmt.Sprintf("%-14s %d detached countdowns, started in %v: RSS %.0f MiB (%.0f MiB before; %.1f KB a request), getStatus p50 %v p99 %v (%d of 1000 processing)",
-		r.Name, r.Calls, r.Started.Round(time.Millisecond), float64(r.RSS)/(1<<20), float64(r.RSSBefore)/(1<<20),
-		float64(r.RSS-r.RSSBefore)/float64(r.Calls)/1024, r.StatusP50.Round(time.Microsecond), r.StatusP99.Round(time.Microsecond), r.StatusAnswers)
+	plain := ""
+	if r.Plain > 0 {
+		plain = fmt.Sprintf(" (%d of them plain: no resume policy within %v)", r.Plain, policyWait)
+	}
+	detached := max(r.Calls-r.Plain, 1)
+	return fmt.Sprintf("%-14s %d detached countdowns%s, started in %v: RSS %.0f MiB (%.0f MiB before; %.1f KB a request), getStatus p50 %v p99 %v (%d of 1000 processing)",
+		r.Name, r.Calls, plain, r.Started.Round(time.Millisecond), float64(r.RSS)/(1<<20), float64(r.RSSBefore)/(1<<20),
+		float64(r.RSS-r.RSSBefore)/float64(detached)/1024, r.StatusP50.Round(time.Microsecond), r.StatusP99.Round(time.Microsecond), r.StatusAnswers)
 }
 
 // detachedTargets are the default targets of the detached scene: the binary
@@ -71,14 +86,17 @@ func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
 	batches := make(chan int)
 	errs := make(chan error, 4)
 	var wg sync.WaitGroup
+	var plain atomic.Int64
 	for range 4 { // four clients at a time
 		wg.Go(func() {
 			for first := range batches {
-				if err := detachBatch(ctx, ws, first, min(detachedBatch, n-first+1), sample); err != nil {
+				p, err := detachBatch(ctx, ws, first, min(detachedBatch, n-first+1), sample)
+				if err != nil {
 					errs <- err
 					cancel()
 					return
 				}
+				plain.Add(int64(p))
 			}
 		})
 	}
@@ -96,6 +114,7 @@ func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
 	default:
 	}
 	res.Started = time.Since(start)
+	res.Plain = int(plain.Load())
 	time.Sleep(settle) // each countdown queues progress meanwhile, its client gone
 	res.RSS = t.rss()
 
@@ -152,22 +171,30 @@ func wsSession(ctx context.Context, url string) (*websocket.Conn, error) {
 }
 
 // detachBatch starts countdowns first to first+k-1 on a session of their
-// own, and closes it once every call's resume policy came.
-func detachBatch(ctx context.Context, url string, first, k int, sample *reservoir.Sample[string]) error {
+// own, and closes it once every call's resume policy came, or none came for
+// policyWait: it returns how many calls got none (they run plain, and end as
+// the session does).
+func detachBatch(ctx context.Context, url string, first, k int, sample *reservoir.Sample[string]) (plain int, _ error) {
 	c, err := wsSession(ctx, url)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer c.CloseNow()
 	for i := first; i < first+k; i++ {
 		if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":600,"steps":300},"_meta":{"progressToken":%d}}}`, i, i)); err != nil {
-			return err
+			return 0, err
 		}
 	}
+	deadline := time.Now().Add(policyWait) // for the next policy: a plain call's progress comes meanwhile
 	for policies := 0; policies < k; {
-		_, m, err := c.Read(ctx)
+		rctx, stop := context.WithDeadline(ctx, deadline)
+		_, m, err := c.Read(rctx)
+		stop()
+		if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+			return k - policies, nil // the rest run plain; closing the session ends them
+		}
 		if err != nil {
-			return fmt.Errorf("calls %d to %d: %d of %d policies: %w", first, first+k-1, policies, k, err)
+			return 0, fmt.Errorf("calls %d to %d: %d of %d policies: %w", first, first+k-1, policies, k, err)
 		}
 		switch {
 		case bytes.Contains(m, []byte(`"notifications/requests/resumePolicy"`)):
@@ -178,15 +205,16 @@ func detachBatch(ctx context.Context, url string, first, k int, sample *reservoi
 				} `json:"params"`
 			}
 			if err := json.Unmarshal(m, &p); err != nil {
-				return err
+				return 0, err
 			}
 			sample.Add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, p.Params.RequestID, p.Params.ResumeToken))
 			policies++
+			deadline = time.Now().Add(policyWait)
 		case bytes.HasPrefix(m, []byte(`{"jsonrpc":"2.0","id":`)):
-			return fmt.Errorf("a countdown answered before its client went: %s", m)
+			return 0, fmt.Errorf("a countdown answered before its client went: %s", m)
 		}
 	}
-	return c.CloseNow() // gone, as a client whose machine sleeps: no closing handshake
+	return 0, c.CloseNow() // gone, as a client whose machine sleeps: no closing handshake
 }
 
 // runDetached runs the detached scene against each target in turn.
