@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-resume/mcp-resume/internal/warngate"
 )
 
 // A Sink writes events, one at a time: a Trail calls Write from its one
@@ -84,8 +86,8 @@ type Trail struct {
 	err  error         // the sinks' Close errors; set before done closes
 
 	dropped  atomic.Uint64
-	dropWarn warnGate
-	errWarn  warnGate
+	dropWarn warngate.Gate
+	errWarn  warngate.Gate
 }
 
 // NewTrail starts a trail writing to sinks; Close ends it.
@@ -138,7 +140,10 @@ func (t *Trail) wake() {
 
 func (t *Trail) drop() {
 	n := t.dropped.Add(1)
-	if t.warn != nil && t.dropWarn.due(t.every) {
+	if t.warn == nil {
+		return
+	}
+	if ok, _ := t.dropWarn.Due(time.Now(), t.every); ok {
 		t.warn(fmt.Errorf("%w (%d in all)", ErrDropped, n))
 	}
 }
@@ -216,8 +221,10 @@ func (t *Trail) write(batch []Event) {
 				}
 			}
 		}
-		if err != nil && t.warn != nil && t.errWarn.due(t.every) {
-			t.warn(fmt.Errorf("audit: writing events: %w", err))
+		if err != nil && t.warn != nil {
+			if ok, _ := t.errWarn.Due(time.Now(), t.every); ok {
+				t.warn(fmt.Errorf("audit: writing events: %w", err))
+			}
 		}
 	}
 }
@@ -241,19 +248,4 @@ func (t *Trail) Close() error {
 	t.wake()
 	<-t.done
 	return t.err
-}
-
-// warnGate lets a warning through at most once per interval.
-type warnGate struct {
-	last atomic.Int64 // unix nanoseconds of the last warning let through
-}
-
-// due reports whether a warning may go now, and, if so, takes the turn.
-func (g *warnGate) due(every time.Duration) bool {
-	now := time.Now().UnixNano()
-	last := g.last.Load()
-	if last != 0 && now-last < int64(every) {
-		return false
-	}
-	return g.last.CompareAndSwap(last, now)
 }

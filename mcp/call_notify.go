@@ -58,10 +58,6 @@ func (n *notifier) channel(cl *call) chan<- mcp.JSONRPCNotification {
 	return n.ch
 }
 
-// fullLocked reports whether the channel holds as many announced sends as it
-// has room for.
-func (n *notifier) fullLocked() bool { return n.ch != nil && n.expected >= cap(n.ch) }
-
 // doneLocked returns the channel closed when the notifier is sealed, made on
 // first use.
 func (n *notifier) doneLocked() chan struct{} {
@@ -85,19 +81,26 @@ func (n *notifier) startLocked(cl *call) {
 // wait ends, and the send then goes as mcp-go sends it (dropped when full), when
 // the call or its request ends, or the channel is sealed.
 func (n *notifier) announce(cl *call) {
-	depth := notifyDepth
-	if r := cl.request(); r != nil && r.Detached() {
-		depth = 1
-	}
 	n.mu.Lock()
-	if n.sealed {
-		n.mu.Unlock()
-		return
-	}
-	if n.ch == nil {
-		n.ch = make(chan mcp.JSONRPCNotification, depth)
-	}
-	for !n.sealed && n.fullLocked() {
+	for !n.sealed {
+		if n.ch == nil {
+			// Made for this send: one deep for a request without a client,
+			// read outside n.mu (the call's lock and the request's are not
+			// taken under it).
+			n.mu.Unlock()
+			depth := notifyDepth
+			if r := cl.request(); r != nil && r.Detached() {
+				depth = 1
+			}
+			n.mu.Lock()
+			if n.ch == nil {
+				n.ch = make(chan mcp.JSONRPCNotification, depth)
+			}
+			continue
+		}
+		if n.expected < cap(n.ch) {
+			break
+		}
 		if n.room == nil {
 			n.room = make(chan struct{}, 1)
 		}
@@ -123,9 +126,6 @@ func (n *notifier) announce(cl *call) {
 		return
 	}
 	n.expected++
-	if n.ch == nil { // an idle drainer let it go while this send waited for room
-		n.ch = make(chan mcp.JSONRPCNotification, depth)
-	}
 	if !n.draining {
 		n.startLocked(cl)
 	}

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/resume"
@@ -67,8 +66,8 @@ func (cl *call) notStartedLocked(err error) {
 		cl.life.refusal = spec.NewError(spec.CodeInvalidParams, spec.ReasonKeyInUse, "the call key names another request: choose a new key for each call")
 		return
 	}
-	if logged, unlogged := cl.c.s.notStarted[notStartedKind(err)].take(time.Now()); logged {
-		cl.c.logger().Warn().Err(err).Str("request", string(cl.id)).Int("unlogged", unlogged).Msg("request runs without a resume policy")
+	if logged, unlogged := cl.c.s.notStarted[notStartedKind(err)].Due(time.Now(), notStartedEvery); logged {
+		cl.c.logger().Warn().Err(err).Str("request", string(cl.id)).Int64("unlogged", unlogged).Msg("request runs without a resume policy")
 	}
 }
 
@@ -95,30 +94,9 @@ func notStartedKind(err error) int {
 	return notStartedOther
 }
 
-// sparseEvery is how often a sparse log writes a line at most.
-const sparseEvery = 10 * time.Second
-
-// sparseLog lets through the first of a run of log lines, then one a
-// sparseEvery at most, with how many it held back meanwhile.
-type sparseLog struct {
-	mu       sync.Mutex
-	next     time.Time
-	unlogged int
-}
-
-// take reports whether a line is written now, and how many were not since the
-// last written.
-func (l *sparseLog) take(now time.Time) (logged bool, unlogged int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Before(l.next) {
-		l.unlogged++
-		return false, 0
-	}
-	l.next = now.Add(sparseEvery)
-	unlogged, l.unlogged = l.unlogged, 0
-	return true, unlogged
-}
+// notStartedEvery is how often the log of calls run plain for one cause
+// writes a line at most.
+const notStartedEvery = 10 * time.Second
 
 // announceLocked tells the client of r, the call's request with token tok: a
 // task's creation, a 2026 request's state for its rounds (rd), the resume

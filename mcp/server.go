@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-resume/mcp-resume/audit"
+	"github.com/mcp-resume/mcp-resume/internal/warngate"
 	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/spec"
 	"github.com/mcp-resume/mcp-resume/transport"
@@ -230,7 +231,7 @@ type Server struct {
 	keys      keyHolds                    // keyed calls in flight that are not requests yet
 	// notStarted spaces the log of calls the engine made no request of, by
 	// why (call.notStartedLocked).
-	notStarted [notStartedKinds]sparseLog
+	notStarted [notStartedKinds]warngate.Gate
 
 	reruns reruns // restartable requests run again here
 	closed atomic.Bool

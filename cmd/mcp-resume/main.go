@@ -576,11 +576,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	defer watching.Wait()
 	defer stopWatching()
 	if f.stdio {
-		ev := log.Info().Str("version", version).Str("transport", "stdio")
-		if lim := memoryLimit(); lim > 0 {
-			ev = ev.Int64("memoryLimit", lim)
-		}
-		ev.Stringer("maxWait", f.maxWait).Msg("mcp-resume serving")
+		withMemoryLimit(log.Info().Str("version", version).Str("transport", "stdio")).Stringer("maxWait", f.maxWait).Msg("mcp-resume serving")
 		conn := stdio.New(stdin, stdout, &stdio.Options{MaxMessageBytes: f.maxMessage})
 		served := make(chan error, 1)
 		go func() { served <- core.ServeWith(ctx, conn, &mcp.SessionOptions{Transport: mcp.TransportStdio}) }()
@@ -914,10 +910,7 @@ func serveHTTP(ctx context.Context, f *serveFlags, bound *listeners, eps []endpo
 	}
 	for i, l := range lns {
 		addr := l.ln.Addr().String()
-		ev := log.Info().Str("version", version).Int("pid", os.Getpid())
-		if lim := memoryLimit(); lim > 0 {
-			ev = ev.Int64("memoryLimit", lim)
-		}
+		ev := withMemoryLimit(log.Info().Str("version", version).Int("pid", os.Getpid()))
 		if i == 0 && f.httpAddr != "" {
 			ev = ev.Str("transport", "http").Str("url", "http://"+addr+f.path)
 		} else {

@@ -12,7 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // defaultQueuedBytes is --max-queued-bytes' default: a quarter of the memory
@@ -43,12 +46,21 @@ func softMemoryLimit(env string, cgroup int64) int64 {
 }
 
 // memoryLimit is the collector's soft memory limit (softMemoryLimit's, or
-// GOMEMLIMIT's) in bytes, 0 for none: the serving log names it.
+// GOMEMLIMIT's) in bytes, 0 for none.
 func memoryLimit() int64 {
 	if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 {
 		return lim
 	}
 	return 0
+}
+
+// withMemoryLimit adds the soft memory limit to a serving log line, when there
+// is one.
+func withMemoryLimit(ev *zerolog.Event) *zerolog.Event {
+	if lim := memoryLimit(); lim > 0 {
+		return ev.Int64("memoryLimit", lim)
+	}
+	return ev
 }
 
 // shortShare is the share of the soft memory limit past which the process is
@@ -73,20 +85,19 @@ func memoryShort(limit int64) func() bool {
 	}
 	bound := uint64(float64(limit) * shortShare)
 	var (
-		mu      sync.Mutex
-		next    time.Time
-		short   bool
-		samples = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+		next  atomic.Int64 // unix nanoseconds of the next read
+		short atomic.Bool
 	)
 	return func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if now := time.Now(); !now.Before(next) {
-			next = now.Add(memoryRead)
+		// One caller reads (the one that moves next on), the others answer
+		// with the last reading: no lock on the way of every call.
+		now := time.Now().UnixNano()
+		if at := next.Load(); now >= at && next.CompareAndSwap(at, now+int64(memoryRead)) {
+			samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 			metrics.Read(samples)
-			short = samples[0].Value.Uint64()+samples[1].Value.Uint64() > bound
+			short.Store(samples[0].Value.Uint64()+samples[1].Value.Uint64() > bound)
 		}
-		return short
+		return short.Load()
 	}
 }
 
