@@ -187,12 +187,17 @@ func (r *Request) detachAfterFailure(a *attachment) {
 	a.draining = false
 	if r.att == a {
 		r.detachLocked()
+	} else {
+		r.idleWLocked(a)
 	}
 }
 
 // detachLocked leaves the request without a sink. A processing request starts its
 // maxWait clock; an ended one keeps its retention clock as it runs.
 func (r *Request) detachLocked() {
+	if a := r.att; !a.draining {
+		r.idleWLocked(a) // no write of a is in flight, nor will one be
+	}
 	r.att = nil
 	r.away = r.e.clock()
 	if r.state == StateProcessing {
@@ -200,6 +205,16 @@ func (r *Request) detachLocked() {
 	}
 	if o := r.observer(); o != nil {
 		o.Detached()
+	}
+}
+
+// idleWLocked lets go of lastW when it is a's and a, no longer the request's
+// attachment (or about to be no longer), writes nothing more: a detached
+// request then holds no lock of a sink it had. A new attachment's first drain
+// has then nothing to wait for.
+func (r *Request) idleWLocked(a *attachment) {
+	if r.lastW == a.wmu {
+		r.lastW = nil
 	}
 }
 

@@ -59,6 +59,9 @@ func (r *Request) drain(a *attachment, next Message) {
 		r.mu.Lock()
 		if r.att != a || (!r.q.hasAfter(a.cursor) && len(a.win) == 0) {
 			a.draining = false
+			if r.att != a {
+				r.idleWLocked(a)
+			}
 			r.mu.Unlock()
 			return
 		}
@@ -189,11 +192,16 @@ func (r *Request) deliver(a *attachment, m Message) bool {
 		// store leaves the request as it is: processing, attached, draining.)
 		if r.att == a && r.state.Ended() {
 			r.att = nil
+			r.idleWLocked(a)
 			return false
 		}
 	}
 	a.cursor = max(a.cursor, m.Seq) // written (DetachWritten reads it after a detach)
-	return r.att == a               // false: taken over or ended; the new attachment has its own drain
+	if r.att != a {
+		r.idleWLocked(a) // its drain ends here: taken over, detached or ended
+		return false     // the new attachment has its own drain
+	}
+	return true
 }
 
 // replay returns the queued messages after sequence number after: from the Store,
@@ -211,7 +219,7 @@ func (r *Request) replay(after uint64) iter.Seq2[Message, error] {
 	r.mu.Unlock()
 	return func(yield func(Message, error) bool) {
 		for _, e := range snap {
-			if !yield(Message{Seq: e.seq, Kind: e.kind, Key: e.key, Data: e.data}, nil) {
+			if !yield(Message{Seq: e.seq, Kind: e.kind, Data: e.data}, nil) {
 				return
 			}
 		}

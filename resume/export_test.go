@@ -10,3 +10,11 @@ func QueuedDeadlines(e *Engine) int {
 	}
 	return n
 }
+
+// HoldsWriteLock reports whether r holds the write lock of an attachment
+// (Request.lastW).
+func HoldsWriteLock(r *Request) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastW != nil
+}

@@ -12,7 +12,10 @@ import (
 // mutex.
 type outbox struct {
 	entries []entry
-	first   [1]entry // entries' array while it holds at most one (saves an allocation)
+	// first is entries' array while it holds at most two: a request that
+	// holds its newest progress alone (a countdown away) holds two for a
+	// moment at each step, and makes no array for them.
+	first   [2]entry
 	bytes   int
 	last    uint64 // last sequence number given out
 	dropped uint64 // messages dropped under the budget
@@ -37,7 +40,6 @@ type entry struct {
 	seq  uint64
 	size int32
 	kind Kind
-	key  string
 	data []byte // the message, when the engine has no Store
 }
 
@@ -49,7 +51,7 @@ func (q *outbox) add(m Message, keep bool, now int64) {
 	if q.entries == nil {
 		q.entries = q.first[:0]
 	}
-	e := entry{seq: m.Seq, size: int32(len(m.Data)), kind: m.Kind, key: m.Key}
+	e := entry{seq: m.Seq, size: int32(len(m.Data)), kind: m.Kind}
 	if keep {
 		e.data = m.Data
 	}
@@ -172,6 +174,14 @@ func (q *outbox) remove(seqs []uint64) {
 	switch n := len(q.entries); {
 	case n == 0:
 		q.entries = nil // give the backing array back
+	case n <= len(q.first):
+		// Back to the start of the request's own array (a removed head
+		// leaves entries further along it, or in one of their own).
+		if &q.entries[0] != &q.first[0] {
+			copy(q.first[:], q.entries)
+			clear(q.first[n:])
+			q.entries = q.first[:n]
+		}
 	case cap(q.entries) >= 8 && n <= cap(q.entries)/4:
 		// A queue that grew (a burst, the progress history of a client
 		// away) and emptied does not keep its peak's array.

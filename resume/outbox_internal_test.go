@@ -25,3 +25,25 @@ func TestOutboxShrinks(t *testing.T) {
 		t.Fatalf("after the head went: %+v", q.entries)
 	}
 }
+
+// A request that holds its newest message alone (a countdown away, its
+// newest progress) holds two entries for a moment at each step, the newest
+// and the one it replaces: both live in the outbox's own array, so that a
+// step makes no array and the request keeps none between steps.
+func TestOutboxTwoInPlace(t *testing.T) {
+	var q outbox
+	data := []byte(`{}`)
+	q.add(Message{Seq: q.next(), Kind: KindNotification, Data: data}, true, 0)
+	drop := make([]uint64, 1)
+	step := func() {
+		drop[0] = q.entries[0].seq
+		q.add(Message{Seq: q.next(), Kind: KindNotification, Data: data}, true, 0)
+		q.remove(drop)
+	}
+	if allocs := testing.AllocsPerRun(100, step); allocs != 0 {
+		t.Errorf("%.1f allocations a step", allocs)
+	}
+	if len(q.entries) != 1 || &q.entries[0] != &q.first[0] || q.entries[0].seq != q.last || q.first[1].data != nil {
+		t.Errorf("after the steps: entries %+v, first %+v", q.entries, q.first)
+	}
+}

@@ -33,8 +33,9 @@ type Request struct {
 	// ttlArmed: that deadline is queued.
 	ttlArmed bool
 	ttl      time.Duration
-	// trace is the request's trace context (StartOptions.Trace; Record.Trace).
-	trace TraceContext
+	// trace is the request's trace context (StartOptions.Trace; Record.Trace),
+	// nil for none.
+	trace *TraceContext
 	// deadline: StartOptions.Deadline; Record.Deadline.
 	deadline time.Time
 	// obs is told of attachments and the final response's delivery
@@ -85,7 +86,7 @@ type Request struct {
 	// during the write, which then frees the request once it succeeds.
 	writing, released *attachment
 	// lastW is the write lock of the latest attachment, detached or not (see
-	// attachment.wmu).
+	// attachment.wmu), until a detached one writes nothing more (idleWLocked).
 	lastW writeLock
 	// tgen is the generation of the request's deadline in the engine's timers:
 	// bumped under r.mu each time the deadline is set or stopped, read anywhere.
@@ -99,11 +100,14 @@ type Request struct {
 // own from base: every Request is made here, started (Start) or recovered.
 func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request {
 	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
-		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL, trace: rec.Trace, deadline: rec.Deadline}
+		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL, deadline: rec.Deadline}
+	if tc := rec.Trace; !tc.IsZero() {
+		r.trace = &tc
+	}
 	if rec.State == StateProcessing {
 		r.payload = rec.Payload
 	}
-	if len(r.q.entries) <= 1 { // point entries at r's own array, not the copy's
+	if len(r.q.entries) <= len(r.q.first) { // point entries at r's own array, not the copy's
 		r.q.entries = append(r.q.first[:0], r.q.entries...)
 	}
 	r.ctx, r.cancel = context.WithCancelCause(base)
@@ -119,7 +123,12 @@ func (r *Request) ID() []byte { return r.id }
 
 // Trace returns the request's trace context (StartOptions.Trace), kept in its
 // Record: a recovered request has it too.
-func (r *Request) Trace() TraceContext { return r.trace }
+func (r *Request) Trace() TraceContext {
+	if r.trace == nil {
+		return TraceContext{}
+	}
+	return *r.trace
+}
 
 // Observe makes o the request's Observer from now on (StartOptions.Observer
 // for a request this engine did not start: one recovered or claimed, run
@@ -365,7 +374,7 @@ const finalRetry = time.Second
 
 // recordLocked returns the request's Record with state.
 func (r *Request) recordLocked(state State) Record {
-	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl, Trace: r.trace, Deadline: r.deadline}
+	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl, Trace: r.Trace(), Deadline: r.deadline}
 	if state == StateProcessing {
 		rec.Payload = r.payload // what a restartable request runs again with
 	}

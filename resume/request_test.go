@@ -815,3 +815,39 @@ func TestTokenNotAFlag(t *testing.T) {
 		r.Cancel()
 	}
 }
+
+// A detached request holds its last attachment's write lock only while a
+// write of it is in flight (which a new attachment's first drain waits for),
+// not for the rest of its life.
+func TestDetachedLetsWriteLockGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t, nil)
+		r, _ := start(t, e, `1`, nil)
+		s := newSink()
+		attach(t, r, s, 0)
+		appendMsg(t, r, resume.KindNotification, "")
+		r.Detach(s)
+		if resume.HoldsWriteLock(r) {
+			t.Error("a request detached with no write in flight holds its write lock")
+		}
+
+		g := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 1)}
+		attach(t, r, g, 0)
+		appended := make(chan struct{})
+		go func() {
+			defer close(appended)
+			appendAsync(t, r) // written by Append: blocks in g
+		}()
+		synctest.Wait()
+		r.Detach(g)
+		if !resume.HoldsWriteLock(r) {
+			t.Error("a request detached during a write lets its write lock go before the write ended")
+		}
+		close(g.gate)
+		<-appended
+		synctest.Wait()
+		if resume.HoldsWriteLock(r) {
+			t.Error("the write lock is held after the detached attachment's write ended")
+		}
+	})
+}

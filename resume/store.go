@@ -34,7 +34,9 @@ type Message struct {
 	Seq uint64
 	// Kind says how the message is kept and dropped.
 	Kind Kind
-	// Key groups progress messages for coalescing (the progress token's JSON text).
+	// Key groups progress messages for coalescing (the progress token's JSON
+	// text). The Store keeps it; the engine's replay from memory (no Store)
+	// leaves it empty, as nothing reads it there.
 	Key string
 	// Data is the complete encoded message. A Store keeps it as given (it may keep the
 	// slice itself); nobody modifies it after Append.
