@@ -32,7 +32,7 @@ const notifyDepth = 16
 type notifier struct {
 	mu       sync.Mutex
 	ch       chan mcp.JSONRPCNotification // made on first use; nil again while a detached request's drainer is idle
-	done     chan struct{}                // closed when sealed; made for a drainer or a wait for room, nil again with ch
+	done     chan struct{}                // closed when sealed; made for a drainer or a wait for room that must wait, nil again with ch
 	room     chan struct{}                // capacity 1: the drainer took a notification; made for a wait for room
 	sealed   bool                         // the handler returned: sends from now on are dropped
 	expected int                          // announced sends not yet taken
@@ -68,7 +68,6 @@ func (n *notifier) doneLocked() chan struct{} {
 }
 
 func (n *notifier) startLocked(cl *call) {
-	n.doneLocked()
 	n.draining = true
 	n.wg.Add(1)
 	cl.c.s.pool.run(func() { n.drain(cl) })
@@ -155,27 +154,52 @@ func (n *notifier) drain(cl *call) {
 				return
 			}
 		}
-		ch, done := n.ch, n.done
+		ch := n.ch
 		n.mu.Unlock()
-		select {
-		case m := <-ch:
-			n.mu.Lock()
-			n.expected = max(0, n.expected-1)
-			room := n.room
-			n.mu.Unlock()
-			if room != nil {
-				select {
-				case room <- struct{}{}:
-				default: // told already
-				}
-			}
-			cl.deliver(m)
-		case <-done:
-			n.mu.Lock()
-			n.draining = false
-			n.mu.Unlock()
+		m, ok := n.take(ch)
+		if !ok {
 			return
 		}
+		n.mu.Lock()
+		n.expected = max(0, n.expected-1)
+		room := n.room
+		n.mu.Unlock()
+		if room != nil {
+			select {
+			case room <- struct{}{}:
+			default: // told already
+			}
+		}
+		cl.deliver(m)
+	}
+}
+
+// take returns the drainer's next notification from ch, or ok false once the
+// notifier is sealed (the drainer stops; seal delivers the rest). The send
+// announced is usually in ch already (mcp-go sends right after announcing):
+// only a drainer that must wait makes the channel that seal closes.
+func (n *notifier) take(ch chan mcp.JSONRPCNotification) (_ mcp.JSONRPCNotification, ok bool) {
+	select {
+	case m := <-ch:
+		return m, true
+	default:
+	}
+	n.mu.Lock()
+	if n.sealed {
+		n.draining = false
+		n.mu.Unlock()
+		return mcp.JSONRPCNotification{}, false
+	}
+	done := n.doneLocked()
+	n.mu.Unlock()
+	select {
+	case m := <-ch:
+		return m, true
+	case <-done:
+		n.mu.Lock()
+		n.draining = false
+		n.mu.Unlock()
+		return mcp.JSONRPCNotification{}, false
 	}
 }
 

@@ -93,9 +93,11 @@ func TestProgressBurst(t *testing.T) {
 
 // What a detached request's notification costs the server: its tool's
 // progress is queued for the client's return, and nothing of the way there is
-// made anew for each notification but the message itself (mcp-go's channel
-// made for it holds one, and its drainer is a goroutine of the server's pool).
-// The countdowns run in virtual time, a step a second.
+// made anew for each notification but the message itself and mcp-go's
+// channel made for it, which holds one: its params are encoded into a scratch
+// buffer, its drainer is a goroutine of the server's pool that finds it sent
+// (no channel to wait on), and the request's index of it lives in the
+// request's own array. The countdowns run in virtual time, a step a second.
 func TestDetachedNotificationCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, err := mcp.New(demo.Server("test"), &mcp.Options{DetachTools: true})
@@ -126,10 +128,15 @@ func TestDetachedNotificationCost(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		per := float64(after.TotalAlloc-before.TotalAlloc) / (n * steps)
 		t.Logf("%.0f bytes allocated a notification", per)
-		// The countdown's own (its params' map, its message) is about 300 B,
-		// the queued message and its encoding about 500 B.
-		if per > 1400 {
-			t.Errorf("%.0f bytes allocated a detached request's notification, want at most 1,400", per)
+		// The countdown's own (its params' map, its message) is about 430 B,
+		// the queued message 176 B and mcp-go's channel about 190 B. (The
+		// race detector's runtime lets the pool drop scratch buffers.)
+		bound := 950.0
+		if race {
+			bound = 1150
+		}
+		if per > bound {
+			t.Errorf("%.0f bytes allocated a detached request's notification, want at most %.0f", per, bound)
 		}
 	})
 }

@@ -33,10 +33,11 @@ import (
 // by it alone; wake and leaving are safe anywhere; the rest is guarded by the
 // call's lock.
 type toolRun struct {
-	// wake (capacity 1) wakes the worker waiting for the tool: the tool
-	// returned, or the worker is to leave (leaving).
-	wake    chan struct{}
-	leaving atomic.Bool
+	// wake (a chan struct{} of capacity 1) wakes the worker waiting for
+	// the tool: the tool returned, or the worker is to leave (leaving). A
+	// worker that leaves lets it go (a nil channel from then on): a detached
+	// request keeps its toolRun, not the 96 bytes of a channel nobody reads.
+	wake atomic.Value
 
 	cl   *call
 	ctx  context.Context
@@ -51,6 +52,7 @@ type toolRun struct {
 	returned bool        // the tool returned, or answered later (Later)
 	running  bool        // its handler runs: Later may be called
 	later    bool        // its handler called Later: its completion ends the run
+	leaving  atomic.Bool // the worker is to leave (safe anywhere, as wake is)
 	ended    atomic.Bool // end ran
 	left     bool        // the worker left: the tool's goroutine finishes the call
 	replay   bool        // the result waits for the replay's middleware
@@ -81,7 +83,9 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 		own.AdditionalFields = nil
 		req.Params.Meta = &own
 	}
-	tr := &toolRun{wake: make(chan struct{}, 1), cl: cl, ctx: ctx, req: &req, next: next, stop: stop, running: true}
+	tr := &toolRun{cl: cl, ctx: ctx, req: &req, next: next, stop: stop, running: true}
+	wake := make(chan struct{}, 1)
+	tr.wake.Store(wake)
 	cl.running.Store(tr)
 	if r := cl.request(); r != nil && (cl.kind.task() || r.Detached()) {
 		cl.leaveWorker()
@@ -89,7 +93,7 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 	s.wg.Add(1) // Close waits for the tool's goroutine
 	s.tools.run(tr.run)
 	for {
-		<-tr.wake
+		<-wake
 		var returned, left bool
 		cl.update(func(l *callLife) {
 			switch {
@@ -101,6 +105,7 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 			}
 		})
 		if left {
+			tr.wake.Store((chan struct{})(nil))
 			s.calls.Add(1) // the call runs on, on the tool's goroutine (finishLeft)
 			runtime.Goexit()
 		}
@@ -198,8 +203,9 @@ func Later(ctx context.Context) (complete func(*mcp.CallToolResult, error), ok b
 
 // signal wakes the worker waiting for the tool, if it does not wake already.
 func (tr *toolRun) signal() {
+	wake, _ := tr.wake.Load().(chan struct{})
 	select {
-	case tr.wake <- struct{}{}:
+	case wake <- struct{}{}: // never once the worker left (nil)
 	default:
 	}
 }

@@ -116,7 +116,7 @@ type reqSpan struct {
 	// Until the span starts: what it is made of.
 	src spanSource
 	at  time.Time
-	in  trace.SpanContext // the client's, from params._meta or the transport
+	in  *trace.SpanContext // the client's, from params._meta or the transport; only with a tracer, until the span starts
 
 	started bool        // within ran
 	span    trace.Span  // nil until within, and without a tracer
@@ -152,7 +152,8 @@ func newSpan(c *connState, m *spec.Message, st Stream, a *callAudit) *reqSpan {
 	}
 	sp := &reqSpan{s: s, src: spanSource{c: c, m: m}, at: time.Now(), aud: a}
 	if s.tracer != nil {
-		sp.in = incoming(m.Params, st)
+		in := incoming(m.Params, st)
+		sp.in = &in
 	}
 	return sp
 }
@@ -214,11 +215,15 @@ func (sp *reqSpan) within(h resume.Handle) {
 		sp.src = spanSource{}
 		return
 	}
-	parent, link := sp.in, trace.SpanContext{}
+	var in trace.SpanContext
+	if sp.in != nil {
+		in, sp.in = *sp.in, nil
+	}
+	parent, link := in, trace.SpanContext{}
 	if h != nil {
 		if tc := h.Trace(); !tc.IsZero() {
 			if stored := extract(tc.Parent, tc.State); stored.IsValid() {
-				parent, link = stored, sp.in
+				parent, link = stored, in
 			}
 		}
 	}

@@ -18,6 +18,11 @@ import (
 // Every progress and log notification of a call goes through here, and
 // mcp-go's encoding was most of the server's allocations per notification.
 func marshalParams(p mcp.NotificationParams) ([]byte, error) {
+	return appendParams(make([]byte, 0, 32+32*len(p.AdditionalFields)), p)
+}
+
+// appendParams appends what marshalParams returns to b.
+func appendParams(b []byte, p mcp.NotificationParams) ([]byte, error) {
 	var small [8]string
 	keys := small[:0]
 	for k := range p.AdditionalFields {
@@ -29,7 +34,6 @@ func marshalParams(p mcp.NotificationParams) ([]byte, error) {
 		keys = append(keys, "_meta")
 	}
 	slices.Sort(keys)
-	b := make([]byte, 0, 32+32*len(keys))
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -106,13 +107,26 @@ func failed(resp mcp.JSONRPCMessage) bool {
 }
 
 // encodeNotification encodes a notification, stamping seq when it is not 0.
+// Its params are encoded into a scratch buffer of the pool: the message is
+// the one allocation (a detached request's progress, several a second).
 func encodeNotification(n mcp.JSONRPCNotification, seq uint64) []byte {
-	params, err := marshalParams(n.Params)
+	buf := paramBufs.Get().(*[]byte)
+	defer paramBufs.Put(buf)
+	params, err := appendParams((*buf)[:0], n.Params)
 	if err != nil {
-		params = []byte(`{}`)
+		return spec.EncodeRequestSeq(nil, n.Method, []byte(`{}`), seq)
+	}
+	if cap(params) <= maxParamBuf {
+		*buf = params[:0] // grown, it is kept so
 	}
 	return spec.EncodeRequestSeq(nil, n.Method, params, seq)
 }
+
+// paramBufs holds the scratch buffers of encodeNotification; one that grew
+// past maxParamBuf (a large notification) is not kept.
+var paramBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxParamBuf = 64 << 10
 
 // advertise adds the server's resumableRequests advertisement to an initialize
 // result.
