@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/transport"
 )
 
 // burstServer has a tool that sends count progress notifications as fast as it
@@ -139,4 +140,53 @@ func TestDetachedNotificationCost(t *testing.T) {
 			t.Errorf("%.0f bytes allocated a detached request's notification, want at most %.0f", per, bound)
 		}
 	})
+}
+
+// heldConn is a server's end of a connection, with a cleanup that tells when
+// the server let it go.
+type heldConn struct {
+	transport.Conn
+	_ [64]byte // its own allocation, not a tiny one shared with others
+}
+
+// A request that outlives its connection holds nothing of it: a client whose
+// machine slept leaves one detached call on a connection of its own, so what
+// a closed connection keeps (a WebSocket's buffers, 8 KB and more) would
+// count per detached call.
+func TestDetachedHoldsNoConnection(t *testing.T) {
+	core, err := mcp.New(demo.Server("test"), &mcp.Options{DetachTools: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer core.Close()
+	client, srv := transport.Pipe()
+	held := &heldConn{Conn: srv}
+	released := make(chan struct{})
+	runtime.AddCleanup(held, func(ch chan struct{}) { close(ch) }, released)
+	served := make(chan struct{})
+	go func(conn transport.Conn) {
+		defer close(served)
+		_ = core.ServeWith(context.Background(), conn, nil)
+	}(held)
+	held = nil
+	a := e2etest.NewClient(t, client)
+	a.Initialize(`{"resumableRequests":{}}`)
+	a.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":600,"steps":600},"_meta":{"progressToken":1}}}`)
+	a.Until(func(m e2etest.Msg) bool { return m.Method == "notifications/requests/resumePolicy" })
+	a.Close()
+	<-served
+	if n := core.Engine().Stats().Detached; n != 1 {
+		t.Fatalf("%d detached requests, want the countdown's", n)
+	}
+	// A cleanup runs on a goroutine of its own once a collection found the
+	// connection unreachable: wait for it, a while after each collection.
+	for range 10 {
+		runtime.GC()
+		select {
+		case <-released:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	t.Fatal("the connection of a detached request is still referenced after 10 collections")
 }

@@ -446,11 +446,12 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 // It is the one-stream case of a Session: the connection is the session's only
 // stream, and every answer goes to it.
 func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *SessionOptions) error {
-	st := &connStream{conn: conn}
+	st := newConnStream(conn)
 	ss := &Session{c: newConnState(s, st, false, opts)}
 	defer func() {
 		_ = conn.Close()
 		ss.Close(false)
+		st.release()
 	}()
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
@@ -478,9 +479,13 @@ func (s *Server) ServeWith(ctx context.Context, conn transport.Conn, opts *Sessi
 	}
 }
 
-// connStream is a whole connection as one Stream (stdio, WebSocket).
+// connStream is a whole connection as one Stream (stdio, WebSocket). Once the
+// session ended it lets its connection go (release): the calls that outlive
+// their connection (detached requests) keep the stream they came on, and
+// through it would keep the connection's transport state (a WebSocket's
+// buffers, 8 KB and more) for as long as they run.
 type connStream struct {
-	conn transport.Conn
+	conn atomic.Pointer[transport.Conn] // nil once released
 	// notified: a notification was written since the last response (see
 	// transport.Drainer).
 	notified atomic.Bool
@@ -502,15 +507,30 @@ const drainMax = 100 * time.Millisecond
 // took the flag and found nothing to wait for, or that waits, would otherwise
 // leave a notification's own response free to follow it into the client's
 // same read.
+func newConnStream(conn transport.Conn) *connStream {
+	s := &connStream{}
+	s.conn.Store(&conn)
+	return s
+}
+
+// release lets the connection go: writes from now on fail, as they would to
+// the closed connection.
+func (s *connStream) release() { s.conn.Store(nil) }
+
 func (s *connStream) Write(ctx context.Context, m Message) error {
-	if d, ok := s.conn.(transport.Drainer); ok && m.Kind == KindResponse {
+	p := s.conn.Load()
+	if p == nil {
+		return transport.ErrClosed
+	}
+	conn := *p
+	if d, ok := conn.(transport.Drainer); ok && m.Kind == KindResponse {
 		s.respond.Lock()
 		defer s.respond.Unlock()
 		if s.notified.Swap(false) {
 			d.Drain(ctx, drainMax)
 		}
 	}
-	err := s.conn.Write(ctx, m.Data)
+	err := conn.Write(ctx, m.Data)
 	if m.Kind != KindResponse {
 		s.notified.Store(true)
 	}

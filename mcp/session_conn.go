@@ -265,6 +265,10 @@ func (c *connState) shutdown(cancel bool) {
 	}
 	c.cancel()
 	c.wg.Wait()
+	// The pump has stopped and mcp-go no longer has the session: its channel
+	// (64 notifications deep, 3.5 KB) goes, though calls that outlive the
+	// session keep the session itself.
+	c.sess.ch.Store(nil)
 }
 
 // streamClosed runs when the transport closed st (the client went away, or the
