@@ -18,15 +18,13 @@ import (
 
 // The detached scene (-detached N) measures what running requests without a
 // client cost a server process: N countdowns of 600 s with a progress token
-// each, started over WebSocket by clients of detachedBatch calls each that go
-// once their calls' resume policies came; then, -settle later (progress
+// each, started over WebSocket by clients of -per-client calls each (500 by
+// default; 1 for a connection per call) that go once their calls' resume
+// policies came; then, -settle later (progress
 // queued meanwhile), the server's resident memory, and the latency of
 // getStatus of 1,000 random ones from a new connection. Calls a server at one
 // of its bounds runs plain (no resume policy within policyWait) are counted,
 // not waited for.
-
-// detachedBatch is how many calls one client starts before it goes.
-const detachedBatch = 500
 
 // policyWait is how long a client waits for the next of its calls' resume
 // policies: the calls whose policies have not come by then run plain (a
@@ -38,7 +36,8 @@ const policyWait = 15 * time.Second
 type detachedResult struct {
 	Name          string        `json:"name"`
 	Calls         int           `json:"calls"`
-	Plain         int           `json:"plain"` // calls that got no resume policy (policyWait)
+	PerClient     int           `json:"per_client"` // calls each client started before it went
+	Plain         int           `json:"plain"`      // calls that got no resume policy (policyWait)
 	Started       time.Duration `json:"started_ns"`
 	RSSBefore     int64         `json:"rss_before_bytes"`
 	RSS           int64         `json:"rss_bytes"`
@@ -53,8 +52,14 @@ func (r detachedResult) String() string {
 		plain = fmt.Sprintf(" (%d of them plain: no resume policy within %v)", r.Plain, policyWait)
 	}
 	detached := max(r.Calls-r.Plain, 1)
-	return fmt.Sprintf("%-14s %d detached countdowns%s, started in %v: RSS %.0f MiB (%.0f MiB before; %.1f KB a request), getStatus p50 %v p99 %v (%d of 1000 processing)",
-		r.Name, r.Calls, plain, r.Started.Round(time.Millisecond), float64(r.RSS)/(1<<20), float64(r.RSSBefore)/(1<<20),
+	clients := ""
+	if r.PerClient == 1 {
+		clients = ", a client each"
+	} else if r.PerClient > 1 {
+		clients = fmt.Sprintf(", %d a client", r.PerClient)
+	}
+	return fmt.Sprintf("%-14s %d detached countdowns%s%s, started in %v: RSS %.0f MiB (%.0f MiB before; %.1f KB a request), getStatus p50 %v p99 %v (%d of 1000 processing)",
+		r.Name, r.Calls, clients, plain, r.Started.Round(time.Millisecond), float64(r.RSS)/(1<<20), float64(r.RSSBefore)/(1<<20),
 		float64(r.RSS-r.RSSBefore)/float64(detached)/1024, r.StatusP50.Round(time.Microsecond), r.StatusP99.Round(time.Microsecond), r.StatusAnswers)
 }
 
@@ -67,8 +72,8 @@ func detachedTargets(bin string, n int) []string {
 }
 
 // detached runs the detached scene against t.
-func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
-	res := detachedResult{Name: t.name, Calls: n}
+func (t *target) detached(n, perClient int, settle time.Duration) (detachedResult, error) {
+	res := detachedResult{Name: t.name, Calls: n, PerClient: perClient}
 	ws := strings.Replace(strings.TrimSuffix(t.url, "/mcp"), "http://", "ws://", 1) + "/ws"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -90,7 +95,7 @@ func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
 	for range 4 { // four clients at a time
 		wg.Go(func() {
 			for first := range batches {
-				p, err := detachBatch(ctx, ws, first, min(detachedBatch, n-first+1), sample)
+				p, err := detachBatch(ctx, ws, first, min(perClient, n-first+1), sample)
 				if err != nil {
 					errs <- err
 					cancel()
@@ -100,7 +105,7 @@ func (t *target) detached(n int, settle time.Duration) (detachedResult, error) {
 			}
 		})
 	}
-	for first := 1; first <= n; first += detachedBatch {
+	for first := 1; first <= n; first += perClient {
 		select {
 		case batches <- first:
 		case <-ctx.Done():
@@ -218,10 +223,10 @@ func detachBatch(ctx context.Context, url string, first, k int, sample *reservoi
 }
 
 // runDetached runs the detached scene against each target in turn.
-func runDetached(targets []*target, n int, settle time.Duration, asJSON bool) error {
+func runDetached(targets []*target, n, perClient int, settle time.Duration, asJSON bool) error {
 	var all []detachedResult
 	for _, t := range targets {
-		r, err := t.detached(n, settle)
+		r, err := t.detached(n, perClient, settle)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}

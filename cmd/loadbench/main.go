@@ -96,6 +96,7 @@ func main() {
 	flag.BoolVar(&keepLogs, "v", false, "pass the servers' logs through to stderr")
 	flag.IntVar(&cfg.detached, "detached", 0, "instead of rounds: the detached scene with this many countdowns (see go doc)")
 	flag.DurationVar(&cfg.settle, "settle", 10*time.Second, "the detached scene: how long its countdowns queue progress before the server's memory is read")
+	flag.IntVar(&cfg.perClient, "per-client", 500, "the detached scene: how many calls each client starts before it goes (1: a connection per call, as clients whose machines slept)")
 	flag.Parse()
 	cfg.logs = keepLogs
 	if err := run(targets, cfg, check, asJSON); err != nil {
@@ -111,6 +112,7 @@ type config struct {
 	logs                             bool
 	detached                         int           // the detached scene's countdowns; 0: rounds
 	settle                           time.Duration // the detached scene's wait before its figures
+	perClient                        int           // the detached scene's calls per client
 }
 
 func run(specs []string, cfg config, check string, asJSON bool) error {
@@ -147,7 +149,7 @@ func run(specs []string, cfg config, check string, asJSON bool) error {
 		targets = append(targets, t)
 	}
 	if cfg.detached > 0 {
-		return runDetached(targets, cfg.detached, cfg.settle, asJSON)
+		return runDetached(targets, cfg.detached, max(cfg.perClient, 1), cfg.settle, asJSON)
 	}
 	// A warm-up round of a tenth of the size, not counted: the first calls of a
 	// process pay its lazy starts (page faults, pools, connections).
