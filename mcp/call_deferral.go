@@ -118,7 +118,7 @@ func (cl *call) deferLocked() {
 			h.Ack = max(h.Ack, r.DetachWritten(l.round))
 		}
 	}
-	h.Token = l.token
+	h.Token, l.token = l.token, "" // the answer carries it; the call keeps no copy
 	// Its client holds a handle of it now: the session's end leaves it.
 	c.untrack(cl.id)
 	res := s.deferredResult(cl.tool, h.encode(), time.Since(l.started), l.lastProgress, r.Status().HasInput)

@@ -54,8 +54,9 @@ func (p callPhase) early() bool { return p == phaseStarting || p == phasePlain }
 // callLife is what changes in a call's life, guarded by its lock.
 type callLife struct {
 	phase callPhase
-	// req, token: its request of the engine and the request's token, once it
-	// is one (phaseRequest, phaseDeferred; kept when it is done); round: a
+	// req, token: its request of the engine, once it is one (phaseRequest,
+	// phaseDeferred; kept when it is done), and the request's token until
+	// the deferred answer that names it, while it may get one; round: a
 	// 2026 request's first round; taskID: a 2025-11-25 task's id.
 	req    *resume.Request
 	token  string
@@ -410,7 +411,9 @@ func (cl *call) promoteLocked(running bool) *resume.Request {
 		cl.notStartedLocked(err)
 		return nil
 	}
-	l.token = tok
+	if !l.deferAt.IsZero() {
+		l.token = tok // for the handle of the deferred answer it may get (deferLocked); no secret kept otherwise
+	}
 	// On the span before anything tells the client: a task's creation, once
 	// answered, may be cancelled at once, and an ended span takes no event.
 	if cl.span != nil { // the attribute's slice is not made for nobody
