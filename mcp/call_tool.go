@@ -249,33 +249,34 @@ func (cl *call) finishLeft(tr *toolRun) {
 
 // toolObserver tells a call of its request's attachments: its worker leaves
 // when the request loses its client. It passes every event on to the call's
-// span's observer, when it has one.
-type toolObserver struct {
-	cl   *call
-	next resume.Observer
-}
+// span's observer, when it has one. One pointer, so that the engine holds it
+// as an Observer without an allocation of its own.
+type toolObserver struct{ cl *call }
+
+// next is the call's span's observer; nil for none.
+func (o toolObserver) next() resume.Observer { return o.cl.span.observer() }
 
 func (o toolObserver) Attached(ack uint64) {
-	if o.next != nil {
-		o.next.Attached(ack)
+	if n := o.next(); n != nil {
+		n.Attached(ack)
 	}
 }
 
 func (o toolObserver) Detached() {
 	o.cl.leaveWorker()
-	if o.next != nil {
-		o.next.Detached()
+	if n := o.next(); n != nil {
+		n.Detached()
 	}
 }
 
 func (o toolObserver) Delivered() {
-	if o.next != nil {
-		o.next.Delivered()
+	if n := o.next(); n != nil {
+		n.Delivered()
 	}
 }
 
 func (o toolObserver) Ended(cause error) {
-	if o.next != nil {
-		o.next.Ended(cause)
+	if n := o.next(); n != nil {
+		n.Ended(cause)
 	}
 }
