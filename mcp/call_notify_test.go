@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
+	"github.com/mcp-resume/mcp-resume/testkit/poll"
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
@@ -179,14 +180,14 @@ func TestDetachedHoldsNoConnection(t *testing.T) {
 		t.Fatalf("%d detached requests, want the countdown's", n)
 	}
 	// A cleanup runs on a goroutine of its own once a collection found the
-	// connection unreachable: wait for it, a while after each collection.
-	for range 10 {
+	// connection unreachable.
+	poll.Until(t, 10*time.Second, "the detached request's connection to be collected", func() bool {
 		runtime.GC()
 		select {
 		case <-released:
-			return
-		case <-time.After(time.Second):
+			return true
+		default:
+			return false
 		}
-	}
-	t.Fatal("the connection of a detached request is still referenced after 10 collections")
+	})
 }

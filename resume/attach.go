@@ -187,9 +187,8 @@ func (r *Request) detachAfterFailure(a *attachment) {
 	a.draining = false
 	if r.att == a {
 		r.detachLocked()
-	} else {
-		r.idleWLocked(a)
 	}
+	r.idleWLocked(a) // its write has failed: none is in flight
 }
 
 // detachLocked leaves the request without a sink. A processing request starts its

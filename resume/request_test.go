@@ -538,6 +538,21 @@ func TestConcurrentAppendAttach(t *testing.T) {
 	t.Logf("%d messages, %d writes to %d sinks, %d failed writes", last, writes, len(sinks), failures)
 }
 
+// writeBlocked attaches a gateSink to r (written holding room for room
+// messages) and appends a message, which its Write blocks on: appended is
+// closed once the Append returns. Within a synctest bubble.
+func writeBlocked(t *testing.T, r *resume.Request, room int) (_ *gateSink, appended <-chan struct{}) {
+	g := &gateSink{gate: make(chan struct{}), written: make(chan []byte, room)}
+	attach(t, r, g, 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		appendAsync(t, r) // written by Append: blocks in g
+	}()
+	synctest.Wait()
+	return g, done
+}
+
 // gateSink blocks every Write until its gate is closed; entered, when set, is
 // told of each Write as it starts.
 type gateSink struct {
@@ -629,14 +644,7 @@ func TestTakeoverWaitsForWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := newEngine(t, nil)
 		r, _ := start(t, e, `1`, nil)
-		a := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 2)}
-		attach(t, r, a, 0)
-		appended := make(chan struct{})
-		go func() {
-			defer close(appended)
-			appendAsync(t, r) // written by Append: blocks in a
-		}()
-		synctest.Wait()
+		a, appended := writeBlocked(t, r, 2)
 
 		b := newSink()
 		attached := make(chan struct{})
@@ -692,7 +700,6 @@ func TestTakeoverWaitsForWrite(t *testing.T) {
 	})
 }
 
-// appendAsync is appendMsg of a notification for a goroutine of the test's.
 // A call sent again (AttachAll) while the lost connection is still writing
 // one of its messages: that message, delivered when the write completes, is
 // in the replay window the new attachment writes first; none is lost.
@@ -700,14 +707,7 @@ func TestAttachAllDuringWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := newEngine(t, nil)
 		r, _ := start(t, e, `1`, nil)
-		a := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 2)}
-		attach(t, r, a, 0)
-		appended := make(chan struct{})
-		go func() {
-			defer close(appended)
-			appendAsync(t, r) // seq 1, written by Append: blocks in a
-		}()
-		synctest.Wait()
+		a, appended := writeBlocked(t, r, 2) // seq 1
 		b := newSink()
 		attached := make(chan struct{})
 		go func() {
@@ -727,6 +727,7 @@ func TestAttachAllDuringWrite(t *testing.T) {
 	})
 }
 
+// appendAsync is appendMsg of a notification for a goroutine of the test's.
 func appendAsync(t *testing.T, r *resume.Request) {
 	if _, err := r.Append(resume.KindNotification, "", encoder("notification", "")); err != nil {
 		t.Error(err)
@@ -831,14 +832,7 @@ func TestDetachedLetsWriteLockGo(t *testing.T) {
 			t.Error("a request detached with no write in flight holds its write lock")
 		}
 
-		g := &gateSink{gate: make(chan struct{}), written: make(chan []byte, 1)}
-		attach(t, r, g, 0)
-		appended := make(chan struct{})
-		go func() {
-			defer close(appended)
-			appendAsync(t, r) // written by Append: blocks in g
-		}()
-		synctest.Wait()
+		g, appended := writeBlocked(t, r, 1)
 		r.Detach(g)
 		if !resume.HoldsWriteLock(r) {
 			t.Error("a request detached during a write lets its write lock go before the write ended")
