@@ -155,19 +155,28 @@ func TestProgressHistory(t *testing.T) {
 		name    string
 		history time.Duration
 		leave   time.Duration // when the client attached from the start leaves; 0: none ever was
+		tight   bool          // the process is tight on memory (Options.MemoryTight)
 		kept    []int         // the "p" values the client gets back at 28 s (0-14: one every 2 s)
 	}{
-		{"away all along", 0, 0, []int{14}},
+		{"away all along", 0, 0, false, []int{14}},
 		// Away 13 s: at 26 s (p13), past the history, p8-p12 go.
-		{"away longer than the history", 0, 15 * time.Second, []int{14}},
+		{"away longer than the history", 0, 15 * time.Second, false, []int{14}},
 		// Away 9 s: every value from p10 (20 s) on.
-		{"back within the history", 0, 19 * time.Second, []int{10, 11, 12, 13, 14}},
-		{"a history longer than the absence", 30 * time.Second, 0, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
-		{"every value", -1, 0, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
+		{"back within the history", 0, 19 * time.Second, false, []int{10, 11, 12, 13, 14}},
+		{"a history longer than the absence", 30 * time.Second, 0, false, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
+		{"every value", -1, 0, false, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}},
+		// Tight on memory, a request holds the newest of each token alone,
+		// whatever its history and its client.
+		{"back within the history, tight on memory", 0, 19 * time.Second, true, []int{14}},
+		{"every value, tight on memory", -1, 0, true, []int{14}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e, _ := newEngine(t, &resume.Options{ProgressHistory: c.history})
+				opts := &resume.Options{ProgressHistory: c.history}
+				if c.tight {
+					opts.MemoryTight = func() bool { return true }
+				}
+				e, _ := newEngine(t, opts)
 				first := newSink()
 				so := &resume.StartOptions{}
 				if c.leave > 0 {

@@ -36,6 +36,14 @@ type Options struct {
 	// stop piling up before the process is killed for its memory. It is called
 	// at every Start: it must be cheap.
 	MemoryShort func() bool
+	// MemoryTight, when set, reports whether the process is nearing the
+	// point where MemoryShort would be: while it is, a request keeps the
+	// newest progress of each token alone, as one whose client has been away
+	// longer than ProgressHistory (whatever ProgressHistory is), so that what
+	// superseded progress holds goes before new calls lose their resume
+	// policy. It is called as each progress message is queued: it must be
+	// cheap.
+	MemoryTight func() bool
 	// MaxLivePerPrincipal caps the running resumable requests of each principal
 	// (StartOptions.Principal; requests without a principal are bounded by MaxLive
 	// only); Start returns ErrLimit past it. Default 500; negative: no cap.
@@ -76,7 +84,8 @@ type Options struct {
 	// it, superseded progress goes at once: a detached request holds the
 	// newest of each token alone. It is let go as the next progress of the
 	// request is queued. Default 10 s; negative: kept until QueueBytes or
-	// MaxBytes needs its room.
+	// MaxBytes needs its room. While the process is tight on memory
+	// (MemoryTight), none is kept.
 	ProgressHistory time.Duration
 	// Ended encodes the final response of a request that ended without its
 	// handler's: cause is ErrRestarted, ErrOwnerLost or ErrStoreLost, seq the

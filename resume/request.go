@@ -286,11 +286,7 @@ func (r *Request) append(k Kind, key string, encode func(seq uint64) []byte, nex
 	}
 	r.q.add(m, r.e.store == nil || r.memory, now)
 	r.e.addBytes(r, len(m.Data))
-	if h := int64(r.e.opts.ProgressHistory); h > 0 && k == KindProgress {
-		cutoff := now - h
-		if r.att == nil && now-r.away >= h {
-			cutoff = now + 1 // its client, away longer than the history, gets the newest alone
-		}
+	if cutoff, ok := r.historyCutoffLocked(k, now); ok {
 		if drop := r.q.stale(cutoff); len(drop) > 0 {
 			r.discardLocked(drop)
 		}
@@ -594,4 +590,26 @@ func (r *Request) discardLocked(seqs []uint64) {
 	if err := r.e.store.Discard(r.e.ctx, r.hash, seqs...); err != nil {
 		r.e.log.Warn().Err(err).Str("request", string(r.id)).Msg("discarding delivered messages")
 	}
+}
+
+// historyCutoffLocked returns the time (the engine's clock) before which
+// superseded progress goes as a message of kind k is queued at now, and
+// whether any goes: past ProgressHistory; all of it while the process is tight
+// on memory (Options.MemoryTight), or once the request has had no client for
+// longer than the history.
+func (r *Request) historyCutoffLocked(k Kind, now int64) (int64, bool) {
+	if k != KindProgress {
+		return 0, false
+	}
+	if tight := r.e.opts.MemoryTight; tight != nil && tight() {
+		return now + 1, true
+	}
+	h := int64(r.e.opts.ProgressHistory)
+	switch {
+	case h <= 0:
+		return 0, false
+	case r.att == nil && now-r.away >= h:
+		return now + 1, true // its client, away longer than the history, gets the newest alone
+	}
+	return now - h, true
 }

@@ -489,17 +489,18 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 	default:
 		srv = toolServer(f.conformance)
 	}
-	short := memoryShort(memoryLimit()) // one for every core of the process: it reads the process's figures
+	memory := newMemoryWatch(memoryLimit()) // one for every core of the process: it reads the process's figures
 	newCore := func(srv *server.MCPServer, store resume.Store, sessions mcp.SessionShare, node *cluster.Node,
 		def mcp.Policy, tools map[string]mcp.Policy, policyOf func(string, mcp.Policy) mcp.Policy, limitName func(string) string) (*mcp.Server, error) {
+		eng := &resume.Options{
+			MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
+			TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
+			ProgressHistory: f.progressHist, MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP,
+		}
+		memory.engineOptions(eng)
 		return mcp.New(srv, &mcp.Options{
-			Store: store,
-			Engine: &resume.Options{
-				MaxWait: f.maxWait, MinWait: f.minWait, Retention: f.retention, DeliveredRetention: f.delivered,
-				TombstoneTTL: f.tombstoneTTL, MaxLive: f.maxLive, MaxRetained: f.maxRetained, QueueBytes: f.queueBytes,
-				ProgressHistory: f.progressHist, MaxLivePerPrincipal: f.maxLiveP, MaxBytes: f.queuedBytes, MaxBytesPerPrincipal: f.queuedBytesP,
-				MemoryShort: short,
-			},
+			Store:         store,
+			Engine:        eng,
 			Cluster:       asCluster(node),
 			Sessions:      sessions,
 			DefaultPolicy: def,

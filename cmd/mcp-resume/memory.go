@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-resume/mcp-resume/resume"
 )
 
 // defaultQueuedBytes is --max-queued-bytes' default: a quarter of the memory
@@ -63,41 +65,74 @@ func withMemoryLimit(ev *zerolog.Event) *zerolog.Event {
 	return ev
 }
 
-// shortShare is the share of the soft memory limit past which the process is
-// short of memory: its live heap and its goroutines' stacks past it leave the
-// collector too little room to keep the process under the limit at the pace
-// new calls and detached requests' progress make garbage (docs/testing.md,
-// "Detached requests": in a 1 GiB cgroup, 0.85 let the process reach the
-// cgroup's limit).
-const shortShare = 0.75
+// tightShare and shortShare are the shares of the soft memory limit past
+// which the process is tight, then short, of memory: its live heap and its
+// goroutines' stacks past them. Tight, running requests keep no superseded
+// progress (resume.Options.MemoryTight), which a fast start of many detached
+// requests holds for their first seconds; short, past what leaves the
+// collector room to keep the process under the limit at the pace new calls
+// and detached requests' progress make garbage, new calls run without a
+// resume policy (docs/testing.md, "Detached requests": in a 1 GiB cgroup,
+// 0.85 let the process reach the cgroup's limit while superseded progress
+// was kept).
+const (
+	tightShare = 0.6
+	shortShare = 0.75
+)
 
-// memoryRead is how often memoryShort reads the runtime's figures; between
+// memoryRead is how often a memoryWatch reads the runtime's figures; between
 // reads it answers with the last.
 const memoryRead = 100 * time.Millisecond
 
-// memoryShort returns the engine's MemoryShort (resume.Options) for a process
-// whose soft memory limit is limit: short while its live heap, as the last
-// collection found it, and its goroutines' stacks take more than shortShare
-// of the limit. Nil without a limit (0).
-func memoryShort(limit int64) func() bool {
+// memoryWatch tells the engine how near the process's memory is to its soft
+// limit (resume.Options' MemoryTight and MemoryShort), from one reading of
+// the live heap, as the last collection found it, and the goroutines' stacks.
+type memoryWatch struct {
+	tight, short uint64       // bounds of the heap and stacks, in bytes
+	next         atomic.Int64 // unix nanoseconds of the next read
+	level        atomic.Int32 // 0: neither; 1: tight; 2: short
+}
+
+// newMemoryWatch returns the watch of a process whose soft memory limit is
+// limit; nil without a limit (0).
+func newMemoryWatch(limit int64) *memoryWatch {
 	if limit <= 0 {
 		return nil
 	}
-	bound := uint64(float64(limit) * shortShare)
-	var (
-		next  atomic.Int64 // unix nanoseconds of the next read
-		short atomic.Bool
-	)
-	return func() bool {
-		// One caller reads (the one that moves next on), the others answer
-		// with the last reading: no lock on the way of every call.
-		now := time.Now().UnixNano()
-		if at := next.Load(); now >= at && next.CompareAndSwap(at, now+int64(memoryRead)) {
-			samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
-			metrics.Read(samples)
-			short.Store(samples[0].Value.Uint64()+samples[1].Value.Uint64() > bound)
+	return &memoryWatch{tight: uint64(float64(limit) * tightShare), short: uint64(float64(limit) * shortShare)}
+}
+
+// read returns the level, reading the runtime's figures when the last reading
+// is older than memoryRead. One caller reads (the one that moves next on),
+// the others answer with the last reading: no lock on the way of every call.
+func (w *memoryWatch) read() int32 {
+	now := time.Now().UnixNano()
+	if at := w.next.Load(); now >= at && w.next.CompareAndSwap(at, now+int64(memoryRead)) {
+		samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+		metrics.Read(samples)
+		used, level := samples[0].Value.Uint64()+samples[1].Value.Uint64(), int32(0)
+		switch {
+		case used > w.short:
+			level = 2
+		case used > w.tight:
+			level = 1
 		}
-		return short.Load()
+		w.level.Store(level)
+	}
+	return w.level.Load()
+}
+
+// Tight reports whether the process is tight of memory (short included).
+func (w *memoryWatch) Tight() bool { return w.read() >= 1 }
+
+// Short reports whether the process is short of memory.
+func (w *memoryWatch) Short() bool { return w.read() >= 2 }
+
+// engineOptions sets the engine's MemoryTight and MemoryShort from w (none
+// without a watch).
+func (w *memoryWatch) engineOptions(o *resume.Options) {
+	if w != nil {
+		o.MemoryTight, o.MemoryShort = w.Tight, w.Short
 	}
 }
 

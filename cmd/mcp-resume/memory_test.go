@@ -1,8 +1,12 @@
 package main
 
 import (
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"testing/fstest"
+
+	"github.com/mcp-resume/mcp-resume/resume"
 )
 
 // The process gives Go's collector nine tenths of its cgroup's memory limit,
@@ -73,16 +77,39 @@ func TestCgroupLimit(t *testing.T) {
 	}
 }
 
-// The process is short of memory when its live heap and stacks take more
-// than shortShare of its soft limit; without a limit it never is.
-func TestMemoryShort(t *testing.T) {
-	if memoryShort(0) != nil {
-		t.Error("memoryShort(0) is not nil")
+// The process is tight of memory when its live heap and stacks take more
+// than tightShare of its soft limit, short past shortShare; without a limit
+// it never is, and the engine is given neither.
+func TestMemoryWatch(t *testing.T) {
+	if newMemoryWatch(0) != nil {
+		t.Error("newMemoryWatch(0) is not nil")
 	}
-	if !memoryShort(1)() { // its goroutines' stacks alone are more
-		t.Error("not short of memory under a limit of 1 byte")
+	var none resume.Options
+	(*memoryWatch)(nil).engineOptions(&none)
+	if none.MemoryTight != nil || none.MemoryShort != nil {
+		t.Error("the engine is told of memory without a limit")
 	}
-	if memoryShort(1 << 50)() {
-		t.Error("short of memory under a limit of 1 PiB")
+	used := func() uint64 { // what the watch reads
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64() + s[1].Value.Uint64()
+	}
+	runtime.GC()
+	u := float64(used())
+	for _, c := range []struct {
+		name         string
+		limit        int64
+		tight, short bool
+	}{
+		{"a limit of 1 byte", 1, true, true}, // its goroutines' stacks alone are more
+		{"used past the tight share alone", int64(u / (tightShare + shortShare) * 2), true, false},
+		{"a limit of 1 PiB", 1 << 50, false, false},
+	} {
+		w := newMemoryWatch(c.limit)
+		var o resume.Options
+		w.engineOptions(&o)
+		if tight, short := o.MemoryTight(), o.MemoryShort(); tight != c.tight || short != c.short {
+			t.Errorf("%s (%.0f bytes used): tight %t, short %t; want %t, %t", c.name, u, tight, short, c.tight, c.short)
+		}
 	}
 }
