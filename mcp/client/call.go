@@ -24,7 +24,8 @@ import (
 	"github.com/mcp-resume/mcp-resume/transport"
 )
 
-// CallOptions configure one call. Nil means none.
+// CallOptions configure one call. Nil means none. The call reads them until
+// it returns (Go: until done gets its answer): they must not change meanwhile.
 type CallOptions struct {
 	// Progress receives the call's progress notifications, each exactly once and in
 	// order across any number of resumes, and those of the awaits of a deferred
@@ -174,9 +175,9 @@ type call struct {
 	id       spec.ID
 	key      string // string(id)
 	method   string
-	opts     CallOptions
-	internal bool       // initialize: belongs to one link, not resumed
-	op       *operation // the Call it is a request of; nil for the client's own
+	opts     *CallOptions // never nil; shared with its Call (the caller's, not copied)
+	internal bool         // initialize: belongs to one link, not resumed
+	op       *operation   // the Call it is a request of; nil for the client's own
 
 	done    chan struct{} // closed by finish
 	resend  chan struct{} // an Idempotent or keyed call lost before its policy (capacity 1)
@@ -231,11 +232,10 @@ type call struct {
 
 func (c *Client) newCall(method string, opts *CallOptions) *call {
 	id := spec.ID(strconv.Quote(c.prefix + strconv.FormatUint(c.nextID.Add(1), 10)))
-	cl := &call{id: id, key: string(id), method: method, done: make(chan struct{}), resend: make(chan struct{}, 1)}
-	if opts != nil {
-		cl.opts = *opts
+	if opts == nil {
+		opts = &noOptions
 	}
-	return cl
+	return &call{id: id, key: string(id), method: method, opts: opts, done: make(chan struct{}), resend: make(chan struct{}, 1)}
 }
 
 // settle waits until cl's progress callbacks under way are done (see
@@ -339,7 +339,16 @@ func (c *Client) Go(ctx context.Context, method string, params any, opts *CallOp
 		done(nil, err)
 		return
 	}
-	c.requestAsync(ctx, x.op, method, x.fields, x.tool, x.op.opts, x.env, func(res json.RawMessage, first *call, err error) {
+	// While the call waits its params are held encoded, not as the map the
+	// request was made of: the rounds that may follow take them up again.
+	fields := x.fields
+	x.fields = nil
+	if x.held, err = json.Marshal(fields); err != nil {
+		x.close()
+		done(nil, fmt.Errorf("client: %s params: %w", method, err))
+		return
+	}
+	c.requestAsync(ctx, x.op, method, fields, x.tool, x.op.opts, x.env, func(res json.RawMessage, first *call, err error) {
 		raw, err := x.rounds(ctx, &reply{res, first, err})
 		x.close()
 		done(raw, err)
@@ -352,6 +361,7 @@ type callRun struct {
 	op     *operation
 	method string
 	fields map[string]json.RawMessage
+	held   json.RawMessage // fields encoded, in their place while a Go call waits
 	tool   *mcpgo.Tool
 	env    map[string]json.RawMessage
 	asTask bool
@@ -420,6 +430,14 @@ func (x *callRun) close() {
 func (x *callRun) rounds(ctx context.Context, pre *reply) (json.RawMessage, error) {
 	c, op, method, fields, tool, env, asTask := x.c, x.op, x.method, x.fields, x.tool, x.env, x.asTask
 	var err error
+	// taken takes up the fields held encoded (Go) before a round needs them.
+	taken := func() {
+		if x.held != nil {
+			fields = nil
+			_ = json.Unmarshal(x.held, &fields) // encoded from a map: it decodes
+			x.held = nil
+		}
+	}
 	// awaiting is the deferred answer being followed (nil before one came):
 	// fields and tool are its await call's then.
 	var awaiting *Deferred
@@ -460,6 +478,7 @@ func (x *callRun) rounds(ctx context.Context, pre *reply) (json.RawMessage, erro
 		opts := op.opts
 		if awaiting != nil {
 			opts = awaitOpts
+			taken()
 			fields = maps.Clone(fields)
 			fields["_meta"], _ = json.Marshal(map[string]uint64{spec.MetaAck: held.Load()})
 		}
@@ -469,6 +488,7 @@ func (x *callRun) rounds(ctx context.Context, pre *reply) (json.RawMessage, erro
 			res, first, err = pre.res, pre.first, pre.err
 			pre = nil
 		} else {
+			taken()
 			res, first, err = c.request(ctx, op, method, fields, tool, opts, env)
 		}
 		if err == nil && asTask {
@@ -513,7 +533,7 @@ func (x *callRun) rounds(ctx context.Context, pre *reply) (json.RawMessage, erro
 			}
 			awaiting, failures, round = &d, 0, 0
 			c.update(func(*state) { held.Store(max(held.Load(), first.lastSeq)) }) // what the call's own stream brought
-			fields = d.fields(false)
+			fields, x.held = d.fields(false), nil
 			if tool, err = c.awaitTool(fields, env); err != nil {
 				return nil, err
 			}
@@ -540,6 +560,7 @@ func (x *callRun) rounds(ctx context.Context, pre *reply) (json.RawMessage, erro
 		// [2026-07-28 MRTR] The retry carries the answers and the
 		// requestState exactly as the server sent it; one that sent none gets
 		// none back.
+		taken()
 		fields = maps.Clone(fields)
 		if fields == nil {
 			fields = map[string]json.RawMessage{}

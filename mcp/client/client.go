@@ -209,6 +209,10 @@ type Client struct {
 	// client of the 2025 era (Options.Discover, CallOptions.Envelope): the
 	// era's version, the client's capabilities and info.
 	modernBase map[string]json.RawMessage
+	// envs are the envelopes envelopeOf made, by what they were made of:
+	// requests that carry the same (a gateway's calls carry their clients'
+	// capabilities) share one, which nothing changes once made.
+	envs envelopes
 
 	// modern: the server of the current link speaks the 2026-07-28 era (the
 	// client's era, or what Options.Discover learned of it).

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"sync"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
@@ -176,12 +178,57 @@ func (c *Client) envelopeOf(e *Envelope, asTask bool) map[string]json.RawMessage
 	if e == nil && !asTask && c.era.modern {
 		return base // the client's own, shared by its requests: never changed
 	}
-	env := make(map[string]json.RawMessage, len(base)+1)
-	maps.Copy(env, base)
-	env[spec.MetaClientCapabilities] = caps
-	if e != nil && e.LogLevel != "" {
-		env[spec.MetaLogLevel], _ = json.Marshal(e.LogLevel)
+	level := ""
+	if e != nil {
+		level = e.LogLevel
 	}
+	return c.envs.get(!c.era.modern, caps, level, func() map[string]json.RawMessage {
+		env := make(map[string]json.RawMessage, len(base)+1)
+		maps.Copy(env, base)
+		env[spec.MetaClientCapabilities] = caps
+		if level != "" {
+			env[spec.MetaLogLevel], _ = json.Marshal(level)
+		}
+		return env
+	})
+}
+
+// maxEnvelopes bounds the envelopes a client keeps for its requests to share
+// (envelopes): past it they are let go, and made again as requests need them.
+const maxEnvelopes = 64
+
+// envelopes are the envelopes of a client's requests of the 2026-07-28 era
+// that carry capabilities or a log level of their own, kept by what they are
+// made of: the base they add to (the client's era's, or, on a client of the
+// 2025 era, its modernBase), the capabilities, and the log level.
+type envelopes struct {
+	mu sync.Mutex
+	m  map[string]map[string]json.RawMessage
+}
+
+// get returns the envelope of caps and level over the base (legacy: a 2025
+// client's modernBase), made by build when none is kept.
+func (es *envelopes) get(legacy bool, caps json.RawMessage, level string, build func() map[string]json.RawMessage) map[string]json.RawMessage {
+	var buf [256]byte
+	key := append(buf[:0], '0')
+	if legacy {
+		key[0] = '1'
+	}
+	key = strconv.AppendInt(key, int64(len(level)), 10) // the level's length first: no two pairs make one key
+	key = append(append(append(key, ':'), level...), caps...)
+	es.mu.Lock()
+	env, ok := es.m[string(key)]
+	es.mu.Unlock()
+	if ok {
+		return env
+	}
+	env = build()
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if es.m == nil || len(es.m) >= maxEnvelopes {
+		es.m = map[string]map[string]json.RawMessage{}
+	}
+	es.m[string(key)] = env
 	return env
 }
 

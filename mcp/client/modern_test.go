@@ -103,7 +103,8 @@ func TestModernEra(t *testing.T) {
 
 // A server's questions come as input_required results: the handlers answer
 // them, and the call is sent again with the answers and the requestState, as
-// many rounds as the server asks; prompts/get likewise.
+// many rounds as the server asks, by Call and by Go (whose params wait
+// encoded); prompts/get likewise.
 func TestModernMultiRound(t *testing.T) {
 	url, log := serveHTTP(t, conformance.Server("test"), nil)
 	c := connect(t, httpDialer(t, url), modernOpts())
@@ -122,9 +123,18 @@ func TestModernMultiRound(t *testing.T) {
 		if got := text(t, res); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.tool, got, tc.want)
 		}
+		type answer struct {
+			raw json.RawMessage
+			err error
+		}
+		got := make(chan answer, 1)
+		c.Go(t.Context(), "tools/call", map[string]any{"name": tc.tool}, nil, func(raw json.RawMessage, err error) { got <- answer{raw, err} })
+		if a := <-got; a.err != nil || !strings.Contains(string(a.raw), tc.want) {
+			t.Errorf("%s by Go: %s, %v; want %q", tc.tool, a.raw, a.err, tc.want)
+		}
 	}
-	if n := log.count("tools/call"); n != 3+2+2+2 {
-		t.Errorf("%d tools/call sent, want 9 (3 rounds, then 2 each)", n)
+	if n := log.count("tools/call"); n != 2*(3+2+2+2) {
+		t.Errorf("%d tools/call sent, want 18 (3 rounds, then 2 each, by Call and by Go)", n)
 	}
 	raw, err := c.Call(t.Context(), "prompts/get", map[string]any{"name": "test_input_required_result_prompt"}, nil)
 	if err != nil || !strings.Contains(string(raw), "Answer with this context in mind: tea") {
