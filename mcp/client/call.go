@@ -179,11 +179,16 @@ type call struct {
 	internal bool         // initialize: belongs to one link, not resumed
 	op       *operation   // the Call it is a request of; nil for the client's own
 
-	done    chan struct{} // closed by finish
-	resend  chan struct{} // an Idempotent or keyed call lost before its policy (capacity 1)
-	wake    func()        // told (under Client.st) of finish and resend, for a call no goroutine waits for (waiter)
-	callKey string        // the call's io.mcp-resume/key, "" for none
-	header  http.Header   // HTTP headers of its own (Mcp-Param-*), nil for none
+	// done and resend are the channels of a call a goroutine waits for (run,
+	// exchange: made there; nil for a waiter's): done is closed by finish,
+	// resend (capacity 1) gets a value when an Idempotent or keyed call lost
+	// before its policy is to be sent again. A waiter's call is told of both
+	// by wake, under Client.st, and resendDue says which.
+	done, resend chan struct{}
+	wake         func()
+	resendDue    bool        // guarded by Client.st
+	callKey      string      // the call's io.mcp-resume/key, "" for none
+	header       http.Header // HTTP headers of its own (Mcp-Param-*), nil for none
 	// env is the 2026-07-28 envelope it was sent with (its resumes and its
 	// cancel carry it too); nil for a request of the session's era.
 	env    map[string]json.RawMessage
@@ -235,7 +240,7 @@ func (c *Client) newCall(method string, opts *CallOptions) *call {
 	if opts == nil {
 		opts = &noOptions
 	}
-	return &call{id: id, key: string(id), method: method, opts: opts, done: make(chan struct{}), resend: make(chan struct{}, 1)}
+	return &call{id: id, key: string(id), method: method, opts: opts}
 }
 
 // settle waits until cl's progress callbacks under way are done (see
@@ -682,8 +687,9 @@ func (w *waiter) step() {
 	if w.answeredLocked() {
 		return
 	}
-	select {
-	case <-w.cl.resend:
+	var resend bool
+	w.c.update(func(*state) { resend, w.cl.resendDue = w.cl.resendDue, false })
+	if resend {
 		if w.cl.span != nil {
 			w.cl.span.AddEvent(mcptrace.EventResent)
 		}
@@ -691,7 +697,6 @@ func (w *waiter) step() {
 			w.endLocked(nil, err)
 			return
 		}
-	default:
 	}
 	w.mu.Unlock()
 }
@@ -714,14 +719,14 @@ func (w *waiter) cancelled() {
 // answeredLocked ends the wait with the call's answer, and reports true,
 // when the call finished; w.mu is then unlocked.
 func (w *waiter) answeredLocked() bool {
-	select {
-	case <-w.cl.done:
-		w.c.settle(w.cl)
-		w.endLocked(w.cl.result, w.cl.err)
-		return true
-	default:
+	var finished bool
+	w.c.update(func(*state) { finished = w.cl.finished })
+	if !finished {
 		return false
 	}
+	w.c.settle(w.cl)
+	w.endLocked(w.cl.result, w.cl.err)
+	return true
 }
 
 // endLocked ends the wait with res and err, unlocks w.mu, and hands them on.
@@ -738,6 +743,7 @@ func (w *waiter) endLocked(res json.RawMessage, err error) {
 
 // run sends cl's request msg (again, when it must be) and waits for its end.
 func (c *Client) run(ctx context.Context, cl *call, msg []byte) (json.RawMessage, error) {
+	cl.done, cl.resend = make(chan struct{}), make(chan struct{}, 1)
 	var added bool
 	if c.update(func(st *state) { added = st.add(cl) }); !added {
 		return nil, ErrClosed

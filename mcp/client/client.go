@@ -387,6 +387,7 @@ func (c *Client) capabilities() map[string]any {
 // server/discover) with params, on l and returns the server's answer; cl is
 // in flight meanwhile.
 func (c *Client) exchange(ctx context.Context, l *link, cl *call, params json.RawMessage) (json.RawMessage, error) {
+	cl.done = make(chan struct{})
 	var added bool
 	c.update(func(st *state) {
 		if added = st.add(cl); added {

@@ -23,7 +23,9 @@ func (cl *call) finish(result json.RawMessage, err error) {
 	}
 	cl.finished = true
 	cl.result, cl.err = result, err
-	close(cl.done)
+	if cl.done != nil {
+		close(cl.done)
+	}
 	if cl.wake != nil {
 		cl.wake()
 	}
@@ -135,11 +137,14 @@ func (cl *call) strand(why error) strand {
 // sendAgain makes cl a request to send again (run sends it).
 func (cl *call) sendAgain() strand {
 	cl.sent, cl.link = false, nil
-	select {
-	case cl.resend <- struct{}{}:
-	default:
+	if cl.resend != nil {
+		select {
+		case cl.resend <- struct{}{}:
+		default:
+		}
 	}
 	if cl.wake != nil {
+		cl.resendDue = true
 		cl.wake()
 	}
 	return strandResent
