@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"sync"
 	"time"
 
 	"github.com/mcp-resume/mcp-resume/audit"
@@ -97,7 +98,17 @@ const (
 type policyTable struct {
 	def   *Policy
 	tools map[string]*Policy
+
+	// adjusted holds what Options.PolicyOf last made of each tool's policy
+	// when it changed it, shared by the calls it makes the same for (a
+	// gateway's calls of a task tool); at most maxAdjusted tools, let go
+	// when full.
+	mu       sync.Mutex
+	adjusted map[string]*Policy
 }
+
+// maxAdjusted bounds the tools whose adjusted policy a table keeps.
+const maxAdjusted = 1024
 
 // noPolicy is the policy of a call that is not a tools/call, and of a request
 // run again after a restart (its limits applied at its first start).
@@ -112,11 +123,29 @@ func (s *Server) policy(tool string) *Policy {
 	if !ok {
 		p = t.def
 	}
-	if s.opts.PolicyOf != nil {
-		adjusted := s.opts.PolicyOf(tool, *p)
-		return &adjusted
+	if s.opts.PolicyOf == nil {
+		return p
 	}
-	return p
+	adjusted := s.opts.PolicyOf(tool, *p)
+	if adjusted == *p {
+		return p
+	}
+	return t.share(tool, adjusted)
+}
+
+// share returns the policy p that PolicyOf made for tool: the one kept when
+// it is the same, else p, kept.
+func (t *policyTable) share(tool string, p Policy) *Policy {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if q := t.adjusted[tool]; q != nil && *q == p {
+		return q
+	}
+	if t.adjusted == nil || len(t.adjusted) >= maxAdjusted {
+		t.adjusted = make(map[string]*Policy)
+	}
+	t.adjusted[tool] = &p
+	return &p
 }
 
 // Policy returns tool's policy in effect: what a call of it that starts now
