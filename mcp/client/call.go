@@ -353,7 +353,7 @@ func (c *Client) Go(ctx context.Context, method string, params any, opts *CallOp
 		done(nil, fmt.Errorf("client: %s params: %w", method, err))
 		return
 	}
-	c.requestAsync(ctx, x.op, method, fields, x.tool, x.op.opts, x.env, func(res json.RawMessage, first *call, err error) {
+	c.requestAsync(ctx, x.op, method, fields, x.held, x.tool, x.op.opts, x.env, func(res json.RawMessage, first *call, err error) {
 		raw, err := x.rounds(ctx, &reply{res, first, err})
 		x.close()
 		done(raw, err)
@@ -615,7 +615,7 @@ func (c *Client) newRequest(ctx context.Context, op *operation, method string, f
 			cl.traceparent, cl.tracestate = mcptrace.Context(sp)
 		}
 	}
-	p, err := encodeParams(fields, cl, method == spec.MethodToolsCall || cl.opts.Progress != nil, env)
+	p, msg, err := cl.encode(fields)
 	if err != nil {
 		err = fmt.Errorf("client: %s params: %w", method, err)
 		c.obs.end(cl, nil, err)
@@ -624,19 +624,30 @@ func (c *Client) newRequest(ctx context.Context, op *operation, method string, f
 	if tool != nil {
 		cl.header = paramHeaders(tool, p)
 	}
-	return cl, spec.EncodeRequest(cl.id, method, p), nil
+	return cl, msg, nil
+}
+
+// encode returns cl's params, made of fields in its envelope, and its
+// request.
+func (cl *call) encode(fields map[string]json.RawMessage) (json.RawMessage, []byte, error) {
+	p, err := encodeParams(fields, cl, cl.method == spec.MethodToolsCall || cl.opts.Progress != nil, cl.env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, spec.EncodeRequest(cl.id, cl.method, p), nil
 }
 
 // requestAsync is request with no goroutine waiting for the answer: then gets
 // what request returns, on a goroutine of its own (on the caller's when the
-// request could not be sent).
-func (c *Client) requestAsync(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage, then func(json.RawMessage, *call, error)) {
+// request could not be sent). held is fields encoded: the request is made
+// again of it when it is to be sent again, not kept meanwhile.
+func (c *Client) requestAsync(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, held json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage, then func(json.RawMessage, *call, error)) {
 	cl, msg, err := c.newRequest(ctx, op, method, fields, tool, opts, env)
 	if err != nil {
 		then(nil, cl, err)
 		return
 	}
-	w := &waiter{c: c, cl: cl, msg: msg, ctx: ctx, then: then}
+	w := &waiter{c: c, cl: cl, held: held, ctx: ctx, then: then}
 	var added bool
 	c.update(func(st *state) {
 		if added = st.add(cl); added {
@@ -663,7 +674,7 @@ func (c *Client) requestAsync(ctx context.Context, op *operation, method string,
 type waiter struct {
 	c    *Client
 	cl   *call
-	msg  []byte
+	held json.RawMessage // the request's params' fields, encoded
 	ctx  context.Context
 	then func(json.RawMessage, *call, error)
 	stop func() bool // the AfterFunc of ctx
@@ -693,12 +704,21 @@ func (w *waiter) step() {
 		if w.cl.span != nil {
 			w.cl.span.AddEvent(mcptrace.EventResent)
 		}
-		if err := w.c.send(w.ctx, w.cl, w.msg); err != nil {
+		if err := w.c.send(w.ctx, w.cl, w.request()); err != nil {
 			w.endLocked(nil, err)
 			return
 		}
 	}
 	w.mu.Unlock()
+}
+
+// request is the waiter's request, made again of what it was made of: its
+// params' fields (held), its call's id, key, trace context and envelope.
+func (w *waiter) request() []byte {
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(w.held, &fields) // encoded from a map: it decodes
+	_, msg, _ := w.cl.encode(fields)    // encoded once already: it encodes
+	return msg
 }
 
 // cancelled: the call's context ended before its answer, which is then
