@@ -168,6 +168,18 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 		return spec.NewError(spec.CodeInternalError, spec.ReasonShuttingDown,
 			"the server is shutting down and takes no new call: send it again (another instance takes it)"), errClientCancel
 	}
+	if m.Method == string(mcp.MethodToolsCall) && cl.tool != c.s.awaitTool && c.s.overloaded() {
+		c.debug().Str("request", string(m.ID)).Msg("call refused: the server is short of memory")
+		if f := c.s.opts.OnRefused; f != nil {
+			tool := cl.tool // a name no tool has is told as "": a metric's label, which a client must not multiply
+			if c.s.srv.GetTool(tool) == nil {
+				tool = ""
+			}
+			f(tool, c.principal != "", spec.ReasonOverloaded)
+		}
+		return spec.RateLimited(spec.ReasonOverloaded,
+			"the server is short of memory and takes no new call for now: try again later (another instance may take it)", OverloadedRetry), errClientCancel
+	}
 	key := string(m.ID)
 	c.update(func(st *sessionState) {
 		switch _, dup := st.running[key]; {
@@ -405,4 +417,15 @@ func (cc *sessionCalls) cancelled(m *spec.Message) {
 		}
 	})
 	c.debug().Str("request", key).Msg("cancel for a request not here (yet)")
+}
+
+// OverloadedRetry is when a call refused while the server is overloaded
+// (Options.Overloaded) may be tried again: error.data.retryAfterMs.
+const OverloadedRetry = 5 * time.Second
+
+// overloaded reports whether the server takes no new call now
+// (Options.Overloaded).
+func (s *Server) overloaded() bool {
+	f := s.opts.Overloaded
+	return f != nil && f()
 }

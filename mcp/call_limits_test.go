@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,49 @@ func TestMaxConcurrentPerPrincipal(t *testing.T) {
 		}
 		if n := refused.Load(); n != 2 {
 			t.Errorf("%d tools/call refusals told, want 2 (a refused ping is no tool's)", n)
+		}
+	})
+}
+
+// While the server is overloaded (Options.Overloaded), a new tools/call is
+// answered overloaded (-32023, retryable) and not run, a name no tool has
+// told as ""; the call running goes on, its getStatus and the other requests
+// are served; once it is not, calls run again.
+func TestOverloaded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var over atomic.Bool
+		var told []string
+		core, err := mcp.New(blockServer(make(chan error, 16)), &mcp.Options{
+			Overloaded: over.Load,
+			OnRefused: func(tool string, _ bool, reason spec.Reason) {
+				told = append(told, tool+" "+string(reason))
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := serveAs(t, core)(nil)
+		tok := startBlock(t, c, "1")
+		over.Store(true)
+		for id, tool := range map[string]string{"2": "block", "3": "nosuchtool"} {
+			c.Send(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q}}`, id, tool)
+			m, _ := c.Response(id)
+			if m.Error == nil || m.Error.Reason != spec.ReasonOverloaded || m.Error.Code != spec.CodeRateLimited || m.Error.RetryAfterMs != mcp.OverloadedRetry.Milliseconds() {
+				t.Fatalf("a call of %s while overloaded: %s, want overloaded", tool, m.Raw)
+			}
+		}
+		c.Send(`{"jsonrpc":"2.0","id":4,"method":"requests/getStatus","params":{"requestId":1,"resumeToken":%q}}`, tok)
+		if m, _ := c.Response("4"); m.Error != nil || !strings.Contains(string(m.Raw), "processing") {
+			t.Fatalf("getStatus of the running call while overloaded: %s", m.Raw)
+		}
+		c.Send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+		if m, _ := c.Response("5"); m.Error != nil {
+			t.Fatalf("ping while overloaded: %s", m.Raw)
+		}
+		over.Store(false)
+		startBlock(t, c, "6")
+		slices.Sort(told)
+		if want := []string{" overloaded", "block overloaded"}; !slices.Equal(told, want) {
+			t.Errorf("refusals told %q, want %q", told, want)
 		}
 	})
 }

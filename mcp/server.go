@@ -113,7 +113,8 @@ type Options struct {
 	LimitName func(tool string) string
 	// OnRefused, when set, is told of every tools/call refused for a limit
 	// (reason rate_limited or concurrency_limit, its tool's; too_many_requests,
-	// MaxConcurrentPerPrincipal), and whether its session had a principal: for
+	// MaxConcurrentPerPrincipal; overloaded, Overloaded, with "" for a tool
+	// the server does not have), and whether its session had a principal: for
 	// a metric. It must be quick.
 	OnRefused func(tool string, authenticated bool, reason spec.Reason)
 	// Logger receives the core's logs. Nil means none. Tokens are never logged.
@@ -146,6 +147,15 @@ type Options struct {
 	// DefaultMaxConcurrentPerPrincipal; negative: no cap. (Options.Engine's
 	// MaxLivePerPrincipal caps the resumable ones among them.)
 	MaxConcurrentPerPrincipal int
+	// Overloaded, when set, reports whether the process is too short of
+	// memory to take new calls: while it is, a new tools/call is answered at
+	// once with -32023 overloaded (retryable after OverloadedRetry, SEP-3304's
+	// shape) and not run; the calls running go on, and every other request
+	// (getStatus, resume, cancel, the await tool) is served. Past the engine's
+	// MemoryShort new calls only lose their resume policy; a call that runs
+	// plain still holds what it runs with until it ends. Called at every new
+	// tools/call: it must be cheap.
+	Overloaded func() bool
 	// TaskTTL is a task's lifetime from its creation when its client asks for
 	// none (a 2026-07-28 task always; a 2025-11-25 one without params.task.ttl):
 	// it is kept that long, running or ended, polled or not, then expires. 0

@@ -149,6 +149,10 @@ const (
 	// maximum of requests in flight; this one was not run. Retryable once one
 	// has finished (error.data.retryAfterMs: a second).
 	ReasonTooManyRequests Reason = "too_many_requests"
+	// ReasonOverloaded (-32023, HTTP 429): the server is so short of memory
+	// that it takes no new call for now; this one was not run. Retryable
+	// (error.data.retryAfterMs), on this instance or another of a cluster.
+	ReasonOverloaded Reason = "overloaded"
 	// ReasonTooManySessions: initialize refused, the server (or the client's
 	// principal or address) holds as many sessions as it may, all of them in use.
 	ReasonTooManySessions Reason = "too_many_sessions"

@@ -24,7 +24,8 @@ import (
 // queued meanwhile), the server's resident memory, and the latency of
 // getStatus of 1,000 random ones from a new connection. Calls a server at one
 // of its bounds runs plain (no resume policy within policyWait) are counted,
-// not waited for.
+// not waited for; so are calls it refuses for want of memory (-32023
+// overloaded).
 
 // policyWait is how long a client waits for the next of its calls' resume
 // policies: the calls whose policies have not come by then run plain (a
@@ -38,6 +39,7 @@ type detachedResult struct {
 	Calls         int           `json:"calls"`
 	PerClient     int           `json:"per_client"` // calls each client started before it went
 	Plain         int           `json:"plain"`      // calls that got no resume policy (policyWait)
+	Refused       int           `json:"refused"`    // calls answered overloaded (the server short of memory)
 	Started       time.Duration `json:"started_ns"`
 	RSSBefore     int64         `json:"rss_before_bytes"`
 	RSS           int64         `json:"rss_bytes"`
@@ -51,7 +53,10 @@ func (r detachedResult) String() string {
 	if r.Plain > 0 {
 		plain = fmt.Sprintf(" (%d of them plain: no resume policy within %v)", r.Plain, policyWait)
 	}
-	detached := max(r.Calls-r.Plain, 1)
+	if r.Refused > 0 {
+		plain += fmt.Sprintf(" (%d refused: overloaded)", r.Refused)
+	}
+	detached := max(r.Calls-r.Plain-r.Refused, 1)
 	clients := ""
 	if r.PerClient == 1 {
 		clients = ", a client each"
@@ -91,17 +96,18 @@ func (t *target) detached(n, perClient int, settle time.Duration) (detachedResul
 	batches := make(chan int)
 	errs := make(chan error, 4)
 	var wg sync.WaitGroup
-	var plain atomic.Int64
+	var plain, refused atomic.Int64
 	for range 4 { // four clients at a time
 		wg.Go(func() {
 			for first := range batches {
-				p, err := detachBatch(ctx, ws, first, min(perClient, n-first+1), sample)
+				p, r, err := detachBatch(ctx, ws, first, min(perClient, n-first+1), sample)
 				if err != nil {
 					errs <- err
 					cancel()
 					return
 				}
 				plain.Add(int64(p))
+				refused.Add(int64(r))
 			}
 		})
 	}
@@ -119,7 +125,7 @@ func (t *target) detached(n, perClient int, settle time.Duration) (detachedResul
 	default:
 	}
 	res.Started = time.Since(start)
-	res.Plain = int(plain.Load())
+	res.Plain, res.Refused = int(plain.Load()), int(refused.Load())
 	time.Sleep(settle) // each countdown queues progress meanwhile, its client gone
 	res.RSS = t.rss()
 
@@ -178,28 +184,28 @@ func wsSession(ctx context.Context, url string) (*websocket.Conn, error) {
 // detachBatch starts countdowns first to first+k-1 on a session of their
 // own, and closes it once every call's resume policy came, or none came for
 // policyWait: it returns how many calls got none (they run plain, and end as
-// the session does).
-func detachBatch(ctx context.Context, url string, first, k int, sample *reservoir.Sample[string]) (plain int, _ error) {
+// the session does), and how many were refused (overloaded).
+func detachBatch(ctx context.Context, url string, first, k int, sample *reservoir.Sample[string]) (plain, refused int, _ error) {
 	c, err := wsSession(ctx, url)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer c.CloseNow()
 	for i := first; i < first+k; i++ {
 		if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"countdown","arguments":{"seconds":600,"steps":300},"_meta":{"progressToken":%d}}}`, i, i)); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	deadline := time.Now().Add(policyWait) // for the next policy: a plain call's progress comes meanwhile
-	for policies := 0; policies < k; {
+	for policies := 0; policies+refused < k; {
 		rctx, stop := context.WithDeadline(ctx, deadline)
 		_, m, err := c.Read(rctx)
 		stop()
 		if err != nil && ctx.Err() == nil && rctx.Err() != nil {
-			return k - policies, nil // the rest run plain; closing the session ends them
+			return k - policies - refused, refused, nil // the rest run plain; closing the session ends them
 		}
 		if err != nil {
-			return 0, fmt.Errorf("calls %d to %d: %d of %d policies: %w", first, first+k-1, policies, k, err)
+			return 0, 0, fmt.Errorf("calls %d to %d: %d of %d policies: %w", first, first+k-1, policies, k, err)
 		}
 		switch {
 		case bytes.Contains(m, []byte(`"notifications/requests/resumePolicy"`)):
@@ -210,16 +216,19 @@ func detachBatch(ctx context.Context, url string, first, k int, sample *reservoi
 				} `json:"params"`
 			}
 			if err := json.Unmarshal(m, &p); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			sample.Add(fmt.Sprintf(`"requestId":%s,"resumeToken":%q`, p.Params.RequestID, p.Params.ResumeToken))
 			policies++
 			deadline = time.Now().Add(policyWait)
+		case bytes.HasPrefix(m, []byte(`{"jsonrpc":"2.0","id":`)) && bytes.Contains(m, []byte(`"reason":"overloaded"`)):
+			refused++
+			deadline = time.Now().Add(policyWait)
 		case bytes.HasPrefix(m, []byte(`{"jsonrpc":"2.0","id":`)):
-			return 0, fmt.Errorf("a countdown answered before its client went: %s", m)
+			return 0, 0, fmt.Errorf("a countdown answered before its client went: %s", m)
 		}
 	}
-	return 0, c.CloseNow() // gone, as a client whose machine sleeps: no closing handshake
+	return 0, refused, c.CloseNow() // gone, as a client whose machine sleeps: no closing handshake
 }
 
 // runDetached runs the detached scene against each target in turn.

@@ -514,6 +514,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer, mode serveM
 			TokenFailureBurst:         f.failBurst,
 			TokenFailureRefill:        f.failRefill,
 			MaxConcurrentPerPrincipal: f.maxConcurrentP,
+			Overloaded:                memory.overloaded(),
 			TaskTTL:                   f.taskTTL,
 			MaxTaskTTL:                f.maxTaskTTL,
 			TracerProvider:            tp,

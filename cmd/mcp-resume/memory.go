@@ -65,19 +65,23 @@ func withMemoryLimit(ev *zerolog.Event) *zerolog.Event {
 	return ev
 }
 
-// tightShare and shortShare are the shares of the soft memory limit past
-// which the process is tight, then short, of memory: its live heap and its
-// goroutines' stacks past them. Tight, running requests keep no superseded
-// progress (resume.Options.MemoryTight), which a fast start of many detached
-// requests holds for their first seconds; short, past what leaves the
-// collector room to keep the process under the limit at the pace new calls
-// and detached requests' progress make garbage, new calls run without a
-// resume policy (docs/testing.md, "Detached requests": in a 1 GiB cgroup,
-// 0.85 let the process reach the cgroup's limit while superseded progress
-// was kept).
+// tightShare, shortShare and overShare are the shares of the soft memory
+// limit past which the process is tight, short, then overloaded of memory:
+// its live heap and its goroutines' stacks past them. Tight, running
+// requests keep no superseded progress (resume.Options.MemoryTight), which a
+// fast start of many detached requests holds for their first seconds; short,
+// past what leaves the collector room to keep the process under the limit at
+// the pace new calls and detached requests' progress make garbage, new calls
+// run without a resume policy (resume.Options.MemoryShort; docs/testing.md,
+// "Detached requests": in a 1 GiB cgroup, 0.85 let the process reach the
+// cgroup's limit while superseded progress was kept); overloaded, new calls
+// are refused (mcp.Options.Overloaded): a call that runs plain holds what it
+// runs with too, and calls that kept coming got a gateway killed in a 512 MiB
+// cgroup.
 const (
 	tightShare = 0.6
 	shortShare = 0.75
+	overShare  = 0.85
 )
 
 // memoryRead is how often a memoryWatch reads the runtime's figures; between
@@ -88,9 +92,9 @@ const memoryRead = 100 * time.Millisecond
 // limit (resume.Options' MemoryTight and MemoryShort), from one reading of
 // the live heap, as the last collection found it, and the goroutines' stacks.
 type memoryWatch struct {
-	tight, short uint64       // bounds of the heap and stacks, in bytes
-	next         atomic.Int64 // unix nanoseconds of the next read
-	level        atomic.Int32 // 0: neither; 1: tight; 2: short
+	tight, short, over uint64       // bounds of the heap and stacks, in bytes
+	next               atomic.Int64 // unix nanoseconds of the next read
+	level              atomic.Int32 // 0: none; 1: tight; 2: short; 3: overloaded
 }
 
 // newMemoryWatch returns the watch of a process whose soft memory limit is
@@ -99,7 +103,8 @@ func newMemoryWatch(limit int64) *memoryWatch {
 	if limit <= 0 {
 		return nil
 	}
-	return &memoryWatch{tight: uint64(float64(limit) * tightShare), short: uint64(float64(limit) * shortShare)}
+	share := func(f float64) uint64 { return uint64(float64(limit) * f) }
+	return &memoryWatch{tight: share(tightShare), short: share(shortShare), over: share(overShare)}
 }
 
 // read returns the level, reading the runtime's figures when the last reading
@@ -112,6 +117,8 @@ func (w *memoryWatch) read() int32 {
 		metrics.Read(samples)
 		used, level := samples[0].Value.Uint64()+samples[1].Value.Uint64(), int32(0)
 		switch {
+		case used > w.over:
+			level = 3
 		case used > w.short:
 			level = 2
 		case used > w.tight:
@@ -125,8 +132,13 @@ func (w *memoryWatch) read() int32 {
 // Tight reports whether the process is tight of memory (short included).
 func (w *memoryWatch) Tight() bool { return w.read() >= 1 }
 
-// Short reports whether the process is short of memory.
+// Short reports whether the process is short of memory (overloaded
+// included).
 func (w *memoryWatch) Short() bool { return w.read() >= 2 }
+
+// Overloaded reports whether the process is too short of memory to take new
+// calls.
+func (w *memoryWatch) Overloaded() bool { return w.read() >= 3 }
 
 // engineOptions sets the engine's MemoryTight and MemoryShort from w (none
 // without a watch).
@@ -134,6 +146,14 @@ func (w *memoryWatch) engineOptions(o *resume.Options) {
 	if w != nil {
 		o.MemoryTight, o.MemoryShort = w.Tight, w.Short
 	}
+}
+
+// overloaded is the core's Overloaded (mcp.Options): nil without a watch.
+func (w *memoryWatch) overloaded() func() bool {
+	if w == nil {
+		return nil
+	}
+	return w.Overloaded
 }
 
 // machineMemory returns MemTotal from /proc/meminfo in bytes, or 0.

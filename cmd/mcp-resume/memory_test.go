@@ -78,16 +78,17 @@ func TestCgroupLimit(t *testing.T) {
 }
 
 // The process is tight of memory when its live heap and stacks take more
-// than tightShare of its soft limit, short past shortShare; without a limit
-// it never is, and the engine is given neither.
+// than tightShare of its soft limit, short past shortShare, overloaded past
+// overShare; without a limit it never is, and the engine and the core are
+// given none of them.
 func TestMemoryWatch(t *testing.T) {
 	if newMemoryWatch(0) != nil {
 		t.Error("newMemoryWatch(0) is not nil")
 	}
 	var none resume.Options
 	(*memoryWatch)(nil).engineOptions(&none)
-	if none.MemoryTight != nil || none.MemoryShort != nil {
-		t.Error("the engine is told of memory without a limit")
+	if none.MemoryTight != nil || none.MemoryShort != nil || (*memoryWatch)(nil).overloaded() != nil {
+		t.Error("the engine or the core is told of memory without a limit")
 	}
 	used := func() uint64 { // what the watch reads
 		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
@@ -96,20 +97,23 @@ func TestMemoryWatch(t *testing.T) {
 	}
 	runtime.GC()
 	u := float64(used())
+	between := func(lo, hi float64) int64 { return int64(u / (lo + hi) * 2) } // used at the middle of the two shares
 	for _, c := range []struct {
-		name         string
-		limit        int64
-		tight, short bool
+		name               string
+		limit              int64
+		tight, short, over bool
 	}{
-		{"a limit of 1 byte", 1, true, true}, // its goroutines' stacks alone are more
-		{"used past the tight share alone", int64(u / (tightShare + shortShare) * 2), true, false},
-		{"a limit of 1 PiB", 1 << 50, false, false},
+		{"a limit of 1 byte", 1, true, true, true}, // its goroutines' stacks alone are more
+		{"used past the tight share alone", between(tightShare, shortShare), true, false, false},
+		{"used past the short share", between(shortShare, overShare), true, true, false},
+		{"a limit of 1 PiB", 1 << 50, false, false, false},
 	} {
 		w := newMemoryWatch(c.limit)
 		var o resume.Options
 		w.engineOptions(&o)
-		if tight, short := o.MemoryTight(), o.MemoryShort(); tight != c.tight || short != c.short {
-			t.Errorf("%s (%.0f bytes used): tight %t, short %t; want %t, %t", c.name, u, tight, short, c.tight, c.short)
+		tight, short, over := o.MemoryTight(), o.MemoryShort(), w.overloaded()()
+		if tight != c.tight || short != c.short || over != c.over {
+			t.Errorf("%s (%.0f bytes used): tight %t, short %t, overloaded %t; want %t, %t, %t", c.name, u, tight, short, over, c.tight, c.short, c.over)
 		}
 	}
 }
