@@ -169,14 +169,7 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 			"the server is shutting down and takes no new call: send it again (another instance takes it)"), errClientCancel
 	}
 	if m.Method == string(mcp.MethodToolsCall) && cl.tool != c.s.awaitTool && c.s.overloaded() {
-		c.debug().Str("request", string(m.ID)).Msg("call refused: the server is short of memory")
-		if f := c.s.opts.OnRefused; f != nil {
-			tool := cl.tool // a name no tool has is told as "": a metric's label, which a client must not multiply
-			if c.s.srv.GetTool(tool) == nil {
-				tool = ""
-			}
-			f(tool, c.principal != "", spec.ReasonOverloaded)
-		}
+		c.s.tellRefused(cl, spec.ReasonOverloaded)
 		return spec.RateLimited(spec.ReasonOverloaded,
 			"the server is short of memory and takes no new call for now: try again later (another instance may take it)", OverloadedRetry), errClientCancel
 	}
@@ -196,10 +189,7 @@ func (cc *sessionCalls) accept(cl *call, m *spec.Message, raw []byte) (refusal *
 		}
 	})
 	if refusal != nil && refusal.Reason == spec.ReasonTooManyRequests {
-		c.debug().Str("request", key).Msg("request refused: too many in flight")
-		if f := c.s.opts.OnRefused; f != nil && cl.tool != "" {
-			f(cl.tool, c.principal != "", spec.ReasonTooManyRequests)
-		}
+		c.s.tellRefused(cl, spec.ReasonTooManyRequests)
 	}
 	return refusal, cause
 }

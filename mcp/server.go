@@ -113,9 +113,9 @@ type Options struct {
 	LimitName func(tool string) string
 	// OnRefused, when set, is told of every tools/call refused for a limit
 	// (reason rate_limited or concurrency_limit, its tool's; too_many_requests,
-	// MaxConcurrentPerPrincipal; overloaded, Overloaded, with "" for a tool
-	// the server does not have), and whether its session had a principal: for
-	// a metric. It must be quick.
+	// MaxConcurrentPerPrincipal; overloaded, Overloaded), with its tool ("" for
+	// a name the server has no tool of), and whether its session had a
+	// principal: for a metric. It must be quick.
 	OnRefused func(tool string, authenticated bool, reason spec.Reason)
 	// Logger receives the core's logs. Nil means none. Tokens are never logged.
 	Logger *zerolog.Logger

@@ -262,12 +262,25 @@ func (s *Server) admit(cl *call, ctx context.Context) (func(), *spec.Error) {
 	return leave, refusal
 }
 
-// refused tells Options.OnRefused and the audit trail of a call refused for
-// reason.
+// refused tells Options.OnRefused and the audit trail of a call its tool's
+// limits refused for reason.
 func (s *Server) refused(cl *call, reason spec.Reason) {
 	cl.span.markRefused()
-	if f := s.opts.OnRefused; f != nil {
-		f(cl.tool, cl.c.principal != "", reason)
+	s.tellRefused(cl, reason)
+}
+
+// tellRefused tells the debug log of a request refused for reason, and
+// Options.OnRefused of a refused tools/call: its tool, or "" for a name the
+// server has no tool of (a metric's label, which a client must not multiply).
+func (s *Server) tellRefused(cl *call, reason spec.Reason) {
+	cl.c.debug().Str("request", string(cl.id)).Str("tool", cl.tool).Str("reason", string(reason)).Msg("request refused")
+	f := s.opts.OnRefused
+	if f == nil || cl.tool == "" { // not a tools/call
+		return
 	}
-	cl.c.debug().Str("request", string(cl.id)).Str("tool", cl.tool).Str("reason", string(reason)).Msg("call refused by its tool's limits")
+	tool := cl.tool
+	if s.srv.GetTool(tool) == nil {
+		tool = ""
+	}
+	f(tool, cl.c.principal != "", reason)
 }

@@ -213,7 +213,7 @@ func newPolicyMetrics() *policyMetrics {
 		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcp_resume_config_info",
 			Help: "1 for the policy file in effect (--config), labelled with the SHA-256 of its bytes"}, []string{"sha256"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_resume_calls_refused_total",
-			Help: "tools/call refused by its tool's limits (its policy's rate or concurrency), by tool, principal (authenticated or anonymous) and reason"},
+			Help: "tools/call refused: by its tool's limits (its policy's rate or concurrency), the principal's requests in flight, or the server overloaded; by tool (empty for a name no tool has), principal (authenticated or anonymous) and reason"},
 			[]string{"tool", "principal", "reason"}),
 	}
 	m.queued = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_resume_calls_queued",

@@ -353,7 +353,7 @@ func (c *Client) Go(ctx context.Context, method string, params any, opts *CallOp
 		done(nil, fmt.Errorf("client: %s params: %w", method, err))
 		return
 	}
-	c.requestAsync(ctx, x.op, method, fields, x.held, x.tool, x.op.opts, x.env, func(res json.RawMessage, first *call, err error) {
+	c.requestAsync(ctx, x, fields, func(res json.RawMessage, first *call, err error) {
 		raw, err := x.rounds(ctx, &reply{res, first, err})
 		x.close()
 		done(raw, err)
@@ -637,17 +637,18 @@ func (cl *call) encode(fields map[string]json.RawMessage) (json.RawMessage, []by
 	return p, spec.EncodeRequest(cl.id, cl.method, p), nil
 }
 
-// requestAsync is request with no goroutine waiting for the answer: then gets
-// what request returns, on a goroutine of its own (on the caller's when the
-// request could not be sent). held is fields encoded: the request is made
-// again of it when it is to be sent again, not kept meanwhile.
-func (c *Client) requestAsync(ctx context.Context, op *operation, method string, fields map[string]json.RawMessage, held json.RawMessage, tool *mcpgo.Tool, opts *CallOptions, env map[string]json.RawMessage, then func(json.RawMessage, *call, error)) {
-	cl, msg, err := c.newRequest(ctx, op, method, fields, tool, opts, env)
+// requestAsync is request, for Go's first request (x's, of fields), with no
+// goroutine waiting for the answer: then gets what request returns, on a
+// goroutine of its own (on the caller's when the request could not be sent).
+// The request is made again of x.held, fields encoded, when it is to be sent
+// again, not kept meanwhile.
+func (c *Client) requestAsync(ctx context.Context, x *callRun, fields map[string]json.RawMessage, then func(json.RawMessage, *call, error)) {
+	cl, msg, err := c.newRequest(ctx, x.op, x.method, fields, x.tool, x.op.opts, x.env)
 	if err != nil {
 		then(nil, cl, err)
 		return
 	}
-	w := &waiter{c: c, cl: cl, held: held, ctx: ctx, then: then}
+	w := &waiter{c: c, cl: cl, held: x.held, ctx: ctx, then: then}
 	var added bool
 	c.update(func(st *state) {
 		if added = st.add(cl); added {
