@@ -152,7 +152,7 @@ func (e *Engine) held(h TokenHash) (*Request, error) {
 func (e *Engine) byHash(h TokenHash) (*Request, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r, ok := e.live[h]; ok {
+	if r := e.live.get(h); r != nil {
 		return r, nil
 	}
 	if t, ok := e.tombs[h]; ok {
@@ -244,7 +244,7 @@ func (e *Engine) claim(ctx context.Context, rec Record) (*Request, bool, error) 
 	e.log.Info().Str("request", string(rec.ID)).Str("owner", rec.Owner).Bool("rerun", how == recoveredRerun).
 		Msg("claimed a request of a lost instance")
 	e.mu.Lock()
-	r := e.live[rec.Hash]
+	r := e.live.get(rec.Hash)
 	e.mu.Unlock()
 	if r == nil {
 		return nil, false, ErrUnknown

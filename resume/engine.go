@@ -26,7 +26,7 @@ type Engine struct {
 	stop    context.CancelFunc
 
 	mu      sync.Mutex // guards the fields below
-	live    map[TokenHash]*Request
+	live    liveSet
 	running int // live requests still processing (bounded by MaxLive)
 	// runningBy counts running by principal (MaxLivePerPrincipal); principals
 	// with none are not in it, nor is "".
@@ -87,7 +87,6 @@ func New(ctx context.Context, store Store, opts *Options) (*Engine, error) {
 	ectx, stop := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: o, store: store, log: o.Logger, ctx: ectx, stop: stop,
-		live:        make(map[TokenHash]*Request),
 		runningBy:   make(map[string]int),
 		byPrincipal: make(map[string]*usage),
 		tombs:       make(map[TokenHash]tombstone),
@@ -195,12 +194,8 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	} else {
 		h = HashToken(tok)
 	}
-	base := context.Background()
-	if so.Values != nil {
-		base = context.WithoutCancel(so.Values)
-	}
 	rec := Record{Hash: h, ID: bytes.Clone(id), State: StateProcessing, Created: time.Now(), Principal: so.Principal, AckMode: so.AckMode, Payload: so.Payload, Task: so.Task, TTL: so.TTL, Trace: so.Trace, Deadline: so.Deadline}
-	r := e.newRequest(base, rec, outbox{})
+	r := e.newRequest(so.Values, rec, outbox{})
 	r.also = so.Cancel
 	if o := so.Observer; o != nil {
 		r.obs.Store(&o)
@@ -225,14 +220,14 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 		r.cancel(ErrExists)
 		return nil, "", ErrExists
 	}
-	e.live[h] = r
+	e.live.add(r)
 	e.addRunningLocked(so.Principal, 1)
 	r.use = e.useLocked(so.Principal)
 	e.mu.Unlock()
 
 	if err := e.put(r, StateProcessing); err != nil { // r is not shared yet
 		e.mu.Lock()
-		delete(e.live, h)
+		e.live.remove(r)
 		e.addRunningLocked(so.Principal, -1)
 		e.releaseUseLocked(r)
 		e.mu.Unlock()
@@ -245,7 +240,7 @@ func (e *Engine) Start(id []byte, so *StartOptions) (*Request, string, error) {
 	}
 	// Detached until its first Attach, the maxWait clock runs; a TTL runs from
 	// now. An attached request without one has no deadline: nothing to do.
-	if so.Sink == nil || r.ttl > 0 {
+	if so.Sink == nil || r.extra().ttl > 0 {
 		r.scheduleLocked()
 	}
 	r.mu.Unlock()
@@ -293,7 +288,8 @@ func (e *Engine) LookupAs(token string, id []byte, principal string) (Handle, er
 func (e *Engine) LookupKey(token string, id []byte, principal string) (Handle, error) {
 	h := HashToken(token)
 	e.mu.Lock()
-	r, held := e.live[h]
+	r := e.live.get(h)
+	held := r != nil
 	if held && r.hash.equal(h) && bytes.Equal(r.id, id) && r.principal == principal {
 		e.mu.Unlock()
 		return r, nil
@@ -315,7 +311,7 @@ func (e *Engine) LookupKey(token string, id []byte, principal string) (Handle, e
 func (e *Engine) Live() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.live)
+	return e.live.len()
 }
 
 // Close cancels every live request's context and refuses new ones. Messages already
@@ -326,10 +322,7 @@ func (e *Engine) Close() {
 	if e.tombTimer != nil {
 		e.tombTimer.Stop()
 	}
-	reqs := make([]*Request, 0, len(e.live))
-	for _, r := range e.live {
-		reqs = append(reqs, r)
-	}
+	reqs := e.live.all()
 	e.mu.Unlock()
 	if e.cluster != nil {
 		e.cluster.Leave()
@@ -406,10 +399,7 @@ func (e *Engine) put(r *Request, state State) error {
 // returns how many requests it ended and how many it left to run again.
 func (e *Engine) Abandon(keep bool) (ended, left int) {
 	e.mu.Lock()
-	reqs := make([]*Request, 0, e.running)
-	for _, r := range e.live {
-		reqs = append(reqs, r)
-	}
+	reqs := e.live.all()
 	e.mu.Unlock()
 	for _, r := range reqs {
 		r.mu.Lock()
@@ -417,7 +407,7 @@ func (e *Engine) Abandon(keep bool) (ended, left int) {
 		r.mu.Unlock()
 		switch {
 		case !processing:
-		case keep && r.payload != nil:
+		case keep && r.extra().payload != nil:
 			left++
 		default:
 			if _, err := r.Complete(true, func(seq uint64) []byte { return e.opts.Ended(r.id, seq, ErrStopped) }); err == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -74,6 +75,42 @@ func TestStartValues(t *testing.T) {
 	wantAlive(t, r.Context())
 	if v := r.Context().Value(key{}); v != "session-7" {
 		t.Fatalf("request context value = %v, want session-7", v)
+	}
+}
+
+// A request's context is made when it is first asked for: one asked for
+// after the request ended is done already, with the cause the first end gave,
+// as one asked for before; Cause reads it without the context. A context
+// asked for while the request ends ends too, whichever comes first.
+func TestRequestContextLate(t *testing.T) {
+	e, _ := newEngine(t, nil)
+	type key struct{}
+	vals := context.WithValue(context.Background(), key{}, "v")
+	early, _ := start(t, e, `1`, &resume.StartOptions{Values: vals})
+	late, _ := start(t, e, `2`, &resume.StartOptions{Values: vals})
+	ctx := early.Context()
+	if early.Cause() != nil || late.Cause() != nil {
+		t.Fatalf("Cause of running requests = %v, %v; want nil", early.Cause(), late.Cause())
+	}
+	for _, r := range []*resume.Request{early, late} {
+		r.Cancel()
+		r.Cancel() // the first cause counts
+	}
+	wantCause(t, ctx, resume.ErrCancelled)
+	wantCause(t, late.Context(), resume.ErrCancelled)
+	if v := late.Context().Value(key{}); v != "v" {
+		t.Fatalf("late context value = %v, want v", v)
+	}
+	if !errors.Is(late.Cause(), resume.ErrCancelled) {
+		t.Fatalf("Cause = %v, want ErrCancelled", late.Cause())
+	}
+
+	for i := range 200 {
+		r, _ := start(t, e, strconv.Itoa(10+i), nil)
+		got := make(chan context.Context)
+		go func() { got <- r.Context() }()
+		r.Cancel()
+		wantCause(t, <-got, resume.ErrCancelled)
 	}
 }
 

@@ -247,7 +247,7 @@ func (e *Engine) recoverReplayed(ctx context.Context, rec Record, q outbox, inpu
 	// No handler runs for it: its context ends when it is freed, like any other.
 	// Its Retention clock runs from now.
 	rec.State = state
-	r := e.newRequest(context.Background(), rec, q)
+	r := e.newRequest(nil, rec, q)
 	if !e.revive(r, func() { e.retainLocked(r) }) {
 		return recoveredDropped
 	}
@@ -259,12 +259,12 @@ func (e *Engine) recoverReplayed(ctx context.Context, rec Record, q outbox, inpu
 // dropped, when the engine is closed or already holds the request.
 func (e *Engine) revive(r *Request, register func()) bool {
 	e.mu.Lock()
-	if _, dup := e.live[r.hash]; dup || e.closed {
+	if dup := e.live.get(r.hash) != nil; dup || e.closed {
 		e.mu.Unlock()
 		r.cancel(ErrClosed)
 		return false
 	}
-	e.live[r.hash] = r
+	e.live.add(r)
 	r.use = e.useLocked(r.principal)
 	register()
 	e.mu.Unlock()
@@ -293,7 +293,7 @@ func (e *Engine) discardInputs(ctx context.Context, rec Record, q *outbox, input
 // again (Restartable). Past MaxLive (or MaxLivePerPrincipal) it is failed like any other restarted request.
 func (e *Engine) recoverRestartable(ctx context.Context, rec Record, q outbox, inputs []uint64, lost error) recovered {
 	e.mu.Lock()
-	_, dup := e.live[rec.Hash]
+	dup := e.live.get(rec.Hash) != nil
 	closed, full := e.closed, e.fullLocked(rec.Principal)
 	e.mu.Unlock()
 	switch {
@@ -315,7 +315,7 @@ func (e *Engine) recoverRestartable(ctx context.Context, rec Record, q outbox, i
 	}
 	// Processing and detached: its maxWait clock runs from now.
 	rec.State = StateProcessing
-	r := e.newRequest(context.Background(), rec, q)
+	r := e.newRequest(nil, rec, q)
 	if !e.revive(r, func() {
 		e.addRunningLocked(r.principal, 1)
 		e.restartable = append(e.restartable, r)

@@ -17,36 +17,34 @@ type Request struct {
 	// principal started the request (StartOptions.Principal); "" without
 	// authentication.
 	principal string
-	created   time.Time // as in its Record
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	also      context.CancelCauseFunc // StartOptions.Cancel: called by stop
-	// payload makes a restartable request's record (StartOptions.Payload); nil for
-	// the others.
-	payload []byte
+	created   int64 // unix nanoseconds, as in its Record
+	// values is what the request's context carries (StartOptions.Values;
+	// nil for none); ctx, the context, once Context made it: most requests'
+	// is never asked for, and costs nothing then; ended, the first cause
+	// the request ended with, once it did.
+	values context.Context
+	ctx    atomic.Pointer[requestContext]
+	ended  atomic.Pointer[error]
+	also   context.CancelCauseFunc // StartOptions.Cancel: called by stop
+	// x is what only some requests are started with; nil for none of it.
+	x *requestExtra
 	// epoch is the request's Record.Epoch: its run since its last recovery.
 	epoch uint32
 	// task: started as a task (StartOptions.Task; Record.Task).
 	task bool
-	// ttl, when not 0, is the request's fixed lifetime from created
-	// (StartOptions.TTL; Record.TTL): its one deadline, whatever its state;
-	// ttlArmed: that deadline is queued.
+	// ttlArmed: its lifetime's end (requestExtra.ttl) is queued.
 	ttlArmed bool
-	ttl      time.Duration
-	// trace is the request's trace context (StartOptions.Trace; Record.Trace),
-	// nil for none.
-	trace *TraceContext
-	// deadline: StartOptions.Deadline; Record.Deadline.
-	deadline time.Time
+	// state, ackMode: guarded by mu, with the fields below it (here to fill
+	// the word).
+	state   State
+	ackMode bool
 	// obs is told of attachments and the final response's delivery
 	// (StartOptions.Observer); nil for none.
 	obs atomic.Pointer[Observer]
 
-	mu      sync.Mutex // guards the fields below
-	state   State
-	ackMode bool
-	q       outbox
-	att     *attachment // nil when detached
+	mu  sync.Mutex // guards the fields below, state and ackMode
+	q   outbox
+	att *attachment // nil when detached
 	// away is when the request last lost its client, or was made without one
 	// (the engine's clock): a client away longer than ProgressHistory gets
 	// only the newest progress of each token.
@@ -94,23 +92,27 @@ type Request struct {
 	// watchers get each message queued, and a token when there is news
 	// (Watch; guarded by mu).
 	watchers map[*Watcher]struct{}
+	// same is the next live request whose hash shares its first bytes
+	// (liveSet; guarded by Engine.mu).
+	same *Request
 }
 
 // newRequest returns the request rec describes, holding q, on a context of its
 // own from base: every Request is made here, started (Start) or recovered.
-func (e *Engine) newRequest(base context.Context, rec Record, q outbox) *Request {
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created,
-		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task, ttl: rec.TTL, deadline: rec.Deadline}
-	if tc := rec.Trace; !tc.IsZero() {
-		r.trace = &tc
-	}
+func (e *Engine) newRequest(values context.Context, rec Record, q outbox) *Request {
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created.UnixNano(),
+		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task}
+	x := requestExtra{trace: rec.Trace, ttl: rec.TTL, deadline: rec.Deadline}
 	if rec.State == StateProcessing {
-		r.payload = rec.Payload
+		x.payload = rec.Payload
+	}
+	if x.payload != nil || !x.trace.IsZero() || x.ttl != 0 || !x.deadline.IsZero() {
+		r.x = &x
 	}
 	if len(r.q.entries) <= len(r.q.first) { // point entries at r's own array, not the copy's
 		r.q.entries = append(r.q.first[:0], r.q.entries...)
 	}
-	r.ctx, r.cancel = context.WithCancelCause(base)
+	r.values = values
 	r.away = e.clock()
 	return r
 }
@@ -123,11 +125,33 @@ func (r *Request) ID() []byte { return r.id }
 
 // Trace returns the request's trace context (StartOptions.Trace), kept in its
 // Record: a recovered request has it too.
-func (r *Request) Trace() TraceContext {
-	if r.trace == nil {
-		return TraceContext{}
+func (r *Request) Trace() TraceContext { return r.extra().trace }
+
+// requestExtra is what only some requests are started with: it is set as the
+// request is made, and never changed.
+type requestExtra struct {
+	// payload makes a restartable request's record (StartOptions.Payload);
+	// nil for the others.
+	payload []byte
+	// trace is the request's trace context (StartOptions.Trace;
+	// Record.Trace).
+	trace TraceContext
+	// ttl, when not 0, is the request's fixed lifetime from created
+	// (StartOptions.TTL; Record.TTL): its one deadline, whatever its state.
+	ttl time.Duration
+	// deadline: StartOptions.Deadline; Record.Deadline.
+	deadline time.Time
+}
+
+// noExtra is the extra of a request started with none.
+var noExtra requestExtra
+
+// extra returns what the request was started with of requestExtra's.
+func (r *Request) extra() *requestExtra {
+	if r.x == nil {
+		return &noExtra
 	}
-	return *r.trace
+	return r.x
 }
 
 // Observe makes o the request's Observer from now on (StartOptions.Observer
@@ -150,7 +174,7 @@ func (r *Request) observer() Observer {
 func (r *Request) end(cause error) {
 	r.stop(cause)
 	if o := r.observer(); o != nil {
-		o.Ended(context.Cause(r.ctx))
+		o.Ended(r.Cause())
 	}
 }
 
@@ -159,19 +183,67 @@ func (r *Request) end(cause error) {
 func (r *Request) stop(cause error) {
 	r.cancel(cause)
 	if r.also != nil {
-		r.also(context.Cause(r.ctx))
+		r.also(r.Cause())
 	}
+}
+
+// requestContext is a request's context, made when it is first asked for.
+type requestContext struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// cancel ends the request's context with cause (the first cause counts;
+// context.Canceled for nil): its Cause from now on, and its context's
+// cause, whenever that is made.
+func (r *Request) cancel(cause error) {
+	if cause == nil {
+		cause = context.Canceled
+	}
+	r.ended.CompareAndSwap(nil, &cause)
+	// Context stores the context before it reads ended: one of the two
+	// sees the other's store.
+	if c := r.ctx.Load(); c != nil {
+		c.cancel(*r.ended.Load())
+	}
+}
+
+// Cause returns why the request ended (its context's cause: see Context);
+// nil while it has not.
+func (r *Request) Cause() error {
+	if e := r.ended.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // Payload returns what the request was started with to make it restartable (see
 // StartOptions.Payload); nil for a request that is not restartable.
-func (r *Request) Payload() []byte { return r.payload }
+func (r *Request) Payload() []byte { return r.extra().payload }
 
 // Context returns the request's own context: cancelled when the request ends (cause
 // ErrEnded once its result is acknowledged or its retention ends), by Cancel (cause
 // ErrCancelled), expiry (ErrExpired) or Engine.Close (ErrClosed), never by a
 // connection.
-func (r *Request) Context() context.Context { return r.ctx }
+func (r *Request) Context() context.Context {
+	if c := r.ctx.Load(); c != nil {
+		return c.ctx
+	}
+	base := context.Background()
+	if r.values != nil {
+		base = context.WithoutCancel(r.values)
+	}
+	c := new(requestContext)
+	c.ctx, c.cancel = context.WithCancelCause(base)
+	if !r.ctx.CompareAndSwap(nil, c) {
+		c.cancel(nil)
+		return r.ctx.Load().ctx
+	}
+	if e := r.ended.Load(); e != nil {
+		c.cancel(*e)
+	}
+	return c.ctx
+}
 
 // Status is a snapshot of a request for requests/getStatus.
 type Status struct {
@@ -209,7 +281,7 @@ func (r *Request) Status() Status {
 
 // Deadline returns when the request's handler must have ended
 // (StartOptions.Deadline, kept across a restart); zero for none.
-func (r *Request) Deadline() time.Time { return r.deadline }
+func (r *Request) Deadline() time.Time { return r.extra().deadline }
 
 // End ends the request now, failed, with the final response encode makes (as
 // Complete does), and ends its context with cause: its handler is told to
@@ -224,7 +296,7 @@ func (r *Request) End(cause error, encode func(seq uint64) []byte) (uint64, erro
 }
 
 // Created returns when the request started (Record.Created).
-func (r *Request) Created() time.Time { return r.created }
+func (r *Request) Created() time.Time { return time.Unix(0, r.created) }
 
 // Gone reports whether the request has left the engine: cancelled, expired, or its
 // result released (acknowledged or past retention).
@@ -370,9 +442,10 @@ const finalRetry = time.Second
 
 // recordLocked returns the request's Record with state.
 func (r *Request) recordLocked(state State) Record {
-	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.created, Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: r.ttl, Trace: r.Trace(), Deadline: r.deadline}
+	x := r.extra()
+	rec := Record{Hash: r.hash, ID: r.id, State: state, Created: r.Created(), Principal: r.principal, Owner: r.e.self, AckMode: r.ackMode, Epoch: r.epoch, Task: r.task, TTL: x.ttl, Trace: x.trace, Deadline: x.deadline}
 	if state == StateProcessing {
-		rec.Payload = r.payload // what a restartable request runs again with
+		rec.Payload = x.payload // what a restartable request runs again with
 	}
 	return rec
 }

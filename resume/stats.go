@@ -39,10 +39,7 @@ type Stats struct {
 // different requests may be from slightly different moments.
 func (e *Engine) Stats() Stats {
 	e.mu.Lock()
-	live := make([]*Request, 0, len(e.live))
-	for _, r := range e.live {
-		live = append(live, r)
-	}
+	live := e.live.all()
 	st := Stats{Tombstones: len(e.tombs)}
 	e.mu.Unlock()
 	for _, r := range live {

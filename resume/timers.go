@@ -57,7 +57,7 @@ func (e *Engine) arm(r *Request, gen uint64, c clock) {
 	now := time.Since(t.epoch) // read under tmu, so that each queue stays in order
 	due := now + e.durations[c]
 	if c == clockTTL {
-		due = max(r.created.Add(r.ttl).Sub(t.epoch), now)
+		due = max(r.Created().Add(r.extra().ttl).Sub(t.epoch), now)
 	}
 	t.staleLocked(r) // the deadline this one replaces
 	for k, q := range t.q {
@@ -201,7 +201,7 @@ func (r *Request) scheduleLocked() {
 	switch {
 	case r.gone.Load():
 		return
-	case r.ttl > 0:
+	case r.extra().ttl > 0:
 		if r.ttlArmed {
 			return // its one deadline does not move
 		}
@@ -232,10 +232,10 @@ func (r *Request) onTimer(gen uint64) {
 	switch {
 	case r.gone.Load() || r.tgen.Load() != gen: // freed, re-armed or stopped meanwhile
 		r.mu.Unlock()
-	case r.ttl > 0 && r.state == StateProcessing: // its lifetime is over
+	case r.extra().ttl > 0 && r.state == StateProcessing: // its lifetime is over
 		r.setStateLocked(StateExpired)
 		r.mu.Unlock()
-	case r.ttl > 0:
+	case r.extra().ttl > 0:
 		r.freeLocked(StateExpired)
 		r.mu.Unlock()
 	case r.state == StateProcessing && r.att != nil:

@@ -50,7 +50,7 @@ func (e *Engine) TombstoneKey(token string, id []byte, principal string) {
 // knownLocked says whether a request with hash h is live or has a tombstone.
 // Called with e.mu held.
 func (e *Engine) knownLocked(h TokenHash) bool {
-	_, live := e.live[h]
+	live := e.live.get(h) != nil
 	_, tomb := e.tombs[h]
 	return live || tomb
 }
@@ -59,8 +59,8 @@ func (e *Engine) knownLocked(h TokenHash) bool {
 func (e *Engine) forget(r *Request, final State) {
 	now := time.Now()
 	e.mu.Lock()
-	if e.live[r.hash] == r {
-		delete(e.live, r.hash)
+	if e.live.get(r.hash) == r {
+		e.live.remove(r)
 	}
 	if r.inRetainQ {
 		e.all.retained--
@@ -74,7 +74,7 @@ func (e *Engine) forget(r *Request, final State) {
 	// outlives a restart there (its client polls it by id for its ttl).
 	stored := e.store != nil && (e.cluster != nil || r.task)
 	until := now.Add(e.opts.TombstoneTTL)
-	if end := r.created.Add(r.ttl); r.task && r.ttl > 0 && end.After(until) {
+	if end := r.Created().Add(r.extra().ttl); r.task && r.extra().ttl > 0 && end.After(until) {
 		until = end
 	}
 	e.tombs[r.hash] = tombstone{id: r.id, principal: r.principal, state: final, evicted: r.evicted, stored: stored, until: until}
