@@ -79,7 +79,7 @@ type call struct {
 	raw    []byte          // the request as received
 	ctx    context.Context // the handler's own context; never the connection's
 	cancel context.CancelCauseFunc
-	sess   *callSession
+	sess   callSession // the session mcp-go runs it with (&sess)
 	// span is the call's span (nil when the server does not trace): ended
 	// with the call's answer, or once the call is a request, by the request
 	// (reqSpan.follow).
@@ -97,16 +97,16 @@ type call struct {
 	// stream reconnects), or a task, found by its task id: no policy, no
 	// sequence numbers, whatever the client declared.
 	hidden bool
-	uri    string        // a resources/read's URI, for its not-found error's data
-	patch  func(any) any // edits the result before it is encoded; may be nil
-	// tool and pol: a tools/call's tool, and its policy, resolved once (a
-	// 2025-11-25 task's Mode is Always: its client asked for a task);
 	// applies: the middleware applies pol as the tool starts (its client
 	// can come back for it: SEP-975, a task, or its session's stream
 	// reconnects).
-	tool    string
-	pol     *Policy // shared with the calls of the same policies: never changed
 	applies bool
+	uri     string        // a resources/read's URI, for its not-found error's data
+	patch   func(any) any // edits the result before it is encoded; may be nil
+	// tool and pol: a tools/call's tool, and its policy, resolved once (a
+	// 2025-11-25 task's Mode is Always: its client asked for a task).
+	tool string
+	pol  *Policy // shared with the calls of the same policies: never changed
 	// key: the call key the client named the call with (spec.MetaKey), which
 	// becomes its request's token; "" for none.
 	key  string
@@ -147,8 +147,8 @@ func (cl *call) run(m *spec.Message, raw []byte) {
 	if cl.kind.listen() {
 		// Broadcasts (list changes) reach only sessions registered with mcp-go;
 		// the filter the listen sets decides which of them the client gets.
-		ctx := s.srv.WithContext(cl.ctx, cl.sess)
-		if err := s.srv.RegisterSession(ctx, cl.sess); err != nil {
+		ctx := s.srv.WithContext(cl.ctx, &cl.sess)
+		if err := s.srv.RegisterSession(ctx, &cl.sess); err != nil {
 			cl.c.logger().Warn().Err(err).Msg("registering a subscription")
 		} else {
 			defer s.srv.UnregisterSession(ctx, cl.sess.SessionID())
@@ -169,7 +169,7 @@ func (cl *call) dispatch(raw []byte, discover bool) mcp.JSONRPCMessage {
 		// context would stay registered in it as long as the call runs.
 		base = context.WithoutCancel(cl.ctx)
 	}
-	ctx := s.srv.WithContext(base, cl.sess)
+	ctx := s.srv.WithContext(base, &cl.sess)
 	if discover { // it lists the versions served
 		ctx = server.WithSupportedProtocolVersions(ctx, newestFirst)
 	}
@@ -208,7 +208,7 @@ func (cl *call) finish(resp mcp.JSONRPCMessage) {
 
 	cause := context.Cause(cl.ctx)
 	if r != nil && cause == nil {
-		cause = context.Cause(r.Context())
+		cause = r.Cause()
 	}
 	if r == nil && errors.Is(cause, errTimeout) {
 		// Timed out before it became a request: answered with the error.
@@ -228,7 +228,7 @@ func (cl *call) finish(resp mcp.JSONRPCMessage) {
 		switch {
 		case r == nil:
 			cl.span.endCause(cause) // a request's span is the request's to end
-		case r.Context().Err() == nil:
+		case r.Cause() == nil:
 			r.Cancel()
 		}
 		// Its stream, when it is the call's own (a POST's), ends now: its
@@ -418,7 +418,7 @@ func (cl *call) deliver(n mcp.JSONRPCNotification) {
 	}
 	var r *resume.Request
 	cl.update(func(l *callLife) {
-		if n.Method == spec.MethodProgress && !l.deferAt.IsZero() {
+		if n.Method == spec.MethodProgress && !l.at().deferAt.IsZero() {
 			if note := noteOf(n.Params.AdditionalFields); note != nil {
 				l.lastProgress = note
 			}

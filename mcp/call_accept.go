@@ -67,7 +67,7 @@ func (cc *sessionCalls) newCall(m *spec.Message, raw []byte, st Stream, mr *mode
 	// The handler's context carries the call's span, for spans of its own.
 	ctx, cancel := context.WithCancelCause(sp.context(context.WithoutCancel(c.ctx)))
 	cl := &call{c: c, st: st, id: m.ID, raw: raw, ctx: ctx, cancel: cancel, modern: mr, span: sp, pol: &noPolicy}
-	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
+	cl.sess = callSession{cl: cl, asker: asker{cl}}
 	cl.life.phase = phasePlain
 	if m.Method == string(mcp.MethodToolsCall) {
 		// Its tool's policy decides, as the tool starts, whether and when it

@@ -95,7 +95,7 @@ func (cl *call) deferLocked() {
 	if !l.applied {
 		l.restartable = cl.pol.Restartable
 	}
-	h := deferHandle{ID: cl.id, Tool: cl.tool, Started: l.started.UnixMilli()}
+	h := deferHandle{ID: cl.id, Tool: cl.tool, Started: l.started.time().UnixMilli()}
 	r := l.req
 	if r == nil {
 		so, _, _ := cl.startOptionsLocked(true)
@@ -106,7 +106,7 @@ func (cl *call) deferLocked() {
 			return
 		}
 		l.token = tok
-		l.eager, l.promoteAt = false, time.Time{}
+		l.unpromote()
 		cl.becomeLocked(nr, nil, phaseDeferred)
 		r = nr
 	} else {
@@ -121,7 +121,7 @@ func (cl *call) deferLocked() {
 	h.Token, l.token = l.token, "" // the answer carries it; the call keeps no copy
 	// Its client holds a handle of it now: the session's end leaves it.
 	c.untrack(cl.id)
-	res := s.deferredResult(cl.tool, h.encode(), time.Since(l.started), l.lastProgress, r.Status().HasInput)
+	res := s.deferredResult(cl.tool, h.encode(), time.Since(l.started.time()), l.lastProgress, r.Status().HasInput)
 	if cl.modern != nil {
 		res.ResultType = mcp.ResultTypeComplete
 	}

@@ -53,7 +53,6 @@ func (p callPhase) early() bool { return p == phaseStarting || p == phasePlain }
 
 // callLife is what changes in a call's life, guarded by its lock.
 type callLife struct {
-	phase callPhase
 	// req, token: its request of the engine, once it is one (phaseRequest,
 	// phaseDeferred; kept when it is done), and the request's token until
 	// the deferred answer that names it, while it may get one; round: a
@@ -63,14 +62,9 @@ type callLife struct {
 	round  *round
 	taskID *taskID
 
-	// The schedule while it is early: promoteAt (its policy's After, or its
-	// quick window), and eager: its first message, or its priming event,
-	// makes it a request sooner; deferAt: Options.AnswerWithin's deadline.
-	// deadline: its tool's Timeout, from its start (a request run again:
-	// its record's), until its handler returns. timer fires at the soonest.
-	promoteAt, deferAt, deadline time.Time
-	eager                        bool
-	timer                        *time.Timer
+	// sched is its schedule (callSchedule), while it has one: nil for
+	// most of a long call's life.
+	sched *callSchedule
 	// timedOut: it ran past its deadline before it became a request: its
 	// answer is the timeout error.
 	timedOut bool
@@ -82,6 +76,8 @@ type callLife struct {
 	// primed: its stream gave its client an id to reconnect with; held: a
 	// priming event waits for its tool to start.
 	primed, held bool
+	// phase is where it is in its life (with the flags above: one word).
+	phase callPhase
 
 	// What its answer becomes: missing, the capability error of a 2026 tool
 	// that asked without it; failure, a *spec.Error its tool returned;
@@ -89,8 +85,46 @@ type callLife struct {
 	missing, failure, refusal *spec.Error
 
 	// For its deferred answer: when it was accepted, and its latest progress.
-	started      time.Time
+	started      instant
 	lastProgress *progressNote
+}
+
+// callSchedule is what a call's life waits for, with its timer. promoteAt:
+// its policy's After, or its quick window, while it is early; eager: its
+// first message, or its priming event, makes it a request sooner;
+// deferAt: Options.AnswerWithin's deadline; deadline: its tool's Timeout,
+// from its start (a request run again: its record's), until its handler
+// returns. timer fires at the soonest.
+type callSchedule struct {
+	promoteAt, deferAt, deadline time.Time
+	eager                        bool
+	timer                        *time.Timer
+}
+
+// noSchedule is the schedule of a call that has none: read, never written.
+var noSchedule callSchedule
+
+// at returns the call's schedule, to read.
+func (l *callLife) at() *callSchedule {
+	if l.sched == nil {
+		return &noSchedule
+	}
+	return l.sched
+}
+
+// plan returns the call's schedule, to change: made when it has none.
+func (l *callLife) plan() *callSchedule {
+	if l.sched == nil {
+		l.sched = new(callSchedule)
+	}
+	return l.sched
+}
+
+// unpromote drops a scheduled promotion (its time, and eagerness).
+func (l *callLife) unpromote() {
+	if s := l.sched; s != nil {
+		s.eager, s.promoteAt = false, time.Time{}
+	}
 }
 
 // callEvent is what happened to a call: the argument of step.
@@ -112,8 +146,8 @@ const (
 // lose ends an early call without a request: nothing schedules it any more.
 func (l *callLife) lose() {
 	l.phase = phaseLost
-	l.eager, l.held = false, false
-	l.promoteAt = time.Time{}
+	l.held = false
+	l.unpromote()
 }
 
 // stepped is what a step leaves its caller to do, outside the call's lock.
@@ -146,12 +180,12 @@ func (cl *call) step(ev callEvent) (out stepped) {
 	switch ev {
 	case evAccepted:
 		if cl.defers() && l.phase.early() {
-			l.started = time.Now()
-			l.deferAt = l.started.Add(cl.c.s.opts.AnswerWithin)
+			l.started = now()
+			l.plan().deferAt = l.started.time().Add(cl.c.s.opts.AnswerWithin)
 		}
 	case evPolicy:
-		if cl.pol.Timeout > 0 && l.deadline.IsZero() {
-			l.deadline = time.Now().Add(cl.pol.Timeout)
+		if cl.pol.Timeout > 0 && l.at().deadline.IsZero() {
+			l.plan().deadline = time.Now().Add(cl.pol.Timeout)
 		}
 		out.prime = l.held
 		l.held = false
@@ -161,9 +195,9 @@ func (cl *call) step(ev callEvent) (out stepped) {
 		l.phase = phasePlain
 		out.runOn = cl.schedulePolicyLocked()
 	case evTimer:
-		now := time.Now()
-		if !l.deadline.IsZero() && !now.Before(l.deadline) {
-			l.deadline = time.Time{}
+		now, at := time.Now(), l.at()
+		if !at.deadline.IsZero() && !now.Before(at.deadline) {
+			at.deadline = time.Time{}
 			switch {
 			case l.phase.early(): // answered with the timeout error (run)
 				l.lose()
@@ -174,16 +208,16 @@ func (cl *call) step(ev callEvent) (out stepped) {
 			}
 			break
 		}
-		if !l.deferAt.IsZero() && !now.Before(l.deferAt) {
-			l.deferAt = time.Time{}
+		if !at.deferAt.IsZero() && !now.Before(at.deferAt) {
+			at.deferAt = time.Time{}
 			cl.deferLocked()
 		}
-		if !l.promoteAt.IsZero() && !now.Before(l.promoteAt) {
-			l.promoteAt = time.Time{}
+		if !at.promoteAt.IsZero() && !now.Before(at.promoteAt) {
+			at.promoteAt = time.Time{}
 			cl.promoteLocked(true)
 		}
 	case evMessage:
-		if l.eager {
+		if l.at().eager {
 			cl.promoteLocked(true)
 		}
 	case evPrime:
@@ -192,7 +226,7 @@ func (cl *call) step(ev callEvent) (out stepped) {
 			l.held, out.hold = true, true
 		default:
 			l.primed = true
-			if l.eager {
+			if l.at().eager {
 				cl.promoteLocked(true)
 			}
 		}
@@ -229,8 +263,11 @@ func (cl *call) step(ev callEvent) (out stepped) {
 		if l.phase != phaseLost { // lost stays lost: its key's tombstone says so (releaseKey)
 			l.phase = phaseDone
 		}
-		l.eager, l.held = false, false
-		l.promoteAt, l.deferAt, l.deadline = time.Time{}, time.Time{}, time.Time{}
+		l.held = false
+		if at := l.sched; at != nil {
+			at.eager = false
+			at.promoteAt, at.deferAt, at.deadline = time.Time{}, time.Time{}, time.Time{}
+		}
 	}
 	cl.armLocked()
 	cl.checkLocked()
@@ -275,12 +312,13 @@ func (cl *call) schedulePolicyLocked() *resume.Request {
 				cl.promoteLocked(true) // its client has an id to reconnect with already
 				return nil
 			}
-			l.eager, l.promoteAt = true, time.Now().Add(w)
+			at := l.plan()
+			at.eager, at.promoteAt = true, time.Now().Add(w)
 			return nil
 		}
 		return cl.promoteLocked(false)
 	case After:
-		l.promoteAt = time.Now().Add(p.After)
+		l.plan().promoteAt = time.Now().Add(p.After)
 	}
 	return nil
 }
@@ -294,33 +332,40 @@ func (cl *call) defers() bool {
 }
 
 // armLocked sets the call's one timer to the sooner of its deadlines, or stops
-// it when it has none.
+// it when it has none; a schedule left with nothing goes.
 func (cl *call) armLocked() {
 	l := &cl.life
+	at := l.sched
+	if at == nil {
+		return
+	}
 	if !l.phase.early() && l.phase != phaseRequest {
-		l.promoteAt, l.deferAt = time.Time{}, time.Time{}
+		at.promoteAt, at.deferAt = time.Time{}, time.Time{}
 	}
 	if l.phase == phaseDone || l.phase == phaseLost {
-		l.deadline = time.Time{}
+		at.deadline = time.Time{}
 	}
 	var next time.Time
-	for _, t := range []time.Time{l.promoteAt, l.deferAt, l.deadline} {
+	for _, t := range []time.Time{at.promoteAt, at.deferAt, at.deadline} {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
 	}
 	if next.IsZero() {
-		if l.timer != nil {
-			l.timer.Stop()
-			l.timer = nil
+		if at.timer != nil {
+			at.timer.Stop()
+			at.timer = nil
+		}
+		if !at.eager {
+			l.sched = nil
 		}
 		return
 	}
-	if l.timer == nil {
-		l.timer = time.AfterFunc(time.Until(next), cl.onTimer)
+	if at.timer == nil {
+		at.timer = time.AfterFunc(time.Until(next), cl.onTimer)
 		return
 	}
-	l.timer.Reset(time.Until(next))
+	at.timer.Reset(time.Until(next))
 }
 
 // onTimer is the call's timer: the step, then the end of a request whose
@@ -363,6 +408,7 @@ func timeoutError(d time.Duration) *spec.Error {
 // code that changed it, found at the change.
 func (cl *call) checkLocked() {
 	l := &cl.life
+	at := l.at()
 	var bad string
 	switch {
 	case l.phase.request() && l.req == nil:
@@ -373,15 +419,17 @@ func (cl *call) checkLocked() {
 		bad = "a lost call with a request"
 	case l.phase == phaseDeferred && cl.kind.task():
 		bad = "a deferred task"
-	case l.eager && !l.phase.early():
+	case at.eager && !l.phase.early():
 		bad = "eager past its early phases"
 	case l.held && l.phase != phaseStarting:
 		bad = "a priming event held after the call started"
-	case !l.promoteAt.IsZero() && !l.phase.early():
+	case !at.promoteAt.IsZero() && !l.phase.early():
 		bad = "a promotion scheduled for a request"
-	case l.timer != nil && l.promoteAt.IsZero() && l.deferAt.IsZero() && l.deadline.IsZero():
+	case at.timer != nil && at.promoteAt.IsZero() && at.deferAt.IsZero() && at.deadline.IsZero():
 		bad = "a timer with no deadline"
-	case !l.deadline.IsZero() && (l.phase == phaseDone || l.phase == phaseLost):
+	case l.sched != nil && *l.sched == callSchedule{}:
+		bad = "a schedule with nothing in it"
+	case !at.deadline.IsZero() && (l.phase == phaseDone || l.phase == phaseLost):
 		bad = "a deadline for a call that has ended"
 	}
 	if bad != "" {
@@ -401,7 +449,7 @@ func (cl *call) promoteLocked(running bool) *resume.Request {
 	if !l.phase.early() || cl.ctx.Err() != nil {
 		return nil
 	}
-	l.eager, l.promoteAt = false, time.Time{}
+	l.unpromote()
 	so, rd, askedTTL := cl.startOptionsLocked(false)
 	if running { // its context ends with the request's
 		so.Cancel = cl.cancel
@@ -411,7 +459,7 @@ func (cl *call) promoteLocked(running bool) *resume.Request {
 		cl.notStartedLocked(err)
 		return nil
 	}
-	if !l.deferAt.IsZero() {
+	if !l.at().deferAt.IsZero() {
 		l.token = tok // for the handle of the deferred answer it may get (deferLocked); no secret kept otherwise
 	}
 	// On the span before anything tells the client: a task's creation, once

@@ -34,8 +34,8 @@ type notifier struct {
 	ch       chan mcp.JSONRPCNotification // made on first use; nil again while a detached request's drainer is idle
 	done     chan struct{}                // closed when sealed; made for a drainer or a wait for room that must wait, nil again with ch
 	room     chan struct{}                // capacity 1: the drainer took a notification; made for a wait for room
-	sealed   bool                         // the handler returned: sends from now on are dropped
 	expected int                          // announced sends not yet taken
+	sealed   bool                         // the handler returned: sends from now on are dropped
 	draining bool                         // a drainer runs
 	wg       sync.WaitGroup               // the drainer
 }

@@ -23,10 +23,10 @@ import (
 func (cl *call) startOptionsLocked(deferred bool) (so resume.StartOptions, rd *round, askedTTL time.Duration) {
 	c, s, l := cl.c, cl.c.s, &cl.life
 	so = resume.StartOptions{AckMode: cl.ackMode && !cl.hidden, Sink: cl.st, Principal: c.principal, Task: cl.kind.task(),
-		Trace: cl.span.traceContext(), Observer: toolObserver{cl}, Deadline: l.deadline}
+		Trace: cl.span.traceContext(), Observer: toolObserver{cl}, Deadline: l.at().deadline}
 	// Its client can find it: by its token, its task id, or a deferred
 	// answer's handle (one it may be given later: deferAt).
-	known := !cl.hidden || cl.kind.task() || deferred || !l.deferAt.IsZero()
+	known := !cl.hidden || cl.kind.task() || deferred || !l.at().deferAt.IsZero()
 	if known {
 		so.Token = cl.key // "": the engine makes one
 	}

@@ -45,9 +45,7 @@ type toolRun struct {
 	next server.ToolHandlerFunc
 	stop func() // ends what ctx holds (a deadline of its own), once the tool returned
 
-	res      *mcp.CallToolResult
-	err      error
-	panicked any // what the tool panicked with: panicked again where mcp-go's recovery can take it
+	out *toolResult // what the tool returned, once it did
 
 	returned bool        // the tool returned, or answered later (Later)
 	running  bool        // its handler runs: Later may be called
@@ -57,6 +55,22 @@ type toolRun struct {
 	left     bool        // the worker left: the tool's goroutine finishes the call
 	replay   bool        // the result waits for the replay's middleware
 	release  func()      // with left: the tool's concurrency place, released as the tool returns
+}
+
+// toolResult is what a call's tool returned: its result and error, or what it
+// panicked with (panicked again where mcp-go's recovery can take it).
+type toolResult struct {
+	res      *mcp.CallToolResult
+	err      error
+	panicked any
+}
+
+// give returns the tool's result, or panics as the tool did.
+func (o *toolResult) give() (*mcp.CallToolResult, error) {
+	if o.panicked != nil {
+		panic(o.panicked)
+	}
+	return o.res, o.err
 }
 
 // detachable reports whether the call's tool runs on the tools pool: the call
@@ -113,10 +127,7 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 			break
 		}
 	}
-	if tr.panicked != nil {
-		panic(tr.panicked)
-	}
-	return tr.res, tr.err
+	return tr.out.give()
 }
 
 // run runs the tool on a goroutine of the tools pool, and finishes the call
@@ -152,7 +163,7 @@ func (tr *toolRun) end(res *mcp.CallToolResult, err error, panicked any) {
 	defer tr.stop()
 	var finish bool
 	cl.update(func(l *callLife) {
-		tr.res, tr.err, tr.panicked, tr.returned = res, err, panicked, true
+		tr.out, tr.returned = &toolResult{res: res, err: err, panicked: panicked}, true
 		finish, tr.replay = tr.left, tr.left
 		tr.ctx, tr.next = nil, nil // the tool's, no longer needed
 	})
@@ -232,10 +243,8 @@ func (cl *call) replayed() (*mcp.CallToolResult, error, bool) {
 	if !replay {
 		return nil, nil, false
 	}
-	if tr.panicked != nil {
-		panic(tr.panicked)
-	}
-	return tr.res, tr.err, true
+	res, err := tr.out.give()
+	return res, err, true
 }
 
 // finishLeft finishes, on the tool's goroutine, a call whose worker left: its

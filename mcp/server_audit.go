@@ -105,7 +105,7 @@ func (sp *reqSpan) audited() {
 	sp.mu.Lock()
 	ev := a.ev
 	sp.mu.Unlock()
-	ev.Start, ev.End = sp.at, time.Now()
+	ev.Start, ev.End = sp.came(), time.Now()
 	ev.BytesOut = a.sent.Load()
 	switch {
 	case a.refused:

@@ -32,11 +32,14 @@ func (rr *reruns) run(r *resume.Request) {
 	c := rr.session()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	cl := &call{c: c, id: r.ID(), raw: r.Payload(), ctx: ctx, cancel: cancel, pol: &noPolicy}
-	cl.life.phase, cl.life.req, cl.life.deadline = phaseRequest, r, r.Deadline()
+	cl.life.phase, cl.life.req = phaseRequest, r
+	if d := r.Deadline(); !d.IsZero() {
+		cl.life.plan().deadline = d
+	}
 	if r.Task() { // found by its task id: no sequence numbers in its messages
 		cl.kind, cl.hidden = callTask, true
 	}
-	cl.sess = &callSession{base: c.sess, cl: cl, asker: asker{cl}}
+	cl.sess = callSession{cl: cl, asker: asker{cl}}
 	cl.span = rr.span(c, m, r)
 	c.update(func(st *sessionState) { st.running[string(cl.id)] = cl })
 	s.log.Info().Str("request", string(r.ID())).Msg("running a restartable request again")

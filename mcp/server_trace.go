@@ -115,7 +115,7 @@ type reqSpan struct {
 	s *Server
 	// Until the span starts: what it is made of.
 	src spanSource
-	at  time.Time
+	at  instant            // when the request came
 	in  *trace.SpanContext // the client's, from params._meta or the transport; only with a tracer, until the span starts
 
 	started bool        // within ran
@@ -131,6 +131,9 @@ type reqSpan struct {
 	// (callSpanOf); nil for every other request.
 	aud *callAudit
 }
+
+// came returns when the span's request came.
+func (sp *reqSpan) came() time.Time { return sp.at.time() }
 
 // spanOf returns the span of request m, received on st by c, not started yet;
 // nil when the server neither traces nor measures.
@@ -150,7 +153,7 @@ func newSpan(c *connState, m *spec.Message, st Stream, a *callAudit) *reqSpan {
 	if s.tracer == nil && s.onOp == nil && a == nil {
 		return nil
 	}
-	sp := &reqSpan{s: s, src: spanSource{c: c, m: m}, at: time.Now(), aud: a}
+	sp := &reqSpan{s: s, src: spanSource{c: c, m: m}, at: now(), aud: a}
 	if s.tracer != nil {
 		in := incoming(m.Params, st)
 		sp.in = &in
@@ -236,9 +239,9 @@ func (sp *reqSpan) within(h resume.Handle) {
 	// them once more for samplers (the SDK's read none of them).
 	name, target := sp.src.name()
 	if link.IsValid() && !link.Equal(parent) {
-		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at), trace.WithLinks(trace.Link{SpanContext: link}))
+		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.came()), trace.WithLinks(trace.Link{SpanContext: link}))
 	} else {
-		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.at))
+		_, sp.span = sp.s.tracer.Start(ctx, name, spanKindServer, trace.WithTimestamp(sp.came()))
 	}
 	if sp.span.IsRecording() {
 		sp.span.SetAttributes(sp.src.attributes(target)...)
@@ -517,7 +520,7 @@ func (sp *reqSpan) finish() {
 		sp.mu.Lock()
 		op := sp.op
 		sp.mu.Unlock()
-		op.Duration = time.Since(sp.at)
+		op.Duration = time.Since(sp.came())
 		f(op)
 	}
 }
@@ -624,7 +627,7 @@ func (rr *reruns) span(c *connState, m *spec.Message, r *resume.Request) *reqSpa
 	sp.event(eventRerun)
 	r.Observe(sp.observer())
 	if r.Gone() { // it ended before it was observed
-		sp.endCause(context.Cause(r.Context()))
+		sp.endCause(r.Cause())
 	}
 	return sp
 }

@@ -134,7 +134,6 @@ func (s *connSession) pump(ctx context.Context, stop <-chan struct{}) {
 // server-to-client requests, which travel with the request. Every optional
 // interface is implemented explicitly (an embedded interface would hide them).
 type callSession struct {
-	base  *connSession
 	cl    *call
 	asker // the tool's questions to its client
 	// own holds what a 2026-era request declares for itself (mcp-go writes its
@@ -166,12 +165,12 @@ var (
 
 func (s *callSession) Initialize() {
 	if s.own == nil {
-		s.base.Initialize()
+		s.cl.c.sess.Initialize()
 	}
 }
 
 // Initialized: a 2026-era request needs no handshake.
-func (s *callSession) Initialized() bool { return s.own != nil || s.base.Initialized() }
+func (s *callSession) Initialized() bool { return s.own != nil || s.cl.c.sess.Initialized() }
 
 // SessionID is the connection's session id, and for a 2026-era request, which
 // has no session, one of its own (mcp-go keys in-flight requests and
@@ -181,11 +180,11 @@ func (s *callSession) SessionID() string {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if o.id == "" {
-			o.id = s.base.SessionID() + "/" + string(s.cl.id)
+			o.id = s.cl.c.sess.SessionID() + "/" + string(s.cl.id)
 		}
 		return o.id
 	}
-	return s.base.SessionID()
+	return s.cl.c.sess.SessionID()
 }
 
 // SetSubscriptionFilter and SubscriptionFilter hold a subscriptions/listen's
@@ -231,7 +230,7 @@ func (s *callSession) declaredState() *declaredState {
 	if s.own != nil {
 		return &s.own.declaredState
 	}
-	return &s.base.declaredState
+	return &s.cl.c.sess.declaredState
 }
 
 func (s *callSession) SetLogLevel(l mcp.LoggingLevel) { s.declaredState().SetLogLevel(l) }
