@@ -155,6 +155,11 @@ func (cl *call) announceLocked(r *resume.Request, tok string, so resume.StartOpt
 func (cl *call) becomeLocked(r *resume.Request, sink Stream, phase callPhase) {
 	c, s := cl.c, cl.c.s
 	cl.life.req, cl.life.phase = r, phase
+	if s.eng.Tight() {
+		// Tight of memory, the worker waiting for its tool leaves even while
+		// the request has a client (its stack holds mcp-go's dispatch: 16 KB).
+		cl.leaveWorker()
+	}
 	if cl.hold != nil && (!cl.hidden || cl.kind.task()) { // the engine knows the key from now on
 		s.keys.drop(c.principal, cl.key, cl.hold)
 	}

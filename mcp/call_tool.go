@@ -15,8 +15,9 @@ import (
 // goroutine of the server's tools pool, not on the worker that dispatched the
 // call through mcp-go. While the request has a client, the worker waits for
 // the tool and the call goes on as any other. Once it has none (its client
-// went, or it is a task, or it runs again after a restart), the worker leaves
-// (runtime.Goexit): its stack, which holds mcp-go's dispatch frames (4.4 KB
+// went, or it is a task, or it runs again after a restart), or once it is a
+// request while the process is tight of memory (resume.Options.MemoryTight),
+// the worker leaves (runtime.Goexit): its stack, which holds mcp-go's dispatch frames (4.4 KB
 // for HandleMessage alone, so 16 KB a parked goroutine), goes, and a detached
 // request costs its tool's own goroutine. The tool's goroutine then finishes
 // the call when the tool returns: it dispatches the call through mcp-go again
@@ -101,7 +102,7 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 	wake := make(chan struct{}, 1)
 	tr.wake.Store(wake)
 	cl.running.Store(tr)
-	if r := cl.request(); r != nil && (cl.kind.task() || r.Detached()) {
+	if r := cl.request(); r != nil && (cl.kind.task() || r.Detached() || s.eng.Tight()) {
 		cl.leaveWorker()
 	}
 	s.wg.Add(1) // Close waits for the tool's goroutine

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-resume/mcp-resume/mcp"
 	"github.com/mcp-resume/mcp-resume/mcp/e2etest"
+	"github.com/mcp-resume/mcp-resume/resume"
 	"github.com/mcp-resume/mcp-resume/servers/demo"
 	"github.com/mcp-resume/mcp-resume/testkit/poll"
 )
@@ -273,4 +274,62 @@ func TestLater(t *testing.T) {
 			t.Fatalf("without DetachTools: %s, want the tool's own answer", resp.Raw)
 		}
 	})
+}
+
+// While the process is tight of memory (resume.Options.MemoryTight), the
+// worker that dispatched a call leaves once the call is a request, even with
+// its client attached: the call then holds its tool's goroutine alone, and
+// its result still reaches the client that waits.
+func TestTightWorkerLeaves(t *testing.T) {
+	for _, tight := range []bool{false, true} {
+		t.Run(fmt.Sprint("tight=", tight), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				srv := demo.Server("test")
+				srv.AddTool(mcpgo.NewTool("wait"), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+					<-release
+					return mcpgo.NewToolResultText("done"), nil
+				})
+				core, err := mcp.New(srv, &mcp.Options{DetachTools: true, QuickCall: -1,
+					Engine: &resume.Options{MemoryTight: func() bool { return tight }}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer core.Close()
+				dial := serveCore(t, core)
+				synctest.Wait()
+				before := runtime.NumGoroutine()
+
+				const n = 20
+				c := e2etest.NewClient(t, dial(t))
+				c.Initialize(`{"resumableRequests":{}}`)
+				for i := 1; i <= n; i++ {
+					c.Send(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait"}}`, i)
+				}
+				policies := 0
+				c.Until(func(m e2etest.Msg) bool {
+					if m.Method == "notifications/requests/resumePolicy" {
+						policies++
+					}
+					return policies == n
+				})
+				synctest.Wait()
+				got := runtime.NumGoroutine() - before
+				if want := 3 * n / 2; tight && got >= want || !tight && got < want {
+					t.Fatalf("%d goroutines for %d attached requests (tight %v)", got, n, tight)
+				}
+				close(release)
+				done := 0
+				c.Until(func(m e2etest.Msg) bool {
+					if m.Method == "" && m.ID != nil {
+						if e2etest.Text(m) != "done" {
+							t.Fatalf("answer: %s", m.Raw)
+						}
+						done++
+					}
+					return done == n
+				})
+			})
+		})
+	}
 }

@@ -307,6 +307,13 @@ func (e *Engine) LookupKey(token string, id []byte, principal string) (Handle, e
 	return nil, ErrUnknown
 }
 
+// Tight reports whether the process is tight of memory (Options.MemoryTight):
+// false without that option.
+func (e *Engine) Tight() bool {
+	tight := e.opts.MemoryTight
+	return tight != nil && tight()
+}
+
 // Live returns the number of live requests.
 func (e *Engine) Live() int {
 	e.mu.Lock()

@@ -41,8 +41,8 @@ type Options struct {
 	// newest progress of each token alone, as one whose client has been away
 	// longer than ProgressHistory (whatever ProgressHistory is), so that what
 	// superseded progress holds goes before new calls lose their resume
-	// policy. It is called as each progress message is queued: it must be
-	// cheap.
+	// policy (and what else a caller of Engine.Tight lets go). It is called
+	// as each progress message is queued: it must be cheap.
 	MemoryTight func() bool
 	// MaxLivePerPrincipal caps the running resumable requests of each principal
 	// (StartOptions.Principal; requests without a principal are bounded by MaxLive

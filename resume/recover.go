@@ -247,7 +247,7 @@ func (e *Engine) recoverReplayed(ctx context.Context, rec Record, q outbox, inpu
 	// No handler runs for it: its context ends when it is freed, like any other.
 	// Its Retention clock runs from now.
 	rec.State = state
-	r := e.newRequest(nil, rec, q)
+	r := e.newRequest(context.Background(), rec, q)
 	if !e.revive(r, func() { e.retainLocked(r) }) {
 		return recoveredDropped
 	}
@@ -315,7 +315,7 @@ func (e *Engine) recoverRestartable(ctx context.Context, rec Record, q outbox, i
 	}
 	// Processing and detached: its maxWait clock runs from now.
 	rec.State = StateProcessing
-	r := e.newRequest(nil, rec, q)
+	r := e.newRequest(context.Background(), rec, q)
 	if !e.revive(r, func() {
 		e.addRunningLocked(r.principal, 1)
 		e.restartable = append(e.restartable, r)

@@ -674,7 +674,7 @@ func (r *Request) historyCutoffLocked(k Kind, now int64) (int64, bool) {
 	if k != KindProgress {
 		return 0, false
 	}
-	if tight := r.e.opts.MemoryTight; tight != nil && tight() {
+	if r.e.Tight() {
 		return now + 1, true
 	}
 	h := int64(r.e.opts.ProgressHistory)
