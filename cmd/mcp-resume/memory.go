@@ -69,19 +69,31 @@ func withMemoryLimit(ev *zerolog.Event) *zerolog.Event {
 // limit past which the process is tight, short, then overloaded of memory:
 // its live heap and its goroutines' stacks past them. Tight, running
 // requests keep no superseded progress (resume.Options.MemoryTight), which a
-// fast start of many detached requests holds for their first seconds; short,
-// past what leaves the collector room to keep the process under the limit at
-// the pace new calls and detached requests' progress make garbage, new calls
-// run without a resume policy (resume.Options.MemoryShort; docs/testing.md,
-// "Detached requests": in a 1 GiB cgroup, 0.85 let the process reach the
-// cgroup's limit while superseded progress was kept); overloaded, new calls
+// fast start of many detached requests holds for their first seconds, and
+// the workers waiting for their requests' tools leave; short, past what
+// leaves the collector room to keep the process under the limit at the pace
+// new calls and detached requests' progress make garbage, new calls run
+// without a resume policy (resume.Options.MemoryShort); overloaded, new calls
 // are refused (mcp.Options.Overloaded): a call that runs plain holds what it
 // runs with too, and calls that kept coming got a gateway killed in a 512 MiB
 // cgroup.
+//
+// The process is short, and overloaded, sooner when its live heap alone
+// takes more than shortHeapShare, then overHeapShare, of what the stacks
+// leave of the limit: the collector's room, and the heap's own waste (spans
+// part used, their metadata), grow with the heap, not with the stacks. A
+// process whose requests hold goroutines (serve: a tool's, 4 KB of stack)
+// thus goes short at shortShare, one whose requests hold none (a gateway's)
+// sooner (docs/testing.md, "Detached requests": in a 1 GiB cgroup, serve held
+// 100,000 detached countdowns at 0.8 and 95,735 at 0.75, getStatus p99 under
+// 1 ms either way; a gateway in a 512 MiB cgroup, overloaded at 0.85 of heap
+// and stacks, sat at an RSS of 510 MiB, and was killed once short at 0.8).
 const (
-	tightShare = 0.6
-	shortShare = 0.75
-	overShare  = 0.85
+	tightShare     = 0.6
+	shortShare     = 0.8
+	shortHeapShare = 0.7
+	overShare      = 0.85
+	overHeapShare  = 0.75
 )
 
 // memoryRead is how often a memoryWatch reads the runtime's figures; between
@@ -92,6 +104,7 @@ const memoryRead = 100 * time.Millisecond
 // limit (resume.Options' MemoryTight and MemoryShort), from one reading of
 // the live heap, as the last collection found it, and the goroutines' stacks.
 type memoryWatch struct {
+	limit              uint64
 	tight, short, over uint64       // bounds of the heap and stacks, in bytes
 	next               atomic.Int64 // unix nanoseconds of the next read
 	level              atomic.Int32 // 0: none; 1: tight; 2: short; 3: overloaded
@@ -104,7 +117,7 @@ func newMemoryWatch(limit int64) *memoryWatch {
 		return nil
 	}
 	share := func(f float64) uint64 { return uint64(float64(limit) * f) }
-	return &memoryWatch{tight: share(tightShare), short: share(shortShare), over: share(overShare)}
+	return &memoryWatch{limit: uint64(limit), tight: share(tightShare), short: share(shortShare), over: share(overShare)}
 }
 
 // read returns the level, reading the runtime's figures when the last reading
@@ -115,18 +128,24 @@ func (w *memoryWatch) read() int32 {
 	if at := w.next.Load(); now >= at && w.next.CompareAndSwap(at, now+int64(memoryRead)) {
 		samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 		metrics.Read(samples)
-		used, level := samples[0].Value.Uint64()+samples[1].Value.Uint64(), int32(0)
-		switch {
-		case used > w.over:
-			level = 3
-		case used > w.short:
-			level = 2
-		case used > w.tight:
-			level = 1
-		}
-		w.level.Store(level)
+		w.level.Store(w.levelOf(samples[0].Value.Uint64(), samples[1].Value.Uint64()))
 	}
 	return w.level.Load()
+}
+
+// levelOf returns the level of a process whose live heap and stacks take
+// heap and stacks bytes.
+func (w *memoryWatch) levelOf(heap, stacks uint64) int32 {
+	used, room := heap+stacks, float64(w.limit-min(stacks, w.limit))
+	switch {
+	case used > w.over || float64(heap) > overHeapShare*room:
+		return 3
+	case used > w.short || float64(heap) > shortHeapShare*room:
+		return 2
+	case used > w.tight:
+		return 1
+	}
+	return 0
 }
 
 // Tight reports whether the process is tight of memory (short included).

@@ -77,10 +77,10 @@ func TestCgroupLimit(t *testing.T) {
 	}
 }
 
-// The process is tight of memory when its live heap and stacks take more
-// than tightShare of its soft limit, short past shortShare, overloaded past
-// overShare; without a limit it never is, and the engine and the core are
-// given none of them.
+// The watch reads the process's live heap and stacks, and tells the engine
+// and the core the level they make (TestMemoryLevels): tight past tightShare
+// of its soft limit; without a limit it never is, and the engine and the
+// core are given none of the checks.
 func TestMemoryWatch(t *testing.T) {
 	if newMemoryWatch(0) != nil {
 		t.Error("newMemoryWatch(0) is not nil")
@@ -103,9 +103,8 @@ func TestMemoryWatch(t *testing.T) {
 		limit              int64
 		tight, short, over bool
 	}{
-		{"a limit of 1 byte", 1, true, true, true}, // its goroutines' stacks alone are more
-		{"used past the tight share alone", between(tightShare, shortShare), true, false, false},
-		{"used past the short share", between(shortShare, overShare), true, true, false},
+		{"a limit of 1 byte", 1, true, true, true},                                        // its goroutines' stacks alone are more
+		{"used past the tight share alone", between(tightShare, 0.7), true, false, false}, // the heap within 0.7 of what the stacks leave too
 		{"a limit of 1 PiB", 1 << 50, false, false, false},
 	} {
 		w := newMemoryWatch(c.limit)
@@ -114,6 +113,39 @@ func TestMemoryWatch(t *testing.T) {
 		tight, short, over := o.MemoryTight(), o.MemoryShort(), w.overloaded()()
 		if tight != c.tight || short != c.short || over != c.over {
 			t.Errorf("%s (%.0f bytes used): tight %t, short %t, overloaded %t; want %t, %t, %t", c.name, u, tight, short, over, c.tight, c.short, c.over)
+		}
+	}
+}
+
+// A process is short of memory past shortShare of its limit for its heap
+// and stacks together, or, sooner, past shortHeapShare of what its stacks
+// leave for its heap alone, and overloaded likewise (overShare,
+// overHeapShare): one whose requests hold no goroutine (a gateway's) goes
+// short at seven tenths, one whose stacks take half (serve's detached
+// countdowns) at four fifths.
+func TestMemoryLevels(t *testing.T) {
+	const mb = 1 << 20
+	w := newMemoryWatch(1000 * mb)
+	for _, c := range []struct {
+		heap, stacks uint64 // MB
+		want         int32
+	}{
+		{590, 0, 0},
+		{610, 0, 1},
+		{690, 0, 1},
+		{710, 0, 2}, // the heap past 0.7 of the limit
+		{740, 0, 2},
+		{760, 0, 3},   // past 0.75
+		{330, 420, 1}, // 750: past 0.7 of the limit, but neither bound
+		{360, 420, 1},
+		{390, 420, 2}, // 810: past 0.8
+		{600, 100, 1},
+		{640, 100, 2}, // 740, but the heap past 0.7 of the 900 the stacks leave
+		{680, 100, 3}, // 780, but the heap past 0.75 of it
+		{100, 760, 3}, // 860: past 0.85
+	} {
+		if got := w.levelOf(c.heap*mb, c.stacks*mb); got != c.want {
+			t.Errorf("heap %d MB, stacks %d MB: level %d, want %d", c.heap, c.stacks, got, c.want)
 		}
 	}
 }
