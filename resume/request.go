@@ -17,7 +17,7 @@ type Request struct {
 	// principal started the request (StartOptions.Principal); "" without
 	// authentication.
 	principal string
-	created   int64 // unix nanoseconds, as in its Record
+	created   int64 // unix nanoseconds, as in its Record; 0 for none
 	// values is what the request's context carries (StartOptions.Values;
 	// nil for none); ctx, the context, once Context made it: most requests'
 	// is never asked for, and costs nothing then; ended, the first cause
@@ -97,11 +97,15 @@ type Request struct {
 	same *Request
 }
 
-// newRequest returns the request rec describes, holding q, on a context of its
-// own from base: every Request is made here, started (Start) or recovered.
+// newRequest returns the request rec describes, holding q, whose context
+// (made when first asked for) carries values': every Request is made here,
+// started (Start) or recovered.
 func (e *Engine) newRequest(values context.Context, rec Record, q outbox) *Request {
-	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal, created: rec.Created.UnixNano(),
+	r := &Request{e: e, id: rec.ID, hash: rec.Hash, principal: rec.Principal,
 		state: rec.State, q: q, ackMode: rec.AckMode, epoch: rec.Epoch, task: rec.Task}
+	if !rec.Created.IsZero() {
+		r.created = rec.Created.UnixNano()
+	}
 	x := requestExtra{trace: rec.Trace, ttl: rec.TTL, deadline: rec.Deadline}
 	if rec.State == StateProcessing {
 		x.payload = rec.Payload
@@ -296,7 +300,12 @@ func (r *Request) End(cause error, encode func(seq uint64) []byte) (uint64, erro
 }
 
 // Created returns when the request started (Record.Created).
-func (r *Request) Created() time.Time { return time.Unix(0, r.created) }
+func (r *Request) Created() time.Time {
+	if r.created == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, r.created)
+}
 
 // Gone reports whether the request has left the engine: cancelled, expired, or its
 // result released (acknowledged or past retention).
