@@ -48,14 +48,13 @@ type toolRun struct {
 
 	out *toolResult // what the tool returned, once it did
 
-	returned bool        // the tool returned, or answered later (Later)
-	running  bool        // its handler runs: Later may be called
-	later    bool        // its handler called Later: its completion ends the run
-	leaving  atomic.Bool // the worker is to leave (safe anywhere, as wake is)
-	ended    atomic.Bool // end ran
-	left     bool        // the worker left: the tool's goroutine finishes the call
-	replay   bool        // the result waits for the replay's middleware
-	release  func()      // with left: the tool's concurrency place, released as the tool returns
+	running bool        // its handler runs: Later may be called
+	later   bool        // its handler called Later: its completion ends the run
+	leaving atomic.Bool // the worker is to leave (safe anywhere, as wake is)
+	ended   atomic.Bool // end ran
+	left    bool        // the worker left: the tool's goroutine finishes the call
+	replay  bool        // the result waits for the replay's middleware
+	release func()      // with left: the tool's concurrency place, released as the tool returns
 }
 
 // toolResult is what a call's tool returned: its result and error, or what it
@@ -112,7 +111,7 @@ func (s *Server) runTool(ctx context.Context, stop func(), cl *call, req mcp.Cal
 		var returned, left bool
 		cl.update(func(l *callLife) {
 			switch {
-			case tr.returned:
+			case tr.out != nil: // the tool returned
 				returned = true
 			case tr.leaving.Load():
 				tr.left, left = true, true
@@ -164,7 +163,7 @@ func (tr *toolRun) end(res *mcp.CallToolResult, err error, panicked any) {
 	defer tr.stop()
 	var finish bool
 	cl.update(func(l *callLife) {
-		tr.out, tr.returned = &toolResult{res: res, err: err, panicked: panicked}, true
+		tr.out = &toolResult{res: res, err: err, panicked: panicked}
 		finish, tr.replay = tr.left, tr.left
 		tr.ctx, tr.next = nil, nil // the tool's, no longer needed
 	})

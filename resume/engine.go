@@ -290,7 +290,7 @@ func (e *Engine) LookupKey(token string, id []byte, principal string) (Handle, e
 	e.mu.Lock()
 	r := e.live.get(h)
 	held := r != nil
-	if held && r.hash.equal(h) && bytes.Equal(r.id, id) && r.principal == principal {
+	if held && bytes.Equal(r.id, id) && r.principal == principal {
 		e.mu.Unlock()
 		return r, nil
 	}

@@ -17,7 +17,7 @@ func hashKey(h TokenHash) uint64 { return binary.LittleEndian.Uint64(h[:8]) }
 // get returns the request of hash h; nil for none.
 func (s *liveSet) get(h TokenHash) *Request {
 	for r := s.m[hashKey(h)]; r != nil; r = r.same {
-		if r.hash == h {
+		if r.hash.equal(h) {
 			return r
 		}
 	}
